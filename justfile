@@ -1,0 +1,20 @@
+# Recipes mirror CI; `just test` is exactly what .ci/run runs.
+
+# the main job on the local-disk default
+demo:
+    cargo run --release -- demo
+
+# everything CI runs (installs the venv, starts and stops the emulators)
+test:
+    scripts/test.sh
+
+# fast inner loop: Rust tests only, no emulators
+unit:
+    cargo test
+
+lint:
+    cargo fmt --all -- --check
+    cargo clippy --all-targets -- -D warnings
+
+bench:
+    cargo run --release --bin lineage-bench

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The one test command (README, .ci/run and `just test` all run exactly this).
+# On a fresh machine it installs and starts everything the tests need (the Python venv
+# with the interop readers, the storage emulators), runs every test, and stops what it
+# started, also when a test fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/python-env.sh
+export LINEAGE_PYTHON="$PWD/.venv/bin/python"
+
+# Emulators: started here, stopped by PID on any exit.
+trap 'localstack/stop.sh' EXIT
+localstack/start.sh
+# shellcheck disable=SC1091
+. .emulators/env
+
+cargo fmt --all -- --check
+cargo clippy --all-targets --locked -- -D warnings
+cargo build --locked
+cargo test --locked
+LINEAGE_BIN="$PWD/target/debug/lineage" .venv/bin/python -m pytest -q tests/python

@@ -1,0 +1,4 @@
+//! The audit path: reading pointers back (`log`) and proving the store (`verify`).
+
+pub mod log;
+pub mod verify;

@@ -1,0 +1,109 @@
+//! The `lineage` command line: one file per command; this file parses arguments, sets up
+//! logging and the runtime, and maps errors to exit codes (via [`ErrorKind`]).
+//!
+//! Exit codes: 0 success; 1 `verify` found problems; 2 refused input, usage or access
+//! error (nothing was published); 3 conflict in the store; 4 internal error.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::error::{Error, ErrorKind, Result};
+
+mod append;
+mod demo;
+mod log;
+mod schema;
+mod verify;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "lineage",
+    version,
+    about = "Append-only, tamper-evident lineage events as Parquet"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Store selection shared by the commands that open one.
+#[derive(Debug, clap::Args)]
+pub(crate) struct StoreArg {
+    /// Store URL: a directory, file:///abs/dir or memory://.
+    #[arg(long, env = "LINEAGE_STORE")]
+    pub store: String,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Validate events and append them as immutable Parquet parts (one commit per flush).
+    Append(append::Args),
+    /// List the commits, from their pointers.
+    Log(log::Args),
+    /// Prove every recorded part is present and byte-identical; report anything else.
+    Verify(verify::Args),
+    /// Print the contract.
+    Schema(schema::Args),
+    /// Generate realistic sample events, append and verify them.
+    Demo(demo::Args),
+}
+
+/// What a command reports back: exit code 0 or 1 (problems found).
+pub(crate) type Status = u8;
+
+/// Run the CLI with the process arguments.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing();
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return fail(&Error::Internal(format!("cannot start the runtime: {e}"))),
+    };
+    let result = rt.block_on(async {
+        match cli.command {
+            Command::Append(a) => append::run(a).await,
+            Command::Log(a) => log::run(a).await,
+            Command::Verify(a) => verify::run(a).await,
+            Command::Schema(a) => schema::run(a),
+            Command::Demo(a) => demo::run(a).await,
+        }
+    });
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => fail(&e),
+    }
+}
+
+fn fail(e: &Error) -> ExitCode {
+    let _ = writeln!(std::io::stderr(), "error: {e}");
+    let code = match e.kind() {
+        ErrorKind::Input | ErrorKind::Io | ErrorKind::NotFound => 2,
+        k => k.exit_code(),
+    };
+    ExitCode::from(u8::try_from(code).unwrap_or(4))
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("LINEAGE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+/// Write a line to stdout; a closed pipe (e.g. `| head`) is not an error worth a panic.
+pub(crate) fn out(line: &str) -> Result<()> {
+    let mut o = std::io::stdout().lock();
+    writeln!(o, "{line}").map_err(|e| Error::io("<stdout>", e))
+}
+
+/// JSON of a serialisable value on one line.
+pub(crate) fn json_line<T: serde::Serialize>(v: &T) -> Result<String> {
+    serde_json::to_string(v).map_err(|e| Error::Internal(e.to_string()))
+}

@@ -1,0 +1,146 @@
+//! Errors, and the one place they are mapped to a small set of kinds (and exit codes).
+//!
+//! Every module returns [`Error`]; the CLI only ever looks at [`Error::kind`] to choose an
+//! exit code, so a new variant is classified here and nowhere else.
+
+use std::path::PathBuf;
+
+/// What went wrong, in terms a caller can act on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The input (events, flags, a URL) is not acceptable. Nothing was published.
+    Input,
+    /// The store holds something that contradicts what we wrote or expected
+    /// (a key taken by different content, a corrupt pointer).
+    Conflict,
+    /// The storage backend or the local filesystem failed.
+    Io,
+    /// The store or an object in it does not exist.
+    NotFound,
+    /// A bug or an unexpected state inside lineage-store.
+    Internal,
+}
+
+impl ErrorKind {
+    /// The process exit code for this kind: 2 for refused input and access errors, 3 for
+    /// conflicts, 4 for internal errors. (1 is reserved for "verify found problems".)
+    pub fn exit_code(self) -> i32 {
+        match self {
+            ErrorKind::Input | ErrorKind::Io | ErrorKind::NotFound => 2,
+            ErrorKind::Conflict => 3,
+            ErrorKind::Internal => 4,
+        }
+    }
+}
+
+/// All errors of the library.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// An input record (line or row) broke the contract.
+    #[error("{location}: {message}")]
+    Record {
+        /// "line 7" or "row 12", with the field when known.
+        location: String,
+        /// Why it was refused.
+        message: String,
+    },
+    /// The input's Arrow schema is not the contract.
+    #[error("schema mismatch: {0}")]
+    Schema(String),
+    /// A flag, URL or argument is not acceptable.
+    #[error("{0}")]
+    Usage(String),
+    /// A create-only key already holds different content.
+    #[error("conflict at {key}: {message}")]
+    Conflict {
+        /// The object key.
+        key: String,
+        /// What differs.
+        message: String,
+    },
+    /// An object we expected is missing.
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// A local I/O error, with the path it concerns.
+    #[error("I/O error on {path}: {source}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// An object-store error, with the key it concerns. The message never holds credentials:
+    /// object_store does not put them in its errors, and we never format a config into one.
+    #[error("object store error on {key}: {source}")]
+    ObjectStore {
+        /// The object key.
+        key: String,
+        /// The backend error.
+        #[source]
+        source: Box<object_store::Error>,
+    },
+    /// Parquet encoding or decoding failed.
+    #[error("parquet: {0}")]
+    Parquet(#[from] parquet::errors::ParquetError),
+    /// Arrow failed (building or slicing arrays).
+    #[error("arrow: {0}")]
+    Arrow(#[from] arrow_schema::ArrowError),
+    /// A pointer, seal or proof is not valid JSON of the expected shape.
+    #[error("corrupt {what} {key}: {message}")]
+    Corrupt {
+        /// "pointer", "seal", "proof".
+        what: &'static str,
+        /// The object key or file.
+        key: String,
+        /// Why it could not be read.
+        message: String,
+    },
+    /// A signature or key problem.
+    #[error("signature: {0}")]
+    Signature(String),
+    /// Anything that should not happen.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl Error {
+    /// The one mapping from variants to kinds.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Record { .. } | Error::Schema(_) | Error::Usage(_) | Error::Signature(_) => {
+                ErrorKind::Input
+            }
+            Error::Conflict { .. } | Error::Corrupt { .. } => ErrorKind::Conflict,
+            Error::NotFound(_) => ErrorKind::NotFound,
+            Error::Io { .. } => ErrorKind::Io,
+            Error::ObjectStore { source, .. } => match source.as_ref() {
+                object_store::Error::NotFound { .. } => ErrorKind::NotFound,
+                object_store::Error::AlreadyExists { .. }
+                | object_store::Error::Precondition { .. } => ErrorKind::Conflict,
+                _ => ErrorKind::Io,
+            },
+            Error::Parquet(_) | Error::Arrow(_) => ErrorKind::Input,
+            Error::Internal(_) => ErrorKind::Internal,
+        }
+    }
+
+    /// Shorthand for an I/O error on a path.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// Shorthand for a record error.
+    pub fn record(location: impl Into<String>, message: impl Into<String>) -> Self {
+        Error::Record {
+            location: location.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// The library's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

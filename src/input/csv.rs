@@ -1,0 +1,139 @@
+//! CSV: a header naming the 15 fields (in any order), then one event per record. An empty
+//! cell is null; `event_time_utc` is RFC 3339.
+
+use crate::contract::{Kind, COLUMNS};
+use crate::error::{Error, Result};
+use crate::events::{EventBuilder, EventRow, Origin, SourcedBatch, BUILD_CHUNK_ROWS};
+
+use super::ndjson::parse_time_us;
+
+pub(super) fn parse(bytes: &[u8]) -> Result<Vec<SourcedBatch>> {
+    let mut rdr = csv::ReaderBuilder::new()
+        .has_headers(true)
+        .flexible(false)
+        .from_reader(bytes);
+    let headers = rdr
+        .headers()
+        .map_err(|e| csv_err(&e, "the header"))?
+        .clone();
+    // Column index in the file for each contract column.
+    let mut pos = [usize::MAX; 15];
+    for (i, h) in headers.iter().enumerate() {
+        let h = h.trim_start_matches('\u{feff}');
+        match COLUMNS.iter().position(|c| c.name == h) {
+            Some(ci) if pos[ci] != usize::MAX => {
+                return Err(Error::record(
+                    "line 1",
+                    format!("column `{h}` appears twice in the header"),
+                ))
+            }
+            Some(ci) => pos[ci] = i,
+            None => {
+                return Err(Error::record(
+                    "line 1",
+                    format!("column `{h}` is not a field of the contract"),
+                ))
+            }
+        }
+    }
+    if let Some(ci) = pos.iter().position(|&p| p == usize::MAX) {
+        return Err(Error::record(
+            "line 1",
+            format!("the header lacks field `{}`", COLUMNS[ci].name),
+        ));
+    }
+    let mut out = Vec::new();
+    let mut b = EventBuilder::new();
+    let mut lines = Vec::new();
+    let mut rec = csv::StringRecord::new();
+    loop {
+        match rdr.read_record(&mut rec) {
+            Ok(false) => break,
+            Ok(true) => {}
+            Err(e) => return Err(csv_err(&e, "input")),
+        }
+        let line = rec.position().map(|p| p.line()).unwrap_or(0);
+        let loc = format!("line {line}");
+        let cell = |ci: usize| -> Option<&str> { rec.get(pos[ci]).filter(|v| !v.is_empty()) };
+        let num_err = |ci: usize, v: &str, what: &str| {
+            Error::record(
+                format!("{loc}, field `{}`", COLUMNS[ci].name),
+                format!("`{v}` is not {what}"),
+            )
+        };
+        let mut row = EventRow::default();
+        for (ci, c) in COLUMNS.iter().enumerate() {
+            let v = cell(ci);
+            match (c.kind, v) {
+                (_, None) => {}
+                (Kind::I64, Some(v)) => {
+                    row.sequence = Some(
+                        v.trim()
+                            .parse()
+                            .map_err(|_| num_err(ci, v, "a 64-bit integer"))?,
+                    )
+                }
+                (Kind::I32, Some(v)) => {
+                    row.strategy_index = Some(
+                        v.trim()
+                            .parse()
+                            .map_err(|_| num_err(ci, v, "a 32-bit integer"))?,
+                    )
+                }
+                (Kind::F64, Some(v)) => {
+                    row.accuracy_m = Some(v.trim().parse().map_err(|_| num_err(ci, v, "a number"))?)
+                }
+                (Kind::TimestampUtc, Some(v)) => {
+                    row.event_time_us = Some(
+                        parse_time_us(v)
+                            .map_err(|m| Error::record(format!("{loc}, field `{}`", c.name), m))?,
+                    )
+                }
+                (Kind::Str, Some(_)) => {}
+            }
+        }
+        row.event_id = cell(0);
+        row.run_id = cell(1);
+        row.stage = cell(4);
+        row.event_type = cell(5);
+        row.feature_id = cell(6);
+        row.source_crs = cell(7);
+        row.target_crs = cell(8);
+        row.outcome = cell(9);
+        row.rejection_reason = cell(12);
+        row.tool_version = cell(13);
+        row.audit_tag = cell(14);
+        b.push(&row);
+        lines.push(line);
+        if b.len() >= BUILD_CHUNK_ROWS {
+            out.push(SourcedBatch {
+                batch: b.finish()?,
+                origin: Origin::Lines(std::mem::take(&mut lines)),
+            });
+        }
+    }
+    if !b.is_empty() {
+        out.push(SourcedBatch {
+            batch: b.finish()?,
+            origin: Origin::Lines(lines),
+        });
+    }
+    Ok(out)
+}
+
+fn csv_err(e: &csv::Error, what: &str) -> Error {
+    let loc = e
+        .position()
+        .map(|p| format!("line {}", p.line()))
+        .unwrap_or_else(|| what.to_string());
+    let msg = match e.kind() {
+        csv::ErrorKind::Utf8 { err, .. } => format!("invalid UTF-8 in field {}", err.field() + 1),
+        csv::ErrorKind::UnequalLengths {
+            expected_len, len, ..
+        } => {
+            format!("has {len} fields, the header has {expected_len}")
+        }
+        _ => e.to_string(),
+    };
+    Error::record(loc, msg)
+}

@@ -1,0 +1,123 @@
+//! A fault-injecting [`AtomicPublisher`] wrapper for tests: it implements the same trait
+//! and fails chosen `put_create` calls before or after the inner write lands, which is
+//! how lost responses, timeouts and crashes between two publishes are simulated.
+
+use std::ops::Range;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+
+use super::{AtomicPublisher, ObjectInfo, Outcome};
+use crate::error::{Error, Result};
+
+/// When to fail.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fault {
+    /// Fail without writing (the request never reached the store).
+    Before,
+    /// Write, then report an error (the response was lost).
+    After,
+    /// Write, then report `AlreadyExists` (a retried create that had landed).
+    AfterAsExisting,
+}
+
+#[derive(Debug, Default)]
+struct Plan {
+    /// (substring of the key, fault, remaining count)
+    rules: Vec<(String, Fault, usize)>,
+    fired: Vec<String>,
+}
+
+/// Wraps a publisher and injects [`Fault`]s into `put_create` calls whose key contains a
+/// pattern. Reads, listings and deletes pass through.
+#[derive(Debug)]
+pub struct FaultyPublisher {
+    inner: Arc<dyn AtomicPublisher>,
+    plan: Mutex<Plan>,
+}
+
+impl FaultyPublisher {
+    /// Wrap `inner` with no faults planned.
+    pub fn new(inner: Arc<dyn AtomicPublisher>) -> Self {
+        Self {
+            inner,
+            plan: Mutex::new(Plan::default()),
+        }
+    }
+
+    /// Fail the next `times` creates whose key contains `pattern`.
+    pub fn fail(&self, pattern: &str, fault: Fault, times: usize) {
+        self.lock().rules.push((pattern.to_string(), fault, times));
+    }
+
+    /// The keys a fault fired on, in order.
+    pub fn fired(&self) -> Vec<String> {
+        self.lock().fired.clone()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Plan> {
+        self.plan.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn take_fault(&self, key: &str) -> Option<Fault> {
+        let mut plan = self.lock();
+        let hit = plan
+            .rules
+            .iter_mut()
+            .find(|(p, _, n)| *n > 0 && key.contains(p.as_str()))
+            .map(|(_, f, n)| {
+                *n -= 1;
+                f.clone()
+            });
+        if hit.is_some() {
+            plan.fired.push(key.to_string());
+        }
+        hit
+    }
+}
+
+fn injected(key: &str) -> Error {
+    Error::io(
+        key,
+        std::io::Error::new(std::io::ErrorKind::TimedOut, "injected fault"),
+    )
+}
+
+#[async_trait]
+impl AtomicPublisher for FaultyPublisher {
+    fn describe(&self) -> String {
+        format!("faulty({})", self.inner.describe())
+    }
+
+    async fn put_create(&self, key: &str, bytes: Bytes) -> Result<Outcome> {
+        match self.take_fault(key) {
+            None => self.inner.put_create(key, bytes).await,
+            Some(Fault::Before) => Err(injected(key)),
+            Some(Fault::After) => {
+                self.inner.put_create(key, bytes).await?;
+                Err(injected(key))
+            }
+            Some(Fault::AfterAsExisting) => {
+                self.inner.put_create(key, bytes).await?;
+                Ok(Outcome::AlreadyExists)
+            }
+        }
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<Bytes>> {
+        self.inner.get(key).await
+    }
+
+    async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
+        self.inner.get_range(key, range).await
+    }
+
+    async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>> {
+        self.inner.list(prefix).await
+    }
+
+    async fn delete_temp(&self, key: &str) -> Result<()> {
+        self.inner.delete_temp(key).await
+    }
+}

@@ -1,0 +1,268 @@
+//! The local-disk [`AtomicPublisher`].
+//!
+//! Publish protocol, per object:
+//! 1. create the parent directories (each new one fsynced into its parent);
+//! 2. write a hidden temp `.<name>.<nonce>.tmp` beside the target (same directory, so the
+//!    publish below is a same-filesystem metadata operation; hidden, so dataset readers
+//!    skip it; the nonce keeps concurrent creators of one key from sharing a temp);
+//! 3. fsync the temp;
+//! 4. publish it with `renameat2(RENAME_NOREPLACE)`, or where the filesystem does not
+//!    support that flag, with `link(temp, target)` + `unlink(temp)`; both fail with
+//!    `EEXIST` instead of replacing (a plain `rename` would silently overwrite);
+//! 5. fsync the directory so the new name survives a power cut.
+//!
+//! The temp is removed on every error path (a drop guard), so only a crash of the process
+//! itself can leave one; `verify` reports those and `sweep` removes them.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{ErrorKind as IoKind, Read, Seek, SeekFrom, Write};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use chrono::{DateTime, Utc};
+use rustix::fs::{RenameFlags, CWD};
+use rustix::io::Errno;
+
+use super::{check_key, check_temp_key, AtomicPublisher, ObjectInfo, Outcome};
+use crate::error::{Error, Result};
+
+/// A store rooted at a local directory.
+#[derive(Debug, Clone)]
+pub struct PosixPublisher {
+    root: PathBuf,
+}
+
+impl PosixPublisher {
+    /// A store at `root` (created on first publish).
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    /// The root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn path_of(&self, key: &str) -> Result<PathBuf> {
+        check_key(key)?;
+        Ok(self.root.join(key))
+    }
+}
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Error::Internal(format!("blocking task failed: {e}")))?
+}
+
+#[async_trait]
+impl AtomicPublisher for PosixPublisher {
+    fn describe(&self) -> String {
+        format!("file://{}", self.root.display())
+    }
+
+    async fn put_create(&self, key: &str, bytes: Bytes) -> Result<Outcome> {
+        let target = self.path_of(key)?;
+        blocking(move || publish_file(&target, &bytes)).await
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<Bytes>> {
+        let path = self.path_of(key)?;
+        blocking(move || match fs::read(&path) {
+            Ok(b) => Ok(Some(Bytes::from(b))),
+            Err(e) if e.kind() == IoKind::NotFound => Ok(None),
+            Err(e) => Err(Error::io(path, e)),
+        })
+        .await
+    }
+
+    async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
+        let path = self.path_of(key)?;
+        blocking(move || {
+            let mut f = File::open(&path).map_err(|e| match e.kind() {
+                IoKind::NotFound => Error::NotFound(path.display().to_string()),
+                _ => Error::io(&path, e),
+            })?;
+            f.seek(SeekFrom::Start(range.start))
+                .map_err(|e| Error::io(&path, e))?;
+            let len = range.end.saturating_sub(range.start);
+            let mut buf = Vec::with_capacity(len as usize);
+            f.take(len)
+                .read_to_end(&mut buf)
+                .map_err(|e| Error::io(&path, e))?;
+            Ok(Bytes::from(buf))
+        })
+        .await
+    }
+
+    async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>> {
+        let root = self.root.clone();
+        let prefix = prefix.to_string();
+        blocking(move || {
+            // Start at the deepest directory the prefix names, so listing one run's
+            // pointers does not walk the whole store.
+            let dir_part = match prefix.rfind('/') {
+                Some(i) => &prefix[..i],
+                None => "",
+            };
+            let mut out = Vec::new();
+            let start = if dir_part.is_empty() {
+                root.clone()
+            } else {
+                root.join(dir_part)
+            };
+            walk(&root, &start, &prefix, &mut out)?;
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn delete_temp(&self, key: &str) -> Result<()> {
+        check_temp_key(key)?;
+        let path = self.path_of(key)?;
+        blocking(move || match fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == IoKind::NotFound => Ok(()),
+            Err(e) => Err(Error::io(path, e)),
+        })
+        .await
+    }
+}
+
+fn walk(root: &Path, dir: &Path, prefix: &str, out: &mut Vec<ObjectInfo>) -> Result<()> {
+    let entries = match fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == IoKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io(dir, e)),
+    };
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io(dir, e))?;
+        let path = entry.path();
+        let ft = entry.file_type().map_err(|e| Error::io(&path, e))?;
+        if ft.is_dir() {
+            walk(root, &path, prefix, out)?;
+        } else if ft.is_file() {
+            let rel = path
+                .strip_prefix(root)
+                .map_err(|e| Error::Internal(e.to_string()))?;
+            let key = rel
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy())
+                .collect::<Vec<_>>()
+                .join("/");
+            if key.starts_with(prefix) {
+                let meta = entry.metadata().map_err(|e| Error::io(&path, e))?;
+                out.push(ObjectInfo {
+                    key,
+                    size: meta.len(),
+                    modified: meta.modified().ok().map(DateTime::<Utc>::from),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Removes the temp file on drop unless disarmed: every error path cleans up.
+struct TempGuard<'a> {
+    path: &'a Path,
+    armed: bool,
+}
+
+impl Drop for TempGuard<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            if let Err(e) = fs::remove_file(self.path) {
+                if e.kind() != IoKind::NotFound {
+                    tracing::warn!(path = %self.path.display(), error = %e, "could not remove temp file");
+                }
+            }
+        }
+    }
+}
+
+/// The temp name for a target: hidden, same directory, unique per attempt.
+pub fn temp_path(target: &Path) -> PathBuf {
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let nonce = uuid::Uuid::new_v4().simple().to_string();
+    target.with_file_name(format!(".{name}.{}.tmp", &nonce[..12]))
+}
+
+fn publish_file(target: &Path, bytes: &[u8]) -> Result<Outcome> {
+    let dir = target
+        .parent()
+        .ok_or_else(|| Error::Internal(format!("{} has no parent", target.display())))?;
+    create_dirs_durably(dir)?;
+    // Cheap early answer; the no-replace publish below is what actually decides.
+    if fs::symlink_metadata(target).is_ok() {
+        return Ok(Outcome::AlreadyExists);
+    }
+    let tmp = temp_path(target);
+    let mut guard = TempGuard {
+        path: &tmp,
+        armed: true,
+    };
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .map_err(|e| Error::io(&tmp, e))?;
+    f.write_all(bytes).map_err(|e| Error::io(&tmp, e))?;
+    f.sync_all().map_err(|e| Error::io(&tmp, e))?;
+    drop(f);
+    let outcome = match rustix::fs::renameat_with(CWD, &tmp, CWD, target, RenameFlags::NOREPLACE) {
+        Ok(()) => {
+            guard.armed = false;
+            Outcome::Created
+        }
+        Err(Errno::EXIST) => Outcome::AlreadyExists,
+        Err(Errno::INVAL) | Err(Errno::NOSYS) | Err(Errno::OPNOTSUPP) => {
+            // Filesystem without RENAME_NOREPLACE: a hard link also refuses to replace.
+            match fs::hard_link(&tmp, target) {
+                Ok(()) => Outcome::Created,
+                Err(e) if e.kind() == IoKind::AlreadyExists => Outcome::AlreadyExists,
+                Err(e) => return Err(Error::io(target, e)),
+            }
+        }
+        Err(e) => return Err(Error::io(target, e.into())),
+    };
+    drop(guard);
+    if outcome == Outcome::Created {
+        fsync_dir(dir)?;
+    }
+    Ok(outcome)
+}
+
+fn fsync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| Error::io(dir, e))
+}
+
+/// `create_dir_all`, then fsync the parent of every directory it created.
+fn create_dirs_durably(dir: &Path) -> Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    let mut missing = Vec::new();
+    let mut cur = Some(dir);
+    while let Some(d) = cur {
+        if d.is_dir() {
+            break;
+        }
+        missing.push(d);
+        cur = d.parent();
+    }
+    fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    for d in missing.iter().rev() {
+        if let Some(parent) = d.parent() {
+            fsync_dir(parent)?;
+        }
+    }
+    Ok(())
+}

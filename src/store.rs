@@ -1,0 +1,40 @@
+//! `--store` URLs, resolved in this one place.
+//!
+//! - a path or `file:///abs/path`: the local-disk publisher;
+//! - `memory://`: a fresh in-memory store (process-local; for tests);
+//! - object stores are added by their own modules.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::publish::memory::MemoryPublisher;
+use crate::publish::posix::PosixPublisher;
+use crate::publish::AtomicPublisher;
+
+/// Open the store a URL names.
+pub async fn open(url: &str) -> Result<Arc<dyn AtomicPublisher>> {
+    let url = url.trim();
+    if url.is_empty() {
+        return Err(Error::Usage(
+            "no store given: pass --store or set LINEAGE_STORE".into(),
+        ));
+    }
+    if url == "memory://" || url == "memory:" {
+        return Ok(Arc::new(MemoryPublisher::new()));
+    }
+    if let Some(rest) = url.strip_prefix("file://") {
+        if !rest.starts_with('/') {
+            return Err(Error::Usage(format!(
+                "{url}: a file:// URL needs an absolute path (file:///...)"
+            )));
+        }
+        return Ok(Arc::new(PosixPublisher::new(PathBuf::from(rest))));
+    }
+    if let Some((scheme, _)) = url.split_once("://") {
+        return Err(Error::Usage(format!(
+            "unsupported store scheme `{scheme}://` in {url}"
+        )));
+    }
+    Ok(Arc::new(PosixPublisher::new(PathBuf::from(url))))
+}
