@@ -434,7 +434,8 @@ async fn a_flush_over_the_single_put_limit_is_refused_before_publishing() {
 #[test]
 fn bad_rows_are_named_by_line_and_field() {
     let good = common::event(1, "run-a", "EPSG:4326");
-    let cases: Vec<(Box<dyn Fn(&mut serde_json::Value)>, &str)> = vec![
+    type Edit = Box<dyn Fn(&mut serde_json::Value)>;
+    let cases: Vec<(Edit, &str)> = vec![
         (
             Box::new(|v| v["sequence"] = "x".into()),
             "line 2, field `sequence`: invalid type: string",
