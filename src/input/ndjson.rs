@@ -111,6 +111,12 @@ pub(super) fn parse(bytes: &[u8]) -> Result<Vec<SourcedBatch>> {
         let line_no = n as u64 + 1;
         let loc = format!("line {line_no}");
         let raw_line = raw_line.strip_suffix(b"\r").unwrap_or(raw_line);
+        // A byte-order mark some Windows tools put before the first line.
+        let raw_line = if n == 0 {
+            raw_line.strip_prefix(b"\xef\xbb\xbf").unwrap_or(raw_line)
+        } else {
+            raw_line
+        };
         let line = std::str::from_utf8(raw_line).map_err(|e| {
             Error::record(
                 &loc,
