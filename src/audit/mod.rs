@@ -2,3 +2,6 @@
 
 pub mod log;
 pub mod verify;
+pub mod merkle;
+pub mod part;
+pub mod seal;
