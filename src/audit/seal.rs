@@ -151,7 +151,8 @@ pub fn seal_key(seq: u64) -> String {
     format!("{}{seq:020}.json", keys::SEALS_PREFIX)
 }
 
-fn parse_public_key(b64: &str) -> Result<VerifyingKey> {
+/// Parse a base64 Ed25519 public key as stored in a seal.
+pub fn parse_public_key(b64: &str) -> Result<VerifyingKey> {
     let bytes: [u8; 32] = B64
         .decode(b64.trim())
         .ok()
