@@ -172,6 +172,11 @@ pub async fn read_facts(
     let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Skip);
     let arrow_meta = ArrowReaderMetadata::try_new(meta.clone(), options)
         .map_err(|e| bad(format!("no Arrow schema in the footer: {e}")))?;
+    // The writer stamps both keys into the Arrow schema's metadata (stored in the footer
+    // as ARROW:schema); plain Parquet key-value metadata is accepted as well.
+    let from_schema = |name: &str| arrow_meta.schema().metadata().get(name).cloned();
+    facts.commit_id = from_schema(contract::META_COMMIT_ID).or(facts.commit_id);
+    facts.schema_version = from_schema(contract::META_SCHEMA_VERSION).or(facts.schema_version);
     if let Err(e) = contract::check_schema(arrow_meta.schema()) {
         facts.schema_problem = Some(e.to_string());
         return Ok(facts); // columns are not where the contract puts them
