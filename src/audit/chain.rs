@@ -92,6 +92,10 @@ pub async fn walk(store: &dyn AtomicPublisher, trusted: Option<&VerifyingKey>) -
             );
         }
         let gap = s.key_seq != expected_seq;
+        if gap {
+            // The missing seals' entries are unknown, so later roots cannot be recomputed.
+            chain.broken = true;
+        }
         expected_seq = s.key_seq + 1;
         let seal = match &s.seal {
             Ok(seal) => seal,

@@ -76,7 +76,10 @@ pub async fn prove(
         return Err(Error::Corrupt {
             what: "seal",
             key: p.key.clone(),
-            message: format!("{}; run `lineage verify` (no proof from a broken chain)", p.detail),
+            message: format!(
+                "{}; run `lineage verify` (no proof from a broken chain)",
+                p.detail
+            ),
         });
     }
     let stored = match against {
@@ -88,7 +91,9 @@ pub async fn prove(
         }
     }
     .ok_or_else(|| match against {
-        ProveAgainst::Newest => Error::Usage("the store has no seals yet: run `lineage seal`".into()),
+        ProveAgainst::Newest => {
+            Error::Usage("the store has no seals yet: run `lineage seal`".into())
+        }
         _ => Error::NotFound(format!("seal {against:?}")),
     })?;
     let seal = stored.seal.as_ref().map_err(|m| Error::Corrupt {
@@ -220,7 +225,9 @@ pub fn verify_proof(
             ),
         }),
         Ok(false) if public_key.is_some() => {
-            return Ok(Err("the seal is not signed, but a public key was given".into()))
+            return Ok(Err(
+                "the seal is not signed, but a public key was given".into()
+            ))
         }
         Ok(false) => None,
         Err(e) => return Ok(Err(format!("seal {}: {e}", seal.seq))),

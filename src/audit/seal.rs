@@ -265,29 +265,32 @@ pub struct StoredSeal {
 /// Every seal object in the store, sorted by the sequence number in its key.
 pub async fn read_seals(store: &dyn AtomicPublisher) -> Result<Vec<StoredSeal>> {
     let listed = store.list(keys::SEALS_PREFIX).await?;
-    let mut seals: Vec<StoredSeal> = futures::stream::iter(listed.into_iter().filter_map(|o| {
-        match keys::classify(&o.key) {
-            KeyKind::Seal(n) => Some((o.key, n)),
-            _ => None,
-        }
-    }))
-    .map(|(key, n)| async move {
-        let bytes = store
-            .get(&key)
-            .await?
-            .ok_or_else(|| Error::NotFound(key.clone()))?;
-        let seal = Seal::from_bytes(&key, &bytes).map_err(|e| e.to_string());
-        Ok::<_, Error>(StoredSeal {
-            digest: sha256_hex(&bytes),
-            key,
-            key_seq: n,
-            bytes,
-            seal,
+    let mut seals: Vec<StoredSeal> =
+        futures::stream::iter(
+            listed
+                .into_iter()
+                .filter_map(|o| match keys::classify(&o.key) {
+                    KeyKind::Seal(n) => Some((o.key, n)),
+                    _ => None,
+                }),
+        )
+        .map(|(key, n)| async move {
+            let bytes = store
+                .get(&key)
+                .await?
+                .ok_or_else(|| Error::NotFound(key.clone()))?;
+            let seal = Seal::from_bytes(&key, &bytes).map_err(|e| e.to_string());
+            Ok::<_, Error>(StoredSeal {
+                digest: sha256_hex(&bytes),
+                key,
+                key_seq: n,
+                bytes,
+                seal,
+            })
         })
-    })
-    .buffer_unordered(READ_CONCURRENCY)
-    .try_collect()
-    .await?;
+        .buffer_unordered(READ_CONCURRENCY)
+        .try_collect()
+        .await?;
     seals.sort_by_key(|s| s.key_seq);
     Ok(seals)
 }
@@ -415,14 +418,16 @@ async fn new_entries(
     sealed: &HashSet<String>,
 ) -> Result<Vec<(SealEntry, String)>> {
     let listed = store.list(keys::COMMITS_PREFIX).await?;
-    futures::stream::iter(listed.into_iter().filter_map(|o| {
-        match keys::classify(&o.key) {
-            KeyKind::Pointer { run_id, commit_id } if !sealed.contains(&o.key) => {
-                Some((o.key, run_id, commit_id))
-            }
-            _ => None,
-        }
-    }))
+    futures::stream::iter(
+        listed
+            .into_iter()
+            .filter_map(|o| match keys::classify(&o.key) {
+                KeyKind::Pointer { run_id, commit_id } if !sealed.contains(&o.key) => {
+                    Some((o.key, run_id, commit_id))
+                }
+                _ => None,
+            }),
+    )
     .map(|(key, run_id, commit_id)| async move {
         let bytes = store
             .get(&key)
@@ -433,8 +438,9 @@ async fn new_entries(
             return Err(Error::Corrupt {
                 what: "pointer",
                 key,
-                message: "its content contradicts its key; refusing to seal it (see `lineage verify`)"
-                    .into(),
+                message:
+                    "its content contradicts its key; refusing to seal it (see `lineage verify`)"
+                        .into(),
             });
         }
         Ok((

@@ -46,7 +46,9 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     match verify_proof(&proof, &a.head, key.as_ref(), a.part.as_deref())? {
         Ok(s) => {
             if a.json {
-                out(&json_line(&serde_json::json!({"valid": true, "summary": s}))?)?;
+                out(&json_line(
+                    &serde_json::json!({"valid": true, "summary": s}),
+                )?)?;
             } else {
                 out(&format!(
                     "valid: commit {} (run_id={} target_crs={}, {} rows, part {} sha256 {}) is in seal {} of {}{}{}",
@@ -72,7 +74,9 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         }
         Err(why) => {
             if a.json {
-                out(&json_line(&serde_json::json!({"valid": false, "reason": why}))?)?;
+                out(&json_line(
+                    &serde_json::json!({"valid": false, "reason": why}),
+                )?)?;
             } else {
                 let _ = writeln!(std::io::stderr(), "INVALID proof {name}: {why}");
             }
