@@ -206,9 +206,21 @@ pub async fn read_facts(
     let mut time: Option<(i64, i64)> = None;
     for batch in reader {
         let batch = batch.map_err(|e| bad(format!("unreadable column data: {e}")))?;
-        for (i, out) in [(0, &mut facts.run_ids), (1, &mut facts.target_crs)] {
-            let a = batch.column(i).as_string::<i32>();
+        // The reader returns projected columns in file order: look them up by name.
+        let column = |c: usize| {
+            batch
+                .column_by_name(contract::COLUMNS[c].name)
+                .ok_or_else(|| bad(format!("column {} is missing", contract::COLUMNS[c].name)))
+        };
+        for (c, out) in [
+            (col::RUN_ID, &mut facts.run_ids),
+            (col::TARGET_CRS, &mut facts.target_crs),
+        ] {
+            let a = column(c)?;
             facts.null_partition_values += a.null_count() as u64;
+            let a = a
+                .as_string_opt::<i32>()
+                .ok_or_else(|| bad("partition column is not a string".into()))?;
             for v in a.iter().flatten() {
                 if !out.iter().any(|x| x == v) && out.len() < 4 {
                     out.push(v.to_string());
@@ -216,8 +228,14 @@ pub async fn read_facts(
             }
         }
         if with_ranges {
-            let s = batch.column(2).as_primitive::<Int64Type>();
-            let t = batch.column(3).as_primitive::<TimestampMicrosecondType>();
+            let s = column(col::SEQUENCE)?;
+            let s = s
+                .as_primitive_opt::<Int64Type>()
+                .ok_or_else(|| bad("sequence is not int64".into()))?;
+            let t = column(col::EVENT_TIME_UTC)?;
+            let t = t
+                .as_primitive_opt::<TimestampMicrosecondType>()
+                .ok_or_else(|| bad("event_time_utc is not a timestamp".into()))?;
             widen(&mut seq, s.iter().flatten());
             widen(&mut time, t.iter().flatten());
         }
