@@ -324,8 +324,7 @@ pub async fn seal(
     clock: &dyn Clock,
     signing: Option<&SigningKey>,
 ) -> Result<SealOutcome> {
-    let mut lost = 0;
-    for _ in 0..MAX_SEAL_ATTEMPTS {
+    for lost in 0..MAX_SEAL_ATTEMPTS as u64 {
         let seals = read_seals(store).await?;
         let mut leaves: Vec<Hash> = Vec::new();
         let mut sealed: HashSet<String> = HashSet::new();
@@ -385,7 +384,6 @@ pub async fn seal(
                 lost_races: lost,
             });
         }
-        lost += 1;
         tracing::info!(seq, "another sealer took this sequence number; retrying");
     }
     Err(Error::Conflict {

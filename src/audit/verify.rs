@@ -204,6 +204,22 @@ pub async fn verify_with(store: &dyn AtomicPublisher, opts: &VerifyOptions) -> R
         store: store.describe(),
         ..Report::default()
     };
+    // The seal chain before the listing: every pointer a seal names existed when the seal
+    // was written, so it is in a listing made afterwards unless it was removed. (Listing
+    // first would let a concurrent `seal` name pointers the listing never saw.)
+    let chain = chain::walk(store, opts.public_key.as_ref()).await?;
+    report.problems.extend(chain.problems.iter().cloned());
+    report.seals = chain.seals.len() as u64;
+    report.signed_seals = chain.signed;
+    report.sealed_commits = chain.leaves.len() as u64;
+    if let Some((seq, d)) = chain.head() {
+        report.head_seq = Some(seq);
+        report.head = Some(d.to_string());
+    }
+    if let Some(want) = &opts.expect_head {
+        report.problems.extend(chain::check_head(&chain, want));
+    }
+
     let listing = store.list("").await?;
     let fresh = |o: &ObjectInfo| o.modified.is_some_and(|t| t > opts.now - opts.grace);
     let by_key: HashMap<&str, &ObjectInfo> = listing.iter().map(|o| (o.key.as_str(), o)).collect();
@@ -234,20 +250,6 @@ pub async fn verify_with(store: &dyn AtomicPublisher, opts: &VerifyOptions) -> R
             ),
             KeyKind::Seal(_) | KeyKind::Meta => {}
         }
-    }
-
-    // The seal chain first: it says which pointer digests are pinned.
-    let chain = chain::walk(store, opts.public_key.as_ref()).await?;
-    report.problems.extend(chain.problems.iter().cloned());
-    report.seals = chain.seals.len() as u64;
-    report.signed_seals = chain.signed;
-    report.sealed_commits = chain.leaves.len() as u64;
-    if let Some((seq, d)) = chain.head() {
-        report.head_seq = Some(seq);
-        report.head = Some(d.to_string());
-    }
-    if let Some(want) = &opts.expect_head {
-        report.problems.extend(chain::check_head(&chain, want));
     }
 
     let read: Vec<ReadPointer> = futures::stream::iter(pointer_keys)
@@ -382,20 +384,20 @@ async fn check_parts(
         .sum();
     progress.bytes_total.store(bytes_total, Ordering::Relaxed);
     let progress = &progress;
-    let results: Vec<(String, Pointer, bool, Vec<(ProblemKind, String)>)> =
+    let results: Vec<(Pointer, bool, Found)> =
         futures::stream::iter(pointers.into_iter().zip(hash))
             .map(|((key, p), hash)| {
                 let listed = by_key.get(p.part_path.as_str()).map(|o| o.size);
                 async move {
                     let found = check_part(store, &key, &p, listed, hash, progress).await;
                     progress.parts_done.fetch_add(1, Ordering::Relaxed);
-                    (key, p, hash, found)
+                    (p, hash, found)
                 }
             })
             .buffer_unordered(READ_CONCURRENCY)
             .collect()
             .await;
-    for (_, p, hashed, found) in results {
+    for (p, hashed, found) in results {
         if found.is_empty() {
             report.parts_ok += 1;
             report.rows += p.row_count;
@@ -412,6 +414,9 @@ async fn check_parts(
     }
 }
 
+/// Problems found with one part, as (kind, detail).
+type Found = Vec<(ProblemKind, String)>;
+
 /// The problems of one pointer's part (empty when it checks out).
 async fn check_part(
     store: &dyn AtomicPublisher,
@@ -420,7 +425,7 @@ async fn check_part(
     listed: Option<u64>,
     hash: bool,
     progress: &Progress,
-) -> Vec<(ProblemKind, String)> {
+) -> Found {
     let size = match listed {
         Some(s) => Some(s),
         // Not in the listing: look again (a POSIX walk is not a snapshot).
