@@ -326,6 +326,19 @@ pub async fn verify_with(store: &dyn AtomicPublisher, opts: &VerifyOptions) -> R
         parts.remove(p.part_path.as_str());
     }
     check_parts(store, opts, &mut report, pointers, &by_key, &trusted_parts).await;
+    // A part whose pointer key exists but is corrupt is already reported by that pointer.
+    let corrupt: std::collections::HashSet<String> = report
+        .problems
+        .iter()
+        .filter(|p| p.kind == ProblemKind::CorruptPointer)
+        .map(|p| p.key.clone())
+        .collect();
+    parts.retain(|k, _| match keys::classify(k) {
+        KeyKind::Part {
+            run_id, commit_id, ..
+        } => !corrupt.contains(&keys::pointer_key(&run_id, &commit_id)),
+        _ => true,
+    });
     check_orphans(store, opts, &mut report, parts).await;
     report
         .problems
