@@ -36,10 +36,22 @@ pub async fn stream_sha256(
     size: u64,
     on_bytes: &(dyn Fn(u64) + Send + Sync),
 ) -> Result<String> {
+    stream_sha256_chunked(store, key, size, HASH_CHUNK_BYTES, on_bytes).await
+}
+
+/// [`stream_sha256`] with a chosen chunk size (at least 1 byte).
+pub async fn stream_sha256_chunked(
+    store: &dyn AtomicPublisher,
+    key: &str,
+    size: u64,
+    chunk: u64,
+    on_bytes: &(dyn Fn(u64) + Send + Sync),
+) -> Result<String> {
+    let chunk = chunk.max(1);
     let mut h = Sha256::new();
     let mut pos = 0;
     while pos < size {
-        let end = (pos + HASH_CHUNK_BYTES).min(size);
+        let end = (pos + chunk).min(size);
         let chunk = store.get_range(key, pos..end).await?;
         if chunk.is_empty() {
             // Shorter than listed: the object changed under us; hash what there is.
