@@ -155,6 +155,7 @@ fn verify_usage_and_access_errors_exit_2() {
         vec!["verify", "--store", &store, "--expect-head", "abc"],
         vec!["verify", "--store", "s3x://bucket"],
         vec!["verify", "--store", &store, "--grace", "soon"],
+        vec!["verify", "--store", &store, "--since-seal", "7"],
     ] {
         let o = lineage(&args);
         assert_eq!(code(&o), 2, "{args:?}: {}{}", stdout(&o), stderr(&o));

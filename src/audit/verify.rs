@@ -291,6 +291,11 @@ pub async fn verify_with(store: &dyn AtomicPublisher, opts: &VerifyOptions) -> R
 
     // Sealed pointers must still be there, byte for byte.
     let since = match opts.since_seal {
+        Some(Some(n)) if !chain.seals.iter().any(|s| s.key_seq == n) => {
+            return Err(Error::Usage(format!(
+                "--since-seal {n}: the store has no seal {n}"
+            )))
+        }
         Some(Some(n)) => Some(n),
         Some(None) => chain.head().map(|(n, _)| n),
         None => None,
