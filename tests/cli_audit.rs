@@ -154,6 +154,7 @@ fn verify_usage_and_access_errors_exit_2() {
         vec!["verify", "--store", &store, "--public-key", &missing],
         vec!["verify", "--store", &store, "--expect-head", "abc"],
         vec!["verify", "--store", "s3x://bucket"],
+        vec!["verify", "--store", &missing],
         vec!["verify", "--store", &store, "--grace", "soon"],
         vec!["verify", "--store", &store, "--since-seal", "7"],
     ] {

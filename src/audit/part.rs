@@ -27,6 +27,10 @@ use crate::publish::AtomicPublisher;
 /// Bytes fetched per ranged read while hashing: large enough for few round trips to an
 /// object store, small enough that many parts hash in parallel in bounded memory.
 pub const HASH_CHUNK_BYTES: u64 = 4 * 1024 * 1024;
+/// Largest footer or column chunk fetched for the contract checks. Ours are far smaller
+/// (a 100k-row part's partition columns are a few KiB, dictionary-encoded); the cap keeps
+/// a hostile file under a part's name from making `verify` load it whole.
+pub const MAX_FETCH_BYTES: u64 = 256 * 1024 * 1024;
 
 /// Lower-case hex sha256 of an object of `size` bytes, read in chunks. `on_bytes` sees
 /// every chunk length (for progress).
@@ -159,6 +163,11 @@ pub async fn read_facts(
             "footer length {footer_len} does not fit in {size} bytes"
         )));
     }
+    if footer_len > MAX_FETCH_BYTES {
+        return Err(bad(format!(
+            "footer of {footer_len} bytes is over the {MAX_FETCH_BYTES}-byte limit"
+        )));
+    }
     let footer_start = size - 8 - footer_len;
     let footer = store.get_range(key, footer_start..size - 8).await?;
     let meta = ParquetMetaDataReader::decode_metadata(&footer)
@@ -204,6 +213,11 @@ pub async fn read_facts(
             let (start, len) = rg.column(c).byte_range();
             if start.checked_add(len).is_none_or(|end| end > size) {
                 return Err(bad(format!("column chunk {c} lies outside the file")));
+            }
+            if len > MAX_FETCH_BYTES {
+                return Err(bad(format!(
+                    "column chunk {c} of {len} bytes is over the {MAX_FETCH_BYTES}-byte limit"
+                )));
             }
             pieces.push((start, store.get_range(key, start..start + len).await?));
         }
@@ -275,9 +289,14 @@ struct Sparse {
 
 impl Sparse {
     fn find(&self, start: u64, len: u64) -> parquet::errors::Result<Bytes> {
+        let Some(stop) = start.checked_add(len) else {
+            return Err(parquet::errors::ParquetError::General(format!(
+                "range {start}+{len} overflows"
+            )));
+        };
         for (s, b) in &self.pieces {
             let end = s + b.len() as u64;
-            if start >= *s && start + len <= end {
+            if start >= *s && stop <= end {
                 let off = (start - s) as usize;
                 return Ok(b.slice(off..off + len as usize));
             }

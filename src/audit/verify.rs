@@ -221,6 +221,13 @@ pub async fn verify_with(store: &dyn AtomicPublisher, opts: &VerifyOptions) -> R
     }
 
     let listing = store.list("").await?;
+    if listing.is_empty() {
+        // Most likely a mistyped location: "clean, 0 commits" would mislead an auditor.
+        return Err(Error::NotFound(format!(
+            "{}: the store holds no objects (empty, or not where the URL points)",
+            store.describe()
+        )));
+    }
     let fresh = |o: &ObjectInfo| o.modified.is_some_and(|t| t > opts.now - opts.grace);
     let by_key: HashMap<&str, &ObjectInfo> = listing.iter().map(|o| (o.key.as_str(), o)).collect();
     let mut parts: BTreeMap<&str, &ObjectInfo> = BTreeMap::new();
