@@ -48,8 +48,7 @@ enum Command {
     Append(append::Args),
     /// List the commits, from their pointers.
     Log(log::Args),
-    /// Prove every recorded part is present and byte-identical and the seal chain intact;
-    /// report anything else.
+    /// Prove every recorded part is present and byte-identical; report anything else.
     Verify(verify::Args),
     /// Print the contract.
     Schema(schema::Args),
