@@ -103,14 +103,25 @@ async fn a_part_and_its_pointer_deleted_together_are_caught_by_the_seal() {
 #[tokio::test]
 async fn an_edited_pointer_field_is_detected_sealed_or_not() {
     let (mem, ptrs) = sealed_store().await;
-    // Sealed: any field edit changes the pointer's digest.
+    // Sealed: any field edit changes the pointer's digest, even one the part cannot
+    // contradict (the tool version).
     let pkey = keys::pointer_key(&ptrs[5].run_id, &ptrs[5].commit_id);
     let mut p = ptrs[5].clone();
-    p.min_event_time_utc = "2020-01-01T00:00:00.000000Z".into();
+    p.tool_version = "lineage-store/9.9.9".into();
     mem.tamper_put(&pkey, Bytes::from(p.to_bytes().unwrap()));
     let r = verify_later(mem.as_ref()).await;
     assert_kinds(&r, &[K::SealedPointerChanged]);
     assert_eq!(r.problems[0].key, pkey);
+    // A field the part can contradict is named twice: by the seal and by the footer.
+    let mut p = ptrs[5].clone();
+    p.min_event_time_utc = "2020-01-01T00:00:00.000000Z".into();
+    mem.tamper_put(&pkey, Bytes::from(p.to_bytes().unwrap()));
+    let r = verify_later(mem.as_ref()).await;
+    assert_kinds(&r, &[K::FooterMismatch, K::SealedPointerChanged]);
+    assert_eq!(of_kind(&r, K::SealedPointerChanged)[0].0, pkey);
+    let f = &of_kind(&r, K::FooterMismatch)[0];
+    assert_eq!(f.0, ptrs[5].part_path);
+    assert!(f.1.contains("2020-01-01"), "{}", f.1);
 
     // Not sealed yet: a row count that contradicts the footer is still caught.
     let mem = Arc::new(MemoryPublisher::new());
@@ -126,6 +137,21 @@ async fn an_edited_pointer_field_is_detected_sealed_or_not() {
         r.problems[0].detail.contains("rows"),
         "{}",
         r.problems[0].detail
+    );
+
+    // Not sealed yet: sequence and time ranges are checked against the part's columns.
+    let pkey = keys::pointer_key(&ptrs[1].run_id, &ptrs[1].commit_id);
+    let mut p = ptrs[1].clone();
+    p.last_sequence += 1000;
+    p.max_event_time_utc = "2031-01-01T00:00:00.000000Z".into();
+    mem.tamper_put(&pkey, Bytes::from(p.to_bytes().unwrap()));
+    let r = verify_later(mem.as_ref()).await;
+    let f = of_kind(&r, K::FooterMismatch);
+    let mine = f.iter().find(|(k, _)| k == &ptrs[1].part_path).unwrap();
+    assert!(
+        mine.1.contains("sequence") && mine.1.contains("2031-01-01"),
+        "{}",
+        mine.1
     );
 }
 

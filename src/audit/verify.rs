@@ -23,7 +23,7 @@ use super::part::{read_facts, stream_sha256};
 use crate::encode::sha256_hex;
 use crate::error::{Error, Result};
 use crate::keys::{self, KeyKind};
-use crate::pointer::Pointer;
+use crate::pointer::{rfc3339_us, Pointer};
 use crate::publish::{AtomicPublisher, ObjectInfo};
 
 /// Default grace period for temps and orphans: far longer than any publish takes.
@@ -485,20 +485,50 @@ async fn check_part(
             Err(e) => out.push((ProblemKind::MissingPart, format!("cannot read: {e}"))),
         }
     }
-    match read_facts(store, &p.part_path, size, false).await {
+    match read_facts(store, &p.part_path, size, true).await {
         Ok(f) => {
-            let mut why = f.mismatch(&p.run_id, &p.target_crs, &p.commit_id);
-            if f.rows != p.row_count {
-                let m = format!("{} rows, pointer {key} records {}", f.rows, p.row_count);
-                why = Some(why.map_or(m.clone(), |w| format!("{w}; {m}")));
+            let mut why: Vec<String> = f
+                .mismatch(&p.run_id, &p.target_crs, &p.commit_id)
+                .into_iter()
+                .collect();
+            if f.schema_problem.is_none() {
+                why.extend(summary_mismatch(&f, p, key));
             }
-            if let Some(w) = why {
-                out.push((ProblemKind::FooterMismatch, w));
+            if !why.is_empty() {
+                out.push((ProblemKind::FooterMismatch, why.join("; ")));
             }
         }
         Err(e) => out.push((ProblemKind::FooterMismatch, e.to_string())),
     }
     out
+}
+
+/// Where the part's row count, sequence range or event-time range contradicts the summary
+/// its pointer records (so an edited pointer field is caught even before a seal pins it).
+fn summary_mismatch(f: &super::part::PartFacts, p: &Pointer, key: &str) -> Vec<String> {
+    let mut why = Vec::new();
+    if f.rows != p.row_count {
+        why.push(format!(
+            "{} rows, pointer {key} records {}",
+            f.rows, p.row_count
+        ));
+    }
+    let seq = f.sequence.unwrap_or((0, 0));
+    if seq != (p.first_sequence, p.last_sequence) {
+        why.push(format!(
+            "sequence {}..{}, pointer {key} records {}..{}",
+            seq.0, seq.1, p.first_sequence, p.last_sequence
+        ));
+    }
+    let (lo, hi) = f.event_time_us.unwrap_or((0, 0));
+    let (lo, hi) = (rfc3339_us(lo), rfc3339_us(hi));
+    if lo != p.min_event_time_utc || hi != p.max_event_time_utc {
+        why.push(format!(
+            "event_time_utc {lo}..{hi}, pointer {key} records {}..{}",
+            p.min_event_time_utc, p.max_event_time_utc
+        ));
+    }
+    why
 }
 
 /// Report parts no pointer names, after the grace period and a second look.
