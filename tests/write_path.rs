@@ -10,7 +10,7 @@ use arrow_array::cast::AsArray;
 use arrow_schema::{DataType, TimeUnit};
 use bytes::Bytes;
 use chrono::TimeZone;
-use lineage_store::audit::verify::{verify, ProblemKind};
+use lineage_store::audit::verify::{verify, verify_with, ProblemKind, VerifyOptions};
 use lineage_store::clock::{FixedClock, SeqIds};
 use lineage_store::contract;
 use lineage_store::crs::canonicalize;
@@ -362,7 +362,12 @@ async fn crash_between_part_and_pointer_leaves_an_orphan_that_verify_names() {
         .await
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Io);
-    let report = verify(mem.as_ref()).await.unwrap();
+    // No grace: this orphan is not in flight, its writer has failed.
+    let opts = VerifyOptions {
+        grace: chrono::Duration::zero(),
+        ..VerifyOptions::default()
+    };
+    let report = verify_with(mem.as_ref(), &opts).await.unwrap();
     let orphans: Vec<_> = report
         .problems
         .iter()
