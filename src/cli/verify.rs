@@ -3,7 +3,6 @@
 use crate::audit::verify::verify;
 use crate::cli::{json_line, out, Status, StoreArg};
 use crate::error::Result;
-use crate::store;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -15,7 +14,7 @@ pub(crate) struct Args {
 }
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
-    let store = store::open(&a.store.store).await?;
+    let store = a.store.open().await?;
     let report = verify(store.as_ref()).await?;
     if a.json {
         out(&json_line(&report)?)?;
