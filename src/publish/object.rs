@@ -72,7 +72,9 @@ impl ObjectStorePublisher {
         if !prefix.is_empty() {
             check_key(&prefix)?;
             Path::parse(&prefix).map_err(|e| {
-                Error::Usage(format!("store prefix {prefix:?} is not a valid object path: {e}"))
+                Error::Usage(format!(
+                    "store prefix {prefix:?} is not a valid object path: {e}"
+                ))
             })?;
         }
         Ok(Self {
