@@ -5,6 +5,9 @@
 //! Each check gets a fresh store (a fresh prefix on the shared emulators), so checks are
 //! independent of each other and of earlier runs.
 
+// In tests a panic is the failure report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod support;
 
 use std::sync::Arc;
