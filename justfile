@@ -16,5 +16,6 @@ lint:
     cargo fmt --all -- --check
     cargo clippy --all-targets -- -D warnings
 
-bench:
-    cargo run --release --bin lineage-bench
+# write-path benchmark on the shared bench's 1 M events (see README, Performance)
+bench events="":
+    cargo bench --bench write -- {{ if events != "" { "--events " + events } else { "" } }}

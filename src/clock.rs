@@ -48,7 +48,8 @@ impl IdGen for V7Ids {
     }
 }
 
-/// Deterministic v7-shaped ids from a counter (tests): `0190...-7000-8000-<counter>`.
+/// Deterministic v7-shaped ids from a counter (tests): `019b76da-a800-7000-8000-<counter>`
+/// (2026-01-01T00:00:00Z, then the counter).
 #[derive(Debug, Default)]
 pub struct SeqIds(AtomicU64);
 

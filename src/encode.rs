@@ -8,6 +8,7 @@ use arrow_array::RecordBatch;
 use bytes::Bytes;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::metadata::KeyValue;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use sha2::{Digest, Sha256};
 
@@ -31,8 +32,19 @@ pub struct EncodedPart {
     pub event_time_us: (i64, i64),
 }
 
-fn props() -> WriterProperties {
+/// Writer settings. The schema version and commit id go into the footer's key-value
+/// metadata here (what `pq.read_metadata` shows) and, through the Arrow schema, into the
+/// embedded `ARROW:schema` (what `pq.read_schema` shows); arrow-rs does not copy one into
+/// the other, so both are set.
+fn props(commit_id: &str) -> WriterProperties {
     WriterProperties::builder()
+        .set_key_value_metadata(Some(vec![
+            KeyValue::new(
+                contract::META_SCHEMA_VERSION.to_string(),
+                contract::SCHEMA_VERSION.to_string(),
+            ),
+            KeyValue::new(contract::META_COMMIT_ID.to_string(), commit_id.to_string()),
+        ]))
         .set_compression(Compression::ZSTD(ZstdLevel::default()))
         .set_statistics_enabled(EnabledStatistics::Page)
         .set_created_by(format!("lineage-store {}", env!("CARGO_PKG_VERSION")))
@@ -53,8 +65,11 @@ pub fn encode(batch: &RecordBatch, commit_id: &str) -> Result<EncodedPart> {
     let schema = contract::schema_for_commit(commit_id);
     let batch = RecordBatch::try_new(schema.clone(), batch.columns().to_vec())?;
     // Parquet with zstd comes to ~45 bytes per event; start near that to avoid regrowth.
-    let mut writer =
-        ArrowWriter::try_new(Vec::with_capacity(rows * 48 + 4096), schema, Some(props()))?;
+    let mut writer = ArrowWriter::try_new(
+        Vec::with_capacity(rows * 48 + 4096),
+        schema,
+        Some(props(commit_id)),
+    )?;
     writer.write(&batch)?;
     let buf = writer.into_inner()?;
     let sha256 = sha256_hex(&buf);

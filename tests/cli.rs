@@ -1,0 +1,329 @@
+//! The `lineage` binary end to end on a local-disk store: every command, every input
+//! format, exit codes, and refused input leaving the store byte-identical.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{lineage, ndjson, snapshot, text};
+use serde_json::Value;
+
+fn store_with_one_commit() -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s").to_string_lossy().into_owned();
+    let rows: Vec<Value> = (1..=4)
+        .map(|i| common::event(i, "run-a", "EPSG:4326"))
+        .collect();
+    let o = lineage(
+        &["append", "--store", &store],
+        Some(ndjson(&rows).as_bytes()),
+    );
+    assert!(o.status.success(), "{:?}", text(&o));
+    (dir, store)
+}
+
+#[test]
+fn append_log_verify_round_trip_with_json_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("file://{}", dir.path().join("s").display());
+    let input = dir.path().join("events.ndjson");
+    std::fs::write(&input, ndjson(&common::events(30))).unwrap();
+    let o = lineage(
+        &[
+            "append",
+            "--store",
+            &store,
+            "--input",
+            input.to_str().unwrap(),
+            "--batch-rows",
+            "5",
+            "--json",
+        ],
+        None,
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let commits: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        commits
+            .iter()
+            .map(|c| c["row_count"].as_u64().unwrap())
+            .sum::<u64>(),
+        30
+    );
+    assert!(commits
+        .iter()
+        .all(|c| c["row_count"].as_u64().unwrap() <= 5));
+    for k in [
+        "commit_id",
+        "run_id",
+        "target_crs",
+        "part_path",
+        "size_bytes",
+        "schema_version",
+        "sha256",
+        "committed_utc",
+        "first_sequence",
+        "last_sequence",
+        "min_event_time_utc",
+        "max_event_time_utc",
+        "tool_version",
+    ] {
+        assert!(commits[0].get(k).is_some(), "pointer lacks {k}");
+    }
+
+    let o = lineage(&["log", "--store", &store, "--json"], None);
+    let logged: Vec<Value> = text(&o)
+        .0
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut ids: Vec<_> = commits
+        .iter()
+        .map(|c| c["commit_id"].as_str().unwrap().to_string())
+        .collect();
+    ids.sort();
+    assert_eq!(
+        logged
+            .iter()
+            .map(|c| c["commit_id"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>(),
+        ids
+    );
+    let o = lineage(&["log", "--store", &store, "--run-id", "run-a"], None);
+    assert!(text(&o).0.lines().all(|l| l.contains("run_id=run-a")));
+    assert!(!text(&o).0.is_empty());
+
+    let o = lineage(&["verify", "--store", &store, "--json"], None);
+    assert_eq!(o.status.code(), Some(0));
+    let report: Value = serde_json::from_str(&text(&o).0).unwrap();
+    assert_eq!(report["commits"].as_u64(), Some(commits.len() as u64));
+    assert_eq!(report["rows"].as_u64(), Some(30));
+}
+
+#[test]
+fn store_comes_from_the_environment_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_lineage"))
+        .args(["verify"])
+        .env("LINEAGE_STORE", &store)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+}
+
+#[test]
+fn each_refused_input_exits_2_names_the_place_and_changes_nothing() {
+    let (dir, store) = store_with_one_commit();
+    let before = snapshot(std::path::Path::new(&store));
+    let good = common::event(10, "run-a", "EPSG:4326").to_string();
+    let with = |k: &str, v: &str| {
+        let mut e = common::event(11, "run-a", "EPSG:4326");
+        e[k] = serde_json::from_str(v).unwrap();
+        e.to_string()
+    };
+    let mut missing = common::event(11, "run-a", "EPSG:4326");
+    missing.as_object_mut().unwrap().remove("outcome");
+    let cases: Vec<(String, &str)> = vec![
+        (format!("{good}\n{{\"event_id\": \"x\",\n"), "line 2"),
+        (format!("{good}\nnot json\n"), "line 2"),
+        (
+            with("sequence", "\"7\""),
+            "line 1, field `sequence`: invalid type: string \"7\", expected i64",
+        ),
+        (missing.to_string(), "line 1, field `outcome`: is missing"),
+        (with("colour", "\"red\""), "unknown field `colour`"),
+        (
+            with("tool_version", "null"),
+            "line 1, field `tool_version`: is null",
+        ),
+        (
+            format!("{good}\n{good}\n{}", with("run_id", "\"a/b\"")),
+            "line 3, field `run_id`: run_id \"a/b\" contains a path separator",
+        ),
+        (with("run_id", "\"_lineage\""), "starts with `_`"),
+        (
+            with("target_crs", "\"EPSG:0\""),
+            "line 1, field `target_crs`",
+        ),
+        (with("target_crs", "\"CRS:84\""), "OGC:CRS84"),
+    ];
+    for (input, want) in cases {
+        let o = lineage(&["append", "--store", &store], Some(input.as_bytes()));
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "input {input:?}: {err}");
+        assert!(err.contains(want), "want {want:?} in {err:?}");
+        assert!(out.is_empty(), "nothing committed: {out}");
+        assert_eq!(
+            snapshot(std::path::Path::new(&store)),
+            before,
+            "store changed by {input:?}"
+        );
+    }
+    // Invalid UTF-8, on line 2.
+    let mut bytes = format!("{good}\n").into_bytes();
+    bytes.extend_from_slice(b"{\"event_id\": \"caf\xe9\"}\n");
+    let o = lineage(&["append", "--store", &store], Some(&bytes));
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o).1.contains("line 2: invalid UTF-8"),
+        "{:?}",
+        text(&o)
+    );
+    // A CSV with a wrong header; an unknown extension without --format.
+    let csv = dir.path().join("bad.csv");
+    std::fs::write(&csv, "event_id,run_id\nx,y\n").unwrap();
+    let o = lineage(
+        &[
+            "append",
+            "--store",
+            &store,
+            "--input",
+            csv.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o)
+            .1
+            .contains("line 1: the header lacks field `sequence`"),
+        "{:?}",
+        text(&o)
+    );
+    let txt = dir.path().join("events.txt");
+    std::fs::write(&txt, &good).unwrap();
+    let o = lineage(
+        &[
+            "append",
+            "--store",
+            &store,
+            "--input",
+            txt.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("pass --format"));
+    assert_eq!(snapshot(std::path::Path::new(&store)), before);
+}
+
+#[test]
+fn verify_names_tampered_missing_orphaned_foreign_and_temp_objects() {
+    let (_dir, store) = store_with_one_commit();
+    let root = std::path::Path::new(&store);
+    let o = lineage(&["verify", "--store", &store], None);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let ptr: Value = serde_json::from_str(
+        text(&lineage(&["log", "--store", &store, "--json"], None))
+            .0
+            .trim(),
+    )
+    .unwrap();
+    let part = root.join(ptr["part_path"].as_str().unwrap());
+    let mut bytes = std::fs::read(&part).unwrap();
+    bytes[100] ^= 1;
+    std::fs::write(&part, &bytes).unwrap();
+    let dir = part.parent().unwrap();
+    std::fs::write(dir.join(".part-x.parquet.0123.tmp"), b"half").unwrap();
+    std::fs::write(dir.join("notes.txt"), b"hello").unwrap();
+    std::fs::copy(
+        &part,
+        dir.join("part-019b76da-a800-7000-8000-0000000000ff.parquet"),
+    )
+    .unwrap();
+    let o = lineage(&["verify", "--store", &store], None);
+    let (out, _) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains(&format!(
+            "DigestMismatch: {}",
+            ptr["part_path"].as_str().unwrap()
+        )),
+        "{out}"
+    );
+    assert!(out.contains(".part-x.parquet.0123.tmp"), "{out}");
+    assert!(
+        out.contains("ForeignObject") && out.contains("notes.txt"),
+        "{out}"
+    );
+    assert!(
+        out.contains("OrphanPart")
+            && out.contains("part-019b76da-a800-7000-8000-0000000000ff.parquet"),
+        "{out}"
+    );
+    std::fs::remove_file(&part).unwrap();
+    let out = text(&lineage(&["verify", "--store", &store], None)).0;
+    assert!(out.contains("MissingPart"), "{out}");
+}
+
+#[test]
+fn schema_prints_the_contract() {
+    let o = lineage(&["schema", "--json"], None);
+    assert!(o.status.success());
+    let v: Value = serde_json::from_str(&text(&o).0).unwrap();
+    assert_eq!(v["schema_version"], "1.2.0");
+    let names: Vec<&str> = v["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names.len(), 15);
+    assert_eq!(names[3], "event_time_utc");
+    assert_eq!(v["fields"][3]["type"], "Timestamp(µs, \"UTC\")");
+    let human = text(&lineage(&["schema"], None)).0;
+    assert!(human.contains("schema version 1.2.0") && human.contains("rejection_reason"));
+}
+
+#[test]
+fn demo_appends_and_verifies_on_local_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("demo");
+    let o = lineage(
+        &[
+            "demo",
+            "--store",
+            store.to_str().unwrap(),
+            "--events",
+            "2000",
+        ],
+        None,
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        out.contains("appended 2000 events as 15 commits in 15 partitions (3 runs)"),
+        "{out}"
+    );
+    assert!(out.contains("0 problems"), "{out}");
+    // Running it again appends; nothing is replaced.
+    let before = snapshot(&store);
+    assert!(lineage(
+        &[
+            "demo",
+            "--store",
+            store.to_str().unwrap(),
+            "--events",
+            "2000"
+        ],
+        None
+    )
+    .status
+    .success());
+    common::assert_append_only(&before, &snapshot(&store), 15);
+}
+
+#[test]
+fn unusable_store_urls_are_usage_errors() {
+    let o = lineage(&["log", "--store", "ftp://example/x"], None);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("unsupported store scheme `ftp://`"));
+    let o = lineage(&["log", "--store", "file://relative/x"], None);
+    assert_eq!(o.status.code(), Some(2));
+    let o = lineage(&["log", "--store", "/tmp/x", "--run-id", "../x"], None);
+    assert_eq!(o.status.code(), Some(2));
+}
