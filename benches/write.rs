@@ -21,7 +21,9 @@ use lineage_store::validate::Validator;
 use lineage_store::Writer;
 
 fn arg(args: &[String], name: &str) -> Option<String> {
-    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1).cloned())
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1).cloned())
 }
 
 fn main() {
@@ -45,14 +47,23 @@ fn main() {
             lineage_store::demo::generate(rows, 3, 42)
                 .unwrap()
                 .into_iter()
-                .map(|b| v.validate(&SourcedBatch { batch: b, origin: Origin::Rows { first: 1 } }).unwrap())
+                .map(|b| {
+                    v.validate(&SourcedBatch {
+                        batch: b,
+                        origin: Origin::Rows { first: 1 },
+                    })
+                    .unwrap()
+                })
                 .collect()
         }
     };
     let load_s = t0.elapsed().as_secs_f64();
     let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
     eprintln!("loaded + validated {rows} events in {load_s:.2} s");
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let mut table = Vec::new();
     for &batch_rows in &sizes {
         let mut secs = Vec::new();
@@ -79,9 +90,19 @@ fn main() {
             last = (ps.len(), data, verify_s);
         }
         secs.sort_by(|a, b| a.total_cmp(b));
-        table.push((batch_rows, last.0, secs[secs.len() / 2], secs[0], secs[secs.len() - 1], last.1, last.2));
+        table.push((
+            batch_rows,
+            last.0,
+            secs[secs.len() / 2],
+            secs[0],
+            secs[secs.len() - 1],
+            last.1,
+            last.2,
+        ));
     }
-    println!("\n| batch rows | flushes | median s (min–max) | rows/s | ms/flush | data MB | verify s |");
+    println!(
+        "\n| batch rows | flushes | median s (min–max) | rows/s | ms/flush | data MB | verify s |"
+    );
     println!("|---:|---:|---:|---:|---:|---:|---:|");
     for (b, f, med, lo, hi, data, vs) in table {
         println!(

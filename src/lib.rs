@@ -24,6 +24,7 @@
 pub mod audit;
 pub mod cli;
 pub mod clock;
+pub mod commit_key;
 pub mod contract;
 pub mod crs;
 pub mod demo;
