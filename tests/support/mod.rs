@@ -169,3 +169,33 @@ pub fn batches(run_id: &str, n: usize, tag: &str) -> Vec<arrow_array::RecordBatc
     )
     .unwrap_or_else(|e| panic!("sample events: {e}"))
 }
+
+/// Run the `lineage` binary with extra environment variables and optional stdin.
+pub fn lineage(args: &[&str], env: &[(&str, &str)], stdin: Option<&[u8]>) -> std::process::Output {
+    use std::io::Write;
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_lineage"));
+    cmd.args(args)
+        .env_remove("LINEAGE_STORE")
+        .envs(env.iter().copied())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawn lineage: {e}"));
+    let mut pipe = child.stdin.take();
+    if let (Some(input), Some(p)) = (stdin, pipe.as_mut()) {
+        p.write_all(input)
+            .unwrap_or_else(|e| panic!("write stdin: {e}"));
+    }
+    drop(pipe);
+    child
+        .wait_with_output()
+        .unwrap_or_else(|e| panic!("wait for lineage: {e}"))
+}
+
+/// stdout and stderr as text.
+pub fn text(o: &std::process::Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
