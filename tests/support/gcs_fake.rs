@@ -29,6 +29,18 @@ struct State {
     log: Vec<String>,
     /// Create-only PUTs that found the object and were answered 412.
     refused_creates: usize,
+    /// Faults for the next PUTs that store their object: what to answer instead of 200.
+    put_faults: Vec<PutFault>,
+}
+
+/// What the fake does after storing a PUT's object, instead of answering 200: the two
+/// ways a create lands while its caller never hears so.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PutFault {
+    /// Close the connection without a response (a lost response).
+    DropConnection,
+    /// Answer 503 (object_store retries, and the retry finds the object: 412).
+    ServiceUnavailable,
 }
 
 /// A running fake GCS server; stopped when dropped.
@@ -85,9 +97,19 @@ impl GcsFake {
         &self.bucket
     }
 
+    /// Faults not yet fired.
+    pub fn pending_faults(&self) -> usize {
+        lock(&self.state).put_faults.len()
+    }
+
     /// Every request seen, as "METHOD /path?query".
     pub fn requests(&self) -> Vec<String> {
         lock(&self.state).log.clone()
+    }
+
+    /// Make the next PUTs that store an object fail afterwards, in this order.
+    pub fn fail_puts(&self, faults: &[PutFault]) {
+        lock(&self.state).put_faults.extend_from_slice(faults);
     }
 
     /// How many create-only PUTs found the object taken (answered 412).
@@ -175,6 +197,8 @@ fn xml_escape(s: &str) -> String {
 }
 
 struct Response {
+    /// Close the connection instead of answering.
+    drop: bool,
     status: u16,
     reason: &'static str,
     headers: Vec<(String, String)>,
@@ -183,6 +207,7 @@ struct Response {
 
 fn resp(status: u16, reason: &'static str, body: impl Into<Vec<u8>>) -> Response {
     Response {
+        drop: false,
         status,
         reason,
         headers: Vec::new(),
@@ -284,6 +309,22 @@ fn handle(req: &Request, st: &Mutex<State>, bucket: &str) -> Response {
                 name,
                 (Bytes::from(req.body.clone()), generation, Utc::now()),
             );
+            if !s.put_faults.is_empty() {
+                match s.put_faults.remove(0) {
+                    PutFault::DropConnection => {
+                        let mut r = resp(200, "OK", Vec::new());
+                        r.drop = true;
+                        return r;
+                    }
+                    PutFault::ServiceUnavailable => {
+                        return resp(
+                            503,
+                            "Service Unavailable",
+                            error_xml("ServiceUnavailable", "injected"),
+                        );
+                    }
+                }
+            }
             let mut r = resp(200, "OK", Vec::new());
             r.headers.push(("ETag".into(), format!("\"{generation}\"")));
             r.headers
@@ -361,6 +402,9 @@ async fn serve(sock: TcpStream, st: Arc<Mutex<State>>, bucket: String) -> std::i
     let mut r = BufReader::new(sock);
     while let Some(req) = read_request(&mut r).await? {
         let res = handle(&req, &st, &bucket);
+        if res.drop {
+            return Ok(());
+        }
         let mut head = format!("HTTP/1.1 {} {}\r\n", res.status, res.reason);
         for (k, v) in &res.headers {
             head.push_str(&format!("{k}: {v}\r\n"));
