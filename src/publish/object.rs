@@ -118,9 +118,17 @@ impl ObjectStorePublisher {
             .map(str::to_string)
     }
 
+    /// A key as named in messages: the store URL and the key.
+    fn name_of(&self, key: &str) -> String {
+        if key.is_empty() {
+            return self.url.clone();
+        }
+        format!("{}/{key}", self.url.trim_end_matches('/'))
+    }
+
     fn err(&self, key: &str, source: object_store::Error) -> Error {
         Error::ObjectStore {
-            key: format!("{}/{key}", self.url.trim_end_matches('/')),
+            key: self.name_of(key),
             source: Box::new(source),
         }
     }
@@ -173,6 +181,30 @@ pub fn classify_create(
     }
 }
 
+/// The answer of a create as the [`AtomicPublisher`] contract states it: a taken key is
+/// `Ok(Outcome::AlreadyExists)`; an ambiguous answer is an error of kind
+/// [`crate::ErrorKind::Io`], so that [`crate::writer::publish_checked`] reads back.
+/// `name` names the object in messages.
+pub fn map_create(
+    backend: Backend,
+    name: &str,
+    r: std::result::Result<object_store::PutResult, object_store::Error>,
+) -> Result<Outcome> {
+    let err = |source| Error::ObjectStore {
+        key: name.to_string(),
+        source: Box::new(source),
+    };
+    match classify_create(backend, r) {
+        CreateAnswer::Created => Ok(Outcome::Created),
+        CreateAnswer::Exists => Ok(Outcome::AlreadyExists),
+        CreateAnswer::Ambiguous(e) => {
+            tracing::warn!(object = name, error = %e, "create answered ambiguously; reading back");
+            Err(err(as_ambiguous(backend, e)))
+        }
+        CreateAnswer::Failed(e) => Err(err(e)),
+    }
+}
+
 /// Whether an error is an S3 409 (`ConditionalRequestConflict`, `OperationAborted`): S3
 /// answers an existing key with 412, so a 409 on a create never means "taken". The status
 /// type of object_store is not public; its text keeps the status line and the body.
@@ -219,15 +251,7 @@ impl AtomicPublisher for ObjectStorePublisher {
             .store
             .put_opts(&path, PutPayload::from_bytes(bytes), opts)
             .await;
-        match classify_create(self.backend, r) {
-            CreateAnswer::Created => Ok(Outcome::Created),
-            CreateAnswer::Exists => Ok(Outcome::AlreadyExists),
-            CreateAnswer::Ambiguous(e) => {
-                tracing::warn!(key, error = %e, "create answered ambiguously; the caller reads back");
-                Err(self.err(key, as_ambiguous(self.backend, e)))
-            }
-            CreateAnswer::Failed(e) => Err(self.err(key, e)),
-        }
+        map_create(self.backend, &self.name_of(key), r)
     }
 
     async fn get(&self, key: &str) -> Result<Option<Bytes>> {

@@ -172,10 +172,23 @@ pub fn batches(run_id: &str, n: usize, tag: &str) -> Vec<arrow_array::RecordBatc
 
 /// Run the `lineage` binary with extra environment variables and optional stdin.
 pub fn lineage(args: &[&str], env: &[(&str, &str)], stdin: Option<&[u8]>) -> std::process::Output {
+    lineage_without(args, env, &[], stdin)
+}
+
+/// [`lineage`], with some inherited variables removed first.
+pub fn lineage_without(
+    args: &[&str],
+    env: &[(&str, &str)],
+    remove: &[&str],
+    stdin: Option<&[u8]>,
+) -> std::process::Output {
     use std::io::Write;
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_lineage"));
+    cmd.env_remove("LINEAGE_STORE");
+    for r in remove {
+        cmd.env_remove(r);
+    }
     cmd.args(args)
-        .env_remove("LINEAGE_STORE")
         .envs(env.iter().copied())
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
