@@ -15,15 +15,20 @@
 
 use std::sync::Arc;
 
-use object_store::aws::{AmazonS3Builder, Checksum, S3ConditionalPut};
-use object_store::azure::MicrosoftAzureBuilder;
-use object_store::gcp::GoogleCloudStorageBuilder;
-use object_store::{ObjectStore, ObjectStoreScheme};
+use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey, Checksum, S3ConditionalPut};
+use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
+use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
+use object_store::{ClientConfigKey, ObjectStore, ObjectStoreScheme};
 use url::Url;
 
 use super::aws_creds::AwsConfigCredentials;
 use crate::error::{Error, Result};
 use crate::publish::object::{Backend, ObjectStorePublisher};
+
+/// Time one request may take. object_store's default (30 s) would time out a large part
+/// on an ordinary link (a 4 GiB part at 200 Mbit/s takes ~3 minutes) and turn a good
+/// upload into an ambiguous one; 10 minutes covers the largest part at ~60 Mbit/s.
+pub const REQUEST_TIMEOUT: &str = "600s";
 
 /// Settings of a store that do not belong in its URL.
 #[derive(Debug, Clone, Default)]
@@ -124,12 +129,20 @@ pub async fn open(url: &str, opts: &CloudOptions) -> Result<Option<ObjectStorePu
         Backend::Azure => Arc::new(
             MicrosoftAzureBuilder::from_env()
                 .with_url(p.url.clone())
+                .with_config(
+                    AzureConfigKey::Client(ClientConfigKey::Timeout),
+                    REQUEST_TIMEOUT,
+                )
                 .build()
                 .map_err(|e| build_error(&p, e))?,
         ),
         Backend::Gcs => Arc::new(
             GoogleCloudStorageBuilder::from_env()
                 .with_url(p.url.clone())
+                .with_config(
+                    GoogleConfigKey::Client(ClientConfigKey::Timeout),
+                    REQUEST_TIMEOUT,
+                )
                 .build()
                 .map_err(|e| build_error(&p, e))?,
         ),
@@ -174,6 +187,10 @@ async fn s3(p: &ParsedUrl, opts: &CloudOptions) -> Result<object_store::aws::Ama
         .with_url(p.url.clone())
         .with_region(region)
         .with_credentials(Arc::new(AwsConfigCredentials::new(provider)))
+        .with_config(
+            AmazonS3ConfigKey::Client(ClientConfigKey::Timeout),
+            REQUEST_TIMEOUT,
+        )
         .with_conditional_put(S3ConditionalPut::ETagMatch)
         // Buckets with Object Lock refuse uploads without an integrity checksum.
         .with_checksum_algorithm(Checksum::SHA256);
