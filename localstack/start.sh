@@ -12,6 +12,8 @@ run=$root/.emulators/run
 mkdir -p "$run"
 : > .emulators/env
 
+# Emulators a crashed earlier run left behind are stopped first, by their recorded PIDs.
+localstack/stop.sh
 localstack/install.sh
 # A half-started set is stopped again: nothing is left running when this script fails.
 trap 'localstack/stop.sh' ERR
