@@ -12,7 +12,7 @@
 //! | 2xx                                               | `Outcome::Created`             |
 //! | `AlreadyExists` (412 on S3/GCS, 409 on Azure)     | `Outcome::AlreadyExists`       |
 //! | `Precondition` (what Azure reports in 0.14.1)     | `Outcome::AlreadyExists`       |
-//! | S3 409 `ConditionalRequestConflict`               | ambiguous: an error of kind Io |
+//! | S3 409 `ConditionalRequestConflict`               | retried (3 times), then ambiguous |
 //! | timeout, connection reset, 5xx after retries      | ambiguous: an error of kind Io |
 //!
 //! `Outcome::AlreadyExists` is also what a create that landed and whose response was lost
@@ -34,6 +34,12 @@ use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload}
 
 use super::{check_key, check_temp_key, AtomicPublisher, ObjectInfo, Outcome};
 use crate::error::{Error, Result};
+
+/// How often a create answered with S3's 409 `ConditionalRequestConflict` is retried
+/// before the answer is returned as ambiguous (and read back by the caller).
+pub const CONFLICT_RETRIES: u32 = 3;
+/// Wait before the n-th such retry: n times this.
+const CONFLICT_BACKOFF: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Which service is behind the `object_store` client: the answers to a create differ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -243,15 +249,33 @@ impl AtomicPublisher for ObjectStorePublisher {
 
     async fn put_create(&self, key: &str, bytes: Bytes) -> Result<Outcome> {
         let path = self.path_of(key)?;
-        let opts = PutOptions {
-            mode: PutMode::Create,
-            ..PutOptions::default()
-        };
-        let r = self
-            .store
-            .put_opts(&path, PutPayload::from_bytes(bytes), opts)
-            .await;
-        map_create(self.backend, &self.name_of(key), r)
+        let payload = PutPayload::from_bytes(bytes);
+        let mut attempt = 0;
+        loop {
+            let opts = PutOptions {
+                mode: PutMode::Create,
+                ..PutOptions::default()
+            };
+            let r = self.store.put_opts(&path, payload.clone(), opts).await;
+            // S3 answers 409 ConditionalRequestConflict while another conditional write of
+            // the key is in flight, and asks the client to retry. A create is always safe
+            // to retry: if the other write (or ours) landed, the retry answers 412.
+            if self.backend == Backend::S3 && attempt < CONFLICT_RETRIES {
+                if let Err(e @ object_store::Error::AlreadyExists { .. }) = &r {
+                    if is_conditional_request_conflict(e) {
+                        attempt += 1;
+                        tracing::info!(
+                            key,
+                            attempt,
+                            "S3 409 ConditionalRequestConflict; retrying the create"
+                        );
+                        tokio::time::sleep(CONFLICT_BACKOFF * attempt).await;
+                        continue;
+                    }
+                }
+            }
+            return map_create(self.backend, &self.name_of(key), r);
+        }
     }
 
     async fn get(&self, key: &str) -> Result<Option<Bytes>> {

@@ -10,6 +10,11 @@
 //!
 //! It refuses a PUT without the create-only precondition (400), so a publisher that ever
 //! sent a plain overwrite would fail here rather than pass silently.
+//!
+//! The XML API is S3's, so the same fake also answers the S3 dialect of these requests
+//! (`If-None-Match: *`, SigV4 requests, whose signature it does not check), when started
+//! with [`GcsFake::start_s3_dialect`]: that is how S3-only answers that no emulator gives
+//! on demand (409 `ConditionalRequestConflict`) are injected.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -41,6 +46,8 @@ pub enum PutFault {
     DropConnection,
     /// Answer 503 (object_store retries, and the retry finds the object: 412).
     ServiceUnavailable,
+    /// S3 dialect only: answer 409 `ConditionalRequestConflict` *without* storing.
+    ConditionalRequestConflict,
 }
 
 /// A running fake GCS server; stopped when dropped.
@@ -50,6 +57,13 @@ pub struct GcsFake {
     bucket: String,
     state: Arc<Mutex<State>>,
     task: tokio::task::JoinHandle<()>,
+}
+
+/// Which client's requests the fake expects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dialect {
+    Gcs,
+    S3,
 }
 
 impl Drop for GcsFake {
@@ -65,6 +79,15 @@ fn lock(s: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
 impl GcsFake {
     /// Start serving `bucket` on a free port of 127.0.0.1.
     pub async fn start(bucket: &str) -> std::io::Result<Self> {
+        Self::start_with(bucket, Dialect::Gcs).await
+    }
+
+    /// Start serving `bucket` to an S3 client (path-style requests).
+    pub async fn start_s3_dialect(bucket: &str) -> std::io::Result<Self> {
+        Self::start_with(bucket, Dialect::S3).await
+    }
+
+    async fn start_with(bucket: &str, dialect: Dialect) -> std::io::Result<Self> {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
         let state = Arc::new(Mutex::new(State::default()));
@@ -75,7 +98,7 @@ impl GcsFake {
                 let st = st.clone();
                 let b = bucket_name.clone();
                 tokio::spawn(async move {
-                    let _ = serve(sock, st, b).await;
+                    let _ = serve(sock, st, b, dialect).await;
                 });
             }
         });
@@ -219,13 +242,19 @@ fn error_xml(code: &str, msg: &str) -> Vec<u8> {
     format!("<?xml version='1.0' encoding='UTF-8'?><Error><Code>{code}</Code><Message>{msg}</Message></Error>").into_bytes()
 }
 
-fn handle(req: &Request, st: &Mutex<State>, bucket: &str) -> Response {
+fn handle(req: &Request, st: &Mutex<State>, bucket: &str, dialect: Dialect) -> Response {
     let (path, query) = match req.target.split_once('?') {
         Some((p, q)) => (p, q),
         None => (req.target.as_str(), ""),
     };
     lock(st).log.push(format!("{} {}", req.method, req.target));
-    if req.header("authorization") != Some("Bearer fake-gcs-token") {
+    let authorized = match dialect {
+        Dialect::Gcs => req.header("authorization") == Some("Bearer fake-gcs-token"),
+        Dialect::S3 => req
+            .header("authorization")
+            .is_some_and(|a| a.starts_with("AWS4-HMAC-SHA256 ")),
+    };
+    if !authorized {
         return resp(
             401,
             "Unauthorized",
@@ -284,7 +313,11 @@ fn handle(req: &Request, st: &Mutex<State>, bucket: &str) -> Response {
             r
         }
         ("PUT", false) => {
-            if req.header("x-goog-if-generation-match") != Some("0") {
+            let create_only = match dialect {
+                Dialect::Gcs => req.header("x-goog-if-generation-match") == Some("0"),
+                Dialect::S3 => req.header("if-none-match") == Some("*"),
+            };
+            if !create_only {
                 return resp(
                     400,
                     "Bad Request",
@@ -292,6 +325,17 @@ fn handle(req: &Request, st: &Mutex<State>, bucket: &str) -> Response {
                 );
             }
             let mut s = lock(st);
+            if s.put_faults.first() == Some(&PutFault::ConditionalRequestConflict) {
+                s.put_faults.remove(0);
+                return resp(
+                    409,
+                    "Conflict",
+                    error_xml(
+                        "ConditionalRequestConflict",
+                        "A conflicting conditional operation is currently in progress against this resource. Please try again.",
+                    ),
+                );
+            }
             if s.objects.contains_key(&name) {
                 s.refused_creates += 1;
                 return resp(
@@ -316,6 +360,7 @@ fn handle(req: &Request, st: &Mutex<State>, bucket: &str) -> Response {
                         r.drop = true;
                         return r;
                     }
+                    PutFault::ConditionalRequestConflict => {}
                     PutFault::ServiceUnavailable => {
                         return resp(
                             503,
@@ -398,10 +443,15 @@ fn handle(req: &Request, st: &Mutex<State>, bucket: &str) -> Response {
     }
 }
 
-async fn serve(sock: TcpStream, st: Arc<Mutex<State>>, bucket: String) -> std::io::Result<()> {
+async fn serve(
+    sock: TcpStream,
+    st: Arc<Mutex<State>>,
+    bucket: String,
+    dialect: Dialect,
+) -> std::io::Result<()> {
     let mut r = BufReader::new(sock);
     while let Some(req) = read_request(&mut r).await? {
-        let res = handle(&req, &st, &bucket);
+        let res = handle(&req, &st, &bucket, dialect);
         if res.drop {
             return Ok(());
         }
