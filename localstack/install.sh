@@ -11,22 +11,23 @@
 #   .emulators/azurite/     npm: azurite 3.37.0 (azurite-blob only is started)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-py=${LINEAGE_EMULATOR_PYTHON:-python3}
+# LocalStack 4.0.3 is pinned for Python 3.11 (newer LocalStack releases fail on it).
+py=${LINEAGE_EMULATOR_PYTHON:-$(command -v python3.11 || command -v python3)}
 mkdir -p .emulators
 
 # LocalStack 4.0.3 is the last release that runs on Python 3.11; cbor2 6 and pyOpenSSL 26
 # break its imports, hence the caps.
 LOCALSTACK_PINS=(
   "localstack-core[base-runtime]==4.0.3"
-  "moto-ext[s3]"
+  "moto-ext[s3]==5.1.54"
   "cbor2<6"
   "pyopenssl>=25,<26"
 )
 MOTO_PINS=(
   "moto[s3]==5.2.5"
-  "flask"
-  "flask-cors"
-  "boto3"
+  "flask==3.1.3"
+  "flask-cors==6.0.5"
+  "boto3==1.44.8"
   "azure-storage-blob==12.26.0"
 )
 AZURITE_VERSION=3.37.0
