@@ -352,7 +352,10 @@ async fn conformance_gcs_fake() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn conformance_real_gcs_when_configured() {
     let Ok(bucket) = std::env::var("LINEAGE_GCS_TEST_BUCKET") else {
-        eprintln!("SKIPPED conformance_real_gcs_when_configured: LINEAGE_GCS_TEST_BUCKET is not set (real GCS needs credentials and a network)");
+        support::skip(
+            "conformance_real_gcs_when_configured",
+            "LINEAGE_GCS_TEST_BUCKET is not set (real GCS needs credentials and a network)",
+        );
         return;
     };
     run_all("real GCS", || {

@@ -41,7 +41,7 @@ impl Emulator {
     pub fn endpoint(self, test: &str) -> Option<String> {
         let (var, off) = self.vars();
         if std::env::var(off).as_deref() == Ok("1") {
-            eprintln!("SKIPPED {test}: {self:?} switched off by {off}=1");
+            skip(test, &format!("{self:?} switched off by {off}=1"));
             return None;
         }
         match std::env::var(var) {
@@ -52,6 +52,13 @@ impl Emulator {
             ),
         }
     }
+}
+
+/// Say that a test skips, and why, where it is seen: straight to the process's stderr
+/// (libtest captures `eprintln!` of passing tests).
+pub fn skip(test: &str, why: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
 }
 
 /// A prefix no other test (or earlier run) uses.
