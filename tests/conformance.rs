@@ -348,19 +348,56 @@ async fn conformance_gcs_fake() {
     assert!(fake.requests().iter().any(|r| r.contains("list-type=2")));
 }
 
-/// Real GCS, when a bucket and credentials are given (never in CI: there is no network).
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn conformance_real_gcs_when_configured() {
-    let Ok(bucket) = std::env::var("LINEAGE_GCS_TEST_BUCKET") else {
+/// A real store, when its URL (and credentials, in the usual variables) are given: run
+/// the suite against any S3, S3-compatible, Azure or GCS store before trusting it (a store
+/// that ignored the create-only precondition would fail "create again keeps the first").
+/// Never in CI: there is no network there. Run it outside scripts/test.sh, whose
+/// environment points Azure at Azurite.
+async fn run_real(test: &str, var: &str) {
+    let Ok(base) = std::env::var(var) else {
         support::skip(
-            "conformance_real_gcs_when_configured",
-            "LINEAGE_GCS_TEST_BUCKET is not set (real GCS needs credentials and a network)",
+            test,
+            &format!("{var} is not set (a real store needs credentials and a network)"),
         );
         return;
     };
-    run_all("real GCS", || {
-        let url = format!("gs://{bucket}/{}", support::unique_prefix("real-gcs"));
-        async move { lineage_store::store::open(&url).await.unwrap() }
+    let opts = lineage_store::store::CloudOptions {
+        endpoint_url: std::env::var("LINEAGE_REAL_S3_ENDPOINT").ok(),
+    };
+    run_all(test, || {
+        let url = format!(
+            "{}/{}",
+            base.trim_end_matches('/'),
+            support::unique_prefix("real")
+        );
+        let opts = opts.clone();
+        async move { lineage_store::store::open_with(&url, &opts).await.unwrap() }
     })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn conformance_real_s3_when_configured() {
+    // e.g. LINEAGE_REAL_S3_URL=s3://my-test-bucket/lineage-conformance
+    run_real("conformance_real_s3_when_configured", "LINEAGE_REAL_S3_URL").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn conformance_real_azure_when_configured() {
+    // e.g. LINEAGE_REAL_AZURE_URL=az://my-container/lineage-conformance
+    run_real(
+        "conformance_real_azure_when_configured",
+        "LINEAGE_REAL_AZURE_URL",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn conformance_real_gcs_when_configured() {
+    // e.g. LINEAGE_REAL_GCS_URL=gs://my-test-bucket/lineage-conformance
+    run_real(
+        "conformance_real_gcs_when_configured",
+        "LINEAGE_REAL_GCS_URL",
+    )
     .await;
 }

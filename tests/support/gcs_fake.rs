@@ -6,7 +6,7 @@
 //! Why a fake: no GCS emulator from the package registries reachable here speaks the XML
 //! API `object_store` uses (fake-gcs-server answers 400 "invalid uploadType"). This tests
 //! our wiring (URL, headers, status mapping), not Google's semantics; the real-GCS tests
-//! in tests/conformance.rs run when `LINEAGE_GCS_TEST_BUCKET` and credentials are given.
+//! in tests/conformance.rs run when `LINEAGE_REAL_GCS_URL` and credentials are given.
 //!
 //! It refuses a PUT without the create-only precondition (400), so a publisher that ever
 //! sent a plain overwrite would fail here rather than pass silently.
