@@ -145,6 +145,33 @@ fn credentials_in_a_url_are_refused_without_echoing_them() {
     );
 }
 
+/// A malformed endpoint is a usage error naming it, not a panic inside the signer.
+#[test]
+fn malformed_s3_endpoints_are_refused() {
+    for (ep, why) in [
+        ("http://127.0.0.1:4566-1", "not a valid URL"),
+        ("127.0.0.1:4566", "http:// or https://"),
+        ("ftp://127.0.0.1:4566", "http:// or https://"),
+    ] {
+        let o = support::lineage(
+            &["log", "--store", "s3://bucket/p", "--endpoint-url", ep],
+            &[],
+            None,
+        );
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{ep}: {err}");
+        assert!(err.contains(ep) && err.contains(why), "{ep}: {err}");
+    }
+    let o = support::lineage(
+        &["log", "--store", "s3://bucket/p"],
+        &[("AWS_ENDPOINT_URL", "http://127.0.0.1:99999")],
+        None,
+    );
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("AWS_ENDPOINT_URL"), "{err}");
+}
+
 #[test]
 fn unsupported_schemes_are_named() {
     let o = support::lineage(&["log", "--store", "ftp://host/x"], &[], None);

@@ -166,6 +166,30 @@ pub fn s3_endpoint(opts: &CloudOptions) -> Option<String> {
         .filter(|s| !s.trim().is_empty())
 }
 
+/// Refuse an endpoint that is not a plain `http(s)://host[:port][/path]` URL: object_store
+/// would accept it and then panic while signing the first request (e.g. on a bad port).
+pub fn check_endpoint(ep: &str) -> Result<()> {
+    let bad = |why: String| {
+        Err(Error::Usage(format!(
+            "S3 endpoint {ep:?} (from --endpoint-url, AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL) {why}"
+        )))
+    };
+    if !(ep.starts_with("http://") || ep.starts_with("https://")) {
+        return bad("must start with http:// or https://".into());
+    }
+    let u = match Url::parse(ep) {
+        Ok(u) => u,
+        Err(e) => return bad(format!("is not a valid URL: {e}")),
+    };
+    if u.host_str().is_none_or(str::is_empty) {
+        return bad("has no host".into());
+    }
+    if u.query().is_some() || u.password().is_some() {
+        return bad("must not carry a query string or a password".into());
+    }
+    Ok(())
+}
+
 async fn s3(p: &ParsedUrl, opts: &CloudOptions) -> Result<object_store::aws::AmazonS3> {
     let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
         .load()
@@ -196,6 +220,7 @@ async fn s3(p: &ParsedUrl, opts: &CloudOptions) -> Result<object_store::aws::Ama
         .with_checksum_algorithm(Checksum::SHA256);
     match endpoint {
         Some(ep) => {
+            check_endpoint(&ep)?;
             let http = ep.starts_with("http://");
             // Emulators and most S3-compatible stores want path-style requests.
             b = b
@@ -204,7 +229,20 @@ async fn s3(p: &ParsedUrl, opts: &CloudOptions) -> Result<object_store::aws::Ama
                 .with_virtual_hosted_style_request(false);
         }
         None => {
-            b = b.with_virtual_hosted_style_request(true);
+            // AWS's recommended addressing, except for legacy bucket names that are not
+            // valid host names (dots break TLS on `*.s3.amazonaws.com`, `_`/upper case are
+            // not DNS labels): those only work path-style.
+            let host_safe = p
+                .url
+                .trim_start_matches("s3://")
+                .trim_start_matches("s3a://")
+                .split('/')
+                .next()
+                .is_some_and(|b| {
+                    b.bytes()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
+                });
+            b = b.with_virtual_hosted_style_request(host_safe);
         }
     }
     b.build().map_err(|e| build_error(p, e))
