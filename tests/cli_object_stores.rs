@@ -247,6 +247,64 @@ async fn check_commit_key_retries(cli: &Cli) {
     assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
 }
 
+impl Cli {
+    /// Start `lineage` without waiting (stdin written and closed).
+    fn spawn(&self, cmd: &str, extra: &[&str], stdin: &[u8]) -> std::process::Child {
+        use std::io::Write;
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_lineage"));
+        c.arg(cmd)
+            .args(["--store", &self.url])
+            .args(&self.args)
+            .args(extra)
+            .env_remove("LINEAGE_STORE")
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = c.spawn().unwrap();
+        child.stdin.take().unwrap().write_all(stdin).unwrap();
+        child
+    }
+}
+
+/// Writers in separate processes, no coordinator: four appends of different payloads at
+/// once all land; four retries of one keyed job racing each other all succeed and leave
+/// one part and one pointer per flush.
+async fn check_concurrent_processes(cli: &Cli) {
+    let inputs: Vec<String> = (0..4)
+        .map(|i| support::ndjson(&format!("run-proc-{i}"), 12, &format!("proc-{i}")))
+        .collect();
+    let children: Vec<_> = inputs
+        .iter()
+        .map(|inp| cli.spawn("append", &["--batch-rows", "5"], inp.as_bytes()))
+        .collect();
+    for c in children {
+        let o = c.wait_with_output().unwrap();
+        assert!(o.status.success(), "{:?}", text(&o));
+    }
+    // each: 6 rows per CRS, 5 per flush → 2 + 2 flushes
+    assert_eq!(counts(&snapshot(cli).await), (16, 16));
+
+    let keyed = support::ndjson("run-race", 12, "race");
+    let args = ["--batch-rows", "5", "--commit-key", "raced-job"];
+    let children: Vec<_> = (0..4)
+        .map(|_| cli.spawn("append", &args, keyed.as_bytes()))
+        .collect();
+    for c in children {
+        let o = c.wait_with_output().unwrap();
+        assert!(o.status.success(), "{:?}", text(&o));
+    }
+    assert_eq!(counts(&snapshot(cli).await), (20, 20));
+    let o = cli.run("verify", &["--json"], None);
+    let (out, _) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    let r: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(
+        (r["commits"].as_u64(), r["rows"].as_u64()),
+        (Some(20), Some(4 * 12 + 12))
+    );
+}
+
 async fn check_all(cli: &Cli) {
     check_append_log_verify(cli).await;
 }
@@ -259,6 +317,8 @@ async fn cli_localstack() {
     check_all(&cli).await;
     let cli = s3_cli(Emulator::LocalStack, "cli_localstack_key").unwrap();
     check_commit_key_retries(&cli).await;
+    check_concurrent_processes(&s3_cli(Emulator::LocalStack, "cli_localstack_procs").unwrap())
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -269,6 +329,7 @@ async fn cli_moto() {
     check_all(&cli).await;
     let cli = s3_cli(Emulator::Moto, "cli_moto_key").unwrap();
     check_commit_key_retries(&cli).await;
+    check_concurrent_processes(&s3_cli(Emulator::Moto, "cli_moto_procs").unwrap()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -279,6 +340,7 @@ async fn cli_azurite() {
     check_all(&cli).await;
     let cli = azurite_cli("cli_azurite_key").unwrap();
     check_commit_key_retries(&cli).await;
+    check_concurrent_processes(&azurite_cli("cli_azurite_procs").unwrap()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -286,6 +348,7 @@ async fn cli_gcs_fake() {
     let fake = GcsFake::start("lineage-fake-bucket").await.unwrap();
     check_all(&gcs_fake_cli(&fake, "cli_gcs")).await;
     check_commit_key_retries(&gcs_fake_cli(&fake, "cli_gcs_key")).await;
+    check_concurrent_processes(&gcs_fake_cli(&fake, "cli_gcs_procs")).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -303,4 +366,14 @@ async fn cli_posix_commit_keys() {
         env: vec![],
     };
     check_commit_key_retries(&cli).await;
+    let cli = Cli {
+        url: dir
+            .path()
+            .join("store-procs")
+            .to_string_lossy()
+            .into_owned(),
+        args: vec![],
+        env: vec![],
+    };
+    check_concurrent_processes(&cli).await;
 }
