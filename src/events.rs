@@ -172,3 +172,45 @@ impl EventBuilder {
         Ok(RecordBatch::try_new(contract::schema(), cols)?)
     }
 }
+
+/// Rows from a text input, cut into batches of [`BUILD_CHUNK_ROWS`] that remember the
+/// input line of every row.
+#[derive(Debug, Default)]
+pub struct LineBatcher {
+    builder: EventBuilder,
+    lines: Vec<u64>,
+    out: Vec<SourcedBatch>,
+}
+
+impl LineBatcher {
+    /// Nothing yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Append the row read from input line `line`.
+    pub fn push(&mut self, row: &EventRow<'_>, line: u64) -> Result<()> {
+        self.builder.push(row);
+        self.lines.push(line);
+        if self.builder.len() >= BUILD_CHUNK_ROWS {
+            self.cut()?;
+        }
+        Ok(())
+    }
+
+    fn cut(&mut self) -> Result<()> {
+        self.out.push(SourcedBatch {
+            batch: self.builder.finish()?,
+            origin: Origin::Lines(std::mem::take(&mut self.lines)),
+        });
+        Ok(())
+    }
+
+    /// All batches, the last one possibly short.
+    pub fn finish(mut self) -> Result<Vec<SourcedBatch>> {
+        if !self.builder.is_empty() {
+            self.cut()?;
+        }
+        Ok(self.out)
+    }
+}

@@ -72,15 +72,18 @@ pub fn plan_flushes(batches: &[RecordBatch], batch_rows: usize) -> Result<Vec<Fl
             .map_err(|_| Error::Usage("more than 4 billion events in one append".into()))?;
         groups[g].1.push(i);
     }
+    // One gather per group, then zero-copy slices per flush: a take per flush costs a
+    // fixed overhead per column that dominates at small --batch-rows.
     let mut out = Vec::new();
-    for ((r, c), idx) in &groups {
-        for (n, chunk) in idx.chunks(batch_rows).enumerate() {
-            let take = UInt32Array::from(chunk.to_vec());
+    for ((r, c), idx) in groups {
+        let rows = idx.len();
+        let group = arrow_select::take::take_record_batch(&all, &UInt32Array::from(idx))?;
+        for (n, start) in (0..rows).step_by(batch_rows).enumerate() {
             out.push(Flush {
                 run_id: r.to_string(),
                 target_crs: c.to_string(),
                 index_in_group: n as u64,
-                batch: arrow_select::take::take_record_batch(&all, &take)?,
+                batch: group.slice(start, batch_rows.min(rows - start)),
             });
         }
     }

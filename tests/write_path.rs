@@ -10,7 +10,7 @@ use arrow_array::cast::AsArray;
 use arrow_schema::{DataType, TimeUnit};
 use bytes::Bytes;
 use chrono::TimeZone;
-use lineage_store::audit::verify::{verify, ProblemKind};
+use lineage_store::audit::verify::{verify, verify_with, ProblemKind, VerifyOptions};
 use lineage_store::clock::{FixedClock, SeqIds};
 use lineage_store::contract;
 use lineage_store::crs::canonicalize;
@@ -362,7 +362,12 @@ async fn crash_between_part_and_pointer_leaves_an_orphan_that_verify_names() {
         .await
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Io);
-    let report = verify(mem.as_ref()).await.unwrap();
+    // No grace: this orphan is not in flight, its writer has failed.
+    let opts = VerifyOptions {
+        grace: chrono::Duration::zero(),
+        ..VerifyOptions::default()
+    };
+    let report = verify_with(mem.as_ref(), &opts).await.unwrap();
     let orphans: Vec<_> = report
         .problems
         .iter()
@@ -539,4 +544,45 @@ fn csv_input_matches_ndjson_input() {
             .contains("line 2, field `sequence`: `one` is not a 64-bit integer"),
         "{e}"
     );
+}
+
+#[test]
+fn arrow_ipc_file_and_stream_inputs_round_trip() {
+    let want = batches(10);
+    let schema = contract::schema();
+    let mut file = Vec::new();
+    {
+        let mut w = arrow_ipc::writer::FileWriter::try_new(&mut file, &schema).unwrap();
+        for b in &want {
+            w.write(b).unwrap();
+        }
+        w.finish().unwrap();
+    }
+    let mut stream = Vec::new();
+    {
+        let mut w = arrow_ipc::writer::StreamWriter::try_new(&mut stream, &schema).unwrap();
+        for b in &want {
+            w.write(b).unwrap();
+        }
+        w.finish().unwrap();
+    }
+    for bytes in [file, stream] {
+        let got = parse_validated(Bytes::from(bytes), Format::Arrow).unwrap();
+        assert_eq!(got, want);
+    }
+    let e = parse_validated(Bytes::from_static(b"not arrow at all"), Format::Arrow).unwrap_err();
+    assert!(e.to_string().contains("not a readable Arrow IPC"), "{e}");
+}
+
+#[test]
+fn ndjson_tolerates_crlf_bom_and_blank_lines_and_counts_lines_right() {
+    let rows = common::events(2);
+    let input = format!("\u{feff}{}\r\n\r\n{}\n\n", rows[0], rows[1]);
+    let got = parse_validated(Bytes::from(input), Format::Ndjson).unwrap();
+    assert_eq!(got.iter().map(|b| b.num_rows()).sum::<usize>(), 2);
+    let mut bad = rows[1].clone();
+    bad["sequence"] = serde_json::Value::Null;
+    let input = format!("{}\n\n\n{}\n", rows[0], bad);
+    let e = parse_validated(Bytes::from(input), Format::Ndjson).unwrap_err();
+    assert!(e.to_string().starts_with("line 4, field `sequence`"), "{e}");
 }

@@ -1,18 +1,33 @@
-//! `verify`: every pointer's part is present and byte-identical; everything else in the
-//! store is accounted for (orphans, foreign objects, stale temps, corrupt pointers).
+//! `verify`: every pointer's part is present, byte-identical and carries the right footer;
+//! the seal chain is intact and covers its pointers; everything else in the store is
+//! accounted for (orphans, foreign objects, stale temps, corrupt pointers).
+//!
+//! Safe while appends run: the writer publishes a part, then its pointer, and a POSIX
+//! publish goes through a temp. So a part without a pointer, or a temp, younger than
+//! [`VerifyOptions::grace`] is counted as in flight rather than reported, and an orphan
+//! candidate's pointer is looked up again after the scan (it may have landed since the
+//! listing). A pointer whose part was not in the listing is looked up again likewise.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
+use chrono::{DateTime, Duration, Utc};
+use ed25519_dalek::VerifyingKey;
 use futures::StreamExt;
 use serde::Serialize;
 
+use super::chain;
+use super::log::READ_CONCURRENCY;
+use super::part::{read_facts, stream_sha256};
 use crate::encode::sha256_hex;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::keys::{self, KeyKind};
-use crate::pointer::Pointer;
+use crate::pointer::{rfc3339_us, Pointer};
 use crate::publish::{AtomicPublisher, ObjectInfo};
 
-use super::log::READ_CONCURRENCY;
+/// Default grace period for temps and orphans: far longer than any publish takes.
+pub const DEFAULT_GRACE_MINUTES: i64 = 15;
 
 /// What kind of problem was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -24,8 +39,28 @@ pub enum ProblemKind {
     SizeMismatch,
     /// The part's sha256 differs from the pointer's.
     DigestMismatch,
+    /// The part's footer or partition columns contradict its pointer or path.
+    FooterMismatch,
     /// A pointer cannot be parsed, or its content contradicts its key.
     CorruptPointer,
+    /// A sealed pointer is gone.
+    SealedPointerMissing,
+    /// A sealed pointer's bytes differ from what was sealed.
+    SealedPointerChanged,
+    /// A seal in the chain is missing.
+    SealMissing,
+    /// A seal cannot be parsed, or its entries are invalid.
+    SealCorrupt,
+    /// A seal is stored under another sequence number than it records.
+    SealMisplaced,
+    /// A seal's successor records a different digest for it.
+    SealChainBroken,
+    /// A seal's root or tree size does not match its entries.
+    SealRootMismatch,
+    /// A signature is missing (with a public key given), wrong, or by another key.
+    BadSignature,
+    /// No seal has the expected head digest.
+    HeadNotFound,
     /// A part no pointer names (a crash between part and pointer, or a dropped file).
     OrphanPart,
     /// An object lineage-store did not write.
@@ -45,6 +80,57 @@ pub struct Problem {
     pub detail: String,
 }
 
+/// Live counters for a progress display (read by the CLI while `verify` runs).
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// Parts to check.
+    pub parts_total: AtomicU64,
+    /// Parts checked.
+    pub parts_done: AtomicU64,
+    /// Bytes to hash.
+    pub bytes_total: AtomicU64,
+    /// Bytes hashed.
+    pub bytes_done: AtomicU64,
+}
+
+/// How to verify.
+#[derive(Debug, Clone)]
+pub struct VerifyOptions {
+    /// "Now", for the grace period.
+    pub now: DateTime<Utc>,
+    /// Temps and orphan parts younger than this are in flight, not problems.
+    pub grace: Duration,
+    /// Hash only this many randomly chosen parts (existence, size and footer of all
+    /// parts are still checked).
+    pub sample: Option<usize>,
+    /// Seed of the sample (random when `None`; reported, so a sample can be repeated).
+    pub sample_seed: Option<u64>,
+    /// Skip hashing parts of commits sealed by this seal or earlier whose pointers are
+    /// unchanged; `Some(None)` means the newest seal.
+    pub since_seal: Option<Option<u64>>,
+    /// Every seal must carry a valid signature by this key.
+    pub public_key: Option<VerifyingKey>,
+    /// A head digest kept outside the store; some seal must have it.
+    pub expect_head: Option<String>,
+    /// Progress counters to update.
+    pub progress: Option<Arc<Progress>>,
+}
+
+impl Default for VerifyOptions {
+    fn default() -> Self {
+        Self {
+            now: Utc::now(),
+            grace: Duration::minutes(DEFAULT_GRACE_MINUTES),
+            sample: None,
+            sample_seed: None,
+            since_seal: None,
+            public_key: None,
+            expect_head: None,
+            progress: None,
+        }
+    }
+}
+
 /// The result of a verification.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Report {
@@ -52,12 +138,35 @@ pub struct Report {
     pub store: String,
     /// Pointers read.
     pub commits: u64,
-    /// Parts whose size and digest matched.
+    /// Parts whose size, footer and (when hashed) digest matched.
     pub parts_ok: u64,
+    /// Parts whose sha256 was recomputed.
+    pub parts_hashed: u64,
+    /// Parts not hashed because of `--sample` or `--since-seal`.
+    pub parts_not_hashed: u64,
+    /// Seed of `--sample`, when sampling.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sample_seed: Option<u64>,
     /// Rows recorded by the pointers that checked out.
     pub rows: u64,
     /// Bytes hashed.
     pub bytes_hashed: u64,
+    /// Seals in the chain.
+    pub seals: u64,
+    /// Seals with a valid signature.
+    pub signed_seals: u64,
+    /// Sequence number of the newest seal.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub head_seq: Option<u64>,
+    /// sha256 of the newest seal: compare with the head digest kept elsewhere.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub head: Option<String>,
+    /// Commits covered by seals.
+    pub sealed_commits: u64,
+    /// Pointers not covered by any seal yet.
+    pub unsealed_commits: u64,
+    /// Temps and orphan parts within the grace period, or committed during the scan.
+    pub in_flight: u64,
     /// Everything wrong, sorted by kind then key.
     pub problems: Vec<Problem>,
 }
@@ -77,13 +186,49 @@ impl Report {
     }
 }
 
-/// Verify the whole store.
+/// Verify the whole store with default options.
 pub async fn verify(store: &dyn AtomicPublisher) -> Result<Report> {
+    verify_with(store, &VerifyOptions::default()).await
+}
+
+/// A pointer as read: its bytes' digest and, when valid, the parsed pointer.
+struct ReadPointer {
+    key: String,
+    digest: Option<String>,
+    parsed: Result<Option<Pointer>>,
+}
+
+/// Verify the whole store.
+pub async fn verify_with(store: &dyn AtomicPublisher, opts: &VerifyOptions) -> Result<Report> {
     let mut report = Report {
         store: store.describe(),
         ..Report::default()
     };
+    // The seal chain before the listing: every pointer a seal names existed when the seal
+    // was written, so it is in a listing made afterwards unless it was removed. (Listing
+    // first would let a concurrent `seal` name pointers the listing never saw.)
+    let chain = chain::walk(store, opts.public_key.as_ref()).await?;
+    report.problems.extend(chain.problems.iter().cloned());
+    report.seals = chain.seals.len() as u64;
+    report.signed_seals = chain.signed;
+    report.sealed_commits = chain.leaves.len() as u64;
+    if let Some((seq, d)) = chain.head() {
+        report.head_seq = Some(seq);
+        report.head = Some(d.to_string());
+    }
+    if let Some(want) = &opts.expect_head {
+        report.problems.extend(chain::check_head(&chain, want));
+    }
+
     let listing = store.list("").await?;
+    if listing.is_empty() {
+        // Most likely a mistyped location: "clean, 0 commits" would mislead an auditor.
+        return Err(Error::NotFound(format!(
+            "{}: the store holds no objects (empty, or not where the URL points)",
+            store.describe()
+        )));
+    }
+    let fresh = |o: &ObjectInfo| o.modified.is_some_and(|t| t > opts.now - opts.grace);
     let by_key: HashMap<&str, &ObjectInfo> = listing.iter().map(|o| (o.key.as_str(), o)).collect();
     let mut parts: BTreeMap<&str, &ObjectInfo> = BTreeMap::new();
     let mut pointer_keys = Vec::new();
@@ -95,10 +240,15 @@ pub async fn verify(store: &dyn AtomicPublisher) -> Result<Report> {
             KeyKind::Pointer { run_id, commit_id } => {
                 pointer_keys.push((o.key.clone(), run_id, commit_id))
             }
+            KeyKind::Temp if fresh(o) => report.in_flight += 1,
             KeyKind::Temp => report.push(
                 ProblemKind::StaleTemp,
                 &o.key,
-                format!("temp of an interrupted publish ({} bytes)", o.size),
+                format!(
+                    "temp of an interrupted publish ({} bytes, modified {}); `lineage sweep` removes it",
+                    o.size,
+                    o.modified.map_or("at an unknown time".into(), |t| t.to_rfc3339())
+                ),
             ),
             KeyKind::Foreign => report.push(
                 ProblemKind::ForeignObject,
@@ -108,103 +258,323 @@ pub async fn verify(store: &dyn AtomicPublisher) -> Result<Report> {
             KeyKind::Seal(_) | KeyKind::Meta => {}
         }
     }
-    // Read and check pointers, then hash their parts, READ_CONCURRENCY at a time.
-    let results: Vec<(String, Result<Option<Pointer>>)> = futures::stream::iter(pointer_keys)
+
+    let read: Vec<ReadPointer> = futures::stream::iter(pointer_keys)
         .map(|(key, run_id, commit_id)| async move {
-            let r = read_pointer(store, &key, &run_id, &commit_id).await;
-            (key, r)
+            match store.get(&key).await {
+                Ok(Some(bytes)) => ReadPointer {
+                    digest: Some(sha256_hex(&bytes)),
+                    parsed: check_pointer(&key, &bytes, &run_id, &commit_id).map(Some),
+                    key,
+                },
+                Ok(None) => ReadPointer {
+                    key,
+                    digest: None,
+                    parsed: Ok(None), // removed since the listing: judged by the seals below
+                },
+                Err(e) => ReadPointer {
+                    key,
+                    digest: None,
+                    parsed: Err(e),
+                },
+            }
         })
         .buffer_unordered(READ_CONCURRENCY)
         .collect()
         .await;
     let mut pointers = Vec::new();
-    for (key, r) in results {
-        match r {
-            Ok(Some(p)) => pointers.push((key, p)),
+    let mut digests: HashMap<String, String> = HashMap::new();
+    for r in read {
+        if let Some(d) = &r.digest {
+            digests.insert(r.key.clone(), d.clone());
+        }
+        match r.parsed {
+            Ok(Some(p)) => pointers.push((r.key, p)),
             Ok(None) => {}
-            Err(e) => report.push(ProblemKind::CorruptPointer, key, e.to_string()),
+            Err(e) => report.push(ProblemKind::CorruptPointer, r.key, e.to_string()),
         }
     }
-    report.commits = pointers.len() as u64
-        + report
-            .problems
-            .iter()
-            .filter(|p| p.kind == ProblemKind::CorruptPointer)
-            .count() as u64;
+    report.commits = digests.len() as u64;
+
+    // Sealed pointers must still be there, byte for byte.
+    let since = match opts.since_seal {
+        Some(Some(n)) if !chain.seals.iter().any(|s| s.key_seq == n) => {
+            return Err(Error::Usage(format!(
+                "--since-seal {n}: the store has no seal {n}"
+            )))
+        }
+        Some(Some(n)) => Some(n),
+        Some(None) => chain.head().map(|(n, _)| n),
+        None => None,
+    };
+    let mut trusted_parts: std::collections::HashSet<String> = Default::default();
+    for leaf in &chain.leaves {
+        match digests.get(&leaf.key) {
+            None => report.push(
+                ProblemKind::SealedPointerMissing,
+                &leaf.key,
+                format!("sealed by seal {} but no longer in the store", leaf.seq),
+            ),
+            Some(d) if d != &leaf.digest => report.push(
+                ProblemKind::SealedPointerChanged,
+                &leaf.key,
+                format!(
+                    "sha256 {d}, but seal {} sealed {}: the pointer was edited",
+                    leaf.seq, leaf.digest
+                ),
+            ),
+            Some(_) if since.is_some_and(|n| leaf.seq <= n) => {
+                trusted_parts.insert(leaf.key.clone());
+            }
+            Some(_) => {}
+        }
+    }
+    report.unsealed_commits = digests
+        .keys()
+        .filter(|k| !chain.by_key.contains_key(*k))
+        .count() as u64;
+
     for (_, p) in &pointers {
         parts.remove(p.part_path.as_str());
     }
-    let checks: Vec<(String, Pointer, Result<Option<String>>)> = futures::stream::iter(pointers)
-        .map(|(key, p)| {
-            let present = by_key.get(p.part_path.as_str()).map(|o| o.size);
-            async move {
-                let r = match present {
-                    None => Ok(None),
-                    Some(size) if size != p.size_bytes => Ok(Some(format!("size {size}"))),
-                    Some(_) => store
-                        .get(&p.part_path)
-                        .await
-                        .map(|b| b.map(|b| sha256_hex(&b))),
-                };
-                (key, p, r)
-            }
-        })
-        .buffer_unordered(READ_CONCURRENCY)
-        .collect()
-        .await;
-    for (key, p, r) in checks {
-        match r {
-            Ok(None) => report.push(
-                ProblemKind::MissingPart,
-                &p.part_path,
-                format!("recorded by {key}, not in the store"),
-            ),
-            Ok(Some(got)) if got.starts_with("size ") => report.push(
-                ProblemKind::SizeMismatch,
-                &p.part_path,
-                format!("{got} bytes, pointer {key} records {}", p.size_bytes),
-            ),
-            Ok(Some(got)) if got != p.sha256 => report.push(
-                ProblemKind::DigestMismatch,
-                &p.part_path,
-                format!("sha256 {got}, pointer {key} records {}", p.sha256),
-            ),
-            Ok(Some(_)) => {
-                report.parts_ok += 1;
-                report.rows += p.row_count;
-                report.bytes_hashed += p.size_bytes;
-            }
-            Err(e) => report.push(
-                ProblemKind::MissingPart,
-                &p.part_path,
-                format!("cannot read: {e}"),
-            ),
-        }
-    }
-    for (key, o) in parts {
-        report.push(
-            ProblemKind::OrphanPart,
-            key,
-            format!("{} bytes, no pointer records it", o.size),
-        );
-    }
+    check_parts(store, opts, &mut report, pointers, &by_key, &trusted_parts).await;
+    // A part whose pointer key exists but is corrupt is already reported by that pointer.
+    let corrupt: std::collections::HashSet<String> = report
+        .problems
+        .iter()
+        .filter(|p| p.kind == ProblemKind::CorruptPointer)
+        .map(|p| p.key.clone())
+        .collect();
+    parts.retain(|k, _| match keys::classify(k) {
+        KeyKind::Part {
+            run_id, commit_id, ..
+        } => !corrupt.contains(&keys::pointer_key(&run_id, &commit_id)),
+        _ => true,
+    });
+    check_orphans(store, opts, &mut report, parts).await;
     report
         .problems
         .sort_by(|a, b| (a.kind, &a.key).cmp(&(b.kind, &b.key)));
     Ok(report)
 }
 
-/// Read a pointer and check it agrees with its own key.
-async fn read_pointer(
+/// Which pointers' parts get hashed: all but the trusted ones, then a sample.
+fn choose_hashed(
+    opts: &VerifyOptions,
+    report: &mut Report,
+    pointers: &[(String, Pointer)],
+    trusted: &std::collections::HashSet<String>,
+) -> Vec<bool> {
+    let mut hash: Vec<bool> = pointers.iter().map(|(k, _)| !trusted.contains(k)).collect();
+    if let Some(n) = opts.sample {
+        let seed = opts.sample_seed.unwrap_or_else(|| {
+            let mut b = [0u8; 8];
+            let _ = getrandom::fill(&mut b);
+            u64::from_le_bytes(b)
+        });
+        report.sample_seed = Some(seed);
+        let mut candidates: Vec<usize> = (0..hash.len()).filter(|&i| hash[i]).collect();
+        // Sort by key first so a seed picks the same parts whatever the listing order.
+        candidates.sort_by(|&a, &b| pointers[a].0.cmp(&pointers[b].0));
+        let mut rng = crate::demo::Rng::new(seed);
+        for i in 0..candidates.len().min(n) {
+            let j = i + (rng.next_u64() % (candidates.len() - i) as u64) as usize;
+            candidates.swap(i, j);
+        }
+        for &i in candidates.iter().skip(n) {
+            hash[i] = false;
+        }
+    }
+    hash
+}
+
+async fn check_parts(
+    store: &dyn AtomicPublisher,
+    opts: &VerifyOptions,
+    report: &mut Report,
+    pointers: Vec<(String, Pointer)>,
+    by_key: &HashMap<&str, &ObjectInfo>,
+    trusted: &std::collections::HashSet<String>,
+) {
+    let hash = choose_hashed(opts, report, &pointers, trusted);
+    let progress = opts.progress.clone().unwrap_or_default();
+    progress
+        .parts_total
+        .store(pointers.len() as u64, Ordering::Relaxed);
+    let bytes_total: u64 = pointers
+        .iter()
+        .zip(&hash)
+        .filter(|(_, h)| **h)
+        .map(|((_, p), _)| p.size_bytes)
+        .sum();
+    progress.bytes_total.store(bytes_total, Ordering::Relaxed);
+    let progress = &progress;
+    let results: Vec<(Pointer, bool, Found)> =
+        futures::stream::iter(pointers.into_iter().zip(hash))
+            .map(|((key, p), hash)| {
+                let listed = by_key.get(p.part_path.as_str()).map(|o| o.size);
+                async move {
+                    let found = check_part(store, &key, &p, listed, hash, progress).await;
+                    progress.parts_done.fetch_add(1, Ordering::Relaxed);
+                    (p, hash, found)
+                }
+            })
+            .buffer_unordered(READ_CONCURRENCY)
+            .collect()
+            .await;
+    for (p, hashed, found) in results {
+        if found.is_empty() {
+            report.parts_ok += 1;
+            report.rows += p.row_count;
+            if hashed {
+                report.parts_hashed += 1;
+                report.bytes_hashed += p.size_bytes;
+            } else {
+                report.parts_not_hashed += 1;
+            }
+        }
+        for (kind, detail) in found {
+            report.push(kind, &p.part_path, detail);
+        }
+    }
+}
+
+/// Problems found with one part, as (kind, detail).
+type Found = Vec<(ProblemKind, String)>;
+
+/// The problems of one pointer's part (empty when it checks out).
+async fn check_part(
     store: &dyn AtomicPublisher,
     key: &str,
-    run_id: &str,
-    commit_id: &str,
-) -> Result<Option<Pointer>> {
-    let Some(bytes) = store.get(key).await? else {
-        return Ok(None); // removed since the listing: nothing to check
+    p: &Pointer,
+    listed: Option<u64>,
+    hash: bool,
+    progress: &Progress,
+) -> Found {
+    let size = match listed {
+        Some(s) => Some(s),
+        // Not in the listing: look again (a POSIX walk is not a snapshot).
+        None => match store.list(&p.part_path).await {
+            Ok(l) => l.into_iter().find(|o| o.key == p.part_path).map(|o| o.size),
+            Err(e) => return vec![(ProblemKind::MissingPart, format!("cannot list: {e}"))],
+        },
     };
-    let p = Pointer::from_bytes(key, &bytes)?;
+    let Some(size) = size else {
+        return vec![(
+            ProblemKind::MissingPart,
+            format!("recorded by {key}, not in the store"),
+        )];
+    };
+    if size != p.size_bytes {
+        return vec![(
+            ProblemKind::SizeMismatch,
+            format!("{size} bytes, pointer {key} records {}", p.size_bytes),
+        )];
+    }
+    let mut out = Vec::new();
+    if hash {
+        let on_bytes = |n: u64| {
+            progress.bytes_done.fetch_add(n, Ordering::Relaxed);
+        };
+        match stream_sha256(store, &p.part_path, size, &on_bytes).await {
+            Ok(got) if got != p.sha256 => out.push((
+                ProblemKind::DigestMismatch,
+                format!("sha256 {got}, pointer {key} records {}", p.sha256),
+            )),
+            Ok(_) => {}
+            Err(e) => out.push((ProblemKind::MissingPart, format!("cannot read: {e}"))),
+        }
+    }
+    match read_facts(store, &p.part_path, size, true).await {
+        Ok(f) => {
+            let mut why: Vec<String> = f
+                .mismatch(&p.run_id, &p.target_crs, &p.commit_id)
+                .into_iter()
+                .collect();
+            if f.schema_problem.is_none() {
+                why.extend(summary_mismatch(&f, p, key));
+            }
+            if !why.is_empty() {
+                out.push((ProblemKind::FooterMismatch, why.join("; ")));
+            }
+        }
+        Err(e) => out.push((ProblemKind::FooterMismatch, e.to_string())),
+    }
+    out
+}
+
+/// Where the part's row count, sequence range or event-time range contradicts the summary
+/// its pointer records (so an edited pointer field is caught even before a seal pins it).
+fn summary_mismatch(f: &super::part::PartFacts, p: &Pointer, key: &str) -> Vec<String> {
+    let mut why = Vec::new();
+    if f.rows != p.row_count {
+        why.push(format!(
+            "{} rows, pointer {key} records {}",
+            f.rows, p.row_count
+        ));
+    }
+    let seq = f.sequence.unwrap_or((0, 0));
+    if seq != (p.first_sequence, p.last_sequence) {
+        why.push(format!(
+            "sequence {}..{}, pointer {key} records {}..{}",
+            seq.0, seq.1, p.first_sequence, p.last_sequence
+        ));
+    }
+    let (lo, hi) = f.event_time_us.unwrap_or((0, 0));
+    let (lo, hi) = (rfc3339_us(lo), rfc3339_us(hi));
+    if lo != p.min_event_time_utc || hi != p.max_event_time_utc {
+        why.push(format!(
+            "event_time_utc {lo}..{hi}, pointer {key} records {}..{}",
+            p.min_event_time_utc, p.max_event_time_utc
+        ));
+    }
+    why
+}
+
+/// Report parts no pointer names, after the grace period and a second look.
+async fn check_orphans(
+    store: &dyn AtomicPublisher,
+    opts: &VerifyOptions,
+    report: &mut Report,
+    parts: BTreeMap<&str, &ObjectInfo>,
+) {
+    let fresh = |o: &ObjectInfo| o.modified.is_some_and(|t| t > opts.now - opts.grace);
+    for (key, o) in parts {
+        if fresh(o) {
+            report.in_flight += 1;
+            continue;
+        }
+        let KeyKind::Part {
+            run_id,
+            target_crs,
+            commit_id,
+        } = keys::classify(key)
+        else {
+            continue;
+        };
+        // The writer may have published the pointer since the listing.
+        if let Ok(Some(_)) = store.get(&keys::pointer_key(&run_id, &commit_id)).await {
+            report.in_flight += 1;
+            continue;
+        }
+        let verdict = match read_facts(store, key, o.size, false).await {
+            Ok(f) => match f.mismatch(&run_id, &target_crs, &commit_id) {
+                None => "its footer matches its path: `lineage repair` can adopt it".to_string(),
+                Some(w) => format!("not adoptable: {w}"),
+            },
+            Err(e) => format!("not adoptable: {e}"),
+        };
+        report.push(
+            ProblemKind::OrphanPart,
+            key,
+            format!("{} bytes, no pointer records it; {verdict}", o.size),
+        );
+    }
+}
+
+/// Parse a pointer and check it agrees with its own key.
+fn check_pointer(key: &str, bytes: &[u8], run_id: &str, commit_id: &str) -> Result<Pointer> {
+    let p = Pointer::from_bytes(key, bytes)?;
     let expect_part = keys::part_key(&p.run_id, &p.target_crs, &p.commit_id);
     let bad = if p.run_id != run_id || p.commit_id != commit_id {
         Some(format!(
@@ -220,11 +590,11 @@ async fn read_pointer(
         None
     };
     match bad {
-        Some(m) => Err(crate::error::Error::Corrupt {
+        Some(m) => Err(Error::Corrupt {
             what: "pointer",
             key: key.to_string(),
             message: m,
         }),
-        None => Ok(Some(p)),
+        None => Ok(p),
     }
 }

@@ -13,9 +13,15 @@ use crate::error::{Error, ErrorKind, Result};
 
 mod append;
 mod demo;
+mod keygen;
 mod log;
+mod prove;
+mod repair;
 mod schema;
+mod seal;
+mod sweep;
 mod verify;
+mod verify_proof;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -63,6 +69,18 @@ enum Command {
     Schema(schema::Args),
     /// Generate realistic sample events, append and verify them.
     Demo(demo::Args),
+    /// Seal every commit not sealed yet (hash chain, Merkle root, optional signature).
+    Seal(seal::Args),
+    /// Make an Ed25519 key pair for signing seals.
+    Keygen(keygen::Args),
+    /// Print an inclusion proof of a commit in a seal.
+    Prove(prove::Args),
+    /// Check an inclusion proof offline against a head digest.
+    VerifyProof(verify_proof::Args),
+    /// Adopt orphan parts (a crash between part and pointer) by writing their pointers.
+    Repair(repair::Args),
+    /// Remove stale temps left by crashed publishes.
+    Sweep(sweep::Args),
 }
 
 /// What a command reports back: exit code 0 or 1 (problems found).
@@ -86,6 +104,12 @@ pub fn main() -> ExitCode {
             Command::Verify(a) => verify::run(a).await,
             Command::Schema(a) => schema::run(a),
             Command::Demo(a) => demo::run(a).await,
+            Command::Seal(a) => seal::run(a).await,
+            Command::Keygen(a) => keygen::run(a).await,
+            Command::Prove(a) => prove::run(a).await,
+            Command::VerifyProof(a) => verify_proof::run(a).await,
+            Command::Repair(a) => repair::run(a).await,
+            Command::Sweep(a) => sweep::run(a).await,
         }
     });
     match result {

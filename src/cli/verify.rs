@@ -1,8 +1,16 @@
-//! `lineage verify`: exit 0 when clean, 1 when anything is wrong (each object named).
+//! `lineage verify`: exit 0 when clean, 1 when anything is wrong (each object named),
+//! 2 on a usage or access error (the store or a key file cannot be read).
 
-use crate::audit::verify::verify;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use crate::audit::seal::read_public_key;
+use crate::audit::sweep::parse_duration;
+use crate::audit::verify::{verify_with, Progress, Report, VerifyOptions, DEFAULT_GRACE_MINUTES};
 use crate::cli::{json_line, out, Status, StoreArg};
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -11,26 +19,148 @@ pub(crate) struct Args {
     /// The report as one JSON object.
     #[arg(long)]
     json: bool,
+    /// Re-hash only N randomly chosen parts (existence, size and footer of every part, and
+    /// the whole seal chain, are still checked).
+    #[arg(long, value_name = "N")]
+    sample: Option<usize>,
+    /// Seed for --sample (printed in the report, so a sample can be repeated).
+    #[arg(long, value_name = "SEED", requires = "sample")]
+    sample_seed: Option<u64>,
+    /// Do not re-hash parts of commits sealed by seal SEQ or earlier (default: the newest
+    /// seal) whose pointers are unchanged; for a store whose earlier seals were verified.
+    #[arg(long, value_name = "SEQ", num_args = 0..=1)]
+    since_seal: Option<Option<u64>>,
+    /// Every seal must carry a valid signature by this key (made by `lineage keygen`).
+    #[arg(long, value_name = "FILE")]
+    public_key: Option<PathBuf>,
+    /// A head digest printed by `lineage seal` and kept outside the store: detects that
+    /// the newest seals were cut off.
+    #[arg(long, value_name = "DIGEST")]
+    expect_head: Option<String>,
+    /// Temps and orphan parts younger than this are in flight, not problems.
+    #[arg(long, value_name = "DURATION", default_value_t = format!("{DEFAULT_GRACE_MINUTES}m"))]
+    grace: String,
 }
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
+    match check(a).await {
+        Ok(s) => Ok(s),
+        // Any error here is a usage or access error: exit 2, never 1 ("problems found").
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "error: {e}");
+            Ok(2)
+        }
+    }
+}
+
+async fn check(a: Args) -> Result<Status> {
+    let public_key = a.public_key.as_deref().map(read_public_key).transpose()?;
+    if let Some(h) = &a.expect_head {
+        if crate::audit::merkle::parse_hash(h).is_none() {
+            return Err(Error::Usage(format!(
+                "--expect-head {h:?} is not a sha256 (64 hex digits)"
+            )));
+        }
+    }
     let store = a.store.open().await?;
-    let report = verify(store.as_ref()).await?;
+    let progress = Arc::new(Progress::default());
+    let opts = VerifyOptions {
+        grace: parse_duration(&a.grace)?,
+        sample: a.sample,
+        sample_seed: a.sample_seed,
+        since_seal: a.since_seal,
+        public_key,
+        expect_head: a.expect_head.clone(),
+        progress: Some(progress.clone()),
+        ..VerifyOptions::default()
+    };
+    let bar = std::io::stderr()
+        .is_terminal()
+        .then(|| tokio::spawn(show_progress(progress.clone())));
+    let report = verify_with(store.as_ref(), &opts).await;
+    if let Some(bar) = bar {
+        bar.abort();
+        let _ = write!(std::io::stderr(), "\r\x1b[2K");
+    }
+    let report = report?;
     if a.json {
         out(&json_line(&report)?)?;
     } else {
-        for p in &report.problems {
-            out(&format!("{:?}: {} ({})", p.kind, p.key, p.detail))?;
-        }
-        out(&format!(
-            "{}: {} commits, {} parts verified ({} rows, {} bytes hashed), {} problems",
-            report.store,
-            report.commits,
-            report.parts_ok,
-            report.rows,
-            report.bytes_hashed,
-            report.problems.len()
-        ))?;
+        print_report(&report)?;
     }
     Ok(if report.is_clean() { 0 } else { 1 })
+}
+
+fn print_report(r: &Report) -> Result<()> {
+    for p in &r.problems {
+        let kind = serde_json::to_value(p.kind)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        out(&format!("PROBLEM {kind}: {}: {}", p.key, p.detail))?;
+    }
+    let mut hashed = format!("{} parts hashed", r.parts_hashed);
+    if r.parts_not_hashed > 0 {
+        hashed.push_str(&format!(", {} not re-hashed", r.parts_not_hashed));
+        if let Some(seed) = r.sample_seed {
+            hashed.push_str(&format!(" (sample seed {seed})"));
+        }
+    }
+    out(&format!(
+        "{}: {} commits, {} parts verified ({hashed}; {} rows, {} bytes hashed)",
+        r.store, r.commits, r.parts_ok, r.rows, r.bytes_hashed
+    ))?;
+    match (&r.head_seq, &r.head) {
+        (Some(seq), Some(head)) => out(&format!(
+            "seals: {} ({} signed), {} commits sealed, {} not sealed yet; head: seal {seq} sha256 {head}",
+            r.seals, r.signed_seals, r.sealed_commits, r.unsealed_commits
+        ))?,
+        _ => out(&format!(
+            "seals: none ({} commits not sealed): run `lineage seal` to protect against removal",
+            r.unsealed_commits
+        ))?,
+    }
+    if r.in_flight > 0 {
+        out(&format!(
+            "{} temps or parts in flight (within the grace period), not judged",
+            r.in_flight
+        ))?;
+    }
+    out(&if r.is_clean() {
+        "clean: no problems".to_string()
+    } else {
+        format!("{} problems", r.problems.len())
+    })
+}
+
+/// Redraw a one-line progress bar on stderr until aborted.
+async fn show_progress(p: Arc<Progress>) {
+    let mut tick = tokio::time::interval(std::time::Duration::from_millis(200));
+    loop {
+        tick.tick().await;
+        let (done, total) = (
+            p.parts_done.load(Ordering::Relaxed),
+            p.parts_total.load(Ordering::Relaxed),
+        );
+        let (bd, bt) = (
+            p.bytes_done.load(Ordering::Relaxed),
+            p.bytes_total.load(Ordering::Relaxed),
+        );
+        let frac = if bt > 0 {
+            bd as f64 / bt as f64
+        } else if total > 0 {
+            done as f64 / total as f64
+        } else {
+            0.0
+        };
+        let filled = (frac.clamp(0.0, 1.0) * 30.0) as usize;
+        let _ = write!(
+            std::io::stderr(),
+            "\r\x1b[2Kverify [{}{}] {done}/{total} parts, {} / {} MiB",
+            "#".repeat(filled),
+            " ".repeat(30 - filled),
+            bd >> 20,
+            bt >> 20
+        );
+    }
 }

@@ -3,7 +3,7 @@
 
 use crate::contract::{Kind, COLUMNS};
 use crate::error::{Error, Result};
-use crate::events::{EventBuilder, EventRow, Origin, SourcedBatch, BUILD_CHUNK_ROWS};
+use crate::events::{EventRow, LineBatcher, SourcedBatch};
 
 use super::ndjson::parse_time_us;
 
@@ -42,9 +42,7 @@ pub(super) fn parse(bytes: &[u8]) -> Result<Vec<SourcedBatch>> {
             format!("the header lacks field `{}`", COLUMNS[ci].name),
         ));
     }
-    let mut out = Vec::new();
-    let mut b = EventBuilder::new();
-    let mut lines = Vec::new();
+    let mut batcher = LineBatcher::new();
     let mut rec = csv::StringRecord::new();
     loop {
         match rdr.read_record(&mut rec) {
@@ -103,22 +101,9 @@ pub(super) fn parse(bytes: &[u8]) -> Result<Vec<SourcedBatch>> {
         row.rejection_reason = cell(12);
         row.tool_version = cell(13);
         row.audit_tag = cell(14);
-        b.push(&row);
-        lines.push(line);
-        if b.len() >= BUILD_CHUNK_ROWS {
-            out.push(SourcedBatch {
-                batch: b.finish()?,
-                origin: Origin::Lines(std::mem::take(&mut lines)),
-            });
-        }
+        batcher.push(&row, line)?;
     }
-    if !b.is_empty() {
-        out.push(SourcedBatch {
-            batch: b.finish()?,
-            origin: Origin::Lines(lines),
-        });
-    }
-    Ok(out)
+    batcher.finish()
 }
 
 fn csv_err(e: &csv::Error, what: &str) -> Error {

@@ -8,7 +8,7 @@ use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
-use crate::events::{EventBuilder, EventRow, Origin, SourcedBatch, BUILD_CHUNK_ROWS};
+use crate::events::{EventRow, LineBatcher, SourcedBatch};
 
 /// A string that borrows from the input when it can.
 #[derive(Debug)]
@@ -104,13 +104,17 @@ fn s<'b, 'a: 'b>(v: &'b Option<Text<'a>>) -> Option<&'b str> {
 }
 
 pub(super) fn parse(bytes: &[u8]) -> Result<Vec<SourcedBatch>> {
-    let mut out = Vec::new();
-    let mut b = EventBuilder::new();
-    let mut lines: Vec<u64> = Vec::new();
+    let mut batcher = LineBatcher::new();
     for (n, raw_line) in bytes.split(|&c| c == b'\n').enumerate() {
         let line_no = n as u64 + 1;
         let loc = format!("line {line_no}");
         let raw_line = raw_line.strip_suffix(b"\r").unwrap_or(raw_line);
+        // A byte-order mark some Windows tools put before the first line.
+        let raw_line = if n == 0 {
+            raw_line.strip_prefix(b"\xef\xbb\xbf").unwrap_or(raw_line)
+        } else {
+            raw_line
+        };
         let line = std::str::from_utf8(raw_line).map_err(|e| {
             Error::record(
                 &loc,
@@ -170,20 +174,7 @@ pub(super) fn parse(bytes: &[u8]) -> Result<Vec<SourcedBatch>> {
             tool_version: s(&tool_version),
             audit_tag: s(&audit_tag),
         };
-        b.push(&row);
-        lines.push(line_no);
-        if b.len() >= BUILD_CHUNK_ROWS {
-            out.push(SourcedBatch {
-                batch: b.finish()?,
-                origin: Origin::Lines(std::mem::take(&mut lines)),
-            });
-        }
+        batcher.push(&row, line_no)?;
     }
-    if !b.is_empty() {
-        out.push(SourcedBatch {
-            batch: b.finish()?,
-            origin: Origin::Lines(lines),
-        });
-    }
-    Ok(out)
+    batcher.finish()
 }

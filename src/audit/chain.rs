@@ -1,0 +1,217 @@
+//! Walking the seal chain: order, links, roots, signatures, and the expected head.
+//!
+//! What a chain alone proves: no sealed seal was edited, removed from the middle or
+//! reordered, and no sealed pointer was changed or removed. What it cannot prove: that the
+//! newest seals were not cut off (the remaining chain is still consistent). Only a head
+//! digest kept outside the store (`--expect-head`) detects that.
+
+use std::collections::HashMap;
+
+use ed25519_dalek::VerifyingKey;
+
+use super::merkle::{self, Hash};
+use super::seal::{read_seals, seal_key, StoredSeal};
+use super::verify::{Problem, ProblemKind};
+use crate::error::Result;
+use crate::keys;
+use crate::publish::AtomicPublisher;
+
+/// One sealed commit, in leaf order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Leaf {
+    /// Pointer key.
+    pub key: String,
+    /// sha256 (hex) of the pointer's bytes, as sealed.
+    pub digest: String,
+    /// The seal that added it.
+    pub seq: u64,
+}
+
+/// What the walk found.
+#[derive(Debug, Default)]
+pub struct Chain {
+    /// The seals, sorted by the sequence number of their keys.
+    pub seals: Vec<StoredSeal>,
+    /// Every sealed commit in leaf order (as far as the seals could be read).
+    pub leaves: Vec<Leaf>,
+    /// Pointer key → index into `leaves` (first occurrence).
+    pub by_key: HashMap<String, usize>,
+    /// Problems with the seals themselves.
+    pub problems: Vec<Problem>,
+    /// Seals carrying a valid signature.
+    pub signed: u64,
+    /// True when a seal could not be read, so the leaves after it are unknown.
+    pub broken: bool,
+}
+
+impl Chain {
+    /// The newest seal: (seq from its key, digest).
+    pub fn head(&self) -> Option<(u64, &str)> {
+        self.seals.last().map(|s| (s.key_seq, s.digest.as_str()))
+    }
+
+    /// Leaf hashes of the first `n` leaves.
+    pub fn leaf_hashes(&self, n: usize) -> Vec<Hash> {
+        self.leaves
+            .iter()
+            .take(n)
+            .map(|l| merkle::parse_hash(&l.digest).map_or([0; 32], |d| merkle::leaf_hash(&d)))
+            .collect()
+    }
+
+    fn push(&mut self, kind: ProblemKind, key: impl Into<String>, detail: impl Into<String>) {
+        self.problems.push(Problem {
+            kind,
+            key: key.into(),
+            detail: detail.into(),
+        });
+    }
+}
+
+/// Read and check every seal. `trusted`: the key every seal must be signed with.
+pub async fn walk(store: &dyn AtomicPublisher, trusted: Option<&VerifyingKey>) -> Result<Chain> {
+    let mut chain = Chain {
+        seals: read_seals(store).await?,
+        ..Chain::default()
+    };
+    let seals = std::mem::take(&mut chain.seals);
+    let mut hashes: Vec<Hash> = Vec::new();
+    let mut expected_seq = 1;
+    let mut prev: Option<&StoredSeal> = None;
+    for s in &seals {
+        if s.key_seq > expected_seq {
+            let missing = if s.key_seq - expected_seq == 1 {
+                format!("seal {expected_seq} is missing")
+            } else {
+                format!("seals {expected_seq} to {} are missing", s.key_seq - 1)
+            };
+            chain.push(
+                ProblemKind::SealMissing,
+                seal_key(expected_seq),
+                format!("{missing}: the chain jumps to {}", s.key),
+            );
+        }
+        let gap = s.key_seq != expected_seq;
+        if gap {
+            // The missing seals' entries are unknown, so later roots cannot be recomputed.
+            chain.broken = true;
+        }
+        expected_seq = s.key_seq + 1;
+        let seal = match &s.seal {
+            Ok(seal) => seal,
+            Err(m) => {
+                chain.push(ProblemKind::SealCorrupt, &s.key, m.clone());
+                chain.broken = true;
+                prev = Some(s);
+                continue;
+            }
+        };
+        if seal.seq != s.key_seq {
+            chain.push(
+                ProblemKind::SealMisplaced,
+                &s.key,
+                format!(
+                    "records seq {} but is stored as seal {} (seals renamed or swapped)",
+                    seal.seq, s.key_seq
+                ),
+            );
+        }
+        match (prev, &seal.prev_sha256) {
+            (None, None) => {}
+            (None, Some(p)) if !gap => chain.push(
+                ProblemKind::SealChainBroken,
+                &s.key,
+                format!("is the first seal but records a previous seal {p}"),
+            ),
+            (Some(before), Some(p)) if !gap && p != &before.digest => chain.push(
+                ProblemKind::SealChainBroken,
+                &before.key,
+                format!(
+                    "has sha256 {}, but the next seal {} records {p}: this seal was edited or replaced after {} was made",
+                    before.digest, s.key, s.key
+                ),
+            ),
+            (Some(before), None) => chain.push(
+                ProblemKind::SealChainBroken,
+                &s.key,
+                format!("records no previous seal, but follows {}", before.key),
+            ),
+            _ => {}
+        }
+        prev = Some(s);
+        for e in &seal.entries {
+            if let Some(&i) = chain.by_key.get(&e.key) {
+                let first = chain.leaves[i].seq;
+                chain.push(
+                    ProblemKind::SealCorrupt,
+                    &s.key,
+                    format!("seals {} again (already sealed by seal {first})", e.key),
+                );
+                continue;
+            }
+            let Some(d) = merkle::parse_hash(&e.sha256) else {
+                chain.push(
+                    ProblemKind::SealCorrupt,
+                    &s.key,
+                    format!("entry {} has no valid sha256", e.key),
+                );
+                chain.broken = true;
+                continue;
+            };
+            hashes.push(merkle::leaf_hash(&d));
+            chain.by_key.insert(e.key.clone(), chain.leaves.len());
+            chain.leaves.push(super::chain::Leaf {
+                key: e.key.clone(),
+                digest: e.sha256.to_lowercase(),
+                seq: s.key_seq,
+            });
+        }
+        if !chain.broken {
+            let root = hex::encode(merkle::root_of_leaf_hashes(&hashes));
+            if seal.tree_size != hashes.len() as u64 || !seal.root.eq_ignore_ascii_case(&root) {
+                chain.push(
+                    ProblemKind::SealRootMismatch,
+                    &s.key,
+                    format!(
+                        "records tree size {} root {}, but its entries and those of the seals before it give {} and {root}: the seal was edited",
+                        seal.tree_size,
+                        seal.root,
+                        hashes.len()
+                    ),
+                );
+            }
+        }
+        match seal.check_signature(trusted) {
+            Ok(true) => chain.signed += 1,
+            Ok(false) if trusted.is_some() => chain.push(
+                ProblemKind::BadSignature,
+                &s.key,
+                "is not signed, but a public key was given",
+            ),
+            Ok(false) => {}
+            Err(e) => chain.push(ProblemKind::BadSignature, &s.key, e.to_string()),
+        }
+    }
+    chain.seals = seals;
+    Ok(chain)
+}
+
+/// Check an expected head digest against the chain; a problem when no seal has it.
+pub fn check_head(chain: &Chain, expect: &str) -> Option<Problem> {
+    let want = expect.trim().to_lowercase();
+    if chain.seals.iter().any(|s| s.digest == want) {
+        return None;
+    }
+    let newest = chain
+        .head()
+        .map_or("there are no seals".to_string(), |(seq, d)| {
+            format!("the newest seal is {seq} with sha256 {d}")
+        });
+    Some(Problem {
+        kind: ProblemKind::HeadNotFound,
+        key: keys::SEALS_PREFIX.to_string(),
+        detail: format!(
+            "no seal has the expected head digest {want} ({newest}): the newest seals were cut off or rewritten"
+        ),
+    })
+}

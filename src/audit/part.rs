@@ -1,0 +1,335 @@
+//! Reading a part without holding it whole in memory: a streaming sha256 over ranged
+//! reads, and the footer plus a few column chunks for the contract checks.
+//!
+//! Everything goes through [`AtomicPublisher::get_range`], so it works on every backend.
+//! The footer is fetched first; then only the column chunks a check needs are fetched and
+//! decoded from a sparse in-memory view of the file ([`Sparse`]).
+
+use std::io::Cursor;
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Int64Type, TimestampMicrosecondType};
+use arrow_array::Array;
+use bytes::Bytes;
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
+};
+use parquet::arrow::ProjectionMask;
+use parquet::file::metadata::{PageIndexPolicy, ParquetMetaDataReader};
+use parquet::file::reader::{ChunkReader, Length};
+use sha2::{Digest, Sha256};
+
+use crate::contract::{self, col};
+use crate::error::{Error, Result};
+use crate::publish::AtomicPublisher;
+
+/// Bytes fetched per ranged read while hashing: large enough for few round trips to an
+/// object store, small enough that many parts hash in parallel in bounded memory.
+pub const HASH_CHUNK_BYTES: u64 = 4 * 1024 * 1024;
+/// Largest footer or column chunk fetched for the contract checks. Ours are far smaller
+/// (a 100k-row part's partition columns are a few KiB, dictionary-encoded); the cap keeps
+/// a hostile file under a part's name from making `verify` load it whole.
+pub const MAX_FETCH_BYTES: u64 = 256 * 1024 * 1024;
+
+/// Lower-case hex sha256 of an object of `size` bytes, read in chunks. `on_bytes` sees
+/// every chunk length (for progress).
+pub async fn stream_sha256(
+    store: &dyn AtomicPublisher,
+    key: &str,
+    size: u64,
+    on_bytes: &(dyn Fn(u64) + Send + Sync),
+) -> Result<String> {
+    stream_sha256_chunked(store, key, size, HASH_CHUNK_BYTES, on_bytes).await
+}
+
+/// [`stream_sha256`] with a chosen chunk size (at least 1 byte).
+pub async fn stream_sha256_chunked(
+    store: &dyn AtomicPublisher,
+    key: &str,
+    size: u64,
+    chunk: u64,
+    on_bytes: &(dyn Fn(u64) + Send + Sync),
+) -> Result<String> {
+    let chunk = chunk.max(1);
+    let mut h = Sha256::new();
+    let mut pos = 0;
+    while pos < size {
+        let end = (pos + chunk).min(size);
+        let chunk = store.get_range(key, pos..end).await?;
+        if chunk.is_empty() {
+            // Shorter than listed: the object changed under us; hash what there is.
+            break;
+        }
+        h.update(&chunk);
+        pos += chunk.len() as u64;
+        on_bytes(chunk.len() as u64);
+    }
+    Ok(hex::encode(h.finalize()))
+}
+
+/// What a part's footer and partition columns say about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartFacts {
+    /// `lineage_commit_id` from the footer, if present.
+    pub commit_id: Option<String>,
+    /// `lineage_schema_version` from the footer, if present.
+    pub schema_version: Option<String>,
+    /// Why the Arrow schema is not the contract, if it is not.
+    pub schema_problem: Option<String>,
+    /// Rows, from the footer.
+    pub rows: u64,
+    /// Distinct `run_id` values (at most a few, for messages), and whether any was null.
+    pub run_ids: Vec<String>,
+    /// Distinct `target_crs` values.
+    pub target_crs: Vec<String>,
+    /// Null partition values seen.
+    pub null_partition_values: u64,
+    /// Smallest and largest `sequence` (only with `with_ranges`).
+    pub sequence: Option<(i64, i64)>,
+    /// Earliest and latest `event_time_utc` in microseconds (only with `with_ranges`).
+    pub event_time_us: Option<(i64, i64)>,
+}
+
+impl PartFacts {
+    /// Why this part does not belong at `run_id`/`target_crs` as commit `commit_id` of the
+    /// current contract, or `None` when it does.
+    pub fn mismatch(&self, run_id: &str, target_crs: &str, commit_id: &str) -> Option<String> {
+        let mut why = Vec::new();
+        match &self.commit_id {
+            None => why.push("footer carries no lineage_commit_id".to_string()),
+            Some(c) if c != commit_id => {
+                why.push(format!("footer commit id {c}, expected {commit_id}"))
+            }
+            Some(_) => {}
+        }
+        match &self.schema_version {
+            None => why.push("footer carries no lineage_schema_version".to_string()),
+            Some(v) if v != contract::SCHEMA_VERSION => why.push(format!(
+                "footer schema version {v}, expected {}",
+                contract::SCHEMA_VERSION
+            )),
+            Some(_) => {}
+        }
+        if let Some(s) = &self.schema_problem {
+            why.push(s.clone());
+        }
+        if self.null_partition_values > 0 {
+            why.push(format!(
+                "{} null run_id/target_crs values",
+                self.null_partition_values
+            ));
+        }
+        if self.run_ids.iter().any(|r| r != run_id) {
+            why.push(format!(
+                "run_id values {:?} differ from the path's {run_id:?}",
+                self.run_ids
+            ));
+        }
+        if self.target_crs.iter().any(|t| t != target_crs) {
+            why.push(format!(
+                "target_crs values {:?} differ from the path's {target_crs:?}",
+                self.target_crs
+            ));
+        }
+        (!why.is_empty()).then(|| why.join("; "))
+    }
+}
+
+/// Read the footer of a part of `size` bytes and the columns the checks need.
+/// `with_ranges` also reads `sequence` and `event_time_utc` (for `repair`).
+/// An error means the object is not a readable Parquet file (the message says why).
+pub async fn read_facts(
+    store: &dyn AtomicPublisher,
+    key: &str,
+    size: u64,
+    with_ranges: bool,
+) -> Result<PartFacts> {
+    let bad = |m: String| Error::Corrupt {
+        what: "part",
+        key: key.to_string(),
+        message: m,
+    };
+    if size < 12 {
+        return Err(bad(format!("{size} bytes is too short for Parquet")));
+    }
+    let tail = store.get_range(key, size - 8..size).await?;
+    if tail.len() != 8 || &tail[4..] != b"PAR1" {
+        return Err(bad("does not end in the Parquet magic PAR1".into()));
+    }
+    let footer_len = u64::from(u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]));
+    if footer_len + 12 > size {
+        return Err(bad(format!(
+            "footer length {footer_len} does not fit in {size} bytes"
+        )));
+    }
+    if footer_len > MAX_FETCH_BYTES {
+        return Err(bad(format!(
+            "footer of {footer_len} bytes is over the {MAX_FETCH_BYTES}-byte limit"
+        )));
+    }
+    let footer_start = size - 8 - footer_len;
+    let footer = store.get_range(key, footer_start..size - 8).await?;
+    let meta = ParquetMetaDataReader::decode_metadata(&footer)
+        .map_err(|e| bad(format!("unreadable footer: {e}")))?;
+    let kv = |name: &str| {
+        meta.file_metadata()
+            .key_value_metadata()
+            .and_then(|kv| kv.iter().find(|k| k.key == name))
+            .and_then(|k| k.value.clone())
+    };
+    let mut facts = PartFacts {
+        commit_id: kv(contract::META_COMMIT_ID),
+        schema_version: kv(contract::META_SCHEMA_VERSION),
+        schema_problem: None,
+        rows: u64::try_from(meta.file_metadata().num_rows()).unwrap_or(0),
+        run_ids: Vec::new(),
+        target_crs: Vec::new(),
+        null_partition_values: 0,
+        sequence: None,
+        event_time_us: None,
+    };
+    let meta = Arc::new(meta);
+    let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Skip);
+    let arrow_meta = ArrowReaderMetadata::try_new(meta.clone(), options)
+        .map_err(|e| bad(format!("no Arrow schema in the footer: {e}")))?;
+    // The writer stamps both keys into the Arrow schema's metadata (stored in the footer
+    // as ARROW:schema); plain Parquet key-value metadata is accepted as well.
+    let from_schema = |name: &str| arrow_meta.schema().metadata().get(name).cloned();
+    facts.commit_id = from_schema(contract::META_COMMIT_ID).or(facts.commit_id);
+    facts.schema_version = from_schema(contract::META_SCHEMA_VERSION).or(facts.schema_version);
+    if let Err(e) = contract::check_schema(arrow_meta.schema()) {
+        facts.schema_problem = Some(e.to_string());
+        return Ok(facts); // columns are not where the contract puts them
+    }
+    let mut cols = vec![col::RUN_ID, col::TARGET_CRS];
+    if with_ranges {
+        cols.extend([col::SEQUENCE, col::EVENT_TIME_UTC]);
+    }
+    // Fetch only these columns' chunks, plus the footer, into a sparse view of the file.
+    let mut pieces = vec![(footer_start, footer)];
+    for rg in meta.row_groups() {
+        for &c in &cols {
+            let (start, len) = rg.column(c).byte_range();
+            if start.checked_add(len).is_none_or(|end| end > size) {
+                return Err(bad(format!("column chunk {c} lies outside the file")));
+            }
+            if len > MAX_FETCH_BYTES {
+                return Err(bad(format!(
+                    "column chunk {c} of {len} bytes is over the {MAX_FETCH_BYTES}-byte limit"
+                )));
+            }
+            pieces.push((start, store.get_range(key, start..start + len).await?));
+        }
+    }
+    let sparse = Sparse { size, pieces };
+    let mask = ProjectionMask::roots(arrow_meta.parquet_schema(), cols.iter().copied());
+    let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(sparse, arrow_meta)
+        .with_projection(mask)
+        .build()
+        .map_err(|e| bad(e.to_string()))?;
+    let mut seq: Option<(i64, i64)> = None;
+    let mut time: Option<(i64, i64)> = None;
+    for batch in reader {
+        let batch = batch.map_err(|e| bad(format!("unreadable column data: {e}")))?;
+        // The reader returns projected columns in file order: look them up by name.
+        let column = |c: usize| {
+            batch
+                .column_by_name(contract::COLUMNS[c].name)
+                .ok_or_else(|| bad(format!("column {} is missing", contract::COLUMNS[c].name)))
+        };
+        for (c, out) in [
+            (col::RUN_ID, &mut facts.run_ids),
+            (col::TARGET_CRS, &mut facts.target_crs),
+        ] {
+            let a = column(c)?;
+            facts.null_partition_values += a.null_count() as u64;
+            let a = a
+                .as_string_opt::<i32>()
+                .ok_or_else(|| bad("partition column is not a string".into()))?;
+            for v in a.iter().flatten() {
+                if !out.iter().any(|x| x == v) && out.len() < 4 {
+                    out.push(v.to_string());
+                }
+            }
+        }
+        if with_ranges {
+            let s = column(col::SEQUENCE)?;
+            let s = s
+                .as_primitive_opt::<Int64Type>()
+                .ok_or_else(|| bad("sequence is not int64".into()))?;
+            let t = column(col::EVENT_TIME_UTC)?;
+            let t = t
+                .as_primitive_opt::<TimestampMicrosecondType>()
+                .ok_or_else(|| bad("event_time_utc is not a timestamp".into()))?;
+            widen(&mut seq, s.iter().flatten());
+            widen(&mut time, t.iter().flatten());
+        }
+    }
+    facts.sequence = seq;
+    facts.event_time_us = time;
+    Ok(facts)
+}
+
+fn widen(acc: &mut Option<(i64, i64)>, values: impl Iterator<Item = i64>) {
+    for v in values {
+        *acc = Some(match *acc {
+            None => (v, v),
+            Some((lo, hi)) => (lo.min(v), hi.max(v)),
+        });
+    }
+}
+
+/// Some byte ranges of a file, enough for the reader to decode the projected columns.
+/// A read outside them is an error (it would mean the footer lied about its offsets).
+struct Sparse {
+    size: u64,
+    pieces: Vec<(u64, Bytes)>,
+}
+
+impl Sparse {
+    fn find(&self, start: u64, len: u64) -> parquet::errors::Result<Bytes> {
+        let Some(stop) = start.checked_add(len) else {
+            return Err(parquet::errors::ParquetError::General(format!(
+                "range {start}+{len} overflows"
+            )));
+        };
+        for (s, b) in &self.pieces {
+            let end = s + b.len() as u64;
+            if start >= *s && stop <= end {
+                let off = (start - s) as usize;
+                return Ok(b.slice(off..off + len as usize));
+            }
+        }
+        Err(parquet::errors::ParquetError::General(format!(
+            "bytes {start}..{} were not fetched",
+            start + len
+        )))
+    }
+}
+
+impl Length for Sparse {
+    fn len(&self) -> u64 {
+        self.size
+    }
+}
+
+impl ChunkReader for Sparse {
+    type T = Cursor<Bytes>;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        for (s, b) in &self.pieces {
+            let end = s + b.len() as u64;
+            if start >= *s && start < end {
+                return Ok(Cursor::new(b.slice((start - s) as usize..)));
+            }
+        }
+        Err(parquet::errors::ParquetError::General(format!(
+            "offset {start} was not fetched"
+        )))
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        self.find(start, length as u64)
+    }
+}

@@ -1,0 +1,85 @@
+//! `sweep`: remove stale temps, the startup sweep the design note asks for.
+//!
+//! Only objects the layout classifies as temps are touched ([`AtomicPublisher::delete_temp`]
+//! refuses anything else), and only those last modified more than `older_than` ago: a temp
+//! still being written is modified continuously and published within moments of its last
+//! write, so an old one cannot be in flight. A temp whose time the backend does not report
+//! is kept. lineage-store publishes every object with one create-only PUT and never starts
+//! a multipart upload, so on object stores there are no incomplete uploads of its own to
+//! abort; the trait therefore has no such operation.
+
+use chrono::{DateTime, Duration, Utc};
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::keys::{self, KeyKind};
+use crate::publish::AtomicPublisher;
+
+/// Default age after which a temp is stale.
+pub const DEFAULT_OLDER_THAN: &str = "1h";
+/// Shortest accepted age: anything younger may belong to a publish in progress.
+pub const MIN_OLDER_THAN_SECONDS: i64 = 60;
+
+/// What `sweep` did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SweepOutcome {
+    /// Temps removed (or, with a dry run, that would be).
+    pub removed: Vec<String>,
+    /// Bytes they held.
+    pub bytes: u64,
+    /// Temps kept because they are recent (or their age is unknown).
+    pub kept: u64,
+}
+
+/// Parse `90s`, `15m`, `1h`, `2d` (a whole number and one unit).
+pub fn parse_duration(s: &str) -> Result<Duration> {
+    let s = s.trim();
+    let bad = || {
+        Error::Usage(format!(
+            "duration {s:?}: expected a whole number and a unit s, m, h or d (e.g. 1h)"
+        ))
+    };
+    let unit = s.chars().last().ok_or_else(bad)?;
+    let n: i64 = s[..s.len() - unit.len_utf8()].parse().map_err(|_| bad())?;
+    let secs = match unit {
+        's' => Some(n),
+        'm' => n.checked_mul(60),
+        'h' => n.checked_mul(3600),
+        'd' => n.checked_mul(86_400),
+        _ => None,
+    }
+    .ok_or_else(bad)?;
+    Duration::try_seconds(secs).ok_or_else(bad)
+}
+
+/// Remove temps older than `older_than` (at least a minute) relative to `now`.
+pub async fn sweep(
+    store: &dyn AtomicPublisher,
+    now: DateTime<Utc>,
+    older_than: Duration,
+    dry_run: bool,
+) -> Result<SweepOutcome> {
+    if older_than < Duration::seconds(MIN_OLDER_THAN_SECONDS) {
+        return Err(Error::Usage(format!(
+            "--older-than must be at least {MIN_OLDER_THAN_SECONDS}s: a younger temp may belong to a publish in progress"
+        )));
+    }
+    let mut out = SweepOutcome::default();
+    for o in store.list("").await? {
+        if keys::classify(&o.key) != KeyKind::Temp {
+            continue;
+        }
+        match o.modified {
+            Some(t) if t <= now - older_than => {
+                if !dry_run {
+                    store.delete_temp(&o.key).await?;
+                    tracing::info!(key = %o.key, "removed stale temp");
+                }
+                out.bytes += o.size;
+                out.removed.push(o.key);
+            }
+            _ => out.kept += 1,
+        }
+    }
+    Ok(out)
+}

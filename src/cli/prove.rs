@@ -1,0 +1,51 @@
+//! `lineage prove COMMIT_ID`: print an inclusion proof of a commit in a seal (JSON).
+
+use std::path::PathBuf;
+
+use crate::audit::proof::{prove, ProveAgainst};
+use crate::cli::{out, Status, StoreArg};
+use crate::error::{Error, Result};
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    #[command(flatten)]
+    store: StoreArg,
+    /// The commit to prove.
+    commit_id: String,
+    /// Prove against seal SEQ (default: the newest).
+    #[arg(long, value_name = "SEQ", conflicts_with = "head")]
+    seal: Option<u64>,
+    /// Prove against the seal with this digest (the head digest the auditor holds).
+    #[arg(long, value_name = "DIGEST")]
+    head: Option<String>,
+    /// Write the proof to FILE (create-only) instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+}
+
+pub(crate) async fn run(a: Args) -> Result<Status> {
+    let store = a.store.open().await?;
+    let against = match (a.seal, a.head) {
+        (Some(n), _) => ProveAgainst::Seq(n),
+        (None, Some(h)) => ProveAgainst::Head(h),
+        (None, None) => ProveAgainst::Newest,
+    };
+    let proof = prove(store.as_ref(), &a.commit_id, &against).await?;
+    let mut text =
+        serde_json::to_string_pretty(&proof).map_err(|e| Error::Internal(e.to_string()))?;
+    text.push('\n');
+    match a.out {
+        Some(path) => {
+            use std::io::Write;
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+                .map_err(|e| Error::io(&path, e))?;
+            f.write_all(text.as_bytes())
+                .map_err(|e| Error::io(&path, e))?;
+        }
+        None => out(text.trim_end())?,
+    }
+    Ok(0)
+}
