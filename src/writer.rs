@@ -9,6 +9,10 @@
 //! pointers): `verify` reports it, `repair` adopts it. After an ambiguous or "already
 //! exists" answer the object is read back and compared (commit id and sha256) before
 //! deciding: our own earlier attempt counts as success, anything else is a conflict.
+//!
+//! With a commit key, every flush is encoded first and the key is claimed for exactly
+//! this payload ([`crate::commit_key`]) before step 1 of the first flush, so that a key
+//! reused for another payload is refused with nothing published.
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -1,4 +1,4 @@
-//! `lineage append` → `log` → `verify` end to end through the CLI against `s3://`
+//! `lineage append` → `log` → `verify` → `seal` → `verify` end to end through the CLI against `s3://`
 //! (LocalStack, moto), `az://` (Azurite) and `gs://` (the GCS fake), and commit keys for
 //! retried jobs on every backend, POSIX included.
 
@@ -182,6 +182,19 @@ async fn check_append_log_verify(cli: &Cli) {
     assert_eq!(r["rows"], 40);
     assert_eq!(r["problems"].as_array().unwrap().len(), 0, "{out}");
     assert!(r["store"].as_str().unwrap().ends_with(&cli.url), "{out}");
+
+    // The audit layer on the same store: seal, then verify the seal chain too.
+    let o = cli.run("seal", &[], None);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "seal: {err}");
+    assert!(out.contains("seal 1 adds 4 commits"), "{out}");
+    let o = cli.run("verify", &[], None);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "verify after seal: {out} {err}");
+    assert!(
+        out.contains("seals: 1") && out.contains("4 commits sealed"),
+        "{out}"
+    );
 }
 
 /// A job retried with its commit key ends with one part and one pointer per flush; the
