@@ -5,6 +5,7 @@
 //! run_id=<r>/target_crs=EPSG:<n>/.part-<commit-id>.parquet.<nonce>.tmp   in-flight temp (POSIX)
 //! _lineage/commits/run_id=<r>/<commit-id>.json                 one pointer per commit
 //! _lineage/seals/<seq, 20 digits>.json                         seals (audit)
+//! _lineage/commit-keys/<sha256 of the key>.json                commit-key claims
 //! ```
 //!
 //! Everything under `_lineage/` is skipped by dataset readers (leading `_`), as are hidden
@@ -20,6 +21,8 @@ pub const META_PREFIX: &str = "_lineage/";
 pub const COMMITS_PREFIX: &str = "_lineage/commits/";
 /// Prefix of the seals.
 pub const SEALS_PREFIX: &str = "_lineage/seals/";
+/// Prefix of commit-key claims (see [`crate::commit_key`]).
+pub const COMMIT_KEYS_PREFIX: &str = "_lineage/commit-keys/";
 
 /// Why a `run_id` is not a safe path segment, or `None` when it is.
 pub fn run_id_problem(run_id: &str) -> Option<String> {
@@ -71,6 +74,16 @@ pub fn part_key(run_id: &str, target_crs: &str, commit_id: &str) -> String {
 /// The pointer of a commit.
 pub fn pointer_key(run_id: &str, commit_id: &str) -> String {
     format!("{COMMITS_PREFIX}run_id={run_id}/{commit_id}.json")
+}
+
+/// The claim object of a commit key: named by the key's sha256, so any key (any length,
+/// any characters) makes a safe object name.
+pub fn commit_key_claim_key(commit_key: &str) -> String {
+    use sha2::Digest;
+    format!(
+        "{COMMIT_KEYS_PREFIX}{}.json",
+        hex::encode(sha2::Sha256::digest(commit_key.as_bytes()))
+    )
 }
 
 /// What an object key is, by its place in the layout.

@@ -14,7 +14,9 @@
 //!   ([`encode`]: Parquet + sha256 in memory, in parallel), publishes the part and then its
 //!   [`pointer`], create-only, reading back after ambiguous answers.
 //! - [`publish`]: the [`publish::AtomicPublisher`] trait and its backends (POSIX, memory,
-//!   a fault-injecting wrapper); [`store`] turns a `--store` URL into one.
+//!   S3/Azure/GCS through `object_store`, a fault-injecting wrapper); [`store`] turns a
+//!   `--store` URL into one (object-store URLs and credentials in `store::cloud`).
+//! - [`commit_key`]: idempotent appends for retried jobs (`--commit-key`).
 //! - [`keys`]: the object layout; every key is built and classified there.
 //! - [`audit`]: `log` and `verify`, the read side.
 //! - [`cli`]: one file per command; `src/bin/lineage.rs` only calls [`cli::main`].
@@ -24,6 +26,7 @@
 pub mod audit;
 pub mod cli;
 pub mod clock;
+pub mod commit_key;
 pub mod contract;
 pub mod crs;
 pub mod demo;

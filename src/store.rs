@@ -2,7 +2,8 @@
 //!
 //! - a path or `file:///abs/path`: the local-disk publisher;
 //! - `memory://`: a fresh in-memory store (process-local; for tests);
-//! - object stores are added by their own modules.
+//! - `s3://`, `az://` (`azure://`, `adl://`, `abfs[s]://`, `https://<account>.blob.core.windows.net/`)
+//!   and `gs://`: the object-store publisher, resolved in [`cloud`].
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -12,8 +13,18 @@ use crate::publish::memory::MemoryPublisher;
 use crate::publish::posix::PosixPublisher;
 use crate::publish::AtomicPublisher;
 
+pub mod aws_creds;
+pub mod cloud;
+
+pub use cloud::CloudOptions;
+
 /// Open the store a URL names.
 pub async fn open(url: &str) -> Result<Arc<dyn AtomicPublisher>> {
+    open_with(url, &CloudOptions::default()).await
+}
+
+/// Open the store a URL names, with settings that do not belong in a URL.
+pub async fn open_with(url: &str, opts: &CloudOptions) -> Result<Arc<dyn AtomicPublisher>> {
     let url = url.trim();
     if url.is_empty() {
         return Err(Error::Usage(
@@ -30,6 +41,9 @@ pub async fn open(url: &str) -> Result<Arc<dyn AtomicPublisher>> {
             )));
         }
         return Ok(Arc::new(PosixPublisher::new(PathBuf::from(rest))));
+    }
+    if let Some(p) = cloud::open(url, opts).await? {
+        return Ok(Arc::new(p));
     }
     if let Some((scheme, _)) = url.split_once("://") {
         return Err(Error::Usage(format!(

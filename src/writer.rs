@@ -9,6 +9,10 @@
 //! pointers): `verify` reports it, `repair` adopts it. After an ambiguous or "already
 //! exists" answer the object is read back and compared (commit id and sha256) before
 //! deciding: our own earlier attempt counts as success, anything else is a conflict.
+//!
+//! With a commit key, every flush is encoded first and the key is claimed for exactly
+//! this payload ([`crate::commit_key`]) before step 1 of the first flush, so that a key
+//! reused for another payload is refused with nothing published.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -16,7 +20,7 @@ use std::sync::Arc;
 use arrow_array::cast::AsArray;
 use arrow_array::{RecordBatch, UInt32Array};
 use bytes::Bytes;
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 use sha2::{Digest, Sha256};
 use tokio::sync::Semaphore;
 use uuid::Uuid;
@@ -232,12 +236,16 @@ impl Writer {
         }
         let flushes = plan_flushes(batches, self.batch_rows)?;
         let encoders = Arc::new(Semaphore::new(self.encoders.max(1)));
+        if let Some(key) = &self.commit_key {
+            return self.append_keyed(key, flushes, encoders, on_commit).await;
+        }
         let mut stream = futures::stream::iter(flushes.into_iter().map(|f| {
-            let id = match &self.commit_key {
-                Some(k) => derived_commit_id(&f.run_id, &f.target_crs, k, f.index_in_group),
-                None => self.ids.commit_id(),
-            };
-            self.commit_flush(f, id.to_string(), encoders.clone())
+            let id = self.ids.commit_id().to_string();
+            let encoders = encoders.clone();
+            async move {
+                let enc = self.encode_flush(&f, &id, encoders).await?;
+                self.publish_flush(&f, id, enc).await
+            }
         }))
         .buffered(self.concurrency);
         let mut out = Vec::new();
@@ -249,18 +257,72 @@ impl Writer {
         Ok(out)
     }
 
-    async fn commit_flush(
+    /// With a commit key: encode every flush, claim the key for exactly this payload
+    /// ([`crate::commit_key`]), and only then publish. A key used for another payload is
+    /// refused before anything is published; a retried job finds its own claim and parts.
+    async fn append_keyed(
         &self,
-        f: Flush,
-        commit_id: String,
+        key: &str,
+        flushes: Vec<Flush>,
         encoders: Arc<Semaphore>,
-    ) -> Result<Pointer> {
+        mut on_commit: impl FnMut(&Pointer),
+    ) -> Result<Vec<Pointer>> {
+        let encoded: Vec<(Flush, String, EncodedPart)> =
+            futures::stream::iter(flushes.into_iter().map(|f| {
+                let id =
+                    derived_commit_id(&f.run_id, &f.target_crs, key, f.index_in_group).to_string();
+                let encoders = encoders.clone();
+                async move {
+                    let enc = self.encode_flush(&f, &id, encoders).await?;
+                    Ok::<_, Error>((f, id, enc))
+                }
+            }))
+            .buffered(self.encoders.max(1))
+            .try_collect()
+            .await?;
+        let commits = encoded
+            .iter()
+            .map(|(f, id, enc)| crate::commit_key::ClaimedCommit {
+                run_id: f.run_id.clone(),
+                target_crs: f.target_crs.clone(),
+                commit_id: id.clone(),
+                sha256: enc.sha256.clone(),
+                rows: enc.rows,
+            })
+            .collect();
+        let claimed =
+            crate::commit_key::claim(self.store.as_ref(), key, commits, rfc3339(self.clock.now()))
+                .await?;
+        tracing::info!(commit_key = key, ?claimed, "commit key claimed");
+        let mut stream = futures::stream::iter(
+            encoded
+                .into_iter()
+                .map(|(f, id, enc)| async move { self.publish_flush(&f, id, enc).await }),
+        )
+        .buffered(self.concurrency);
+        let mut out = Vec::new();
+        while let Some(r) = stream.next().await {
+            let p = r?;
+            on_commit(&p);
+            out.push(p);
+        }
+        Ok(out)
+    }
+
+    /// Encode one flush (on a blocking thread, at most `encoders` at once) and refuse it
+    /// when it is over the single-PUT limit.
+    async fn encode_flush(
+        &self,
+        f: &Flush,
+        commit_id: &str,
+        encoders: Arc<Semaphore>,
+    ) -> Result<EncodedPart> {
         let permit = encoders
             .acquire_owned()
             .await
             .map_err(|e| Error::Internal(e.to_string()))?;
         let batch = f.batch.clone();
-        let id = commit_id.clone();
+        let id = commit_id.to_string();
         let enc: EncodedPart = tokio::task::spawn_blocking(move || encode::encode(&batch, &id))
             .await
             .map_err(|e| Error::Internal(format!("encoder failed: {e}")))??;
@@ -271,6 +333,16 @@ impl Writer {
                 enc.rows, f.run_id, f.target_crs, enc.bytes.len(), self.max_part_bytes
             )));
         }
+        Ok(enc)
+    }
+
+    /// Publish an encoded flush: the part, then its pointer, both create-only.
+    async fn publish_flush(
+        &self,
+        f: &Flush,
+        commit_id: String,
+        enc: EncodedPart,
+    ) -> Result<Pointer> {
         let part_key = keys::part_key(&f.run_id, &f.target_crs, &commit_id);
         let want = enc.sha256.clone();
         publish_checked(self.store.as_ref(), &part_key, enc.bytes.clone(), |have| {

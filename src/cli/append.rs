@@ -6,7 +6,6 @@ use crate::cli::{json_line, out, Status, StoreArg};
 use crate::error::Result;
 use crate::input::{self, Format};
 use crate::pointer::Pointer;
-use crate::store;
 use crate::writer::{Writer, DEFAULT_BATCH_ROWS};
 
 #[derive(Debug, clap::Args)]
@@ -34,7 +33,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     let (bytes, format) = input::read_input(a.input.as_deref(), a.format)?;
     // Validate everything before the first commit: refused input publishes nothing.
     let batches = input::parse_validated(bytes, format)?;
-    let store = store::open(&a.store.store).await?;
+    let store = a.store.open().await?;
     let writer = Writer::new(store)
         .with_batch_rows(a.batch_rows)
         .with_commit_key(a.commit_key);

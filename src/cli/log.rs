@@ -3,7 +3,6 @@
 use crate::audit::log::read_pointers;
 use crate::cli::{json_line, out, Status, StoreArg};
 use crate::error::Result;
-use crate::store;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -18,7 +17,7 @@ pub(crate) struct Args {
 }
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
-    let store = store::open(&a.store.store).await?;
+    let store = a.store.open().await?;
     for p in read_pointers(store.as_ref(), a.run_id.as_deref()).await? {
         if a.json {
             out(&json_line(&p)?)?;

@@ -37,9 +37,24 @@ struct Cli {
 /// Store selection shared by the commands that open one.
 #[derive(Debug, clap::Args)]
 pub(crate) struct StoreArg {
-    /// Store URL: a directory, file:///abs/dir or memory://.
+    /// Store URL: a directory, file:///abs/dir, memory://, s3://bucket/prefix,
+    /// az://container/prefix (also abfs[s]:// and https://<account>.blob.core.windows.net/...)
+    /// or gs://bucket/prefix. Credentials come from the environment, never the URL.
     #[arg(long, env = "LINEAGE_STORE")]
     pub store: String,
+    /// S3 endpoint (LocalStack, moto, MinIO...); default: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL.
+    #[arg(long, value_name = "URL")]
+    pub endpoint_url: Option<String>,
+}
+
+impl StoreArg {
+    /// Open the store these arguments name.
+    pub(crate) async fn open(&self) -> Result<std::sync::Arc<dyn crate::AtomicPublisher>> {
+        let opts = crate::store::CloudOptions {
+            endpoint_url: self.endpoint_url.clone(),
+        };
+        crate::store::open_with(&self.store, &opts).await
+    }
 }
 
 #[derive(Debug, Subcommand)]

@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use crate::audit::proof::{prove, ProveAgainst};
 use crate::cli::{out, Status, StoreArg};
 use crate::error::{Error, Result};
-use crate::store;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -25,7 +24,7 @@ pub(crate) struct Args {
 }
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
-    let store = store::open(&a.store.store).await?;
+    let store = a.store.open().await?;
     let against = match (a.seal, a.head) {
         (Some(n), _) => ProveAgainst::Seq(n),
         (None, Some(h)) => ProveAgainst::Head(h),

@@ -5,7 +5,6 @@ use crate::audit::sweep::parse_duration;
 use crate::audit::verify::DEFAULT_GRACE_MINUTES;
 use crate::cli::{json_line, out, Status, StoreArg};
 use crate::error::Result;
-use crate::store;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -24,7 +23,7 @@ pub(crate) struct Args {
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
     let grace = parse_duration(&a.grace)?;
-    let store = store::open(&a.store.store).await?;
+    let store = a.store.open().await?;
     let r = repair(store.as_ref(), chrono::Utc::now(), grace, a.dry_run).await?;
     if a.json {
         out(&json_line(&r)?)?;

@@ -7,7 +7,6 @@ use crate::audit::seal::{read_signing_key, seal};
 use crate::cli::{json_line, out, Status, StoreArg};
 use crate::clock::SystemClock;
 use crate::error::Result;
-use crate::store;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -23,7 +22,7 @@ pub(crate) struct Args {
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
     let key = a.signing_key.as_deref().map(read_signing_key).transpose()?;
-    let store = store::open(&a.store.store).await?;
+    let store = a.store.open().await?;
     let s = seal(store.as_ref(), &SystemClock, key.as_ref()).await?;
     if a.json {
         out(&json_line(&s)?)?;

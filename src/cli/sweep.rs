@@ -3,7 +3,6 @@
 use crate::audit::sweep::{parse_duration, sweep, DEFAULT_OLDER_THAN};
 use crate::cli::{json_line, out, Status, StoreArg};
 use crate::error::Result;
-use crate::store;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -22,7 +21,7 @@ pub(crate) struct Args {
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
     let older = parse_duration(&a.older_than)?;
-    let store = store::open(&a.store.store).await?;
+    let store = a.store.open().await?;
     let r = sweep(store.as_ref(), chrono::Utc::now(), older, a.dry_run).await?;
     if a.json {
         out(&json_line(&r)?)?;

@@ -11,7 +11,6 @@ use crate::audit::sweep::parse_duration;
 use crate::audit::verify::{verify_with, Progress, Report, VerifyOptions, DEFAULT_GRACE_MINUTES};
 use crate::cli::{json_line, out, Status, StoreArg};
 use crate::error::{Error, Result};
-use crate::store;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -63,7 +62,7 @@ async fn check(a: Args) -> Result<Status> {
             )));
         }
     }
-    let store = store::open(&a.store.store).await?;
+    let store = a.store.open().await?;
     let progress = Arc::new(Progress::default());
     let opts = VerifyOptions {
         grace: parse_duration(&a.grace)?,

@@ -2,7 +2,7 @@
 //!
 //! The write path needs exactly one strong primitive, create-only publish; the audit
 //! path needs reads and listings. Each backend lives in its own module:
-//! [`posix`] (local disk), [`memory`] (tests), and the object stores.
+//! [`posix`] (local disk), [`memory`] (tests), and [`object`] (S3, Azure Blob, GCS).
 //! [`faulty`] wraps any of them to inject failures in tests.
 
 use std::fmt::Debug;
@@ -16,6 +16,7 @@ use crate::error::Result;
 
 pub mod faulty;
 pub mod memory;
+pub mod object;
 pub mod posix;
 
 /// The result of a create-only publish. A lost race is a value, not an error.

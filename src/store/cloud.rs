@@ -1,0 +1,249 @@
+//! Object-store URLs: `s3://`, `az://` (and `azure://`, `adl://`, `abfs[s]://`,
+//! `https://<account>.blob|dfs.core.windows.net/...`) and `gs://`, each turned into an
+//! [`ObjectStorePublisher`] rooted at the URL's path.
+//!
+//! Credentials never come from the URL (a URL ends up in shell history, logs and error
+//! messages): a query string or a password in it is refused.
+//! - S3: the standard AWS chain through `aws-config` ([`super::aws_creds`]); region from
+//!   `AWS_REGION`/`AWS_DEFAULT_REGION` or the profile; endpoint from `--endpoint-url`,
+//!   `AWS_ENDPOINT_URL_S3` or `AWS_ENDPOINT_URL` (LocalStack, moto, MinIO).
+//! - Azure: `AZURE_*` variables as `object_store` reads them (account key, SAS, client
+//!   secret, workload or managed identity, Azure CLI; `AZURE_STORAGE_USE_EMULATOR=true`
+//!   with `AZURITE_BLOB_STORAGE_URL` for Azurite).
+//! - GCS: `GOOGLE_*` variables as `object_store` reads them (`GOOGLE_SERVICE_ACCOUNT`,
+//!   `GOOGLE_APPLICATION_CREDENTIALS`, `GOOGLE_BEARER_TOKEN`), else the metadata server.
+
+use std::sync::Arc;
+
+use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey, Checksum, S3ConditionalPut};
+use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
+use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
+use object_store::{ClientConfigKey, ObjectStore, ObjectStoreScheme};
+use url::Url;
+
+use super::aws_creds::AwsConfigCredentials;
+use crate::error::{Error, Result};
+use crate::publish::object::{Backend, ObjectStorePublisher};
+
+/// Time one request may take. object_store's default (30 s) would time out a large part
+/// on an ordinary link (a 4 GiB part at 200 Mbit/s takes ~3 minutes) and turn a good
+/// upload into an ambiguous one; 10 minutes covers the largest part at ~60 Mbit/s.
+pub const REQUEST_TIMEOUT: &str = "600s";
+
+/// Settings of a store that do not belong in its URL.
+#[derive(Debug, Clone, Default)]
+pub struct CloudOptions {
+    /// S3 endpoint (e.g. `http://127.0.0.1:4566` for LocalStack); overrides
+    /// `AWS_ENDPOINT_URL_S3` and `AWS_ENDPOINT_URL`.
+    pub endpoint_url: Option<String>,
+}
+
+/// Which object store a URL names, or `None` when it is not an object-store URL.
+pub fn backend_of(url: &str) -> Option<Backend> {
+    let scheme = url.split_once("://")?.0.to_ascii_lowercase();
+    match scheme.as_str() {
+        "s3" | "s3a" => Some(Backend::S3),
+        "gs" => Some(Backend::Gcs),
+        "az" | "azure" | "adl" | "abfs" | "abfss" => Some(Backend::Azure),
+        "https" => {
+            let host = Url::parse(url).ok()?.host_str()?.to_ascii_lowercase();
+            [
+                ".blob.core.windows.net",
+                ".dfs.core.windows.net",
+                ".blob.fabric.microsoft.com",
+                ".dfs.fabric.microsoft.com",
+            ]
+            .iter()
+            .any(|s| host.ends_with(s))
+            .then_some(Backend::Azure)
+        }
+        _ => None,
+    }
+}
+
+/// The parts of an object-store URL: which service, the URL without credentials (for
+/// messages and the builder) and the prefix inside the bucket or container.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParsedUrl {
+    /// The service.
+    pub backend: Backend,
+    /// The URL as given, checked to hold no credentials.
+    pub url: String,
+    /// Prefix inside the bucket/container, without leading or trailing `/`.
+    pub prefix: String,
+}
+
+/// Parse and check an object-store URL.
+pub fn parse(url: &str) -> Result<Option<ParsedUrl>> {
+    let Some(backend) = backend_of(url) else {
+        return Ok(None);
+    };
+    let u = Url::parse(url).map_err(|e| Error::Usage(format!("{url}: not a valid URL: {e}")))?;
+    if u.query().is_some() || u.fragment().is_some() {
+        return Err(Error::Usage(format!(
+            "{}: store URLs take no query string or fragment; put credentials (SAS tokens, keys) in the environment",
+            redact(&u)
+        )));
+    }
+    if u.password().is_some() {
+        return Err(Error::Usage(format!(
+            "{}: store URLs take no password; put credentials in the environment",
+            redact(&u)
+        )));
+    }
+    if u.host_str().is_none_or(str::is_empty) {
+        return Err(Error::Usage(format!(
+            "{url}: no bucket or container after the scheme"
+        )));
+    }
+    let (_, path) = ObjectStoreScheme::parse(&u)
+        .map_err(|e| Error::Usage(format!("{url}: not an object-store URL: {e}")))?;
+    if backend == Backend::Azure && u.scheme() == "https" && u.path().trim_matches('/').is_empty() {
+        return Err(Error::Usage(format!(
+            "{url}: name the container: https://<account>.blob.core.windows.net/<container>/<prefix>"
+        )));
+    }
+    Ok(Some(ParsedUrl {
+        backend,
+        url: url.trim_end_matches('/').to_string(),
+        prefix: path.as_ref().trim_matches('/').to_string(),
+    }))
+}
+
+/// A URL with any password and query replaced, for messages about refused URLs.
+fn redact(u: &Url) -> String {
+    let mut u = u.clone();
+    let _ = u.set_password(None);
+    u.set_query(None);
+    u.set_fragment(None);
+    u.to_string()
+}
+
+/// Open an object-store URL, or `None` when the URL names no object store.
+pub async fn open(url: &str, opts: &CloudOptions) -> Result<Option<ObjectStorePublisher>> {
+    let Some(p) = parse(url)? else {
+        return Ok(None);
+    };
+    let store: Arc<dyn ObjectStore> = match p.backend {
+        Backend::S3 => Arc::new(s3(&p, opts).await?),
+        Backend::Azure => Arc::new(
+            MicrosoftAzureBuilder::from_env()
+                .with_url(p.url.clone())
+                .with_config(
+                    AzureConfigKey::Client(ClientConfigKey::Timeout),
+                    REQUEST_TIMEOUT,
+                )
+                .build()
+                .map_err(|e| build_error(&p, e))?,
+        ),
+        Backend::Gcs => Arc::new(
+            GoogleCloudStorageBuilder::from_env()
+                .with_url(p.url.clone())
+                .with_config(
+                    GoogleConfigKey::Client(ClientConfigKey::Timeout),
+                    REQUEST_TIMEOUT,
+                )
+                .build()
+                .map_err(|e| build_error(&p, e))?,
+        ),
+        Backend::Memory => {
+            return Err(Error::Internal("no URL names the memory backend".into()));
+        }
+    };
+    ObjectStorePublisher::new(store, p.backend, &p.prefix, p.url).map(Some)
+}
+
+fn build_error(p: &ParsedUrl, e: object_store::Error) -> Error {
+    Error::Usage(format!("cannot open {}: {e}", p.url))
+}
+
+/// The S3 endpoint to use: the option, else the AWS variables.
+pub fn s3_endpoint(opts: &CloudOptions) -> Option<String> {
+    opts.endpoint_url
+        .clone()
+        .or_else(|| std::env::var("AWS_ENDPOINT_URL_S3").ok())
+        .or_else(|| std::env::var("AWS_ENDPOINT_URL").ok())
+        .filter(|s| !s.trim().is_empty())
+}
+
+/// Refuse an endpoint that is not a plain `http(s)://host[:port][/path]` URL: object_store
+/// would accept it and then panic while signing the first request (e.g. on a bad port).
+pub fn check_endpoint(ep: &str) -> Result<()> {
+    let bad = |why: String| {
+        Err(Error::Usage(format!(
+            "S3 endpoint {ep:?} (from --endpoint-url, AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL) {why}"
+        )))
+    };
+    if !(ep.starts_with("http://") || ep.starts_with("https://")) {
+        return bad("must start with http:// or https://".into());
+    }
+    let u = match Url::parse(ep) {
+        Ok(u) => u,
+        Err(e) => return bad(format!("is not a valid URL: {e}")),
+    };
+    if u.host_str().is_none_or(str::is_empty) {
+        return bad("has no host".into());
+    }
+    if u.query().is_some() || u.password().is_some() {
+        return bad("must not carry a query string or a password".into());
+    }
+    Ok(())
+}
+
+async fn s3(p: &ParsedUrl, opts: &CloudOptions) -> Result<object_store::aws::AmazonS3> {
+    let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .load()
+        .await;
+    let provider = sdk.credentials_provider().ok_or_else(|| {
+        Error::Usage(format!(
+            "cannot open {}: the AWS credential chain is not available",
+            p.url
+        ))
+    })?;
+    let region = sdk
+        .region()
+        .map(|r| r.as_ref().to_string())
+        .unwrap_or_else(|| "us-east-1".to_string());
+    let endpoint = s3_endpoint(opts);
+    // from_env keeps object_store's own AWS_* settings (server-side encryption, request
+    // payer, ...); credentials, region and endpoint are set from the aws-config chain.
+    let mut b = AmazonS3Builder::from_env()
+        .with_url(p.url.clone())
+        .with_region(region)
+        .with_credentials(Arc::new(AwsConfigCredentials::new(provider)))
+        .with_config(
+            AmazonS3ConfigKey::Client(ClientConfigKey::Timeout),
+            REQUEST_TIMEOUT,
+        )
+        .with_conditional_put(S3ConditionalPut::ETagMatch)
+        // Buckets with Object Lock refuse uploads without an integrity checksum.
+        .with_checksum_algorithm(Checksum::SHA256);
+    match endpoint {
+        Some(ep) => {
+            check_endpoint(&ep)?;
+            let http = ep.starts_with("http://");
+            // Emulators and most S3-compatible stores want path-style requests.
+            b = b
+                .with_endpoint(ep)
+                .with_allow_http(http)
+                .with_virtual_hosted_style_request(false);
+        }
+        None => {
+            // AWS's recommended addressing, except for legacy bucket names that are not
+            // valid host names (dots break TLS on `*.s3.amazonaws.com`, `_`/upper case are
+            // not DNS labels): those only work path-style.
+            let host_safe = p
+                .url
+                .trim_start_matches("s3://")
+                .trim_start_matches("s3a://")
+                .split('/')
+                .next()
+                .is_some_and(|b| {
+                    b.bytes()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
+                });
+            b = b.with_virtual_hosted_style_request(host_safe);
+        }
+    }
+    b.build().map_err(|e| build_error(p, e))
+}
