@@ -18,7 +18,8 @@
 //!   `--store` URL into one (object-store URLs and credentials in `store::cloud`).
 //! - [`commit_key`]: idempotent appends for retried jobs (`--commit-key`).
 //! - [`keys`]: the object layout; every key is built and classified there.
-//! - [`audit`]: `log` and `verify`, the read side.
+//! - [`audit`]: the read side: `log`, `verify`, seals with RFC 9162 Merkle roots and
+//!   Ed25519 signatures, inclusion proofs, `repair` of orphans and `sweep` of stale temps.
 //! - [`cli`]: one file per command; `src/bin/lineage.rs` only calls [`cli::main`].
 //! - [`error`]: one error enum and its mapping to kinds and exit codes.
 //! - [`clock`]: injected time and id generation; [`demo`]: sample events.
