@@ -155,6 +155,22 @@ pub async fn publish_checked(
     }
 }
 
+/// Drain commits in flush order, showing each to `on_commit` as it lands; stop at the
+/// first error (commits already landed stay, complete).
+async fn collect_commits(
+    stream: impl futures::Stream<Item = Result<Pointer>>,
+    mut on_commit: impl FnMut(&Pointer),
+) -> Result<Vec<Pointer>> {
+    futures::pin_mut!(stream);
+    let mut out = Vec::new();
+    while let Some(r) = stream.next().await {
+        let p = r?;
+        on_commit(&p);
+        out.push(p);
+    }
+    Ok(out)
+}
+
 /// Appends events to a store. Cheap to clone; configure with the `with_*` methods.
 #[derive(Debug, Clone)]
 pub struct Writer {
@@ -225,7 +241,7 @@ impl Writer {
     pub async fn append(
         &self,
         batches: &[RecordBatch],
-        mut on_commit: impl FnMut(&Pointer),
+        on_commit: impl FnMut(&Pointer),
     ) -> Result<Vec<Pointer>> {
         if let Some(k) = &self.commit_key {
             if k.is_empty() || k.len() > 256 || k.chars().any(char::is_control) {
@@ -239,7 +255,7 @@ impl Writer {
         if let Some(key) = &self.commit_key {
             return self.append_keyed(key, flushes, encoders, on_commit).await;
         }
-        let mut stream = futures::stream::iter(flushes.into_iter().map(|f| {
+        let stream = futures::stream::iter(flushes.into_iter().map(|f| {
             let id = self.ids.commit_id().to_string();
             let encoders = encoders.clone();
             async move {
@@ -248,13 +264,7 @@ impl Writer {
             }
         }))
         .buffered(self.concurrency);
-        let mut out = Vec::new();
-        while let Some(r) = stream.next().await {
-            let p = r?;
-            on_commit(&p);
-            out.push(p);
-        }
-        Ok(out)
+        collect_commits(stream, on_commit).await
     }
 
     /// With a commit key: encode every flush, claim the key for exactly this payload
@@ -265,7 +275,7 @@ impl Writer {
         key: &str,
         flushes: Vec<Flush>,
         encoders: Arc<Semaphore>,
-        mut on_commit: impl FnMut(&Pointer),
+        on_commit: impl FnMut(&Pointer),
     ) -> Result<Vec<Pointer>> {
         let encoded: Vec<(Flush, String, EncodedPart)> =
             futures::stream::iter(flushes.into_iter().map(|f| {
@@ -294,19 +304,13 @@ impl Writer {
             crate::commit_key::claim(self.store.as_ref(), key, commits, rfc3339(self.clock.now()))
                 .await?;
         tracing::info!(commit_key = key, ?claimed, "commit key claimed");
-        let mut stream = futures::stream::iter(
+        let stream = futures::stream::iter(
             encoded
                 .into_iter()
                 .map(|(f, id, enc)| async move { self.publish_flush(&f, id, enc).await }),
         )
         .buffered(self.concurrency);
-        let mut out = Vec::new();
-        while let Some(r) = stream.next().await {
-            let p = r?;
-            on_commit(&p);
-            out.push(p);
-        }
-        Ok(out)
+        collect_commits(stream, on_commit).await
     }
 
     /// Encode one flush (on a blocking thread, at most `encoders` at once) and refuse it
