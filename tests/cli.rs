@@ -341,3 +341,38 @@ fn unusable_store_urls_are_usage_errors() {
     let o = lineage(&["log", "--store", "/tmp/x", "--run-id", "../x"], None);
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn demo_default_store_is_a_relative_directory_in_the_working_directory() {
+    // The README's first command runs the demo with no --store: a relative path, whose
+    // parent is the empty path (a bug once made every fsync of it fail).
+    let dir = tempfile::tempdir().unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_lineage"))
+        .args(["demo", "--events", "500"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let store = dir.path().join("lineage-store-demo");
+    let snap = snapshot(&store);
+    assert_eq!(snap.keys().filter(|k| k.ends_with(".parquet")).count(), 15);
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_lineage"))
+        .args(["verify", "--store", "lineage-store-demo"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_lineage"))
+        .args(["append", "--store", "rel/store", "--input", "-"])
+        .current_dir(dir.path())
+        .stdin(std::fs::File::open(write_events(dir.path())).unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+}
+
+fn write_events(dir: &std::path::Path) -> std::path::PathBuf {
+    let p = dir.join("events.ndjson");
+    std::fs::write(&p, ndjson(&common::events(5))).unwrap();
+    p
+}

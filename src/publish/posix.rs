@@ -260,8 +260,11 @@ fn create_dirs_durably(dir: &Path) -> Result<()> {
     }
     fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     for d in missing.iter().rev() {
-        if let Some(parent) = d.parent() {
-            fsync_dir(parent)?;
+        match d.parent() {
+            // A relative root's parent is the empty path: the current directory.
+            Some(parent) if parent.as_os_str().is_empty() => fsync_dir(Path::new("."))?,
+            Some(parent) => fsync_dir(parent)?,
+            None => {}
         }
     }
     Ok(())
