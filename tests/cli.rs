@@ -314,6 +314,7 @@ fn demo_appends_and_verifies_on_local_disk() {
         "{out}"
     );
     assert!(out.contains("0 problems"), "{out}");
+    assert!(out.contains("seal 1: covers 15 commits; head "), "{out}");
     // Running it again appends; nothing is replaced.
     let before = snapshot(&store);
     assert!(lineage(

@@ -1,12 +1,14 @@
-//! `lineage demo`: generate, append, verify, summarise: the main job on the local-disk
-//! default, so a newcomer sees the whole write and audit path in one command.
+//! `lineage demo`: generate, append, seal, verify, summarise: the main job on the
+//! local-disk default, so a newcomer sees the whole write and audit path in one command.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::audit::verify::verify;
+use crate::audit::seal::seal;
+use crate::audit::verify::{verify_with, VerifyOptions};
 use crate::cli::{out, Status};
+use crate::clock::SystemClock;
 use crate::error::Result;
 use crate::events::{Origin, SourcedBatch};
 use crate::publish::posix::PosixPublisher;
@@ -50,7 +52,13 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     let writer = Writer::new(store.clone()).with_batch_rows(a.batch_rows);
     let pointers = writer.append(&batches, |_| {}).await?;
     let write_s = started.elapsed().as_secs_f64();
-    let report = verify(store.as_ref()).await?;
+    // Seal what was appended, then verify against the new head, as an auditor would.
+    let sealed = seal(store.as_ref(), &SystemClock, None).await?;
+    let opts = VerifyOptions {
+        expect_head: Some(sealed.head.clone()),
+        ..VerifyOptions::default()
+    };
+    let report = verify_with(store.as_ref(), &opts).await?;
     let rows: u64 = pointers.iter().map(|p| p.row_count).sum();
     let bytes: u64 = pointers.iter().map(|p| p.size_bytes).sum();
     let partitions: BTreeSet<_> = pointers
@@ -66,7 +74,11 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         runs.len()
     ))?;
     out(&format!(
-        "verify: {} commits in the store, {} parts byte-identical, {} problems",
+        "seal {}: covers {} commits; head {} (keep it outside the store)",
+        sealed.seq, sealed.tree_size, sealed.head
+    ))?;
+    out(&format!(
+        "verify --expect-head: {} commits in the store, {} parts byte-identical, {} problems",
         report.commits,
         report.parts_ok,
         report.problems.len()
@@ -75,8 +87,9 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         out(&format!("  {:?}: {} ({})", p.kind, p.key, p.detail))?;
     }
     out(&format!(
-        "next: lineage log --store {0}   |   lineage verify --store {0}",
-        a.store.display()
+        "next: lineage log --store {0}   |   lineage verify --store {0} --expect-head {1}",
+        a.store.display(),
+        sealed.head
     ))?;
     Ok(if report.is_clean() { 0 } else { 1 })
 }
