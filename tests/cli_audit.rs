@@ -28,6 +28,7 @@ fn demo_store(dir: &Path) -> String {
     let s = dir.join("store").display().to_string();
     let o = lineage(&[
         "demo",
+        "--no-seal",
         "--store",
         &s,
         "--events",

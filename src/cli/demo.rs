@@ -29,6 +29,9 @@ pub(crate) struct Args {
     /// Seed of the generator.
     #[arg(long, default_value_t = 42)]
     seed: u64,
+    /// Append and verify only; leave sealing to you (e.g. `lineage seal --signing-key`).
+    #[arg(long)]
+    no_seal: bool,
     /// Most rows per commit.
     #[arg(long, default_value_t = 10_000)]
     batch_rows: usize,
@@ -53,9 +56,12 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     let pointers = writer.append(&batches, |_| {}).await?;
     let write_s = started.elapsed().as_secs_f64();
     // Seal what was appended, then verify against the new head, as an auditor would.
-    let sealed = seal(store.as_ref(), &SystemClock, None).await?;
+    let sealed = match a.no_seal {
+        true => None,
+        false => Some(seal(store.as_ref(), &SystemClock, None).await?),
+    };
     let opts = VerifyOptions {
-        expect_head: Some(sealed.head.clone()),
+        expect_head: sealed.as_ref().map(|s| s.head.clone()),
         ..VerifyOptions::default()
     };
     let report = verify_with(store.as_ref(), &opts).await?;
@@ -73,12 +79,14 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         partitions.len(),
         runs.len()
     ))?;
+    if let Some(s) = &sealed {
+        out(&format!(
+            "seal {}: covers {} commits; head {} (keep it outside the store)",
+            s.seq, s.tree_size, s.head
+        ))?;
+    }
     out(&format!(
-        "seal {}: covers {} commits; head {} (keep it outside the store)",
-        sealed.seq, sealed.tree_size, sealed.head
-    ))?;
-    out(&format!(
-        "verify --expect-head: {} commits in the store, {} parts byte-identical, {} problems",
+        "verify: {} commits in the store, {} parts byte-identical, {} problems",
         report.commits,
         report.parts_ok,
         report.problems.len()
@@ -86,10 +94,10 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     for p in &report.problems {
         out(&format!("  {:?}: {} ({})", p.kind, p.key, p.detail))?;
     }
+    let head = sealed.map_or(String::new(), |s| format!(" --expect-head {}", s.head));
     out(&format!(
-        "next: lineage log --store {0}   |   lineage verify --store {0} --expect-head {1}",
-        a.store.display(),
-        sealed.head
+        "next: lineage log --store {0}   |   lineage verify --store {0}{head}",
+        a.store.display()
     ))?;
     Ok(if report.is_clean() { 0 } else { 1 })
 }

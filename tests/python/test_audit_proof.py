@@ -46,7 +46,7 @@ def root_from_path(leaf, index, size, path):
 
 def test_proof_checks_out_without_lineage_store(tmp_path: Path):
     store = tmp_path / "store"
-    run("demo", "--store", str(store), "--events", "4000", "--batch-rows", "300")
+    run("demo", "--no-seal", "--store", str(store), "--events", "4000", "--batch-rows", "300")
     head = [l for l in run("seal", "--store", str(store)).splitlines() if l.startswith("head ")][0][5:]
     commits = [json.loads(l) for l in run("log", "--store", str(store), "--json").splitlines()]
     for c in (commits[0], commits[len(commits) // 2], commits[-1]):
@@ -76,7 +76,7 @@ def test_proof_checks_out_without_lineage_store(tmp_path: Path):
 
 def test_seals_do_not_disturb_dataset_readers(tmp_path: Path):
     store = tmp_path / "store"
-    run("demo", "--store", str(store), "--events", "2000", "--batch-rows", "500")
+    run("demo", "--no-seal", "--store", str(store), "--events", "2000", "--batch-rows", "500")
     run("seal", "--store", str(store))
     table = ds.dataset(store, format="parquet", partitioning="hive").to_table()
     assert table.num_rows == 2000
