@@ -117,6 +117,7 @@ struct Recording {
     inner: Arc<MemoryPublisher>,
     whole_part_reads: std::sync::atomic::AtomicU64,
     largest_range: std::sync::atomic::AtomicU64,
+    part_range_reads: std::sync::atomic::AtomicU64,
 }
 
 #[async_trait::async_trait]
@@ -144,6 +145,9 @@ impl AtomicPublisher for Recording {
     ) -> lineage_store::Result<bytes::Bytes> {
         self.largest_range
             .fetch_max(range.end - range.start, Ordering::Relaxed);
+        if key.ends_with(".parquet") {
+            self.part_range_reads.fetch_add(1, Ordering::Relaxed);
+        }
         self.inner.get_range(key, range).await
     }
     async fn list(
@@ -171,14 +175,29 @@ async fn verify_and_repair_read_parts_in_bounded_ranges_never_whole() {
         inner: mem.clone(),
         whole_part_reads: Default::default(),
         largest_range: Default::default(),
+        part_range_reads: Default::default(),
     };
     let r = verify_later(&rec).await;
     assert_eq!(r.problems.len(), 1, "{:#?}", r.problems); // the orphan
+                                                          // Each recorded part fits one hash chunk: one read serves its hash and its footer
+                                                          // checks. (The orphan's footer is read as well: tail, footer, two partition columns.)
+    let reads = rec.part_range_reads.load(Ordering::Relaxed);
+    assert_eq!(
+        reads,
+        (ptrs.len() as u64 - 1) + 4,
+        "{reads} ranged part reads"
+    );
+    rec.part_range_reads.store(0, Ordering::Relaxed);
     let now = chrono::Utc::now() + chrono::Duration::days(1);
     let rep = lineage_store::audit::repair::repair(&rec, now, chrono::Duration::minutes(1), false)
         .await
         .unwrap();
     assert_eq!(rep.adopted, vec![pkey]);
+    assert_eq!(
+        rec.part_range_reads.load(Ordering::Relaxed),
+        1,
+        "repair reads the orphan once"
+    );
     assert_eq!(rec.whole_part_reads.load(Ordering::Relaxed), 0);
     let largest = rec.largest_range.load(Ordering::Relaxed);
     assert!(largest > 0 && largest <= HASH_CHUNK_BYTES, "{largest}");

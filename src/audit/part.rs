@@ -3,9 +3,12 @@
 //!
 //! Everything goes through [`AtomicPublisher::get_range`], so it works on every backend.
 //! The footer is fetched first; then only the column chunks a check needs are fetched and
-//! decoded from a sparse in-memory view of the file ([`Sparse`]).
+//! decoded from a sparse in-memory view of the file ([`Sparse`]). A part no larger than one
+//! hash chunk is fetched once ([`hash_and_facts`]): its hash and its facts come from the
+//! same bytes, so nothing is read twice.
 
 use std::io::Cursor;
+use std::ops::Range;
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
@@ -66,6 +69,59 @@ pub async fn stream_sha256_chunked(
         on_bytes(chunk.len() as u64);
     }
     Ok(hex::encode(h.finalize()))
+}
+
+/// Where the byte ranges of a part come from.
+enum Source<'a> {
+    /// Ranged reads of the store.
+    Store(&'a dyn AtomicPublisher),
+    /// The whole part, already fetched.
+    Memory(&'a Bytes),
+}
+
+impl Source<'_> {
+    async fn range(&self, key: &str, r: Range<u64>) -> Result<Bytes> {
+        match self {
+            Source::Store(store) => store.get_range(key, r).await,
+            Source::Memory(b) => {
+                let end = usize::try_from(r.end).unwrap_or(usize::MAX).min(b.len());
+                let start = usize::try_from(r.start).unwrap_or(usize::MAX).min(end);
+                Ok(b.slice(start..end))
+            }
+        }
+    }
+}
+
+/// The sha256 and the [`PartFacts`] of a part of `size` bytes. A part that fits in one
+/// hash chunk is fetched in one read and both come from those bytes; a larger one is
+/// streamed, then its footer and the needed column chunks are fetched (never whole).
+pub async fn hash_and_facts(
+    store: &dyn AtomicPublisher,
+    key: &str,
+    size: u64,
+    with_ranges: bool,
+    on_bytes: &(dyn Fn(u64) + Send + Sync),
+) -> (Result<String>, Result<PartFacts>) {
+    if size > HASH_CHUNK_BYTES {
+        let hash = stream_sha256(store, key, size, on_bytes).await;
+        return (hash, read_facts(store, key, size, with_ranges).await);
+    }
+    match store.get_range(key, 0..size).await {
+        Ok(bytes) => {
+            on_bytes(bytes.len() as u64);
+            let hash = hex::encode(Sha256::digest(&bytes));
+            // Shorter than listed means the object changed under us: judge what is there.
+            let facts = facts_from(
+                &Source::Memory(&bytes),
+                key,
+                bytes.len() as u64,
+                with_ranges,
+            )
+            .await;
+            (Ok(hash), facts)
+        }
+        Err(e) => (Err(e), read_facts(store, key, size, with_ranges).await),
+    }
 }
 
 /// What a part's footer and partition columns say about it.
@@ -145,6 +201,15 @@ pub async fn read_facts(
     size: u64,
     with_ranges: bool,
 ) -> Result<PartFacts> {
+    facts_from(&Source::Store(store), key, size, with_ranges).await
+}
+
+async fn facts_from(
+    src: &Source<'_>,
+    key: &str,
+    size: u64,
+    with_ranges: bool,
+) -> Result<PartFacts> {
     let bad = |m: String| Error::Corrupt {
         what: "part",
         key: key.to_string(),
@@ -153,7 +218,7 @@ pub async fn read_facts(
     if size < 12 {
         return Err(bad(format!("{size} bytes is too short for Parquet")));
     }
-    let tail = store.get_range(key, size - 8..size).await?;
+    let tail = src.range(key, size - 8..size).await?;
     if tail.len() != 8 || &tail[4..] != b"PAR1" {
         return Err(bad("does not end in the Parquet magic PAR1".into()));
     }
@@ -169,7 +234,7 @@ pub async fn read_facts(
         )));
     }
     let footer_start = size - 8 - footer_len;
-    let footer = store.get_range(key, footer_start..size - 8).await?;
+    let footer = src.range(key, footer_start..size - 8).await?;
     let meta = ParquetMetaDataReader::decode_metadata(&footer)
         .map_err(|e| bad(format!("unreadable footer: {e}")))?;
     let kv = |name: &str| {
@@ -193,8 +258,8 @@ pub async fn read_facts(
     let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Skip);
     let arrow_meta = ArrowReaderMetadata::try_new(meta.clone(), options)
         .map_err(|e| bad(format!("no Arrow schema in the footer: {e}")))?;
-    // The writer stamps both keys into the Arrow schema's metadata (stored in the footer
-    // as ARROW:schema); plain Parquet key-value metadata is accepted as well.
+    // The writer stamps both keys into the Parquet key-value metadata and into the Arrow
+    // schema's metadata (stored as ARROW:schema); either is accepted.
     let from_schema = |name: &str| arrow_meta.schema().metadata().get(name).cloned();
     facts.commit_id = from_schema(contract::META_COMMIT_ID).or(facts.commit_id);
     facts.schema_version = from_schema(contract::META_SCHEMA_VERSION).or(facts.schema_version);
@@ -219,7 +284,7 @@ pub async fn read_facts(
                     "column chunk {c} of {len} bytes is over the {MAX_FETCH_BYTES}-byte limit"
                 )));
             }
-            pieces.push((start, store.get_range(key, start..start + len).await?));
+            pieces.push((start, src.range(key, start..start + len).await?));
         }
     }
     let sparse = Sparse { size, pieces };

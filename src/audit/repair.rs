@@ -10,7 +10,7 @@
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
-use super::part::{read_facts, stream_sha256};
+use super::part::hash_and_facts;
 use crate::contract;
 use crate::error::Result;
 use crate::keys::{self, KeyKind};
@@ -61,7 +61,8 @@ pub async fn repair(
             out.in_flight += 1;
             continue;
         }
-        let facts = match read_facts(store, &o.key, o.size, true).await {
+        let (sha256, facts) = hash_and_facts(store, &o.key, o.size, true, &|_| {}).await;
+        let facts = match facts {
             Ok(f) => f,
             Err(e) => {
                 out.refused.push((o.key.clone(), e.to_string()));
@@ -77,7 +78,7 @@ pub async fn repair(
                 .push((o.key.clone(), "the part has no rows with a sequence".into()));
             continue;
         };
-        let sha256 = stream_sha256(store, &o.key, o.size, &|_| {}).await?;
+        let sha256 = sha256?;
         let pointer = Pointer {
             format: POINTER_FORMAT.to_string(),
             commit_id: commit_id.clone(),

@@ -19,7 +19,7 @@ use serde::Serialize;
 
 use super::chain;
 use super::log::READ_CONCURRENCY;
-use super::part::{read_facts, stream_sha256};
+use super::part::{hash_and_facts, read_facts};
 use crate::encode::sha256_hex;
 use crate::error::{Error, Result};
 use crate::keys::{self, KeyKind};
@@ -472,11 +472,12 @@ async fn check_part(
         )];
     }
     let mut out = Vec::new();
-    if hash {
+    let facts = if hash {
         let on_bytes = |n: u64| {
             progress.bytes_done.fetch_add(n, Ordering::Relaxed);
         };
-        match stream_sha256(store, &p.part_path, size, &on_bytes).await {
+        let (got, facts) = hash_and_facts(store, &p.part_path, size, true, &on_bytes).await;
+        match got {
             Ok(got) if got != p.sha256 => out.push((
                 ProblemKind::DigestMismatch,
                 format!("sha256 {got}, pointer {key} records {}", p.sha256),
@@ -484,8 +485,11 @@ async fn check_part(
             Ok(_) => {}
             Err(e) => out.push((ProblemKind::MissingPart, format!("cannot read: {e}"))),
         }
-    }
-    match read_facts(store, &p.part_path, size, true).await {
+        facts
+    } else {
+        read_facts(store, &p.part_path, size, true).await
+    };
+    match facts {
         Ok(f) => {
             let mut why: Vec<String> = f
                 .mismatch(&p.run_id, &p.target_crs, &p.commit_id)
