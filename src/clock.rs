@@ -43,14 +43,20 @@ impl ManualClock {
     }
     /// Move forward by `d`.
     pub fn advance(&self, d: chrono::Duration) {
-        let mut g = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut g = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         *g += d;
     }
 }
 
 impl Clock for ManualClock {
     fn now(&self) -> DateTime<Utc> {
-        *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 

@@ -1,6 +1,8 @@
-//! `lineage append`: read, validate all of it, then commit flush by flush.
+//! `lineage append`: validate all of the input, then read it again and commit flush by
+//! flush (memory bounded, see [`crate::stream`]).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use crate::cli::{json_line, out, Status, StoreArg};
 use crate::error::Result;
@@ -30,29 +32,27 @@ pub(crate) struct Args {
 }
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
-    let (bytes, format) = input::read_input(a.input.as_deref(), a.format)?;
-    // Validate everything before the first commit: refused input publishes nothing.
-    let batches = input::parse_validated(bytes, format)?;
+    // Standard input is spooled to a temp file first: it is read twice.
+    let input = Arc::new(input::Input::open(a.input.as_deref(), a.format)?);
     let store = a.store.open().await?;
     let writer = Writer::new(store)
         .with_batch_rows(a.batch_rows)
         .with_commit_key(a.commit_key);
     let mut print_err = None;
-    let pointers = writer
-        .append(&batches, |p| {
-            if print_err.is_none() {
-                if let Err(e) = print_commit(p, a.json) {
-                    print_err = Some(e);
-                }
+    // Validates everything before the first commit: refused input publishes nothing.
+    let done = crate::stream::append::append(&writer, input, false, |p| {
+        if print_err.is_none() {
+            if let Err(e) = print_commit(p, a.json) {
+                print_err = Some(e);
             }
-        })
-        .await?;
+        }
+    })
+    .await?;
     if let Some(e) = print_err {
         return Err(e);
     }
     if !a.json {
-        let rows: u64 = pointers.iter().map(|p| p.row_count).sum();
-        out(&format!("{} commits, {rows} rows", pointers.len()))?;
+        out(&format!("{} commits, {} rows", done.commits, done.rows))?;
     }
     Ok(0)
 }

@@ -24,7 +24,7 @@ use super::digest::PayloadDigest;
 pub use super::digest::PayloadSummary;
 use super::group::Grouper;
 use super::sink::{Sink, SinkOptions};
-use crate::commit_key::{self, ClaimedCommit, Claimed};
+use crate::commit_key::{self, Claimed, ClaimedCommit};
 use crate::encode::{self, EncodedPart};
 use crate::error::{Error, Result};
 use crate::events::{Origin, SourcedBatch};
@@ -178,7 +178,11 @@ fn first_pass(
     let validated = source.validated();
     let mut digest = key.map(|k| PayloadDigest::new(&k, batch_rows, max_part_bytes));
     source.read_all(&mut |sb| {
-        let batch = if validated { sb.batch } else { v.validate(&sb)? };
+        let batch = if validated {
+            sb.batch
+        } else {
+            v.validate(&sb)?
+        };
         if let Some(d) = &mut digest {
             d.push(&batch)?;
         }
@@ -200,7 +204,10 @@ async fn claim(
             Ok(())
         }
         Claimed::Format1(old) => {
-            tracing::info!(commit_key = key, "format-1 claim found: comparing part digests before publishing");
+            tracing::info!(
+                commit_key = key,
+                "format-1 claim found: comparing part digests before publishing"
+            );
             let ours = format1_digest(writer, source, key).await?;
             if ours == old.payload_sha256 {
                 Ok(())
@@ -216,7 +223,11 @@ async fn claim(
 
 /// The format-1 payload digest of `source`: encode every flush (never more than one per
 /// encoder at once, nothing kept but its sha256), publish nothing.
-async fn format1_digest(writer: &Writer, source: Arc<dyn BatchSource>, key: &str) -> Result<String> {
+async fn format1_digest(
+    writer: &Writer,
+    source: Arc<dyn BatchSource>,
+    key: &str,
+) -> Result<String> {
     let mut grouper = Grouper::new(writer.batch_rows(), writer.max_buffered_bytes());
     let mut v = Validator::new();
     let validated = source.validated();

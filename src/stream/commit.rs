@@ -33,9 +33,15 @@ pub(crate) struct Committer {
 
 impl Committer {
     /// On the current runtime; commit ids from `commit_key` when given, else fresh.
-    pub(crate) fn new(writer: Writer, max_in_flight: usize, commit_key: Option<String>) -> Result<Self> {
+    pub(crate) fn new(
+        writer: Writer,
+        max_in_flight: usize,
+        commit_key: Option<String>,
+    ) -> Result<Self> {
         let handle = Handle::try_current().map_err(|_| {
-            Error::Usage("a sink needs a tokio runtime: create it inside one (Runtime::enter)".into())
+            Error::Usage(
+                "a sink needs a tokio runtime: create it inside one (Runtime::enter)".into(),
+            )
         })?;
         let encoders = Arc::new(Semaphore::new(writer.encoders()));
         Ok(Self {

@@ -59,7 +59,11 @@ pub(crate) struct PayloadDigest {
 /// or MiB per column, and the footer.
 fn encoded_bound(plain: u64, rows: u64) -> u64 {
     let cols = COLUMNS.len() as u64;
-    plain + plain / 64 + cols * (1 << 20) + cols * (rows / 1024 + plain / (1 << 20) + 2) * 512 + (1 << 20)
+    plain
+        + plain / 64
+        + cols * (1 << 20)
+        + cols * (rows / 1024 + plain / (1 << 20) + 2) * 512
+        + (1 << 20)
 }
 
 impl PayloadDigest {
@@ -153,13 +157,22 @@ fn serialize_row(batch: &RecordBatch, i: usize, out: &mut Vec<u8>) {
                 out.extend_from_slice(&(v.len() as u32).to_le_bytes());
                 out.extend_from_slice(v);
             }
-            Kind::I64 => out.extend_from_slice(&a.as_primitive::<Int64Type>().value(i).to_le_bytes()),
-            Kind::I32 => out.extend_from_slice(&a.as_primitive::<Int32Type>().value(i).to_le_bytes()),
+            Kind::I64 => {
+                out.extend_from_slice(&a.as_primitive::<Int64Type>().value(i).to_le_bytes())
+            }
+            Kind::I32 => {
+                out.extend_from_slice(&a.as_primitive::<Int32Type>().value(i).to_le_bytes())
+            }
             Kind::F64 => out.extend_from_slice(
-                &a.as_primitive::<Float64Type>().value(i).to_bits().to_le_bytes(),
+                &a.as_primitive::<Float64Type>()
+                    .value(i)
+                    .to_bits()
+                    .to_le_bytes(),
             ),
             Kind::TimestampUtc => out.extend_from_slice(
-                &a.as_primitive::<TimestampMicrosecondType>().value(i).to_le_bytes(),
+                &a.as_primitive::<TimestampMicrosecondType>()
+                    .value(i)
+                    .to_le_bytes(),
             ),
         }
     }

@@ -127,7 +127,11 @@ impl Grouper {
     }
 
     /// Cut every partition whose oldest buffered row is at least `max_delay` old.
-    pub(crate) fn due(&mut self, now: DateTime<Utc>, max_delay: chrono::Duration) -> Result<Vec<Flush>> {
+    pub(crate) fn due(
+        &mut self,
+        now: DateTime<Utc>,
+        max_delay: chrono::Duration,
+    ) -> Result<Vec<Flush>> {
         let due: Vec<usize> = (0..self.buffers.len())
             .filter(|&p| self.buffers[p].oldest.is_some_and(|t| now - t >= max_delay))
             .collect();

@@ -96,15 +96,20 @@ impl Writer {
 
 impl Sink {
     /// A sink deriving commit ids from `commit_key` when given (the caller claimed it).
-    pub(crate) fn open(writer: Writer, opts: &SinkOptions, commit_key: Option<String>) -> Result<Self> {
+    pub(crate) fn open(
+        writer: Writer,
+        opts: &SinkOptions,
+        commit_key: Option<String>,
+    ) -> Result<Self> {
         if opts.batch_rows == 0 {
             return Err(Error::Usage("batch_rows must be at least 1".into()));
         }
         let max_delay = match opts.max_delay {
             None => None,
-            Some(d) => Some(chrono::Duration::from_std(d).map_err(|_| {
-                Error::Usage(format!("max_delay {d:?} is too long"))
-            })?),
+            Some(d) => Some(
+                chrono::Duration::from_std(d)
+                    .map_err(|_| Error::Usage(format!("max_delay {d:?} is too long")))?,
+            ),
         };
         let committer = Committer::new(writer.clone(), opts.max_in_flight, commit_key)?;
         Ok(Self {
@@ -160,7 +165,10 @@ impl Sink {
             return Ok(());
         }
         let now = self.writer.clock().now();
-        let mut flushes = self.grouper.push(&valid, now).inspect_err(|e| self.fail(e))?;
+        let mut flushes = self
+            .grouper
+            .push(&valid, now)
+            .inspect_err(|e| self.fail(e))?;
         if let Some(d) = self.max_delay {
             flushes.extend(self.grouper.due(now, d).inspect_err(|e| self.fail(e))?);
         }
