@@ -194,12 +194,21 @@ impl Sink {
         self.max_delay.and_then(|d| self.grouper.next_deadline(d))
     }
 
-    /// Commit every buffered row now, as short flushes where a partition is not full; the
-    /// sink stays open.
+    /// Commit every buffered row now, as short flushes where a partition is not full, and
+    /// wait until every commit in flight has landed (a durability point); the sink stays
+    /// open.
     pub async fn flush(&mut self) -> Result<()> {
         self.check_open()?;
         let flushes = self.grouper.finish().inspect_err(|e| self.fail(e))?;
-        self.commit(flushes).await
+        self.commit(flushes).await?;
+        let r = self.committer.drain().await;
+        self.pointers.extend(self.committer.take_landed());
+        r.inspect_err(|e| self.fail(e))
+    }
+
+    /// Commits cut and not yet landed.
+    pub fn in_flight(&self) -> usize {
+        self.committer.in_flight()
     }
 
     /// Rows buffered, not yet committed.
