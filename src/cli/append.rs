@@ -54,6 +54,13 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     if !a.json {
         out(&format!("{} commits, {} rows", done.commits, done.rows))?;
     }
+    // What a memory-limited platform (Lambda, Batch) must provision; the benchmark reads it.
+    tracing::info!(
+        commits = done.commits,
+        rows = done.rows,
+        peak_rss_kib = peak_rss_kib(),
+        "append done"
+    );
     Ok(0)
 }
 
@@ -66,4 +73,16 @@ fn print_commit(p: &Pointer, json: bool) -> Result<()> {
             p.commit_id, p.row_count, p.size_bytes, p.sha256, p.part_path
         ))
     }
+}
+
+/// The process's peak resident set (VmHWM), in KiB, where Linux tells it (0 elsewhere).
+fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
 }
