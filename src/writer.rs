@@ -19,7 +19,6 @@ use std::sync::Arc;
 use arrow_array::RecordBatch;
 use bytes::Bytes;
 use sha2::{Digest, Sha256};
-use tokio::sync::Semaphore;
 use uuid::Uuid;
 
 use crate::clock::{Clock, IdGen, SystemClock, V7Ids};
@@ -230,19 +229,21 @@ impl Writer {
             .pointers)
     }
 
-    /// Encode one flush (on a blocking thread, at most `encoders` at once) and refuse it
-    /// when it is over the single-PUT limit.
+    /// Encode one flush on a blocking thread, holding an encoder `permit` (acquired by the
+    /// caller: waiting for it is the back-pressure that bounds raw flushes in memory), and
+    /// refuse it when it is over the single-PUT limit. The rows are dropped once encoded.
     pub(crate) async fn encode_flush(
         &self,
-        f: &Flush,
+        f: Flush,
         commit_id: &str,
-        encoders: Arc<Semaphore>,
+        permit: tokio::sync::OwnedSemaphorePermit,
     ) -> Result<EncodedPart> {
-        let permit = encoders
-            .acquire_owned()
-            .await
-            .map_err(|e| Error::Internal(e.to_string()))?;
-        let batch = f.batch.clone();
+        let Flush {
+            run_id,
+            target_crs,
+            batch,
+            ..
+        } = f;
         let id = commit_id.to_string();
         let enc: EncodedPart = tokio::task::spawn_blocking(move || encode::encode(&batch, &id))
             .await
@@ -250,21 +251,23 @@ impl Writer {
         drop(permit);
         if enc.bytes.len() > self.max_part_bytes {
             return Err(Error::Usage(format!(
-                "the flush of {} rows for run_id={} target_crs={} encodes to {} bytes, over the {}-byte limit of one create-only PUT; lower --batch-rows",
-                enc.rows, f.run_id, f.target_crs, enc.bytes.len(), self.max_part_bytes
+                "the flush of {} rows for run_id={run_id} target_crs={target_crs} encodes to {} bytes, over the {}-byte limit of one create-only PUT; lower --batch-rows",
+                enc.rows, enc.bytes.len(), self.max_part_bytes
             )));
         }
         Ok(enc)
     }
 
-    /// Publish an encoded flush: the part, then its pointer, both create-only.
+    /// Publish an encoded flush of partition (`run_id`, `target_crs`): the part, then its
+    /// pointer, both create-only.
     pub(crate) async fn publish_flush(
         &self,
-        f: &Flush,
+        run_id: &str,
+        target_crs: &str,
         commit_id: String,
         enc: EncodedPart,
     ) -> Result<Pointer> {
-        let part_key = keys::part_key(&f.run_id, &f.target_crs, &commit_id);
+        let part_key = keys::part_key(run_id, target_crs, &commit_id);
         let want = enc.sha256.clone();
         publish_checked(self.store.as_ref(), &part_key, enc.bytes.clone(), |have| {
             let got = sha256_hex(have);
@@ -280,8 +283,8 @@ impl Writer {
         let pointer = Pointer {
             format: POINTER_FORMAT.to_string(),
             commit_id: commit_id.clone(),
-            run_id: f.run_id.clone(),
-            target_crs: f.target_crs.clone(),
+            run_id: run_id.to_string(),
+            target_crs: target_crs.to_string(),
             part_path: part_key,
             row_count: enc.rows,
             size_bytes: enc.bytes.len() as u64,
@@ -296,7 +299,7 @@ impl Writer {
             commit_key: self.commit_key.clone(),
             adopted: false,
         };
-        let pkey = keys::pointer_key(&f.run_id, &commit_id);
+        let pkey = keys::pointer_key(run_id, &commit_id);
         let existing = std::sync::Mutex::new(None);
         let outcome = publish_checked(
             self.store.as_ref(),
