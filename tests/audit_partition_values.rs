@@ -80,3 +80,28 @@ async fn rows_of_another_run_under_a_parts_path_are_named() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_sequence_range_the_pointer_does_not_record_is_named_with_or_without_statistics() {
+    use parquet::file::properties::EnabledStatistics;
+    for stats in [EnabledStatistics::Page, EnabledStatistics::None] {
+        let mem = Arc::new(MemoryPublisher::new());
+        let forged = arrow_select::concat::concat_batches(
+            &contract::schema(),
+            &[rows("run-a", 1, 4), rows("run-a", 9, 1)],
+        )
+        .unwrap();
+        let props = WriterProperties::builder()
+            .set_statistics_enabled(stats)
+            .build();
+        forge(&mem, &forged, props).await;
+        let r = verify(mem.as_ref()).await.unwrap();
+        let msgs = footer_problems(&r);
+        assert!(
+            msgs.iter()
+                .any(|m| m.contains("sequence 1..9, pointer") && m.contains("records 1..5")),
+            "{stats:?}: {:#?}",
+            r.problems
+        );
+    }
+}

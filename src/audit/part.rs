@@ -275,8 +275,17 @@ async fn facts_from(
         options.with_schema(dictionary_partitions(arrow_meta.schema())),
     )
     .map_err(|e| bad(format!("partition columns unreadable as dictionaries: {e}")))?;
+    // The ranges come from the column chunks' exact min/max statistics when every row
+    // group has them (our writer always writes them; the bytes they are in are the bytes
+    // the sha256 covers), else from decoding the columns.
+    let stat_ranges = if with_ranges {
+        chunk_range(&meta, col::SEQUENCE).zip(chunk_range(&meta, col::EVENT_TIME_UTC))
+    } else {
+        None
+    };
+    let decode_ranges = with_ranges && stat_ranges.is_none();
     let mut cols = vec![col::RUN_ID, col::TARGET_CRS];
-    if with_ranges {
+    if decode_ranges {
         cols.extend([col::SEQUENCE, col::EVENT_TIME_UTC]);
     }
     // Fetch only these columns' chunks, plus the footer, into a sparse view of the file.
@@ -340,7 +349,7 @@ async fn facts_from(
                 }
             }
         }
-        if with_ranges {
+        if decode_ranges {
             let s = column(col::SEQUENCE)?;
             let s = s
                 .as_primitive_opt::<Int64Type>()
@@ -355,7 +364,32 @@ async fn facts_from(
     }
     facts.sequence = seq;
     facts.event_time_us = time;
+    if let Some((s, t)) = stat_ranges {
+        facts.sequence = Some(s);
+        facts.event_time_us = Some(t);
+    }
     Ok(facts)
+}
+
+/// The exact (min, max) of an INT64 column over every row group, from statistics; `None`
+/// when any row group lacks exact ones (or the column has only nulls).
+fn chunk_range(meta: &parquet::file::metadata::ParquetMetaData, c: usize) -> Option<(i64, i64)> {
+    use parquet::file::statistics::Statistics;
+    let mut acc: Option<(i64, i64)> = None;
+    for rg in meta.row_groups() {
+        if rg.num_rows() == 0 {
+            continue;
+        }
+        let Some(Statistics::Int64(s)) = rg.column(c).statistics() else {
+            return None;
+        };
+        if !(s.min_is_exact() && s.max_is_exact()) {
+            return None;
+        }
+        let (lo, hi) = (*s.min_opt()?, *s.max_opt()?);
+        widen(&mut acc, [lo, hi].into_iter());
+    }
+    acc
 }
 
 /// The contract schema with `run_id` and `target_crs` read as `Dictionary(Int32, Utf8)`.
