@@ -5,7 +5,8 @@
 //!    `digest`), keeping nothing. A refused row ends the append here.
 //! 2. With a commit key, **claim** it for that digest (an older format-1 claim is checked
 //!    by encoding every flush once without publishing, see [`crate::commit_key`]).
-//! 3. **Commit**: read the input again into a [`Sink`] without `max_delay`, which cuts
+//! 3. **Commit**: read the input again (unless all of its validated batches fit in the
+//!    memory budget and were kept) into a [`Sink`] without `max_delay`, which cuts
 //!    exactly the flushes of grouping the whole input by (run_id, target_crs) and cutting
 //!    each group into `batch_rows` chunks.
 //!
@@ -117,17 +118,23 @@ pub async fn append(
     }
     // Pass 1: validate everything (and digest a keyed payload) before any commit.
     let validated = source.validated();
+    let mut kept = None;
     if !validated || key.is_some() {
         let src = source.clone();
         let k = key.clone();
         let (rows, max) = (writer.batch_rows(), writer.max_part_bytes());
-        let summary = tokio::task::spawn_blocking(move || first_pass(src.as_ref(), k, rows, max))
-            .await
-            .map_err(|e| Error::Internal(format!("validation failed: {e}")))??;
-        if let (Some(k), Some(payload)) = (&key, summary) {
-            claim(writer, source.clone(), k, &payload).await?;
+        let keep = writer.max_buffered_bytes();
+        let pass =
+            tokio::task::spawn_blocking(move || first_pass(src.as_ref(), k, rows, max, keep))
+                .await
+                .map_err(|e| Error::Internal(format!("validation failed: {e}")))??;
+        if let (Some(k), Some(payload)) = (&key, &pass.summary) {
+            claim(writer, source.clone(), k, payload).await?;
         }
-        source.check_unchanged()?;
+        kept = pass.kept.map(Vec::into_iter);
+        if kept.is_none() {
+            source.check_unchanged()?;
+        }
     }
     // Pass 2: commit through a sink.
     let opts = SinkOptions {
@@ -148,12 +155,22 @@ pub async fn append(
             }
         }
     };
-    let mut rx = reader(source);
-    while let Some(b) = rx.recv().await {
-        let r = match b {
-            Ok(b) if validated => sink.write_validated(b.batch).await,
-            Ok(b) => sink.write_sourced(b).await,
-            Err(e) => Err(e),
+    // Batches kept from pass 1 are committed as they are (each dropped once buffered);
+    // otherwise the input is read again.
+    let mut rx = kept.is_none().then(|| reader(source));
+    loop {
+        let r = match (&mut kept, &mut rx) {
+            (Some(it), _) => match it.next() {
+                Some(b) => sink.write_validated(b).await,
+                None => break,
+            },
+            (None, Some(rx)) => match rx.recv().await {
+                Some(Ok(b)) if validated => sink.write_validated(b.batch).await,
+                Some(Ok(b)) => sink.write_sourced(b).await,
+                Some(Err(e)) => Err(e),
+                None => break,
+            },
+            (None, None) => break,
         };
         if let Err(e) = r {
             drop(rx);
@@ -168,15 +185,27 @@ pub async fn append(
     Ok(out)
 }
 
+/// What the validation pass found.
+struct FirstPass {
+    /// A keyed payload's digest.
+    summary: Option<PayloadSummary>,
+    /// The validated batches, when all of them fit in the memory budget: the commit pass
+    /// then needs no second read (small inputs cost what they did before streaming).
+    kept: Option<Vec<RecordBatch>>,
+}
+
 fn first_pass(
     source: &dyn BatchSource,
     key: Option<String>,
     batch_rows: usize,
     max_part_bytes: usize,
-) -> Result<Option<PayloadSummary>> {
+    keep_budget: usize,
+) -> Result<FirstPass> {
     let mut v = Validator::new();
     let validated = source.validated();
     let mut digest = key.map(|k| PayloadDigest::new(&k, batch_rows, max_part_bytes));
+    let mut kept = (!validated).then(Vec::new);
+    let mut kept_bytes = 0usize;
     source.read_all(&mut |sb| {
         let batch = if validated {
             sb.batch
@@ -186,9 +215,20 @@ fn first_pass(
         if let Some(d) = &mut digest {
             d.push(&batch)?;
         }
+        if let Some(k) = &mut kept {
+            kept_bytes += batch.get_array_memory_size();
+            if kept_bytes > keep_budget {
+                kept = None; // too big: read it again instead
+            } else {
+                k.push(batch);
+            }
+        }
         Ok(())
     })?;
-    digest.map(PayloadDigest::finish).transpose()
+    Ok(FirstPass {
+        summary: digest.map(PayloadDigest::finish).transpose()?,
+        kept,
+    })
 }
 
 async fn claim(
