@@ -33,6 +33,9 @@ use crate::pointer::{rfc3339, Pointer};
 use crate::validate::Validator;
 use crate::writer::{derived_commit_id, Writer};
 
+/// Validated rows pass 1 may keep, per row of `--batch-rows` (about ten flushes' worth).
+const KEEP_BYTES_PER_FLUSH_ROW: usize = 2560;
+
 /// An input that can be read from its start more than once.
 pub trait BatchSource: Send + Sync + std::fmt::Debug + 'static {
     /// Read every batch in order, handing each to `f`; stop at the first error.
@@ -123,7 +126,13 @@ pub async fn append(
         let src = source.clone();
         let k = key.clone();
         let (rows, max) = (writer.batch_rows(), writer.max_part_bytes());
-        let keep = writer.max_buffered_bytes();
+        // What pass 1 may keep: the memory budget, scaled down for small flushes (whose
+        // appends are expected to run in less memory).
+        let keep = writer
+            .batch_rows()
+            .saturating_mul(KEEP_BYTES_PER_FLUSH_ROW)
+            .max(32 << 20)
+            .min(writer.max_buffered_bytes());
         let pass =
             tokio::task::spawn_blocking(move || first_pass(src.as_ref(), k, rows, max, keep))
                 .await
@@ -216,7 +225,7 @@ fn first_pass(
             d.push(&batch)?;
         }
         if let Some(k) = &mut kept {
-            kept_bytes += batch.get_array_memory_size();
+            kept_bytes += super::data_bytes(&batch);
             if kept_bytes > keep_budget {
                 kept = None; // too big: read it again instead
             } else {
