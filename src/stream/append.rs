@@ -44,6 +44,11 @@ pub trait BatchSource: Send + Sync + std::fmt::Debug + 'static {
     fn check_unchanged(&self) -> Result<()> {
         Ok(())
     }
+    /// About how many bytes of Arrow data the input makes, when it can tell beforehand:
+    /// pass 1 keeps nothing when that is over what it may keep (no wasted copies).
+    fn expected_bytes(&self) -> Option<u64> {
+        None
+    }
     /// Whether the batches are validated already (then the first pass only digests a
     /// keyed payload, and an unkeyed append reads the input once).
     fn validated(&self) -> bool {
@@ -128,11 +133,14 @@ pub async fn append(
         let (rows, max) = (writer.batch_rows(), writer.max_part_bytes());
         // What pass 1 may keep: the memory budget, scaled down for small flushes (whose
         // appends are expected to run in less memory).
-        let keep = writer
+        let mut keep = writer
             .batch_rows()
             .saturating_mul(KEEP_BYTES_PER_FLUSH_ROW)
             .max(32 << 20)
             .min(writer.max_buffered_bytes());
+        if source.expected_bytes().is_some_and(|b| b > keep as u64) {
+            keep = 0;
+        }
         let pass =
             tokio::task::spawn_blocking(move || first_pass(src.as_ref(), k, rows, max, keep))
                 .await
