@@ -308,9 +308,7 @@ async fn format1_digest(
         for f in flushes {
             let id = derived_commit_id(&f.run_id, &f.target_crs, key, f.index_in_group).to_string();
             pending.push_back(async move {
-                let enc = tokio::task::spawn_blocking(move || encode::encode(&f.batch, &id))
-                    .await
-                    .map_err(|e| Error::Internal(format!("encoder failed: {e}")))??;
+                let enc = super::pool::run(move || encode::encode(&f.batch, &id)).await??;
                 Ok::<_, Error>((f.run_id, f.target_crs, f.index_in_group, enc))
             });
             while pending.len() >= encoders {

@@ -18,6 +18,7 @@ mod commit;
 mod digest;
 mod group;
 mod partition;
+pub(crate) mod pool;
 mod sink;
 mod spill;
 
