@@ -90,9 +90,13 @@ fn ours(
     rt: &tokio::runtime::Runtime,
     batches: &[arrow_array::RecordBatch],
     batch_rows: usize,
+    in_flight: Option<usize>,
 ) -> Run {
     let dir = tempfile::tempdir().unwrap();
-    let w = Writer::new(Arc::new(PosixPublisher::new(dir.path()))).with_batch_rows(batch_rows);
+    let mut w = Writer::new(Arc::new(PosixPublisher::new(dir.path()))).with_batch_rows(batch_rows);
+    if let Some(n) = in_flight {
+        w = w.with_concurrency(n);
+    }
     let t = Instant::now();
     let ps = rt.block_on(w.append(batches, |_| {})).unwrap();
     Run {
@@ -112,19 +116,35 @@ fn section_write(args: &[String], rt: &tokio::runtime::Runtime, repeats: usize, 
     let shared =
         PathBuf::from(arg(args, "--shared-bench").unwrap_or_else(|| "../shared/bench".into()));
     let shared = shared.canonicalize().ok();
-    let mut sets: Vec<(String, usize)> =
-        vec![(big.clone(), 1000), (big.clone(), 10_000), (big, 100_000)];
+    let in_flight: Option<usize> = arg(args, "--in-flight").map(|v| v.parse().unwrap());
+    let sizes: Vec<usize> = arg(args, "--batch-rows")
+        .unwrap_or_else(|| "1000,10000,100000".into())
+        .split(',')
+        .map(|v| v.parse().unwrap())
+        .collect();
+    let mut sets: Vec<(String, usize)> = sizes.into_iter().map(|b| (big.clone(), b)).collect();
     if let Some(s) = small {
         sets.push((s, 10));
     }
-    let loaded: Vec<Vec<arrow_array::RecordBatch>> = sets.iter().map(|(p, _)| load(p)).collect();
+    // Each file once (the 1 M events serve three flush sizes).
+    let mut cache: std::collections::HashMap<String, Arc<Vec<arrow_array::RecordBatch>>> =
+        std::collections::HashMap::new();
+    let loaded: Vec<Arc<Vec<arrow_array::RecordBatch>>> = sets
+        .iter()
+        .map(|(p, _)| {
+            cache
+                .entry(p.clone())
+                .or_insert_with(|| Arc::new(load(p)))
+                .clone()
+        })
+        .collect();
     // [set][engine] → seconds per repeat; engine 0 is lineage-store.
     let mut secs = vec![vec![Vec::new(); ENGINES.len() + 1]; sets.len()];
     let mut info = vec![(0usize, 0u64); sets.len()];
     let mut stores: Vec<Option<Run>> = (0..sets.len()).map(|_| None).collect();
     for rep in 0..repeats {
         for (si, (path, batch_rows)) in sets.iter().enumerate() {
-            let r = ours(rt, &loaded[si], *batch_rows);
+            let r = ours(rt, &loaded[si], *batch_rows, in_flight);
             eprintln!(
                 "rep {rep} {path} × {batch_rows}: lineage-store {:.3} s",
                 r.seconds
