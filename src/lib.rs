@@ -20,6 +20,8 @@
 //! - [`keys`]: the object layout; every key is built and classified there.
 //! - [`audit`]: the read side: `log`, `verify`, seals with RFC 9162 Merkle roots and
 //!   Ed25519 signatures, inclusion proofs, `repair` of orphans and `sweep` of stale temps.
+//! - [`export`]: lineage out to other tools: OpenLineage run events (NDJSON, optionally
+//!   posted to an endpoint) and ISO 19115-3 / ISO 19139 `LI_Lineage` metadata.
 //! - [`cli`]: one file per command; `src/bin/lineage.rs` only calls [`cli::main`].
 //! - [`error`]: one error enum and its mapping to kinds and exit codes.
 //! - [`clock`]: injected time and id generation; [`demo`]: sample events.
@@ -34,6 +36,7 @@ pub mod demo;
 pub mod encode;
 pub mod error;
 pub mod events;
+pub mod export;
 pub mod input;
 pub mod keys;
 pub mod pointer;
