@@ -135,12 +135,17 @@ async fn openlineage(a: OlArgs) -> Result<Status> {
             .zip(&events)
             .map(|(line, e)| (label(e), line.to_string()))
             .collect();
-        let d = post::post_all(&cfg, &labelled).await?.into_result(&cfg.url)?;
+        let d = post::post_all(&cfg, &labelled)
+            .await?
+            .into_result(&cfg.url)?;
         let line = format!(
             "posted {} events to {} ({} attempts)",
             d.delivered, cfg.url, d.attempts
         );
-        if a.out.as_deref().is_some_and(|p| p == std::path::Path::new("-")) {
+        if a.out
+            .as_deref()
+            .is_some_and(|p| p == std::path::Path::new("-"))
+        {
             tracing::info!("{line}");
         } else {
             out(&line)?;

@@ -253,7 +253,10 @@ const CL: &str = "http://standards.iso.org/iso/19115/resources/Codelists/cat/cod
 fn code(x: &mut Xml, tag: &str, list: &str, value: &str) {
     x.text(
         tag,
-        &[("codeList", &format!("{CL}{list}")), ("codeListValue", value)],
+        &[
+            ("codeList", &format!("{CL}{list}")),
+            ("codeListValue", value),
+        ],
         value,
     );
 }
@@ -340,7 +343,12 @@ fn iso19115_3(rec: &Record) -> String {
     x.open("lan:language", &[]);
     code(&mut x, "lan:LanguageCode", "LanguageCode", "eng");
     x.close().open("lan:characterEncoding", &[]);
-    code(&mut x, "lan:MD_CharacterSetCode", "MD_CharacterSetCode", "utf8");
+    code(
+        &mut x,
+        "lan:MD_CharacterSetCode",
+        "MD_CharacterSetCode",
+        "utf8",
+    );
     x.close().close().close();
     x.open("mdb:metadataScope", &[])
         .open("mdb:MD_MetadataScope", &[])
@@ -349,10 +357,13 @@ fn iso19115_3(rec: &Record) -> String {
     x.close().close().close();
     match &rec.contact {
         Some(org) => {
-            x.open("mdb:contact", &[]).open("cit:CI_Responsibility", &[]);
+            x.open("mdb:contact", &[])
+                .open("cit:CI_Responsibility", &[]);
             x.open("cit:role", &[]);
             code(&mut x, "cit:CI_RoleCode", "CI_RoleCode", "pointOfContact");
-            x.close().open("cit:party", &[]).open("cit:CI_Organisation", &[]);
+            x.close()
+                .open("cit:party", &[])
+                .open("cit:CI_Organisation", &[]);
             char_prop(&mut x, "cit:name", org);
             x.close().close().close().close();
         }
@@ -365,7 +376,8 @@ fn iso19115_3(rec: &Record) -> String {
     x.open("cit:dateType", &[]);
     code(&mut x, "cit:CI_DateTypeCode", "CI_DateTypeCode", "creation");
     x.close().close().close();
-    x.open("mdb:metadataStandard", &[]).open("cit:CI_Citation", &[]);
+    x.open("mdb:metadataStandard", &[])
+        .open("cit:CI_Citation", &[]);
     char_prop(&mut x, "cit:title", "ISO 19115-3");
     x.close().close();
     for t in &rec.targets {
@@ -387,7 +399,8 @@ fn iso19115_3(rec: &Record) -> String {
     time_period(&mut x, "extent", &rec.begin, &rec.end);
     x.close().close().close().close().close();
     x.close().close();
-    x.open("mdb:resourceLineage", &[]).open("mrl:LI_Lineage", &[]);
+    x.open("mdb:resourceLineage", &[])
+        .open("mrl:LI_Lineage", &[]);
     char_prop(&mut x, "mrl:statement", &rec.statement());
     x.open("mrl:scope", &[])
         .open("mcc:MD_Scope", &[])
@@ -408,16 +421,22 @@ fn process_step(x: &mut Xml, rec: &Record, s: &Step, n: usize) {
     char_prop(
         x,
         "mrl:rationale",
-        &format!("Recorded per feature in lineage-store {} as run {}.", rec.store, rec.run_id),
+        &format!(
+            "Recorded per feature in lineage-store {} as run {}.",
+            rec.store, rec.run_id
+        ),
     );
     x.open("mrl:stepDateTime", &[]);
     time_period(x, &format!("step-{n}"), &s.begin, &s.end);
     x.close();
     for tool in s.stats.tools.keys() {
-        x.open("mrl:processor", &[]).open("cit:CI_Responsibility", &[]);
+        x.open("mrl:processor", &[])
+            .open("cit:CI_Responsibility", &[]);
         x.open("cit:role", &[]);
         code(x, "cit:CI_RoleCode", "CI_RoleCode", "processor");
-        x.close().open("cit:party", &[]).open("cit:CI_Organisation", &[]);
+        x.close()
+            .open("cit:party", &[])
+            .open("cit:CI_Organisation", &[]);
         char_prop(x, "cit:name", tool);
         x.close().close().close().close();
     }
@@ -433,7 +452,10 @@ fn process_step(x: &mut Xml, rec: &Record, s: &Step, n: usize) {
         char_prop(
             x,
             "mrl:description",
-            &format!("{} features without a recorded source CRS", s.without_source()),
+            &format!(
+                "{} features without a recorded source CRS",
+                s.without_source()
+            ),
         );
         x.close().close();
     }
@@ -452,7 +474,8 @@ fn process_step(x: &mut Xml, rec: &Record, s: &Step, n: usize) {
         &format!("stage {}, event types {}", s.stage, s.event_types()),
     );
     x.close().close();
-    x.open("mrl:report", &[]).open("mrl:LE_ProcessStepReport", &[]);
+    x.open("mrl:report", &[])
+        .open("mrl:LE_ProcessStepReport", &[]);
     char_prop(x, "mrl:name", "outcome counts");
     char_prop(x, "mrl:description", &s.outcome_summary());
     x.close().close();

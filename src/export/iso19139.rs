@@ -15,7 +15,10 @@ const CL: &str = "http://standards.iso.org/iso/19139/resources/gmxCodelists.xml#
 fn code(x: &mut Xml, tag: &str, list: &str, value: &str) {
     x.text(
         tag,
-        &[("codeList", &format!("{CL}{list}")), ("codeListValue", value)],
+        &[
+            ("codeList", &format!("{CL}{list}")),
+            ("codeListValue", value),
+        ],
         value,
     );
 }
@@ -59,7 +62,12 @@ pub(crate) fn document(rec: &Record) -> String {
     x.open("gmd:language", &[]);
     code(&mut x, "gmd:LanguageCode", "LanguageCode", "eng");
     x.close().open("gmd:characterSet", &[]);
-    code(&mut x, "gmd:MD_CharacterSetCode", "MD_CharacterSetCode", "utf8");
+    code(
+        &mut x,
+        "gmd:MD_CharacterSetCode",
+        "MD_CharacterSetCode",
+        "utf8",
+    );
     x.close();
     scope(&mut x, "gmd:hierarchyLevel");
     match &rec.contact {
@@ -168,7 +176,10 @@ fn process_step(x: &mut Xml, rec: &Record, s: &Step) {
         char_prop(
             x,
             "gmd:description",
-            &format!("{} features without a recorded source CRS", s.without_source()),
+            &format!(
+                "{} features without a recorded source CRS",
+                s.without_source()
+            ),
         );
         x.close().close();
     }

@@ -90,7 +90,10 @@ impl RunExport {
 
     /// Commits not sealed yet.
     pub fn unsealed(&self) -> usize {
-        self.commits.iter().filter(|c| c.sealed_by.is_none()).count()
+        self.commits
+            .iter()
+            .filter(|c| c.sealed_by.is_none())
+            .count()
     }
 
     /// Latest `committed_utc` (RFC 3339 strings of one format compare as times).
@@ -106,7 +109,9 @@ impl RunExport {
     pub fn by_target(&self) -> BTreeMap<&str, Vec<&ExportedCommit>> {
         let mut out: BTreeMap<&str, Vec<&ExportedCommit>> = BTreeMap::new();
         for c in &self.commits {
-            out.entry(c.pointer.target_crs.as_str()).or_default().push(c);
+            out.entry(c.pointer.target_crs.as_str())
+                .or_default()
+                .push(c);
         }
         out
     }
@@ -178,8 +183,8 @@ pub async fn collect(
             Some(s) => Error::NotFound(format!("no commits of run_id {r} sealed after seal {s}")),
         });
     }
-    let commits: Vec<ExportedCommit> = futures::stream::iter(selected.into_iter().map(
-        |(sp, sealed_by)| async move {
+    let commits: Vec<ExportedCommit> =
+        futures::stream::iter(selected.into_iter().map(|(sp, sealed_by)| async move {
             let stats = scan::part_stats(store, &sp.pointer).await?;
             Ok::<_, Error>(ExportedCommit {
                 pointer: sp.pointer,
@@ -187,11 +192,10 @@ pub async fn collect(
                 sealed_by,
                 stats,
             })
-        },
-    ))
-    .buffered(SCAN_CONCURRENCY)
-    .try_collect()
-    .await?;
+        }))
+        .buffered(SCAN_CONCURRENCY)
+        .try_collect()
+        .await?;
     let mut runs: Vec<RunExport> = Vec::new();
     let mut index: BTreeMap<String, usize> = BTreeMap::new();
     for c in commits {

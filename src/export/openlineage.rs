@@ -338,4 +338,3 @@ fn schema_fields() -> Vec<Value> {
         })
         .collect()
 }
-

@@ -52,7 +52,9 @@ pub fn endpoint_url(base: &str, endpoint: &str) -> Result<String> {
     let usage = |why: String| Error::Usage(format!("--post {base}: {why}"));
     let b = url::Url::parse(base.trim()).map_err(|e| usage(e.to_string()))?;
     if !matches!(b.scheme(), "http" | "https") {
-        return Err(usage("an OpenLineage endpoint is an http:// or https:// URL".into()));
+        return Err(usage(
+            "an OpenLineage endpoint is an http:// or https:// URL".into(),
+        ));
     }
     if !b.username().is_empty() || b.password().is_some() {
         return Err(usage(
@@ -168,7 +170,9 @@ pub async fn post_all(cfg: &PostConfig, events: &[(String, String)]) -> Result<D
                 });
                 break;
             }
-            let wait = after.unwrap_or_else(|| backoff(cfg.backoff, attempts)).min(MAX_BACKOFF);
+            let wait = after
+                .unwrap_or_else(|| backoff(cfg.backoff, attempts))
+                .min(MAX_BACKOFF);
             tracing::warn!(event = index + 1, %label, attempt = attempts, %reason, ?wait, "OpenLineage endpoint did not accept the event; retrying");
             tokio::time::sleep(wait).await;
         }
