@@ -148,8 +148,8 @@ pub struct PartFacts {
 }
 
 impl PartFacts {
-    /// Why this part does not belong at `run_id`/`target_crs` as commit `commit_id` of the
-    /// current contract, or `None` when it does.
+    /// Why this part does not belong at `run_id`/`target_crs` as commit `commit_id` of a
+    /// registered contract version, or `None` when it does.
     pub fn mismatch(&self, run_id: &str, target_crs: &str, commit_id: &str) -> Option<String> {
         let mut why = Vec::new();
         match &self.commit_id {
@@ -161,11 +161,16 @@ impl PartFacts {
         }
         match &self.schema_version {
             None => why.push("footer carries no lineage_schema_version".to_string()),
-            Some(v) if v != contract::SCHEMA_VERSION => why.push(format!(
-                "footer schema version {v}, expected {}",
-                contract::SCHEMA_VERSION
-            )),
-            Some(_) => {}
+            Some(v) => {
+                if contract::version(v).is_err() {
+                    let registered: Vec<String> =
+                        contract::versions().iter().map(|c| c.version.clone()).collect();
+                    why.push(format!(
+                        "footer schema version {v} is not registered (registered: {})",
+                        registered.join(", ")
+                    ));
+                }
+            }
         }
         if let Some(s) = &self.schema_problem {
             why.push(s.clone());
@@ -290,7 +295,14 @@ async fn facts_from(
     let from_schema = |name: &str| arrow_meta.schema().metadata().get(name).cloned();
     facts.commit_id = from_schema(contract::META_COMMIT_ID).or(facts.commit_id);
     facts.schema_version = from_schema(contract::META_SCHEMA_VERSION).or(facts.schema_version);
-    if let Err(e) = contract::check_schema(arrow_meta.schema()) {
+    // The schema must be the one of the version the footer declares (1.2.0 when it
+    // declares none or an unknown one: that is reported above).
+    let declared = facts
+        .schema_version
+        .as_deref()
+        .and_then(|v| contract::version(v).ok())
+        .unwrap_or_else(|| contract::version(contract::SCHEMA_VERSION).unwrap_or_else(|_| contract::newest()));
+    if let Err(e) = contract::check_schema_against(&declared.schema(), arrow_meta.schema()) {
         facts.schema_problem = Some(e.to_string());
         return Ok(facts); // columns are not where the contract puts them
     }

@@ -260,7 +260,7 @@ fn output(snap: &Snapshot, run_id: &str, target: &str, commits: &[&ExportedCommi
         "facets": {
             "schema": with(
                 std_facet("https://openlineage.io/spec/facets/1-2-0/SchemaDatasetFacet.json#/$defs/SchemaDatasetFacet"),
-                json!({"fields": schema_fields()}),
+                json!({"fields": schema_fields(commits)}),
             ),
             "dataSource": with(
                 std_facet("https://openlineage.io/spec/facets/1-0-1/DatasourceDatasetFacet.json#/$defs/DatasourceDatasetFacet"),
@@ -324,8 +324,15 @@ fn stage_json(s: &StageStats) -> Value {
     })
 }
 
-fn schema_fields() -> Vec<Value> {
-    contract::COLUMNS
+/// The columns of the newest contract version among the commits (a reader of the
+/// partition sees their union: later versions only add columns).
+fn schema_fields(commits: &[&ExportedCommit]) -> Vec<Value> {
+    let columns = commits
+        .iter()
+        .filter_map(|c| contract::version(&c.pointer.schema_version).ok())
+        .max_by_key(|v| v.columns.len())
+        .map_or_else(|| contract::COLUMNS.to_vec(), |v| v.columns.clone());
+    columns
         .iter()
         .enumerate()
         .map(|(i, c)| {
