@@ -308,14 +308,20 @@ impl ContractVersion {
             (META_SCHEMA_VERSION.to_string(), self.version.clone()),
             (META_COMMIT_ID.to_string(), commit_id.to_string()),
         ]);
-        Arc::new(Schema::new_with_metadata(self.schema.fields().clone(), meta))
+        Arc::new(Schema::new_with_metadata(
+            self.schema.fields().clone(),
+            meta,
+        ))
     }
 }
 
 fn parse_version(v: &str) -> Result<(u64, u64, u64)> {
     let bad = || Error::Schema(format!("{v:?} is not a MAJOR.MINOR.PATCH version"));
     let mut it = v.split('.').map(|p| {
-        if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) || (p.len() > 1 && p.starts_with('0')) {
+        if p.is_empty()
+            || !p.bytes().all(|b| b.is_ascii_digit())
+            || (p.len() > 1 && p.starts_with('0'))
+        {
             None
         } else {
             p.parse::<u64>().ok()
@@ -543,7 +549,10 @@ pub fn conform(
         .map(|b| {
             let mut cols = b.columns().to_vec();
             for c in &to.columns[from.columns.len()..] {
-                cols.push(arrow_array::new_null_array(&arrow_type(c.kind), b.num_rows()));
+                cols.push(arrow_array::new_null_array(
+                    &arrow_type(c.kind),
+                    b.num_rows(),
+                ));
             }
             Ok(arrow_array::RecordBatch::try_new(to.schema(), cols)?)
         })

@@ -62,7 +62,9 @@ pub fn plan_flushes(batches: &[RecordBatch], batch_rows: usize) -> Result<Vec<Fl
         return Err(Error::Usage("--batch-rows must be at least 1".into()));
     }
     // One input, one contract version: the batches share their schema.
-    let schema = batches.first().map_or_else(contract::schema, |b| b.schema());
+    let schema = batches
+        .first()
+        .map_or_else(contract::schema, |b| b.schema());
     let all = arrow_select::concat::concat_batches(&schema, batches)?;
     let run = all.column(col::RUN_ID).as_string::<i32>();
     let crs = all.column(col::TARGET_CRS).as_string::<i32>();

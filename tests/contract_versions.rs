@@ -39,11 +39,19 @@ fn refused(v: &str, cols: &[Column], want: &str) {
 #[test]
 fn the_registry_takes_only_additive_nullable_changes_within_the_major() {
     assert_eq!(contract::versions()[0].version, "1.2.0");
-    assert_eq!(contract::versions()[0].columns, contract::COLUMNS.to_vec(), "1.2.0 is frozen");
+    assert_eq!(
+        contract::versions()[0].columns,
+        contract::COLUMNS.to_vec(),
+        "1.2.0 is frozen"
+    );
     let v = v130();
     assert_eq!(v.columns.len(), 16);
     assert_eq!(contract::newest().version, "1.3.0");
-    assert_eq!(v130().version, "1.3.0", "registering the same again is a no-op");
+    assert_eq!(
+        v130().version,
+        "1.3.0",
+        "registering the same again is a no-op"
+    );
     let needs_major = "needs a new major version (2.0.0)";
     let mut removed = with(&[ADDED]);
     removed.remove(14);
@@ -51,17 +59,33 @@ fn the_registry_takes_only_additive_nullable_changes_within_the_major() {
     refused("1.4.0", &removed, "column `audit_tag` of 1.3.0 is removed");
     let mut renamed = with(&[ADDED]);
     renamed[12].name = "reject_reason";
-    refused("1.4.0", &renamed, "column 13 `rejection_reason` of 1.3.0 is renamed to `reject_reason`");
+    refused(
+        "1.4.0",
+        &renamed,
+        "column 13 `rejection_reason` of 1.3.0 is renamed to `reject_reason`",
+    );
     let mut retyped = with(&[ADDED]);
     retyped[11].kind = Kind::Str;
-    refused("1.4.0", &retyped, "column `accuracy_m` changes from F64 to Str");
+    refused(
+        "1.4.0",
+        &retyped,
+        "column `accuracy_m` changes from F64 to Str",
+    );
     let mut moved = with(&[ADDED]);
     moved.swap(0, 1);
-    refused("1.4.0", &moved, "column `event_id` moves from position 1 to 2");
+    refused(
+        "1.4.0",
+        &moved,
+        "column `event_id` moves from position 1 to 2",
+    );
     let mut required = ADDED;
     required.name = "crs_area";
     required.required = true;
-    refused("1.4.0", &with(&[ADDED, required]), "new column `crs_area` is required");
+    refused(
+        "1.4.0",
+        &with(&[ADDED, required]),
+        "new column `crs_area` is required",
+    );
     let mut other = ADDED;
     other.name = "crs_area";
     refused("2.0.0", &with(&[ADDED, other]), needs_major);
@@ -69,7 +93,11 @@ fn the_registry_takes_only_additive_nullable_changes_within_the_major() {
     refused("1.4.0", &with(&[ADDED]), "adds no column");
     refused("1.4", &with(&[ADDED, other]), "not a MAJOR.MINOR.PATCH");
     refused("1.3.0", &with(&[other]), "registered with other columns");
-    assert_eq!(contract::newest().version, "1.3.0", "nothing refused was registered");
+    assert_eq!(
+        contract::newest().version,
+        "1.3.0",
+        "nothing refused was registered"
+    );
 }
 
 #[test]
@@ -86,7 +114,9 @@ fn older_input_is_widened_with_nulls_and_newer_never_narrowed() {
     let (to, kept) = contract::for_append(batches.clone(), Some("1.2.0"), false).unwrap();
     assert_eq!((to.version.as_str(), kept[0].num_columns()), ("1.2.0", 15));
     let wide = contract::conform(batches, &base, &v).unwrap();
-    let e = contract::for_append(wide, Some("1.2.0"), true).unwrap_err().to_string();
+    let e = contract::for_append(wide, Some("1.2.0"), true)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("cannot be written as 1.2.0"), "{e}");
     assert!(e.contains("transform_pipeline"), "{e}");
 }
@@ -154,7 +184,12 @@ fn write_parquet(path: &Path, batches: &[RecordBatch]) {
 fn versions_in_log(bin: &Path, store: &str) -> Vec<String> {
     ok(&run(bin, &["log", "--store", store, "--json"]))
         .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap()["schema_version"].as_str().unwrap().to_string())
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["schema_version"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
         .collect()
 }
 
@@ -171,14 +206,31 @@ fn a_store_mixing_versions_is_written_verified_and_exported() {
     ok(&run(&cli, &["append", "--store", s, "--input", nd]));
     assert!(versions_in_log(&cli, s).iter().all(|v| v == "1.3.0"));
     // --schema-version 1.2.0: written as 1.2.0.
-    ok(&run(&cli, &["append", "--store", s, "--input", nd, "--schema-version", "1.2.0"]));
+    ok(&run(
+        &cli,
+        &[
+            "append",
+            "--store",
+            s,
+            "--input",
+            nd,
+            "--schema-version",
+            "1.2.0",
+        ],
+    ));
     // Typed input keeps its version: Parquet of 1.2.0, Arrow of 1.3.0 (with values).
     let pq = dir.path().join("b.parquet");
     write_parquet(&pq, &lineage_store::demo::generate(30, 1, 3).unwrap());
-    ok(&run(&cli, &["append", "--store", s, "--input", pq.to_str().unwrap()]));
+    ok(&run(
+        &cli,
+        &["append", "--store", s, "--input", pq.to_str().unwrap()],
+    ));
     let arrow = dir.path().join("c.arrow");
     write_arrow(&arrow, &v130_batches(30, 4));
-    ok(&run(&cli, &["append", "--store", s, "--input", arrow.to_str().unwrap()]));
+    ok(&run(
+        &cli,
+        &["append", "--store", s, "--input", arrow.to_str().unwrap()],
+    ));
     let mut seen = versions_in_log(&cli, s);
     seen.sort();
     seen.dedup();
@@ -186,8 +238,14 @@ fn a_store_mixing_versions_is_written_verified_and_exported() {
     // Refusals: an unregistered version, and 1.3.0 input narrowed to 1.2.0. Nothing published.
     let before = common::snapshot(Path::new(s));
     for (args, want) in [
-        (vec!["--schema-version", "1.9.0"], "schema version 1.9.0 is not registered (registered: 1.2.0, 1.3.0)"),
-        (vec!["--schema-version", "1.2.0"], "cannot be written as 1.2.0"),
+        (
+            vec!["--schema-version", "1.9.0"],
+            "schema version 1.9.0 is not registered (registered: 1.2.0, 1.3.0)",
+        ),
+        (
+            vec!["--schema-version", "1.2.0"],
+            "cannot be written as 1.2.0",
+        ),
     ] {
         let mut all = vec!["append", "--store", s, "--input", arrow.to_str().unwrap()];
         all.extend(args);
@@ -195,14 +253,24 @@ fn a_store_mixing_versions_is_written_verified_and_exported() {
         assert_eq!(o.status.code(), Some(2));
         assert!(common::text(&o).1.contains(want), "{}", common::text(&o).1);
     }
-    assert_eq!(before, common::snapshot(Path::new(s)), "refused input publishes nothing");
+    assert_eq!(
+        before,
+        common::snapshot(Path::new(s)),
+        "refused input publishes nothing"
+    );
     // verify accepts every registered version; a binary without 1.3.0 names it.
     ok(&run(&cli, &["seal", "--store", s]));
     ok(&run(&cli, &["verify", "--store", s]));
-    let o = run(Path::new(env!("CARGO_BIN_EXE_lineage")), &["verify", "--store", s]);
+    let o = run(
+        Path::new(env!("CARGO_BIN_EXE_lineage")),
+        &["verify", "--store", s],
+    );
     assert_eq!(o.status.code(), Some(1));
     let out = common::text(&o).0;
-    assert!(out.contains("footer schema version 1.3.0 is not registered (registered: 1.2.0)"), "{out}");
+    assert!(
+        out.contains("footer schema version 1.3.0 is not registered (registered: 1.2.0)"),
+        "{out}"
+    );
     // The exports read both versions; the schema facet shows the union.
     let ev = ok(&run(&cli, &["export", "openlineage", "--store", s]));
     assert!(ev.contains("\"name\":\"transform_pipeline\""));
@@ -217,5 +285,11 @@ fn a_store_mixing_versions_is_written_verified_and_exported() {
     std::fs::write(&ptr, text.replace("\"1.3.0\"", "\"1.2.0\"")).unwrap();
     let o = run(&cli, &["verify", "--store", s]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(common::text(&o).0.contains("footer schema version 1.3.0, pointer"), "{}", common::text(&o).0);
+    assert!(
+        common::text(&o)
+            .0
+            .contains("footer schema version 1.3.0, pointer"),
+        "{}",
+        common::text(&o).0
+    );
 }

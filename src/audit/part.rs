@@ -163,8 +163,10 @@ impl PartFacts {
             None => why.push("footer carries no lineage_schema_version".to_string()),
             Some(v) => {
                 if contract::version(v).is_err() {
-                    let registered: Vec<String> =
-                        contract::versions().iter().map(|c| c.version.clone()).collect();
+                    let registered: Vec<String> = contract::versions()
+                        .iter()
+                        .map(|c| c.version.clone())
+                        .collect();
                     why.push(format!(
                         "footer schema version {v} is not registered (registered: {})",
                         registered.join(", ")
@@ -301,7 +303,9 @@ async fn facts_from(
         .schema_version
         .as_deref()
         .and_then(|v| contract::version(v).ok())
-        .unwrap_or_else(|| contract::version(contract::SCHEMA_VERSION).unwrap_or_else(|_| contract::newest()));
+        .unwrap_or_else(|| {
+            contract::version(contract::SCHEMA_VERSION).unwrap_or_else(|_| contract::newest())
+        });
     if let Err(e) = contract::check_schema_against(&declared.schema(), arrow_meta.schema()) {
         facts.schema_problem = Some(e.to_string());
         return Ok(facts); // columns are not where the contract puts them
