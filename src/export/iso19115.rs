@@ -99,11 +99,11 @@ impl Step {
             format!("from {}", summarise(&self.stats.source_crs))
         };
         format!(
-            "Stage `{}` ({}) of {} features into {} ({sources}): {}.",
+            "Stage `{}` ({}) into {} of {} features {sources}: {}.",
             self.stage,
             self.event_types(),
-            self.stats.rows,
             self.target,
+            self.stats.rows,
             self.outcome_summary()
         )
     }
@@ -114,12 +114,12 @@ impl Step {
     }
 }
 
-/// `a 12, b 3`: most frequent first, then by name.
+/// `a (12), b (3)`: most frequent first, then by name.
 pub(crate) fn summarise(counts: &BTreeMap<String, u64>) -> String {
     let mut v: Vec<(&String, &u64)> = counts.iter().collect();
     v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
     v.iter()
-        .map(|(k, n)| format!("{k} {n}"))
+        .map(|(k, n)| format!("{k} ({n})"))
         .collect::<Vec<_>>()
         .join(", ")
 }

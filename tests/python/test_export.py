@@ -335,7 +335,7 @@ def test_iso19115_3_is_schema_valid_and_has_one_step_per_stage_and_crs(store, st
         assert report.startswith(f"{len(want['rows']) - rejected} transformed, {rejected} rejected")
         reasons = Counter(r["rejection_reason"] for r in want["rows"] if r["rejection_reason"])
         for reason, n in reasons.items():
-            assert f"{reason} {n}" in report
+            assert f"{reason} ({n})" in report
         sources = {
             s.findtext(".//mcc:code/gco:CharacterString", namespaces=NS3)
             for s in ps.findall("mrl:source/mrl:LI_Source", NS3)
@@ -374,7 +374,7 @@ def test_iso19139_reads_back_with_owslib_and_is_schema_valid(store, steps, tmp_p
     for ps in found:
         desc = ps.findtext("gmd:description/gco:CharacterString", namespaces=NS139)
         stage = desc.split("`")[1]
-        target = next(t for (s, t) in steps if s == stage and f" into {t} (" in desc)
+        target = next(t for (s, t) in steps if s == stage and f" into {t} of " in desc)
         want = steps[(stage, target)]
         assert ps.findtext("gmd:dateTime/gco:DateTime", namespaces=NS139) == iso_time(
             max(r["event_time_utc"] for r in want["rows"])
