@@ -91,8 +91,9 @@ impl Validator {
                 origin,
                 i,
                 "accuracy_m",
+                // `{:?}` is the shortest exact spelling, in exponent form when long.
                 format!(
-                    "{} is not a finite, non-negative number of metres",
+                    "{:?} is not a finite, non-negative number of metres",
                     acc.value(i)
                 ),
             ));
