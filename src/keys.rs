@@ -175,3 +175,57 @@ pub fn classify(key: &str) -> KeyKind {
 pub fn is_commit_id(s: &str) -> bool {
     s.len() == 36 && uuid::Uuid::try_parse(s).is_ok() && !s.bytes().any(|b| b.is_ascii_uppercase())
 }
+
+/// The hidden temp name a POSIX publish of the object `name` writes first:
+/// `.{name}.{nonce}.tmp`. The nonce is a UUIDv7 (32 hex digits): unique per attempt, so
+/// concurrent creators of one key never share a temp, and carrying the time the temp was
+/// made, so `verify` can tell a temp in flight from a stale or planted one by its name
+/// (never by its modification time, which anyone can set).
+pub fn temp_name(name: &str) -> String {
+    format!(".{name}.{}.tmp", uuid::Uuid::now_v7().simple())
+}
+
+/// What a temp's file name says about it (see [`temp_name`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TempName {
+    /// The object name the temp would be published as.
+    pub target: String,
+    /// When the temp was made, from its UUIDv7 nonce; `None` when the nonce is not one
+    /// (a temp of an older lineage-store, or not lineage-store's).
+    pub created: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// Parse the last segment of a temp key, `.{name}.{nonce}.tmp`; `None` when it is not of
+/// that shape.
+pub fn parse_temp_name(file_name: &str) -> Option<TempName> {
+    let inner = file_name.strip_prefix('.')?.strip_suffix(".tmp")?;
+    let (target, nonce) = inner.rsplit_once('.')?;
+    if target.is_empty() || nonce.is_empty() {
+        return None;
+    }
+    let created = (nonce.len() == 32)
+        .then(|| uuid::Uuid::try_parse(nonce).ok())
+        .flatten()
+        .and_then(|u| uuid_v7_time(&u));
+    Some(TempName {
+        target: target.to_string(),
+        created,
+    })
+}
+
+/// The creation time a UUIDv7 carries (its first 48 bits, milliseconds since the epoch);
+/// `None` for any other version (commit-key ids are UUIDv8: no time).
+pub fn uuid_v7_time(u: &uuid::Uuid) -> Option<chrono::DateTime<chrono::Utc>> {
+    if u.get_version_num() != 7 {
+        return None;
+    }
+    let ms = i64::try_from(u.as_u128() >> 80).ok()?;
+    chrono::DateTime::from_timestamp_millis(ms)
+}
+
+/// Whether `key` is a commit-key claim: `_lineage/commit-keys/<64 lower-case hex>.json`.
+pub fn is_claim_key(key: &str) -> bool {
+    key.strip_prefix(COMMIT_KEYS_PREFIX)
+        .and_then(|r| r.strip_suffix(".json"))
+        .is_some_and(|h| h.len() == 64 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
+}

@@ -106,7 +106,7 @@ fn spelling(x: f64, i: usize) -> String {
 }
 
 /// Event `i` (sequence i+1) carrying accuracy `x`.
-fn event_with(i: usize, x: &str) -> Value {
+fn event_with(i: usize) -> Value {
     let mut e = common::event(i as i64 + 1, "run-f", "EPSG:4326");
     e["outcome"] = "transformed".into();
     e["rejection_reason"] = Value::Null;
@@ -118,7 +118,7 @@ fn event_with(i: usize, x: &str) -> Value {
 fn ndjson_input(values: &[f64]) -> Vec<u8> {
     let mut out = String::new();
     for (i, &x) in values.iter().enumerate() {
-        let line = event_with(i, "").to_string();
+        let line = event_with(i).to_string();
         let line = line.replace(
             "\"accuracy_m\":null",
             &format!("\"accuracy_m\":{}", spelling(x, i)),
@@ -138,7 +138,7 @@ fn csv_input(values: &[f64]) -> Vec<u8> {
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record(&names).unwrap();
     for (i, &x) in values.iter().enumerate() {
-        let e = event_with(i, "");
+        let e = event_with(i);
         let row: Vec<String> = names
             .iter()
             .map(|n| match (*n, &e[*n]) {
@@ -295,7 +295,7 @@ fn negative_and_non_finite_accuracies_are_refused_naming_the_value() {
     ] {
         let input = match format {
             Format::Ndjson => {
-                let line = event_with(0, "").to_string();
+                let line = event_with(0).to_string();
                 line.replace("\"accuracy_m\":null", &format!("\"accuracy_m\":{spelled}")) + "\n"
             }
             _ => {
