@@ -44,10 +44,25 @@ pub fn run_id_problem(run_id: &str) -> Option<String> {
         "contains a control character"
     } else if run_id.contains('%') || run_id.contains('#') || run_id.contains('?') {
         "contains `%`, `#` or `?` (escaped differently by object stores and readers)"
+    } else if let Some(c) = run_id.chars().find(|&c| !is_run_id_char(c)) {
+        return Some(format!(
+            "run_id {} contains {c:?} (U+{:04X}); a run_id holds only ASCII letters, digits and `{RUN_ID_PUNCTUATION}` \
+             (other characters, e.g. look-alikes of `/` and `.`, could disguise one run as another)",
+            crate::rules::quote(run_id),
+            u32::from(c)
+        ));
     } else {
         return None;
     };
-    Some(format!("run_id {run_id:?} {why}"))
+    Some(format!("run_id {} {why}", crate::rules::quote(run_id)))
+}
+
+/// The punctuation a `run_id` may hold besides ASCII letters and digits: enough for the
+/// ids schedulers make (UUIDs, `scheduled__2026-07-13T06:00:00+00:00`, `nightly.42`).
+pub const RUN_ID_PUNCTUATION: &str = "-_.:+@~";
+
+fn is_run_id_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || RUN_ID_PUNCTUATION.contains(c)
 }
 
 /// Check a `run_id` (see [`run_id_problem`]) as a library error.
