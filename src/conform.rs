@@ -101,11 +101,13 @@ pub fn plan(input: &Schema) -> Result<Plan> {
                 DataType::Timestamp(TimeUnit::Microsecond, _),
                 DataType::Timestamp(TimeUnit::Microsecond, Some(tz)),
             ) if UTC_NAMES.contains(&tz.as_ref()) => Take::Utc,
-            (w, g) => return Err(Error::Schema(format!(
+            (w, g) => {
+                return Err(Error::Schema(format!(
                 "field {} `{}` has type {g}, the contract expects {w} (no implicit cast is made)",
                 i + 1,
                 want.name()
-            ))),
+            )))
+            }
         };
         from.push((i, take));
     }

@@ -76,7 +76,7 @@ pub fn parsed_time_problem(s: &str, t: &DateTime<FixedOffset>) -> Option<String>
             cut(s)
         ));
     }
-    (nanos % 1000 != 0).then(|| {
+    (!nanos.is_multiple_of(1000)).then(|| {
         format!(
             "`{}` has sub-microsecond precision; the contract stores microseconds",
             cut(s)
