@@ -475,3 +475,26 @@ fn common_snapshot(root: &Path) -> std::collections::BTreeMap<String, String> {
     }
     out
 }
+
+#[test]
+fn verify_reports_when_the_head_seal_was_made_for_monitoring() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = demo(dir.path());
+    let o = lineage(&["verify", "--store", &store, "--json"]);
+    let r: Value = serde_json::from_str(&out(&o)).unwrap();
+    assert!(r.get("head_sealed_utc").is_none(), "no seal yet: {r}");
+    let before = Utc::now();
+    assert!(lineage(&["seal", "--store", &store]).status.success());
+    let o = lineage(&["verify", "--store", &store, "--json"]);
+    let r: Value = serde_json::from_str(&out(&o)).unwrap();
+    let t = chrono::DateTime::parse_from_rfc3339(r["head_sealed_utc"].as_str().unwrap()).unwrap();
+    assert!(t >= before - Duration::seconds(1) && t <= Utc::now(), "{t}");
+    let text = out(&lineage(&["verify", "--store", &store]));
+    assert!(
+        text.contains(&format!(
+            ", sealed {}",
+            r["head_sealed_utc"].as_str().unwrap()
+        )),
+        "{text}"
+    );
+}

@@ -169,6 +169,10 @@ pub struct Report {
     /// sha256 of the newest seal: compare with the head digest kept elsewhere.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub head: Option<String>,
+    /// When the newest seal says it was made (RFC 3339; the sealer's clock): monitor its
+    /// age to see that sealing keeps up.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub head_sealed_utc: Option<String>,
     /// Commits covered by seals.
     pub sealed_commits: u64,
     /// Pointers not covered by any seal yet.
@@ -252,6 +256,11 @@ pub async fn verify_with(store: &dyn AtomicPublisher, opts: &VerifyOptions) -> R
     if let Some((seq, d)) = chain.head() {
         report.head_seq = Some(seq);
         report.head = Some(d.to_string());
+        report.head_sealed_utc = chain
+            .seals
+            .last()
+            .and_then(|s| s.seal.as_ref().ok())
+            .map(|s| s.sealed_utc.clone());
     }
     if let Some(want) = &opts.expect_head {
         report.problems.extend(chain::check_head(&chain, want));

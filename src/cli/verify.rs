@@ -114,8 +114,15 @@ fn print_report(r: &Report) -> Result<()> {
     ))?;
     match (&r.head_seq, &r.head) {
         (Some(seq), Some(head)) => out(&format!(
-            "seals: {} ({} signed), {} commits sealed, {} not sealed yet; head: seal {seq} sha256 {head}",
-            r.seals, r.signed_seals, r.sealed_commits, r.unsealed_commits
+            "seals: {} ({} signed), {} commits sealed, {} not sealed yet; head: seal {seq} sha256 {head}{}",
+            r.seals,
+            r.signed_seals,
+            r.sealed_commits,
+            r.unsealed_commits,
+            r.head_sealed_utc
+                .as_deref()
+                .map(|t| format!(", sealed {t}"))
+                .unwrap_or_default()
         ))?,
         _ => out(&format!(
             "seals: none ({} commits not sealed): run `lineage seal` to protect against removal",
