@@ -24,9 +24,27 @@ pub const SEALS_PREFIX: &str = "_lineage/seals/";
 /// Prefix of commit-key claims (see [`crate::commit_key`]).
 pub const COMMIT_KEYS_PREFIX: &str = "_lineage/commit-keys/";
 
-/// Why a `run_id` is not a safe path segment, or `None` when it is.
+/// Why a `run_id` is not acceptable in new input, or `None` when it is: a safe path
+/// segment ([`run_id_segment_problem`]) of ASCII letters, digits and
+/// [`RUN_ID_PUNCTUATION`] only.
 pub fn run_id_problem(run_id: &str) -> Option<String> {
-    let why = if run_id.is_empty() {
+    if let Some(why) = run_id_segment_problem(run_id) {
+        return Some(format!("run_id {} {why}", crate::rules::quote(run_id)));
+    }
+    let c = run_id.chars().find(|&c| !is_run_id_char(c))?;
+    Some(format!(
+        "run_id {} contains {c:?} (U+{:04X}); a run_id holds only ASCII letters, digits and `{RUN_ID_PUNCTUATION}` \
+         (other characters, e.g. look-alikes of `/` and `.`, could disguise one run as another)",
+        crate::rules::quote(run_id),
+        u32::from(c)
+    ))
+}
+
+/// Why a `run_id` is not a safe path segment, or `None`. This is what every version of
+/// lineage-store has required, so it decides which existing keys are ours
+/// ([`classify`]): a store written before the ASCII-only rule keeps its non-ASCII runs.
+pub fn run_id_segment_problem(run_id: &str) -> Option<&'static str> {
+    Some(if run_id.is_empty() {
         "is empty"
     } else if run_id.len() > MAX_RUN_ID_BYTES {
         "is longer than 128 bytes"
@@ -44,17 +62,9 @@ pub fn run_id_problem(run_id: &str) -> Option<String> {
         "contains a control character"
     } else if run_id.contains('%') || run_id.contains('#') || run_id.contains('?') {
         "contains `%`, `#` or `?` (escaped differently by object stores and readers)"
-    } else if let Some(c) = run_id.chars().find(|&c| !is_run_id_char(c)) {
-        return Some(format!(
-            "run_id {} contains {c:?} (U+{:04X}); a run_id holds only ASCII letters, digits and `{RUN_ID_PUNCTUATION}` \
-             (other characters, e.g. look-alikes of `/` and `.`, could disguise one run as another)",
-            crate::rules::quote(run_id),
-            u32::from(c)
-        ));
     } else {
         return None;
-    };
-    Some(format!("run_id {} {why}", crate::rules::quote(run_id)))
+    })
 }
 
 /// The punctuation a `run_id` may hold besides ASCII letters and digits: enough for the
@@ -65,11 +75,15 @@ fn is_run_id_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || RUN_ID_PUNCTUATION.contains(c)
 }
 
-/// Check a `run_id` (see [`run_id_problem`]) as a library error.
+/// Check a `run_id` to look up (`log --run-id`): a safe path segment, so that runs an
+/// older version stored can still be listed.
 pub fn check_run_id(run_id: &str) -> Result<()> {
-    match run_id_problem(run_id) {
+    match run_id_segment_problem(run_id) {
         None => Ok(()),
-        Some(m) => Err(Error::Usage(m)),
+        Some(why) => Err(Error::Usage(format!(
+            "run_id {} {why}",
+            crate::rules::quote(run_id)
+        ))),
     }
 }
 
@@ -141,7 +155,7 @@ pub fn classify(key: &str) -> KeyKind {
             if let (Some(run_id), Some(commit_id)) =
                 (dir.strip_prefix("run_id="), file.strip_suffix(".json"))
             {
-                if !file.contains('/') && is_commit_id(commit_id) {
+                if !file.contains('/') && is_commit_id(commit_id) && is_run_id(run_id) {
                     return KeyKind::Pointer {
                         run_id: run_id.to_string(),
                         commit_id: commit_id.to_string(),
@@ -174,7 +188,7 @@ pub fn classify(key: &str) -> KeyKind {
             f.strip_prefix("part-")
                 .and_then(|f| f.strip_suffix(".parquet")),
         ) {
-            if is_commit_id(commit_id) {
+            if is_commit_id(commit_id) && is_run_id(run_id) {
                 return KeyKind::Part {
                     run_id: run_id.to_string(),
                     target_crs: target_crs.to_string(),
@@ -184,6 +198,12 @@ pub fn classify(key: &str) -> KeyKind {
         }
     }
     KeyKind::Foreign
+}
+
+/// A `run_id` lineage-store could have written (so a key whose `run_id` segment is not,
+/// e.g. one holding `%`, is foreign, never a part or pointer of ours).
+fn is_run_id(run_id: &str) -> bool {
+    run_id_segment_problem(run_id).is_none()
 }
 
 /// A commit id is a hyphenated lower-case UUID.

@@ -173,3 +173,28 @@ fn empty_input_is_recognised_per_format() {
     assert!(is_empty_input(b"", Format::Parquet));
     assert!(!is_empty_input(b" ", Format::Arrow)); // not a readable file: refused
 }
+
+#[tokio::test]
+async fn runs_stored_before_the_ascii_only_rule_still_verify_and_list() {
+    // A run id an older lineage-store accepted (it was a safe path segment then too).
+    let old = "lauf-größe";
+    assert!(
+        lineage_store::keys::run_id_problem(old).is_some(),
+        "refused for new input"
+    );
+    let b = matrix::contract_batch(3);
+    let runs: arrow_array::StringArray = std::iter::repeat_n(Some(old), 3).collect();
+    let b = matrix::with(&b, "run_id", Arc::new(runs));
+    let b = RecordBatch::try_new(lineage_store::contract::schema(), b.columns().to_vec()).unwrap();
+    let mem = Arc::new(MemoryPublisher::new());
+    Writer::new(mem.clone()).append(&[b], |_| {}).await.unwrap();
+    let r = lineage_store::audit::verify::verify(mem.as_ref())
+        .await
+        .unwrap();
+    assert!(r.is_clean(), "{:#?}", r.problems);
+    assert_eq!((r.commits, r.rows), (1, 3));
+    let logged = lineage_store::audit::log::read_pointers(mem.as_ref(), Some(old))
+        .await
+        .unwrap();
+    assert_eq!(logged.len(), 1);
+}
