@@ -61,6 +61,7 @@ impl Validator {
                 }
             }
         }
+        crate::rules::check_batch(batch, origin)?;
         let run_ids = batch.column(col::RUN_ID).as_string::<i32>();
         for i in 0..run_ids.len() {
             let r = run_ids.value(i);
@@ -91,8 +92,9 @@ impl Validator {
                 origin,
                 i,
                 "accuracy_m",
+                // `{:?}` is the shortest exact spelling, in exponent form when long.
                 format!(
-                    "{} is not a finite, non-negative number of metres",
+                    "{:?} is not a finite, non-negative number of metres",
                     acc.value(i)
                 ),
             ));

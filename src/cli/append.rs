@@ -56,6 +56,18 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     if let Some(e) = print_err {
         return Err(e);
     }
+    if pointers.is_empty() {
+        // Empty input is a no-op, not an error (README, "Input"), and says so.
+        let note = "the input holds no events: nothing was appended";
+        return out(&if a.json {
+            json_line(
+                &serde_json::json!({"empty_input": true, "commits": 0, "rows": 0, "note": note}),
+            )?
+        } else {
+            format!("0 commits, 0 rows: {note}")
+        })
+        .map(|()| 0);
+    }
     if !a.json {
         let rows: u64 = pointers.iter().map(|p| p.row_count).sum();
         out(&format!("{} commits, {rows} rows", pointers.len()))?;
