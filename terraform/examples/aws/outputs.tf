@@ -32,3 +32,13 @@ output "replica_kms_key_arn" {
   description = "The replica's KMS key."
   value       = module.archive.replica_kms_key_arn
 }
+
+output "region" {
+  description = "The archive's region (AWS_REGION for lineage)."
+  value       = var.region
+}
+
+output "replica_region" {
+  description = "The replica's region (AWS_REGION for `lineage verify` of the replica)."
+  value       = var.replica_region
+}
