@@ -42,16 +42,8 @@ data "aws_iam_policy_document" "list" {
   }
 }
 
-# `lineage append` (and `repair`): create parts, pointers and commit-key claims, and read
-# them back (after an ambiguous answer, and to compare a commit key's claim). Every put is
-# create-only (the bucket policy refuses any other); no delete, no seal.
-data "aws_iam_policy_document" "writer" {
-  source_policy_documents = [data.aws_iam_policy_document.list.json]
-  statement {
-    sid       = "CreateAndReadParts"
-    actions   = ["s3:PutObject", "s3:GetObject"]
-    resources = [local.keys.data, local.keys.pointers, local.keys.commit_keys]
-  }
+# Writing (and reading) objects encrypted with the archive's key: writer and sealer.
+data "aws_iam_policy_document" "encrypt" {
   statement {
     sid       = "EncryptWithArchiveKey"
     actions   = ["kms:GenerateDataKey", "kms:Decrypt"]
@@ -59,9 +51,21 @@ data "aws_iam_policy_document" "writer" {
   }
 }
 
+# `lineage append` (and `repair`): create parts, pointers and commit-key claims, and read
+# them back (after an ambiguous answer, and to compare a commit key's claim). Every put is
+# create-only (the bucket policy refuses any other); no delete, no seal.
+data "aws_iam_policy_document" "writer" {
+  source_policy_documents = [data.aws_iam_policy_document.list.json, data.aws_iam_policy_document.encrypt.json]
+  statement {
+    sid       = "CreateAndReadParts"
+    actions   = ["s3:PutObject", "s3:GetObject"]
+    resources = [local.keys.data, local.keys.pointers, local.keys.commit_keys]
+  }
+}
+
 # `lineage seal`: read every pointer and seal, create the next seal.
 data "aws_iam_policy_document" "sealer" {
-  source_policy_documents = [data.aws_iam_policy_document.list.json]
+  source_policy_documents = [data.aws_iam_policy_document.list.json, data.aws_iam_policy_document.encrypt.json]
   statement {
     sid       = "CreateSeals"
     actions   = ["s3:PutObject"]
@@ -71,11 +75,6 @@ data "aws_iam_policy_document" "sealer" {
     sid       = "ReadPointersAndSeals"
     actions   = ["s3:GetObject"]
     resources = [local.keys.meta]
-  }
-  statement {
-    sid       = "EncryptWithArchiveKey"
-    actions   = ["kms:GenerateDataKey", "kms:Decrypt"]
-    resources = [module.archive.kms_key_arn]
   }
 }
 

@@ -82,7 +82,8 @@ resource "aws_s3_bucket_lifecycle_configuration" "logs" {
 # With bucket-owner-enforced ownership, log delivery is granted by policy (not ACLs), only
 # for this archive bucket and account.
 data "aws_iam_policy_document" "logs" {
-  count = local.create_target ? 1 : 0
+  count                   = local.create_target ? 1 : 0
+  source_policy_documents = [data.aws_iam_policy_document.tls_only["logs"].json]
   statement {
     sid       = "S3ServerAccessLogsDelivery"
     actions   = ["s3:PutObject"]
@@ -100,21 +101,6 @@ data "aws_iam_policy_document" "logs" {
       test     = "StringEquals"
       variable = "aws:SourceAccount"
       values   = [data.aws_caller_identity.current.account_id]
-    }
-  }
-  statement {
-    sid       = "DenyInsecureTransport"
-    effect    = "Deny"
-    actions   = ["s3:*"]
-    resources = [aws_s3_bucket.logs[0].arn, "${aws_s3_bucket.logs[0].arn}/*"]
-    principals {
-      type        = "*"
-      identifiers = ["*"]
-    }
-    condition {
-      test     = "Bool"
-      variable = "aws:SecureTransport"
-      values   = ["false"]
     }
   }
 }

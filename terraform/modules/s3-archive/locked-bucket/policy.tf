@@ -4,6 +4,7 @@
 # any Allow anywhere, including an administrator's s3:*.
 
 locals {
+  s3_arn     = "arn:${data.aws_partition.current.partition}:s3:::"
   bucket_arn = aws_s3_bucket.this.arn
   # Every key lineage writes to an object store: data parts and _lineage/ (pointers,
   # seals, commit-key claims).
@@ -17,12 +18,14 @@ locals {
   temp_keys = "${local.bucket_arn}/${local.key_prefix}*/.*.tmp"
 }
 
-data "aws_iam_policy_document" "bucket" {
+# TLS only, for this bucket and its access-log bucket.
+data "aws_iam_policy_document" "tls_only" {
+  for_each = merge({ archive = var.bucket_name }, local.create_target ? { logs = var.access_logging.target_bucket } : {})
   statement {
     sid       = "DenyInsecureTransport"
     effect    = "Deny"
     actions   = ["s3:*"]
-    resources = [local.bucket_arn, "${local.bucket_arn}/*"]
+    resources = ["${local.s3_arn}${each.value}", "${local.s3_arn}${each.value}/*"]
     principals {
       type        = "*"
       identifiers = ["*"]
@@ -33,6 +36,10 @@ data "aws_iam_policy_document" "bucket" {
       values   = ["false"]
     }
   }
+}
+
+data "aws_iam_policy_document" "bucket" {
+  source_policy_documents = [data.aws_iam_policy_document.tls_only["archive"].json]
 
   # Create-only: a PutObject (or CompleteMultipartUpload, or CopyObject) without
   # If-None-Match is refused. s3:ObjectCreationOperation is false for CreateMultipartUpload,
