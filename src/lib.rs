@@ -20,6 +20,8 @@
 //! - [`keys`]: the object layout; every key is built and classified there.
 //! - [`audit`]: the read side: `log`, `verify`, seals with RFC 9162 Merkle roots and
 //!   Ed25519 signatures, inclusion proofs, `repair` of orphans and `sweep` of stale temps.
+//! - [`replicate`]: copy a store to another (any backend to any backend), and compare a
+//!   replica with its source; [`witness`]: heads recorded in a second store.
 //! - [`cli`]: one file per command; `src/bin/lineage.rs` only calls [`cli::main`].
 //! - [`error`]: one error enum and its mapping to kinds and exit codes.
 //! - [`clock`]: injected time and id generation; [`demo`]: sample events.
@@ -38,8 +40,10 @@ pub mod input;
 pub mod keys;
 pub mod pointer;
 pub mod publish;
+pub mod replicate;
 pub mod store;
 pub mod validate;
+pub mod witness;
 pub mod writer;
 
 pub use error::{Error, ErrorKind, Result};
