@@ -17,11 +17,13 @@ mod keygen;
 mod log;
 mod prove;
 mod repair;
+mod replicate;
 mod schema;
 mod seal;
 mod sweep;
 mod verify;
 mod verify_proof;
+mod witness;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -81,6 +83,10 @@ enum Command {
     Repair(repair::Args),
     /// Remove stale temps left by crashed publishes.
     Sweep(sweep::Args),
+    /// Copy every object another store lacks, checked, create-only, in order.
+    Replicate(replicate::Args),
+    /// Record the store's newest seal in a witness store.
+    Witness(witness::Args),
 }
 
 /// What a command reports back: exit code 0 or 1 (problems found).
@@ -110,6 +116,8 @@ pub fn main() -> ExitCode {
             Command::VerifyProof(a) => verify_proof::run(a).await,
             Command::Repair(a) => repair::run(a).await,
             Command::Sweep(a) => sweep::run(a).await,
+            Command::Replicate(a) => replicate::run(a).await,
+            Command::Witness(a) => witness::run(a).await,
         }
     });
     match result {

@@ -40,6 +40,10 @@ pub(crate) struct Args {
     /// Temps and orphan parts younger than this are in flight, not problems.
     #[arg(long, value_name = "DURATION", default_value_t = format!("{DEFAULT_GRACE_MINUTES}m"))]
     grace: String,
+    #[command(flatten)]
+    replica: super::replicate::ReplicaOfArgs,
+    #[command(flatten)]
+    witness: super::witness::VerifyWitnessArgs,
 }
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
@@ -83,15 +87,25 @@ async fn check(a: Args) -> Result<Status> {
         let _ = write!(std::io::stderr(), "\r\x1b[2K");
     }
     let report = report?;
+    let replica = a.replica.check(store.as_ref()).await?;
+    let witness = a.witness.check(store.as_ref()).await?;
+    let more = replica.as_ref().map_or(0, |r| r.problems.len())
+        + witness.as_ref().map_or(0, |w| w.problems.len());
     if a.json {
-        out(&json_line(&report)?)?;
+        let mut v = serde_json::to_value(&report).map_err(|e| Error::Internal(e.to_string()))?;
+        v["replica"] = serde_json::to_value(&replica).map_err(|e| Error::Internal(e.to_string()))?;
+        v["witness"] = serde_json::to_value(&witness).map_err(|e| Error::Internal(e.to_string()))?;
+        out(&json_line(&v)?)?;
     } else {
-        print_report(&report)?;
+        let mut lines = replica.as_ref().map(super::replicate::replica_lines).unwrap_or_default();
+        lines.extend(witness.as_ref().map(super::witness::witness_lines).unwrap_or_default());
+        print_report(&report, &lines, more)?;
     }
-    Ok(if report.is_clean() { 0 } else { 1 })
+    Ok(if report.is_clean() && more == 0 { 0 } else { 1 })
 }
 
-fn print_report(r: &Report) -> Result<()> {
+/// The report, then `more` lines (of `--replica-of`, `--witness`) holding `extra` problems.
+fn print_report(r: &Report, more: &[String], extra: usize) -> Result<()> {
     for p in &r.problems {
         let kind = serde_json::to_value(p.kind)
             .ok()
@@ -126,10 +140,13 @@ fn print_report(r: &Report) -> Result<()> {
             r.in_flight
         ))?;
     }
-    out(&if r.is_clean() {
+    for l in more {
+        out(l)?;
+    }
+    out(&if r.is_clean() && extra == 0 {
         "clean: no problems".to_string()
     } else {
-        format!("{} problems", r.problems.len())
+        format!("{} problems", r.problems.len() + extra)
     })
 }
 
