@@ -121,14 +121,21 @@ async fn objects_land_in_publication_order_and_the_replica_is_the_source_byte_fo
     // Order: a part before its pointer; a claim after every commit it names; a seal after
     // every pointer it covers and after the seal before it.
     let order = dst.created();
-    let at: HashMap<&str, usize> = order.iter().enumerate().map(|(i, k)| (k.as_str(), i)).collect();
+    let at: HashMap<&str, usize> = order
+        .iter()
+        .enumerate()
+        .map(|(i, k)| (k.as_str(), i))
+        .collect();
     for (i, k) in order.iter().enumerate() {
         match keys::classify(k) {
             KeyKind::Pointer { run_id, commit_id } => {
                 let ptr: lineage_store::pointer::Pointer =
                     serde_json::from_slice(&src.get(k).await.unwrap().unwrap()).unwrap();
                 assert_eq!((ptr.run_id, ptr.commit_id), (run_id, commit_id));
-                assert!(at[ptr.part_path.as_str()] < i, "pointer {k} before its part");
+                assert!(
+                    at[ptr.part_path.as_str()] < i,
+                    "pointer {k} before its part"
+                );
             }
             KeyKind::Seal(n) => {
                 let seal = Seal::from_bytes(k, &src.get(k).await.unwrap().unwrap()).unwrap();
@@ -176,12 +183,22 @@ async fn only_new_objects_are_copied_after_an_append_and_a_seal() {
     let rec = Recording::new(dst.clone());
     let s = replicate(src.clone(), rec.clone(), opts(4)).await.unwrap();
     assert_eq!(
-        (s.copied.parts, s.copied.pointers, s.copied.seals, s.copied.claims),
+        (
+            s.copied.parts,
+            s.copied.pointers,
+            s.copied.seals,
+            s.copied.claims
+        ),
         (new.len() as u64, new.len() as u64, 1, 0)
     );
     let mut want: Vec<String> = new
         .iter()
-        .flat_map(|p| [p.part_path.clone(), keys::pointer_key(&p.run_id, &p.commit_id)])
+        .flat_map(|p| {
+            [
+                p.part_path.clone(),
+                keys::pointer_key(&p.run_id, &p.commit_id),
+            ]
+        })
         .chain([lineage_store::audit::seal::seal_key(4)])
         .collect();
     let mut got = rec.created();
@@ -198,7 +215,9 @@ async fn a_lost_response_at_the_destination_is_read_back_and_accepted() {
     faulty.fail("part-", Fault::After, 2);
     faulty.fail("_lineage/commits/", Fault::AfterAsExisting, 1);
     faulty.fail("_lineage/seals/", Fault::After, 1);
-    let s = replicate(src.clone(), faulty.clone(), opts(4)).await.unwrap();
+    let s = replicate(src.clone(), faulty.clone(), opts(4))
+        .await
+        .unwrap();
     assert_eq!(faulty.fired().len(), 4, "{:?}", faulty.fired());
     assert!(s.is_complete(), "{s:#?}");
     assert_eq!(s.already_present, 4, "the four lost answers, read back");
@@ -211,7 +230,9 @@ async fn an_ambiguous_failure_that_did_not_land_is_an_error_and_the_next_run_com
     let mem = Arc::new(MemoryPublisher::new());
     let faulty = Arc::new(FaultyPublisher::new(mem.clone()));
     faulty.fail("_lineage/commits/", Fault::Before, 1);
-    let e = replicate(src.clone(), faulty.clone(), opts(1)).await.unwrap_err();
+    let e = replicate(src.clone(), faulty.clone(), opts(1))
+        .await
+        .unwrap_err();
     assert!(e.to_string().contains("_lineage/commits/"), "{e}");
     // What landed is a valid store: complete commits and at most one orphan part.
     let r = verify_later(mem.as_ref()).await;
@@ -230,7 +251,9 @@ async fn an_ambiguous_failure_that_did_not_land_is_an_error_and_the_next_run_com
 #[tokio::test]
 async fn a_conflicting_destination_object_is_named_with_both_digests_and_left_alone() {
     let src = source().await;
-    let ptrs = lineage_store::audit::log::read_pointers(src.as_ref(), None).await.unwrap();
+    let ptrs = lineage_store::audit::log::read_pointers(src.as_ref(), None)
+        .await
+        .unwrap();
     let dst = Arc::new(MemoryPublisher::new());
     // Another store's pointer under one of our keys, and another part under another key.
     let victim = keys::pointer_key(&ptrs[0].run_id, &ptrs[0].commit_id);
@@ -240,35 +263,64 @@ async fn a_conflicting_destination_object_is_named_with_both_digests_and_left_al
     let got: Vec<(&str, Option<&str>, &str)> = s
         .conflicts
         .iter()
-        .map(|c| (c.key.as_str(), c.source_sha256.as_deref(), c.destination_sha256.as_str()))
+        .map(|c| {
+            (
+                c.key.as_str(),
+                c.source_sha256.as_deref(),
+                c.destination_sha256.as_str(),
+            )
+        })
         .collect();
     let src_ptr = sha256_hex(&src.get(&victim).await.unwrap().unwrap());
-    let mut want = vec![
-        (victim.as_str(), Some(src_ptr.as_str()), sha256_hex(b"{\"not\": \"ours\"}\n")),
-        (ptrs[5].part_path.as_str(), Some(ptrs[5].sha256.as_str()), sha256_hex(b"other bytes")),
+    let mut want = [
+        (
+            victim.as_str(),
+            Some(src_ptr.as_str()),
+            sha256_hex(b"{\"not\": \"ours\"}\n"),
+        ),
+        (
+            ptrs[5].part_path.as_str(),
+            Some(ptrs[5].sha256.as_str()),
+            sha256_hex(b"other bytes"),
+        ),
     ];
     want.sort();
     assert_eq!(
         got,
-        want.iter().map(|(k, s, d)| (*k, *s, d.as_str())).collect::<Vec<_>>()
+        want.iter()
+            .map(|(k, s, d)| (*k, *s, d.as_str()))
+            .collect::<Vec<_>>()
     );
     // Nothing overwritten; the conflicting commit's other half and every seal covering
     // either are not published.
-    assert_eq!(dst.get(&victim).await.unwrap().unwrap(), Bytes::from_static(b"{\"not\": \"ours\"}\n"));
-    assert_eq!(dst.get(&ptrs[5].part_path).await.unwrap().unwrap(), Bytes::from_static(b"other bytes"));
+    assert_eq!(
+        dst.get(&victim).await.unwrap().unwrap(),
+        Bytes::from_static(b"{\"not\": \"ours\"}\n")
+    );
+    assert_eq!(
+        dst.get(&ptrs[5].part_path).await.unwrap().unwrap(),
+        Bytes::from_static(b"other bytes")
+    );
     let p5 = keys::pointer_key(&ptrs[5].run_id, &ptrs[5].commit_id);
     assert!(dst.get(&p5).await.unwrap().is_none());
     assert!(s.refused.iter().any(|n| n.key == p5), "{:#?}", s.refused);
     assert!(dst.list(keys::SEALS_PREFIX).await.unwrap().is_empty());
-    assert!(s.refused.iter().any(|n| n.key.starts_with(keys::SEALS_PREFIX) && n.reason.contains("covers")));
+    assert!(s
+        .refused
+        .iter()
+        .any(|n| n.key.starts_with(keys::SEALS_PREFIX) && n.reason.contains("covers")));
 }
 
 #[tokio::test]
 async fn corrupt_source_objects_are_refused_and_nothing_naming_them_is_copied() {
     let src = source().await;
-    let ptrs = lineage_store::audit::log::read_pointers(src.as_ref(), None).await.unwrap();
+    let ptrs = lineage_store::audit::log::read_pointers(src.as_ref(), None)
+        .await
+        .unwrap();
     // Seal 1 covers the first append's commits; find one of the last append's (seal 3).
-    let seals = lineage_store::audit::chain::walk(src.as_ref(), None).await.unwrap();
+    let seals = lineage_store::audit::chain::walk(src.as_ref(), None)
+        .await
+        .unwrap();
     let last = ptrs
         .iter()
         .find(|p| seals.leaves[seals.by_key[&keys::pointer_key(&p.run_id, &p.commit_id)]].seq == 3)
@@ -279,9 +331,16 @@ async fn corrupt_source_objects_are_refused_and_nothing_naming_them_is_copied() 
     let dst = Arc::new(MemoryPublisher::new());
     let s = replicate(src.clone(), dst.clone(), opts(4)).await.unwrap();
     assert!(s.conflicts.is_empty());
-    let refused: BTreeMap<&str, &str> = s.refused.iter().map(|n| (n.key.as_str(), n.reason.as_str())).collect();
+    let refused: BTreeMap<&str, &str> = s
+        .refused
+        .iter()
+        .map(|n| (n.key.as_str(), n.reason.as_str()))
+        .collect();
     let lp = keys::pointer_key(&last.run_id, &last.commit_id);
-    assert!(refused[last.part_path.as_str()].contains(&format!("records {}", last.sha256)), "{refused:#?}");
+    assert!(
+        refused[last.part_path.as_str()].contains(&format!("records {}", last.sha256)),
+        "{refused:#?}"
+    );
     assert!(refused[lp.as_str()].contains("was not copied"));
     assert!(refused[lineage_store::audit::seal::seal_key(3).as_str()].contains(&lp));
     assert_eq!(refused.len(), 3, "{refused:#?}");
@@ -343,7 +402,10 @@ async fn a_stop_lets_the_commit_in_flight_finish_and_starts_nothing_new() {
     };
     let s = replicate(src.clone(), dst.clone(), o).await.unwrap();
     assert!(s.stopped);
-    assert_eq!((s.copied.parts, s.copied.pointers, s.copied.seals), (1, 1, 0));
+    assert_eq!(
+        (s.copied.parts, s.copied.pointers, s.copied.seals),
+        (1, 1, 0)
+    );
     let r = verify_later(dst.as_ref()).await;
     assert!(r.is_clean(), "{:#?}", r.problems);
     assert_eq!(r.commits, 1);
@@ -401,12 +463,17 @@ async fn compare_names_what_is_missing_differs_or_extra_on_either_side() {
     let src = source().await;
     let dst = Arc::new(MemoryPublisher::new());
     replicate(src.clone(), dst.clone(), opts(4)).await.unwrap();
-    let ptrs = lineage_store::audit::log::read_pointers(src.as_ref(), None).await.unwrap();
+    let ptrs = lineage_store::audit::log::read_pointers(src.as_ref(), None)
+        .await
+        .unwrap();
     // Behind is not a problem.
     let new = append(src.clone(), 20, 10, 12).await;
     let c = compare(dst.as_ref(), src.as_ref()).await.unwrap();
     assert!(c.is_clean(), "{:#?}", c.problems);
-    assert_eq!((c.behind.commits, c.behind.objects), (new.len() as u64, 2 * new.len() as u64));
+    assert_eq!(
+        (c.behind.commits, c.behind.objects),
+        (new.len() as u64, 2 * new.len() as u64)
+    );
     seal(src.as_ref(), &SystemClock, None).await.unwrap();
     let c = compare(dst.as_ref(), src.as_ref()).await.unwrap();
     assert!(c.is_clean(), "{:#?}", c.problems);
@@ -421,7 +488,11 @@ async fn compare_names_what_is_missing_differs_or_extra_on_either_side() {
     dst.tamper_put("run_id=x/stray.parquet", Bytes::from_static(b"x")); // extra on the replica
     src.tamper_put("notes.txt", Bytes::from_static(b"x")); // extra on the source
     let c = compare(dst.as_ref(), src.as_ref()).await.unwrap();
-    let got: Vec<(RK, &str)> = c.problems.iter().map(|p| (p.kind, p.key.as_str())).collect();
+    let got: Vec<(RK, &str)> = c
+        .problems
+        .iter()
+        .map(|p| (p.kind, p.key.as_str()))
+        .collect();
     let mut want = vec![
         (RK::OnlyInSource, ptrs[1].part_path.as_str()),
         (RK::OnlyInReplica, p0.as_str()),
@@ -442,5 +513,8 @@ async fn compare_names_what_is_missing_differs_or_extra_on_either_side() {
     dst.tamper_put(&key, Bytes::from(s2.to_bytes().unwrap()));
     let c = compare(dst.as_ref(), src.as_ref()).await.unwrap();
     assert_eq!(c.relation, Relation::Diverged);
-    assert!(c.problems.iter().any(|p| p.kind == RK::Diverged && p.key == key));
+    assert!(c
+        .problems
+        .iter()
+        .any(|p| p.kind == RK::Diverged && p.key == key));
 }

@@ -8,9 +8,9 @@
 //! one pair each.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
 #[path = "replica_support/mod.rs"]
 mod replica;
+mod support;
 
 use std::collections::BTreeSet;
 
@@ -54,7 +54,11 @@ async fn assert_valid_partial(src: &Side, dst: &Side, ctx: &str) {
     );
     let (s, d) = (src.snapshot().await, dst.snapshot().await);
     for (k, digest) in &d {
-        assert_eq!(s.get(k), Some(digest), "{ctx}: {k} is not the source's object");
+        assert_eq!(
+            s.get(k),
+            Some(digest),
+            "{ctx}: {k} is not the source's object"
+        );
     }
 }
 
@@ -84,7 +88,12 @@ async fn pair(src: Side, dst: Side) {
         let have = dst.snapshot().await.len() as u64;
         let n = rng.between(1, total as u64 - have - 1);
         Running::held(&replicate_args(&src, &dst, &["--concurrency", conc]), n).kill();
-        assert_valid_partial(&src, &dst, &format!("{ctx}: SIGKILL {round} after {n} publishes")).await;
+        assert_valid_partial(
+            &src,
+            &dst,
+            &format!("{ctx}: SIGKILL {round} after {n} publishes"),
+        )
+        .await;
         assert!(dst.snapshot().await.len() as u64 >= have + n, "{ctx}");
     }
     let before = dst.snapshot().await.len() as u64;
@@ -114,13 +123,21 @@ async fn pair(src: Side, dst: Side) {
     assert_eq!(o.status.code(), Some(0), "{ctx}: {:?}", text(&o));
     let r = json(&o);
     assert_eq!(r["replica"]["relation"], "identical", "{ctx}: {r}");
-    assert_eq!(r["replica"]["objects_compared"].as_u64(), Some(total as u64));
+    assert_eq!(
+        r["replica"]["objects_compared"].as_u64(),
+        Some(total as u64)
+    );
 
     // Again: nothing to copy.
     let o = run(&replicate_args(&src, &dst, &[]), &[]);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{ctx}: {err}");
-    assert!(out.contains(&format!("nothing to copy: the destination already holds all {total} objects")), "{ctx}: {out}");
+    assert!(
+        out.contains(&format!(
+            "nothing to copy: the destination already holds all {total} objects"
+        )),
+        "{ctx}: {out}"
+    );
 
     // Append and seal: only the new objects.
     let new = src.append("run-c", 20, 5, None).await; // 2 × 10 / 5 → 4 commits
@@ -128,7 +145,12 @@ async fn pair(src: Side, dst: Side) {
     let o = run(&replicate_args(&src, &dst, &["--json"]), &[]);
     let s = json(&o);
     assert_eq!(
-        (copied(&s, "parts"), copied(&s, "pointers"), copied(&s, "seals"), copied(&s, "claims")),
+        (
+            copied(&s, "parts"),
+            copied(&s, "pointers"),
+            copied(&s, "seals"),
+            copied(&s, "claims")
+        ),
         (new as u64, new as u64, 1, 0),
         "{ctx}: {s}"
     );
@@ -139,11 +161,19 @@ async fn pair(src: Side, dst: Side) {
     let o = replica_of(&[]);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{ctx}: {out} {err}");
-    assert!(out.contains("the replica is behind by 2 commits (4 objects)"), "{ctx}: {out}");
-    assert_eq!(run(&replicate_args(&src, &dst, &[]), &[]).status.code(), Some(0));
+    assert!(
+        out.contains("the replica is behind by 2 commits (4 objects)"),
+        "{ctx}: {out}"
+    );
+    assert_eq!(
+        run(&replicate_args(&src, &dst, &[]), &[]).status.code(),
+        Some(0)
+    );
 
     // Deleted, edited and extra objects on either side, each named.
-    let ptrs = read_pointers(src.open().await.as_ref(), Some("run-a")).await.unwrap();
+    let ptrs = read_pointers(src.open().await.as_ref(), Some("run-a"))
+        .await
+        .unwrap();
     let pkey = |i: usize| keys::pointer_key(&ptrs[i].run_id, &ptrs[i].commit_id);
     dst.raw_delete(&ptrs[0].part_path).await; // deleted from the replica
     src.raw_put(&pkey(1), b"{\"edited\": true}\n").await; // edited at the source
@@ -161,7 +191,12 @@ async fn pair(src: Side, dst: Side) {
         .as_array()
         .unwrap()
         .iter()
-        .map(|p| (p["kind"].as_str().unwrap().to_string(), p["key"].as_str().unwrap().to_string()))
+        .map(|p| {
+            (
+                p["kind"].as_str().unwrap().to_string(),
+                p["key"].as_str().unwrap().to_string(),
+            )
+        })
         .collect();
     let want: BTreeSet<(String, String)> = [
         ("only_in_source", ptrs[0].part_path.clone()),
@@ -178,7 +213,6 @@ async fn pair(src: Side, dst: Side) {
     assert_eq!(got, want, "{ctx}: {r}");
     let edited_digest = sha256_hex(b"{\"edited\": true}\n");
     assert!(r.to_string().contains(&edited_digest), "{ctx}");
-
 }
 
 /// A fresh pair: a conflicting object at the destination and a corrupt part at the
@@ -188,7 +222,9 @@ async fn conflict_and_corrupt_source(src: Side, dst: Side) {
     let ctx = format!("{} → {}", src.name, dst.name);
     src.append("run-x", 16, 4, None).await; // 2 × 8 / 4 → 4 commits
     src.seal().await;
-    let ptrs = read_pointers(src.open().await.as_ref(), None).await.unwrap();
+    let ptrs = read_pointers(src.open().await.as_ref(), None)
+        .await
+        .unwrap();
     let pkey = |i: usize| keys::pointer_key(&ptrs[i].run_id, &ptrs[i].commit_id);
     let part0 = ptrs[0].part_path.clone();
     let mut b = src.get(&part0).await.unwrap().to_vec();
@@ -210,22 +246,44 @@ async fn conflict_and_corrupt_source(src: Side, dst: Side) {
         "{ctx}: {err}"
     );
     assert!(
-        out.contains(&format!("REFUSED {part0}: sha256 {} at the source, but its pointer {} records {}", sha256_hex(&b), pkey(0), ptrs[0].sha256)),
+        out.contains(&format!(
+            "REFUSED {part0}: sha256 {} at the source, but its pointer {} records {}",
+            sha256_hex(&b),
+            pkey(0),
+            ptrs[0].sha256
+        )),
         "{ctx}: {out}"
     );
-    assert!(out.contains(&format!("REFUSED {}: ", seal_key(1))), "{ctx}: {out}");
-    assert_eq!(dst.get(&pkey(1)).await.unwrap().as_ref(), theirs, "{ctx}: overwritten");
-    assert!(dst.get(&part0).await.is_none() && dst.get(&pkey(0)).await.is_none(), "{ctx}");
+    assert!(
+        out.contains(&format!("REFUSED {}: ", seal_key(1))),
+        "{ctx}: {out}"
+    );
+    assert_eq!(
+        dst.get(&pkey(1)).await.unwrap().as_ref(),
+        theirs,
+        "{ctx}: overwritten"
+    );
+    assert!(
+        dst.get(&part0).await.is_none() && dst.get(&pkey(0)).await.is_none(),
+        "{ctx}"
+    );
     assert!(dst.get(&seal_key(1)).await.is_none(), "{ctx}");
     for i in [2, 3] {
-        assert!(dst.get(&pkey(i)).await.is_some(), "{ctx}: commit {i} not copied");
+        assert!(
+            dst.get(&pkey(i)).await.is_some(),
+            "{ctx}: commit {i} not copied"
+        );
     }
     // A second run says the same and still changes nothing.
     let before = dst.snapshot().await;
     let o = run(&replicate_args(&src, &dst, &["--json"]), &[]);
     assert_eq!(o.status.code(), Some(3));
     let s = json(&o);
-    assert_eq!(s["conflicts"][0]["key"], Value::String(pkey(1)), "{ctx}: {s}");
+    assert_eq!(
+        s["conflicts"][0]["key"],
+        Value::String(pkey(1)),
+        "{ctx}: {s}"
+    );
     assert_eq!(copied(&s, "objects"), 0);
     assert_eq!(dst.snapshot().await, before);
 }
@@ -234,14 +292,25 @@ async fn conflict_and_corrupt_source(src: Side, dst: Side) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn local_disk_to_local_disk() {
     let dir = tempfile::tempdir().unwrap();
-    pair(Side::posix(dir.path(), "src"), Side::posix(dir.path(), "dst")).await;
-    conflict_and_corrupt_source(Side::posix(dir.path(), "src2"), Side::posix(dir.path(), "dst2")).await;
+    pair(
+        Side::posix(dir.path(), "src"),
+        Side::posix(dir.path(), "dst"),
+    )
+    .await;
+    conflict_and_corrupt_source(
+        Side::posix(dir.path(), "src2"),
+        Side::posix(dir.path(), "dst2"),
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn local_disk_to_localstack() {
     let dir = tempfile::tempdir().unwrap();
-    for (i, t) in ["repl_local_ls", "repl_local_ls_conflict"].iter().enumerate() {
+    for (i, t) in ["repl_local_ls", "repl_local_ls_conflict"]
+        .iter()
+        .enumerate()
+    {
         let Some(dst) = Side::s3(Emulator::LocalStack, t).await else {
             return;
         };
@@ -274,7 +343,10 @@ async fn localstack_to_azurite() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn azurite_to_local_disk() {
     let dir = tempfile::tempdir().unwrap();
-    for (i, t) in ["repl_az_local", "repl_az_local_conflict"].iter().enumerate() {
+    for (i, t) in ["repl_az_local", "repl_az_local_conflict"]
+        .iter()
+        .enumerate()
+    {
         let Some(src) = Side::azurite(t).await else {
             return;
         };
@@ -321,10 +393,24 @@ async fn assert_complete_commits(dst: &Side) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_stops_follow_once_the_commit_in_flight_is_published() {
     let dir = tempfile::tempdir().unwrap();
-    let (src, dst) = (Side::posix(dir.path(), "src"), Side::posix(dir.path(), "dst"));
+    let (src, dst) = (
+        Side::posix(dir.path(), "src"),
+        Side::posix(dir.path(), "dst"),
+    );
     build_source(&src).await;
     // Held right after the first part: the signal comes between a part and its pointer.
-    let args = replicate_args(&src, &dst, &["--follow", "--interval", "1h", "--concurrency", "1", "--json"]);
+    let args = replicate_args(
+        &src,
+        &dst,
+        &[
+            "--follow",
+            "--interval",
+            "1h",
+            "--concurrency",
+            "1",
+            "--json",
+        ],
+    );
     let mut r = Running::held(&args, 1);
     r.signal("TERM");
     r.until("replicate: stopping once the objects in flight are published");
@@ -332,23 +418,43 @@ async fn sigterm_stops_follow_once_the_commit_in_flight_is_published() {
     assert_eq!(code, Some(0), "{out} {err:#?}");
     let s: Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(s["stopped"], true);
-    assert_eq!((copied(&s, "parts"), copied(&s, "pointers"), copied(&s, "seals")), (1, 1, 0), "{s}");
+    assert_eq!(
+        (
+            copied(&s, "parts"),
+            copied(&s, "pointers"),
+            copied(&s, "seals")
+        ),
+        (1, 1, 0),
+        "{s}"
+    );
     assert_eq!(assert_complete_commits(&dst).await, 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn follow_copies_new_commits_as_they_land_until_sigterm() {
     let dir = tempfile::tempdir().unwrap();
-    let (src, dst) = (Side::posix(dir.path(), "src"), Side::posix(dir.path(), "dst"));
+    let (src, dst) = (
+        Side::posix(dir.path(), "src"),
+        Side::posix(dir.path(), "dst"),
+    );
     let total = build_source(&src).await;
-    let mut r = Running::start(&replicate_args(&src, &dst, &["--follow", "--interval", "1s"]), &[]);
+    let mut r = Running::start(
+        &replicate_args(&src, &dst, &["--follow", "--interval", "1s"]),
+        &[],
+    );
     let first = r.until("replicate: pass:");
-    assert!(first.contains(&format!("copied {total} objects")), "{first}");
+    assert!(
+        first.contains(&format!("copied {total} objects")),
+        "{first}"
+    );
     let new = src.append("run-later", 10, 5, None).await;
     src.seal().await;
     // Passes before the append copy nothing; the one after copies exactly the new objects.
     let next = r.until("replicate: pass: copied");
-    assert!(next.contains(&format!("copied {} objects", 2 * new + 1)), "{next}");
+    assert!(
+        next.contains(&format!("copied {} objects", 2 * new + 1)),
+        "{next}"
+    );
     r.signal("TERM");
     let (code, out, err) = r.finish();
     assert_eq!(code, Some(0), "{out} {err:#?}");
@@ -359,7 +465,10 @@ async fn follow_copies_new_commits_as_they_land_until_sigterm() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigint_interrupts_a_one_shot_run_with_exit_130_and_the_next_run_completes() {
     let dir = tempfile::tempdir().unwrap();
-    let (src, dst) = (Side::posix(dir.path(), "src"), Side::posix(dir.path(), "dst"));
+    let (src, dst) = (
+        Side::posix(dir.path(), "src"),
+        Side::posix(dir.path(), "dst"),
+    );
     let total = build_source(&src).await;
     let r = Running::held(&replicate_args(&src, &dst, &["--concurrency", "2"]), 5);
     r.signal("INT");
@@ -377,7 +486,9 @@ async fn sigint_interrupts_a_one_shot_run_with_exit_130_and_the_next_run_complet
 /// given as `LINEAGE_TO_GOOGLE_BEARER_TOKEN` while `GOOGLE_BEARER_TOKEN` holds a wrong one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn per_side_credentials_reach_only_their_side() {
-    let fake = support::gcs_fake::GcsFake::start("lineage-side-bucket").await.unwrap();
+    let fake = support::gcs_fake::GcsFake::start("lineage-side-bucket")
+        .await
+        .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let src = Side::posix(dir.path(), "src");
     let total = build_source(&src).await;
@@ -386,7 +497,10 @@ async fn per_side_credentials_reach_only_their_side() {
     let mut args = vec!["replicate".to_string()];
     args.extend(src.args("from"));
     args.extend(["--to".to_string(), url.clone(), "--json".into()]);
-    let wrong = [("GOOGLE_BEARER_TOKEN", "not-the-token"), ("LINEAGE_TO_GOOGLE_BASE_URL", base.as_str())];
+    let wrong = [
+        ("GOOGLE_BEARER_TOKEN", "not-the-token"),
+        ("LINEAGE_TO_GOOGLE_BASE_URL", base.as_str()),
+    ];
     let o = run(&args, &wrong);
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
@@ -399,7 +513,13 @@ async fn per_side_credentials_reach_only_their_side() {
     // The replica, with the plain variables, against its source.
     let mut v = vec!["verify".to_string(), "--store".into(), url];
     v.extend(src.args("replica-of"));
-    let o = run(&v, &[("GOOGLE_BEARER_TOKEN", support::FAKE_GCS_TOKEN), ("GOOGLE_BASE_URL", base.as_str())]);
+    let o = run(
+        &v,
+        &[
+            ("GOOGLE_BEARER_TOKEN", support::FAKE_GCS_TOKEN),
+            ("GOOGLE_BASE_URL", base.as_str()),
+        ],
+    );
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out} {err}");
     assert!(out.contains("the same seals"), "{out}");

@@ -27,7 +27,9 @@ async fn witnessed() -> (Arc<MemoryPublisher>, Arc<MemoryPublisher>, String) {
     for seed in 1..=3u64 {
         append(store.clone(), 40, 20, seed).await;
         seal(store.as_ref(), &SystemClock, None).await.unwrap();
-        let o = witness(store.as_ref(), wit.as_ref(), &SystemClock).await.unwrap();
+        let o = witness(store.as_ref(), wit.as_ref(), &SystemClock)
+            .await
+            .unwrap();
         assert!(o.problems.is_empty() && o.created, "{o:#?}");
         assert_eq!(o.seq, seed);
         id = o.store_id;
@@ -54,7 +56,9 @@ async fn a_witnessed_store_checks_clean_and_witnessing_again_records_nothing() {
     let chain = walk(store.as_ref(), None).await.unwrap();
     assert_eq!(store_identity(&chain).as_deref(), Some(id.as_str()));
     assert_eq!(id, chain.seals[0].digest);
-    let again = witness(store.as_ref(), wit.as_ref(), &SystemClock).await.unwrap();
+    let again = witness(store.as_ref(), wit.as_ref(), &SystemClock)
+        .await
+        .unwrap();
     assert!(!again.created && again.problems.is_empty());
     assert_eq!(wit.list("").await.unwrap().len(), 3);
     // A newer seal is not witnessed yet: said, not a problem.
@@ -72,9 +76,14 @@ async fn cutting_off_the_newest_seal_after_witnessing_is_detected_and_not_witnes
     let r = checked(&store, &wit).await;
     assert_eq!(kinds(&r), vec![(W::WitnessedSealMissing, seal_key(3))]);
     let d = &r.problems[0].detail;
-    assert!(d.contains("cut off") && d.contains("its newest is 2"), "{d}");
+    assert!(
+        d.contains("cut off") && d.contains("its newest is 2"),
+        "{d}"
+    );
     // The witness refuses to record a head that contradicts what it saw.
-    let o = witness(store.as_ref(), wit.as_ref(), &SystemClock).await.unwrap();
+    let o = witness(store.as_ref(), wit.as_ref(), &SystemClock)
+        .await
+        .unwrap();
     assert_eq!(o.problems.len(), 1);
     assert!(!o.created);
     assert_eq!(wit.list("").await.unwrap().len(), 3);
@@ -91,7 +100,11 @@ async fn a_rewritten_seal_is_detected_naming_the_witnessed_head() {
     let r = checked(&store, &wit).await;
     assert_eq!(kinds(&r), vec![(W::WitnessedSealRewritten, key.clone())]);
     let want = lineage_store::encode::sha256_hex(&before);
-    assert!(r.problems[0].detail.contains(&want), "{}", r.problems[0].detail);
+    assert!(
+        r.problems[0].detail.contains(&want),
+        "{}",
+        r.problems[0].detail
+    );
 
     // Rewriting from seal 1 gives a new identity: the witness knows it under the old one.
     let k1 = seal_key(1);
@@ -102,7 +115,9 @@ async fn a_rewritten_seal_is_detected_naming_the_witnessed_head() {
     assert_eq!(r.problems.len(), 1, "{:#?}", r.problems);
     assert_eq!(r.problems[0].kind, W::NotWitnessed);
     assert!(
-        r.problems[0].detail.contains("recorded this URL under identity"),
+        r.problems[0]
+            .detail
+            .contains("recorded this URL under identity"),
         "{}",
         r.problems[0].detail
     );
@@ -113,7 +128,10 @@ async fn a_deleted_witness_record_is_named_by_the_record_after_it() {
     let (store, wit, id) = witnessed().await;
     assert!(wit.tamper_remove(&record_key(&id, 2)));
     let r = checked(&store, &wit).await;
-    assert_eq!(kinds(&r), vec![(W::WitnessRecordMissing, record_key(&id, 2))]);
+    assert_eq!(
+        kinds(&r),
+        vec![(W::WitnessRecordMissing, record_key(&id, 2))]
+    );
     // An edited record is named by the record after it too.
     let (store, wit, id) = witnessed().await;
     let k2 = record_key(&id, 2);
@@ -139,7 +157,9 @@ async fn an_unwitnessed_store_and_a_store_without_seals_are_problems() {
     append(other.clone(), 10, 10, 5).await;
     let r = checked(&other, &wit).await;
     assert_eq!(kinds(&r), vec![(W::NotWitnessed, seal_key(1))]);
-    let e = witness(other.as_ref(), wit.as_ref(), &SystemClock).await.unwrap_err();
+    let e = witness(other.as_ref(), wit.as_ref(), &SystemClock)
+        .await
+        .unwrap_err();
     assert!(e.to_string().contains("no seals"), "{e}");
     seal(other.as_ref(), &SystemClock, None).await.unwrap();
     let r = checked(&other, &wit).await;

@@ -4,9 +4,9 @@
 //! seal after witnessing, rewriting a seal, and deleting witness records.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
 #[path = "replica_support/mod.rs"]
 mod replica;
+mod support;
 
 use lineage_store::audit::seal::{seal_key, Seal};
 use lineage_store::encode::sha256_hex;
@@ -30,7 +30,12 @@ fn witness_problems(store: &Side, wit: &Side) -> (Option<i32>, Vec<(String, Stri
         .as_array()
         .unwrap()
         .iter()
-        .map(|p| (p["kind"].as_str().unwrap().to_string(), p["key"].as_str().unwrap().to_string()))
+        .map(|p| {
+            (
+                p["kind"].as_str().unwrap().to_string(),
+                p["key"].as_str().unwrap().to_string(),
+            )
+        })
         .collect();
     (o.status.code(), p, v)
 }
@@ -49,7 +54,11 @@ async fn scenario(store: Side, wit: Side) {
         let o = witness_cmd(&store, &wit, "witness", &["--json"]);
         assert_eq!(o.status.code(), Some(0), "{ctx}: {:?}", text(&o));
         let w = json(&o);
-        assert_eq!((w["seq"].as_u64(), w["created"].as_bool()), (Some(i), Some(true)), "{ctx}: {w}");
+        assert_eq!(
+            (w["seq"].as_u64(), w["created"].as_bool()),
+            (Some(i), Some(true)),
+            "{ctx}: {w}"
+        );
         assert_eq!(w["head"].as_str(), Some(heads[i as usize - 1].as_str()));
     }
     let id = json(&witness_cmd(&store, &wit, "witness", &["--json"]))["store_id"]
@@ -65,13 +74,17 @@ async fn scenario(store: Side, wit: Side) {
     let s2 = store.get(&seal_key(2)).await.unwrap();
     let mut edited = Seal::from_bytes("s", &s2).unwrap();
     edited.sealed_utc = "2020-01-01T00:00:00.000000Z".into();
-    store.raw_put(&seal_key(2), &edited.to_bytes().unwrap()).await;
+    store
+        .raw_put(&seal_key(2), &edited.to_bytes().unwrap())
+        .await;
     let o = witness_cmd(&store, &wit, "verify", &[]);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{ctx}: {out} {err}");
     assert!(
-        out.contains(&format!("PROBLEM witness witnessed_seal_rewritten: {}", seal_key(2)))
-            && out.contains(&heads[1])
+        out.contains(&format!(
+            "PROBLEM witness witnessed_seal_rewritten: {}",
+            seal_key(2)
+        )) && out.contains(&heads[1])
             && out.contains("rewritten after the witness saw it"),
         "{ctx}: {out}"
     );
@@ -82,8 +95,15 @@ async fn scenario(store: Side, wit: Side) {
     store.raw_delete(&seal_key(3)).await;
     let (code, problems, v) = witness_problems(&store, &wit);
     assert_eq!(code, Some(1), "{ctx}: {v}");
-    assert_eq!(problems, vec![p("witnessed_seal_missing", seal_key(3))], "{ctx}");
-    assert!(v.to_string().contains(&heads[2]), "{ctx}: the witnessed head is named");
+    assert_eq!(
+        problems,
+        vec![p("witnessed_seal_missing", seal_key(3))],
+        "{ctx}"
+    );
+    assert!(
+        v.to_string().contains(&heads[2]),
+        "{ctx}: the witnessed head is named"
+    );
     let o = witness_cmd(&store, &wit, "witness", &[]);
     let (out, _) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{ctx}: {out}");
@@ -94,37 +114,56 @@ async fn scenario(store: Side, wit: Side) {
     wit.raw_delete(&record(2)).await;
     let (code, problems, _) = witness_problems(&store, &wit);
     assert_eq!(code, Some(1));
-    assert_eq!(problems, vec![p("witness_record_missing", record(2))], "{ctx}");
+    assert_eq!(
+        problems,
+        vec![p("witness_record_missing", record(2))],
+        "{ctx}"
+    );
     // Delete the newest too: nothing names the deleted records any more. The witness
     // store must refuse deletes; verify says how old the newest witnessed head is.
     wit.raw_delete(&record(3)).await;
     let o = witness_cmd(&store, &wit, "verify", &[]);
     let (out, _) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{ctx}: {out}");
-    assert!(out.contains("newest witnessed: seal 1") && out.contains("2 newer seals not witnessed yet"), "{ctx}: {out}");
+    assert!(
+        out.contains("newest witnessed: seal 1") && out.contains("2 newer seals not witnessed yet"),
+        "{ctx}: {out}"
+    );
     // Witnessing again records the head with a link to the newest record left.
     let o = witness_cmd(&store, &wit, "witness", &["--json"]);
     assert_eq!(json(&o)["seq"], 3);
     let rec: Value = serde_json::from_slice(&wit.get(&record(3)).await.unwrap()).unwrap();
     let r1 = sha256_hex(&wit.get(&record(1)).await.unwrap());
-    assert_eq!((rec["prev"]["seq"].as_u64(), rec["prev"]["sha256"].as_str()), (Some(1), Some(r1.as_str())));
+    assert_eq!(
+        (rec["prev"]["seq"].as_u64(), rec["prev"]["sha256"].as_str()),
+        (Some(1), Some(r1.as_str()))
+    );
 
     // Rewrite from seal 1: a store the witness does not know, but it names the old identity.
     let s1 = store.get(&seal_key(1)).await.unwrap();
     let mut edited = Seal::from_bytes("s", &s1).unwrap();
     edited.sealed_utc = "2020-01-01T00:00:00.000000Z".into();
-    store.raw_put(&seal_key(1), &edited.to_bytes().unwrap()).await;
+    store
+        .raw_put(&seal_key(1), &edited.to_bytes().unwrap())
+        .await;
     let (code, problems, v) = witness_problems(&store, &wit);
     assert_eq!(code, Some(1));
     assert_eq!(problems.len(), 1, "{ctx}: {v}");
     assert_eq!(problems[0].0, "not_witnessed");
-    assert!(v.to_string().contains(&format!("identity {id}")), "{ctx}: {v}");
+    assert!(
+        v.to_string().contains(&format!("identity {id}")),
+        "{ctx}: {v}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn local_disk_witnessed_on_local_disk() {
     let dir = tempfile::tempdir().unwrap();
-    scenario(Side::posix(dir.path(), "store"), Side::posix(dir.path(), "witness")).await;
+    scenario(
+        Side::posix(dir.path(), "store"),
+        Side::posix(dir.path(), "witness"),
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

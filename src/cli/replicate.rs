@@ -16,8 +16,7 @@ use crate::error::{Error, Result};
 use crate::publish::AtomicPublisher;
 use crate::replicate::compare::{compare, Relation, ReplicaReport};
 use crate::replicate::{
-    follow, replicate, Progress, PublishHook, ReplicateOptions, Stop, Summary,
-    DEFAULT_CONCURRENCY,
+    follow, replicate, Progress, PublishHook, ReplicateOptions, Stop, Summary, DEFAULT_CONCURRENCY,
 };
 use crate::store::{open_side, CloudOptions, SideEnv};
 
@@ -52,7 +51,12 @@ pub(crate) struct Args {
     #[arg(long)]
     follow: bool,
     /// With --follow: the wait between passes.
-    #[arg(long, value_name = "DURATION", default_value = "60s", requires = "follow")]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "60s",
+        requires = "follow"
+    )]
     interval: String,
 }
 
@@ -227,8 +231,9 @@ fn print_summary(s: &Summary) -> Result<()> {
     }
     out(&format!("{} → {}: {}", s.from, s.to, copied_line(s)))?;
     let head = |h: &Option<crate::replicate::Head>| {
-        h.as_ref()
-            .map_or("no seal".to_string(), |h| format!("seal {} sha256 {}", h.seq, h.sha256))
+        h.as_ref().map_or("no seal".to_string(), |h| {
+            format!("seal {} sha256 {}", h.seq, h.sha256)
+        })
     };
     out(&format!(
         "source head: {}; destination head: {}",
@@ -262,7 +267,11 @@ async fn show_progress(p: Arc<Progress>) {
             p.bytes_done.load(Ordering::Relaxed),
             p.bytes_total.load(Ordering::Relaxed),
         );
-        let frac = if total > 0 { done as f64 / total as f64 } else { 0.0 };
+        let frac = if total > 0 {
+            done as f64 / total as f64
+        } else {
+            0.0
+        };
         let filled = (frac.clamp(0.0, 1.0) * 30.0) as usize;
         let _ = write!(
             std::io::stderr(),
@@ -318,7 +327,8 @@ pub(crate) fn replica_lines(r: &ReplicaReport) -> Vec<String> {
         })
         .collect();
     let head = |h: &Option<crate::replicate::Head>| {
-        h.as_ref().map_or("no seal".to_string(), |h| format!("seal {}", h.seq))
+        h.as_ref()
+            .map_or("no seal".to_string(), |h| format!("seal {}", h.seq))
     };
     let relation = match r.relation {
         Relation::Identical => "the same seals".to_string(),
@@ -328,7 +338,8 @@ pub(crate) fn replica_lines(r: &ReplicaReport) -> Vec<String> {
             r.behind.seals
         ),
         Relation::SourceBehind => {
-            "the source's seals are a prefix of the replica's: the source lost its newest seals".into()
+            "the source's seals are a prefix of the replica's: the source lost its newest seals"
+                .into()
         }
         Relation::Diverged => "the seal chains diverge".into(),
     };

@@ -93,12 +93,22 @@ async fn check(a: Args) -> Result<Status> {
         + witness.as_ref().map_or(0, |w| w.problems.len());
     if a.json {
         let mut v = serde_json::to_value(&report).map_err(|e| Error::Internal(e.to_string()))?;
-        v["replica"] = serde_json::to_value(&replica).map_err(|e| Error::Internal(e.to_string()))?;
-        v["witness"] = serde_json::to_value(&witness).map_err(|e| Error::Internal(e.to_string()))?;
+        v["replica"] =
+            serde_json::to_value(&replica).map_err(|e| Error::Internal(e.to_string()))?;
+        v["witness"] =
+            serde_json::to_value(&witness).map_err(|e| Error::Internal(e.to_string()))?;
         out(&json_line(&v)?)?;
     } else {
-        let mut lines = replica.as_ref().map(super::replicate::replica_lines).unwrap_or_default();
-        lines.extend(witness.as_ref().map(super::witness::witness_lines).unwrap_or_default());
+        let mut lines = replica
+            .as_ref()
+            .map(super::replicate::replica_lines)
+            .unwrap_or_default();
+        lines.extend(
+            witness
+                .as_ref()
+                .map(super::witness::witness_lines)
+                .unwrap_or_default(),
+        );
         print_report(&report, &lines, more)?;
     }
     Ok(if report.is_clean() && more == 0 { 0 } else { 1 })

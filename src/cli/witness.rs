@@ -31,7 +31,12 @@ pub(crate) struct Args {
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
     let store = a.store.open().await?;
-    let w = open_prefixed(&a.witness, a.witness_endpoint_url.as_deref(), "LINEAGE_WITNESS_").await?;
+    let w = open_prefixed(
+        &a.witness,
+        a.witness_endpoint_url.as_deref(),
+        "LINEAGE_WITNESS_",
+    )
+    .await?;
     let o = witness::witness(store.as_ref(), w.as_ref(), &SystemClock).await?;
     if a.json {
         out(&json_line(&o)?)?;
@@ -42,7 +47,11 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         if o.problems.is_empty() {
             out(&format!(
                 "{} seal {} (head {}) of store {} as {}",
-                if o.created { "witnessed" } else { "already witnessed:" },
+                if o.created {
+                    "witnessed"
+                } else {
+                    "already witnessed:"
+                },
                 o.seq,
                 o.head,
                 o.store_id,
@@ -85,7 +94,12 @@ impl VerifyWitnessArgs {
         let Some(url) = &self.witness else {
             return Ok(None);
         };
-        let w = open_prefixed(url, self.witness_endpoint_url.as_deref(), "LINEAGE_WITNESS_").await?;
+        let w = open_prefixed(
+            url,
+            self.witness_endpoint_url.as_deref(),
+            "LINEAGE_WITNESS_",
+        )
+        .await?;
         let chain = chain::walk(store, None).await?;
         witness::check(&chain, &store.describe(), w.as_ref())
             .await

@@ -157,17 +157,19 @@ pub async fn compare(
         .iter()
         .filter_map(|(k, &rs)| slist.get(k).map(|&ss| (k, rs, ss)))
         .collect();
-    let hashed: Vec<Result<(&String, u64, u64, String, String)>> = futures::stream::iter(both)
+    // (key, sizes, digests) of the replica's and the source's object.
+    type Hashed<'a> = (&'a String, (u64, u64), (String, String));
+    let hashed: Vec<Result<Hashed>> = futures::stream::iter(both)
         .map(|(k, rs, ss)| async move {
             let rd = stream_sha256(replica, k, rs, &|_| {}).await?;
             let sd = stream_sha256(source, k, ss, &|_| {}).await?;
-            Ok((k, rs, ss, rd, sd))
+            Ok((k, (rs, ss), (rd, sd)))
         })
         .buffer_unordered(READ_CONCURRENCY)
         .collect()
         .await;
     for h in hashed {
-        let (k, rs, ss, rd, sd) = h?;
+        let (k, (rs, ss), (rd, sd)) = h?;
         report.objects_compared += 1;
         report.bytes_hashed += rs + ss;
         if rd != sd || rs != ss {

@@ -110,15 +110,13 @@ impl Ctx<'_> {
                 Ok(Done::Copied(len))
             }
             Ok(Published::AlreadyOurs) => Ok(Done::Present),
-            Err(e) if e.kind() == ErrorKind::Conflict => {
-                match theirs.into_inner().ok().flatten() {
-                    Some(t) => Ok(Done::Conflict {
-                        source: Some(want.to_string()),
-                        destination: t,
-                    }),
-                    None => Err(e),
-                }
-            }
+            Err(e) if e.kind() == ErrorKind::Conflict => match theirs.into_inner().ok().flatten() {
+                Some(t) => Ok(Done::Conflict {
+                    source: Some(want.to_string()),
+                    destination: t,
+                }),
+                None => Err(e),
+            },
             Err(e) => Err(e),
         }
     }
@@ -277,7 +275,12 @@ fn claim_problem(key: &str, bytes: &[u8]) -> Option<String> {
         return Some(format!("unknown claim format {:?}", claim.format));
     }
     let expect = keys::commit_key_claim_key(&claim.commit_key);
-    (expect != key).then(|| format!("claims commit key {:?}, which belongs at {expect}", claim.commit_key))
+    (expect != key).then(|| {
+        format!(
+            "claims commit key {:?}, which belongs at {expect}",
+            claim.commit_key
+        )
+    })
 }
 
 /// Run one pass of `r`.
@@ -333,7 +336,9 @@ pub(super) async fn run(r: &mut Replicator) -> Result<Summary> {
                 }
             }
             Kind::Claim if !r.settled.contains_key(&o.key) => smalls.push((o.key, Kind::Claim)),
-            Kind::Unknown if !r.settled.contains_key(&o.key) => unknown.push((o.key, Kind::Unknown)),
+            Kind::Unknown if !r.settled.contains_key(&o.key) => {
+                unknown.push((o.key, Kind::Unknown))
+            }
             Kind::Foreign => summary.skipped.push(NotCopied {
                 key: o.key,
                 reason: "not written by lineage-store".into(),
@@ -391,9 +396,7 @@ pub(super) async fn run(r: &mut Replicator) -> Result<Summary> {
                     return Ok(Vec::new());
                 }
                 let out = ctx.commit(key, run_id, commit_id).await?;
-                ctx.progress
-                    .objects_done
-                    .fetch_add(2, Ordering::Relaxed);
+                ctx.progress.objects_done.fetch_add(2, Ordering::Relaxed);
                 Ok(out)
             }
         })
@@ -422,9 +425,7 @@ pub(super) async fn run(r: &mut Replicator) -> Result<Summary> {
         stopped = ctx.stopping();
     }
     if !stopped {
-        summary
-            .conflicts
-            .extend(seals_beyond_source(&ctx).await?);
+        summary.conflicts.extend(seals_beyond_source(&ctx).await?);
     }
 
     summary.stopped = stopped;
@@ -444,7 +445,11 @@ pub(super) async fn run(r: &mut Replicator) -> Result<Summary> {
 }
 
 /// Claims or unknown objects, `conc` at a time.
-async fn run_smalls(ctx: &Ctx<'_>, objects: Vec<(String, Kind)>, conc: usize) -> Result<Vec<Handled>> {
+async fn run_smalls(
+    ctx: &Ctx<'_>,
+    objects: Vec<(String, Kind)>,
+    conc: usize,
+) -> Result<Vec<Handled>> {
     let results: Vec<Result<Option<Handled>>> = futures::stream::iter(objects)
         .map(|(key, kind)| async move {
             if ctx.stopping() {
@@ -490,8 +495,7 @@ async fn copy_seals(
     }
     let mut out = Vec::new();
     let mut head = None;
-    let mut expected = 1;
-    for s in &ctx.chain.seals {
+    for (expected, s) in (1u64..).zip(&ctx.chain.seals) {
         if ctx.stopping() {
             return Ok((out, head, true));
         }
@@ -505,16 +509,21 @@ async fn copy_seals(
                 "seal {expected} is missing at the source, so seals from {} on are not copied",
                 s.key_seq
             );
-            out.push(Handled::new(seal_key(expected), kind, Done::Refused(why), None));
+            out.push(Handled::new(
+                seal_key(expected),
+                kind,
+                Done::Refused(why),
+                None,
+            ));
             break;
         }
-        expected += 1;
         if ctx.r.settled.get(&s.key) == Some(&s.digest) {
             head = Some(this_head);
             continue;
         }
         if let Some(why) = problems.get(s.key.as_str()) {
-            let why = format!("fails the source's chain check ({why}); not copied, nor any later seal");
+            let why =
+                format!("fails the source's chain check ({why}); not copied, nor any later seal");
             out.push(Handled::new(&s.key, kind, Done::Refused(why), None));
             break;
         }

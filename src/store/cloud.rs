@@ -80,11 +80,8 @@ impl SideEnv {
 
     /// `<prefix>NAME`, else `NAME` (unset or empty: `None`).
     pub fn var(&self, name: &str) -> Option<String> {
-        self.own(name).or_else(|| {
-            std::env::var(name)
-                .ok()
-                .filter(|v| !v.trim().is_empty())
-        })
+        self.own(name)
+            .or_else(|| std::env::var(name).ok().filter(|v| !v.trim().is_empty()))
     }
 
     /// Every `<prefix>NAME` whose NAME starts with `family` (`AZURE_`, `GOOGLE_`, `AWS_`),
@@ -201,34 +198,40 @@ pub async fn open_side(
     let store: Arc<dyn ObjectStore> = match p.backend {
         Backend::S3 => Arc::new(s3(&p, opts, env).await?),
         Backend::Azure => Arc::new(
-            with_overrides(MicrosoftAzureBuilder::from_env(), env, "AZURE_", |b, k, v| {
-                match k.parse::<AzureConfigKey>() {
-                Ok(k) => b.with_config(k, v),
-                Err(_) => b,
-            }
-            })
+            with_overrides(
+                MicrosoftAzureBuilder::from_env(),
+                env,
+                "AZURE_",
+                |b, k, v| match k.parse::<AzureConfigKey>() {
+                    Ok(k) => b.with_config(k, v),
+                    Err(_) => b,
+                },
+            )
             .with_url(p.url.clone())
-                .with_config(
-                    AzureConfigKey::Client(ClientConfigKey::Timeout),
-                    REQUEST_TIMEOUT,
-                )
-                .build()
-                .map_err(|e| build_error(&p, e))?,
+            .with_config(
+                AzureConfigKey::Client(ClientConfigKey::Timeout),
+                REQUEST_TIMEOUT,
+            )
+            .build()
+            .map_err(|e| build_error(&p, e))?,
         ),
         Backend::Gcs => Arc::new(
-            with_overrides(GoogleCloudStorageBuilder::from_env(), env, "GOOGLE_", |b, k, v| {
-                match k.parse::<GoogleConfigKey>() {
-                Ok(k) => b.with_config(k, v),
-                Err(_) => b,
-            }
-            })
+            with_overrides(
+                GoogleCloudStorageBuilder::from_env(),
+                env,
+                "GOOGLE_",
+                |b, k, v| match k.parse::<GoogleConfigKey>() {
+                    Ok(k) => b.with_config(k, v),
+                    Err(_) => b,
+                },
+            )
             .with_url(p.url.clone())
-                .with_config(
-                    GoogleConfigKey::Client(ClientConfigKey::Timeout),
-                    REQUEST_TIMEOUT,
-                )
-                .build()
-                .map_err(|e| build_error(&p, e))?,
+            .with_config(
+                GoogleConfigKey::Client(ClientConfigKey::Timeout),
+                REQUEST_TIMEOUT,
+            )
+            .build()
+            .map_err(|e| build_error(&p, e))?,
         ),
         Backend::Memory => {
             return Err(Error::Internal("no URL names the memory backend".into()));
@@ -305,7 +308,10 @@ async fn s3(
     if let Some(profile) = env.own("AWS_PROFILE") {
         loader = loader.profile_name(profile);
     }
-    if let Some(region) = env.own("AWS_REGION").or_else(|| env.own("AWS_DEFAULT_REGION")) {
+    if let Some(region) = env
+        .own("AWS_REGION")
+        .or_else(|| env.own("AWS_DEFAULT_REGION"))
+    {
         loader = loader.region(aws_config::Region::new(region));
     }
     if let (Some(id), Some(secret)) = (
@@ -334,13 +340,14 @@ async fn s3(
     let endpoint = s3_endpoint_side(opts, env);
     // from_env keeps object_store's own AWS_* settings (server-side encryption, request
     // payer, ...); credentials, region and endpoint are set from the aws-config chain.
-    let mut b = with_overrides(AmazonS3Builder::from_env(), env, "AWS_", |b, k, v| {
-        match k.parse::<AmazonS3ConfigKey>() {
-                Ok(k) => b.with_config(k, v),
-                Err(_) => b,
-            }
-    })
-    .with_url(p.url.clone())
+    let mut b =
+        with_overrides(AmazonS3Builder::from_env(), env, "AWS_", |b, k, v| match k
+            .parse::<AmazonS3ConfigKey>()
+        {
+            Ok(k) => b.with_config(k, v),
+            Err(_) => b,
+        })
+        .with_url(p.url.clone())
         .with_region(region)
         .with_credentials(Arc::new(AwsConfigCredentials::new(provider)))
         .with_config(

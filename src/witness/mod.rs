@@ -182,7 +182,9 @@ async fn read_records(witness: &dyn AtomicPublisher, store_id: &str) -> Result<V
     let listed = witness.list(&prefix).await?;
     let mut out: Vec<ReadRecord> = futures::stream::iter(listed.into_iter().filter_map(|o| {
         let seq = o.key.strip_prefix(&prefix)?.strip_suffix(".json")?;
-        let n = (seq.len() == 20).then(|| seq.parse::<u64>().ok()).flatten()?;
+        let n = (seq.len() == 20)
+            .then(|| seq.parse::<u64>().ok())
+            .flatten()?;
         Some((o.key, n))
     }))
     .map(|(key, n)| async move {
@@ -207,7 +209,11 @@ async fn read_records(witness: &dyn AtomicPublisher, store_id: &str) -> Result<V
     Ok(out)
 }
 
-fn parse_record(bytes: &[u8], store_id: &str, seq: u64) -> std::result::Result<WitnessRecord, String> {
+fn parse_record(
+    bytes: &[u8],
+    store_id: &str,
+    seq: u64,
+) -> std::result::Result<WitnessRecord, String> {
     let r: WitnessRecord = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
     if r.format != RECORD_FORMAT {
         return Err(format!("unknown format {:?}", r.format));
@@ -222,7 +228,11 @@ fn parse_record(bytes: &[u8], store_id: &str, seq: u64) -> std::result::Result<W
 }
 
 /// Check a store's chain against every record the witness holds for it.
-pub async fn check(chain: &Chain, store: &str, witness: &dyn AtomicPublisher) -> Result<WitnessReport> {
+pub async fn check(
+    chain: &Chain,
+    store: &str,
+    witness: &dyn AtomicPublisher,
+) -> Result<WitnessReport> {
     let store_id = store_identity(chain);
     let newest_seal = chain.head().map_or(0, |(n, _)| n);
     let mut report = WitnessReport {
@@ -262,7 +272,11 @@ pub async fn check(chain: &Chain, store: &str, witness: &dyn AtomicPublisher) ->
         let rec = match &r.record {
             Ok(rec) => rec,
             Err(why) => {
-                report.push(WitnessProblemKind::WitnessRecordCorrupt, r.key.clone(), why.clone());
+                report.push(
+                    WitnessProblemKind::WitnessRecordCorrupt,
+                    r.key.clone(),
+                    why.clone(),
+                );
                 continue;
             }
         };
@@ -320,10 +334,17 @@ async fn records_for_url(witness: &dyn AtomicPublisher, store: &str) -> Result<S
     let listed = witness.list(HEADS_PREFIX).await?;
     let mut newest: BTreeMap<String, (u64, String)> = BTreeMap::new();
     for o in listed {
-        let Some((id, file)) = o.key.strip_prefix(HEADS_PREFIX).and_then(|r| r.split_once('/')) else {
+        let Some((id, file)) = o
+            .key
+            .strip_prefix(HEADS_PREFIX)
+            .and_then(|r| r.split_once('/'))
+        else {
             continue;
         };
-        let Some(n) = file.strip_suffix(".json").and_then(|s| s.parse::<u64>().ok()) else {
+        let Some(n) = file
+            .strip_suffix(".json")
+            .and_then(|s| s.parse::<u64>().ok())
+        else {
             continue;
         };
         let e = newest.entry(id.to_string()).or_insert((0, String::new()));
@@ -444,17 +465,21 @@ pub async fn witness(
     let mut bytes = serde_json::to_vec_pretty(&rec).map_err(|e| Error::Internal(e.to_string()))?;
     bytes.push(b'\n');
     // Another witness may record the same head at once: same seal and head is agreement.
-    let published = publish_checked(witness, &outcome.record, Bytes::from(bytes), |have| {
-        match parse_record(have, &store_id, rec.seq) {
-            Ok(o) if o.head == rec.head => Ok(()),
-            Ok(o) => Err(format!(
-                "the witness recorded head {} for seal {}, this store's seal {} has {}",
-                o.head, o.seq, rec.seq, rec.head
-            )),
-            Err(e) => Err(format!("an unreadable record is in the way: {e}")),
-        }
-    })
-    .await?;
+    let published =
+        publish_checked(
+            witness,
+            &outcome.record,
+            Bytes::from(bytes),
+            |have| match parse_record(have, &store_id, rec.seq) {
+                Ok(o) if o.head == rec.head => Ok(()),
+                Ok(o) => Err(format!(
+                    "the witness recorded head {} for seal {}, this store's seal {} has {}",
+                    o.head, o.seq, rec.seq, rec.head
+                )),
+                Err(e) => Err(format!("an unreadable record is in the way: {e}")),
+            },
+        )
+        .await?;
     outcome.created = published == Published::Created;
     Ok(outcome)
 }

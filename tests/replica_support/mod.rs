@@ -58,7 +58,14 @@ impl Side {
     /// A fresh prefix of an S3 emulator (`None` when it is switched off).
     pub async fn s3(emu: Emulator, test: &str) -> Option<Side> {
         let ep = emu.endpoint(test)?;
-        Some(Self::object(format!("{emu:?}"), support::s3_url(&support::s3_bucket(), test), Some(ep)).await)
+        Some(
+            Self::object(
+                format!("{emu:?}"),
+                support::s3_url(&support::s3_bucket(), test),
+                Some(ep),
+            )
+            .await,
+        )
     }
 
     /// A fresh prefix of Azurite (`None` when it is switched off).
@@ -124,7 +131,10 @@ impl Side {
             }
             Raw::Object { store, prefix } => {
                 store
-                    .put(&Self::obj_path(prefix, key), PutPayload::from(Bytes::copy_from_slice(bytes)))
+                    .put(
+                        &Self::obj_path(prefix, key),
+                        PutPayload::from(Bytes::copy_from_slice(bytes)),
+                    )
                     .await
                     .unwrap();
             }
@@ -135,7 +145,9 @@ impl Side {
     pub async fn raw_delete(&self, key: &str) {
         match &self.raw {
             Raw::Posix(root) => std::fs::remove_file(root.join(key)).unwrap(),
-            Raw::Object { store, prefix } => store.delete(&Self::obj_path(prefix, key)).await.unwrap(),
+            Raw::Object { store, prefix } => {
+                store.delete(&Self::obj_path(prefix, key)).await.unwrap()
+            }
         }
     }
 
@@ -244,7 +256,10 @@ impl Running {
                 }
                 _ => {
                     let _ = self.child.kill();
-                    panic!("the process ended before printing {start:?}; stderr: {:#?}", self.seen);
+                    panic!(
+                        "the process ended before printing {start:?}; stderr: {:#?}",
+                        self.seen
+                    );
                 }
             }
         }
@@ -272,7 +287,11 @@ impl Running {
             self.seen.push(l);
         }
         let o = self.child.wait_with_output().unwrap();
-        (o.status.code(), String::from_utf8_lossy(&o.stdout).into_owned(), self.seen)
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            self.seen,
+        )
     }
 }
 
