@@ -15,11 +15,11 @@ mod support;
 use std::collections::BTreeSet;
 
 use lineage_store::audit::log::read_pointers;
-use lineage_store::audit::seal::{seal_key, Seal};
+use lineage_store::audit::seal::seal_key;
 use lineage_store::audit::verify::{verify_with, ProblemKind, VerifyOptions};
 use lineage_store::encode::sha256_hex;
 use lineage_store::keys;
-use replica::{json, replicate_args, run, Rng, Running, Side};
+use replica::{json, kinds_and_keys, replicate_args, rewritten_seal, run, Rng, Running, Side};
 use serde_json::Value;
 use support::{text, Emulator};
 
@@ -187,22 +187,12 @@ async fn pair(src: Side, dst: Side) {
     src.raw_put("stray/notes.txt", b"dropped in").await; // extra in the source
     src.raw_delete(&pkey(2)).await; // deleted from the source
     let s1 = dst.get(&seal_key(1)).await.unwrap();
-    let mut edited = Seal::from_bytes("s", &s1).unwrap();
-    edited.sealed_utc = "2020-01-01T00:00:00.000000Z".into();
-    dst.raw_put(&seal_key(1), &edited.to_bytes().unwrap()).await; // edited in the replica
+    dst.raw_put(&seal_key(1), &rewritten_seal(&s1)).await; // edited in the replica
     let o = replica_of(&["--json"]);
     assert_eq!(o.status.code(), Some(1), "{ctx}: {:?}", text(&o));
     let r = json(&o);
-    let got: BTreeSet<(String, String)> = r["replica"]["problems"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| {
-            (
-                p["kind"].as_str().unwrap().to_string(),
-                p["key"].as_str().unwrap().to_string(),
-            )
-        })
+    let got: BTreeSet<(String, String)> = kinds_and_keys(&r["replica"]["problems"])
+        .into_iter()
         .collect();
     let want: BTreeSet<(String, String)> = [
         ("only_in_source", ptrs[0].part_path.clone()),
@@ -294,92 +284,68 @@ async fn conflict_and_corrupt_source(src: Side, dst: Side) {
     assert_eq!(dst.snapshot().await, before);
 }
 
+/// Where a pair's stores are: a fresh source and destination for a test name (`None`
+/// when an emulator is switched off), local disks under `dir`.
+#[derive(Clone, Copy)]
+enum Backend {
+    Local,
+    LocalStack,
+    Moto,
+    Azurite,
+}
+
+async fn side(b: Backend, dir: &std::path::Path, test: &str) -> Option<Side> {
+    match b {
+        Backend::Local => Some(Side::posix(dir, test)),
+        Backend::LocalStack => Side::s3(Emulator::LocalStack, test).await,
+        Backend::Moto => Side::s3(Emulator::Moto, test).await,
+        Backend::Azurite => Side::azurite(test).await,
+    }
+}
+
+/// Both scenarios of a pair of backends, each on fresh stores.
+async fn backends(from: Backend, to: Backend, test: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    for (i, run) in ["", "_conflict"].iter().enumerate() {
+        let (s, d) = (format!("{test}{run}_src"), format!("{test}{run}_dst"));
+        let (Some(src), Some(dst)) = (
+            side(from, dir.path(), &s).await,
+            side(to, dir.path(), &d).await,
+        ) else {
+            return;
+        };
+        if i == 0 {
+            pair(src, dst).await;
+        } else {
+            conflict_and_corrupt_source(src, dst).await;
+        }
+    }
+}
+
 /// Runs everywhere, with no emulator.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn local_disk_to_local_disk() {
-    let dir = tempfile::tempdir().unwrap();
-    pair(
-        Side::posix(dir.path(), "src"),
-        Side::posix(dir.path(), "dst"),
-    )
-    .await;
-    conflict_and_corrupt_source(
-        Side::posix(dir.path(), "src2"),
-        Side::posix(dir.path(), "dst2"),
-    )
-    .await;
+    backends(Backend::Local, Backend::Local, "repl_local_local").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn local_disk_to_localstack() {
-    let dir = tempfile::tempdir().unwrap();
-    for (i, t) in ["repl_local_ls", "repl_local_ls_conflict"]
-        .iter()
-        .enumerate()
-    {
-        let Some(dst) = Side::s3(Emulator::LocalStack, t).await else {
-            return;
-        };
-        let src = Side::posix(dir.path(), &format!("src{i}"));
-        if i == 0 {
-            pair(src, dst).await;
-        } else {
-            conflict_and_corrupt_source(src, dst).await;
-        }
-    }
+    backends(Backend::Local, Backend::LocalStack, "repl_local_ls").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn localstack_to_azurite() {
-    for (i, t) in ["repl_ls_az", "repl_ls_az_conflict"].iter().enumerate() {
-        let (Some(src), Some(dst)) = (
-            Side::s3(Emulator::LocalStack, t).await,
-            Side::azurite(t).await,
-        ) else {
-            return;
-        };
-        if i == 0 {
-            pair(src, dst).await;
-        } else {
-            conflict_and_corrupt_source(src, dst).await;
-        }
-    }
+    backends(Backend::LocalStack, Backend::Azurite, "repl_ls_az").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn azurite_to_local_disk() {
-    let dir = tempfile::tempdir().unwrap();
-    for (i, t) in ["repl_az_local", "repl_az_local_conflict"]
-        .iter()
-        .enumerate()
-    {
-        let Some(src) = Side::azurite(t).await else {
-            return;
-        };
-        let dst = Side::posix(dir.path(), &format!("dst{i}"));
-        if i == 0 {
-            pair(src, dst).await;
-        } else {
-            conflict_and_corrupt_source(src, dst).await;
-        }
-    }
+    backends(Backend::Azurite, Backend::Local, "repl_az_local").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn moto_to_localstack() {
-    for (i, t) in ["repl_moto_ls", "repl_moto_ls_conflict"].iter().enumerate() {
-        let (Some(src), Some(dst)) = (
-            Side::s3(Emulator::Moto, t).await,
-            Side::s3(Emulator::LocalStack, t).await,
-        ) else {
-            return;
-        };
-        if i == 0 {
-            pair(src, dst).await;
-        } else {
-            conflict_and_corrupt_source(src, dst).await;
-        }
-    }
+    backends(Backend::Moto, Backend::LocalStack, "repl_moto_ls").await;
 }
 
 /// Nothing half-published after a signal: every part at the destination has its pointer,

@@ -8,9 +8,9 @@
 mod replica;
 mod support;
 
-use lineage_store::audit::seal::{seal_key, Seal};
+use lineage_store::audit::seal::seal_key;
 use lineage_store::encode::sha256_hex;
-use replica::{json, run, Side};
+use replica::{json, kinds_and_keys, rewritten_seal, run, Side};
 use serde_json::Value;
 use support::{text, Emulator};
 
@@ -26,18 +26,11 @@ fn witness_cmd(store: &Side, wit: &Side, cmd: &str, extra: &[&str]) -> std::proc
 fn witness_problems(store: &Side, wit: &Side) -> (Option<i32>, Vec<(String, String)>, Value) {
     let o = witness_cmd(store, wit, "verify", &["--json"]);
     let v = json(&o);
-    let p = v["witness"]["problems"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| {
-            (
-                p["kind"].as_str().unwrap().to_string(),
-                p["key"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
-    (o.status.code(), p, v)
+    (
+        o.status.code(),
+        kinds_and_keys(&v["witness"]["problems"]),
+        v,
+    )
 }
 
 fn p(kind: &str, key: String) -> (String, String) {
@@ -72,11 +65,7 @@ async fn scenario(store: Side, wit: Side) {
 
     // Rewrite seal 2 (a signed-looking edit: another time): named with the witnessed head.
     let s2 = store.get(&seal_key(2)).await.unwrap();
-    let mut edited = Seal::from_bytes("s", &s2).unwrap();
-    edited.sealed_utc = "2020-01-01T00:00:00.000000Z".into();
-    store
-        .raw_put(&seal_key(2), &edited.to_bytes().unwrap())
-        .await;
+    store.raw_put(&seal_key(2), &rewritten_seal(&s2)).await;
     let o = witness_cmd(&store, &wit, "verify", &[]);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{ctx}: {out} {err}");
@@ -141,11 +130,7 @@ async fn scenario(store: Side, wit: Side) {
 
     // Rewrite from seal 1: a store the witness does not know, but it names the old identity.
     let s1 = store.get(&seal_key(1)).await.unwrap();
-    let mut edited = Seal::from_bytes("s", &s1).unwrap();
-    edited.sealed_utc = "2020-01-01T00:00:00.000000Z".into();
-    store
-        .raw_put(&seal_key(1), &edited.to_bytes().unwrap())
-        .await;
+    store.raw_put(&seal_key(1), &rewritten_seal(&s1)).await;
     let (code, problems, v) = witness_problems(&store, &wit);
     assert_eq!(code, Some(1));
     assert_eq!(problems.len(), 1, "{ctx}: {v}");

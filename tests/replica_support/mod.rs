@@ -301,6 +301,28 @@ pub fn json(o: &Output) -> serde_json::Value {
     serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out} {err}"))
 }
 
+/// (kind, key) of every problem in a JSON list of problems.
+pub fn kinds_and_keys(problems: &serde_json::Value) -> Vec<(String, String)> {
+    problems
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["kind"].as_str().unwrap().to_string(),
+                p["key"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// A seal's bytes with another `sealed_utc`: a rewrite that still parses.
+pub fn rewritten_seal(bytes: &[u8]) -> Vec<u8> {
+    let mut s = lineage_store::audit::seal::Seal::from_bytes("seal", bytes).unwrap();
+    s.sealed_utc = "2020-01-01T00:00:00.000000Z".into();
+    s.to_bytes().unwrap()
+}
+
 /// A tiny seeded generator (xorshift), so a failing seed can be replayed.
 pub struct Rng(u64);
 
