@@ -380,6 +380,30 @@ async fn a_broken_source_chain_stops_seal_copying_at_the_broken_seal() {
 }
 
 #[tokio::test]
+async fn a_source_that_lost_its_newest_seal_conflicts_with_its_replica() {
+    let src = source().await;
+    let dst = Arc::new(MemoryPublisher::new());
+    replicate(src.clone(), dst.clone(), opts(4)).await.unwrap();
+    let key = lineage_store::audit::seal::seal_key(3);
+    let theirs = sha256_hex(&dst.get(&key).await.unwrap().unwrap());
+    assert!(src.tamper_remove(&key));
+    let s = replicate(src.clone(), dst.clone(), opts(4)).await.unwrap();
+    assert_eq!(s.conflicts.len(), 1, "{s:#?}");
+    let c = &s.conflicts[0];
+    assert_eq!(
+        (c.key.as_str(), c.source_sha256.as_deref()),
+        (key.as_str(), None)
+    );
+    assert_eq!(c.destination_sha256, theirs);
+    let r = compare(dst.as_ref(), src.as_ref()).await.unwrap();
+    assert_eq!(r.relation, Relation::SourceBehind);
+    assert!(r
+        .problems
+        .iter()
+        .any(|p| p.kind == RK::OnlyInReplica && p.key == key));
+}
+
+#[tokio::test]
 async fn a_stop_lets_the_commit_in_flight_finish_and_starts_nothing_new() {
     let src = source().await;
     let dst = Arc::new(MemoryPublisher::new());
