@@ -4,10 +4,14 @@
 //! Objects are published in [`Stage`] order: everything of a stage lands before anything of
 //! a later one, so an object that names other objects (a pointer names its part, a claim
 //! names commits, a seal names pointers and the seal before it) always lands after them,
-//! and a replica interrupted at any point is a valid store. A new create-only kind (e.g.
-//! checkpoints or tiles under `_lineage/`) is one arm in [`kind_of`], with the stage of
-//! the objects it covers plus one, and, when its content can be checked, one arm in
-//! `pass::check_source`.
+//! and a replica interrupted at any point is a valid store.
+//!
+//! Adding a create-only kind (e.g. checkpoints or tiles under `_lineage/`): a [`Kind`]
+//! variant and its arm in [`kind_of`]; its [`Stage`] (a new variant placed after the
+//! stages of every object it names, and in [`Stage::ALL`]; [`Stage::sequential`] when its
+//! objects name each other in key order, as a chain does); and, when its content can be
+//! checked before copying, a check in `pass.rs` beside the claims' (`Ctx::small`). It is
+//! then copied verbatim, byte for byte, compared when the destination has it.
 
 use crate::keys::{self, KeyKind};
 
@@ -25,6 +29,21 @@ pub enum Stage {
     /// `_lineage/` objects this version does not know: copied verbatim, last, since they
     /// may name anything before them.
     Unknown,
+}
+
+impl Stage {
+    /// Every stage, in publication order.
+    pub const ALL: [Stage; 4] = [Stage::Commits, Stage::Claims, Stage::Seals, Stage::Unknown];
+
+    /// Whether the objects of a verbatim stage must land one at a time in key order
+    /// (objects that name the one before them). Commits and seals have their own order.
+    pub fn sequential(self) -> bool {
+        match self {
+            Stage::Commits | Stage::Claims | Stage::Seals => false,
+            // Unknown kinds may be chains: key order is the safe guess.
+            Stage::Unknown => true,
+        }
+    }
 }
 
 /// The kind of one object, as far as replication is concerned.

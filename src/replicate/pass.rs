@@ -1,13 +1,13 @@
 //! One replication pass (see [`super`] for the order and the checks).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use futures::StreamExt;
 
-use super::kinds::{kind_of, Kind};
+use super::kinds::{kind_of, Kind, Stage};
 use super::{Conflict, Head, NotCopied, Progress, Replicator, Summary};
 use crate::audit::chain::{self, Chain};
 use crate::audit::part::stream_sha256;
@@ -323,11 +323,12 @@ pub(super) async fn run(r: &mut Replicator) -> Result<Summary> {
 
     let mut parts: Vec<(String, u64)> = Vec::new();
     let mut pointers = Vec::new();
-    let mut smalls = Vec::new();
-    let mut unknown = Vec::new();
+    // Objects copied verbatim (after a content check where their kind has one), by stage.
+    let mut verbatim: BTreeMap<Stage, Vec<(String, Kind)>> = BTreeMap::new();
     let mut pointer_keys = HashSet::new();
     for o in listing {
-        match kind_of(&o.key) {
+        let kind = kind_of(&o.key);
+        match kind {
             Kind::Part => parts.push((o.key, o.size)),
             Kind::Pointer { run_id, commit_id } => {
                 pointer_keys.insert(o.key.clone());
@@ -335,15 +336,19 @@ pub(super) async fn run(r: &mut Replicator) -> Result<Summary> {
                     pointers.push((o.key, run_id, commit_id));
                 }
             }
-            Kind::Claim if !r.settled.contains_key(&o.key) => smalls.push((o.key, Kind::Claim)),
-            Kind::Unknown if !r.settled.contains_key(&o.key) => {
-                unknown.push((o.key, Kind::Unknown))
-            }
             Kind::Foreign => summary.skipped.push(NotCopied {
                 key: o.key,
                 reason: "not written by lineage-store".into(),
             }),
-            Kind::Claim | Kind::Unknown | Kind::Seal(_) | Kind::Temp => {}
+            // Seals come from the chain walk; temps are publishes in flight.
+            Kind::Seal(_) | Kind::Temp => {}
+            _ => {
+                if let Some(stage) = kind.stage() {
+                    if !r.settled.contains_key(&o.key) {
+                        verbatim.entry(stage).or_default().push((o.key, kind));
+                    }
+                }
+            }
         }
     }
     // Parts no pointer names: a commit in flight, or an orphan. Copied once named.
@@ -366,7 +371,8 @@ pub(super) async fn run(r: &mut Replicator) -> Result<Summary> {
         .filter(|s| !r.settled.contains_key(&s.key))
         .count();
     progress.objects_total.store(
-        (pointers.len() * 2 + smalls.len() + unknown.len() + unsettled_seals) as u64,
+        (pointers.len() * 2 + verbatim.values().map(Vec::len).sum::<usize>() + unsettled_seals)
+            as u64,
         Ordering::Relaxed,
     );
     let missing_bytes: u64 = parts
@@ -386,44 +392,30 @@ pub(super) async fn run(r: &mut Replicator) -> Result<Summary> {
     };
     let conc = r.opts.concurrency.max(1);
     let mut handled: Vec<Handled> = Vec::new();
-
-    // Commits, then claims: each unit starts only while no stop is requested.
-    let commits: Vec<Result<Vec<Handled>>> = futures::stream::iter(pointers)
-        .map(|(key, run_id, commit_id)| {
-            let ctx = &ctx;
-            async move {
-                if ctx.stopping() {
-                    return Ok(Vec::new());
-                }
-                let out = ctx.commit(key, run_id, commit_id).await?;
-                ctx.progress.objects_done.fetch_add(2, Ordering::Relaxed);
-                Ok(out)
-            }
-        })
-        .buffer_unordered(conc)
-        .collect()
-        .await;
-    for c in commits {
-        handled.extend(c?);
-    }
-    if !ctx.stopping() {
-        handled.extend(run_smalls(&ctx, smalls, conc).await?);
-    }
-
-    // Seals, in order, each after everything it covers.
-    let mut stopped = ctx.stopping();
     let mut dst_head = None;
-    if !stopped {
-        let (seals, head, interrupted) = copy_seals(&ctx, &handled).await?;
-        handled.extend(seals);
-        dst_head = head;
-        stopped = interrupted;
+    // Stage by stage; every unit (a commit, a seal, an object) starts only while no stop
+    // is requested, and one that started finishes.
+    for stage in Stage::ALL {
+        if ctx.stopping() {
+            break;
+        }
+        match stage {
+            Stage::Commits => {
+                handled.extend(copy_commits(&ctx, std::mem::take(&mut pointers), conc).await?)
+            }
+            Stage::Seals => {
+                let (seals, head) = copy_seals(&ctx, &handled).await?;
+                handled.extend(seals);
+                dst_head = head;
+            }
+            _ => {
+                let objects = verbatim.remove(&stage).unwrap_or_default();
+                let conc = if stage.sequential() { 1 } else { conc };
+                handled.extend(run_smalls(&ctx, objects, conc).await?);
+            }
+        }
     }
-    // Kinds this version does not know, last: they may name anything before them.
-    if !stopped {
-        handled.extend(run_smalls(&ctx, unknown, conc).await?);
-        stopped = ctx.stopping();
-    }
+    let stopped = ctx.stopping();
     if !stopped {
         summary.conflicts.extend(seals_beyond_source(&ctx).await?);
     }
@@ -444,12 +436,43 @@ pub(super) async fn run(r: &mut Replicator) -> Result<Summary> {
     Ok(summary)
 }
 
-/// Claims or unknown objects, `conc` at a time.
+/// Commits, `conc` at a time: each its part, then its pointer.
+async fn copy_commits(
+    ctx: &Ctx<'_>,
+    pointers: Vec<(String, String, String)>,
+    conc: usize,
+) -> Result<Vec<Handled>> {
+    let commits: Vec<Result<Vec<Handled>>> = futures::stream::iter(pointers)
+        .map(|(key, run_id, commit_id)| {
+            let ctx = &ctx;
+            async move {
+                if ctx.stopping() {
+                    return Ok(Vec::new());
+                }
+                let out = ctx.commit(key, run_id, commit_id).await?;
+                ctx.progress.objects_done.fetch_add(2, Ordering::Relaxed);
+                Ok(out)
+            }
+        })
+        .buffer_unordered(conc)
+        .collect()
+        .await;
+    let mut out = Vec::new();
+    for c in commits {
+        out.extend(c?);
+    }
+    Ok(out)
+}
+
+/// Objects copied verbatim (claims, kinds this version does not know), `conc` at a time
+/// (in key order when `conc` is 1).
 async fn run_smalls(
     ctx: &Ctx<'_>,
     objects: Vec<(String, Kind)>,
     conc: usize,
 ) -> Result<Vec<Handled>> {
+    let mut objects = objects;
+    objects.sort_by(|a, b| a.0.cmp(&b.0));
     let results: Vec<Result<Option<Handled>>> = futures::stream::iter(objects)
         .map(|(key, kind)| async move {
             if ctx.stopping() {
@@ -469,12 +492,9 @@ async fn run_smalls(
     Ok(out)
 }
 
-/// Copy the source's seals in order. Returns what was handled, the newest seal the
-/// destination now holds in agreement with the source, and whether a stop interrupted.
-async fn copy_seals(
-    ctx: &Ctx<'_>,
-    handled: &[Handled],
-) -> Result<(Vec<Handled>, Option<Head>, bool)> {
+/// Copy the source's seals in order. Returns what was handled and the newest seal the
+/// destination now holds in agreement with the source.
+async fn copy_seals(ctx: &Ctx<'_>, handled: &[Handled]) -> Result<(Vec<Handled>, Option<Head>)> {
     // Pointers at the destination with their digests: this pass's and earlier passes'.
     let mut at_dst: HashMap<&str, &str> = ctx
         .r
@@ -497,7 +517,7 @@ async fn copy_seals(
     let mut head = None;
     for (expected, s) in (1u64..).zip(&ctx.chain.seals) {
         if ctx.stopping() {
-            return Ok((out, head, true));
+            return Ok((out, head));
         }
         let kind = Kind::Seal(s.key_seq);
         let this_head = Head {
@@ -555,7 +575,7 @@ async fn copy_seals(
         }
         head = Some(this_head);
     }
-    Ok((out, head, false))
+    Ok((out, head))
 }
 
 /// Seals the destination holds beyond the source's newest: the source's newest seals were
