@@ -144,11 +144,16 @@ async fn scenario(store: Side, wit: Side) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn local_disk_witnessed_on_local_disk() {
     let dir = tempfile::tempdir().unwrap();
-    scenario(
-        Side::posix(dir.path(), "store"),
-        Side::posix(dir.path(), "witness"),
-    )
-    .await;
+    let store = Side::posix(dir.path(), "store");
+    // A witness inside the store it witnesses is refused.
+    store.append("run-0", 4, 4, None).await;
+    store.seal().await;
+    let o = witness_cmd(&store, &store, "witness", &[]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("is the store itself"), "{err}");
+    let store = Side::posix(dir.path(), "store2");
+    scenario(store, Side::posix(dir.path(), "witness")).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -9,7 +9,7 @@ use crate::audit::chain;
 use crate::cli::replicate::open_prefixed;
 use crate::cli::{json_line, out, Status, StoreArg};
 use crate::clock::SystemClock;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::publish::AtomicPublisher;
 use crate::witness::{self, WitnessProblem, WitnessReport};
 
@@ -37,6 +37,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         "LINEAGE_WITNESS_",
     )
     .await?;
+    another_store(store.as_ref(), w.as_ref())?;
     let o = witness::witness(store.as_ref(), w.as_ref(), &SystemClock).await?;
     if a.json {
         out(&json_line(&o)?)?;
@@ -65,6 +66,17 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         }
     }
     Ok(if o.problems.is_empty() { 0 } else { 1 })
+}
+
+/// A witness inside the store it witnesses is no second party.
+fn another_store(store: &dyn AtomicPublisher, w: &dyn AtomicPublisher) -> Result<()> {
+    if store.describe() == w.describe() {
+        return Err(Error::Usage(format!(
+            "--witness {} is the store itself: a witness must be another store, which the store's writers cannot change",
+            w.describe()
+        )));
+    }
+    Ok(())
 }
 
 fn problem_line(p: &WitnessProblem) -> String {
@@ -100,6 +112,7 @@ impl VerifyWitnessArgs {
             "LINEAGE_WITNESS_",
         )
         .await?;
+        another_store(store, w.as_ref())?;
         let chain = chain::walk(store, None).await?;
         witness::check(&chain, &store.describe(), w.as_ref())
             .await
