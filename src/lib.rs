@@ -22,6 +22,8 @@
 //!   Ed25519 signatures, inclusion proofs, `repair` of orphans and `sweep` of stale temps.
 //! - [`replicate`]: copy a store to another (any backend to any backend), and compare a
 //!   replica with its source; [`witness`]: heads recorded in a second store.
+//! - [`export`]: lineage out to other tools: OpenLineage run events (NDJSON, optionally
+//!   posted to an endpoint) and ISO 19115-3 / ISO 19139 `LI_Lineage` metadata.
 //! - [`cli`]: one file per command; `src/bin/lineage.rs` only calls [`cli::main`].
 //! - [`error`]: one error enum and its mapping to kinds and exit codes.
 //! - [`clock`]: injected time and id generation; [`demo`]: sample events.
@@ -36,6 +38,7 @@ pub mod demo;
 pub mod encode;
 pub mod error;
 pub mod events;
+pub mod export;
 pub mod input;
 pub mod keys;
 pub mod pointer;

@@ -87,7 +87,10 @@ pub async fn repair(
             part_path: o.key.clone(),
             row_count: facts.rows,
             size_bytes: o.size,
-            schema_version: contract::SCHEMA_VERSION.to_string(),
+            schema_version: facts
+                .schema_version
+                .clone()
+                .unwrap_or_else(|| contract::SCHEMA_VERSION.to_string()),
             sha256: sha256.clone(),
             // The part's own time is the best record of when the commit happened.
             committed_utc: rfc3339(o.modified.unwrap_or(now)),

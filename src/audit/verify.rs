@@ -511,6 +511,13 @@ async fn check_part(
 /// its pointer records (so an edited pointer field is caught even before a seal pins it).
 fn summary_mismatch(f: &super::part::PartFacts, p: &Pointer, key: &str) -> Vec<String> {
     let mut why = Vec::new();
+    if f.schema_version.as_deref() != Some(p.schema_version.as_str()) {
+        why.push(format!(
+            "footer schema version {}, pointer {key} records {}",
+            f.schema_version.as_deref().unwrap_or("(none)"),
+            p.schema_version
+        ));
+    }
     if f.rows != p.row_count {
         why.push(format!(
             "{} rows, pointer {key} records {}",

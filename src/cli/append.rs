@@ -24,6 +24,10 @@ pub(crate) struct Args {
     /// Derive commit ids from this key, so a retried job re-publishes the same commits.
     #[arg(long)]
     commit_key: Option<String>,
+    /// Contract version to write (default: the newest; Arrow/Parquet input keeps the
+    /// version its schema is). Older input is widened with null columns.
+    #[arg(long, value_name = "VERSION")]
+    schema_version: Option<String>,
     /// One JSON pointer per line.
     #[arg(long)]
     json: bool,
@@ -33,6 +37,8 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     let (bytes, format) = input::read_input(a.input.as_deref(), a.format)?;
     // Validate everything before the first commit: refused input publishes nothing.
     let batches = input::parse_validated(bytes, format)?;
+    let typed = matches!(format, Format::Arrow | Format::Parquet);
+    let (_, batches) = crate::contract::for_append(batches, a.schema_version.as_deref(), typed)?;
     let store = a.store.open().await?;
     let writer = Writer::new(store)
         .with_batch_rows(a.batch_rows)
