@@ -6,7 +6,7 @@
 //! what it saw), and records A's newest seal as a create-only object in W:
 //!
 //! ```text
-//! <W>/heads/<store id>/<seq, 20 digits>.json
+//! <W>/_lineage/witness/<store id>/<seq, 20 digits>.json
 //! ```
 //!
 //! `lineage verify --store A --witness W` checks A's chain against every record: a
@@ -44,8 +44,10 @@ use crate::writer::{publish_checked, Published};
 
 /// Format tag of witness records.
 pub const RECORD_FORMAT: &str = "lineage-witness/1";
-/// Where records live in the witness store.
-pub const HEADS_PREFIX: &str = "heads/";
+/// Where records live in the witness store: under `_lineage/`, so that a local witness
+/// directory is recognised as one of ours by `--store`'s check (a mistyped path is
+/// refused), and so that dataset readers of a bucket shared with data skip it.
+pub const HEADS_PREFIX: &str = "_lineage/witness/";
 
 /// The identity of a store: the sha256 of its first seal (`None` without a seal 1).
 pub fn store_identity(chain: &Chain) -> Option<String> {
