@@ -22,7 +22,6 @@ use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 use crate::clock::{Clock, IdGen, SystemClock, V7Ids};
-use crate::contract;
 use crate::encode::{self, sha256_hex, EncodedPart};
 use crate::error::{Error, ErrorKind, Result};
 use crate::keys;
@@ -126,6 +125,7 @@ pub struct Writer {
     commit_key: Option<String>,
     max_part_bytes: usize,
     max_buffered_bytes: usize,
+    schema_version: Option<String>,
 }
 
 impl Writer {
@@ -144,6 +144,7 @@ impl Writer {
             commit_key: None,
             max_part_bytes: MAX_PART_BYTES,
             max_buffered_bytes: crate::stream::DEFAULT_MAX_BUFFERED_BYTES,
+            schema_version: None,
         }
     }
     /// Inject the clock.
@@ -182,6 +183,14 @@ impl Writer {
         self.max_buffered_bytes = n;
         self
     }
+    /// Contract version to write (`append --schema-version`); `None`: typed input (Arrow,
+    /// Parquet, batches given to [`append`](Self::append)) keeps its own version, text
+    /// input is written as the newest. Older input is widened with null columns; a version
+    /// older than the input is refused.
+    pub fn with_schema_version(mut self, v: Option<String>) -> Self {
+        self.schema_version = v;
+        self
+    }
     /// The store written to.
     pub fn store(&self) -> &Arc<dyn AtomicPublisher> {
         &self.store
@@ -206,6 +215,10 @@ impl Writer {
     pub fn max_buffered_bytes(&self) -> usize {
         self.max_buffered_bytes
     }
+    /// The contract version requested, if any.
+    pub fn schema_version(&self) -> Option<&str> {
+        self.schema_version.as_deref()
+    }
     /// The injected clock.
     pub fn clock(&self) -> &Arc<dyn Clock> {
         &self.clock
@@ -220,11 +233,15 @@ impl Writer {
     /// Append validated batches (see [`crate::input::parse_validated`]); `on_commit` sees
     /// each commit as it lands, in the order flushes are cut. Returns every pointer.
     /// Memory beyond `batches` is bounded as for a [`Sink`](crate::stream::Sink).
+    /// The batches are written as the contract version of the first (or the one set with
+    /// [`with_schema_version`](Self::with_schema_version)); a batch that cannot be written
+    /// as that version is refused before anything is published.
     pub async fn append(
         &self,
         batches: &[RecordBatch],
         on_commit: impl FnMut(&Pointer),
     ) -> Result<Vec<Pointer>> {
+        crate::stream::append::check_versions(batches, self.schema_version())?;
         let src = Arc::new(crate::stream::append::Validated(batches.to_vec()));
         Ok(crate::stream::append::append(self, src, true, on_commit)
             .await?
@@ -289,7 +306,7 @@ impl Writer {
             part_path: part_key,
             row_count: enc.rows,
             size_bytes: enc.bytes.len() as u64,
-            schema_version: contract::SCHEMA_VERSION.to_string(),
+            schema_version: enc.schema_version.clone(),
             sha256: enc.sha256.clone(),
             committed_utc: rfc3339(self.clock.now()),
             first_sequence: enc.sequence.0,

@@ -13,15 +13,18 @@ use crate::error::{Error, ErrorKind, Result};
 
 mod append;
 mod demo;
+mod export;
 mod keygen;
 mod log;
 mod prove;
 mod repair;
+mod replicate;
 mod schema;
 mod seal;
 mod sweep;
 mod verify;
 mod verify_proof;
+mod witness;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -81,6 +84,12 @@ enum Command {
     Repair(repair::Args),
     /// Remove stale temps left by crashed publishes.
     Sweep(sweep::Args),
+    /// Export lineage: OpenLineage events, ISO 19115-3 / ISO 19139 records.
+    Export(export::Args),
+    /// Copy every object another store lacks, checked, create-only, in order.
+    Replicate(replicate::Args),
+    /// Record the store's newest seal in a witness store.
+    Witness(witness::Args),
 }
 
 /// What a command reports back: exit code 0 or 1 (problems found).
@@ -110,6 +119,9 @@ pub fn main() -> ExitCode {
             Command::VerifyProof(a) => verify_proof::run(a).await,
             Command::Repair(a) => repair::run(a).await,
             Command::Sweep(a) => sweep::run(a).await,
+            Command::Export(a) => export::run(a).await,
+            Command::Replicate(a) => replicate::run(a).await,
+            Command::Witness(a) => witness::run(a).await,
         }
     });
     match result {

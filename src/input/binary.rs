@@ -1,4 +1,5 @@
-//! Arrow IPC (file or stream) and Parquet input: the schema must be the contract exactly.
+//! Arrow IPC (file or stream) and Parquet input: the schema must be the contract, matched
+//! by name with lossless string re-encodings only ([`crate::conform`]).
 
 use std::io::{Cursor, Read, Seek};
 
@@ -7,20 +8,20 @@ use bytes::Bytes;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::file::reader::ChunkReader;
 
-use crate::contract;
+use crate::conform;
 use crate::error::{Error, Result};
 use crate::events::{Origin, SourcedBatch};
 
-/// Hands batches on, numbering rows from 1 across them.
+/// Hands batches on in their contract version's schema, numbering rows from 1 across them.
 fn sourced(
     batches: impl Iterator<Item = Result<RecordBatch>>,
+    plan: &conform::Plan,
     emit: &mut dyn FnMut(SourcedBatch) -> Result<()>,
 ) -> Result<()> {
     let mut first = 1u64;
     for b in batches {
-        let b = b?;
-        // Drop the input's schema metadata: ours is added per commit.
-        let b = RecordBatch::try_new(contract::schema(), b.columns().to_vec())?;
+        // Columns by name, without the input's metadata: ours is added per commit.
+        let b = plan.apply(&b?)?;
         let n = b.num_rows() as u64;
         emit(SourcedBatch {
             origin: Origin::Rows { first },
@@ -61,17 +62,19 @@ pub(super) fn read_arrow<R: Read + Seek>(
     if n == 6 && &magic == b"ARROW1" {
         let rd = arrow_ipc::reader::FileReader::try_new(r, None)
             .map_err(|e| Error::Usage(format!("not a readable Arrow IPC file: {e}")))?;
-        contract::check_schema(rd.schema().as_ref())?;
+        let plan = conform::plan(rd.schema().as_ref())?;
         sourced(
             rd.map(|b| b.map_err(|e| Error::Usage(format!("corrupt Arrow IPC file: {e}")))),
+            &plan,
             emit,
         )
     } else {
         let rd = arrow_ipc::reader::StreamReader::try_new(std::io::BufReader::new(r), None)
             .map_err(|e| Error::Usage(format!("not a readable Arrow IPC file or stream: {e}")))?;
-        contract::check_schema(rd.schema().as_ref())?;
+        let plan = conform::plan(rd.schema().as_ref())?;
         sourced(
             rd.map(|b| b.map_err(|e| Error::Usage(format!("corrupt Arrow IPC stream: {e}")))),
+            &plan,
             emit,
         )
     }
@@ -84,12 +87,13 @@ pub(super) fn read_parquet<R: ChunkReader + 'static>(
 ) -> Result<()> {
     let builder = ParquetRecordBatchReaderBuilder::try_new(r)
         .map_err(|e| Error::Usage(format!("not a readable Parquet file: {e}")))?;
-    contract::check_schema(builder.schema().as_ref())?;
+    let plan = conform::plan(builder.schema().as_ref())?;
     let reader = builder
         .build()
         .map_err(|e| Error::Usage(format!("cannot read Parquet file: {e}")))?;
     sourced(
         reader.map(|b| b.map_err(|e| Error::Usage(format!("corrupt Parquet file: {e}")))),
+        &plan,
         emit,
     )
 }

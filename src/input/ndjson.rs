@@ -84,26 +84,32 @@ fn located(line: &str, loc: &str, plain: serde_json::Error) -> Error {
     match serde_path_to_error::deserialize::<_, Raw<'_>>(&mut de) {
         Err(e) => {
             let path = e.path().to_string();
-            let inner = e.into_inner();
             let at = if path.is_empty() || path == "." {
                 loc.to_string()
             } else {
                 format!("{loc}, field `{path}`")
             };
-            Error::record(at, format!("{inner}"))
+            Error::record(at, message(line, &e.into_inner()))
         }
-        Ok(_) => Error::record(loc, format!("{plain}")),
+        Ok(_) => Error::record(loc, message(line, &plain)),
     }
+}
+
+/// What a serde error says, with a hint for `NaN`/`Infinity` (which Python's `json.dumps`
+/// writes) and cut to a readable length.
+fn message(line: &str, e: &serde_json::Error) -> String {
+    e.is_syntax()
+        .then(|| crate::rules::json_non_number(line, e.column()))
+        .flatten()
+        .unwrap_or_else(|| crate::rules::shorten(e.to_string()))
 }
 
 /// Parse an RFC 3339 timestamp into microseconds since the epoch, UTC.
 pub(crate) fn parse_time_us(s: &str) -> Result<i64, String> {
     let t = chrono::DateTime::parse_from_rfc3339(s.trim())
-        .map_err(|e| format!("`{s}` is not an RFC 3339 timestamp ({e})"))?;
-    if t.timestamp_subsec_nanos() % 1000 != 0 {
-        return Err(format!(
-            "`{s}` has sub-microsecond precision; the contract stores microseconds"
-        ));
+        .map_err(|e| crate::rules::time_parse_problem(s, &e))?;
+    if let Some(why) = crate::rules::parsed_time_problem(s, &t) {
+        return Err(why);
     }
     Ok(t.timestamp_micros())
 }
@@ -148,6 +154,12 @@ pub(super) fn parse_lines(bytes: &[u8], first_line: u64, batcher: &mut LineBatch
         })?;
         if line.trim().is_empty() {
             continue;
+        }
+        if !line.trim_start().starts_with('{') {
+            return Err(Error::record(
+                loc(),
+                "is not a JSON object (each line holds one object with the 15 fields)",
+            ));
         }
         let mut de = serde_json::Deserializer::from_str(line);
         // Parsed without path tracking (a fifth of the parse time); a line that fails is

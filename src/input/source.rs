@@ -139,9 +139,38 @@ impl Input {
     }
 }
 
+impl Input {
+    /// Whether the input holds no events at all ([`crate::conform::is_empty_input`]),
+    /// looking only as far as its first byte that is not white space.
+    fn holds_no_events(&self, f: &mut File) -> Result<bool> {
+        if matches!(self.format, Format::Arrow | Format::Parquet) || self.len == 0 {
+            return Ok(self.len == 0);
+        }
+        let mut buf = vec![0u8; 64 << 10];
+        let mut first = true;
+        loop {
+            let n = read_full(f, &mut buf).map_err(|e| Error::io(self.name(), e))?;
+            // The byte-order mark counts only at the start.
+            let empty = if first {
+                crate::conform::is_empty_input(&buf[..n], self.format)
+            } else {
+                buf[..n].iter().all(u8::is_ascii_whitespace)
+            };
+            first = false;
+            if !empty || n < buf.len() {
+                f.rewind().map_err(|e| Error::io(self.name(), e))?;
+                return Ok(empty);
+            }
+        }
+    }
+}
+
 impl BatchSource for Input {
     fn read_all(&self, emit: &mut dyn FnMut(SourcedBatch) -> Result<()>) -> Result<()> {
-        let f = self.reopen()?;
+        let mut f = self.reopen()?;
+        if self.holds_no_events(&mut f)? {
+            return Ok(()); // no events: appending them is a no-op (README, "Input")
+        }
         match self.format {
             Format::Ndjson => read_ndjson(f, &self.name(), emit),
             Format::Csv => csv::read(BufReader::with_capacity(1 << 20, f), emit),
@@ -159,6 +188,10 @@ impl BatchSource for Input {
             Format::Arrow => Some(self.len),
             Format::Parquet => None,
         }
+    }
+
+    fn typed(&self) -> bool {
+        matches!(self.format, Format::Arrow | Format::Parquet)
     }
 
     fn check_unchanged(&self) -> Result<()> {

@@ -2,7 +2,10 @@
 //! nothing": the input is read twice.
 //!
 //! 1. **Validate** every batch (and with a commit key, digest the payload, see
-//!    `digest`), keeping nothing. A refused row ends the append here.
+//!    `digest`), keeping nothing. A refused row ends the append here. The first batch
+//!    fixes the contract version written (`version`: the requested one, a typed input's
+//!    own, or the newest for text), so a version the input cannot be written as is
+//!    refused here too.
 //! 2. With a commit key, **claim** it for that digest (an older format-1 claim is checked
 //!    by encoding every flush once without publishing, see [`crate::commit_key`]).
 //! 3. **Commit**: read the input again (unless all of its validated batches fit in the
@@ -25,6 +28,7 @@ use super::digest::PayloadDigest;
 pub use super::digest::PayloadSummary;
 use super::group::Grouper;
 use super::sink::{Sink, SinkOptions};
+use super::version::VersionPin;
 use crate::commit_key::{self, Claimed, ClaimedCommit};
 use crate::encode::{self, EncodedPart};
 use crate::error::{Error, Result};
@@ -54,6 +58,12 @@ pub trait BatchSource: Send + Sync + std::fmt::Debug + 'static {
     fn validated(&self) -> bool {
         false
     }
+    /// Whether the batches' schema says which contract version the input is (Arrow,
+    /// Parquet, batches in memory): written as that version unless another is requested.
+    /// Text formats say `false`: written as the newest version, added columns null.
+    fn typed(&self) -> bool {
+        true
+    }
 }
 
 /// Batches already in memory and validated (what [`Writer::append`] takes).
@@ -76,6 +86,18 @@ impl BatchSource for Validated {
     fn validated(&self) -> bool {
         true
     }
+}
+
+/// Refuse, before anything is published, batches in memory that cannot all be written as
+/// one version: `requested`, or the first batch's (see `version`).
+pub(crate) fn check_versions(batches: &[RecordBatch], requested: Option<&str>) -> Result<()> {
+    let mut pin = VersionPin::new(requested)?;
+    for b in batches {
+        // A batch without rows says its version just as well and costs nothing to widen.
+        let (_, v) = pin.conform(b.slice(0, 0), true)?;
+        pin.accept(v);
+    }
+    Ok(())
 }
 
 /// What an append did.
@@ -104,8 +126,8 @@ fn reader(source: Arc<dyn BatchSource>) -> mpsc::Receiver<Result<SourcedBatch>> 
     rx
 }
 
-/// Append `source` through `writer` (its batch size, concurrency and commit key):
-/// validate all, claim the key, then commit. `on_commit` sees each commit as it lands;
+/// Append `source` through `writer` (its batch size, concurrency, commit key and schema
+/// version): validate all, claim the key, then commit. `on_commit` sees each commit as it lands;
 /// `keep` keeps the pointers in the summary.
 pub async fn append(
     writer: &Writer,
@@ -124,6 +146,8 @@ pub async fn append(
     if writer.batch_rows() == 0 {
         return Err(Error::Usage("--batch-rows must be at least 1".into()));
     }
+    let mut version = VersionPin::new(writer.schema_version())?;
+    let typed = source.typed();
     // Pass 1: validate everything (and digest a keyed payload) before any commit.
     let validated = source.validated();
     let mut kept = None;
@@ -141,12 +165,14 @@ pub async fn append(
         if source.expected_bytes().is_some_and(|b| b > keep as u64) {
             keep = 0;
         }
+        let pin = version.clone();
         let pass =
-            tokio::task::spawn_blocking(move || first_pass(src.as_ref(), k, rows, max, keep))
+            tokio::task::spawn_blocking(move || first_pass(src.as_ref(), pin, k, rows, max, keep))
                 .await
                 .map_err(|e| Error::Internal(format!("validation failed: {e}")))??;
+        version = pass.version;
         if let (Some(k), Some(payload)) = (&key, &pass.summary) {
-            claim(writer, source.clone(), k, payload).await?;
+            claim(writer, source.clone(), version.clone(), k, payload).await?;
         }
         kept = pass.kept.map(Vec::into_iter);
         if kept.is_none() {
@@ -159,6 +185,8 @@ pub async fn append(
         max_delay: None,
         max_in_flight: writer.concurrency(),
         max_buffered_bytes: writer.max_buffered_bytes(),
+        // Known from the first pass, else (unkeyed batches in memory) from the first batch.
+        schema_version: version.fixed().map(|v| v.version.clone()),
     };
     let mut sink = Sink::open(writer.clone(), &opts, key)?;
     let mut out = AppendSummary::default();
@@ -178,12 +206,12 @@ pub async fn append(
     loop {
         let r = match (&mut kept, &mut rx) {
             (Some(it), _) => match it.next() {
-                Some(b) => sink.write_validated(b).await,
+                Some(b) => sink.write_validated(b, typed).await,
                 None => break,
             },
             (None, Some(rx)) => match rx.recv().await {
-                Some(Ok(b)) if validated => sink.write_validated(b.batch).await,
-                Some(Ok(b)) => sink.write_sourced(b).await,
+                Some(Ok(b)) if validated => sink.write_validated(b.batch, typed).await,
+                Some(Ok(b)) => sink.write_sourced(b, typed).await,
                 Some(Err(e)) => Err(e),
                 None => break,
             },
@@ -209,26 +237,34 @@ struct FirstPass {
     /// The validated batches, when all of them fit in the memory budget: the commit pass
     /// then needs no second read (small inputs cost what they did before streaming).
     kept: Option<Vec<RecordBatch>>,
+    /// The contract version written, fixed by the first batch.
+    version: VersionPin,
 }
 
 fn first_pass(
     source: &dyn BatchSource,
+    mut version: VersionPin,
     key: Option<String>,
     batch_rows: usize,
     max_part_bytes: usize,
     keep_budget: usize,
 ) -> Result<FirstPass> {
     let mut v = Validator::new();
-    let validated = source.validated();
+    let (validated, typed) = (source.validated(), source.typed());
     let mut digest = key.map(|k| PayloadDigest::new(&k, batch_rows, max_part_bytes));
     let mut kept = (!validated).then(Vec::new);
     let mut kept_bytes = 0usize;
     source.read_all(&mut |sb| {
+        let (batch, to) = version.conform(sb.batch, typed)?;
         let batch = if validated {
-            sb.batch
+            batch
         } else {
-            v.validate(&sb)?
+            v.validate(&SourcedBatch {
+                batch,
+                origin: sb.origin,
+            })?
         };
+        version.accept(to);
         if let Some(d) = &mut digest {
             d.push(&batch)?;
         }
@@ -245,12 +281,14 @@ fn first_pass(
     Ok(FirstPass {
         summary: digest.map(PayloadDigest::finish).transpose()?,
         kept,
+        version,
     })
 }
 
 async fn claim(
     writer: &Writer,
     source: Arc<dyn BatchSource>,
+    version: VersionPin,
     key: &str,
     payload: &PayloadSummary,
 ) -> Result<()> {
@@ -265,7 +303,7 @@ async fn claim(
                 commit_key = key,
                 "format-1 claim found: comparing part digests before publishing"
             );
-            let ours = format1_digest(writer, source, key).await?;
+            let ours = format1_digest(writer, source, version, key).await?;
             if ours == old.payload_sha256 {
                 Ok(())
             } else {
@@ -283,11 +321,12 @@ async fn claim(
 async fn format1_digest(
     writer: &Writer,
     source: Arc<dyn BatchSource>,
+    version: VersionPin,
     key: &str,
 ) -> Result<String> {
     let mut grouper = Grouper::new(writer.batch_rows(), writer.max_buffered_bytes());
     let mut v = Validator::new();
-    let validated = source.validated();
+    let (validated, typed) = (source.validated(), source.typed());
     let mut pending = FuturesOrdered::new();
     let mut done: Vec<(String, String, u64, EncodedPart)> = Vec::new();
     let encoders = writer.encoders();
@@ -297,7 +336,15 @@ async fn format1_digest(
         let flushes = match rx.recv().await {
             Some(b) => {
                 let b = b?;
-                let batch = if validated { b.batch } else { v.validate(&b)? };
+                let (batch, _) = version.conform(b.batch, typed)?;
+                let batch = if validated {
+                    batch
+                } else {
+                    v.validate(&SourcedBatch {
+                        batch,
+                        origin: b.origin,
+                    })?
+                };
                 grouper.push(&batch, chrono::DateTime::UNIX_EPOCH)?
             }
             None => {

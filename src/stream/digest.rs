@@ -2,13 +2,15 @@
 //! computed in the validation pass without buffering or encoding anything: the same
 //! partitions and flush cuts as [`super::group`], a sha256 over each flush's rows.
 //!
-//! A flush's content digest is sha256 over its rows in order, each row its 15 values in
-//! contract order, each value a tag byte (0 null, 1 present) and, when present, the value:
-//! strings as a u32 little-endian length and UTF-8 bytes, integers and timestamps as
-//! little-endian i64/i32, floats as the little-endian bits of the f64. Each partition
-//! hashes one line per flush, `run_id \t target_crs \t commit_id \t rows \t content \n`;
-//! the payload digest is sha256 over the partitions' line digests (lower-case hex, one per
-//! line) in order of first appearance.
+//! A flush's content digest is sha256 over its rows in order, each row its values in the
+//! order of the columns of the contract version written (15 for 1.2.0), each value a tag
+//! byte (0 null, 1 present) and, when present, the value: strings as a u32 little-endian
+//! length and UTF-8 bytes, integers and timestamps as little-endian i64/i32, floats as
+//! the little-endian bits of the f64. Each partition hashes one line per flush,
+//! `run_id \t target_crs \t commit_id \t rows \t schema_version \t content \n`; the
+//! payload digest is sha256 over the partitions' line digests (lower-case hex, one per
+//! line) in order of first appearance. (The version is in the line: the same events
+//! written as another version make other parts.)
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int32Type, Int64Type, TimestampMicrosecondType};
@@ -16,7 +18,7 @@ use arrow_array::{Array, RecordBatch};
 use sha2::{Digest, Sha256};
 
 use super::partition::PartitionIndex;
-use crate::contract::{Kind, COLUMNS};
+use crate::contract::{self, Kind};
 use crate::error::{Error, Result};
 use crate::writer::derived_commit_id;
 
@@ -51,14 +53,17 @@ pub(crate) struct PayloadDigest {
     flushes: u64,
     rows: u64,
     row: Vec<u8>,
+    /// The column kinds and version of the batches (one version per append).
+    kinds: Vec<Kind>,
+    version: String,
 }
 
 /// An upper bound of the Parquet size of a flush whose values take `plain` bytes as
 /// serialised here: every value plain-encoded (dictionary pages are at most 1 MiB per
 /// column), zstd's worst-case expansion, a page header with statistics per 1,024 values
 /// or MiB per column, and the footer.
-fn encoded_bound(plain: u64, rows: u64) -> u64 {
-    let cols = COLUMNS.len() as u64;
+fn encoded_bound(plain: u64, rows: u64, cols: usize) -> u64 {
+    let cols = cols as u64;
     plain
         + plain / 64
         + cols * (1 << 20)
@@ -77,18 +82,25 @@ impl PayloadDigest {
             flushes: 0,
             rows: 0,
             row: Vec::with_capacity(512),
+            kinds: Vec::new(),
+            version: String::new(),
         }
     }
 
-    /// Add a validated batch.
+    /// Add a validated batch (every batch of a payload in the same contract version).
     pub(crate) fn push(&mut self, batch: &RecordBatch) -> Result<()> {
+        if self.kinds.len() != batch.num_columns() {
+            let v = contract::version_of_schema(batch.schema().as_ref())?;
+            self.kinds = v.columns.iter().map(|c| c.kind).collect();
+            self.version = v.version.clone();
+        }
         for (p, rows) in self.index.split(batch) {
             if self.parts.len() <= p {
                 self.parts.resize_with(p + 1, Part::default);
             }
             for i in rows {
                 self.row.clear();
-                serialize_row(batch, i as usize, &mut self.row);
+                serialize_row(batch, &self.kinds, i as usize, &mut self.row);
                 let part = &mut self.parts[p];
                 part.content.update(&self.row);
                 part.plain += self.row.len() as u64;
@@ -104,7 +116,7 @@ impl PayloadDigest {
     fn close(&mut self, p: usize) -> Result<()> {
         let (run, crs) = self.index.name(p);
         let part = &mut self.parts[p];
-        let bound = encoded_bound(part.plain, part.rows);
+        let bound = encoded_bound(part.plain, part.rows, self.kinds.len());
         if bound > self.max_part_bytes as u64 {
             return Err(Error::Usage(format!(
                 "the flush of {} rows for run_id={run} target_crs={crs} may encode to up to {bound} bytes, over the {}-byte limit of one create-only PUT; lower --batch-rows",
@@ -113,8 +125,13 @@ impl PayloadDigest {
         }
         let id = derived_commit_id(run, crs, &self.key, part.index);
         let content = hex::encode(part.content.finalize_reset());
-        part.lines
-            .update(format!("{run}\t{crs}\t{id}\t{}\t{content}\n", part.rows).as_bytes());
+        part.lines.update(
+            format!(
+                "{run}\t{crs}\t{id}\t{}\t{}\t{content}\n",
+                part.rows, self.version
+            )
+            .as_bytes(),
+        );
         self.rows += part.rows;
         self.flushes += 1;
         part.index += 1;
@@ -143,15 +160,15 @@ impl PayloadDigest {
     }
 }
 
-fn serialize_row(batch: &RecordBatch, i: usize, out: &mut Vec<u8>) {
-    for (ci, c) in COLUMNS.iter().enumerate() {
+fn serialize_row(batch: &RecordBatch, kinds: &[Kind], i: usize, out: &mut Vec<u8>) {
+    for (ci, kind) in kinds.iter().enumerate() {
         let a = batch.column(ci);
         if a.is_null(i) {
             out.push(0);
             continue;
         }
         out.push(1);
-        match c.kind {
+        match kind {
             Kind::Str => {
                 let v = a.as_string::<i32>().value(i).as_bytes();
                 out.extend_from_slice(&(v.len() as u32).to_le_bytes());

@@ -22,7 +22,6 @@ use chrono::{DateTime, Utc};
 
 use super::partition::PartitionIndex;
 use super::spill::{Segment, SpillFile};
-use crate::contract;
 use crate::error::Result;
 use crate::writer::Flush;
 
@@ -190,7 +189,8 @@ impl Grouper {
         // sees the same arrays, so the part's bytes (and sha256) are the same.
         let batch = match pieces.len() {
             1 => pieces.remove(0),
-            _ => arrow_select::concat::concat_batches(&contract::schema(), &pieces)?,
+            // One append or sink writes one contract version: the pieces share a schema.
+            _ => arrow_select::concat::concat_batches(&pieces[0].schema(), &pieces)?,
         };
         let (run_id, target_crs) = self.index.name(p);
         Ok(Flush {

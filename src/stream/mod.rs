@@ -11,7 +11,8 @@
 //!
 //! Inside: `partition` numbers partitions, `group` buffers rows until a flush is full
 //! (spilling to `spill` over the memory budget), `commit` runs bounded encode+publish
-//! tasks, `digest` computes a keyed payload's digest in the first pass.
+//! tasks, `digest` computes a keyed payload's digest in the first pass, `version` fixes
+//! the contract version written (`--schema-version` rules) and widens older batches.
 
 pub mod append;
 mod commit;
@@ -21,6 +22,7 @@ mod partition;
 pub(crate) mod pool;
 mod sink;
 mod spill;
+mod version;
 
 pub use sink::{Sink, SinkOptions, DEFAULT_MAX_BUFFERED_BYTES};
 

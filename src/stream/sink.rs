@@ -5,9 +5,14 @@
 //! memory), and [`finish`](Sink::finish) commits the rest and returns every pointer.
 //!
 //! Guarantees:
-//! - A refused batch (a row breaks the contract) is refused whole, naming the row (its
-//!   1-based position in that batch) and field; nothing of it is kept, and the sink stays
-//!   usable.
+//! - A batch is taken as `lineage append` takes Arrow input: columns matched by name to a
+//!   registered contract version, lossless string re-encodings accepted
+//!   ([`crate::conform`]); the sink writes one version, the requested one or the first
+//!   accepted batch's (single events: the newest), widening older batches with null
+//!   columns (see `version`).
+//! - A refused batch (a schema the contract does not accept, a row that breaks it) is
+//!   refused whole, naming the field (and the row, 1-based within that batch); nothing of
+//!   it is kept, and the sink stays usable.
 //! - Every commit is complete (part, then pointer), as in `lineage append`; the commits
 //!   returned by `finish` are exactly those published, in the order they were cut.
 //! - Dropped without `finish` or `abort`: buffered rows are discarded and never published
@@ -23,6 +28,7 @@ use chrono::{DateTime, Utc};
 
 use super::commit::Committer;
 use super::group::Grouper;
+use super::version::VersionPin;
 use crate::error::{Error, Result};
 use crate::events::{EventBuilder, EventRow, Origin, SourcedBatch};
 use crate::pointer::Pointer;
@@ -45,6 +51,9 @@ pub struct SinkOptions {
     pub max_in_flight: usize,
     /// Memory for buffered rows; beyond it the fullest partitions move to a temp file.
     pub max_buffered_bytes: usize,
+    /// Contract version to write (`lineage append --schema-version`); `None`: the version
+    /// of the first batch written (the newest when that is single events).
+    pub schema_version: Option<String>,
 }
 
 impl Default for SinkOptions {
@@ -54,6 +63,7 @@ impl Default for SinkOptions {
             max_delay: None,
             max_in_flight: DEFAULT_CONCURRENCY,
             max_buffered_bytes: DEFAULT_MAX_BUFFERED_BYTES,
+            schema_version: None,
         }
     }
 }
@@ -72,6 +82,7 @@ pub struct Sink {
     writer: Writer,
     max_delay: Option<chrono::Duration>,
     validator: Validator,
+    version: VersionPin,
     grouper: Grouper,
     committer: Committer,
     pointers: Vec<Pointer>,
@@ -116,6 +127,7 @@ impl Sink {
             writer,
             max_delay,
             validator: Validator::new(),
+            version: VersionPin::new(opts.schema_version.as_deref())?,
             grouper: Grouper::new(opts.batch_rows, opts.max_buffered_bytes),
             committer,
             pointers: Vec::new(),
@@ -123,16 +135,20 @@ impl Sink {
         })
     }
 
-    /// Validate `batch` (contract schema; see [`crate::contract`]) and buffer it; commits
-    /// the partitions it fills and those past `max_delay`. Waits while `max_in_flight`
-    /// commits are in flight. A refused batch names its row (1-based within `batch`) and
-    /// field, and nothing of it is kept.
+    /// Validate `batch` and buffer it; commits the partitions it fills and those past
+    /// `max_delay`. Waits while `max_in_flight` commits are in flight. Its schema is taken
+    /// as `lineage append` takes an Arrow file's (columns by name, any registered contract
+    /// version, lossless string re-encodings: [`crate::conform`]). A refused batch names
+    /// the field (and row, 1-based within `batch`), and nothing of it is kept.
     pub async fn write(&mut self, batch: RecordBatch) -> Result<()> {
-        self.write_sourced(SourcedBatch {
+        self.check_open()?;
+        let batch = crate::conform::plan(batch.schema().as_ref())?.apply(&batch)?;
+        let sb = SourcedBatch {
             batch,
             origin: Origin::Rows { first: 1 },
-        })
-        .await
+        };
+        let valid = self.accept(sb, true)?;
+        self.buffer(valid).await
     }
 
     /// [`write`](Self::write) for single events (or a few): they form one batch.
@@ -140,24 +156,46 @@ impl Sink {
         if events.is_empty() {
             return Ok(());
         }
+        self.check_open()?;
         let mut b = EventBuilder::new();
         for e in events {
             b.push(e);
         }
-        self.write(b.finish()?).await
+        let sb = SourcedBatch {
+            batch: b.finish()?,
+            origin: Origin::Rows { first: 1 },
+        };
+        // Single events are text-like: written as the newest version unless requested.
+        let valid = self.accept(sb, false)?;
+        self.buffer(valid).await
     }
 
-    /// Write a batch whose origin names input lines (used by `append`).
-    pub(crate) async fn write_sourced(&mut self, sb: SourcedBatch) -> Result<()> {
+    /// Write a batch in a contract version's schema whose origin names input lines (used
+    /// by `append`; `typed`: the input's schema says its version, see `version`).
+    pub(crate) async fn write_sourced(&mut self, sb: SourcedBatch, typed: bool) -> Result<()> {
         self.check_open()?;
-        let valid = self.validator.validate(&sb)?;
+        let valid = self.accept(sb, typed)?;
         self.buffer(valid).await
     }
 
     /// Write a batch that went through [`Validator::validate`] already.
-    pub(crate) async fn write_validated(&mut self, batch: RecordBatch) -> Result<()> {
+    pub(crate) async fn write_validated(&mut self, batch: RecordBatch, typed: bool) -> Result<()> {
         self.check_open()?;
+        let (batch, v) = self.version.conform(batch, typed)?;
+        self.version.accept(v);
         self.buffer(batch).await
+    }
+
+    /// `sb` as the version this sink writes, validated; the version is fixed by the first
+    /// batch accepted (a refused one fixes nothing).
+    fn accept(&mut self, sb: SourcedBatch, typed: bool) -> Result<RecordBatch> {
+        let (batch, v) = self.version.conform(sb.batch, typed)?;
+        let valid = self.validator.validate(&SourcedBatch {
+            batch,
+            origin: sb.origin,
+        })?;
+        self.version.accept(v);
+        Ok(valid)
     }
 
     async fn buffer(&mut self, valid: RecordBatch) -> Result<()> {

@@ -14,7 +14,6 @@ use arrow_array::RecordBatch;
 use arrow_ipc::reader::StreamReader;
 use arrow_ipc::writer::StreamWriter;
 
-use crate::contract;
 use crate::error::{Error, Result};
 
 /// Where one spilled run of rows lies in the file.
@@ -85,14 +84,17 @@ impl SpillFile {
         self.len
     }
 
-    /// Append `batches` as one segment.
+    /// Append `batches` (of one schema, at least one) as one segment.
     pub(crate) fn write(&mut self, batches: &[RecordBatch]) -> Result<Segment> {
+        let Some(first) = batches.first() else {
+            return Err(Error::Internal("spilling no rows".into()));
+        };
         let mut out = Counting {
             inner: BufWriter::with_capacity(1 << 20, &self.file),
             n: 0,
         };
         {
-            let mut w = StreamWriter::try_new(&mut out, &contract::schema())?;
+            let mut w = StreamWriter::try_new(&mut out, &first.schema())?;
             for b in batches {
                 w.write(b)?;
             }
