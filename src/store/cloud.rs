@@ -28,7 +28,16 @@ use crate::publish::object::{Backend, ObjectStorePublisher};
 /// Time one request may take. object_store's default (30 s) would time out a large part
 /// on an ordinary link (a 4 GiB part at 200 Mbit/s takes ~3 minutes) and turn a good
 /// upload into an ambiguous one; 10 minutes covers the largest part at ~60 Mbit/s.
+/// object_store's own variable for the service (`AWS_TIMEOUT`, `AZURE_TIMEOUT`,
+/// `GOOGLE_TIMEOUT`, e.g. `30s`), when set, wins: see [`timeout_is_set`].
 pub const REQUEST_TIMEOUT: &str = "600s";
+
+/// True when the operator set object_store's request timeout for a service through its
+/// own variable (`<PREFIX>_TIMEOUT`, which `from_env` reads): then [`REQUEST_TIMEOUT`]
+/// must not override it. (The fault-injection tests shorten it this way.)
+fn timeout_is_set(prefix: &str) -> bool {
+    std::env::var_os(format!("{prefix}_TIMEOUT")).is_some_and(|v| !v.is_empty())
+}
 
 /// Settings of a store that do not belong in its URL.
 #[derive(Debug, Clone, Default)]
@@ -126,26 +135,26 @@ pub async fn open(url: &str, opts: &CloudOptions) -> Result<Option<ObjectStorePu
     };
     let store: Arc<dyn ObjectStore> = match p.backend {
         Backend::S3 => Arc::new(s3(&p, opts).await?),
-        Backend::Azure => Arc::new(
-            MicrosoftAzureBuilder::from_env()
-                .with_url(p.url.clone())
-                .with_config(
+        Backend::Azure => {
+            let mut b = MicrosoftAzureBuilder::from_env().with_url(p.url.clone());
+            if !timeout_is_set("AZURE") {
+                b = b.with_config(
                     AzureConfigKey::Client(ClientConfigKey::Timeout),
                     REQUEST_TIMEOUT,
-                )
-                .build()
-                .map_err(|e| build_error(&p, e))?,
-        ),
-        Backend::Gcs => Arc::new(
-            GoogleCloudStorageBuilder::from_env()
-                .with_url(p.url.clone())
-                .with_config(
+                );
+            }
+            Arc::new(b.build().map_err(|e| build_error(&p, e))?)
+        }
+        Backend::Gcs => {
+            let mut b = GoogleCloudStorageBuilder::from_env().with_url(p.url.clone());
+            if !timeout_is_set("GOOGLE") {
+                b = b.with_config(
                     GoogleConfigKey::Client(ClientConfigKey::Timeout),
                     REQUEST_TIMEOUT,
-                )
-                .build()
-                .map_err(|e| build_error(&p, e))?,
-        ),
+                );
+            }
+            Arc::new(b.build().map_err(|e| build_error(&p, e))?)
+        }
         Backend::Memory => {
             return Err(Error::Internal("no URL names the memory backend".into()));
         }
@@ -211,13 +220,15 @@ async fn s3(p: &ParsedUrl, opts: &CloudOptions) -> Result<object_store::aws::Ama
         .with_url(p.url.clone())
         .with_region(region)
         .with_credentials(Arc::new(AwsConfigCredentials::new(provider)))
-        .with_config(
-            AmazonS3ConfigKey::Client(ClientConfigKey::Timeout),
-            REQUEST_TIMEOUT,
-        )
         .with_conditional_put(S3ConditionalPut::ETagMatch)
         // Buckets with Object Lock refuse uploads without an integrity checksum.
         .with_checksum_algorithm(Checksum::SHA256);
+    if !timeout_is_set("AWS") {
+        b = b.with_config(
+            AmazonS3ConfigKey::Client(ClientConfigKey::Timeout),
+            REQUEST_TIMEOUT,
+        );
+    }
     match endpoint {
         Some(ep) => {
             check_endpoint(&ep)?;
