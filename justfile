@@ -19,3 +19,7 @@ lint:
 # write-path benchmark on the shared bench's 1 M events (see README, Performance)
 bench events="":
     cargo bench --bench write -- {{ if events != "" { "--events " + events } else { "" } }}
+
+# fuzz each cargo-fuzz target for SECS seconds (not in CI; needs `cargo install cargo-fuzz`)
+fuzz secs="60" *targets="":
+    scripts/fuzz.sh {{secs}} {{targets}}

@@ -2,7 +2,8 @@
 //! flushes, with and without `--commit-key`) runs many times through a TCP fault proxy
 //! (tests/support/fault_proxy.rs) in front of LocalStack and Azurite. The proxy, from a
 //! seeded schedule, drops connections before forwarding and after the write landed,
-//! stalls past the client's timeout, and answers 503/429/500 before or after forwarding.
+//! stalls past the client's timeout (also delivering the request only after the client
+//! gave up), and answers 503/429/500 before or after forwarding.
 //!
 //! After every run, read directly from the server (not through the proxy):
 //! - a run either succeeded with exactly one part and one pointer per flush, or failed
@@ -78,6 +79,7 @@ fn schedule(epoch: u64) -> Schedule {
             (Fault::DropAfter, 3),
             (Fault::StallBefore, 1),
             (Fault::StallAfter, 1),
+            (Fault::DeliverLate, 1),
             (Fault::Status(503), 2),
             (Fault::Status(429), 1),
             (Fault::Status(500), 1),
@@ -186,11 +188,10 @@ impl Ledger {
             );
         }
         for (k, (size, modified)) in listed {
-            if !self.seen.contains_key(&k) {
-                let b = store.get(&k).await.unwrap().unwrap();
-                assert_eq!(b.len() as u64, size, "{k}");
-                self.seen
-                    .insert(k, (size, modified, lineage_store::encode::sha256_hex(&b)));
+            if let std::collections::btree_map::Entry::Vacant(slot) = self.seen.entry(k) {
+                let b = store.get(slot.key()).await.unwrap().unwrap();
+                assert_eq!(b.len() as u64, size, "{}", slot.key());
+                slot.insert((size, modified, lineage_store::encode::sha256_hex(&b)));
             }
         }
     }

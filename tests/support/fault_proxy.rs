@@ -8,6 +8,8 @@
 //!   connection without answering (a lost response);
 //! - stall, before or after forwarding, answering nothing until the client gives up (its
 //!   request timeout) and closes the connection;
+//! - deliver late: stall until the client gave up, and only then forward (a request held
+//!   in a queue somewhere lands after the client stopped waiting for it);
 //! - answer 503, 429 or 500 itself, before forwarding, or after forwarding (the write
 //!   landed, the client is told it failed).
 //!
@@ -46,6 +48,8 @@ pub enum Fault {
     StallBefore,
     /// Forward, read the whole response, answer nothing until the client closes.
     StallAfter,
+    /// Answer nothing until the client closes, then forward: the write lands late.
+    DeliverLate,
     /// Answer this status without forwarding.
     Status(u16),
     /// Forward (the write lands), then answer this status instead of the server's answer.
@@ -60,13 +64,17 @@ impl Fault {
             Fault::DropAfter => "drop after forwarding (write landed)".into(),
             Fault::StallBefore => "stall before forwarding".into(),
             Fault::StallAfter => "stall after forwarding (write landed)".into(),
+            Fault::DeliverLate => "stall, forward once the client gave up (lands late)".into(),
             Fault::Status(s) => format!("{s} before forwarding"),
             Fault::StatusAfter(s) => format!("{s} after forwarding (write landed)"),
         }
     }
 
     fn is_stall(self) -> bool {
-        matches!(self, Fault::StallBefore | Fault::StallAfter)
+        matches!(
+            self,
+            Fault::StallBefore | Fault::StallAfter | Fault::DeliverLate
+        )
     }
 }
 
@@ -554,6 +562,11 @@ async fn serve(conn: TcpStream, upstream: SocketAddr, state: &Mutex<State>) -> s
             (Some(Fault::DropBefore | Fault::DropAfter), _) => return Ok(()),
             (Some(Fault::StallBefore | Fault::StallAfter), _) => {
                 stall(&mut client, state).await;
+                return Ok(());
+            }
+            (Some(Fault::DeliverLate), _) => {
+                stall(&mut client, state).await;
+                forward(upstream, &req).await?;
                 return Ok(());
             }
             (Some(Fault::Status(s) | Fault::StatusAfter(s)), _) => {
