@@ -144,6 +144,15 @@ fn cli(prefix: &[String], args: &[&str], stdin: &str) -> Output {
     child.wait_with_output().unwrap()
 }
 
+/// The prior content every test starts from, through the CLI: run `prior`, 2 commits.
+fn append_prior(store: &Path) {
+    let prior = support::ndjson("prior", 20, "prior");
+    let s = store.to_str().unwrap();
+    let o = cli(&[], &["append", "--store", s, "--batch-rows", "10"], &prior);
+    assert!(o.status.success(), "{:?}", text(&o));
+    assert_eq!(snapshot(store).0.len(), 4, "2 parts, 2 pointers");
+}
+
 fn append(prefix: &[String], store: &Path, stdin: &str) -> Output {
     let s = store.to_str().unwrap();
     cli(prefix, &["append", "--store", s, "--json"], stdin)
@@ -288,21 +297,8 @@ fn disk_full_mid_part_and_at_the_pointer() {
     };
     say("disk_full: real ENOSPC on an 8 MiB tmpfs, through the CLI");
     let store = mnt.join("store");
-    let prior = support::ndjson("prior", 20, "prior");
-    let o = cli(
-        &[],
-        &[
-            "append",
-            "--store",
-            store.to_str().unwrap(),
-            "--batch-rows",
-            "10",
-        ],
-        &prior,
-    );
-    assert!(o.status.success(), "{:?}", text(&o));
+    append_prior(&store);
     let (before, _) = snapshot(&store);
-    assert_eq!(before.len(), 4, "2 parts, 2 pointers: {before:?}");
 
     let big = noisy_ndjson("big", 3000);
     let size = part_size(&dir.path().join("scratch"), &big);
@@ -377,13 +373,8 @@ fn injected_disk_full(dir: &Path) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
         let root = dir.join("store");
-        let plain: Arc<PosixPublisher> = Arc::new(PosixPublisher::new(&root));
-        let batches = support::batches("prior", 20, "prior");
-        Writer::new(plain.clone())
-            .with_batch_rows(10)
-            .append(&batches, |_| {})
-            .await
-            .unwrap();
+        append_prior(&root);
+        let plain = PosixPublisher::new(&root);
         let (before, _) = snapshot(&root);
         let big = parse_validated(noisy_ndjson("big", 3000).into(), Format::Ndjson).unwrap();
         for (key, landed) in [("run_id=big/", 0), ("_lineage/commits/run_id=big/", 1)] {
@@ -406,7 +397,7 @@ fn injected_disk_full(dir: &Path) {
             assert_eq!(added_since(&before, &root).len(), landed);
         }
         let report = verify_with(
-            plain.as_ref(),
+            &plain,
             &VerifyOptions {
                 grace: chrono::Duration::zero(),
                 ..VerifyOptions::default()
@@ -477,19 +468,7 @@ fn set_dirs(root: &Path, owner: Option<u32>, mode: u32) {
 fn permission_denied_on_a_read_only_store() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("store");
-    let prior = support::ndjson("prior", 20, "prior");
-    let o = cli(
-        &[],
-        &[
-            "append",
-            "--store",
-            store.to_str().unwrap(),
-            "--batch-rows",
-            "10",
-        ],
-        &prior,
-    );
-    assert!(o.status.success(), "{:?}", text(&o));
+    append_prior(&store);
     let prefix = match forced_fallback().map_or_else(unprivileged_prefix, Err) {
         Ok(p) => p,
         Err(why) => {
