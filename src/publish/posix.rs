@@ -287,14 +287,14 @@ impl Drop for TempGuard<'_> {
     }
 }
 
-/// The temp name for a target: hidden, same directory, unique per attempt.
+/// The temp name for a target: hidden, same directory, unique per attempt, carrying its
+/// creation time ([`crate::keys::temp_name`]).
 pub fn temp_path(target: &Path) -> PathBuf {
     let name = target
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let nonce = uuid::Uuid::new_v4().simple().to_string();
-    target.with_file_name(format!(".{name}.{}.tmp", &nonce[..12]))
+    target.with_file_name(crate::keys::temp_name(&name))
 }
 
 fn publish_file(
