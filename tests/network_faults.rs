@@ -293,6 +293,13 @@ fn judge_attempt(
                 "{}: {run_id}: the error does not name the object: {line}",
                 t.name
             );
+            // ... and why: object_store's own message for a timeout or a reset ends in
+            // "error sending request"; the CLI adds the cause.
+            assert!(
+                !line.trim_end().ends_with("error sending request"),
+                "{}: {run_id}: the error does not say why: {line}",
+                t.name
+            );
             outcomes.example_error.get_or_insert_with(|| line.to_string());
             false
         }
