@@ -28,8 +28,10 @@ for t in "${targets[@]}"; do
   mkdir -p "fuzz/corpus/$t" "fuzz/seeds/$t"
   start=$(date +%s)
   set +e
+  dict=()
+  [ -f "fuzz/dicts/$t.dict" ] && dict=("-dict=fuzz/dicts/$t.dict")
   cargo fuzz run -s "$san" "$t" "fuzz/corpus/$t" "fuzz/seeds/$t" -- \
-    -max_total_time="$secs" -max_len=8192 -timeout=10 -print_final_stats=1 \
+    -max_total_time="$secs" -max_len=8192 -timeout=10 -print_final_stats=1 "${dict[@]}" \
     > "fuzz/logs/$t.log" 2>&1
   rc=$?
   set -e

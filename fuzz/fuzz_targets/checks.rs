@@ -13,6 +13,7 @@ use lineage_store::audit::seal::Seal;
 use lineage_store::contract::col;
 use lineage_store::input::{parse_validated, Format};
 use lineage_store::pointer::Pointer;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use sha2::{Digest, Sha256};
 
 /// NDJSON reader into the contract.
@@ -59,11 +60,31 @@ fn reader(data: &[u8], format: Format) {
             );
         }
     }
-    // Everything accepted must encode into parts (what `append` does next).
+    // Everything accepted must encode into parts (what `append` does next), and the part
+    // must read back with exactly the values accepted (bit for bit: floats, timestamps).
     let flushes = lineage_store::writer::plan_flushes(&batches, 1000).expect("plan");
     for f in &flushes {
-        lineage_store::encode::encode(&f.batch, "01900000-0000-7000-8000-000000000000")
+        let part = lineage_store::encode::encode(&f.batch, "01900000-0000-7000-8000-000000000000")
             .expect("an accepted flush must encode");
+        let decoded: Vec<_> = ParquetRecordBatchReaderBuilder::try_new(part.bytes.clone())
+            .expect("our part is Parquet")
+            .build()
+            .expect("reader")
+            .collect::<Result<_, _>>()
+            .expect("our part decodes");
+        let mut row = 0;
+        for d in &decoded {
+            for (c, col) in d.columns().iter().enumerate() {
+                let want = f.batch.column(c).slice(row, d.num_rows());
+                assert_eq!(
+                    col.to_data(),
+                    want.to_data(),
+                    "column {c} changed in the part"
+                );
+            }
+            row += d.num_rows();
+        }
+        assert_eq!(row, f.batch.num_rows(), "rows lost in the part");
     }
 }
 
