@@ -22,6 +22,8 @@
 //! - [`keys`]: the object layout; every key is built and classified there.
 //! - [`audit`]: the read side: `log`, `verify`, seals with RFC 9162 Merkle roots and
 //!   Ed25519 signatures, inclusion proofs, `repair` of orphans and `sweep` of stale temps.
+//! - [`replicate`]: copy a store to another (any backend to any backend), and compare a
+//!   replica with its source; [`witness`]: heads recorded in a second store.
 //! - [`export`]: lineage out to other tools: OpenLineage run events (NDJSON, optionally
 //!   posted to an endpoint) and ISO 19115-3 / ISO 19139 `LI_Lineage` metadata.
 //! - [`cli`]: one file per command; `src/bin/lineage.rs` only calls [`cli::main`].
@@ -44,9 +46,11 @@ pub mod input;
 pub mod keys;
 pub mod pointer;
 pub mod publish;
+pub mod replicate;
 pub mod rules;
 pub mod store;
 pub mod validate;
+pub mod witness;
 pub mod writer;
 
 pub use error::{Error, ErrorKind, Result};
