@@ -49,3 +49,7 @@ bench sections="write,verify,rss,s3": bench-inputs
 # at scale (benches/history.rs)
 bench-all: bench
     cargo bench --bench history
+
+# fuzz each cargo-fuzz target for SECS seconds (not in CI; needs `cargo install cargo-fuzz`)
+fuzz secs="60" *targets="":
+    scripts/fuzz.sh {{secs}} {{targets}}

@@ -131,12 +131,29 @@ pub fn main() -> ExitCode {
 }
 
 fn fail(e: &Error) -> ExitCode {
-    let _ = writeln!(std::io::stderr(), "error: {e}");
+    let _ = writeln!(std::io::stderr(), "error: {}", with_causes(e));
     let code = match e.kind() {
         ErrorKind::Input | ErrorKind::Io | ErrorKind::NotFound => 2,
         k => k.exit_code(),
     };
     ExitCode::from(u8::try_from(code).unwrap_or(4))
+}
+
+/// The error and each underlying cause its message does not already hold: object_store's
+/// message for a timed-out request ends in "error sending request", the cause says
+/// "operation timed out" (or "connection reset"), which is what an operator acts on.
+pub(crate) fn with_causes(e: &Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        let m = c.to_string();
+        if !m.is_empty() && !text.contains(&m) {
+            text.push_str(": ");
+            text.push_str(&m);
+        }
+        cause = c.source();
+    }
+    text
 }
 
 fn init_tracing() {

@@ -39,6 +39,7 @@ pub type ListHook = Arc<dyn Fn(&Path) + Send + Sync>;
 pub struct PosixPublisher {
     root: PathBuf,
     list_hook: Option<ListHook>,
+    inject: Option<InjectedWriteError>,
 }
 
 impl std::fmt::Debug for PosixPublisher {
@@ -46,8 +47,24 @@ impl std::fmt::Debug for PosixPublisher {
         f.debug_struct("PosixPublisher")
             .field("root", &self.root)
             .field("list_hook", &self.list_hook.is_some())
+            .field("inject", &self.inject)
             .finish()
     }
+}
+
+/// A write error injected into this publisher's temps, for tests on machines where the
+/// real condition cannot be made (no small filesystem can be mounted for a real ENOSPC;
+/// a root process that cannot drop privileges ignores mode bits, so no real EACCES).
+/// The temp is created and `after_bytes` written before the error, so the cleanup path
+/// is the one a real failure takes.
+#[derive(Debug, Clone)]
+pub struct InjectedWriteError {
+    /// Only publishes of keys containing this fail.
+    pub key_contains: String,
+    /// Bytes written to the temp before the error.
+    pub after_bytes: usize,
+    /// The OS error returned (28 ENOSPC, 13 EACCES, ...).
+    pub errno: i32,
 }
 
 impl PosixPublisher {
@@ -56,12 +73,19 @@ impl PosixPublisher {
         Self {
             root: root.into(),
             list_hook: None,
+            inject: None,
         }
     }
 
     /// Inject a [`ListHook`] (fault injection for tests; never needed otherwise).
     pub fn with_list_hook(mut self, hook: ListHook) -> Self {
         self.list_hook = Some(hook);
+        self
+    }
+
+    /// Fail publishes as `e` says (tests only; see [`InjectedWriteError`]).
+    pub fn with_injected_write_error(mut self, e: InjectedWriteError) -> Self {
+        self.inject = Some(e);
         self
     }
 
@@ -90,7 +114,11 @@ impl AtomicPublisher for PosixPublisher {
 
     async fn put_create(&self, key: &str, bytes: Bytes) -> Result<Outcome> {
         let target = self.path_of(key)?;
-        blocking(move || publish_file(&target, &bytes)).await
+        let inject = self
+            .inject
+            .clone()
+            .filter(|i| key.contains(i.key_contains.as_str()));
+        blocking(move || publish_file(&target, &bytes, inject.as_ref())).await
     }
 
     async fn get(&self, key: &str) -> Result<Option<Bytes>> {
@@ -269,7 +297,11 @@ pub fn temp_path(target: &Path) -> PathBuf {
     target.with_file_name(crate::keys::temp_name(&name))
 }
 
-fn publish_file(target: &Path, bytes: &[u8]) -> Result<Outcome> {
+fn publish_file(
+    target: &Path,
+    bytes: &[u8],
+    inject: Option<&InjectedWriteError>,
+) -> Result<Outcome> {
     let dir = target
         .parent()
         .ok_or_else(|| Error::Internal(format!("{} has no parent", target.display())))?;
@@ -288,6 +320,11 @@ fn publish_file(target: &Path, bytes: &[u8]) -> Result<Outcome> {
         .create_new(true)
         .open(&tmp)
         .map_err(|e| Error::io(&tmp, e))?;
+    if let Some(i) = inject {
+        f.write_all(&bytes[..i.after_bytes.min(bytes.len())])
+            .map_err(|e| Error::io(&tmp, e))?;
+        return Err(Error::io(&tmp, std::io::Error::from_raw_os_error(i.errno)));
+    }
     f.write_all(bytes).map_err(|e| Error::io(&tmp, e))?;
     f.sync_all().map_err(|e| Error::io(&tmp, e))?;
     drop(f);

@@ -33,7 +33,17 @@ use crate::publish::object::{Backend, ObjectStorePublisher};
 /// Time one request may take. object_store's default (30 s) would time out a large part
 /// on an ordinary link (a 4 GiB part at 200 Mbit/s takes ~3 minutes) and turn a good
 /// upload into an ambiguous one; 10 minutes covers the largest part at ~60 Mbit/s.
+/// object_store's own variable for the service (`AWS_TIMEOUT`, `AZURE_TIMEOUT`,
+/// `GOOGLE_TIMEOUT`, e.g. `30s`), when set, wins.
 pub const REQUEST_TIMEOUT: &str = "600s";
+
+/// True when the operator set object_store's request timeout for a service through its
+/// own variable (`<FAMILY>_TIMEOUT`, which `from_env` reads, or this side's
+/// `<prefix><FAMILY>_TIMEOUT`): then [`REQUEST_TIMEOUT`] must not override it. (The
+/// fault-injection tests shorten it this way.)
+fn timeout_is_set(env: &SideEnv, family: &str) -> bool {
+    env.var(&format!("{family}_TIMEOUT")).is_some()
+}
 
 /// Settings of a store that do not belong in its URL.
 #[derive(Debug, Clone, Default)]
@@ -197,8 +207,8 @@ pub async fn open_side(
     };
     let store: Arc<dyn ObjectStore> = match p.backend {
         Backend::S3 => Arc::new(s3(&p, opts, env).await?),
-        Backend::Azure => Arc::new(
-            with_overrides(
+        Backend::Azure => {
+            let mut b = with_overrides(
                 MicrosoftAzureBuilder::from_env(),
                 env,
                 "AZURE_",
@@ -207,16 +217,17 @@ pub async fn open_side(
                     Err(_) => b,
                 },
             )
-            .with_url(p.url.clone())
-            .with_config(
-                AzureConfigKey::Client(ClientConfigKey::Timeout),
-                REQUEST_TIMEOUT,
-            )
-            .build()
-            .map_err(|e| build_error(&p, e))?,
-        ),
-        Backend::Gcs => Arc::new(
-            with_overrides(
+            .with_url(p.url.clone());
+            if !timeout_is_set(env, "AZURE") {
+                b = b.with_config(
+                    AzureConfigKey::Client(ClientConfigKey::Timeout),
+                    REQUEST_TIMEOUT,
+                );
+            }
+            Arc::new(b.build().map_err(|e| build_error(&p, e))?)
+        }
+        Backend::Gcs => {
+            let mut b = with_overrides(
                 GoogleCloudStorageBuilder::from_env(),
                 env,
                 "GOOGLE_",
@@ -225,14 +236,15 @@ pub async fn open_side(
                     Err(_) => b,
                 },
             )
-            .with_url(p.url.clone())
-            .with_config(
-                GoogleConfigKey::Client(ClientConfigKey::Timeout),
-                REQUEST_TIMEOUT,
-            )
-            .build()
-            .map_err(|e| build_error(&p, e))?,
-        ),
+            .with_url(p.url.clone());
+            if !timeout_is_set(env, "GOOGLE") {
+                b = b.with_config(
+                    GoogleConfigKey::Client(ClientConfigKey::Timeout),
+                    REQUEST_TIMEOUT,
+                );
+            }
+            Arc::new(b.build().map_err(|e| build_error(&p, e))?)
+        }
         Backend::Memory => {
             return Err(Error::Internal("no URL names the memory backend".into()));
         }
@@ -350,13 +362,15 @@ async fn s3(
         .with_url(p.url.clone())
         .with_region(region)
         .with_credentials(Arc::new(AwsConfigCredentials::new(provider)))
-        .with_config(
-            AmazonS3ConfigKey::Client(ClientConfigKey::Timeout),
-            REQUEST_TIMEOUT,
-        )
         .with_conditional_put(S3ConditionalPut::ETagMatch)
         // Buckets with Object Lock refuse uploads without an integrity checksum.
         .with_checksum_algorithm(Checksum::SHA256);
+    if !timeout_is_set(env, "AWS") {
+        b = b.with_config(
+            AmazonS3ConfigKey::Client(ClientConfigKey::Timeout),
+            REQUEST_TIMEOUT,
+        );
+    }
     match endpoint {
         Some(ep) => {
             check_endpoint(&ep)?;

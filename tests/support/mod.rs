@@ -8,6 +8,7 @@
 
 #![allow(dead_code)]
 
+pub mod fault_proxy;
 pub mod gcs_fake;
 
 use std::sync::Arc;

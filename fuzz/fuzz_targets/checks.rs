@@ -1,0 +1,161 @@
+//! What each fuzz target checks, shared with `tests/fuzz_regressions.rs`, which replays the
+//! seeds and every input a fuzzer ever found through these same functions (so a finding,
+//! once fixed, stays fixed in the ordinary test suite).
+//!
+//! Every function takes arbitrary bytes, must never panic except on a broken promise, and
+//! asserts what acceptance promises.
+
+#![allow(dead_code)]
+
+use arrow_array::cast::AsArray;
+use lineage_store::audit::proof::{verify_proof, Proof};
+use lineage_store::audit::seal::Seal;
+use lineage_store::contract::col;
+use lineage_store::input::{parse_validated, Format};
+use lineage_store::pointer::Pointer;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use sha2::{Digest, Sha256};
+
+/// NDJSON reader into the contract.
+pub fn ndjson(data: &[u8]) {
+    reader(data, Format::Ndjson);
+}
+
+/// CSV reader into the contract.
+pub fn csv(data: &[u8]) {
+    reader(data, Format::Csv);
+}
+
+/// Parse and validate `data`; what is accepted is in the contract (safe run_id,
+/// canonical target_crs) and goes all the way into Parquet parts. Refusals are errors
+/// with a message, never panics.
+fn reader(data: &[u8], format: Format) {
+    let batches = match parse_validated(bytes::Bytes::copy_from_slice(data), format) {
+        Ok(b) => b,
+        Err(e) => {
+            assert!(!e.to_string().is_empty());
+            return;
+        }
+    };
+    let schema = lineage_store::contract::schema();
+    for b in &batches {
+        assert_eq!(
+            b.schema().fields(),
+            schema.fields(),
+            "accepted batch not in the contract"
+        );
+        let run = b.column(col::RUN_ID).as_string::<i32>();
+        let crs = b.column(col::TARGET_CRS).as_string::<i32>();
+        for i in 0..b.num_rows() {
+            assert!(
+                lineage_store::keys::check_run_id(run.value(i)).is_ok(),
+                "accepted unsafe run_id {:?}",
+                run.value(i)
+            );
+            let c = crs.value(i);
+            assert_eq!(
+                lineage_store::crs::canonicalize(c).as_deref(),
+                Ok(c),
+                "target_crs not canonical"
+            );
+        }
+    }
+    // Everything accepted must encode into parts (what `append` does next), and the part
+    // must read back with exactly the values accepted (bit for bit: floats, timestamps).
+    let flushes = lineage_store::writer::plan_flushes(&batches, 1000).expect("plan");
+    for f in &flushes {
+        let part = lineage_store::encode::encode(&f.batch, "01900000-0000-7000-8000-000000000000")
+            .expect("an accepted flush must encode");
+        let decoded: Vec<_> = ParquetRecordBatchReaderBuilder::try_new(part.bytes.clone())
+            .expect("our part is Parquet")
+            .build()
+            .expect("reader")
+            .collect::<Result<_, _>>()
+            .expect("our part decodes");
+        let mut row = 0;
+        for d in &decoded {
+            for (c, col) in d.columns().iter().enumerate() {
+                let want = f.batch.column(c).slice(row, d.num_rows());
+                assert_eq!(
+                    col.to_data(),
+                    want.to_data(),
+                    "column {c} changed in the part"
+                );
+            }
+            row += d.num_rows();
+        }
+        assert_eq!(row, f.batch.num_rows(), "rows lost in the part");
+    }
+}
+
+/// The CRS canonicaliser: what it accepts is `EPSG:<digits>` without leading zeros, and
+/// canonicalising the canonical form gives it back unchanged.
+pub fn crs(data: &[u8]) {
+    let Ok(s) = std::str::from_utf8(data) else {
+        return;
+    };
+    if let Ok(c) = lineage_store::crs::canonicalize(s) {
+        let code = c
+            .strip_prefix("EPSG:")
+            .expect("canonical form starts with EPSG:");
+        assert!(
+            !code.is_empty() && code.bytes().all(|b| b.is_ascii_digit()),
+            "{c:?}"
+        );
+        assert!(!code.starts_with('0'), "leading zero in {c:?}");
+        assert_eq!(
+            lineage_store::crs::canonicalize(&c).as_deref(),
+            Ok(c.as_str())
+        );
+    }
+}
+
+/// The pointer parser: a parsed pointer serialises and parses back equal.
+pub fn pointer(data: &[u8]) {
+    if let Ok(p) = Pointer::from_bytes("fuzz.json", data) {
+        let again = Pointer::from_bytes("fuzz.json", &p.to_bytes().expect("serialise"))
+            .expect("a pointer we wrote must parse");
+        assert_eq!(p, again);
+        // Keys are built and classified from what a pointer says.
+        let _ = lineage_store::keys::classify(&p.part_path);
+        let _ = lineage_store::keys::check_run_id(&p.run_id);
+    }
+}
+
+/// The seal parser: a parsed seal serialises and parses back equal; its signature check
+/// (against the key it names) answers, never panics.
+pub fn seal(data: &[u8]) {
+    if let Ok(s) = Seal::from_bytes("fuzz.json", data) {
+        let again = Seal::from_bytes("fuzz.json", &s.to_bytes().expect("serialise"))
+            .expect("a seal we wrote must parse");
+        assert_eq!(s, again);
+        let _ = s.signed_message();
+        let _ = s.check_signature(None);
+        if let Some(k) = &s.public_key {
+            let _ = lineage_store::audit::seal::parse_public_key(k);
+        }
+    }
+}
+
+/// The proof verifier, against the digest of the proof's own seal (so checks beyond the
+/// first gate run) and against a digest of the input: never panics; a proof accepted
+/// names its commit and seal, and no proof is accepted against another head.
+pub fn proof(data: &[u8]) {
+    let Ok(proof) = serde_json::from_slice::<Proof>(data) else {
+        return;
+    };
+    let own_head = hex::encode(Sha256::digest(proof.seal.as_bytes()));
+    if let Ok(Ok(summary)) = verify_proof(&proof, &own_head, None, None) {
+        assert_eq!(summary.commit_id, proof.commit_id);
+        let seal =
+            Seal::from_bytes("s", proof.seal.as_bytes()).expect("an accepted proof's seal parses");
+        assert_eq!(summary.seal_seq, seal.seq);
+    }
+    let other = hex::encode(Sha256::digest(data));
+    if other != own_head {
+        assert!(
+            !matches!(verify_proof(&proof, &other, None, None), Ok(Ok(_))),
+            "accepted against a head that is not its seal's digest"
+        );
+    }
+}

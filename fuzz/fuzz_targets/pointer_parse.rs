@@ -1,0 +1,7 @@
+//! The pointer parser; the checks are in checks.rs (shared with tests/fuzz_regressions.rs).
+#![no_main]
+
+#[path = "checks.rs"]
+mod checks;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| checks::pointer(data));

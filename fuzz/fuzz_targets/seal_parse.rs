@@ -1,0 +1,7 @@
+//! The seal parser; the checks are in checks.rs (shared with tests/fuzz_regressions.rs).
+#![no_main]
+
+#[path = "checks.rs"]
+mod checks;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| checks::seal(data));
