@@ -126,7 +126,7 @@ pub fn classify(key: &str) -> KeyKind {
             if let (Some(run_id), Some(commit_id)) =
                 (dir.strip_prefix("run_id="), file.strip_suffix(".json"))
             {
-                if !file.contains('/') && is_commit_id(commit_id) {
+                if !file.contains('/') && is_commit_id(commit_id) && is_run_id(run_id) {
                     return KeyKind::Pointer {
                         run_id: run_id.to_string(),
                         commit_id: commit_id.to_string(),
@@ -159,7 +159,7 @@ pub fn classify(key: &str) -> KeyKind {
             f.strip_prefix("part-")
                 .and_then(|f| f.strip_suffix(".parquet")),
         ) {
-            if is_commit_id(commit_id) {
+            if is_commit_id(commit_id) && is_run_id(run_id) {
                 return KeyKind::Part {
                     run_id: run_id.to_string(),
                     target_crs: target_crs.to_string(),
@@ -169,6 +169,12 @@ pub fn classify(key: &str) -> KeyKind {
         }
     }
     KeyKind::Foreign
+}
+
+/// A `run_id` lineage-store could have written (so a key whose `run_id` segment is not,
+/// e.g. one holding `%`, is foreign, never a part or pointer of ours).
+fn is_run_id(run_id: &str) -> bool {
+    run_id_problem(run_id).is_none()
 }
 
 /// A commit id is a hyphenated lower-case UUID.

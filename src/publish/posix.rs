@@ -18,6 +18,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind as IoKind, Read, Seek, SeekFrom, Write};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -28,16 +29,40 @@ use rustix::io::Errno;
 use super::{check_key, check_temp_key, AtomicPublisher, ObjectInfo, Outcome};
 use crate::error::{Error, Result};
 
+/// Called by [`PosixPublisher::list`] for every directory entry after it was read from
+/// its directory and before it is examined: the window in which a concurrent publish can
+/// rename a temp away. Tests use it to make that race happen deterministically.
+pub type ListHook = Arc<dyn Fn(&Path) + Send + Sync>;
+
 /// A store rooted at a local directory.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct PosixPublisher {
     root: PathBuf,
+    list_hook: Option<ListHook>,
+}
+
+impl std::fmt::Debug for PosixPublisher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PosixPublisher")
+            .field("root", &self.root)
+            .field("list_hook", &self.list_hook.is_some())
+            .finish()
+    }
 }
 
 impl PosixPublisher {
     /// A store at `root` (created on first publish).
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into() }
+        Self {
+            root: root.into(),
+            list_hook: None,
+        }
+    }
+
+    /// Inject a [`ListHook`] (fault injection for tests; never needed otherwise).
+    pub fn with_list_hook(mut self, hook: ListHook) -> Self {
+        self.list_hook = Some(hook);
+        self
     }
 
     /// The root directory.
@@ -100,6 +125,7 @@ impl AtomicPublisher for PosixPublisher {
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>> {
         let root = self.root.clone();
         let prefix = prefix.to_string();
+        let hook = self.list_hook.clone();
         blocking(move || {
             // Start at the deepest directory the prefix names, so listing one run's
             // pointers does not walk the whole store.
@@ -113,7 +139,12 @@ impl AtomicPublisher for PosixPublisher {
             } else {
                 root.join(dir_part)
             };
-            walk(&root, &start, &prefix, &mut out)?;
+            let walker = Walker {
+                root: &root,
+                prefix: &prefix,
+                hook: hook.as_deref(),
+            };
+            walker.walk(&start, &mut out)?;
             Ok(out)
         })
         .await
@@ -131,38 +162,83 @@ impl AtomicPublisher for PosixPublisher {
     }
 }
 
-fn walk(root: &Path, dir: &Path, prefix: &str, out: &mut Vec<ObjectInfo>) -> Result<()> {
-    let entries = match fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == IoKind::NotFound => return Ok(()),
-        Err(e) => return Err(Error::io(dir, e)),
-    };
-    for entry in entries {
-        let entry = entry.map_err(|e| Error::io(dir, e))?;
-        let path = entry.path();
-        let ft = entry.file_type().map_err(|e| Error::io(&path, e))?;
-        if ft.is_dir() {
-            walk(root, &path, prefix, out)?;
-        } else if ft.is_file() {
-            let rel = path
-                .strip_prefix(root)
-                .map_err(|e| Error::Internal(e.to_string()))?;
-            let key = rel
-                .components()
-                .map(|c| c.as_os_str().to_string_lossy())
-                .collect::<Vec<_>>()
-                .join("/");
-            if key.starts_with(prefix) {
-                let meta = entry.metadata().map_err(|e| Error::io(&path, e))?;
-                out.push(ObjectInfo {
-                    key,
-                    size: meta.len(),
-                    modified: meta.modified().ok().map(DateTime::<Utc>::from),
-                });
+/// A recursive listing. A directory walk is not a snapshot: a concurrent publish renames
+/// its temp away, and `sweep` removes temps, between `read_dir` and the `stat` of an
+/// entry. An entry (file or directory) that vanished in that window is skipped, as if the
+/// walk had run a moment later; every other error is reported.
+struct Walker<'a> {
+    root: &'a Path,
+    prefix: &'a str,
+    hook: Option<&'a (dyn Fn(&Path) + Send + Sync)>,
+}
+
+impl Walker<'_> {
+    fn walk(&self, dir: &Path, out: &mut Vec<ObjectInfo>) -> Result<()> {
+        let entries = match fs::read_dir(dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == IoKind::NotFound => return Ok(()),
+            Err(e) => return Err(Error::io(dir, e)),
+        };
+        for entry in entries {
+            let entry = match entry {
+                Ok(e) => e,
+                Err(e) if e.kind() == IoKind::NotFound => continue,
+                Err(e) => return Err(Error::io(dir, e)),
+            };
+            let path = entry.path();
+            if let Some(hook) = self.hook {
+                hook(&path);
+            }
+            let ft = match entry.file_type() {
+                Ok(t) => t,
+                Err(e) if e.kind() == IoKind::NotFound => continue,
+                Err(e) => return Err(Error::io(&path, e)),
+            };
+            if ft.is_dir() {
+                self.walk(&path, out)?;
+            } else if ft.is_file() {
+                let rel = path
+                    .strip_prefix(self.root)
+                    .map_err(|e| Error::Internal(e.to_string()))?;
+                let key = key_of(rel);
+                if key.starts_with(self.prefix) {
+                    let meta = match entry.metadata() {
+                        Ok(m) => m,
+                        Err(e) if e.kind() == IoKind::NotFound => continue,
+                        Err(e) => return Err(Error::io(&path, e)),
+                    };
+                    out.push(ObjectInfo {
+                        key,
+                        size: meta.len(),
+                        modified: meta.modified().ok().map(DateTime::<Utc>::from),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The store key of a relative path. Every key lineage-store writes is UTF-8; a name that
+/// is not (a file someone else put there) is listed with each invalid byte written as
+/// `%XX`, so that `verify` can name it. Such a key contains `%`, which no `run_id`,
+/// CRS or file name of ours does, so it is always classified as foreign and is never
+/// mistaken for one of ours (it cannot be opened through the store, and need not be).
+fn key_of(rel: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut key = String::new();
+    for (i, c) in rel.components().enumerate() {
+        if i > 0 {
+            key.push('/');
+        }
+        for chunk in c.as_os_str().as_bytes().utf8_chunks() {
+            key.push_str(chunk.valid());
+            for b in chunk.invalid() {
+                key.push_str(&format!("%{b:02X}"));
             }
         }
     }
-    Ok(())
+    key
 }
 
 /// Removes the temp file on drop unless disarmed: every error path cleans up.
