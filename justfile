@@ -16,6 +16,36 @@ lint:
     cargo fmt --all -- --check
     cargo clippy --all-targets -- -D warnings
 
-# write-path benchmark on the shared bench's 1 M events (see README, Performance)
-bench events="":
-    cargo bench --bench write -- {{ if events != "" { "--events " + events } else { "" } }}
+# Benchmarks. Inputs come from the shared bench's generator (same seed as its README),
+# made once into LINEAGE_BENCH_DATA; BENCH_VENV holds its requirements (outside the repo).
+bench_data := env_var_or_default("LINEAGE_BENCH_DATA", "../benchdata")
+shared_bench := env_var_or_default("LINEAGE_SHARED_BENCH", "../shared/bench")
+bench_venv := env_var_or_default("BENCH_VENV", "../benchvenv")
+
+bench-inputs:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    mkdir -p "{{bench_data}}"
+    [ -x "{{bench_venv}}/bin/python" ] || { python3 -m venv "{{bench_venv}}" && "{{bench_venv}}/bin/pip" install -q -r "{{shared_bench}}/requirements.txt"; }
+    gen() { [ -s "{{bench_data}}/$1" ] || "{{bench_venv}}/bin/python" "{{shared_bench}}/gen_events.py" --rows "$2" --seed 42 --out "{{bench_data}}/$1" ${3:+--format "$3"}; }
+    gen ev-1m.arrow 1000000; gen ev-10k.arrow 10000; gen ev-1m.ndjson 1000000 ndjson; gen ev-5m.ndjson 5000000 ndjson
+
+# items 1 and 5 of docs/performance.md: write throughput beside the shared bench's engines,
+# verify GB/s, peak RSS of streaming appends, LocalStack commits/s (started and stopped here)
+bench sections="write,verify,rss,s3": bench-inputs
+    #!/usr/bin/env bash
+    set -euo pipefail
+    cargo build --release --bin lineage
+    d=$(realpath "{{bench_data}}")
+    if [[ "{{sections}}" == *s3* ]]; then localstack/start.sh && . .emulators/env; trap localstack/stop.sh EXIT; fi
+    cargo bench --bench write -- --sections "{{sections}}" \
+      --events "$d/ev-1m.arrow" --events-small "$d/ev-10k.arrow" \
+      --ndjson "$d/ev-1m.ndjson" --rss-ndjson "$d/ev-5m.ndjson" \
+      --lineage-bin "$PWD/target/release/lineage" \
+      --python "$(realpath "{{bench_venv}}")/bin/python" --shared-bench "$(realpath "{{shared_bench}}")" \
+      ${LINEAGE_BASELINE_BIN:+--baseline-bin "$LINEAGE_BASELINE_BIN"}
+
+# every table of docs/performance.md from one run: the write path (above) and the history
+# at scale (benches/history.rs)
+bench-all: bench
+    cargo bench --bench history

@@ -31,6 +31,35 @@ impl Clock for FixedClock {
     }
 }
 
+/// A clock that moves only when told to (tests of time-driven behaviour, e.g. a sink's
+/// `max_delay`, without sleeping).
+#[derive(Debug)]
+pub struct ManualClock(std::sync::Mutex<DateTime<Utc>>);
+
+impl ManualClock {
+    /// Standing at `t`.
+    pub fn new(t: DateTime<Utc>) -> Self {
+        Self(std::sync::Mutex::new(t))
+    }
+    /// Move forward by `d`.
+    pub fn advance(&self, d: chrono::Duration) {
+        let mut g = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *g += d;
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> DateTime<Utc> {
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
 /// Where fresh commit ids come from. Ids must be unique and should sort by time.
 pub trait IdGen: Send + Sync + std::fmt::Debug {
     /// A new commit id.

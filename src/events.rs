@@ -206,6 +206,11 @@ impl LineBatcher {
         Ok(())
     }
 
+    /// The full batches cut so far (readers hand them on as they go).
+    pub fn take_ready(&mut self) -> Vec<SourcedBatch> {
+        std::mem::take(&mut self.out)
+    }
+
     /// All batches, the last one possibly short.
     pub fn finish(mut self) -> Result<Vec<SourcedBatch>> {
         if !self.builder.is_empty() {

@@ -16,6 +16,8 @@
 //! - [`publish`]: the [`publish::AtomicPublisher`] trait and its backends (POSIX, memory,
 //!   S3/Azure/GCS through `object_store`, a fault-injecting wrapper); [`store`] turns a
 //!   `--store` URL into one (object-store URLs and credentials in `store::cloud`).
+//! - [`stream`]: bounded-memory appends (read twice: validate, then commit) and the
+//!   [`stream::Sink`] for jobs that emit events as they go.
 //! - [`commit_key`]: idempotent appends for retried jobs (`--commit-key`).
 //! - [`keys`]: the object layout; every key is built and classified there.
 //! - [`audit`]: the read side: `log`, `verify`, seals with RFC 9162 Merkle roots and
@@ -39,6 +41,7 @@ pub mod keys;
 pub mod pointer;
 pub mod publish;
 pub mod store;
+pub mod stream;
 pub mod validate;
 pub mod writer;
 

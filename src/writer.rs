@@ -1,5 +1,5 @@
-//! The write path: group events into flushes, encode each once (in parallel), publish
-//! the part create-only, then its pointer create-only.
+//! The write path: group events into flushes ([`crate::stream`]), encode each once (in
+//! parallel), publish the part create-only, then its pointer create-only.
 //!
 //! Commit protocol for one flush (see docs/architecture.md for the failure table):
 //! 1. `part = run_id=<r>/target_crs=<c>/part-<commit-id>.parquet` ← encoded bytes;
@@ -10,23 +10,20 @@
 //! exists" answer the object is read back and compared (commit id and sha256) before
 //! deciding: our own earlier attempt counts as success, anything else is a conflict.
 //!
-//! With a commit key, every flush is encoded first and the key is claimed for exactly
-//! this payload ([`crate::commit_key`]) before step 1 of the first flush, so that a key
-//! reused for another payload is refused with nothing published.
+//! With a commit key, the payload is digested while it is validated and the key is
+//! claimed for exactly this payload ([`crate::commit_key`]) before step 1 of the first
+//! flush, so that a key reused for another payload is refused with nothing published.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow_array::cast::AsArray;
-use arrow_array::{RecordBatch, UInt32Array};
+use arrow_array::RecordBatch;
 use bytes::Bytes;
-use futures::{StreamExt, TryStreamExt};
 use sha2::{Digest, Sha256};
 use tokio::sync::Semaphore;
 use uuid::Uuid;
 
 use crate::clock::{Clock, IdGen, SystemClock, V7Ids};
-use crate::contract::{self, col};
+use crate::contract;
 use crate::encode::{self, sha256_hex, EncodedPart};
 use crate::error::{Error, ErrorKind, Result};
 use crate::keys;
@@ -53,45 +50,6 @@ pub struct Flush {
     pub index_in_group: u64,
     /// The rows.
     pub batch: RecordBatch,
-}
-
-/// Group validated batches by (run_id, target_crs), in order of first appearance, and cut
-/// each group into flushes of at most `batch_rows` rows (input order kept within a group).
-pub fn plan_flushes(batches: &[RecordBatch], batch_rows: usize) -> Result<Vec<Flush>> {
-    if batch_rows == 0 {
-        return Err(Error::Usage("--batch-rows must be at least 1".into()));
-    }
-    let all = arrow_select::concat::concat_batches(&contract::schema(), batches)?;
-    let run = all.column(col::RUN_ID).as_string::<i32>();
-    let crs = all.column(col::TARGET_CRS).as_string::<i32>();
-    let mut group_of: HashMap<(&str, &str), usize> = HashMap::new();
-    let mut groups: Vec<((&str, &str), Vec<u32>)> = Vec::new();
-    for i in 0..all.num_rows() {
-        let k = (run.value(i), crs.value(i));
-        let g = *group_of.entry(k).or_insert_with(|| {
-            groups.push((k, Vec::new()));
-            groups.len() - 1
-        });
-        let i = u32::try_from(i)
-            .map_err(|_| Error::Usage("more than 4 billion events in one append".into()))?;
-        groups[g].1.push(i);
-    }
-    // One gather per group, then zero-copy slices per flush: a take per flush costs a
-    // fixed overhead per column that dominates at small --batch-rows.
-    let mut out = Vec::new();
-    for ((r, c), idx) in groups {
-        let rows = idx.len();
-        let group = arrow_select::take::take_record_batch(&all, &UInt32Array::from(idx))?;
-        for (n, start) in (0..rows).step_by(batch_rows).enumerate() {
-            out.push(Flush {
-                run_id: r.to_string(),
-                target_crs: c.to_string(),
-                index_in_group: n as u64,
-                batch: group.slice(start, batch_rows.min(rows - start)),
-            });
-        }
-    }
-    Ok(out)
 }
 
 /// The commit id a commit key derives for a flush: a UUIDv8 from
@@ -155,22 +113,6 @@ pub async fn publish_checked(
     }
 }
 
-/// Drain commits in flush order, showing each to `on_commit` as it lands; stop at the
-/// first error (commits already landed stay, complete).
-async fn collect_commits(
-    stream: impl futures::Stream<Item = Result<Pointer>>,
-    mut on_commit: impl FnMut(&Pointer),
-) -> Result<Vec<Pointer>> {
-    futures::pin_mut!(stream);
-    let mut out = Vec::new();
-    while let Some(r) = stream.next().await {
-        let p = r?;
-        on_commit(&p);
-        out.push(p);
-    }
-    Ok(out)
-}
-
 /// Appends events to a store. Cheap to clone; configure with the `with_*` methods.
 #[derive(Debug, Clone)]
 pub struct Writer {
@@ -182,6 +124,7 @@ pub struct Writer {
     encoders: usize,
     commit_key: Option<String>,
     max_part_bytes: usize,
+    max_buffered_bytes: usize,
 }
 
 impl Writer {
@@ -199,6 +142,7 @@ impl Writer {
             encoders: cores,
             commit_key: None,
             max_part_bytes: MAX_PART_BYTES,
+            max_buffered_bytes: crate::stream::DEFAULT_MAX_BUFFERED_BYTES,
         }
     }
     /// Inject the clock.
@@ -231,91 +175,64 @@ impl Writer {
         self.max_part_bytes = n;
         self
     }
+    /// Memory for rows waiting for their partition to fill before they spill to a temp
+    /// file (see [`crate::stream`]).
+    pub fn with_max_buffered_bytes(mut self, n: usize) -> Self {
+        self.max_buffered_bytes = n;
+        self
+    }
     /// The store written to.
     pub fn store(&self) -> &Arc<dyn AtomicPublisher> {
         &self.store
     }
+    /// The commit key, if any.
+    pub fn commit_key(&self) -> Option<&str> {
+        self.commit_key.as_deref()
+    }
+    /// Rows per flush.
+    pub fn batch_rows(&self) -> usize {
+        self.batch_rows
+    }
+    /// Commits in flight at once.
+    pub fn concurrency(&self) -> usize {
+        self.concurrency
+    }
+    /// Largest part in bytes.
+    pub fn max_part_bytes(&self) -> usize {
+        self.max_part_bytes
+    }
+    /// Memory budget of buffered rows.
+    pub fn max_buffered_bytes(&self) -> usize {
+        self.max_buffered_bytes
+    }
+    /// The injected clock.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+    pub(crate) fn encoders(&self) -> usize {
+        self.encoders.max(1)
+    }
+    pub(crate) fn new_commit_id(&self) -> Uuid {
+        self.ids.commit_id()
+    }
 
     /// Append validated batches (see [`crate::input::parse_validated`]); `on_commit` sees
-    /// each commit as it lands, in flush order. Returns every pointer.
+    /// each commit as it lands, in the order flushes are cut. Returns every pointer.
+    /// Memory beyond `batches` is bounded as for a [`Sink`](crate::stream::Sink).
     pub async fn append(
         &self,
         batches: &[RecordBatch],
         on_commit: impl FnMut(&Pointer),
     ) -> Result<Vec<Pointer>> {
-        if let Some(k) = &self.commit_key {
-            if k.is_empty() || k.len() > 256 || k.chars().any(char::is_control) {
-                return Err(Error::Usage(
-                    "--commit-key must be 1 to 256 printable characters".into(),
-                ));
-            }
-        }
-        let flushes = plan_flushes(batches, self.batch_rows)?;
-        let encoders = Arc::new(Semaphore::new(self.encoders.max(1)));
-        if let Some(key) = &self.commit_key {
-            return self.append_keyed(key, flushes, encoders, on_commit).await;
-        }
-        let stream = futures::stream::iter(flushes.into_iter().map(|f| {
-            let id = self.ids.commit_id().to_string();
-            let encoders = encoders.clone();
-            async move {
-                let enc = self.encode_flush(&f, &id, encoders).await?;
-                self.publish_flush(&f, id, enc).await
-            }
-        }))
-        .buffered(self.concurrency);
-        collect_commits(stream, on_commit).await
-    }
-
-    /// With a commit key: encode every flush, claim the key for exactly this payload
-    /// ([`crate::commit_key`]), and only then publish. A key used for another payload is
-    /// refused before anything is published; a retried job finds its own claim and parts.
-    async fn append_keyed(
-        &self,
-        key: &str,
-        flushes: Vec<Flush>,
-        encoders: Arc<Semaphore>,
-        on_commit: impl FnMut(&Pointer),
-    ) -> Result<Vec<Pointer>> {
-        let encoded: Vec<(Flush, String, EncodedPart)> =
-            futures::stream::iter(flushes.into_iter().map(|f| {
-                let id =
-                    derived_commit_id(&f.run_id, &f.target_crs, key, f.index_in_group).to_string();
-                let encoders = encoders.clone();
-                async move {
-                    let enc = self.encode_flush(&f, &id, encoders).await?;
-                    Ok::<_, Error>((f, id, enc))
-                }
-            }))
-            .buffered(self.encoders.max(1))
-            .try_collect()
-            .await?;
-        let commits = encoded
-            .iter()
-            .map(|(f, id, enc)| crate::commit_key::ClaimedCommit {
-                run_id: f.run_id.clone(),
-                target_crs: f.target_crs.clone(),
-                commit_id: id.clone(),
-                sha256: enc.sha256.clone(),
-                rows: enc.rows,
-            })
-            .collect();
-        let claimed =
-            crate::commit_key::claim(self.store.as_ref(), key, commits, rfc3339(self.clock.now()))
-                .await?;
-        tracing::info!(commit_key = key, ?claimed, "commit key claimed");
-        let stream = futures::stream::iter(
-            encoded
-                .into_iter()
-                .map(|(f, id, enc)| async move { self.publish_flush(&f, id, enc).await }),
-        )
-        .buffered(self.concurrency);
-        collect_commits(stream, on_commit).await
+        let src = Arc::new(crate::stream::append::Validated(batches.to_vec()));
+        Ok(crate::stream::append::append(self, src, true, on_commit)
+            .await?
+            .pointers)
     }
 
     /// Encode one flush (on a blocking thread, at most `encoders` at once) and refuse it
     /// when it is over the single-PUT limit.
-    async fn encode_flush(
+    pub(crate) async fn encode_flush(
         &self,
         f: &Flush,
         commit_id: &str,
@@ -341,7 +258,7 @@ impl Writer {
     }
 
     /// Publish an encoded flush: the part, then its pointer, both create-only.
-    async fn publish_flush(
+    pub(crate) async fn publish_flush(
         &self,
         f: &Flush,
         commit_id: String,

@@ -1,58 +1,108 @@
 //! Arrow IPC (file or stream) and Parquet input: the schema must be the contract exactly.
 
-use std::io::Cursor;
+use std::io::{Cursor, Read, Seek};
 
 use arrow_array::RecordBatch;
 use bytes::Bytes;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::file::reader::ChunkReader;
 
 use crate::contract;
 use crate::error::{Error, Result};
 use crate::events::{Origin, SourcedBatch};
 
-fn sourced(batches: Vec<RecordBatch>) -> Result<Vec<SourcedBatch>> {
+/// Hands batches on, numbering rows from 1 across them.
+fn sourced(
+    batches: impl Iterator<Item = Result<RecordBatch>>,
+    emit: &mut dyn FnMut(SourcedBatch) -> Result<()>,
+) -> Result<()> {
     let mut first = 1u64;
-    batches
-        .into_iter()
-        .map(|b| {
-            // Drop the input's schema metadata: ours is added per commit.
-            let b = RecordBatch::try_new(contract::schema(), b.columns().to_vec())?;
-            let sb = SourcedBatch {
-                origin: Origin::Rows { first },
-                batch: b,
-            };
-            first += sb.batch.num_rows() as u64;
-            Ok(sb)
-        })
-        .collect()
+    for b in batches {
+        let b = b?;
+        // Drop the input's schema metadata: ours is added per commit.
+        let b = RecordBatch::try_new(contract::schema(), b.columns().to_vec())?;
+        let n = b.num_rows() as u64;
+        emit(SourcedBatch {
+            origin: Origin::Rows { first },
+            batch: b,
+        })?;
+        first += n;
+    }
+    Ok(())
+}
+
+fn collect(
+    f: impl FnOnce(&mut dyn FnMut(SourcedBatch) -> Result<()>) -> Result<()>,
+) -> Result<Vec<SourcedBatch>> {
+    let mut out = Vec::new();
+    f(&mut |b| {
+        out.push(b);
+        Ok(())
+    })?;
+    Ok(out)
 }
 
 pub(super) fn parse_arrow(bytes: Bytes) -> Result<Vec<SourcedBatch>> {
-    let batches = if bytes.starts_with(b"ARROW1") {
-        let r = arrow_ipc::reader::FileReader::try_new(Cursor::new(bytes), None)
-            .map_err(|e| Error::Usage(format!("not a readable Arrow IPC file: {e}")))?;
-        contract::check_schema(r.schema().as_ref())?;
-        r.collect::<Result<Vec<_>, _>>()
-            .map_err(|e| Error::Usage(format!("corrupt Arrow IPC file: {e}")))?
-    } else {
-        let r = arrow_ipc::reader::StreamReader::try_new(Cursor::new(bytes), None)
-            .map_err(|e| Error::Usage(format!("not a readable Arrow IPC file or stream: {e}")))?;
-        contract::check_schema(r.schema().as_ref())?;
-        r.collect::<Result<Vec<_>, _>>()
-            .map_err(|e| Error::Usage(format!("corrupt Arrow IPC stream: {e}")))?
-    };
-    sourced(batches)
+    collect(|emit| read_arrow(Cursor::new(bytes), emit))
 }
 
 pub(super) fn parse_parquet(bytes: Bytes) -> Result<Vec<SourcedBatch>> {
-    let builder = ParquetRecordBatchReaderBuilder::try_new(bytes)
+    collect(|emit| read_parquet(bytes, emit))
+}
+
+/// Read an Arrow IPC file (it starts with `ARROW1`) or stream, batch by batch.
+pub(super) fn read_arrow<R: Read + Seek>(
+    mut r: R,
+    emit: &mut dyn FnMut(SourcedBatch) -> Result<()>,
+) -> Result<()> {
+    let mut magic = [0u8; 6];
+    let n = read_up_to(&mut r, &mut magic)?;
+    r.rewind().map_err(|e| Error::io("<input>", e))?;
+    if n == 6 && &magic == b"ARROW1" {
+        let rd = arrow_ipc::reader::FileReader::try_new(r, None)
+            .map_err(|e| Error::Usage(format!("not a readable Arrow IPC file: {e}")))?;
+        contract::check_schema(rd.schema().as_ref())?;
+        sourced(
+            rd.map(|b| b.map_err(|e| Error::Usage(format!("corrupt Arrow IPC file: {e}")))),
+            emit,
+        )
+    } else {
+        let rd = arrow_ipc::reader::StreamReader::try_new(std::io::BufReader::new(r), None)
+            .map_err(|e| Error::Usage(format!("not a readable Arrow IPC file or stream: {e}")))?;
+        contract::check_schema(rd.schema().as_ref())?;
+        sourced(
+            rd.map(|b| b.map_err(|e| Error::Usage(format!("corrupt Arrow IPC stream: {e}")))),
+            emit,
+        )
+    }
+}
+
+fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(Error::io("<input>", e)),
+        }
+    }
+    Ok(n)
+}
+
+/// Read a Parquet file, batch by batch.
+pub(super) fn read_parquet<R: ChunkReader + 'static>(
+    r: R,
+    emit: &mut dyn FnMut(SourcedBatch) -> Result<()>,
+) -> Result<()> {
+    let builder = ParquetRecordBatchReaderBuilder::try_new(r)
         .map_err(|e| Error::Usage(format!("not a readable Parquet file: {e}")))?;
     contract::check_schema(builder.schema().as_ref())?;
     let reader = builder
         .build()
         .map_err(|e| Error::Usage(format!("cannot read Parquet file: {e}")))?;
-    let batches = reader
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| Error::Usage(format!("corrupt Parquet file: {e}")))?;
-    sourced(batches)
+    sourced(
+        reader.map(|b| b.map_err(|e| Error::Usage(format!("corrupt Parquet file: {e}")))),
+        emit,
+    )
 }

@@ -8,10 +8,23 @@ use crate::events::{EventRow, LineBatcher, SourcedBatch};
 use super::ndjson::parse_time_us;
 
 pub(super) fn parse(bytes: &[u8]) -> Result<Vec<SourcedBatch>> {
+    let mut out = Vec::new();
+    read(bytes, &mut |b| {
+        out.push(b);
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// Read CSV from `r`, handing each batch to `emit` as it is cut.
+pub(super) fn read<R: std::io::Read>(
+    r: R,
+    emit: &mut dyn FnMut(SourcedBatch) -> Result<()>,
+) -> Result<()> {
     let mut rdr = csv::ReaderBuilder::new()
         .has_headers(true)
         .flexible(false)
-        .from_reader(bytes);
+        .from_reader(r);
     let headers = rdr
         .headers()
         .map_err(|e| csv_err(&e, "the header"))?
@@ -102,8 +115,14 @@ pub(super) fn parse(bytes: &[u8]) -> Result<Vec<SourcedBatch>> {
         row.tool_version = cell(13);
         row.audit_tag = cell(14);
         batcher.push(&row, line)?;
+        for b in batcher.take_ready() {
+            emit(b)?;
+        }
     }
-    batcher.finish()
+    for b in batcher.finish()? {
+        emit(b)?;
+    }
+    Ok(())
 }
 
 fn csv_err(e: &csv::Error, what: &str) -> Error {

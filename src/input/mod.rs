@@ -1,8 +1,9 @@
 //! Input readers: NDJSON, CSV, Arrow IPC (file or stream) and Parquet, all producing
 //! contract batches with an [`Origin`](crate::events::Origin) so errors can name lines.
 //!
-//! Readers take the whole input as bytes: `append` validates its entire input before the
-//! first commit (so refused input publishes nothing), which needs all of it at hand.
+//! [`Input`] reads a file (or spooled standard input) batch by batch, as often as needed:
+//! `append` validates all of it before the first commit (so refused input publishes
+//! nothing), then reads it again to commit. [`parse`] takes input already in memory.
 
 use std::io::Read;
 use std::path::Path;
@@ -17,6 +18,9 @@ pub mod batches;
 mod binary;
 mod csv;
 mod ndjson;
+mod source;
+
+pub use source::Input;
 
 /// Input formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -105,12 +105,18 @@ fn s<'b, 'a: 'b>(v: &'b Option<Text<'a>>) -> Option<&'b str> {
 
 pub(super) fn parse(bytes: &[u8]) -> Result<Vec<SourcedBatch>> {
     let mut batcher = LineBatcher::new();
+    parse_lines(bytes, 1, &mut batcher)?;
+    batcher.finish()
+}
+
+/// Parse `bytes`, whose first line is input line `first_line`, into `batcher`.
+pub(super) fn parse_lines(bytes: &[u8], first_line: u64, batcher: &mut LineBatcher) -> Result<()> {
     for (n, raw_line) in bytes.split(|&c| c == b'\n').enumerate() {
-        let line_no = n as u64 + 1;
+        let line_no = first_line + n as u64;
         let loc = format!("line {line_no}");
         let raw_line = raw_line.strip_suffix(b"\r").unwrap_or(raw_line);
         // A byte-order mark some Windows tools put before the first line.
-        let raw_line = if n == 0 {
+        let raw_line = if line_no == 1 {
             raw_line.strip_prefix(b"\xef\xbb\xbf").unwrap_or(raw_line)
         } else {
             raw_line
@@ -176,5 +182,5 @@ pub(super) fn parse(bytes: &[u8]) -> Result<Vec<SourcedBatch>> {
         };
         batcher.push(&row, line_no)?;
     }
-    batcher.finish()
+    Ok(())
 }

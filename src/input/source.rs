@@ -1,0 +1,217 @@
+//! An input that `append` reads twice (validate all, then commit), batch by batch, so
+//! memory does not grow with the input's size.
+//!
+//! A file is read where it is; standard input is first copied to an unnamed temp file
+//! (the spool, in `TMPDIR`, removed when the append ends, also after a crash), because
+//! it can be read only once. A read error on standard input refuses the whole append
+//! before anything is validated or published (exit 2, naming how many bytes had been
+//! read): a truncated input must not be committed as if it were complete.
+
+use std::fs::File;
+use std::io::{BufReader, Read, Seek, Write};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use super::{binary, csv, ndjson, Format};
+use crate::error::{Error, Result};
+use crate::events::{LineBatcher, SourcedBatch};
+use crate::stream::append::BatchSource;
+
+/// Bytes of NDJSON parsed at a time (cut at the last line end).
+const NDJSON_BLOCK: usize = 8 << 20;
+
+#[derive(Debug)]
+enum Backing {
+    Path {
+        path: PathBuf,
+        /// Size and modification time when opened.
+        stamp: (u64, Option<SystemTime>),
+    },
+    Spool(File),
+}
+
+/// A file, or standard input spooled to a temp file, with its format.
+#[derive(Debug)]
+pub struct Input {
+    backing: Backing,
+    format: Format,
+    len: u64,
+}
+
+fn stamp(path: &Path) -> Result<(u64, Option<SystemTime>)> {
+    let m = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+    Ok((m.len(), m.modified().ok()))
+}
+
+impl Input {
+    /// `path` (or standard input for `None` / `-`), its format from the extension unless
+    /// `format` says (standard input: NDJSON).
+    pub fn open(path: Option<&Path>, format: Option<Format>) -> Result<Input> {
+        match path {
+            None => Self::spool(std::io::stdin().lock(), format.unwrap_or(Format::Ndjson)),
+            Some(p) if p == Path::new("-") => {
+                Self::spool(std::io::stdin().lock(), format.unwrap_or(Format::Ndjson))
+            }
+            Some(p) => {
+                let format = format.or_else(|| Format::from_path(p)).ok_or_else(|| {
+                    Error::Usage(format!(
+                        "cannot tell the format of {} from its extension; pass --format",
+                        p.display()
+                    ))
+                })?;
+                let stamp = stamp(p)?;
+                Ok(Input {
+                    len: stamp.0,
+                    backing: Backing::Path {
+                        path: p.to_path_buf(),
+                        stamp,
+                    },
+                    format,
+                })
+            }
+        }
+    }
+
+    /// Copy `r` to a temp file, to the end. A read error refuses the input.
+    pub fn spool(mut r: impl Read, format: Format) -> Result<Input> {
+        let tmp_err = |e| Error::io(std::env::temp_dir().join("<stdin spool>"), e);
+        let mut file = tempfile::tempfile().map_err(tmp_err)?;
+        let mut buf = vec![0u8; 1 << 20];
+        let mut total = 0u64;
+        loop {
+            match r.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    file.write_all(&buf[..n]).map_err(tmp_err)?;
+                    total += n as u64;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    return Err(Error::io(
+                        "<stdin>",
+                        std::io::Error::new(
+                            e.kind(),
+                            format!("reading failed after {total} bytes ({e}); the input is refused and nothing was published"),
+                        ),
+                    ))
+                }
+            }
+        }
+        Ok(Input {
+            backing: Backing::Spool(file),
+            format,
+            len: total,
+        })
+    }
+
+    /// The input's format.
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    /// Its size in bytes.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether it is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn name(&self) -> PathBuf {
+        match &self.backing {
+            Backing::Path { path, .. } => path.clone(),
+            Backing::Spool(_) => PathBuf::from("<stdin>"),
+        }
+    }
+
+    /// A handle at the start of the input.
+    fn reopen(&self) -> Result<File> {
+        let name = self.name();
+        let mut f = match &self.backing {
+            Backing::Path { path, .. } => File::open(path),
+            Backing::Spool(f) => f.try_clone(),
+        }
+        .map_err(|e| Error::io(&name, e))?;
+        f.rewind().map_err(|e| Error::io(&name, e))?;
+        Ok(f)
+    }
+}
+
+impl BatchSource for Input {
+    fn read_all(&self, emit: &mut dyn FnMut(SourcedBatch) -> Result<()>) -> Result<()> {
+        let f = self.reopen()?;
+        match self.format {
+            Format::Ndjson => read_ndjson(f, &self.name(), emit),
+            Format::Csv => csv::read(BufReader::with_capacity(1 << 20, f), emit),
+            Format::Arrow => binary::read_arrow(f, emit),
+            Format::Parquet => binary::read_parquet(f, emit),
+        }
+    }
+
+    fn check_unchanged(&self) -> Result<()> {
+        if let Backing::Path { path, stamp: s } = &self.backing {
+            if stamp(path)? != *s {
+                return Err(Error::Usage(format!(
+                    "{} changed while it was being appended (size or modification time); nothing was published",
+                    path.display()
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// NDJSON in blocks cut at the last line end, line numbers carried across blocks.
+fn read_ndjson(
+    mut r: impl Read,
+    name: &Path,
+    emit: &mut dyn FnMut(SourcedBatch) -> Result<()>,
+) -> Result<()> {
+    let mut buf: Vec<u8> = Vec::with_capacity(2 * NDJSON_BLOCK);
+    let mut batcher = LineBatcher::new();
+    let mut line = 1u64;
+    loop {
+        let start = buf.len();
+        buf.resize(start + NDJSON_BLOCK, 0);
+        let n = read_full(&mut r, &mut buf[start..]).map_err(|e| Error::io(name, e))?;
+        buf.truncate(start + n);
+        let eof = n < NDJSON_BLOCK;
+        let cut = if eof {
+            buf.len()
+        } else {
+            match memchr::memrchr(b'\n', &buf) {
+                Some(i) => i + 1,
+                None => continue, // a line longer than the block: read on
+            }
+        };
+        ndjson::parse_lines(&buf[..cut], line, &mut batcher)?;
+        line += memchr::memchr_iter(b'\n', &buf[..cut]).count() as u64;
+        buf.drain(..cut);
+        for b in batcher.take_ready() {
+            emit(b)?;
+        }
+        if eof {
+            break;
+        }
+    }
+    for b in batcher.finish()? {
+        emit(b)?;
+    }
+    Ok(())
+}
+
+/// Fill `buf`, or up to the end of the input.
+fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}

@@ -1,0 +1,288 @@
+//! Appending a whole input with bounded memory, keeping "refused input publishes
+//! nothing": the input is read twice.
+//!
+//! 1. **Validate** every batch (and with a commit key, digest the payload, see
+//!    `digest`), keeping nothing. A refused row ends the append here.
+//! 2. With a commit key, **claim** it for that digest (an older format-1 claim is checked
+//!    by encoding every flush once without publishing, see [`crate::commit_key`]).
+//! 3. **Commit**: read the input again into a [`Sink`] without `max_delay`, which cuts
+//!    exactly the flushes of grouping the whole input by (run_id, target_crs) and cutting
+//!    each group into `batch_rows` chunks.
+//!
+//! Memory: one input batch being read, the sink's buffered rows (at most its memory
+//! budget, the rest spilled), and `max_in_flight` flushes being encoded or published.
+//! Pointers are handed to `on_commit` as they land and kept only when asked.
+
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
+use futures::stream::FuturesOrdered;
+use futures::StreamExt;
+use tokio::sync::mpsc;
+
+use super::digest::PayloadDigest;
+pub use super::digest::PayloadSummary;
+use super::group::Grouper;
+use super::sink::{Sink, SinkOptions};
+use crate::commit_key::{self, Claimed, ClaimedCommit};
+use crate::encode::{self, EncodedPart};
+use crate::error::{Error, Result};
+use crate::events::{Origin, SourcedBatch};
+use crate::pointer::{rfc3339, Pointer};
+use crate::validate::Validator;
+use crate::writer::{derived_commit_id, Writer};
+
+/// An input that can be read from its start more than once.
+pub trait BatchSource: Send + Sync + std::fmt::Debug + 'static {
+    /// Read every batch in order, handing each to `f`; stop at the first error.
+    fn read_all(&self, f: &mut dyn FnMut(SourcedBatch) -> Result<()>) -> Result<()>;
+    /// Called before the second pass: refuse when the input changed since the first.
+    fn check_unchanged(&self) -> Result<()> {
+        Ok(())
+    }
+    /// Whether the batches are validated already (then the first pass only digests a
+    /// keyed payload, and an unkeyed append reads the input once).
+    fn validated(&self) -> bool {
+        false
+    }
+}
+
+/// Batches already in memory and validated (what [`Writer::append`] takes).
+#[derive(Debug, Clone)]
+pub struct Validated(pub Vec<RecordBatch>);
+
+impl BatchSource for Validated {
+    fn read_all(&self, f: &mut dyn FnMut(SourcedBatch) -> Result<()>) -> Result<()> {
+        let mut first = 1u64;
+        for b in &self.0 {
+            let n = b.num_rows() as u64;
+            f(SourcedBatch {
+                batch: b.clone(),
+                origin: Origin::Rows { first },
+            })?;
+            first += n;
+        }
+        Ok(())
+    }
+    fn validated(&self) -> bool {
+        true
+    }
+}
+
+/// What an append did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AppendSummary {
+    /// Commits made.
+    pub commits: u64,
+    /// Rows committed.
+    pub rows: u64,
+    /// The pointers, in the order the flushes were cut, when asked to keep them.
+    pub pointers: Vec<Pointer>,
+}
+
+/// Read `source` with a thread of the blocking pool, handing batches over a short queue.
+fn reader(source: Arc<dyn BatchSource>) -> mpsc::Receiver<Result<SourcedBatch>> {
+    let (tx, rx) = mpsc::channel(2);
+    tokio::task::spawn_blocking(move || {
+        let r = source.read_all(&mut |b| {
+            tx.blocking_send(Ok(b))
+                .map_err(|_| Error::Internal("append stopped reading".into()))
+        });
+        if let Err(e) = r {
+            let _ = tx.blocking_send(Err(e));
+        }
+    });
+    rx
+}
+
+/// Append `source` through `writer` (its batch size, concurrency and commit key):
+/// validate all, claim the key, then commit. `on_commit` sees each commit as it lands;
+/// `keep` keeps the pointers in the summary.
+pub async fn append(
+    writer: &Writer,
+    source: Arc<dyn BatchSource>,
+    keep: bool,
+    mut on_commit: impl FnMut(&Pointer),
+) -> Result<AppendSummary> {
+    let key = writer.commit_key().map(str::to_string);
+    if let Some(k) = &key {
+        if k.is_empty() || k.len() > 256 || k.chars().any(char::is_control) {
+            return Err(Error::Usage(
+                "--commit-key must be 1 to 256 printable characters".into(),
+            ));
+        }
+    }
+    if writer.batch_rows() == 0 {
+        return Err(Error::Usage("--batch-rows must be at least 1".into()));
+    }
+    // Pass 1: validate everything (and digest a keyed payload) before any commit.
+    let validated = source.validated();
+    if !validated || key.is_some() {
+        let src = source.clone();
+        let k = key.clone();
+        let (rows, max) = (writer.batch_rows(), writer.max_part_bytes());
+        let summary = tokio::task::spawn_blocking(move || first_pass(src.as_ref(), k, rows, max))
+            .await
+            .map_err(|e| Error::Internal(format!("validation failed: {e}")))??;
+        if let (Some(k), Some(payload)) = (&key, summary) {
+            claim(writer, source.clone(), k, &payload).await?;
+        }
+        source.check_unchanged()?;
+    }
+    // Pass 2: commit through a sink.
+    let opts = SinkOptions {
+        batch_rows: writer.batch_rows(),
+        max_delay: None,
+        max_in_flight: writer.concurrency(),
+        max_buffered_bytes: writer.max_buffered_bytes(),
+    };
+    let mut sink = Sink::open(writer.clone(), &opts, key)?;
+    let mut out = AppendSummary::default();
+    let mut land = |ps: Vec<Pointer>, out: &mut AppendSummary| {
+        for p in ps {
+            on_commit(&p);
+            out.commits += 1;
+            out.rows += p.row_count;
+            if keep {
+                out.pointers.push(p);
+            }
+        }
+    };
+    let mut rx = reader(source);
+    while let Some(b) = rx.recv().await {
+        let r = match b {
+            Ok(b) if validated => sink.write_validated(b.batch).await,
+            Ok(b) => sink.write_sourced(b).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = r {
+            drop(rx);
+            // Commits already started end complete; show them, then report.
+            let landed = sink.abort().await.unwrap_or_default();
+            land(landed, &mut out);
+            return Err(e);
+        }
+        land(sink.take_landed(), &mut out);
+    }
+    land(sink.finish().await?, &mut out);
+    Ok(out)
+}
+
+fn first_pass(
+    source: &dyn BatchSource,
+    key: Option<String>,
+    batch_rows: usize,
+    max_part_bytes: usize,
+) -> Result<Option<PayloadSummary>> {
+    let mut v = Validator::new();
+    let validated = source.validated();
+    let mut digest = key.map(|k| PayloadDigest::new(&k, batch_rows, max_part_bytes));
+    source.read_all(&mut |sb| {
+        let batch = if validated {
+            sb.batch
+        } else {
+            v.validate(&sb)?
+        };
+        if let Some(d) = &mut digest {
+            d.push(&batch)?;
+        }
+        Ok(())
+    })?;
+    digest.map(PayloadDigest::finish).transpose()
+}
+
+async fn claim(
+    writer: &Writer,
+    source: Arc<dyn BatchSource>,
+    key: &str,
+    payload: &PayloadSummary,
+) -> Result<()> {
+    let store = writer.store().as_ref();
+    match commit_key::claim(store, key, payload, rfc3339(writer.clock().now())).await? {
+        Claimed::Ours(how) => {
+            tracing::info!(commit_key = key, ?how, payload = %payload.payload_sha256, "commit key claimed");
+            Ok(())
+        }
+        Claimed::Format1(old) => {
+            tracing::info!(
+                commit_key = key,
+                "format-1 claim found: comparing part digests before publishing"
+            );
+            let ours = format1_digest(writer, source, key).await?;
+            if ours == old.payload_sha256 {
+                Ok(())
+            } else {
+                Err(Error::Conflict {
+                    key: crate::keys::commit_key_claim_key(key),
+                    message: commit_key::conflict_message(key, &old.payload_sha256, &ours),
+                })
+            }
+        }
+    }
+}
+
+/// The format-1 payload digest of `source`: encode every flush (never more than one per
+/// encoder at once, nothing kept but its sha256), publish nothing.
+async fn format1_digest(
+    writer: &Writer,
+    source: Arc<dyn BatchSource>,
+    key: &str,
+) -> Result<String> {
+    let mut grouper = Grouper::new(writer.batch_rows(), writer.max_buffered_bytes());
+    let mut v = Validator::new();
+    let validated = source.validated();
+    let mut pending = FuturesOrdered::new();
+    let mut done: Vec<(String, String, u64, EncodedPart)> = Vec::new();
+    let encoders = writer.encoders();
+    let mut rx = reader(source);
+    let mut last = false;
+    while !last {
+        let flushes = match rx.recv().await {
+            Some(b) => {
+                let b = b?;
+                let batch = if validated { b.batch } else { v.validate(&b)? };
+                grouper.push(&batch, chrono::DateTime::UNIX_EPOCH)?
+            }
+            None => {
+                last = true;
+                grouper.finish()?
+            }
+        };
+        for f in flushes {
+            let id = derived_commit_id(&f.run_id, &f.target_crs, key, f.index_in_group).to_string();
+            pending.push_back(async move {
+                let enc = tokio::task::spawn_blocking(move || encode::encode(&f.batch, &id))
+                    .await
+                    .map_err(|e| Error::Internal(format!("encoder failed: {e}")))??;
+                Ok::<_, Error>((f.run_id, f.target_crs, f.index_in_group, enc))
+            });
+            while pending.len() >= encoders {
+                if let Some(r) = pending.next().await {
+                    done.push(r?);
+                }
+            }
+        }
+    }
+    while let Some(r) = pending.next().await {
+        done.push(r?);
+    }
+    // Format 1 listed commits partition by partition (first appearance), then by index.
+    let rank: std::collections::HashMap<(String, String), usize> = grouper
+        .partitions()
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| (p, i))
+        .collect();
+    done.sort_by_key(|(r, c, i, _)| (rank.get(&(r.clone(), c.clone())).copied(), *i));
+    let commits: Vec<ClaimedCommit> = done
+        .into_iter()
+        .map(|(run_id, target_crs, _, e)| ClaimedCommit {
+            run_id,
+            target_crs,
+            commit_id: e.commit_id,
+            sha256: e.sha256,
+            rows: e.rows,
+        })
+        .collect();
+    Ok(commit_key::payload_sha256(&commits))
+}

@@ -1,0 +1,317 @@
+//! [`Sink`]: a job feeds events as it produces them; the sink validates each batch on
+//! arrival, buffers rows per (run_id, target_crs) partition, commits a partition when it
+//! holds `batch_rows` rows or when its oldest row has waited `max_delay`, keeps at most
+//! `max_in_flight` commits in flight (`write` waits for a free slot rather than growing
+//! memory), and [`finish`](Sink::finish) commits the rest and returns every pointer.
+//!
+//! Guarantees:
+//! - A refused batch (a row breaks the contract) is refused whole, naming the row (its
+//!   1-based position in that batch) and field; nothing of it is kept, and the sink stays
+//!   usable.
+//! - Every commit is complete (part, then pointer), as in `lineage append`; the commits
+//!   returned by `finish` are exactly those published, in the order they were cut.
+//! - Dropped without `finish` or `abort`: buffered rows are discarded and never published
+//!   (a warning is logged saying how many); commits already started run to their end.
+//! - Time comes from the writer's injected [`Clock`](crate::clock::Clock), and is read
+//!   only when the sink is called: a caller that may go quiet for longer than
+//!   `max_delay` calls [`tick`](Sink::tick) (at [`next_deadline`](Sink::next_deadline)).
+
+use std::time::Duration;
+
+use arrow_array::RecordBatch;
+use chrono::{DateTime, Utc};
+
+use super::commit::Committer;
+use super::group::Grouper;
+use crate::error::{Error, Result};
+use crate::events::{EventBuilder, EventRow, Origin, SourcedBatch};
+use crate::pointer::Pointer;
+use crate::validate::Validator;
+use crate::writer::{Flush, Writer, DEFAULT_BATCH_ROWS, DEFAULT_CONCURRENCY};
+
+/// Default memory for rows waiting for their partition to fill, before they spill to a
+/// temp file.
+pub const DEFAULT_MAX_BUFFERED_BYTES: usize = 256 * 1024 * 1024;
+
+/// How a [`Sink`] cuts and commits flushes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SinkOptions {
+    /// Most rows per commit (one Parquet part each); at least 1.
+    pub batch_rows: usize,
+    /// Commit a partition once its oldest buffered row has waited this long; `None`:
+    /// only when full, or at `flush`/`finish`.
+    pub max_delay: Option<Duration>,
+    /// Most commits (encode + publish) in flight; `write` waits beyond that. At least 1.
+    pub max_in_flight: usize,
+    /// Memory for buffered rows; beyond it the fullest partitions move to a temp file.
+    pub max_buffered_bytes: usize,
+}
+
+impl Default for SinkOptions {
+    fn default() -> Self {
+        Self {
+            batch_rows: DEFAULT_BATCH_ROWS,
+            max_delay: None,
+            max_in_flight: DEFAULT_CONCURRENCY,
+            max_buffered_bytes: DEFAULT_MAX_BUFFERED_BYTES,
+        }
+    }
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum State {
+    Open,
+    /// A commit failed: the sink takes no more rows.
+    Failed(String),
+    Closed,
+}
+
+/// A streaming writer: see the module docs. Create it with [`Writer::sink`].
+#[derive(Debug)]
+pub struct Sink {
+    writer: Writer,
+    max_delay: Option<chrono::Duration>,
+    validator: Validator,
+    grouper: Grouper,
+    committer: Committer,
+    pointers: Vec<Pointer>,
+    state: State,
+}
+
+impl Writer {
+    /// A [`Sink`] writing to this writer's store with its clock and id generator. Must be
+    /// called inside a tokio runtime (the sink's commits run on it); a non-async caller
+    /// enters one first (`let _g = runtime.enter();`) and drives the sink's futures with
+    /// `runtime.block_on(...)`. A writer with a commit key is refused: flushes cut by
+    /// `max_delay` depend on timing, so a retry could not re-derive the same commits.
+    pub fn sink(&self, opts: SinkOptions) -> Result<Sink> {
+        if self.commit_key().is_some() {
+            return Err(Error::Usage(
+                "a sink cannot use a commit key: its flushes depend on when rows arrive, so a retried job would not cut the same commits; use append with --commit-key for retried jobs".into(),
+            ));
+        }
+        Sink::open(self.clone(), &opts, None)
+    }
+}
+
+impl Sink {
+    /// A sink deriving commit ids from `commit_key` when given (the caller claimed it).
+    pub(crate) fn open(
+        writer: Writer,
+        opts: &SinkOptions,
+        commit_key: Option<String>,
+    ) -> Result<Self> {
+        if opts.batch_rows == 0 {
+            return Err(Error::Usage("batch_rows must be at least 1".into()));
+        }
+        let max_delay = match opts.max_delay {
+            None => None,
+            Some(d) => Some(
+                chrono::Duration::from_std(d)
+                    .map_err(|_| Error::Usage(format!("max_delay {d:?} is too long")))?,
+            ),
+        };
+        let committer = Committer::new(writer.clone(), opts.max_in_flight, commit_key)?;
+        Ok(Self {
+            writer,
+            max_delay,
+            validator: Validator::new(),
+            grouper: Grouper::new(opts.batch_rows, opts.max_buffered_bytes),
+            committer,
+            pointers: Vec::new(),
+            state: State::Open,
+        })
+    }
+
+    /// Validate `batch` (contract schema; see [`crate::contract`]) and buffer it; commits
+    /// the partitions it fills and those past `max_delay`. Waits while `max_in_flight`
+    /// commits are in flight. A refused batch names its row (1-based within `batch`) and
+    /// field, and nothing of it is kept.
+    pub async fn write(&mut self, batch: RecordBatch) -> Result<()> {
+        self.write_sourced(SourcedBatch {
+            batch,
+            origin: Origin::Rows { first: 1 },
+        })
+        .await
+    }
+
+    /// [`write`](Self::write) for single events (or a few): they form one batch.
+    pub async fn write_events(&mut self, events: &[EventRow<'_>]) -> Result<()> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        let mut b = EventBuilder::new();
+        for e in events {
+            b.push(e);
+        }
+        self.write(b.finish()?).await
+    }
+
+    /// Write a batch whose origin names input lines (used by `append`).
+    pub(crate) async fn write_sourced(&mut self, sb: SourcedBatch) -> Result<()> {
+        self.check_open()?;
+        let valid = self.validator.validate(&sb)?;
+        self.buffer(valid).await
+    }
+
+    /// Write a batch that went through [`Validator::validate`] already.
+    pub(crate) async fn write_validated(&mut self, batch: RecordBatch) -> Result<()> {
+        self.check_open()?;
+        self.buffer(batch).await
+    }
+
+    async fn buffer(&mut self, valid: RecordBatch) -> Result<()> {
+        if valid.num_rows() == 0 {
+            return Ok(());
+        }
+        let now = self.writer.clock().now();
+        let mut flushes = self
+            .grouper
+            .push(&valid, now)
+            .inspect_err(|e| self.fail(e))?;
+        if let Some(d) = self.max_delay {
+            flushes.extend(self.grouper.due(now, d).inspect_err(|e| self.fail(e))?);
+        }
+        self.commit(flushes).await
+    }
+
+    /// Commit the partitions whose oldest row has waited `max_delay` (by the clock now).
+    pub async fn tick(&mut self) -> Result<()> {
+        self.check_open()?;
+        let Some(d) = self.max_delay else {
+            return Ok(());
+        };
+        let flushes = self
+            .grouper
+            .due(self.writer.clock().now(), d)
+            .inspect_err(|e| self.fail(e))?;
+        self.commit(flushes).await
+    }
+
+    /// When the next partition becomes due under `max_delay` (`None`: nothing buffered,
+    /// or no `max_delay`).
+    pub fn next_deadline(&self) -> Option<DateTime<Utc>> {
+        self.max_delay.and_then(|d| self.grouper.next_deadline(d))
+    }
+
+    /// Commit every buffered row now, as short flushes where a partition is not full, and
+    /// wait until every commit in flight has landed (a durability point); the sink stays
+    /// open.
+    pub async fn flush(&mut self) -> Result<()> {
+        self.check_open()?;
+        let flushes = self.grouper.finish().inspect_err(|e| self.fail(e))?;
+        self.commit(flushes).await?;
+        let r = self.committer.drain().await;
+        self.pointers.extend(self.committer.take_landed());
+        r.inspect_err(|e| self.fail(e))
+    }
+
+    /// Commits cut and not yet landed.
+    pub fn in_flight(&self) -> usize {
+        self.committer.in_flight()
+    }
+
+    /// Rows buffered, not yet committed.
+    pub fn buffered_rows(&self) -> usize {
+        self.grouper.buffered_rows()
+    }
+
+    /// Bytes of buffered rows held in memory (the rest is spilled).
+    pub fn buffered_bytes(&self) -> usize {
+        self.grouper.buffered_bytes()
+    }
+
+    /// Bytes written to the spill file so far.
+    pub fn spilled_bytes(&self) -> u64 {
+        self.grouper.spilled_bytes()
+    }
+
+    /// Commits that have landed so far, in the order they were cut.
+    pub fn committed(&self) -> &[Pointer] {
+        &self.pointers
+    }
+
+    /// Commits that landed since the last call (used by `append` to print and forget them).
+    pub(crate) fn take_landed(&mut self) -> Vec<Pointer> {
+        self.pointers.extend(self.committer.take_landed());
+        std::mem::take(&mut self.pointers)
+    }
+
+    /// Commit every buffered row, wait for every commit, and return all of them (those
+    /// taken earlier by `append` excepted), in the order they were cut. After a failed
+    /// commit: the first error, once every commit in flight has ended.
+    pub async fn finish(mut self) -> Result<Vec<Pointer>> {
+        let r = self.finish_inner().await;
+        self.state = State::Closed;
+        r?;
+        Ok(std::mem::take(&mut self.pointers))
+    }
+
+    async fn finish_inner(&mut self) -> Result<()> {
+        if let State::Failed(m) = &self.state {
+            let m = m.clone();
+            self.grouper.discard();
+            self.committer.drain().await.ok();
+            return Err(Error::Usage(format!("the sink failed earlier: {m}")));
+        }
+        let flushes = self.grouper.finish()?;
+        self.commit(flushes).await?;
+        let r = self.committer.drain().await;
+        self.pointers.extend(self.committer.take_landed());
+        r
+    }
+
+    /// Discard the buffered rows (nothing of them is published), wait for the commits in
+    /// flight, and return the commits that landed.
+    pub async fn abort(mut self) -> Result<Vec<Pointer>> {
+        let rows = self.grouper.discard();
+        if rows > 0 {
+            tracing::info!(rows, "sink aborted: buffered rows discarded, not published");
+        }
+        let r = self.committer.drain().await;
+        self.pointers.extend(self.committer.take_landed());
+        self.state = State::Closed;
+        r?;
+        Ok(std::mem::take(&mut self.pointers))
+    }
+
+    fn check_open(&self) -> Result<()> {
+        match &self.state {
+            State::Open => Ok(()),
+            State::Failed(m) => Err(Error::Usage(format!(
+                "the sink failed earlier ({m}); it takes no more rows: finish or abort it"
+            ))),
+            State::Closed => Err(Error::Internal("the sink is closed".into())),
+        }
+    }
+
+    fn fail(&mut self, e: &Error) {
+        self.state = State::Failed(e.to_string());
+    }
+
+    async fn commit(&mut self, flushes: Vec<Flush>) -> Result<()> {
+        for f in flushes {
+            if let Err(e) = self.committer.submit(f).await {
+                self.fail(&e);
+                self.pointers.extend(self.committer.take_landed());
+                return Err(e);
+            }
+        }
+        self.pointers.extend(self.committer.take_landed());
+        Ok(())
+    }
+}
+
+impl Drop for Sink {
+    fn drop(&mut self) {
+        if self.state != State::Closed {
+            let rows = self.grouper.buffered_rows();
+            let in_flight = self.committer.in_flight();
+            tracing::warn!(
+                rows,
+                in_flight,
+                "sink dropped without finish(): its buffered rows were discarded and not published; commits already started complete"
+            );
+        }
+    }
+}
