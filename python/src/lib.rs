@@ -20,6 +20,7 @@ mod log_table;
 mod runtime;
 mod store;
 mod types;
+mod writer;
 
 use errors::{IntoPyResult, LResult};
 use types::{Proof, ProofSummary};
@@ -127,6 +128,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
     m.add("SCHEMA_VERSION", contract::SCHEMA_VERSION)?;
     m.add(
@@ -139,6 +141,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(keygen, m)?)?;
     m.add_function(wrap_pyfunction!(verify_proof, m)?)?;
     m.add_class::<store::Store>()?;
+    m.add_class::<writer::Writer>()?;
     m.add_class::<types::Commit>()?;
     m.add_class::<types::Problem>()?;
     m.add_class::<types::VerifyReport>()?;

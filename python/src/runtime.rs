@@ -13,7 +13,8 @@ use tokio::runtime::Runtime;
 
 static RUNTIME: Mutex<Option<(u32, Arc<Runtime>)>> = Mutex::new(None);
 
-fn runtime() -> Result<Arc<Runtime>> {
+/// This process's runtime (built on first use, and again in a forked child).
+pub fn runtime() -> Result<Arc<Runtime>> {
     let pid = std::process::id();
     let mut slot = RUNTIME.lock().unwrap_or_else(|p| p.into_inner());
     if let Some((owner, rt)) = slot.as_ref() {

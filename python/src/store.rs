@@ -9,7 +9,7 @@ use lineage_store::audit::{log::read_pointers, proof, seal, sweep::parse_duratio
 use lineage_store::clock::SystemClock;
 use lineage_store::input::batches;
 use lineage_store::store::{open_with, CloudOptions};
-use lineage_store::writer::{Writer, DEFAULT_BATCH_ROWS};
+use lineage_store::writer::{Writer, DEFAULT_BATCH_ROWS, DEFAULT_CONCURRENCY};
 use lineage_store::{AtomicPublisher, Error};
 use pyo3::prelude::*;
 
@@ -109,6 +109,29 @@ impl Store {
             .and_then(|r| r)
             .py_err(py)?;
         Ok(pointers.into_iter().map(Commit::from).collect())
+    }
+
+    /// A streaming writer for jobs that emit events as they go, on the library's `Sink`:
+    /// `with store.writer() as w: w.write(batch)`. Partitions are committed as they reach
+    /// `batch_rows` rows, or once their oldest row has waited `max_delay` (seconds or a
+    /// `timedelta`); at most `max_in_flight` commits run at once (`write` waits beyond).
+    /// Leaving the block publishes the rest; an exception in it publishes nothing of the
+    /// rows still buffered.
+    #[pyo3(signature = (*, batch_rows=DEFAULT_BATCH_ROWS, max_delay=None, max_in_flight=DEFAULT_CONCURRENCY))]
+    fn writer(
+        &self,
+        py: Python<'_>,
+        batch_rows: usize,
+        max_delay: Option<Bound<'_, PyAny>>,
+        max_in_flight: usize,
+    ) -> PyResult<crate::writer::Writer> {
+        crate::writer::Writer::open(
+            py,
+            Writer::new(self.inner.clone()),
+            batch_rows,
+            max_delay.as_ref(),
+            max_in_flight,
+        )
     }
 
     /// The commits (of one run, if given), oldest first, as a `pyarrow.Table` of their
