@@ -112,3 +112,28 @@ def localstack_endpoint() -> str:
 
 def s3_bucket() -> str:
     return os.environ.get("LINEAGE_S3_BUCKET", "lineage-test")
+
+
+def append_worker(url: str, endpoint: str | None, run_id: str, n: int, start: int) -> list[str]:
+    """Run in another process: append n events of run_id, return the commit ids."""
+    store = ls.open(url, endpoint_url=endpoint)
+    return [c.commit_id for c in store.append(events(n, runs=(run_id,), start=start), batch_rows=25)]
+
+
+def unsigned_put(endpoint: str, bucket: str, key: str, body: bytes) -> None:
+    """Overwrite an object behind lineage-store's back (a tamperer with bucket access)."""
+    import urllib.request
+
+    req = urllib.request.Request(f"{endpoint}/{bucket}/{key}", data=body, method="PUT")
+    with urllib.request.urlopen(req, timeout=30) as r:
+        assert r.status == 200, r.status
+
+
+def flush_count(table: pa.Table, batch_rows: int) -> int:
+    """Commits an append of `table` makes: per (run_id, canonical target_crs), one per
+    `batch_rows` rows begun."""
+    sizes: dict[tuple[str, str], int] = {}
+    for run, crs in zip(table.column("run_id").to_pylist(), table.column("target_crs").to_pylist()):
+        k = (run, ls.canonical_crs(crs))
+        sizes[k] = sizes.get(k, 0) + 1
+    return sum(-(-n // batch_rows) for n in sizes.values())
