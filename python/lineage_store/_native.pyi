@@ -97,18 +97,22 @@ class Writer:
     """Streams batches into a store: ``with store.writer() as w: w.write(batch)``."""
 
     def __enter__(self) -> Writer: ...
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None: ...
-    def write(self, data: ArrowData) -> list[Commit]:
-        """Validate ``data`` and buffer it; returns the commits that landed meanwhile."""
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+        """Close on success; abort (publish nothing buffered) when the block raised."""
+    def write(self, data: ArrowData) -> None:
+        """Validate ``data`` whole and buffer it; commits the partitions it fills."""
     def flush(self) -> list[Commit]:
-        """Publish every buffered row now; returns the commits that landed."""
+        """Commit every buffered row and wait for all commits; returns every commit so far."""
     def close(self) -> list[Commit]:
-        """Publish the rest and return every commit of this writer."""
-    def abort(self) -> None:
-        """Drop the buffered rows, publishing nothing more."""
+        """Publish the rest and return every commit of this writer (idempotent)."""
+    def abort(self) -> list[Commit]:
+        """Discard the buffered rows, publishing nothing more; returns the commits landed."""
     @property
     def commits(self) -> list[Commit]:
         """Every commit this writer has published so far."""
+    @property
+    def buffered_rows(self) -> int:
+        """Rows buffered, not committed yet."""
     @property
     def closed(self) -> bool: ...
 

@@ -188,9 +188,10 @@ impl Writer {
         &self,
         py: Python<'_>,
         exc_type: Option<Bound<'_, PyAny>>,
-        _exc: Option<Bound<'_, PyAny>>,
-        _tb: Option<Bound<'_, PyAny>>,
+        exc: Option<Bound<'_, PyAny>>,
+        tb: Option<Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
+        let _ = (exc, tb);
         if exc_type.is_none() {
             self.close(py)?;
         } else {
