@@ -29,7 +29,7 @@ pub struct Store {
 }
 
 /// A path or URL argument as text.
-pub fn path_text(p: &PathBuf) -> LResult<String> {
+pub fn path_text(p: &std::path::Path) -> LResult<String> {
     p.to_str()
         .map(str::to_string)
         .ok_or_else(|| Error::Usage(format!("{} is not valid UTF-8", p.display())))
@@ -99,7 +99,7 @@ impl Store {
         let source = arrow_in::import(py, data)?;
         // Everything is read and validated before the first commit.
         let validated = detached(py, move || {
-            source.read_all().and_then(|b| batches::validate_all(b))
+            source.read_all().and_then(batches::validate_all)
         })
         .py_err(py)?;
         let writer = Writer::new(self.inner.clone())
