@@ -39,13 +39,13 @@ pub fn runtime() -> Result<Arc<Runtime>> {
 
 /// Run `f` to completion on the runtime with the GIL released, so other Python threads
 /// (and other calls into this module) run meanwhile.
-pub fn block_on<F>(py: Python<'_>, f: F) -> Result<F::Output>
+pub fn block_on<F, T>(py: Python<'_>, f: F) -> Result<T>
 where
-    F: Future + Send,
-    F::Output: Send,
+    F: Future<Output = Result<T>> + Send,
+    T: Send,
 {
     let rt = runtime()?;
-    Ok(py.detach(move || rt.block_on(f)))
+    py.detach(move || rt.block_on(f))
 }
 
 /// Run blocking work (reading an Arrow stream, validating) with the GIL released.

@@ -44,9 +44,7 @@ pub fn open(py: Python<'_>, url: PathBuf, endpoint_url: Option<String>) -> PyRes
     let url = path_text(&url).py_err(py)?;
     let opts = CloudOptions { endpoint_url };
     let u = url.clone();
-    let inner = block_on(py, async move { open_with(&u, &opts).await })
-        .and_then(|r| r)
-        .py_err(py)?;
+    let inner = block_on(py, async move { open_with(&u, &opts).await }).py_err(py)?;
     Ok(Store { url, inner })
 }
 
@@ -105,9 +103,8 @@ impl Store {
         let writer = Writer::new(self.inner.clone())
             .with_batch_rows(batch_rows)
             .with_commit_key(commit_key);
-        let pointers = block_on(py, async move { writer.append(&validated, |_| {}).await })
-            .and_then(|r| r)
-            .py_err(py)?;
+        let pointers =
+            block_on(py, async move { writer.append(&validated, |_| {}).await }).py_err(py)?;
         Ok(pointers.into_iter().map(Commit::from).collect())
     }
 
@@ -142,7 +139,6 @@ impl Store {
         let pointers = block_on(py, async move {
             read_pointers(store.as_ref(), run_id.as_deref()).await
         })
-        .and_then(|r| r)
         .py_err(py)?;
         log_table::to_pyarrow(py, &pointers)
     }
@@ -154,7 +150,6 @@ impl Store {
         let pointers = block_on(py, async move {
             read_pointers(store.as_ref(), run_id.as_deref()).await
         })
-        .and_then(|r| r)
         .py_err(py)?;
         Ok(pointers.into_iter().map(Commit::from).collect())
     }
@@ -213,7 +208,6 @@ impl Store {
         let report = block_on(py, async move {
             verify::verify_with(store.as_ref(), &opts).await
         })
-        .and_then(|r| r)
         .py_err(py)?;
         let report = VerifyReport { inner: report };
         if check && !report.inner.is_clean() {
@@ -241,7 +235,6 @@ impl Store {
         let out = block_on(py, async move {
             seal::seal(store.as_ref(), &SystemClock, key.as_ref()).await
         })
-        .and_then(|r| r)
         .py_err(py)?;
         Ok(out.into())
     }
@@ -271,7 +264,6 @@ impl Store {
         let p = block_on(py, async move {
             proof::prove(store.as_ref(), &commit_id, &against).await
         })
-        .and_then(|r| r)
         .py_err(py)?;
         Ok(Proof { inner: p })
     }

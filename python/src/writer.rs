@@ -113,17 +113,22 @@ impl Writer {
             let sink = shared.sink.lock().await.take();
             shared.closed.store(true, Ordering::SeqCst);
             shared.wake.notify_one();
-            match sink {
-                Some(s) => {
-                    let pointers = end(s).await?;
-                    let mut done = shared.done.lock().unwrap_or_else(|p| p.into_inner());
-                    done.extend(pointers);
+            let Some(s) = sink else { return Ok(()) };
+            // What landed so far stays known when ending fails (those commits are complete).
+            let landed = s.committed().to_vec();
+            let ended = end(s).await;
+            let mut done = shared.done.lock().unwrap_or_else(|p| p.into_inner());
+            match ended {
+                Ok(all) => {
+                    *done = all;
                     Ok(())
                 }
-                None => Ok(()),
+                Err(e) => {
+                    *done = landed;
+                    Err(e)
+                }
             }
-        })
-        .and_then(|r| r);
+        });
         r.py_err(py)?;
         Ok(self.done().into_iter().map(Commit::from).collect())
     }
@@ -218,7 +223,6 @@ impl Writer {
             shared.wake.notify_one();
             Ok(())
         })
-        .and_then(|r| r)
         .py_err(py)
     }
 
@@ -234,7 +238,6 @@ impl Writer {
             sink.flush().await?;
             Ok(sink.committed().to_vec())
         })
-        .and_then(|r| r)
         .py_err(py)?;
         Ok(landed.into_iter().map(Commit::from).collect())
     }
@@ -255,12 +258,12 @@ impl Writer {
     fn commits(&self, py: Python<'_>) -> PyResult<Vec<Commit>> {
         let shared = self.shared.clone();
         let open = block_on(py, async move {
-            shared
+            Ok(shared
                 .sink
                 .lock()
                 .await
                 .as_ref()
-                .map(|s| s.committed().to_vec())
+                .map(|s| s.committed().to_vec()))
         })
         .py_err(py)?;
         Ok(open
@@ -275,12 +278,12 @@ impl Writer {
     fn buffered_rows(&self, py: Python<'_>) -> PyResult<usize> {
         let shared = self.shared.clone();
         block_on(py, async move {
-            shared
+            Ok(shared
                 .sink
                 .lock()
                 .await
                 .as_ref()
-                .map_or(0, |s| s.buffered_rows())
+                .map_or(0, |s| s.buffered_rows()))
         })
         .py_err(py)
     }

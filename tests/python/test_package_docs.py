@@ -88,7 +88,7 @@ def test_a_built_wheel_installs_into_a_clean_venv(tmp_path):
     with the dev profile, reusing the test build, to keep CI short)."""
     maturin = Path(sys.executable).parent / "maturin"
     wheels = tmp_path / "wheels"
-    r = subprocess.run([str(maturin), "build", "--locked", "-q", "--profile", "dev", "-m", str(ROOT / "python/Cargo.toml"),
+    r = subprocess.run([str(maturin), "build", "--locked", "-q", "--profile", "dev", "--strip", "-m", str(ROOT / "python/Cargo.toml"),
                         "--out", str(wheels)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     (wheel,) = wheels.glob("*.whl")
