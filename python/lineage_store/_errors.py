@@ -12,6 +12,12 @@ from typing import Any, Optional
 class LineageError(Exception):
     """Base class of every lineage_store error (raised as such for internal errors)."""
 
+    def __reduce__(self) -> Any:
+        # Keeps row/field/reason across processes (a worker's error pickled to its pool);
+        # a VerifyError's report object stays behind.
+        state = {k: v for k, v in self.__dict__.items() if k != "report"}
+        return (type(self), self.args, state)
+
 
 class InputError(LineageError, ValueError):
     """Refused input, usage or key-file error (the CLI's exit code 2). Nothing was published.

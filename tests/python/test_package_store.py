@@ -6,6 +6,7 @@ from __future__ import annotations
 import http.server
 import json
 import multiprocessing
+import pickle
 import threading
 import urllib.parse
 import uuid
@@ -159,6 +160,12 @@ def test_errors_are_mapped_by_kind_and_carry_the_clis_message(tmp_path):
         store.seal(tmp_path / "not-a-key")
     with pytest.raises(ls.InputError, match="is not a sha256"):
         store.verify(expect_head="nope")
+    # Errors cross process boundaries (a worker's error in a pool) with their attributes.
+    with pytest.raises(ls.InputError) as e:
+        store.append(events(3).set_column(1, "run_id", pa.array(["a", "_b", "c"])))
+    back = pickle.loads(pickle.dumps(e.value))
+    assert (type(back), str(back), back.row, back.field, back.reason) == \
+        (ls.InputError, str(e.value), 2, "run_id", e.value.reason)
 
 
 def test_threads_append_to_one_store_at_once(tmp_path):
