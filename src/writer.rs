@@ -19,7 +19,6 @@ use std::sync::Arc;
 use arrow_array::RecordBatch;
 use bytes::Bytes;
 use sha2::{Digest, Sha256};
-use tokio::sync::Semaphore;
 use uuid::Uuid;
 
 use crate::clock::{Clock, IdGen, SystemClock, V7Ids};
@@ -36,8 +35,13 @@ pub const DEFAULT_BATCH_ROWS: usize = 100_000;
 /// Largest part published as one PUT. Object stores cap a single PUT (S3: 5 GiB) and
 /// `object_store` multipart uploads cannot be create-only, so bigger flushes are refused.
 pub const MAX_PART_BYTES: usize = 4 * 1024 * 1024 * 1024;
-/// Default number of commits in flight (uploads) at once.
+/// Default number of commits in flight (uploads) at once, for a sink.
 pub const DEFAULT_CONCURRENCY: usize = 8;
+/// An append's default commits in flight: as many as keep about this many bytes of encoded
+/// parts in flight (at ~64 bytes per row), between 8 and 64. Small commits are bound by
+/// fsync or request latency, not memory: more of them in flight share journal commits
+/// (local disk) or round trips (object stores).
+pub const IN_FLIGHT_BYTES: usize = 64 * 1024 * 1024;
 
 /// Rows of one (run_id, target_crs) group, at most `batch_rows` of them.
 #[derive(Debug, Clone)]
@@ -120,7 +124,7 @@ pub struct Writer {
     clock: Arc<dyn Clock>,
     ids: Arc<dyn IdGen>,
     batch_rows: usize,
-    concurrency: usize,
+    concurrency: Option<usize>,
     encoders: usize,
     commit_key: Option<String>,
     max_part_bytes: usize,
@@ -138,7 +142,7 @@ impl Writer {
             clock: Arc::new(SystemClock),
             ids: Arc::new(V7Ids),
             batch_rows: DEFAULT_BATCH_ROWS,
-            concurrency: DEFAULT_CONCURRENCY,
+            concurrency: None,
             encoders: cores,
             commit_key: None,
             max_part_bytes: MAX_PART_BYTES,
@@ -162,7 +166,7 @@ impl Writer {
     }
     /// Commits in flight at once (at least 1).
     pub fn with_concurrency(mut self, n: usize) -> Self {
-        self.concurrency = n.max(1);
+        self.concurrency = Some(n.max(1));
         self
     }
     /// Derive commit ids from this key (idempotent retries), see [`derived_commit_id`].
@@ -193,9 +197,11 @@ impl Writer {
     pub fn batch_rows(&self) -> usize {
         self.batch_rows
     }
-    /// Commits in flight at once.
+    /// Commits in flight at once: as set, else derived from `batch_rows` ([`IN_FLIGHT_BYTES`]).
     pub fn concurrency(&self) -> usize {
-        self.concurrency
+        self.concurrency.unwrap_or_else(|| {
+            (IN_FLIGHT_BYTES / self.batch_rows.max(1).saturating_mul(64)).clamp(8, 64)
+        })
     }
     /// Largest part in bytes.
     pub fn max_part_bytes(&self) -> usize {
@@ -230,19 +236,21 @@ impl Writer {
             .pointers)
     }
 
-    /// Encode one flush (on a blocking thread, at most `encoders` at once) and refuse it
-    /// when it is over the single-PUT limit.
+    /// Encode one flush on a blocking thread, holding an encoder `permit` (acquired by the
+    /// caller: waiting for it is the back-pressure that bounds raw flushes in memory), and
+    /// refuse it when it is over the single-PUT limit. The rows are dropped once encoded.
     pub(crate) async fn encode_flush(
         &self,
-        f: &Flush,
+        f: Flush,
         commit_id: &str,
-        encoders: Arc<Semaphore>,
+        permit: tokio::sync::OwnedSemaphorePermit,
     ) -> Result<EncodedPart> {
-        let permit = encoders
-            .acquire_owned()
-            .await
-            .map_err(|e| Error::Internal(e.to_string()))?;
-        let batch = f.batch.clone();
+        let Flush {
+            run_id,
+            target_crs,
+            batch,
+            ..
+        } = f;
         let id = commit_id.to_string();
         let enc: EncodedPart = tokio::task::spawn_blocking(move || encode::encode(&batch, &id))
             .await
@@ -250,21 +258,23 @@ impl Writer {
         drop(permit);
         if enc.bytes.len() > self.max_part_bytes {
             return Err(Error::Usage(format!(
-                "the flush of {} rows for run_id={} target_crs={} encodes to {} bytes, over the {}-byte limit of one create-only PUT; lower --batch-rows",
-                enc.rows, f.run_id, f.target_crs, enc.bytes.len(), self.max_part_bytes
+                "the flush of {} rows for run_id={run_id} target_crs={target_crs} encodes to {} bytes, over the {}-byte limit of one create-only PUT; lower --batch-rows",
+                enc.rows, enc.bytes.len(), self.max_part_bytes
             )));
         }
         Ok(enc)
     }
 
-    /// Publish an encoded flush: the part, then its pointer, both create-only.
+    /// Publish an encoded flush of partition (`run_id`, `target_crs`): the part, then its
+    /// pointer, both create-only.
     pub(crate) async fn publish_flush(
         &self,
-        f: &Flush,
+        run_id: &str,
+        target_crs: &str,
         commit_id: String,
         enc: EncodedPart,
     ) -> Result<Pointer> {
-        let part_key = keys::part_key(&f.run_id, &f.target_crs, &commit_id);
+        let part_key = keys::part_key(run_id, target_crs, &commit_id);
         let want = enc.sha256.clone();
         publish_checked(self.store.as_ref(), &part_key, enc.bytes.clone(), |have| {
             let got = sha256_hex(have);
@@ -280,8 +290,8 @@ impl Writer {
         let pointer = Pointer {
             format: POINTER_FORMAT.to_string(),
             commit_id: commit_id.clone(),
-            run_id: f.run_id.clone(),
-            target_crs: f.target_crs.clone(),
+            run_id: run_id.to_string(),
+            target_crs: target_crs.to_string(),
             part_path: part_key,
             row_count: enc.rows,
             size_bytes: enc.bytes.len() as u64,
@@ -296,7 +306,7 @@ impl Writer {
             commit_key: self.commit_key.clone(),
             adopted: false,
         };
-        let pkey = keys::pointer_key(&f.run_id, &commit_id);
+        let pkey = keys::pointer_key(run_id, &commit_id);
         let existing = std::sync::Mutex::new(None);
         let outcome = publish_checked(
             self.store.as_ref(),

@@ -56,7 +56,7 @@ pub(super) fn read_arrow<R: Read + Seek>(
     emit: &mut dyn FnMut(SourcedBatch) -> Result<()>,
 ) -> Result<()> {
     let mut magic = [0u8; 6];
-    let n = read_up_to(&mut r, &mut magic)?;
+    let n = super::source::read_full(&mut r, &mut magic).map_err(|e| Error::io("<input>", e))?;
     r.rewind().map_err(|e| Error::io("<input>", e))?;
     if n == 6 && &magic == b"ARROW1" {
         let rd = arrow_ipc::reader::FileReader::try_new(r, None)
@@ -75,19 +75,6 @@ pub(super) fn read_arrow<R: Read + Seek>(
             emit,
         )
     }
-}
-
-fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match r.read(&mut buf[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(Error::io("<input>", e)),
-        }
-    }
-    Ok(n)
 }
 
 /// Read a Parquet file, batch by batch.

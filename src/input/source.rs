@@ -163,47 +163,103 @@ impl BatchSource for Input {
     }
 }
 
-/// NDJSON in blocks cut at the last line end, line numbers carried across blocks.
+/// NDJSON in blocks cut at the last line end, line numbers carried across blocks; one
+/// block per core is parsed at a time, in parallel, and handed on in input order.
 fn read_ndjson(
     mut r: impl Read,
     name: &Path,
     emit: &mut dyn FnMut(SourcedBatch) -> Result<()>,
 ) -> Result<()> {
-    let mut buf: Vec<u8> = Vec::with_capacity(2 * NDJSON_BLOCK);
-    let mut batcher = LineBatcher::new();
-    let mut line = 1u64;
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(1, 8));
+    let mut blocks = Blocks {
+        carry: Vec::new(),
+        line: 1,
+        eof: false,
+    };
     loop {
-        let start = buf.len();
-        buf.resize(start + NDJSON_BLOCK, 0);
-        let n = read_full(&mut r, &mut buf[start..]).map_err(|e| Error::io(name, e))?;
-        buf.truncate(start + n);
-        let eof = n < NDJSON_BLOCK;
-        let cut = if eof {
-            buf.len()
-        } else {
-            match memchr::memrchr(b'\n', &buf) {
-                Some(i) => i + 1,
-                None => continue, // a line longer than the block: read on
+        let mut round = Vec::with_capacity(workers);
+        while round.len() < workers {
+            match blocks.next(&mut r).map_err(|e| Error::io(name, e))? {
+                Some(b) => round.push(b),
+                None => break,
             }
-        };
-        ndjson::parse_lines(&buf[..cut], line, &mut batcher)?;
-        line += memchr::memchr_iter(b'\n', &buf[..cut]).count() as u64;
-        buf.drain(..cut);
-        for b in batcher.take_ready() {
-            emit(b)?;
         }
-        if eof {
-            break;
+        if round.is_empty() {
+            return Ok(());
+        }
+        let parsed: Vec<Result<Vec<SourcedBatch>>> = std::thread::scope(|s| {
+            let handles: Vec<_> = round
+                .iter()
+                .map(|(bytes, first)| {
+                    s.spawn(move || {
+                        let mut b = LineBatcher::new();
+                        ndjson::parse_lines(bytes, *first, &mut b)?;
+                        b.finish()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(Error::Internal("the NDJSON parser panicked".into()))
+                    })
+                })
+                .collect()
+        });
+        // In input order: the first refused line is the one reported.
+        for batches in parsed {
+            for b in batches? {
+                emit(b)?;
+            }
         }
     }
-    for b in batcher.finish()? {
-        emit(b)?;
+}
+
+/// Cuts an NDJSON stream into blocks of whole lines.
+struct Blocks {
+    carry: Vec<u8>,
+    line: u64,
+    eof: bool,
+}
+
+impl Blocks {
+    /// The next block and the number of its first line; `None` at the end.
+    fn next(&mut self, r: &mut impl Read) -> std::io::Result<Option<(Vec<u8>, u64)>> {
+        loop {
+            if self.eof {
+                if self.carry.is_empty() {
+                    return Ok(None);
+                }
+                let first = self.line;
+                return Ok(Some((std::mem::take(&mut self.carry), first)));
+            }
+            let mut buf = std::mem::take(&mut self.carry);
+            let start = buf.len();
+            buf.resize(start + NDJSON_BLOCK, 0);
+            let n = read_full(r, &mut buf[start..])?;
+            buf.truncate(start + n);
+            self.eof = n < NDJSON_BLOCK;
+            if self.eof {
+                self.carry = buf;
+                continue;
+            }
+            match memchr::memrchr(b'\n', &buf) {
+                Some(i) => {
+                    self.carry = buf.split_off(i + 1);
+                    let first = self.line;
+                    self.line += memchr::memchr_iter(b'\n', &buf).count() as u64;
+                    return Ok(Some((buf, first)));
+                }
+                // A line longer than the block: read on.
+                None => self.carry = buf,
+            }
+        }
     }
-    Ok(())
 }
 
 /// Fill `buf`, or up to the end of the input.
-fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+pub(super) fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
     let mut n = 0;
     while n < buf.len() {
         match r.read(&mut buf[n..]) {

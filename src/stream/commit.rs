@@ -1,6 +1,6 @@
 //! Flushes in flight: each is encoded and published by its own task, at most
-//! `max_in_flight` at once (the submitter waits for a slot: back-pressure), at most one
-//! encoder per core. Results come back in submission order.
+//! `max_in_flight` at once and at most one encoding per core (the submitter waits for
+//! both: back-pressure). Results come back in submission order.
 //!
 //! Tasks run on the runtime, not inside the submitter's future, so a commit that has
 //! started always runs to its end (part, then pointer) even when the submitter stops
@@ -66,13 +66,22 @@ impl Committer {
         std::mem::take(&mut self.landed)
     }
 
-    /// Start committing `f`, waiting for a free slot first (landed commits are collected
-    /// for [`take_landed`](Self::take_landed)). After a failed commit, waits for every
-    /// commit in flight and returns the first error.
+    /// Start committing `f`, waiting for a free slot and a free encoder first (landed
+    /// commits are collected for [`take_landed`](Self::take_landed)). After a failed
+    /// commit, waits for every commit in flight and returns the first error.
+    ///
+    /// Memory: at most `encoders` flushes are held as rows (being encoded), at most
+    /// `max_in_flight` as encoded parts (being published).
     pub(crate) async fn submit(&mut self, f: Flush) -> Result<()> {
         self.collect_ready().await?;
         let permit = self
             .slots
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|e| Error::Internal(e.to_string()))?;
+        let encoder = self
+            .encoders
             .clone()
             .acquire_owned()
             .await
@@ -84,12 +93,12 @@ impl Committer {
         }
         .to_string();
         let w = self.writer.clone();
-        let encoders = self.encoders.clone();
         let failed = self.failed.clone();
         self.tasks.push_back(self.handle.spawn(async move {
             let r = async {
-                let enc = w.encode_flush(&f, &id, encoders).await?;
-                w.publish_flush(&f, id, enc).await
+                let (run_id, target_crs) = (f.run_id.clone(), f.target_crs.clone());
+                let enc = w.encode_flush(f, &id, encoder).await?;
+                w.publish_flush(&run_id, &target_crs, id, enc).await
             }
             .await;
             if r.is_err() {
