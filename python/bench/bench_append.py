@@ -35,11 +35,14 @@ from pathlib import Path
 import pyarrow as pa
 
 import lineage_store as ls
+from lineage_store import _native
 
 
 def load(path: str) -> pa.Table:
+    """The events in memory (not a map of the file), as the shared bench's runners hold them."""
     with pa.memory_map(path, "r") as src:
-        return pa.ipc.open_file(src).read_all().combine_chunks()
+        mapped = pa.ipc.open_file(src).read_all()
+    return mapped.combine_chunks() if mapped.num_rows else mapped
 
 
 def run_package(table: pa.Table, root: Path, batch_rows: int) -> dict:
@@ -48,7 +51,10 @@ def run_package(table: pa.Table, root: Path, batch_rows: int) -> dict:
     commits = store.append(table, batch_rows=batch_rows)
     s = time.perf_counter() - t0
     assert sum(c.row_count for c in commits) == table.num_rows
-    return {"seconds": s, "commits": len(commits)}
+    # The boundary alone: the Arrow import and buffer checks append starts with.
+    t0 = time.perf_counter()
+    assert _native._arrow_import_check(table) == table.num_rows
+    return {"seconds": s, "commits": len(commits), "boundary_s": time.perf_counter() - t0}
 
 
 def run_cli(binary: str, events: str, root: Path, batch_rows: int) -> dict:
@@ -73,19 +79,29 @@ def run_shared(bench: Path, engine: str, events: str, root: Path, batch_rows: in
 
 
 RSS_CHILD = r"""
-import json, resource, sys, time
+import json, sys
 sys.path[:0] = [{here!r}]
 import bench_append as b
 import lineage_store as ls
 t = b.load({events!r})
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-ls.open({root!r}).append(t, batch_rows={batch_rows})
-after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(json.dumps({{"table_mib": t.nbytes / 2**20, "rss_before_mib": before / 1024, "rss_after_mib": after / 1024}}))
+def status(key):
+    for line in open("/proc/self/status"):
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) / 1024
+def peak_growth(f):
+    before = status("VmRSS")
+    with open("/proc/self/clear_refs", "w") as c:
+        c.write("5")  # reset the peak (VmHWM) to what is resident now
+    f()
+    return before, status("VmHWM") - before
+from lineage_store import _native
+_, crossing = peak_growth(lambda: _native._arrow_import_check(t))
+before, append = peak_growth(lambda: ls.open({root!r}).append(t, batch_rows={batch_rows}))
+print(json.dumps({{"table_mib": t.nbytes / 2**20, "rss_before_mib": before, "crossing_mib": crossing, "append_mib": append}}))
 """
 
 
-def peak_rss(events: str, scratch: Path, batch_rows: int) -> dict:
+def peak_rss(cli: str, events: str, scratch: Path, batch_rows: int) -> dict:
     """Peak RSS of a fresh process before and after appending the loaded table: a copy
     of the columns would add at least the table's size."""
     root = scratch / "rss"
@@ -94,7 +110,19 @@ def peak_rss(events: str, scratch: Path, batch_rows: int) -> dict:
     shutil.rmtree(root, ignore_errors=True)
     if r.returncode != 0:
         raise SystemExit(r.stderr)
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    out["cli_mib"] = cli_peak_rss(cli, events, root, batch_rows)
+    shutil.rmtree(root, ignore_errors=True)
+    return out
+
+
+def cli_peak_rss(cli: str, events: str, root: Path, batch_rows: int) -> float:
+    """Peak RSS (MiB) of one `lineage append` process (a fresh child: its own maximum)."""
+    code = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True, capture_output=True); "
+            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    r = subprocess.run([sys.executable, "-c", code, cli, "append", "--store", str(root), "--input", events,
+                        "--batch-rows", str(batch_rows)], capture_output=True, text=True, check=True)
+    return int(r.stdout.strip()) / 1024
 
 
 def main() -> None:
@@ -112,6 +140,7 @@ def main() -> None:
     table = load(events)
     engines = ["lineage_store (Python)", "lineage CLI", "seed_ref", "pyarrow_dataset"]
     runs: dict[tuple[str, int], list[float]] = {}
+    boundary: dict[int, list[float]] = {}
     try:
         for rep in range(a.repeats):
             for b in sizes:
@@ -125,16 +154,18 @@ def main() -> None:
                         out = run_shared(a.shared_bench.resolve(), e, events, root, b)
                     shutil.rmtree(root, ignore_errors=True)
                     runs.setdefault((e, b), []).append(out["seconds"])
+                    if "boundary_s" in out:
+                        boundary.setdefault(b, []).append(out["boundary_s"])
                     print(json.dumps({"engine": e, "batch_rows": b, "repeat": rep, **out,
                                       "loadavg1": os.getloadavg()[0]}), flush=True)
-        rss = peak_rss(events, scratch, 100_000)
+        rss = peak_rss(a.lineage_bin, events, scratch, 100_000)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
     n = table.num_rows
     print(f"\n{n:,} events, median of {a.repeats} (min-max), seconds; rows/s in brackets\n")
-    print("| batch rows | " + " | ".join(engines) + " | boundary (Python - CLI) |")
-    print("|---:|" + "---:|" * (len(engines) + 1))
+    print("| batch rows | " + " | ".join(engines) + " | Python - CLI | boundary alone |")
+    print("|---:|" + "---:|" * (len(engines) + 2))
     for b in sizes:
         cells = []
         for e in engines:
@@ -143,10 +174,13 @@ def main() -> None:
             cells.append(f"{m:.2f} ({min(v):.2f}-{max(v):.2f}) [{n / m:,.0f}]")
         d = statistics.median(runs[(engines[0], b)]) - statistics.median(runs[(engines[1], b)])
         cells.append(f"{d:+.2f} s ({d / statistics.median(runs[(engines[1], b)]):+.0%})")
+        bs = statistics.median(boundary[b])
+        cells.append(f"{bs:.3f} s ({bs / statistics.median(runs[(engines[0], b)]):.1%} of the append)")
         print(f"| {b:,} | " + " | ".join(cells) + " |")
-    print(f"\npeak RSS of a process appending the loaded table (100,000-row flushes): "
-          f"{rss['rss_before_mib']:.0f} MiB after loading the {rss['table_mib']:.0f} MiB table, "
-          f"{rss['rss_after_mib']:.0f} MiB after the append (+{rss['rss_after_mib'] - rss['rss_before_mib']:.0f} MiB)")
+    print(f"\npeak memory growth with the {rss['table_mib']:.0f} MiB table loaded ({rss['rss_before_mib']:.0f} MiB resident): "
+          f"taking it through the C data interface and checking it +{rss['crossing_mib']:.0f} MiB; "
+          f"the whole append (100,000-row flushes) +{rss['append_mib']:.0f} MiB; "
+          f"`lineage append` of the same events as a file: peak {rss['cli_mib']:.0f} MiB")
 
 
 if __name__ == "__main__":

@@ -120,6 +120,17 @@ fn verify_proof(
     }
 }
 
+/// Diagnostics for the benchmark: take `data` through the Arrow C data interface and check
+/// its buffers, exactly as `append` does first, and return the rows; nothing else. Its
+/// time is the Python boundary's share of an append (the rest is the library's path,
+/// shared with the CLI).
+#[pyfunction]
+fn _arrow_import_check(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<usize> {
+    let source = arrow_in::import(py, data)?;
+    let batches = runtime::detached(py, move || source.read_all()).py_err(py)?;
+    Ok(batches.iter().map(|b| b.num_rows()).sum())
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // Library logs (warnings by default) go to stderr, filtered by LINEAGE_LOG as for the CLI.
@@ -140,6 +151,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(contract_schema, m)?)?;
     m.add_function(wrap_pyfunction!(keygen, m)?)?;
     m.add_function(wrap_pyfunction!(verify_proof, m)?)?;
+    m.add_function(wrap_pyfunction!(_arrow_import_check, m)?)?;
     m.add_class::<store::Store>()?;
     m.add_class::<writer::Writer>()?;
     m.add_class::<types::Commit>()?;

@@ -337,3 +337,12 @@ def test_the_schema_is_the_contract_with_its_version():
     assert ls.SCHEMA.names == [f["name"] for f in cli] == list(event(1))
     assert all(f.nullable for f in ls.SCHEMA)  # as the design note's pa.schema makes them
     assert str(ls.SCHEMA.field("event_time_utc").type) == "timestamp[us, tz=UTC]"
+
+
+def test_the_benchmarks_boundary_probe_takes_the_data_and_publishes_nothing(tmp_path):
+    from lineage_store import _native
+
+    for kind in ("pyarrow.Table (many chunks)", "polars.DataFrame", "__arrow_c_array__ only"):
+        assert _native._arrow_import_check(INPUTS[kind](events(70))) == 70
+    with pytest.raises(ls.InputError, match="the producer's Arrow data for field `feature_id` is invalid"):
+        _native._arrow_import_check(invalid_utf8())
