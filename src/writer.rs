@@ -252,9 +252,8 @@ impl Writer {
             ..
         } = f;
         let id = commit_id.to_string();
-        let enc: EncodedPart = tokio::task::spawn_blocking(move || encode::encode(&batch, &id))
-            .await
-            .map_err(|e| Error::Internal(format!("encoder failed: {e}")))??;
+        let enc: EncodedPart =
+            crate::stream::pool::run(move || encode::encode(&batch, &id)).await??;
         drop(permit);
         if enc.bytes.len() > self.max_part_bytes {
             return Err(Error::Usage(format!(

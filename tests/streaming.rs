@@ -423,3 +423,30 @@ async fn claims_are_small_and_bound_to_batch_rows() {
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Conflict, "{e}");
 }
+
+#[tokio::test]
+async fn a_file_read_twice_or_kept_from_the_first_pass_commits_the_same_parts() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("in.csv");
+    write_inputs(dir.path(), &common::events(900));
+    let mut seen = Vec::new();
+    // Budget 0: nothing kept (the file is read again) and every buffered row spills.
+    for budget in [usize::MAX, 0] {
+        let mem = Arc::new(MemoryPublisher::new());
+        let w = Writer::new(mem.clone())
+            .with_batch_rows(50)
+            .with_max_buffered_bytes(budget)
+            .with_commit_key(Some("k".into()));
+        let src = Arc::new(Input::open(Some(&path), None).unwrap());
+        let got = append(&w, src, true, |_| {}).await.unwrap();
+        let mut v: Vec<_> = got
+            .pointers
+            .iter()
+            .map(|p| (p.commit_id.clone(), p.sha256.clone(), p.row_count))
+            .collect();
+        v.sort();
+        assert_eq!(got.rows, 900);
+        seen.push(v);
+    }
+    assert_eq!(seen[0], seen[1]);
+}

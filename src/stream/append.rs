@@ -5,7 +5,8 @@
 //!    `digest`), keeping nothing. A refused row ends the append here.
 //! 2. With a commit key, **claim** it for that digest (an older format-1 claim is checked
 //!    by encoding every flush once without publishing, see [`crate::commit_key`]).
-//! 3. **Commit**: read the input again into a [`Sink`] without `max_delay`, which cuts
+//! 3. **Commit**: read the input again (unless all of its validated batches fit in the
+//!    memory budget and were kept) into a [`Sink`] without `max_delay`, which cuts
 //!    exactly the flushes of grouping the whole input by (run_id, target_crs) and cutting
 //!    each group into `batch_rows` chunks.
 //!
@@ -32,6 +33,9 @@ use crate::pointer::{rfc3339, Pointer};
 use crate::validate::Validator;
 use crate::writer::{derived_commit_id, Writer};
 
+/// Validated rows pass 1 may keep, per row of `--batch-rows` (about ten flushes' worth).
+const KEEP_BYTES_PER_FLUSH_ROW: usize = 2560;
+
 /// An input that can be read from its start more than once.
 pub trait BatchSource: Send + Sync + std::fmt::Debug + 'static {
     /// Read every batch in order, handing each to `f`; stop at the first error.
@@ -39,6 +43,11 @@ pub trait BatchSource: Send + Sync + std::fmt::Debug + 'static {
     /// Called before the second pass: refuse when the input changed since the first.
     fn check_unchanged(&self) -> Result<()> {
         Ok(())
+    }
+    /// About how many bytes of Arrow data the input makes, when it can tell beforehand:
+    /// pass 1 keeps nothing when that is over what it may keep (no wasted copies).
+    fn expected_bytes(&self) -> Option<u64> {
+        None
     }
     /// Whether the batches are validated already (then the first pass only digests a
     /// keyed payload, and an unkeyed append reads the input once).
@@ -117,17 +126,32 @@ pub async fn append(
     }
     // Pass 1: validate everything (and digest a keyed payload) before any commit.
     let validated = source.validated();
+    let mut kept = None;
     if !validated || key.is_some() {
         let src = source.clone();
         let k = key.clone();
         let (rows, max) = (writer.batch_rows(), writer.max_part_bytes());
-        let summary = tokio::task::spawn_blocking(move || first_pass(src.as_ref(), k, rows, max))
-            .await
-            .map_err(|e| Error::Internal(format!("validation failed: {e}")))??;
-        if let (Some(k), Some(payload)) = (&key, summary) {
-            claim(writer, source.clone(), k, &payload).await?;
+        // What pass 1 may keep: the memory budget, scaled down for small flushes (whose
+        // appends are expected to run in less memory).
+        let mut keep = writer
+            .batch_rows()
+            .saturating_mul(KEEP_BYTES_PER_FLUSH_ROW)
+            .max(32 << 20)
+            .min(writer.max_buffered_bytes());
+        if source.expected_bytes().is_some_and(|b| b > keep as u64) {
+            keep = 0;
         }
-        source.check_unchanged()?;
+        let pass =
+            tokio::task::spawn_blocking(move || first_pass(src.as_ref(), k, rows, max, keep))
+                .await
+                .map_err(|e| Error::Internal(format!("validation failed: {e}")))??;
+        if let (Some(k), Some(payload)) = (&key, &pass.summary) {
+            claim(writer, source.clone(), k, payload).await?;
+        }
+        kept = pass.kept.map(Vec::into_iter);
+        if kept.is_none() {
+            source.check_unchanged()?;
+        }
     }
     // Pass 2: commit through a sink.
     let opts = SinkOptions {
@@ -148,12 +172,22 @@ pub async fn append(
             }
         }
     };
-    let mut rx = reader(source);
-    while let Some(b) = rx.recv().await {
-        let r = match b {
-            Ok(b) if validated => sink.write_validated(b.batch).await,
-            Ok(b) => sink.write_sourced(b).await,
-            Err(e) => Err(e),
+    // Batches kept from pass 1 are committed as they are (each dropped once buffered);
+    // otherwise the input is read again.
+    let mut rx = kept.is_none().then(|| reader(source));
+    loop {
+        let r = match (&mut kept, &mut rx) {
+            (Some(it), _) => match it.next() {
+                Some(b) => sink.write_validated(b).await,
+                None => break,
+            },
+            (None, Some(rx)) => match rx.recv().await {
+                Some(Ok(b)) if validated => sink.write_validated(b.batch).await,
+                Some(Ok(b)) => sink.write_sourced(b).await,
+                Some(Err(e)) => Err(e),
+                None => break,
+            },
+            (None, None) => break,
         };
         if let Err(e) = r {
             drop(rx);
@@ -168,15 +202,27 @@ pub async fn append(
     Ok(out)
 }
 
+/// What the validation pass found.
+struct FirstPass {
+    /// A keyed payload's digest.
+    summary: Option<PayloadSummary>,
+    /// The validated batches, when all of them fit in the memory budget: the commit pass
+    /// then needs no second read (small inputs cost what they did before streaming).
+    kept: Option<Vec<RecordBatch>>,
+}
+
 fn first_pass(
     source: &dyn BatchSource,
     key: Option<String>,
     batch_rows: usize,
     max_part_bytes: usize,
-) -> Result<Option<PayloadSummary>> {
+    keep_budget: usize,
+) -> Result<FirstPass> {
     let mut v = Validator::new();
     let validated = source.validated();
     let mut digest = key.map(|k| PayloadDigest::new(&k, batch_rows, max_part_bytes));
+    let mut kept = (!validated).then(Vec::new);
+    let mut kept_bytes = 0usize;
     source.read_all(&mut |sb| {
         let batch = if validated {
             sb.batch
@@ -186,9 +232,20 @@ fn first_pass(
         if let Some(d) = &mut digest {
             d.push(&batch)?;
         }
+        if let Some(k) = &mut kept {
+            kept_bytes += super::data_bytes(&batch);
+            if kept_bytes > keep_budget {
+                kept = None; // too big: read it again instead
+            } else {
+                k.push(batch);
+            }
+        }
         Ok(())
     })?;
-    digest.map(PayloadDigest::finish).transpose()
+    Ok(FirstPass {
+        summary: digest.map(PayloadDigest::finish).transpose()?,
+        kept,
+    })
 }
 
 async fn claim(
@@ -251,9 +308,7 @@ async fn format1_digest(
         for f in flushes {
             let id = derived_commit_id(&f.run_id, &f.target_crs, key, f.index_in_group).to_string();
             pending.push_back(async move {
-                let enc = tokio::task::spawn_blocking(move || encode::encode(&f.batch, &id))
-                    .await
-                    .map_err(|e| Error::Internal(format!("encoder failed: {e}")))??;
+                let enc = super::pool::run(move || encode::encode(&f.batch, &id)).await??;
                 Ok::<_, Error>((f.run_id, f.target_crs, f.index_in_group, enc))
             });
             while pending.len() >= encoders {

@@ -107,7 +107,7 @@ impl Grouper {
                         &UInt32Array::from(rest[..n].to_vec()),
                     )?
                 };
-                let bytes = piece.get_array_memory_size();
+                let bytes = super::data_bytes(&piece);
                 let b = &mut self.buffers[p];
                 b.pieces.push(piece);
                 b.rows += n;

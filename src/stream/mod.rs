@@ -18,7 +18,23 @@ mod commit;
 mod digest;
 mod group;
 mod partition;
+pub(crate) mod pool;
 mod sink;
 mod spill;
 
 pub use sink::{Sink, SinkOptions, DEFAULT_MAX_BUFFERED_BYTES};
+
+/// Bytes of data a batch holds (buffer lengths, not their capacity: builders reserve
+/// ahead, and reserved pages no row touched are not resident).
+pub(crate) fn data_bytes(batch: &arrow_array::RecordBatch) -> usize {
+    use arrow_array::Array;
+    batch
+        .columns()
+        .iter()
+        .map(|c| {
+            let d = c.to_data();
+            d.buffers().iter().map(|b| b.len()).sum::<usize>()
+                + d.nulls().map_or(0, |n| n.buffer().len())
+        })
+        .sum()
+}
