@@ -45,6 +45,22 @@ bench sections="write,verify,rss,s3": bench-inputs
       --python "$(realpath "{{bench_venv}}")/bin/python" --shared-bench "$(realpath "{{shared_bench}}")" \
       ${LINEAGE_BASELINE_BIN:+--baseline-bin "$LINEAGE_BASELINE_BIN"}
 
+# the Python package appending 1 M events from a pyarrow Table, beside the CLI on the same
+# input, the design note's writer and pyarrow write_dataset (docs/python.md, Performance)
+bench-python:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    mkdir -p "{{bench_data}}"
+    [ -x "{{bench_venv}}/bin/python" ] || { python3 -m venv "{{bench_venv}}" && "{{bench_venv}}/bin/pip" install -q -r "{{shared_bench}}/requirements.txt"; }
+    [ -s "{{bench_data}}/ev-1m.arrow" ] || "{{bench_venv}}/bin/python" "{{shared_bench}}/gen_events.py" --rows 1000000 --seed 42 --out "{{bench_data}}/ev-1m.arrow"
+    cargo build --release --locked --bin lineage
+    wheels=$(mktemp -d); trap 'rm -rf "$wheels"' EXIT
+    "{{bench_venv}}/bin/pip" install -q maturin==1.16.0
+    "{{bench_venv}}/bin/maturin" build --release --locked -q -m python/Cargo.toml --out "$wheels"
+    "{{bench_venv}}/bin/pip" install -q --force-reinstall --no-deps "$wheels"/*.whl
+    "{{bench_venv}}/bin/python" python/bench/bench_append.py --events "$(realpath "{{bench_data}}")/ev-1m.arrow" \
+      --shared-bench "$(realpath "{{shared_bench}}")" --lineage-bin "$PWD/target/release/lineage"
+
 # every table of docs/performance.md from one run: the write path (above) and the history
 # at scale (benches/history.rs)
 bench-all: bench

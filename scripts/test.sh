@@ -18,7 +18,9 @@ localstack/start.sh
 . .emulators/env
 
 cargo fmt --all -- --check
-cargo clippy --all-targets --locked -- -D warnings
+cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo build --locked
 cargo test --locked
+# The Python package (python/), built in debug from this target dir into the test venv.
+VIRTUAL_ENV="$PWD/.venv" .venv/bin/maturin develop --locked -q -m python/Cargo.toml
 LINEAGE_BIN="$PWD/target/debug/lineage" .venv/bin/python -m pytest -q tests/python

@@ -14,6 +14,7 @@ use crate::error::{Error, Result};
 use crate::events::SourcedBatch;
 use crate::validate::Validator;
 
+pub mod batches;
 mod binary;
 mod csv;
 mod ndjson;

@@ -1,0 +1,81 @@
+"""lineage_store: append-only, tamper-evident lineage events as Parquet, from Python.
+
+The same library as the ``lineage`` CLI, in-process: events validated exactly as the CLI
+validates them, one immutable Parquet part per flush, published create-only with a
+pointer holding its sha256; ``verify`` proves every recorded part present and
+byte-identical.
+
+>>> import lineage_store
+>>> store = lineage_store.open("lineage-store-demo")          # or s3://bucket/prefix, ...
+>>> commits = store.append(table)                              # pyarrow, Polars, DuckDB, ...
+>>> store.verify().clean
+True
+
+Arrow data crosses through the Arrow C data interface (``__arrow_c_stream__`` /
+``__arrow_c_array__``): nothing imports pyarrow unless you ask for ``SCHEMA`` or
+``Store.log()``. Calls release the GIL while they read, validate, encode, hash and write.
+See docs/python.md.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ._errors import ConflictError, InputError, LineageError, StoreError, VerifyError
+from ._native import (
+    DEFAULT_BATCH_ROWS,
+    SCHEMA_VERSION,
+    Commit,
+    Problem,
+    Proof,
+    ProofSummary,
+    Seal,
+    Store,
+    VerifyReport,
+    Writer,
+    canonical_crs,
+    keygen,
+    open,
+    verify_proof,
+)
+
+if TYPE_CHECKING:
+    import pyarrow
+
+    #: The contract (15 columns) as a ``pyarrow.Schema``, with ``lineage_schema_version``
+    #: in its metadata. Built on first access (it imports pyarrow).
+    SCHEMA: pyarrow.Schema
+
+__all__ = [
+    "DEFAULT_BATCH_ROWS",
+    "SCHEMA",
+    "SCHEMA_VERSION",
+    "Commit",
+    "ConflictError",
+    "InputError",
+    "LineageError",
+    "Problem",
+    "Proof",
+    "ProofSummary",
+    "Seal",
+    "Store",
+    "StoreError",
+    "VerifyError",
+    "VerifyReport",
+    "Writer",
+    "canonical_crs",
+    "keygen",
+    "open",
+    "verify_proof",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # SCHEMA is built lazily so that `import lineage_store` never imports pyarrow.
+    if name == "SCHEMA":
+        from ._native import contract_schema
+
+        schema = contract_schema()
+        globals()["SCHEMA"] = schema
+        return schema
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,61 @@
+"""The exceptions of lineage_store, one per kind of the library's errors.
+
+``str(e)`` is exactly the message the ``lineage`` CLI prints after ``error: `` for the
+same failure.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+
+class LineageError(Exception):
+    """Base class of every lineage_store error (raised as such for internal errors)."""
+
+    def __reduce__(self) -> Any:
+        # Keeps row/field/reason across processes (a worker's error pickled to its pool);
+        # a VerifyError's report object stays behind.
+        state = {k: v for k, v in self.__dict__.items() if k != "report"}
+        return (type(self), self.args, state)
+
+
+class InputError(LineageError, ValueError):
+    """Refused input, usage or key-file error (the CLI's exit code 2). Nothing was published.
+
+    For a refused row, ``row`` is its 1-based number in the input, ``field`` the column
+    and ``reason`` why; for a schema mismatch ``field`` names the first differing field.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        row: Optional[int] = None,
+        field: Optional[str] = None,
+        reason: Optional[str] = None,
+    ) -> None:
+        super().__init__(message)
+        self.row = row
+        self.field = field
+        self.reason = message if reason is None else reason
+
+
+class ConflictError(LineageError):
+    """The store holds something that contradicts what was written or expected: a key
+    taken by other content, a commit key claimed for another payload, a corrupt pointer
+    (the CLI's exit code 3)."""
+
+
+class StoreError(LineageError, OSError):
+    """The store or the local file system failed, or an object is missing (exit code 2)."""
+
+
+class VerifyError(LineageError):
+    """Verification found problems (``Store.verify(check=True)``, the CLI's exit code 1)
+    or a proof does not hold (``verify_proof``). ``report`` is the ``VerifyReport``, when
+    there is one; ``reason`` why a proof fails."""
+
+    def __init__(self, message: str, *, report: Any = None, reason: Optional[str] = None) -> None:
+        super().__init__(message)
+        self.report = report
+        self.reason = reason

@@ -1,0 +1,265 @@
+"""Type stubs of the PyO3 extension ``lineage_store._native`` (re-exported by the package)."""
+
+import os
+from datetime import timedelta
+from typing import Any, Optional, Protocol, Union
+
+import pyarrow
+
+class ArrowStreamExportable(Protocol):
+    """Anything exporting an Arrow C stream (pyarrow Table/RecordBatchReader, Polars
+    DataFrame, DuckDB relation, ...)."""
+
+    def __arrow_c_stream__(self, requested_schema: object = None) -> object: ...
+
+class ArrowArrayExportable(Protocol):
+    """Anything exporting one Arrow C array of struct type (a record batch)."""
+
+    def __arrow_c_array__(self, requested_schema: object = None) -> tuple[object, object]: ...
+
+ArrowData = Union[ArrowStreamExportable, ArrowArrayExportable]
+StrPath = Union[str, "os.PathLike[str]"]
+
+SCHEMA_VERSION: str
+DEFAULT_BATCH_ROWS: int
+
+def open(url: StrPath, *, endpoint_url: Optional[str] = None) -> Store:
+    """Open the store a URL names: a directory, ``file:///abs``, ``memory://``,
+    ``s3://bucket/prefix``, ``az://container/prefix`` or ``gs://bucket/prefix``.
+    Credentials come from the environment, as for the CLI."""
+
+def canonical_crs(value: str) -> str:
+    """The canonical ``EPSG:<code>`` of a CRS identifier; ``InputError`` otherwise."""
+
+def contract_schema() -> pyarrow.Schema:
+    """The contract as a ``pyarrow.Schema`` (use ``lineage_store.SCHEMA``)."""
+
+def keygen(prefix: StrPath) -> str:
+    """Write ``<prefix>.key`` (secret, 0600) and ``<prefix>.pub``; return the key id."""
+
+def verify_proof(
+    proof: Union[Proof, str, "os.PathLike[str]"],
+    head: str,
+    *,
+    public_key: Optional[StrPath] = None,
+    part: Optional[StrPath] = None,
+) -> ProofSummary:
+    """Check an inclusion proof offline against a head digest; ``VerifyError`` when it
+    does not hold. ``proof`` is a ``Proof``, JSON text, or the path of a proof file."""
+
+class Store:
+    """A lineage store. Safe to share between threads; calls release the GIL."""
+
+    @property
+    def url(self) -> str: ...
+    def append(
+        self,
+        data: ArrowData,
+        *,
+        batch_rows: int = 100000,
+        commit_key: Optional[str] = None,
+    ) -> list[Commit]:
+        """Validate all of ``data``, then commit it (one part per flush of at most
+        ``batch_rows`` rows per (run_id, target_crs)). ``InputError`` publishes nothing."""
+    def writer(
+        self,
+        *,
+        batch_rows: int = 100000,
+        max_delay: Union[float, timedelta, None] = None,
+        max_in_flight: Optional[int] = None,
+    ) -> Writer:
+        """A streaming writer for jobs that emit events as they go (a context manager)."""
+    def log(self, run_id: Optional[str] = None) -> pyarrow.Table:
+        """The commits (of one run), oldest first, as a table of their pointers."""
+    def commits(self, run_id: Optional[str] = None) -> list[Commit]:
+        """The commits (of one run), oldest first."""
+    def verify(
+        self,
+        *,
+        public_key: Optional[StrPath] = None,
+        expect_head: Optional[str] = None,
+        sample: Optional[int] = None,
+        sample_seed: Optional[int] = None,
+        since_seal: Union[bool, int, None] = None,
+        grace: Union[str, float, timedelta, None] = None,
+        check: bool = False,
+    ) -> VerifyReport:
+        """Verify the store as ``lineage verify`` does; ``check=True`` raises
+        ``VerifyError`` when the report is not clean."""
+    def seal(self, signing_key: Optional[StrPath] = None) -> Seal:
+        """Seal every commit not sealed yet; keep the returned head outside the store."""
+    def prove(
+        self, commit_id: str, head: Optional[str] = None, *, seal: Optional[int] = None
+    ) -> Proof:
+        """An inclusion proof of a commit in a seal."""
+
+class Writer:
+    """Streams batches into a store: ``with store.writer() as w: w.write(batch)``."""
+
+    def __enter__(self) -> Writer: ...
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+        """Close on success; abort (publish nothing buffered) when the block raised."""
+    def write(self, data: ArrowData) -> None:
+        """Validate ``data`` whole and buffer it; commits the partitions it fills."""
+    def flush(self) -> list[Commit]:
+        """Commit every buffered row and wait for all commits; returns every commit so far."""
+    def close(self) -> list[Commit]:
+        """Publish the rest and return every commit of this writer (idempotent)."""
+    def abort(self) -> list[Commit]:
+        """Discard the buffered rows, publishing nothing more; returns the commits landed."""
+    @property
+    def commits(self) -> list[Commit]:
+        """Every commit this writer has published so far."""
+    @property
+    def buffered_rows(self) -> int:
+        """Rows buffered, not committed yet."""
+    @property
+    def closed(self) -> bool: ...
+
+class Commit:
+    """One commit: a part and its pointer."""
+
+    @property
+    def commit_id(self) -> str: ...
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def target_crs(self) -> str: ...
+    @property
+    def part_path(self) -> str: ...
+    @property
+    def row_count(self) -> int: ...
+    @property
+    def size_bytes(self) -> int: ...
+    @property
+    def schema_version(self) -> str: ...
+    @property
+    def sha256(self) -> str: ...
+    @property
+    def committed_utc(self) -> str: ...
+    @property
+    def first_sequence(self) -> int: ...
+    @property
+    def last_sequence(self) -> int: ...
+    @property
+    def min_event_time_utc(self) -> str: ...
+    @property
+    def max_event_time_utc(self) -> str: ...
+    @property
+    def tool_version(self) -> str: ...
+    @property
+    def commit_key(self) -> Optional[str]: ...
+    @property
+    def adopted(self) -> bool: ...
+    def to_json(self) -> str:
+        """The pointer as one JSON line (as ``lineage append --json`` prints it)."""
+    def to_dict(self) -> dict[str, Any]: ...
+
+class Problem:
+    """One problem found by ``verify``."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def key(self) -> str: ...
+    @property
+    def message(self) -> str: ...
+
+class VerifyReport:
+    """The result of ``Store.verify()``."""
+
+    @property
+    def clean(self) -> bool: ...
+    @property
+    def store(self) -> str: ...
+    @property
+    def commits(self) -> int: ...
+    @property
+    def parts_ok(self) -> int: ...
+    @property
+    def parts_hashed(self) -> int: ...
+    @property
+    def parts_not_hashed(self) -> int: ...
+    @property
+    def rows(self) -> int: ...
+    @property
+    def bytes_hashed(self) -> int: ...
+    @property
+    def seals(self) -> int: ...
+    @property
+    def signed_seals(self) -> int: ...
+    @property
+    def head_seq(self) -> Optional[int]: ...
+    @property
+    def head(self) -> Optional[str]: ...
+    @property
+    def sealed_commits(self) -> int: ...
+    @property
+    def unsealed_commits(self) -> int: ...
+    @property
+    def in_flight(self) -> int: ...
+    @property
+    def sample_seed(self) -> Optional[int]: ...
+    @property
+    def problems(self) -> list[Problem]: ...
+    def to_json(self) -> str:
+        """The report as ``lineage verify --json`` prints it."""
+    def to_dict(self) -> dict[str, Any]: ...
+
+class Seal:
+    """What ``Store.seal()`` made."""
+
+    @property
+    def seq(self) -> int: ...
+    @property
+    def key(self) -> str: ...
+    @property
+    def head(self) -> str: ...
+    @property
+    def added(self) -> int: ...
+    @property
+    def tree_size(self) -> int: ...
+    @property
+    def root(self) -> str: ...
+    @property
+    def key_id(self) -> Optional[str]: ...
+
+class Proof:
+    """An inclusion proof of one commit in one seal."""
+
+    @property
+    def commit_id(self) -> str: ...
+    @property
+    def pointer_key(self) -> str: ...
+    @property
+    def leaf_index(self) -> int: ...
+    @property
+    def tree_size(self) -> int: ...
+    @property
+    def seal_sha256(self) -> str: ...
+    def to_json(self) -> str:
+        """The proof as ``lineage prove`` writes it."""
+
+class ProofSummary:
+    """What a valid proof establishes."""
+
+    @property
+    def commit_id(self) -> str: ...
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def target_crs(self) -> str: ...
+    @property
+    def part_path(self) -> str: ...
+    @property
+    def part_sha256(self) -> str: ...
+    @property
+    def rows(self) -> int: ...
+    @property
+    def seal_seq(self) -> int: ...
+    @property
+    def sealed_utc(self) -> str: ...
+    @property
+    def signed_by(self) -> Optional[str]: ...
+    @property
+    def part_file_checked(self) -> bool: ...

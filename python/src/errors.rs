@@ -1,0 +1,86 @@
+//! Library errors → the package's exceptions (defined in `lineage_store/_errors.py`), by
+//! the library's one kind mapping: `Input` → `InputError`, `Conflict` → `ConflictError`,
+//! `Io`/`NotFound` → `StoreError`, `Internal` → `LineageError`. The message is exactly
+//! what the CLI prints after `error: `.
+
+use lineage_store::{Error, ErrorKind};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+/// The library's errors crossing into Python.
+pub type LResult<T> = lineage_store::Result<T>;
+
+/// Raise `name` from `lineage_store._errors` with `message` and keyword attributes.
+pub fn raise(
+    py: Python<'_>,
+    name: &str,
+    message: String,
+    kwargs: Option<&Bound<'_, PyDict>>,
+) -> PyErr {
+    let made = py
+        .import("lineage_store._errors")
+        .and_then(|m| m.getattr(name))
+        .and_then(|cls| cls.call((message,), kwargs));
+    match made {
+        Ok(exc) => PyErr::from_value(exc),
+        Err(e) => e,
+    }
+}
+
+/// The exception for a library error.
+pub fn to_py(py: Python<'_>, e: Error) -> PyErr {
+    let message = e.to_string();
+    match e.kind() {
+        ErrorKind::Input => {
+            let kwargs = PyDict::new(py);
+            let (row, field, reason) = locate(&e);
+            let set = kwargs
+                .set_item("row", row)
+                .and_then(|()| kwargs.set_item("field", field))
+                .and_then(|()| kwargs.set_item("reason", reason));
+            match set {
+                Ok(()) => raise(py, "InputError", message, Some(&kwargs)),
+                Err(err) => err,
+            }
+        }
+        ErrorKind::Conflict => raise(py, "ConflictError", message, None),
+        ErrorKind::Io | ErrorKind::NotFound => raise(py, "StoreError", message, None),
+        ErrorKind::Internal => raise(py, "LineageError", message, None),
+    }
+}
+
+/// Row (1-based), field and reason of a refused input, as far as the error names them.
+/// Row errors read `row 12, field `target_crs`: why` (see `validate.rs`); schema errors
+/// name the field in backticks.
+fn locate(e: &Error) -> (Option<u64>, Option<String>, String) {
+    match e {
+        Error::Record { location, message } => {
+            let row = location
+                .strip_prefix("row ")
+                .or_else(|| location.strip_prefix("line "))
+                .and_then(|r| r.split(',').next())
+                .and_then(|n| n.trim().parse().ok());
+            (row, first_backticked(location), message.clone())
+        }
+        Error::Schema(m) => (None, first_backticked(m), m.clone()),
+        other => (None, None, other.to_string()),
+    }
+}
+
+fn first_backticked(s: &str) -> Option<String> {
+    let (_, rest) = s.split_once('`')?;
+    let (name, _) = rest.split_once('`')?;
+    Some(name.to_string())
+}
+
+/// Extension trait: `result.py(py)?` turns a library error into its exception.
+pub trait IntoPyResult<T> {
+    /// Map the error.
+    fn py_err(self, py: Python<'_>) -> PyResult<T>;
+}
+
+impl<T> IntoPyResult<T> for LResult<T> {
+    fn py_err(self, py: Python<'_>) -> PyResult<T> {
+        self.map_err(|e| to_py(py, e))
+    }
+}

@@ -1,0 +1,164 @@
+//! `lineage_store._native`: the PyO3 extension behind the `lineage_store` Python package.
+//!
+//! The Python package (`lineage_store/__init__.py`) re-exports what is here and defines the
+//! exceptions (`_errors.py`). Arrow data crosses through the Arrow C data interface
+//! ([`arrow_in`]); every call that reads data, encodes, hashes or does I/O runs with the
+//! GIL released on one tokio runtime per process ([`runtime`]). Validation, encoding and
+//! the commit protocol are the library's, exactly as the CLI runs them.
+
+use std::path::PathBuf;
+
+use arrow_pyarrow::ToPyArrow;
+use lineage_store::audit::proof::{verify_proof as lib_verify_proof, Proof as LibProof};
+use lineage_store::audit::seal::{keygen as lib_keygen, read_public_key};
+use lineage_store::{contract, crs, Error};
+use pyo3::prelude::*;
+
+mod arrow_in;
+mod errors;
+mod log_table;
+mod runtime;
+mod store;
+mod types;
+mod writer;
+
+use errors::{IntoPyResult, LResult};
+use types::{Proof, ProofSummary};
+
+/// The canonical `EPSG:<code>` of a CRS identifier, as `append` canonicalises
+/// `source_crs` and `target_crs`; raises `InputError` (with the reason) for anything
+/// that is not an EPSG CRS (e.g. `OGC:CRS84`, an unknown code, a bare number).
+#[pyfunction]
+fn canonical_crs(py: Python<'_>, value: &str) -> PyResult<String> {
+    match crs::canonicalize(value) {
+        Ok(c) => Ok(c),
+        Err(why) => {
+            let kw = types::kwargs(py, &[("reason", why.clone().into_pyobject(py)?.into_any())])?;
+            Err(errors::raise(py, "InputError", why, Some(&kw)))
+        }
+    }
+}
+
+/// The contract as an Arrow schema (a `pyarrow.Schema`; needs pyarrow), with the schema
+/// version in its metadata (`lineage_schema_version`).
+#[pyfunction]
+fn contract_schema(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    let fields = contract::schema().fields().clone();
+    let meta: std::collections::HashMap<String, String> = [(
+        contract::META_SCHEMA_VERSION.to_string(),
+        contract::SCHEMA_VERSION.to_string(),
+    )]
+    .into_iter()
+    .collect();
+    arrow_schema::Schema::new_with_metadata(fields, meta).to_pyarrow(py)
+}
+
+/// Make an Ed25519 key pair for signing seals: `<prefix>.key` (secret, mode 0600) and
+/// `<prefix>.pub` (for auditors); refuses to overwrite either. Returns the key id.
+#[pyfunction]
+fn keygen(py: Python<'_>, prefix: PathBuf) -> PyResult<String> {
+    lib_keygen(&prefix).py_err(py)
+}
+
+/// A proof given as a `Proof`, as JSON text (starting with `{`), or as a file path.
+fn read_proof(proof: &Bound<'_, PyAny>) -> PyResult<LResult<(LibProof, String)>> {
+    if let Ok(p) = proof.cast::<Proof>() {
+        return Ok(Ok((p.get().inner.clone(), "<proof>".to_string())));
+    }
+    let (text, name) = match proof.extract::<String>() {
+        Ok(s) if s.trim_start().starts_with('{') => (s, "<proof text>".to_string()),
+        _ => {
+            let path: PathBuf = proof.extract()?;
+            match std::fs::read_to_string(&path) {
+                Ok(t) => (t, path.display().to_string()),
+                Err(e) => return Ok(Err(Error::io(&path, e))),
+            }
+        }
+    };
+    Ok(serde_json::from_str::<LibProof>(&text)
+        .map(|p| (p, name.clone()))
+        .map_err(|e| Error::Corrupt {
+            what: "proof",
+            key: name,
+            message: e.to_string(),
+        }))
+}
+
+/// Check an inclusion proof offline (no store) against a head digest kept outside the
+/// store, optionally the seal's signature and a copy of the part file. Returns what the
+/// proof establishes; raises `VerifyError` when it does not hold.
+#[pyfunction]
+#[pyo3(signature = (proof, head, *, public_key=None, part=None))]
+fn verify_proof(
+    py: Python<'_>,
+    proof: &Bound<'_, PyAny>,
+    head: String,
+    public_key: Option<PathBuf>,
+    part: Option<PathBuf>,
+) -> PyResult<ProofSummary> {
+    let (proof, name) = read_proof(proof)?.py_err(py)?;
+    let key = public_key
+        .as_deref()
+        .map(read_public_key)
+        .transpose()
+        .py_err(py)?;
+    let checked = runtime::detached(py, move || {
+        lib_verify_proof(&proof, &head, key.as_ref(), part.as_deref())
+    })
+    .py_err(py)?;
+    match checked {
+        Ok(summary) => Ok(summary.into()),
+        Err(why) => {
+            let kw = types::kwargs(py, &[("reason", why.clone().into_pyobject(py)?.into_any())])?;
+            Err(errors::raise(
+                py,
+                "VerifyError",
+                format!("INVALID proof {name}: {why}"),
+                Some(&kw),
+            ))
+        }
+    }
+}
+
+/// Diagnostics for the benchmark: take `data` through the Arrow C data interface and check
+/// its buffers, exactly as `append` does first, and return the rows; nothing else. Its
+/// time is the Python boundary's share of an append (the rest is the library's path,
+/// shared with the CLI).
+#[pyfunction]
+fn _arrow_import_check(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<usize> {
+    let source = arrow_in::import(py, data)?;
+    let batches = runtime::detached(py, move || source.read_all()).py_err(py)?;
+    Ok(batches.iter().map(|b| b.num_rows()).sum())
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // Library logs (warnings by default) go to stderr, filtered by LINEAGE_LOG as for the CLI.
+    let filter = tracing_subscriber::EnvFilter::try_from_env("LINEAGE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
+    m.add("SCHEMA_VERSION", contract::SCHEMA_VERSION)?;
+    m.add(
+        "DEFAULT_BATCH_ROWS",
+        lineage_store::writer::DEFAULT_BATCH_ROWS,
+    )?;
+    m.add_function(wrap_pyfunction!(store::open, m)?)?;
+    m.add_function(wrap_pyfunction!(canonical_crs, m)?)?;
+    m.add_function(wrap_pyfunction!(contract_schema, m)?)?;
+    m.add_function(wrap_pyfunction!(keygen, m)?)?;
+    m.add_function(wrap_pyfunction!(verify_proof, m)?)?;
+    m.add_function(wrap_pyfunction!(_arrow_import_check, m)?)?;
+    m.add_class::<store::Store>()?;
+    m.add_class::<writer::Writer>()?;
+    m.add_class::<types::Commit>()?;
+    m.add_class::<types::Problem>()?;
+    m.add_class::<types::VerifyReport>()?;
+    m.add_class::<types::Seal>()?;
+    m.add_class::<types::Proof>()?;
+    m.add_class::<types::ProofSummary>()?;
+    Ok(())
+}

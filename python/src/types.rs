@@ -1,0 +1,464 @@
+//! What the library returns, as immutable Python objects: a commit, a verify report and
+//! its problems, a seal, an inclusion proof and what a valid proof establishes.
+
+use lineage_store::audit::proof::{Proof as LibProof, ProofSummary as LibSummary};
+use lineage_store::audit::seal::SealOutcome;
+use lineage_store::audit::verify::{Problem as LibProblem, Report};
+use lineage_store::pointer::Pointer;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+/// JSON text → a Python object (dict), through the `json` module.
+fn json_to_py<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
+    py.import("json")?.call_method1("loads", (text,))
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> PyResult<String> {
+    serde_json::to_string(v).map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
+}
+
+/// One commit: a part and its pointer, as `lineage log --json` prints it.
+#[pyclass(module = "lineage_store", frozen, eq, get_all, skip_from_py_object)]
+#[derive(Debug, Clone, PartialEq)]
+pub struct Commit {
+    /// UUIDv7 (or UUIDv8 derived from a commit key), also in the part's footer.
+    pub commit_id: String,
+    /// Partition value.
+    pub run_id: String,
+    /// Partition value, canonical `EPSG:<code>`.
+    pub target_crs: String,
+    /// Key of the part relative to the store root.
+    pub part_path: String,
+    /// Rows in the part.
+    pub row_count: u64,
+    /// Bytes of the part.
+    pub size_bytes: u64,
+    /// Contract version of the part.
+    pub schema_version: String,
+    /// Lower-case hex sha256 of the part.
+    pub sha256: String,
+    /// When it was published (RFC 3339, UTC).
+    pub committed_utc: String,
+    /// Smallest `sequence`.
+    pub first_sequence: i64,
+    /// Largest `sequence`.
+    pub last_sequence: i64,
+    /// Earliest `event_time_utc` (RFC 3339).
+    pub min_event_time_utc: String,
+    /// Latest `event_time_utc` (RFC 3339).
+    pub max_event_time_utc: String,
+    /// The lineage-store that wrote it.
+    pub tool_version: String,
+    /// The commit key the id was derived from, if any.
+    pub commit_key: Option<String>,
+    /// True when `repair` wrote the pointer for an orphan part.
+    pub adopted: bool,
+}
+
+impl From<Pointer> for Commit {
+    fn from(p: Pointer) -> Self {
+        Self {
+            commit_id: p.commit_id,
+            run_id: p.run_id,
+            target_crs: p.target_crs,
+            part_path: p.part_path,
+            row_count: p.row_count,
+            size_bytes: p.size_bytes,
+            schema_version: p.schema_version,
+            sha256: p.sha256,
+            committed_utc: p.committed_utc,
+            first_sequence: p.first_sequence,
+            last_sequence: p.last_sequence,
+            min_event_time_utc: p.min_event_time_utc,
+            max_event_time_utc: p.max_event_time_utc,
+            tool_version: p.tool_version,
+            commit_key: p.commit_key,
+            adopted: p.adopted,
+        }
+    }
+}
+
+impl Commit {
+    fn pointer(&self) -> Pointer {
+        Pointer {
+            format: lineage_store::pointer::POINTER_FORMAT.to_string(),
+            commit_id: self.commit_id.clone(),
+            run_id: self.run_id.clone(),
+            target_crs: self.target_crs.clone(),
+            part_path: self.part_path.clone(),
+            row_count: self.row_count,
+            size_bytes: self.size_bytes,
+            schema_version: self.schema_version.clone(),
+            sha256: self.sha256.clone(),
+            committed_utc: self.committed_utc.clone(),
+            first_sequence: self.first_sequence,
+            last_sequence: self.last_sequence,
+            min_event_time_utc: self.min_event_time_utc.clone(),
+            max_event_time_utc: self.max_event_time_utc.clone(),
+            tool_version: self.tool_version.clone(),
+            commit_key: self.commit_key.clone(),
+            adopted: self.adopted,
+        }
+    }
+}
+
+#[pymethods]
+impl Commit {
+    /// The pointer as one JSON line, exactly as `lineage append --json` prints it.
+    fn to_json(&self) -> PyResult<String> {
+        to_json(&self.pointer())
+    }
+
+    /// The pointer as a dict.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        json_to_py(py, &self.to_json()?)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Commit(commit_id={:?}, run_id={:?}, target_crs={:?}, row_count={}, part_path={:?})",
+            self.commit_id, self.run_id, self.target_crs, self.row_count, self.part_path
+        )
+    }
+}
+
+/// One problem `verify` found, naming the object.
+#[pyclass(module = "lineage_store", frozen, eq, get_all, skip_from_py_object)]
+#[derive(Debug, Clone, PartialEq)]
+pub struct Problem {
+    /// The kind, as `lineage verify --json` spells it (`missing_part`, `digest_mismatch`, ...).
+    pub kind: String,
+    /// The object it is about.
+    pub key: String,
+    /// What is wrong, for a person.
+    pub message: String,
+}
+
+impl From<&LibProblem> for Problem {
+    fn from(p: &LibProblem) -> Self {
+        let kind = serde_json::to_value(p.kind)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        Self {
+            kind,
+            key: p.key.clone(),
+            message: p.detail.clone(),
+        }
+    }
+}
+
+#[pymethods]
+impl Problem {
+    fn __repr__(&self) -> String {
+        format!(
+            "Problem(kind={:?}, key={:?}, message={:?})",
+            self.kind, self.key, self.message
+        )
+    }
+
+    /// The line `lineage verify` prints for it.
+    fn __str__(&self) -> String {
+        format!("PROBLEM {}: {}: {}", self.kind, self.key, self.message)
+    }
+}
+
+/// The result of `Store.verify()`; `clean` is True when nothing is wrong.
+#[pyclass(module = "lineage_store", frozen, skip_from_py_object)]
+#[derive(Debug, Clone)]
+pub struct VerifyReport {
+    pub(crate) inner: Report,
+}
+
+#[pymethods]
+impl VerifyReport {
+    /// True when no problem was found (`lineage verify` exits 0).
+    #[getter]
+    fn clean(&self) -> bool {
+        self.inner.is_clean()
+    }
+    /// The store verified.
+    #[getter]
+    fn store(&self) -> String {
+        self.inner.store.clone()
+    }
+    /// Pointers read.
+    #[getter]
+    fn commits(&self) -> u64 {
+        self.inner.commits
+    }
+    /// Parts whose size, footer and (when hashed) digest matched.
+    #[getter]
+    fn parts_ok(&self) -> u64 {
+        self.inner.parts_ok
+    }
+    /// Parts whose sha256 was recomputed.
+    #[getter]
+    fn parts_hashed(&self) -> u64 {
+        self.inner.parts_hashed
+    }
+    /// Parts not re-hashed (`sample`, `since_seal`).
+    #[getter]
+    fn parts_not_hashed(&self) -> u64 {
+        self.inner.parts_not_hashed
+    }
+    /// Rows recorded by the pointers that checked out.
+    #[getter]
+    fn rows(&self) -> u64 {
+        self.inner.rows
+    }
+    /// Bytes hashed.
+    #[getter]
+    fn bytes_hashed(&self) -> u64 {
+        self.inner.bytes_hashed
+    }
+    /// Seals in the chain.
+    #[getter]
+    fn seals(&self) -> u64 {
+        self.inner.seals
+    }
+    /// Seals with a valid signature.
+    #[getter]
+    fn signed_seals(&self) -> u64 {
+        self.inner.signed_seals
+    }
+    /// Sequence number of the newest seal.
+    #[getter]
+    fn head_seq(&self) -> Option<u64> {
+        self.inner.head_seq
+    }
+    /// sha256 of the newest seal: compare it with the head digest kept elsewhere.
+    #[getter]
+    fn head(&self) -> Option<String> {
+        self.inner.head.clone()
+    }
+    /// Commits covered by seals.
+    #[getter]
+    fn sealed_commits(&self) -> u64 {
+        self.inner.sealed_commits
+    }
+    /// Commits not sealed yet.
+    #[getter]
+    fn unsealed_commits(&self) -> u64 {
+        self.inner.unsealed_commits
+    }
+    /// Temps and orphan parts within the grace period (appends in flight), not judged.
+    #[getter]
+    fn in_flight(&self) -> u64 {
+        self.inner.in_flight
+    }
+    /// Seed of the sample, when sampling.
+    #[getter]
+    fn sample_seed(&self) -> Option<u64> {
+        self.inner.sample_seed
+    }
+    /// Everything wrong, sorted by kind, then key.
+    #[getter]
+    fn problems(&self) -> Vec<Problem> {
+        self.inner.problems.iter().map(Problem::from).collect()
+    }
+    /// The report as `lineage verify --json` prints it.
+    fn to_json(&self) -> PyResult<String> {
+        to_json(&self.inner)
+    }
+    /// The report as a dict.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        json_to_py(py, &self.to_json()?)
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "VerifyReport(clean={}, commits={}, parts_ok={}, problems={}, in_flight={})",
+            if self.inner.is_clean() {
+                "True"
+            } else {
+                "False"
+            },
+            self.inner.commits,
+            self.inner.parts_ok,
+            self.inner.problems.len(),
+            self.inner.in_flight
+        )
+    }
+}
+
+impl VerifyReport {
+    /// The problem lines as `lineage verify` prints them, and its closing count.
+    pub fn problems_text(&self) -> String {
+        let mut lines: Vec<String> = self
+            .inner
+            .problems
+            .iter()
+            .map(|p| Problem::from(p).__str__())
+            .collect();
+        lines.push(format!("{} problems", self.inner.problems.len()));
+        lines.join("\n")
+    }
+}
+
+/// What `Store.seal()` made.
+#[pyclass(module = "lineage_store", frozen, get_all, skip_from_py_object)]
+#[derive(Debug, Clone)]
+pub struct Seal {
+    /// Sequence number of the new seal.
+    pub seq: u64,
+    /// Its key in the store.
+    pub key: String,
+    /// sha256 of the seal: the new head digest. Keep it OUTSIDE the store.
+    pub head: String,
+    /// Commits this seal added.
+    pub added: u64,
+    /// Commits covered in total.
+    pub tree_size: u64,
+    /// Merkle root (hex).
+    pub root: String,
+    /// Key id of the signing key, when signed.
+    pub key_id: Option<String>,
+}
+
+impl From<SealOutcome> for Seal {
+    fn from(s: SealOutcome) -> Self {
+        Self {
+            seq: s.seq,
+            key: s.key,
+            head: s.head,
+            added: s.added,
+            tree_size: s.tree_size,
+            root: s.root,
+            key_id: s.key_id,
+        }
+    }
+}
+
+#[pymethods]
+impl Seal {
+    fn __repr__(&self) -> String {
+        format!(
+            "Seal(seq={}, head={:?}, added={}, tree_size={})",
+            self.seq, self.head, self.added, self.tree_size
+        )
+    }
+}
+
+/// An inclusion proof of one commit in one seal (`lineage prove`), checkable offline.
+#[pyclass(module = "lineage_store", frozen, skip_from_py_object)]
+#[derive(Debug, Clone)]
+pub struct Proof {
+    pub(crate) inner: LibProof,
+}
+
+#[pymethods]
+impl Proof {
+    /// The commit proven.
+    #[getter]
+    fn commit_id(&self) -> String {
+        self.inner.commit_id.clone()
+    }
+    /// Key of its pointer.
+    #[getter]
+    fn pointer_key(&self) -> String {
+        self.inner.pointer_key.clone()
+    }
+    /// Position of the pointer's leaf in the seal's tree.
+    #[getter]
+    fn leaf_index(&self) -> u64 {
+        self.inner.leaf_index
+    }
+    /// Leaves in the tree.
+    #[getter]
+    fn tree_size(&self) -> u64 {
+        self.inner.tree_size
+    }
+    /// sha256 of the seal proven against (its head digest).
+    #[getter]
+    fn seal_sha256(&self) -> String {
+        self.inner.seal_sha256.clone()
+    }
+    /// The proof as `lineage prove` writes it (pretty JSON and a newline).
+    fn to_json(&self) -> PyResult<String> {
+        let mut text = serde_json::to_string_pretty(&self.inner)
+            .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
+        text.push('\n');
+        Ok(text)
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "Proof(commit_id={:?}, leaf_index={}, tree_size={}, seal_sha256={:?})",
+            self.inner.commit_id,
+            self.inner.leaf_index,
+            self.inner.tree_size,
+            self.inner.seal_sha256
+        )
+    }
+}
+
+/// What a valid proof establishes (`lineage verify-proof`).
+#[pyclass(module = "lineage_store", frozen, get_all, skip_from_py_object)]
+#[derive(Debug, Clone)]
+pub struct ProofSummary {
+    /// The commit.
+    pub commit_id: String,
+    /// Its partition.
+    pub run_id: String,
+    /// Its partition.
+    pub target_crs: String,
+    /// The part's key.
+    pub part_path: String,
+    /// The part's sha256, as recorded.
+    pub part_sha256: String,
+    /// Rows recorded.
+    pub rows: u64,
+    /// The seal proven against.
+    pub seal_seq: u64,
+    /// When that seal was made.
+    pub sealed_utc: String,
+    /// Key id of the seal's signature, when signed and checked.
+    pub signed_by: Option<String>,
+    /// True when a part file was given and matched.
+    pub part_file_checked: bool,
+}
+
+impl From<LibSummary> for ProofSummary {
+    fn from(s: LibSummary) -> Self {
+        Self {
+            commit_id: s.commit_id,
+            run_id: s.run_id,
+            target_crs: s.target_crs,
+            part_path: s.part_path,
+            part_sha256: s.part_sha256,
+            rows: s.rows,
+            seal_seq: s.seal_seq,
+            sealed_utc: s.sealed_utc,
+            signed_by: s.signed_by,
+            part_file_checked: s.part_file_checked,
+        }
+    }
+}
+
+#[pymethods]
+impl ProofSummary {
+    fn __repr__(&self) -> String {
+        format!(
+            "ProofSummary(commit_id={:?}, seal_seq={}, rows={}, part_file_checked={})",
+            self.commit_id,
+            self.seal_seq,
+            self.rows,
+            if self.part_file_checked {
+                "True"
+            } else {
+                "False"
+            }
+        )
+    }
+}
+
+/// Keyword arguments for an exception, from pairs.
+pub fn kwargs<'py>(
+    py: Python<'py>,
+    pairs: &[(&str, Bound<'py, PyAny>)],
+) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for (k, v) in pairs {
+        d.set_item(k, v)?;
+    }
+    Ok(d)
+}

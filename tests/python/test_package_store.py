@@ -1,0 +1,264 @@
+"""The Python package on a store: log and verify on local disk and on LocalStack's S3,
+seals and proofs (checked against the CLI), concurrent appends from threads and from
+processes (fork and spawn), and the GIL released while the store is talked to."""
+from __future__ import annotations
+
+import http.server
+import json
+import multiprocessing
+import pickle
+import threading
+import urllib.parse
+import uuid
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from pathlib import Path
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pytest
+
+import lineage_store as ls
+from pkg_support import (
+    append_worker,
+    cli_error,
+    events,
+    flush_count,
+    lineage,
+    localstack_endpoint,
+    s3_bucket,
+    unsigned_put,
+)
+
+
+class Backend:
+    """A fresh store on local disk or under a fresh prefix of the LocalStack bucket."""
+
+    def __init__(self, kind: str, tmp_path: Path) -> None:
+        self.kind = kind
+        if kind == "local":
+            self.root = tmp_path / "store"
+            self.url, self.endpoint = str(self.root), None
+        else:
+            self.endpoint = localstack_endpoint()
+            self.prefix = f"py/{uuid.uuid4().hex}"
+            self.url = f"s3://{s3_bucket()}/{self.prefix}"
+
+    def open(self) -> ls.Store:
+        return ls.open(self.url, endpoint_url=self.endpoint)
+
+    def cli(self, *args: str) -> list[str]:
+        """CLI arguments naming the same store."""
+        extra = ["--endpoint-url", self.endpoint] if self.endpoint else []
+        return [*args, "--store", self.url, *extra]
+
+    def overwrite(self, key: str, body: bytes) -> None:
+        if self.kind == "local":
+            p = self.root / key
+            p.chmod(0o644)
+            p.write_bytes(body)
+        else:
+            unsigned_put(self.endpoint, s3_bucket(), f"{self.prefix}/{key}", body)
+
+
+@pytest.fixture(params=["local", "localstack"])
+def backend(request, tmp_path) -> Backend:
+    return Backend(request.param, tmp_path)
+
+
+def test_log_and_verify(backend):
+    store = backend.open()
+    a = store.append(events(120, runs=("run-a", "run-b")), batch_rows=50)
+    b = store.append(pl.from_arrow(events(30, runs=("run-b",), start=500)), batch_rows=50)
+    log = store.log()
+    assert isinstance(log, pa.Table)
+    assert log.num_rows == len(a) + len(b)
+    assert log.column("commit_id").to_pylist() == sorted(c.commit_id for c in a + b)
+    assert sum(log.column("row_count").to_pylist()) == 150
+    assert str(log.schema.field("committed_utc").type) == "timestamp[us, tz=UTC]"
+    assert [c.commit_id for c in store.commits()] == log.column("commit_id").to_pylist()
+    run_b = store.log(run_id="run-b")
+    assert set(run_b.column("run_id").to_pylist()) == {"run-b"}
+    assert sum(run_b.column("row_count").to_pylist()) == 90
+    # The same commits as `lineage log --json`.
+    r = lineage(*backend.cli("log", "--json"))
+    assert r.returncode == 0, r.stderr
+    assert [json.loads(l) for l in r.stdout.splitlines()] == [c.to_dict() for c in store.commits()]
+
+    report = store.verify()
+    assert report.clean, report.problems
+    assert (report.commits, report.parts_ok, report.parts_hashed, report.rows) == (len(log), len(log), len(log), 150)
+    assert report.problems == [] and report.in_flight == 0 and report.head is None
+    r = lineage(*backend.cli("verify", "--json"))
+    assert r.returncode == 0, r.stdout
+    cli = json.loads(r.stdout)
+    assert {k: v for k, v in report.to_dict().items() if k != "bytes_hashed"} == \
+        {k: v for k, v in cli.items() if k != "bytes_hashed"}
+
+
+def test_seal_prove_and_a_tampered_part(backend, tmp_path):
+    store = backend.open()
+    commits = store.append(events(80), batch_rows=30)
+    key_id = ls.keygen(tmp_path / "seal")
+    seal = store.seal(tmp_path / "seal.key")
+    assert (seal.seq, seal.added, seal.tree_size, seal.key_id) == (1, len(commits), len(commits), key_id)
+    report = store.verify(public_key=tmp_path / "seal.pub", expect_head=seal.head)
+    assert report.clean and report.signed_seals == 1 and report.head == seal.head
+
+    c = commits[1]
+    proof = store.prove(c.commit_id, seal.head)
+    summary = ls.verify_proof(proof, seal.head, public_key=tmp_path / "seal.pub")
+    assert (summary.commit_id, summary.rows, summary.signed_by, summary.seal_seq) == (c.commit_id, c.row_count, key_id, 1)
+    # The proof is the CLI's: it checks it, and checks ours.
+    path = tmp_path / "proof.json"
+    path.write_text(proof.to_json())
+    r = lineage("verify-proof", str(path), "--head", seal.head, "--public-key", str(tmp_path / "seal.pub"))
+    assert r.returncode == 0, r.stderr
+    assert ls.verify_proof(path, seal.head).commit_id == c.commit_id
+    assert ls.verify_proof(path.read_text(), seal.head).commit_id == c.commit_id
+    other = "0" * 64
+    with pytest.raises(ls.VerifyError) as e:
+        ls.verify_proof(path, other)
+    assert str(e.value) == lineage("verify-proof", str(path), "--head", other).stderr.strip()
+    assert e.value.reason and e.value.reason in str(e.value)
+
+    # Tamper with a part: verify names it, as the CLI does; check=True raises.
+    backend.overwrite(c.part_path, b"PAR1 not the part PAR1")
+    report = store.verify()
+    assert not report.clean
+    assert [(p.kind, p.key) for p in report.problems] == [("digest_mismatch", c.part_path)] or \
+        [(p.kind, p.key) for p in report.problems] == [("size_mismatch", c.part_path)]
+    r = lineage(*backend.cli("verify"))
+    assert r.returncode == 1
+    assert str(report.problems[0]) in r.stdout.splitlines()
+    with pytest.raises(ls.VerifyError) as e:
+        store.verify(check=True)
+    assert e.value.report.problems == report.problems
+    assert str(report.problems[0]) in str(e.value)
+
+
+def test_errors_are_mapped_by_kind_and_carry_the_clis_message(tmp_path):
+    root = str(tmp_path / "store")
+    store = ls.open(root)
+    commit = "019b76da-a800-7000-8000-000000000001"
+    cases = [
+        # (call, exception, the same through the CLI)
+        (lambda: store.prove(commit), ls.InputError, ("prove", "--store", root, commit)),
+        (lambda: store.prove("not-a-commit"), ls.InputError, ("prove", "--store", root, "not-a-commit")),
+        (lambda: store.seal(tmp_path / "missing.key"), ls.StoreError,
+         ("seal", "--store", root, "--signing-key", str(tmp_path / "missing.key"))),
+        (lambda: store.log(run_id="../x"), ls.InputError, ("log", "--store", root, "--run-id", "../x")),
+    ]
+    for call, exc, cli in cases:
+        with pytest.raises(exc) as e:
+            call()
+        assert str(e.value) == cli_error(*cli)
+    assert issubclass(ls.StoreError, OSError) and issubclass(ls.InputError, ValueError)
+    assert all(issubclass(c, ls.LineageError) for c in (ls.InputError, ls.ConflictError, ls.StoreError, ls.VerifyError))
+    (tmp_path / "not-a-key").write_text("lineage-ed25519-secret:AAAA\n")
+    with pytest.raises(ls.InputError, match="is not a secret key made by `lineage keygen`"):
+        store.seal(tmp_path / "not-a-key")
+    with pytest.raises(ls.InputError, match="is not a sha256"):
+        store.verify(expect_head="nope")
+    # Errors cross process boundaries (a worker's error in a pool) with their attributes.
+    with pytest.raises(ls.InputError) as e:
+        store.append(events(3).set_column(1, "run_id", pa.array(["a", "_b", "c"])))
+    back = pickle.loads(pickle.dumps(e.value))
+    assert (type(back), str(back), back.row, back.field, back.reason) == \
+        (ls.InputError, str(e.value), 2, "run_id", e.value.reason)
+
+
+def test_threads_append_to_one_store_at_once(tmp_path):
+    store = ls.open(tmp_path / "store")
+    jobs = [(f"run-{i % 3}", 1000 * i) for i in range(12)]
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        results = list(pool.map(lambda j: store.append(events(90, runs=(j[0],), start=j[1]), batch_rows=20), jobs))
+    ids = [c.commit_id for r in results for c in r]
+    assert len(ids) == len(set(ids)) == sum(flush_count(events(90, runs=(r,), start=s), 20) for r, s in jobs)
+    assert sorted(ids) == store.log().column("commit_id").to_pylist()
+    report = store.verify()
+    assert report.clean and report.rows == 12 * 90
+    got = ds.dataset(tmp_path / "store", format="parquet").to_table(columns=["event_id"]).column("event_id")
+    want = [e for _, start in jobs for e in events(90, start=start).column("event_id").to_pylist()]
+    assert sorted(got.to_pylist()) == sorted(want)
+
+
+@pytest.mark.parametrize("start_method", ["fork", "spawn"])
+@pytest.mark.parametrize("where", ["local", "localstack"])
+def test_processes_append_to_one_store_at_once(start_method, where, tmp_path):
+    b = Backend(where, tmp_path)
+    store = b.open()
+    # The parent has used its runtime before forking: each child must build its own.
+    first = store.append(events(10, runs=("run-shared",)))
+    # (A process pool that loses a worker raises BrokenProcessPool rather than hanging.)
+    with ProcessPoolExecutor(4, mp_context=multiprocessing.get_context(start_method)) as pool:
+        futures = [pool.submit(append_worker, b.url, b.endpoint, "run-shared", 60, 1000 * (i + 1)) for i in range(4)]
+        results = [f.result(timeout=300) for f in futures]
+    ids = [c.commit_id for c in first] + [i for r in results for i in r]
+    want = flush_count(events(10, runs=("run-shared",)), 100_000) + sum(
+        flush_count(events(60, runs=("run-shared",), start=1000 * (i + 1)), 25) for i in range(4))
+    assert len(ids) == len(set(ids)) == want
+    assert sorted(ids) == store.log().column("commit_id").to_pylist()
+    report = store.verify()
+    assert report.clean and report.rows == 10 + 4 * 60
+    # And the parent still works after its children.
+    assert store.append(events(5, runs=("run-shared",), start=9000))
+
+
+class HoldingS3(http.server.BaseHTTPRequestHandler):
+    """Answers nothing until the test lets it, then refuses (403)."""
+
+    arrived = threading.Event()
+    release = threading.Event()
+    requests: list[str] = []
+
+    def _any(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        self.rfile.read(length)
+        HoldingS3.requests.append(f"{self.command} {urllib.parse.unquote(self.path)}")
+        HoldingS3.arrived.set()
+        HoldingS3.release.wait(120)
+        body = b"<Error><Code>AccessDenied</Code><Message>denied by the test</Message></Error>"
+        self.send_response(403)
+        self.send_header("Content-Type", "application/xml")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_PUT = do_GET = do_HEAD = do_POST = _any
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+def test_the_gil_is_released_while_the_store_is_written(monkeypatch):
+    """The store's I/O runs without the GIL: an S3 endpoint served by a Python thread of
+    this very process receives the part's PUT while `append` is still inside the call.
+    Were the GIL held, that thread could never run and the request never arrive."""
+    for k, v in {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1",
+                 "AWS_EC2_METADATA_DISABLED": "true"}.items():
+        monkeypatch.setenv(k, v)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), HoldingS3)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        store = ls.open("s3://held/prefix", endpoint_url=f"http://127.0.0.1:{server.server_port}")
+        outcome: list[BaseException] = []
+
+        def append() -> None:
+            try:
+                store.append(events(10, runs=("run-a",)))
+            except BaseException as e:  # noqa: BLE001 - handed to the test thread
+                outcome.append(e)
+
+        t = threading.Thread(target=append)
+        t.start()
+        assert HoldingS3.arrived.wait(60), "the part's PUT never reached the Python server"
+        assert t.is_alive(), "append returned before the store answered"
+        assert any(r.startswith("PUT /held/prefix/run_id=run-a/") for r in HoldingS3.requests), HoldingS3.requests
+        HoldingS3.release.set()
+        t.join(120)
+        assert not t.is_alive()
+        assert len(outcome) == 1 and isinstance(outcome[0], ls.StoreError), outcome
+    finally:
+        HoldingS3.release.set()
+        server.shutdown()
