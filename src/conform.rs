@@ -177,11 +177,7 @@ fn to_utf8(col: &ArrayRef) -> Result<ArrayRef> {
     }
     let out: StringArray = match col.data_type() {
         DataType::Utf8 => return Ok(col.clone()),
-        DataType::LargeUtf8 => {
-            let s = col.as_string::<i64>();
-            check_fits(s.value_data().len())?;
-            s.iter().collect()
-        }
+        DataType::LargeUtf8 => return narrow_large_utf8(col),
         DataType::Utf8View => {
             let s = col.as_string_view();
             let total: usize = s.iter().flatten().map(str::len).sum();
@@ -195,6 +191,24 @@ fn to_utf8(col: &ArrayRef) -> Result<ArrayRef> {
         }
     };
     Ok(Arc::new(out))
+}
+
+/// `LargeUtf8` → `Utf8` without copying the strings: the values buffer is shared, only
+/// the offsets are narrowed (a pyarrow or Polars table handed over in memory stays where it is).
+fn narrow_large_utf8(col: &ArrayRef) -> Result<ArrayRef> {
+    let large = col.as_string::<i64>();
+    check_fits(large.value_data().len())?;
+    let offsets = large
+        .offsets()
+        .iter()
+        .map(|&o| i32::try_from(o))
+        .collect::<std::result::Result<Vec<i32>, _>>()
+        .map_err(|_| Error::Internal("conform: offsets beyond i32 after check_fits".into()))?;
+    Ok(Arc::new(StringArray::try_new(
+        arrow_buffer::OffsetBuffer::new(offsets.into()),
+        large.values().clone(),
+        large.nulls().cloned(),
+    )?))
 }
 
 /// `Utf8` offsets are 32-bit: a batch of more string bytes cannot be re-encoded.

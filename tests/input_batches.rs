@@ -147,9 +147,45 @@ fn other_type_differences_are_refused_as_the_cli_refuses_them() {
     let renamed = RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).unwrap();
     let msg = batches::validate_all([renamed]).unwrap_err().to_string();
     assert!(
-        msg.contains("field 7 is `feature` (LargeUtf8), the contract expects `feature_id` (Utf8)"),
+        msg.contains("field 7 `feature` (LargeUtf8) is not in the contract, which has 15 fields"),
         "{msg}"
     );
+    // A zone that is not UTC is refused, as in an Arrow IPC or Parquet file.
+    let paris = TimestampMicrosecondArray::new(times.values().clone(), times.nulls().cloned())
+        .with_timezone("Europe/Paris");
+    let msg = batches::validate_all([with_column(&b, col::EVENT_TIME_UTC, Arc::new(paris))])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("field 4 `event_time_utc` has type Timestamp(µs, \"Europe/Paris\")"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn columns_in_another_order_and_dictionary_strings_are_taken_by_name_as_the_cli_takes_them() {
+    let b = sample(20);
+    let want = batches::validate_all([b.clone()]).unwrap();
+    // Reverse the columns (a table built from a dict in another order) and dictionary-encode
+    // one string column (pandas categoricals, Parquet dictionaries read back).
+    let schema = b.schema();
+    let mut fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+    let mut cols = b.columns().to_vec();
+    let dict: arrow_array::DictionaryArray<arrow_array::types::Int32Type> = b
+        .column(col::TARGET_CRS)
+        .as_string::<i32>()
+        .iter()
+        .collect();
+    fields[col::TARGET_CRS] = fields[col::TARGET_CRS]
+        .clone()
+        .with_data_type(dict.data_type().clone());
+    cols[col::TARGET_CRS] = Arc::new(dict);
+    fields.reverse();
+    cols.reverse();
+    let odd = RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).unwrap();
+    assert_eq!(odd.schema().field(0).name(), schema.field(14).name());
+    let out = batches::validate_all([odd]).unwrap();
+    assert_eq!(out, want, "the same values in the contract's order");
 }
 
 #[test]

@@ -48,6 +48,19 @@ where
     py.detach(move || rt.block_on(f))
 }
 
+/// [`block_on`] for a future that is not `Send` (rustc cannot always prove it for futures
+/// holding borrowed trait objects across awaits, e.g. `verify`'s): the future is made by
+/// `make` on the detached thread and never crosses threads.
+pub fn block_on_local<M, F, T>(py: Python<'_>, make: M) -> Result<T>
+where
+    M: FnOnce() -> F + Send,
+    F: Future<Output = Result<T>>,
+    T: Send,
+{
+    let rt = runtime()?;
+    py.detach(move || rt.block_on(make()))
+}
+
 /// Run blocking work (reading an Arrow stream, validating) with the GIL released.
 pub fn detached<T: Send>(py: Python<'_>, f: impl FnOnce() -> T + Send) -> T {
     py.detach(f)

@@ -16,7 +16,7 @@ use pyo3::prelude::*;
 use crate::arrow_in;
 use crate::errors::{self, IntoPyResult, LResult};
 use crate::log_table;
-use crate::runtime::{block_on, detached};
+use crate::runtime::{block_on, block_on_local, detached};
 use crate::types::{Commit, Proof, Seal, VerifyReport};
 
 /// A lineage store: local disk, S3, Azure Blob, GCS or memory. Safe to share between
@@ -205,7 +205,7 @@ impl Store {
             opts.grace = self::grace(py, &g)?;
         }
         let store = self.inner.clone();
-        let report = block_on(py, async move {
+        let report = block_on_local(py, move || async move {
             verify::verify_with(store.as_ref(), &opts).await
         })
         .py_err(py)?;
