@@ -119,6 +119,28 @@ impl AtomicPublisher for PosixPublisher {
         .await
     }
 
+    async fn list_after(&self, prefix: &str, after: &str, limit: usize) -> Result<Vec<ObjectInfo>> {
+        let root = self.root.clone();
+        let prefix = prefix.to_string();
+        let after = after.to_string();
+        blocking(move || {
+            let dir_key = match prefix.rfind('/') {
+                Some(i) => &prefix[..=i],
+                None => "",
+            };
+            let start = root.join(dir_key.trim_end_matches('/'));
+            let mut out = Vec::new();
+            let page = Page {
+                prefix: &prefix,
+                after: &after,
+                limit,
+            };
+            walk_sorted(&start, dir_key, &page, &mut out)?;
+            Ok(out)
+        })
+        .await
+    }
+
     async fn delete_temp(&self, key: &str) -> Result<()> {
         check_temp_key(key)?;
         let path = self.path_of(key)?;
@@ -160,6 +182,67 @@ fn walk(root: &Path, dir: &Path, prefix: &str, out: &mut Vec<ObjectInfo>) -> Res
                     modified: meta.modified().ok().map(DateTime::<Utc>::from),
                 });
             }
+        }
+    }
+    Ok(())
+}
+
+/// What one [`AtomicPublisher::list_after`] page asks for.
+struct Page<'a> {
+    prefix: &'a str,
+    after: &'a str,
+    limit: usize,
+}
+
+/// A directory walk in key order that skips every subtree sorting wholly before
+/// `page.after` or outside `page.prefix`, and stops once `limit` keys are found: the local
+/// emulation of a `start-after` listing. Each directory is read and sorted by the key its
+/// entries stand for (`name/` for a directory, so that `a/x` sorts after `a-b`, as keys do).
+fn walk_sorted(
+    dir: &Path,
+    dir_key: &str,
+    page: &Page<'_>,
+    out: &mut Vec<ObjectInfo>,
+) -> Result<()> {
+    let entries = match fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == IoKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io(dir, e)),
+    };
+    let mut named = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io(dir, e))?;
+        let ft = entry.file_type().map_err(|e| Error::io(entry.path(), e))?;
+        if !ft.is_dir() && !ft.is_file() {
+            continue;
+        }
+        let mut key = format!("{dir_key}{}", entry.file_name().to_string_lossy());
+        if ft.is_dir() {
+            key.push('/');
+        }
+        named.push((key, entry));
+    }
+    named.sort_by(|a, b| a.0.cmp(&b.0));
+    for (key, entry) in named {
+        if out.len() >= page.limit {
+            break;
+        }
+        let path = entry.path();
+        if key.ends_with('/') {
+            // Every key inside starts with `key`: skip the subtree when it cannot hold a
+            // key of the prefix, or when all its keys sort before `after`.
+            let in_prefix = key.starts_with(page.prefix) || page.prefix.starts_with(&key);
+            let all_before = page.after > key.as_str() && !page.after.starts_with(&key);
+            if in_prefix && !all_before {
+                walk_sorted(&path, &key, page, out)?;
+            }
+        } else if key.as_str() > page.after && key.starts_with(page.prefix) {
+            let meta = entry.metadata().map_err(|e| Error::io(&path, e))?;
+            out.push(ObjectInfo {
+                key,
+                size: meta.len(),
+                modified: meta.modified().ok().map(DateTime::<Utc>::from),
+            });
         }
     }
     Ok(())
