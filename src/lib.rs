@@ -20,6 +20,8 @@
 //! - [`keys`]: the object layout; every key is built and classified there.
 //! - [`audit`]: the read side: `log`, `verify`, seals with RFC 9162 Merkle roots and
 //!   Ed25519 signatures, inclusion proofs, `repair` of orphans and `sweep` of stale temps.
+//! - [`history`]: the index, head markers, hash tiles and leaf locators that keep `log`,
+//!   `seal`, `prove` and `verify --since-seal` O(new + log n) at any age.
 //! - [`cli`]: one file per command; `src/bin/lineage.rs` only calls [`cli::main`].
 //! - [`error`]: one error enum and its mapping to kinds and exit codes.
 //! - [`clock`]: injected time and id generation; [`demo`]: sample events.
@@ -34,6 +36,7 @@ pub mod demo;
 pub mod encode;
 pub mod error;
 pub mod events;
+pub mod history;
 pub mod input;
 pub mod keys;
 pub mod pointer;

@@ -232,6 +232,7 @@ pub async fn verify_with(store: &dyn AtomicPublisher, opts: &VerifyOptions) -> R
     let by_key: HashMap<&str, &ObjectInfo> = listing.iter().map(|o| (o.key.as_str(), o)).collect();
     let mut parts: BTreeMap<&str, &ObjectInfo> = BTreeMap::new();
     let mut pointer_keys = Vec::new();
+    let mut history_objects: Vec<&ObjectInfo> = Vec::new();
     for o in &listing {
         match keys::classify(&o.key) {
             KeyKind::Part { .. } => {
@@ -255,6 +256,7 @@ pub async fn verify_with(store: &dyn AtomicPublisher, opts: &VerifyOptions) -> R
                 &o.key,
                 "not written by lineage-store",
             ),
+            KeyKind::History(_) => history_objects.push(o),
             KeyKind::Seal(_) | KeyKind::Meta => {}
         }
     }
