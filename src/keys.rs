@@ -109,10 +109,7 @@ pub fn commit_key_claim_key(commit_key: &str) -> String {
 /// across every run, so a listing that starts after a time finds exactly the commits made
 /// since. Everything it says is in the key; the object is empty.
 pub fn index_key(committed: DateTime<Utc>, commit_id: &str, run_id: &str) -> String {
-    format!(
-        "{}.{commit_id}.run_id={run_id}",
-        index_bound(committed)
-    )
+    format!("{}.{commit_id}.run_id={run_id}", index_bound(committed))
 }
 
 /// The index key every entry of time `t` or later sorts after, and every earlier one
@@ -158,15 +155,14 @@ pub fn tile_partials_prefix(level: u8, index: u64) -> String {
 /// The locator of a sealed commit: its leaf index in the Merkle tree and its run, found by
 /// commit id alone (bucketed by the id's last two hex digits, which are random or hashed).
 pub fn leaf_key(commit_id: &str, leaf_index: u64, run_id: &str) -> String {
-    format!(
-        "{}{commit_id}.{leaf_index:020}.run_id={run_id}",
-        leaf_prefix(commit_id)
-    )
+    format!("{}{leaf_index:020}.run_id={run_id}", leaf_prefix(commit_id))
 }
 
 /// Every locator of a commit id starts with this.
 pub fn leaf_prefix(commit_id: &str) -> String {
-    let hh = commit_id.get(commit_id.len().saturating_sub(2)..).unwrap_or("");
+    let hh = commit_id
+        .get(commit_id.len().saturating_sub(2)..)
+        .unwrap_or("");
     format!("{LEAVES_PREFIX}{hh}/{commit_id}.")
 }
 

@@ -107,7 +107,9 @@ impl Seal {
         })?;
         let v2_fields = s.frontier.is_some() && s.watermark_utc.is_some() && s.ahead.is_some();
         let why = match s.format.as_str() {
-            SEAL_FORMAT if s.frontier.is_some() || s.watermark_utc.is_some() || s.ahead.is_some() => {
+            SEAL_FORMAT
+                if s.frontier.is_some() || s.watermark_utc.is_some() || s.ahead.is_some() =>
+            {
                 Some("a lineage-seal/1 with fields of lineage-seal/2".to_string())
             }
             SEAL_FORMAT => None,
@@ -365,7 +367,11 @@ pub async fn seal(
 
 /// Create-only publish of a seal: `true` when ours landed (also after an ambiguous error
 /// whose read-back shows our bytes), `false` when another sealer holds the key.
-pub(crate) async fn publish_seal(store: &dyn AtomicPublisher, key: &str, bytes: Bytes) -> Result<bool> {
+pub(crate) async fn publish_seal(
+    store: &dyn AtomicPublisher,
+    key: &str,
+    bytes: Bytes,
+) -> Result<bool> {
     let err = match store.put_create(key, bytes.clone()).await {
         Ok(Outcome::Created) => return Ok(true),
         Ok(Outcome::AlreadyExists) => None,

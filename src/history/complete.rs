@@ -132,7 +132,12 @@ pub async fn complete_growth(
         .try_collect::<()>()
         .await?;
     store.put_create(&keys::head_key(seq), Bytes::new()).await?;
-    tracing::info!(seq, locators = done.locators, tiles = done.tiles, "seal complete");
+    tracing::info!(
+        seq,
+        locators = done.locators,
+        tiles = done.tiles,
+        "seal complete"
+    );
     Ok(done)
 }
 

@@ -68,7 +68,10 @@ pub async fn find(store: &dyn AtomicPublisher) -> Result<Heads> {
         return legacy(store).await;
     };
     let Some(marked) = read_seal(store, seq).await? else {
-        tracing::warn!(seq, "a head marker names a missing seal; reading every seal");
+        tracing::warn!(
+            seq,
+            "a head marker names a missing seal; reading every seal"
+        );
         return legacy(store).await;
     };
     let mut unmarked = Vec::new();

@@ -114,7 +114,10 @@ pub async fn seal_with(
         let (seal, bytes) = build(draft_seal(&draft, clock)?, signing)?;
         let key = seal_key(seal.seq);
         if !publish_seal(store, &key, bytes.clone()).await? {
-            tracing::info!(seq = seal.seq, "another sealer took this sequence number; retrying");
+            tracing::info!(
+                seq = seal.seq,
+                "another sealer took this sequence number; retrying"
+            );
             continue;
         }
         tracing::info!(seq = seal.seq, tree_size = seal.tree_size, full, "sealed");
@@ -122,7 +125,11 @@ pub async fn seal_with(
         match &draft.all_leaves {
             Some(leaves) => {
                 let mut leaves = leaves.clone();
-                leaves.extend(seal.entries.iter().map(|e| (e.key.clone(), e.sha256.clone())));
+                leaves.extend(
+                    seal.entries
+                        .iter()
+                        .map(|e| (e.key.clone(), e.sha256.clone())),
+                );
                 complete::complete_growth(store, seal.seq, 0, &leaves).await?;
             }
             None => {
@@ -149,7 +156,10 @@ pub async fn seal_with(
 
 /// Complete every seal after the newest marker (a sealer that crashed before its marker,
 /// or one still writing: completing is idempotent). Returns the newest seal.
-async fn complete_pending(store: &dyn AtomicPublisher, heads: &Heads) -> Result<Option<StoredSeal>> {
+async fn complete_pending(
+    store: &dyn AtomicPublisher,
+    heads: &Heads,
+) -> Result<Option<StoredSeal>> {
     let pending: Vec<&StoredSeal> = match &heads.legacy {
         // No markers at all: only a newest seal of this format is worth completing (an
         // older store's first seal of this format writes everything anyway).
@@ -196,10 +206,7 @@ async fn draft_incremental(
     base: StoredSeal,
 ) -> Result<Draft> {
     let listed_at = clock.now();
-    let s = base
-        .seal
-        .as_ref()
-        .map_err(|m| Error::Internal(m.clone()))?;
+    let s = base.seal.as_ref().map_err(|m| Error::Internal(m.clone()))?;
     let corrupt = |m: &str| Error::Corrupt {
         what: "seal",
         key: base.key.clone(),
@@ -350,7 +357,9 @@ async fn draft_full(
     let recent_keys: Vec<Option<String>> = futures::stream::iter(recent)
         .map(|k| async move {
             Ok::<_, Error>(match store.get(&k).await? {
-                Some(b) => Pointer::from_bytes(&k, &b).ok().and_then(|p| index::key_of(&p)),
+                Some(b) => Pointer::from_bytes(&k, &b)
+                    .ok()
+                    .and_then(|p| index::key_of(&p)),
                 None => None,
             })
         })

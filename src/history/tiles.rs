@@ -47,10 +47,7 @@ pub fn parse_tile(bytes: &[u8]) -> Option<Vec<Hash>> {
     if bytes.len() % 32 != 0 {
         return None;
     }
-    bytes
-        .chunks(32)
-        .map(|c| <Hash>::try_from(c).ok())
-        .collect()
+    bytes.chunks(32).map(|c| <Hash>::try_from(c).ok()).collect()
 }
 
 /// Nodes at `level` in a tree of `size` leaves (perfect subtrees of height 8 × level).
@@ -69,7 +66,11 @@ pub fn width_in(size: u64, level: u8, index: u64) -> u64 {
 /// adds, per level: the partial tile at the old right edge extended, every tile completed,
 /// and the new right-edge partial tile. `prior` gives the old right-edge tile of a level
 /// (its first `width` hashes), read from the store by the caller's choice.
-pub async fn growth<'a, F, Fut>(old_size: u64, new_leaves: &[Hash], mut prior: F) -> Result<Vec<Tile>>
+pub async fn growth<'a, F, Fut>(
+    old_size: u64,
+    new_leaves: &[Hash],
+    mut prior: F,
+) -> Result<Vec<Tile>>
 where
     F: FnMut(u8, u64, u64) -> Fut,
     Fut: std::future::Future<Output = Result<Vec<Hash>>> + 'a,
@@ -195,7 +196,13 @@ fn path_with(leaf: u64, size: u64, hash_of: &mut dyn FnMut(Subtree) -> Hash) -> 
         let right = mth(lo + k, hi, hash_of);
         merkle::node_hash(&left, &right)
     }
-    fn walk(m: u64, lo: u64, hi: u64, out: &mut Vec<Hash>, hash_of: &mut dyn FnMut(Subtree) -> Hash) {
+    fn walk(
+        m: u64,
+        lo: u64,
+        hi: u64,
+        out: &mut Vec<Hash>,
+        hash_of: &mut dyn FnMut(Subtree) -> Hash,
+    ) {
         let n = hi - lo;
         if n <= 1 {
             return;
@@ -227,7 +234,9 @@ pub async fn inclusion_from_tiles(
     size: u64,
 ) -> Result<(Hash, Vec<Hash>)> {
     if leaf >= size {
-        return Err(Error::Internal(format!("leaf {leaf} outside a tree of {size}")));
+        return Err(Error::Internal(format!(
+            "leaf {leaf} outside a tree of {size}"
+        )));
     }
     // First pass: which subtrees (hence tiles) the path needs.
     let mut needed: Vec<Subtree> = vec![(0, leaf)];

@@ -12,7 +12,9 @@
 //! 5. fsync the directory so the new name survives a power cut.
 //!
 //! The temp is removed on every error path (a drop guard), so only a crash of the process
-//! itself can leave one; `verify` reports those and `sweep` removes them.
+//! itself can leave one; `verify` reports those and `sweep` removes them. An empty object
+//! (the history's index entries and markers) is created with `O_CREAT|O_EXCL` directly:
+//! with no content, that is already all-or-nothing and never over anything.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind as IoKind, Read, Seek, SeekFrom, Write};
@@ -281,6 +283,18 @@ fn publish_file(target: &Path, bytes: &[u8]) -> Result<Outcome> {
         .parent()
         .ok_or_else(|| Error::Internal(format!("{} has no parent", target.display())))?;
     create_dirs_durably(dir)?;
+    if bytes.is_empty() {
+        // An empty object (the history's markers) has no content that could be seen half
+        // written: an exclusive create is already all-or-nothing, no temp is needed.
+        return match OpenOptions::new().write(true).create_new(true).open(target) {
+            Ok(_) => {
+                fsync_dir(dir)?;
+                Ok(Outcome::Created)
+            }
+            Err(e) if e.kind() == IoKind::AlreadyExists => Ok(Outcome::AlreadyExists),
+            Err(e) => Err(Error::io(target, e)),
+        };
+    }
     // Cheap early answer; the no-replace publish below is what actually decides.
     if fs::symlink_metadata(target).is_ok() {
         return Ok(Outcome::AlreadyExists);
