@@ -22,5 +22,6 @@ pub mod complete;
 pub mod frontier;
 pub mod head;
 pub mod index;
+pub mod prove;
 pub mod sealer;
 pub mod tiles;
