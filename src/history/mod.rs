@@ -18,10 +18,12 @@
 //! verifying as they are; the first seal of the new format adds the structures for their
 //! whole history.
 
+pub mod check;
 pub mod complete;
 pub mod frontier;
 pub mod head;
 pub mod index;
 pub mod prove;
 pub mod sealer;
+pub mod since;
 pub mod tiles;

@@ -244,13 +244,41 @@ pub async fn inclusion_from_tiles(
         needed.push(st);
         [0; 32]
     });
+    let fetched = fetch(store, size, &needed).await?;
+    let mut hash_of = |st: Subtree| subtree_hash(&fetched, st);
+    let leaf_hash = hash_of((0, leaf));
+    Ok((leaf_hash, path_with(leaf, size, &mut hash_of)))
+}
+
+/// The frontier of a tree of `size` leaves (its perfect subtrees, largest first), from the
+/// tiles: one read per level. What `verify --since-seal` compares with the newest seal.
+pub async fn frontier_from_tiles(store: &dyn AtomicPublisher, size: u64) -> Result<Vec<Hash>> {
+    let mut needed = Vec::new();
+    let mut start = 0u64;
+    for h in (0..64u32).rev() {
+        if size >> h & 1 == 1 {
+            needed.push((h, start >> h));
+            start += 1 << h;
+        }
+    }
+    let fetched = fetch(store, size, &needed).await?;
+    Ok(needed
+        .iter()
+        .map(|st| subtree_hash(&fetched, *st))
+        .collect())
+}
+
+type Fetched = HashMap<(u8, u64), Vec<Hash>>;
+
+/// Read every tile the subtrees need, each once, at once.
+async fn fetch(store: &dyn AtomicPublisher, size: u64, needed: &[Subtree]) -> Result<Fetched> {
     let mut tiles: HashMap<(u8, u64), u64> = HashMap::new();
-    for st in &needed {
+    for st in needed {
         let (level, index, first, count) = tile_of(*st);
         let w = tiles.entry((level, index)).or_insert(0);
         *w = (*w).max(first + count);
     }
-    let fetched: HashMap<(u8, u64), Vec<Hash>> = futures::stream::iter(tiles)
+    futures::stream::iter(tiles)
         .map(|((level, index), min)| async move {
             let hint = width_in(size, level, index);
             let h = read_tile(store, level, index, min, hint).await?;
@@ -258,15 +286,15 @@ pub async fn inclusion_from_tiles(
         })
         .buffer_unordered(TILE_READS)
         .try_collect()
-        .await?;
-    let mut hash_of = |st: Subtree| {
-        let (level, index, first, count) = tile_of(st);
-        fetched.get(&(level, index)).map_or([0; 32], |t| {
-            merkle::root_of_leaf_hashes(&t[first as usize..(first + count) as usize])
-        })
-    };
-    let leaf_hash = hash_of((0, leaf));
-    Ok((leaf_hash, path_with(leaf, size, &mut hash_of)))
+        .await
+}
+
+fn subtree_hash(fetched: &Fetched, st: Subtree) -> Hash {
+    let (level, index, first, count) = tile_of(st);
+    fetched
+        .get(&(level, index))
+        .and_then(|t| t.get(first as usize..(first + count) as usize))
+        .map_or([0; 32], merkle::root_of_leaf_hashes)
 }
 
 /// Every hash of every level of the tree over `leaves`, as the tiles hold them: level L
