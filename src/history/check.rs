@@ -220,9 +220,10 @@ async fn check_index_entry(
         Some(p) => Some(*p),
         // Listed but not parseable: reported as a corrupt pointer.
         None if cx.pointer_keys.contains(pk.as_str()) => return Ok(None),
-        None if cx.owns_pointer(&pk) => None,
         // Another shard's pointer: sealed ones are that shard's to check.
-        None if cx.chain.by_key.contains_key(&pk) => return Ok(None),
+        None if !cx.owns_pointer(&pk) && cx.chain.by_key.contains_key(&pk) => return Ok(None),
+        // Not in the listing: look again, the pointer may have landed since (a listing is
+        // not a snapshot: the index sorts after the pointers).
         None => {
             read = match store.get(&pk).await? {
                 Some(b) => Pointer::from_bytes(&pk, &b).ok(),
@@ -290,12 +291,8 @@ async fn missed(
                         format!("committed_utc {:?} is not a time, so no index entry can name it; `lineage seal --rescan` seals it", p.committed_utc),
                     )));
                 };
-                let listed_here = cx.scope.is_none_or(|s| s.owns_index(&ik));
-                let present = if listed_here {
-                    listed_index.contains(ik.as_str())
-                } else {
-                    store.get(&ik).await?.is_some()
-                };
+                // Not listed (or another shard's range): look it up, it may have landed since.
+                let present = listed_index.contains(ik.as_str()) || store.get(&ik).await?.is_some();
                 let late = watermark.is_some_and(|w| index::committed(p).is_some_and(|t| t < w));
                 Ok(if !present {
                     Some(problem(
