@@ -233,6 +233,8 @@ async fn check_index_entry(
         }
     };
     Ok(match pointer {
+        // A sealed pointer that is gone is named by the chain (`sealed_pointer_missing`).
+        None if cx.chain.by_key.contains_key(&pk) => None,
         None => Some(problem(
             ProblemKind::BadIndexEntry,
             &o.key,
