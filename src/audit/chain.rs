@@ -197,8 +197,11 @@ pub async fn walk(store: &dyn AtomicPublisher, trusted: Option<&VerifyingKey>) -
             }
         }
         if seal.is_v2() {
-            let problems =
-                crate::history::check::seal_fields(seal, watermark.as_deref(), Some(&chain.by_key));
+            let problems = crate::history::check::seal_fields(
+                seal,
+                watermark.as_deref(),
+                (!chain.broken).then_some(&chain.by_key),
+            );
             for p in problems {
                 chain.push(ProblemKind::SealCorrupt, &s.key, p);
             }
