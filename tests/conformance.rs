@@ -357,6 +357,18 @@ async fn conformance_memory() {
     .await;
 }
 
+/// The metering wrapper the history benchmark measures through (no latency here).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn conformance_metered() {
+    run_all("metered(memory)", || async {
+        Arc::new(lineage_store::publish::metered::MeteredPublisher::new(
+            Arc::new(MemoryPublisher::new()),
+            None,
+        )) as Arc<dyn AtomicPublisher>
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn conformance_posix() {
     let dir = tempfile::tempdir().unwrap();

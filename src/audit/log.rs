@@ -10,7 +10,7 @@ use crate::publish::AtomicPublisher;
 /// Parallel reads of small objects.
 pub const READ_CONCURRENCY: usize = 16;
 
-/// Every pointer (of one run, if given), sorted by commit id (time order for UUIDv7).
+/// Every pointer (of one run, if given), in commit-time order ([`sort_in_commit_order`]).
 /// An unparseable pointer is an error here; `verify` reports it instead.
 pub async fn read_pointers(
     store: &dyn AtomicPublisher,
@@ -39,6 +39,14 @@ pub async fn read_pointers(
     .buffer_unordered(READ_CONCURRENCY)
     .try_collect()
     .await?;
-    pointers.sort_by(|a, b| a.commit_id.cmp(&b.commit_id));
+    sort_in_commit_order(&mut pointers);
     Ok(pointers)
+}
+
+/// Commit-time order: `committed_utc` (RFC 3339 in UTC with microseconds, so text order is
+/// time order), then commit id. Keyed (UUIDv8) commits sort by when they were made, not by
+/// their hashed ids.
+pub fn sort_in_commit_order(pointers: &mut [Pointer]) {
+    pointers
+        .sort_by(|a, b| (&a.committed_utc, &a.commit_id).cmp(&(&b.committed_utc, &b.commit_id)));
 }

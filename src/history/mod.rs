@@ -23,6 +23,7 @@ pub mod complete;
 pub mod frontier;
 pub mod head;
 pub mod index;
+pub mod log;
 pub mod prove;
 pub mod sealer;
 pub mod since;

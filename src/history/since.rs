@@ -44,6 +44,13 @@ pub async fn verify_since(store: &dyn AtomicPublisher, opts: &VerifyOptions) -> 
     let newest = match heads.newest() {
         Some(n) if heads.legacy.is_none() && n.seal.as_ref().is_ok_and(|s| s.is_v2()) => n.clone(),
         _ => {
+            if let Some(Some(n)) = opts.since_seal {
+                if read_seal(store, n).await?.is_none() {
+                    return Err(Error::Usage(format!(
+                        "--since-seal {n}: the store has no seal {n}"
+                    )));
+                }
+            }
             tracing::info!("no seal of the current format: verifying the whole store");
             let full = VerifyOptions {
                 since_seal: None,
@@ -54,9 +61,9 @@ pub async fn verify_since(store: &dyn AtomicPublisher, opts: &VerifyOptions) -> 
         }
     };
     let since = opts.since_seal.flatten().unwrap_or(newest.key_seq);
-    if since > newest.key_seq {
+    if since > newest.key_seq || since == 0 {
         return Err(Error::Usage(format!(
-            "--since-seal {since}: the newest seal is {}",
+            "--since-seal {since}: the store has no seal {since} (the newest is {})",
             newest.key_seq
         )));
     }

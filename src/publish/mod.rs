@@ -3,7 +3,8 @@
 //! The write path needs exactly one strong primitive, create-only publish; the audit
 //! path needs reads and listings. Each backend lives in its own module:
 //! [`posix`] (local disk), [`memory`] (tests), and [`object`] (S3, Azure Blob, GCS).
-//! [`faulty`] wraps any of them to inject failures in tests.
+//! [`faulty`] wraps any of them to inject failures in tests; [`metered`] counts requests
+//! and models an object store's latency for benchmarks.
 
 use std::fmt::Debug;
 use std::ops::Range;
@@ -16,6 +17,7 @@ use crate::error::Result;
 
 pub mod faulty;
 pub mod memory;
+pub mod metered;
 pub mod object;
 pub mod posix;
 
