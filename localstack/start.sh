@@ -71,9 +71,10 @@ if [ "${LINEAGE_NO_LOCALSTACK:-}" != 1 ]; then
   mkdir -p "$run/localstack-fs"
   # hypercorn: bind only 127.0.0.1 (the default server binds every address);
   # DNS_ADDRESS=0: no DNS server; OVERRIDE_IN_DOCKER=0: no writes under /var/lib.
+  # kms,iam,sts: terraform/examples/localstack (they load on first use: no slower start).
   launch localstack "$run/localstack.log" env \
     GATEWAY_SERVER=hypercorn GATEWAY_LISTEN="127.0.0.1:$port" LOCALSTACK_HOST="127.0.0.1:$port" \
-    SERVICES=s3 EAGER_SERVICE_LOADING=1 DNS_ADDRESS=0 DISABLE_EVENTS=1 OVERRIDE_IN_DOCKER=0 \
+    SERVICES=s3,kms,iam,sts EAGER_SERVICE_LOADING=1 DNS_ADDRESS=0 DISABLE_EVENTS=1 OVERRIDE_IN_DOCKER=0 \
     SKIP_SSL_CERT_DOWNLOAD=1 FILESYSTEM_ROOT="$run/localstack-fs" \
     "$root/.emulators/localstack/bin/python" -m localstack.runtime.main
   wait_http LocalStack "http://127.0.0.1:$port/_localstack/health" "$run/localstack.pid" "$run/localstack.log"

@@ -8,6 +8,8 @@ cd "$(dirname "$0")/.."
 
 scripts/python-env.sh
 export LINEAGE_PYTHON="$PWD/.venv/bin/python"
+scripts/python-env.sh .venv-checkov terraform/checkov-requirements.txt  # tests/python/test_terraform.py
+export LINEAGE_CHECKOV="$PWD/.venv-checkov/bin/checkov"
 
 # Emulators: started here, stopped by PID on any exit.
 trap 'localstack/stop.sh' EXIT

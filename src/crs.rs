@@ -14,21 +14,32 @@ use crate::error::{Error, Result};
 
 /// Parse any usual spelling of an EPSG CRS and return its canonical `EPSG:<code>` form.
 ///
-/// Accepted (case-insensitive, surrounding white space ignored): `EPSG:4326`,
+/// Accepted (case-insensitive, surrounding spaces ignored; control characters and
+/// anything not ASCII refused): `EPSG:4326`,
 /// `EPSG::4326`, `urn:ogc:def:crs:EPSG::4326`, `urn:ogc:def:crs:EPSG:<version>:4326`,
 /// `http(s)://www.opengis.net/def/crs/EPSG/<version>/4326`,
 /// `http://www.opengis.net/gml/srs/epsg.xml#4326`.
 pub fn canonicalize(input: &str) -> Result<String, String> {
-    let s = input.trim();
+    // Plain ASCII only: a control character (`EPSG:4326\n`) or a look-alike (full-width
+    // digits) is refused, not trimmed or normalised away.
+    if let Some(c) = input.chars().find(|c| c.is_control() || !c.is_ascii()) {
+        return Err(format!(
+            "{} contains {c:?} (U+{:04X}): a CRS identifier is plain ASCII, without control characters",
+            crate::rules::quote(input),
+            u32::from(c)
+        ));
+    }
+    let s = input.trim_matches(' ');
+    let shown = crate::rules::cut(s);
     let lower = s.to_ascii_lowercase();
     if lower.contains("crs84") || lower.contains("crs:84") {
         return Err(format!(
-            "`{s}` is OGC:CRS84 (longitude/latitude), which is not EPSG:4326; \
+            "`{shown}` is OGC:CRS84 (longitude/latitude), which is not EPSG:4326; \
              give the EPSG code of the CRS actually used"
         ));
     }
     let code = parse_code(&lower).ok_or_else(|| {
-        format!("`{s}` is not an EPSG CRS identifier (expected e.g. EPSG:4326 or urn:ogc:def:crs:EPSG::4326)")
+        format!("`{shown}` is not an EPSG CRS identifier (expected e.g. EPSG:4326 or urn:ogc:def:crs:EPSG::4326)")
     })?;
     let known = u16::try_from(code)
         .ok()
@@ -36,7 +47,7 @@ pub fn canonicalize(input: &str) -> Result<String, String> {
         .is_some();
     if !known {
         return Err(format!(
-            "`{s}`: EPSG code {code} is not a coordinate reference system in the EPSG registry"
+            "`{shown}`: EPSG code {code} is not a coordinate reference system in the EPSG registry"
         ));
     }
     Ok(format!("EPSG:{code}"))

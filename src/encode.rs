@@ -30,18 +30,20 @@ pub struct EncodedPart {
     pub sequence: (i64, i64),
     /// Earliest and latest `event_time_utc`, microseconds.
     pub event_time_us: (i64, i64),
+    /// The contract version written into the footer (the batch's columns say which).
+    pub schema_version: String,
 }
 
 /// Writer settings. The schema version and commit id go into the footer's key-value
 /// metadata here (what `pq.read_metadata` shows) and, through the Arrow schema, into the
 /// embedded `ARROW:schema` (what `pq.read_schema` shows); arrow-rs does not copy one into
 /// the other, so both are set.
-fn props(commit_id: &str) -> WriterProperties {
+fn props(commit_id: &str, version: &str) -> WriterProperties {
     WriterProperties::builder()
         .set_key_value_metadata(Some(vec![
             KeyValue::new(
                 contract::META_SCHEMA_VERSION.to_string(),
-                contract::SCHEMA_VERSION.to_string(),
+                version.to_string(),
             ),
             KeyValue::new(contract::META_COMMIT_ID.to_string(), commit_id.to_string()),
         ]))
@@ -56,19 +58,21 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
-/// Encode `batch` (already validated) as the part of `commit_id`.
+/// Encode `batch` (already validated) as the part of `commit_id`, as the contract version
+/// its columns are (see [`contract::version_of_schema`]).
 pub fn encode(batch: &RecordBatch, commit_id: &str) -> Result<EncodedPart> {
     let rows = batch.num_rows();
     if rows == 0 {
         return Err(Error::Internal("refusing to encode an empty flush".into()));
     }
-    let schema = contract::schema_for_commit(commit_id);
+    let version = contract::version_of_schema(batch.schema().as_ref())?;
+    let schema = version.schema_for_commit(commit_id);
     let batch = RecordBatch::try_new(schema.clone(), batch.columns().to_vec())?;
     // Parquet with zstd comes to ~45 bytes per event; start near that to avoid regrowth.
     let mut writer = ArrowWriter::try_new(
         Vec::with_capacity(rows * 48 + 4096),
         schema,
-        Some(props(commit_id)),
+        Some(props(commit_id, &version.version)),
     )?;
     writer.write(&batch)?;
     let buf = writer.into_inner()?;
@@ -83,6 +87,7 @@ pub fn encode(batch: &RecordBatch, commit_id: &str) -> Result<EncodedPart> {
         rows: rows as u64,
         sequence: min_max(seq.values()),
         event_time_us: min_max(time.values()),
+        schema_version: version.version.clone(),
         bytes: Bytes::from(buf),
     })
 }

@@ -96,6 +96,14 @@ pub enum Error {
         /// Why it could not be read.
         message: String,
     },
+    /// An HTTP endpoint did not accept what was sent (after retries).
+    #[error("delivery to {url} failed: {message}")]
+    Delivery {
+        /// The endpoint.
+        url: String,
+        /// What was not delivered, and why.
+        message: String,
+    },
     /// A signature or key problem.
     #[error("signature: {0}")]
     Signature(String),
@@ -113,7 +121,7 @@ impl Error {
             }
             Error::Conflict { .. } | Error::Corrupt { .. } => ErrorKind::Conflict,
             Error::NotFound(_) => ErrorKind::NotFound,
-            Error::Io { .. } => ErrorKind::Io,
+            Error::Io { .. } | Error::Delivery { .. } => ErrorKind::Io,
             Error::ObjectStore { source, .. } => match source.as_ref() {
                 object_store::Error::NotFound { .. } => ErrorKind::NotFound,
                 object_store::Error::AlreadyExists { .. }

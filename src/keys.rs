@@ -43,9 +43,27 @@ pub const LEAVES_PREFIX: &str = "_lineage/leaves/";
 /// Hashes in a full tile (tiles are 8 levels of the tree high).
 pub const TILE_WIDTH: u64 = 256;
 
-/// Why a `run_id` is not a safe path segment, or `None` when it is.
+/// Why a `run_id` is not acceptable in new input, or `None` when it is: a safe path
+/// segment ([`run_id_segment_problem`]) of ASCII letters, digits and
+/// [`RUN_ID_PUNCTUATION`] only.
 pub fn run_id_problem(run_id: &str) -> Option<String> {
-    let why = if run_id.is_empty() {
+    if let Some(why) = run_id_segment_problem(run_id) {
+        return Some(format!("run_id {} {why}", crate::rules::quote(run_id)));
+    }
+    let c = run_id.chars().find(|&c| !is_run_id_char(c))?;
+    Some(format!(
+        "run_id {} contains {c:?} (U+{:04X}); a run_id holds only ASCII letters, digits and `{RUN_ID_PUNCTUATION}` \
+         (other characters, e.g. look-alikes of `/` and `.`, could disguise one run as another)",
+        crate::rules::quote(run_id),
+        u32::from(c)
+    ))
+}
+
+/// Why a `run_id` is not a safe path segment, or `None`. This is what every version of
+/// lineage-store has required, so it decides which existing keys are ours
+/// ([`classify`]): a store written before the ASCII-only rule keeps its non-ASCII runs.
+pub fn run_id_segment_problem(run_id: &str) -> Option<&'static str> {
+    Some(if run_id.is_empty() {
         "is empty"
     } else if run_id.len() > MAX_RUN_ID_BYTES {
         "is longer than 128 bytes"
@@ -65,15 +83,26 @@ pub fn run_id_problem(run_id: &str) -> Option<String> {
         "contains `%`, `#` or `?` (escaped differently by object stores and readers)"
     } else {
         return None;
-    };
-    Some(format!("run_id {run_id:?} {why}"))
+    })
 }
 
-/// Check a `run_id` (see [`run_id_problem`]) as a library error.
+/// The punctuation a `run_id` may hold besides ASCII letters and digits: enough for the
+/// ids schedulers make (UUIDs, `scheduled__2026-07-13T06:00:00+00:00`, `nightly.42`).
+pub const RUN_ID_PUNCTUATION: &str = "-_.:+@~";
+
+fn is_run_id_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || RUN_ID_PUNCTUATION.contains(c)
+}
+
+/// Check a `run_id` to look up (`log --run-id`): a safe path segment, so that runs an
+/// older version stored can still be listed.
 pub fn check_run_id(run_id: &str) -> Result<()> {
-    match run_id_problem(run_id) {
+    match run_id_segment_problem(run_id) {
         None => Ok(()),
-        Some(m) => Err(Error::Usage(m)),
+        Some(why) => Err(Error::Usage(format!(
+            "run_id {} {why}",
+            crate::rules::quote(run_id)
+        ))),
     }
 }
 
@@ -229,7 +258,7 @@ fn parse_history(key: &str) -> Option<HistoryKey> {
         let ok = day.len() == 10
             && name.as_bytes().get(15) == Some(&b'.')
             && is_commit_id(commit_id)
-            && run_id_problem(run_id).is_none()
+            && run_id_segment_problem(run_id).is_none()
             && index_key(committed, commit_id, run_id) == key;
         return ok.then(|| HistoryKey::Index {
             committed,
@@ -263,7 +292,7 @@ fn parse_history(key: &str) -> Option<HistoryKey> {
         let leaf_index: u64 = name.get(37..57)?.parse().ok()?;
         let run_id = name.get(57..)?.strip_prefix(".run_id=")?;
         let ok = is_commit_id(commit_id)
-            && run_id_problem(run_id).is_none()
+            && run_id_segment_problem(run_id).is_none()
             && leaf_key(commit_id, leaf_index, run_id) == key;
         return ok.then(|| HistoryKey::Leaf {
             commit_id: commit_id.to_string(),
@@ -316,7 +345,7 @@ pub fn classify(key: &str) -> KeyKind {
             if let (Some(run_id), Some(commit_id)) =
                 (dir.strip_prefix("run_id="), file.strip_suffix(".json"))
             {
-                if !file.contains('/') && is_commit_id(commit_id) {
+                if !file.contains('/') && is_commit_id(commit_id) && is_run_id(run_id) {
                     return KeyKind::Pointer {
                         run_id: run_id.to_string(),
                         commit_id: commit_id.to_string(),
@@ -355,7 +384,7 @@ pub fn classify(key: &str) -> KeyKind {
             f.strip_prefix("part-")
                 .and_then(|f| f.strip_suffix(".parquet")),
         ) {
-            if is_commit_id(commit_id) {
+            if is_commit_id(commit_id) && is_run_id(run_id) {
                 return KeyKind::Part {
                     run_id: run_id.to_string(),
                     target_crs: target_crs.to_string(),
@@ -367,7 +396,67 @@ pub fn classify(key: &str) -> KeyKind {
     KeyKind::Foreign
 }
 
+/// A `run_id` lineage-store could have written (so a key whose `run_id` segment is not,
+/// e.g. one holding `%`, is foreign, never a part or pointer of ours).
+fn is_run_id(run_id: &str) -> bool {
+    run_id_segment_problem(run_id).is_none()
+}
+
 /// A commit id is a hyphenated lower-case UUID.
 pub fn is_commit_id(s: &str) -> bool {
     s.len() == 36 && uuid::Uuid::try_parse(s).is_ok() && !s.bytes().any(|b| b.is_ascii_uppercase())
+}
+
+/// The hidden temp name a POSIX publish of the object `name` writes first:
+/// `.{name}.{nonce}.tmp`. The nonce is a UUIDv7 (32 hex digits): unique per attempt, so
+/// concurrent creators of one key never share a temp, and carrying the time the temp was
+/// made, so `verify` can tell a temp in flight from a stale or planted one by its name
+/// (never by its modification time, which anyone can set).
+pub fn temp_name(name: &str) -> String {
+    format!(".{name}.{}.tmp", uuid::Uuid::now_v7().simple())
+}
+
+/// What a temp's file name says about it (see [`temp_name`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TempName {
+    /// The object name the temp would be published as.
+    pub target: String,
+    /// When the temp was made, from its UUIDv7 nonce; `None` when the nonce is not one
+    /// (a temp of an older lineage-store, or not lineage-store's).
+    pub created: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// Parse the last segment of a temp key, `.{name}.{nonce}.tmp`; `None` when it is not of
+/// that shape.
+pub fn parse_temp_name(file_name: &str) -> Option<TempName> {
+    let inner = file_name.strip_prefix('.')?.strip_suffix(".tmp")?;
+    let (target, nonce) = inner.rsplit_once('.')?;
+    if target.is_empty() || nonce.is_empty() {
+        return None;
+    }
+    let created = (nonce.len() == 32)
+        .then(|| uuid::Uuid::try_parse(nonce).ok())
+        .flatten()
+        .and_then(|u| uuid_v7_time(&u));
+    Some(TempName {
+        target: target.to_string(),
+        created,
+    })
+}
+
+/// The creation time a UUIDv7 carries (its first 48 bits, milliseconds since the epoch);
+/// `None` for any other version (commit-key ids are UUIDv8: no time).
+pub fn uuid_v7_time(u: &uuid::Uuid) -> Option<chrono::DateTime<chrono::Utc>> {
+    if u.get_version_num() != 7 {
+        return None;
+    }
+    let ms = i64::try_from(u.as_u128() >> 80).ok()?;
+    chrono::DateTime::from_timestamp_millis(ms)
+}
+
+/// Whether `key` is a commit-key claim: `_lineage/commit-keys/<64 lower-case hex>.json`.
+pub fn is_claim_key(key: &str) -> bool {
+    key.strip_prefix(COMMIT_KEYS_PREFIX)
+        .and_then(|r| r.strip_suffix(".json"))
+        .is_some_and(|h| h.len() == 64 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
 }

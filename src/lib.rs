@@ -9,7 +9,9 @@
 //!   its input line ([`events`] holds the row builder and [`events::Origin`]).
 //! - [`contract`]: the frozen 15-column schema (version 1.2.0) and the schema check.
 //! - [`validate`]: row rules (required fields, safe `run_id`, CRS canonicalisation via
-//!   [`crs`]); runs over the whole input before anything is published.
+//!   [`crs`]); runs over the whole input before anything is published. [`rules`]: value
+//!   rules shared by every format (time range, leap seconds, NUL) and quoting in messages;
+//!   [`conform`]: binary input's columns matched to the contract by name.
 //! - [`writer`]: groups rows into flushes per (run_id, target_crs), encodes each once
 //!   ([`encode`]: Parquet + sha256 in memory, in parallel), publishes the part and then its
 //!   [`pointer`], create-only, reading back after ambiguous answers.
@@ -22,6 +24,8 @@
 //!   Ed25519 signatures, inclusion proofs, `repair` of orphans and `sweep` of stale temps.
 //! - [`history`]: the index, head markers, hash tiles and leaf locators that keep `log`,
 //!   `seal`, `prove` and `verify --since-seal` O(new + log n) at any age.
+//! - [`export`]: lineage out to other tools: OpenLineage run events (NDJSON, optionally
+//!   posted to an endpoint) and ISO 19115-3 / ISO 19139 `LI_Lineage` metadata.
 //! - [`cli`]: one file per command; `src/bin/lineage.rs` only calls [`cli::main`].
 //! - [`error`]: one error enum and its mapping to kinds and exit codes.
 //! - [`clock`]: injected time and id generation; [`demo`]: sample events.
@@ -30,17 +34,20 @@ pub mod audit;
 pub mod cli;
 pub mod clock;
 pub mod commit_key;
+pub mod conform;
 pub mod contract;
 pub mod crs;
 pub mod demo;
 pub mod encode;
 pub mod error;
 pub mod events;
+pub mod export;
 pub mod history;
 pub mod input;
 pub mod keys;
 pub mod pointer;
 pub mod publish;
+pub mod rules;
 pub mod store;
 pub mod validate;
 pub mod writer;

@@ -8,7 +8,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int32Type};
 use arrow_array::{Array, ArrayRef, RecordBatch, StringArray};
 
-use crate::contract::{self, col, Kind, COLUMNS};
+use crate::contract::{self, col, Kind};
 use crate::crs;
 use crate::error::{Error, Result};
 use crate::events::{Origin, SourcedBatch};
@@ -35,9 +35,9 @@ impl Validator {
     pub fn validate(&mut self, sb: &SourcedBatch) -> Result<RecordBatch> {
         let batch = &sb.batch;
         let origin = &sb.origin;
-        contract::check_schema(batch.schema().as_ref())?;
+        let version = contract::version_of_schema(batch.schema().as_ref())?;
         // Required fields: no null, and no empty string.
-        for (ci, c) in COLUMNS.iter().enumerate() {
+        for (ci, c) in version.columns.iter().enumerate() {
             let arr = batch.column(ci);
             if c.required && arr.null_count() > 0 {
                 if let Some(i) = (0..arr.len()).find(|&i| arr.is_null(i)) {
@@ -61,6 +61,7 @@ impl Validator {
                 }
             }
         }
+        crate::rules::check_batch(batch, origin)?;
         let run_ids = batch.column(col::RUN_ID).as_string::<i32>();
         for i in 0..run_ids.len() {
             let r = run_ids.value(i);
@@ -91,8 +92,9 @@ impl Validator {
                 origin,
                 i,
                 "accuracy_m",
+                // `{:?}` is the shortest exact spelling, in exponent form when long.
                 format!(
-                    "{} is not a finite, non-negative number of metres",
+                    "{:?} is not a finite, non-negative number of metres",
                     acc.value(i)
                 ),
             ));
@@ -117,7 +119,7 @@ impl Validator {
                 cols[ci] = canon;
             }
         }
-        Ok(RecordBatch::try_new(contract::schema(), cols)?)
+        Ok(RecordBatch::try_new(version.schema(), cols)?)
     }
 
     /// The canonical column, or `None` when every value already is canonical.

@@ -63,7 +63,11 @@ pub fn plan_flushes(batches: &[RecordBatch], batch_rows: usize) -> Result<Vec<Fl
     if batch_rows == 0 {
         return Err(Error::Usage("--batch-rows must be at least 1".into()));
     }
-    let all = arrow_select::concat::concat_batches(&contract::schema(), batches)?;
+    // One input, one contract version: the batches share their schema.
+    let schema = batches
+        .first()
+        .map_or_else(contract::schema, |b| b.schema());
+    let all = arrow_select::concat::concat_batches(&schema, batches)?;
     let run = all.column(col::RUN_ID).as_string::<i32>();
     let crs = all.column(col::TARGET_CRS).as_string::<i32>();
     let mut group_of: HashMap<(&str, &str), usize> = HashMap::new();
@@ -370,7 +374,7 @@ impl Writer {
             part_path: part_key,
             row_count: enc.rows,
             size_bytes: enc.bytes.len() as u64,
-            schema_version: contract::SCHEMA_VERSION.to_string(),
+            schema_version: enc.schema_version.clone(),
             sha256: enc.sha256.clone(),
             committed_utc: rfc3339(self.clock.now()),
             first_sequence: enc.sequence.0,

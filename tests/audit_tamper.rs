@@ -183,15 +183,15 @@ async fn a_foreign_parquet_file_in_a_partition_is_named() {
     let dir = keys::partition_dir(&ptrs[0].run_id, &ptrs[0].target_crs);
     let plain = format!("{dir}/data.parquet");
     mem.tamper_put(&plain, Bytes::from(foreign_parquet()));
-    // Under a part's name: an orphan that `repair` must not adopt.
+    // Under a part's name: not a part of this store, whatever its age.
     let disguised = format!("{dir}/part-0190a000-0000-7000-8000-00000000beef.parquet");
     mem.tamper_put(&disguised, Bytes::from(foreign_parquet()));
     let r = verify_later(mem.as_ref()).await;
-    assert_kinds(&r, &[K::ForeignObject, K::OrphanPart]);
+    assert_kinds(&r, &[K::ForeignObject, K::MalformedPart]);
     assert_eq!(of_kind(&r, K::ForeignObject)[0].0, plain);
-    let o = &of_kind(&r, K::OrphanPart)[0];
+    let o = &of_kind(&r, K::MalformedPart)[0];
     assert_eq!(o.0, disguised);
-    assert!(o.1.contains("not adoptable"), "{}", o.1);
+    assert!(o.1.contains("not a part of this store"), "{}", o.1);
 }
 
 #[tokio::test]
@@ -305,7 +305,9 @@ fn sha2_hex(b: &[u8]) -> String {
 async fn stale_temps_are_reported_and_fresh_ones_are_in_flight() {
     let (mem, ptrs) = sealed_store().await;
     let dir = keys::partition_dir(&ptrs[0].run_id, &ptrs[0].target_crs);
-    let temp = format!("{dir}/.part-x.parquet.abc.tmp");
+    // Named as the POSIX publisher names the temp of a part it is publishing now.
+    let part = "part-019b76da-a800-7000-8000-00000000abcd.parquet";
+    let temp = format!("{dir}/{}", keys::temp_name(part));
     mem.tamper_put(&temp, Bytes::from_static(b"half"));
     let r = verify_later(mem.as_ref()).await;
     assert_kinds(&r, &[K::StaleTemp]);
@@ -315,4 +317,6 @@ async fn stale_temps_are_reported_and_fresh_ones_are_in_flight() {
         .unwrap();
     assert!(now.is_clean(), "{:#?}", now.problems);
     assert_eq!(now.in_flight, 1);
+    assert_eq!(now.in_flight_objects[0].key, temp);
+    assert_eq!(now.summary, "clean except 1 object in flight");
 }

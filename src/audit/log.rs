@@ -2,6 +2,7 @@
 
 use futures::{StreamExt, TryStreamExt};
 
+use crate::encode::sha256_hex;
 use crate::error::Result;
 use crate::keys::{self, KeyKind};
 use crate::pointer::Pointer;
@@ -10,12 +11,35 @@ use crate::publish::AtomicPublisher;
 /// Parallel reads of small objects.
 pub const READ_CONCURRENCY: usize = 16;
 
-/// Every pointer (of one run, if given), in commit-time order ([`sort_in_commit_order`]).
+/// A pointer as read, with its key and the sha256 of its exact bytes (what a seal records).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredPointer {
+    /// The pointer's key.
+    pub key: String,
+    /// Lower-case hex sha256 of the stored bytes.
+    pub sha256: String,
+    /// The parsed pointer.
+    pub pointer: Pointer,
+}
+
+/// Every pointer (of one run, if given), in commit-time order ([`commit_order`]).
 /// An unparseable pointer is an error here; `verify` reports it instead.
 pub async fn read_pointers(
     store: &dyn AtomicPublisher,
     run_id: Option<&str>,
 ) -> Result<Vec<Pointer>> {
+    Ok(read_stored_pointers(store, run_id)
+        .await?
+        .into_iter()
+        .map(|p| p.pointer)
+        .collect())
+}
+
+/// [`read_pointers`], keeping each pointer's key and digest.
+pub async fn read_stored_pointers(
+    store: &dyn AtomicPublisher,
+    run_id: Option<&str>,
+) -> Result<Vec<StoredPointer>> {
     let prefix = match run_id {
         Some(r) => {
             keys::check_run_id(r)?;
@@ -24,7 +48,7 @@ pub async fn read_pointers(
         None => keys::COMMITS_PREFIX.to_string(),
     };
     let listed = store.list(&prefix).await?;
-    let mut pointers: Vec<Pointer> = futures::stream::iter(
+    let mut pointers: Vec<StoredPointer> = futures::stream::iter(
         listed
             .into_iter()
             .filter(|o| matches!(keys::classify(&o.key), KeyKind::Pointer { .. })),
@@ -34,19 +58,28 @@ pub async fn read_pointers(
             .get(&o.key)
             .await?
             .ok_or_else(|| crate::error::Error::NotFound(o.key.clone()))?;
-        Pointer::from_bytes(&o.key, &bytes)
+        let pointer = Pointer::from_bytes(&o.key, &bytes)?;
+        Ok::<_, crate::error::Error>(StoredPointer {
+            sha256: sha256_hex(&bytes),
+            key: o.key,
+            pointer,
+        })
     })
     .buffer_unordered(READ_CONCURRENCY)
     .try_collect()
     .await?;
-    sort_in_commit_order(&mut pointers);
+    pointers.sort_by(|a, b| commit_order(&a.pointer, &b.pointer));
     Ok(pointers)
 }
 
 /// Commit-time order: `committed_utc` (RFC 3339 in UTC with microseconds, so text order is
 /// time order), then commit id. Keyed (UUIDv8) commits sort by when they were made, not by
 /// their hashed ids.
+pub fn commit_order(a: &Pointer, b: &Pointer) -> std::cmp::Ordering {
+    (&a.committed_utc, &a.commit_id).cmp(&(&b.committed_utc, &b.commit_id))
+}
+
+/// Sort pointers in [`commit_order`].
 pub fn sort_in_commit_order(pointers: &mut [Pointer]) {
-    pointers
-        .sort_by(|a, b| (&a.committed_utc, &a.commit_id).cmp(&(&b.committed_utc, &b.commit_id)));
+    pointers.sort_by(commit_order);
 }

@@ -4,6 +4,7 @@
 //! See docs/audit-guide.md for what each of these proves.
 
 pub mod chain;
+pub mod flight;
 pub mod log;
 pub mod merkle;
 pub mod part;

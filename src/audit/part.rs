@@ -72,7 +72,7 @@ pub async fn stream_sha256_chunked(
 }
 
 /// Where the byte ranges of a part come from.
-enum Source<'a> {
+pub(crate) enum Source<'a> {
     /// Ranged reads of the store.
     Store(&'a dyn AtomicPublisher),
     /// The whole part, already fetched.
@@ -80,7 +80,7 @@ enum Source<'a> {
 }
 
 impl Source<'_> {
-    async fn range(&self, key: &str, r: Range<u64>) -> Result<Bytes> {
+    pub(crate) async fn range(&self, key: &str, r: Range<u64>) -> Result<Bytes> {
         match self {
             Source::Store(store) => store.get_range(key, r).await,
             Source::Memory(b) => {
@@ -148,8 +148,8 @@ pub struct PartFacts {
 }
 
 impl PartFacts {
-    /// Why this part does not belong at `run_id`/`target_crs` as commit `commit_id` of the
-    /// current contract, or `None` when it does.
+    /// Why this part does not belong at `run_id`/`target_crs` as commit `commit_id` of a
+    /// registered contract version, or `None` when it does.
     pub fn mismatch(&self, run_id: &str, target_crs: &str, commit_id: &str) -> Option<String> {
         let mut why = Vec::new();
         match &self.commit_id {
@@ -161,11 +161,18 @@ impl PartFacts {
         }
         match &self.schema_version {
             None => why.push("footer carries no lineage_schema_version".to_string()),
-            Some(v) if v != contract::SCHEMA_VERSION => why.push(format!(
-                "footer schema version {v}, expected {}",
-                contract::SCHEMA_VERSION
-            )),
-            Some(_) => {}
+            Some(v) => {
+                if contract::version(v).is_err() {
+                    let registered: Vec<String> = contract::versions()
+                        .iter()
+                        .map(|c| c.version.clone())
+                        .collect();
+                    why.push(format!(
+                        "footer schema version {v} is not registered (registered: {})",
+                        registered.join(", ")
+                    ));
+                }
+            }
         }
         if let Some(s) = &self.schema_problem {
             why.push(s.clone());
@@ -204,17 +211,29 @@ pub async fn read_facts(
     facts_from(&Source::Store(store), key, size, with_ranges).await
 }
 
-async fn facts_from(
-    src: &Source<'_>,
-    key: &str,
-    size: u64,
-    with_ranges: bool,
-) -> Result<PartFacts> {
-    let bad = |m: String| Error::Corrupt {
+/// A part's footer: where it starts, its bytes and its decoded metadata.
+pub(crate) struct Footer {
+    /// Offset of the footer's first byte.
+    pub start: u64,
+    /// The footer's bytes (without the 8-byte length and magic).
+    pub bytes: Bytes,
+    /// The decoded metadata.
+    pub meta: parquet::file::metadata::ParquetMetaData,
+}
+
+/// A corrupt-part error for `key`.
+pub(crate) fn corrupt(key: &str, message: String) -> Error {
+    Error::Corrupt {
         what: "part",
         key: key.to_string(),
-        message: m,
-    };
+        message,
+    }
+}
+
+/// Fetch and decode the footer of a part of `size` bytes (two ranged reads), refusing a
+/// file without the Parquet magic or with a footer over [`MAX_FETCH_BYTES`].
+pub(crate) async fn fetch_footer(src: &Source<'_>, key: &str, size: u64) -> Result<Footer> {
+    let bad = |m: String| corrupt(key, m);
     if size < 12 {
         return Err(bad(format!("{size} bytes is too short for Parquet")));
     }
@@ -233,10 +252,25 @@ async fn facts_from(
             "footer of {footer_len} bytes is over the {MAX_FETCH_BYTES}-byte limit"
         )));
     }
-    let footer_start = size - 8 - footer_len;
-    let footer = src.range(key, footer_start..size - 8).await?;
-    let meta = ParquetMetaDataReader::decode_metadata(&footer)
+    let start = size - 8 - footer_len;
+    let bytes = src.range(key, start..size - 8).await?;
+    let meta = ParquetMetaDataReader::decode_metadata(&bytes)
         .map_err(|e| bad(format!("unreadable footer: {e}")))?;
+    Ok(Footer { start, bytes, meta })
+}
+
+async fn facts_from(
+    src: &Source<'_>,
+    key: &str,
+    size: u64,
+    with_ranges: bool,
+) -> Result<PartFacts> {
+    let bad = |m: String| corrupt(key, m);
+    let Footer {
+        start: footer_start,
+        bytes: footer,
+        meta,
+    } = fetch_footer(src, key, size).await?;
     let kv = |name: &str| {
         meta.file_metadata()
             .key_value_metadata()
@@ -263,7 +297,16 @@ async fn facts_from(
     let from_schema = |name: &str| arrow_meta.schema().metadata().get(name).cloned();
     facts.commit_id = from_schema(contract::META_COMMIT_ID).or(facts.commit_id);
     facts.schema_version = from_schema(contract::META_SCHEMA_VERSION).or(facts.schema_version);
-    if let Err(e) = contract::check_schema(arrow_meta.schema()) {
+    // The schema must be the one of the version the footer declares (1.2.0 when it
+    // declares none or an unknown one: that is reported above).
+    let declared = facts
+        .schema_version
+        .as_deref()
+        .and_then(|v| contract::version(v).ok())
+        .unwrap_or_else(|| {
+            contract::version(contract::SCHEMA_VERSION).unwrap_or_else(|_| contract::newest())
+        });
+    if let Err(e) = contract::check_schema_against(&declared.schema(), arrow_meta.schema()) {
         facts.schema_problem = Some(e.to_string());
         return Ok(facts); // columns are not where the contract puts them
     }
@@ -287,7 +330,7 @@ async fn facts_from(
             pieces.push((start, src.range(key, start..start + len).await?));
         }
     }
-    let sparse = Sparse { size, pieces };
+    let sparse = Sparse::new(size, pieces);
     let mask = ProjectionMask::roots(arrow_meta.parquet_schema(), cols.iter().copied());
     let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(sparse, arrow_meta)
         .with_projection(mask)
@@ -347,12 +390,17 @@ fn widen(acc: &mut Option<(i64, i64)>, values: impl Iterator<Item = i64>) {
 
 /// Some byte ranges of a file, enough for the reader to decode the projected columns.
 /// A read outside them is an error (it would mean the footer lied about its offsets).
-struct Sparse {
+pub(crate) struct Sparse {
     size: u64,
     pieces: Vec<(u64, Bytes)>,
 }
 
 impl Sparse {
+    /// A file of `size` bytes of which only `pieces` (offset, bytes) are known.
+    pub(crate) fn new(size: u64, pieces: Vec<(u64, Bytes)>) -> Self {
+        Sparse { size, pieces }
+    }
+
     fn find(&self, start: u64, len: u64) -> parquet::errors::Result<Bytes> {
         let Some(stop) = start.checked_add(len) else {
             return Err(parquet::errors::ParquetError::General(format!(

@@ -4,12 +4,15 @@
 //! Only a part whose footer carries its file name's commit id and the current schema
 //! version, whose Arrow schema is the contract, and whose `run_id`/`target_crs` values all
 //! match its path is adopted; anything else is refused with the reason. The pointer is
-//! published create-only and says `"adopted": true`. Parts younger than the grace period
-//! are left alone: their writer may be about to publish the pointer itself.
+//! published create-only and says `"adopted": true`. Parts whose content says they were
+//! made within the grace period (the UUIDv7 time of the commit id, or the claim time of a
+//! commit key; never the modification time, see [`super::flight`]) are left alone: their
+//! writer may be about to publish the pointer itself.
 
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
+use super::flight::{commit_time, Claims, Window};
 use super::part::hash_and_facts;
 use crate::contract;
 use crate::error::Result;
@@ -44,6 +47,8 @@ pub async fn repair(
         .map(|o| o.key.as_str())
         .collect();
     let mut out = RepairOutcome::default();
+    let window = Window { now, grace };
+    let mut claims: Option<Claims> = None;
     for o in &listing {
         let KeyKind::Part {
             run_id,
@@ -57,9 +62,15 @@ pub async fn repair(
         if pointers.contains(pkey.as_str()) {
             continue;
         }
-        if o.modified.is_some_and(|t| t > now - grace) {
-            out.in_flight += 1;
-            continue;
+        let claims = match &claims {
+            Some(c) => c,
+            None => claims.insert(Claims::load(store, &listing).await),
+        };
+        if let Ok((t, _)) = commit_time(&commit_id, claims) {
+            if window.admits(t).is_ok() {
+                out.in_flight += 1;
+                continue;
+            }
         }
         let (sha256, facts) = hash_and_facts(store, &o.key, o.size, true, &|_| {}).await;
         let facts = match facts {
@@ -87,7 +98,10 @@ pub async fn repair(
             part_path: o.key.clone(),
             row_count: facts.rows,
             size_bytes: o.size,
-            schema_version: contract::SCHEMA_VERSION.to_string(),
+            schema_version: facts
+                .schema_version
+                .clone()
+                .unwrap_or_else(|| contract::SCHEMA_VERSION.to_string()),
             sha256: sha256.clone(),
             // The part's own time is the best record of when the commit happened.
             committed_utc: rfc3339(o.modified.unwrap_or(now)),

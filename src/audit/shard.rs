@@ -359,6 +359,7 @@ pub fn merge(reports: Vec<Report>) -> Result<Report> {
             merged.signed_seals = r.signed_seals;
             merged.head_seq = r.head_seq;
             merged.head = r.head.clone();
+            merged.head_sealed_utc = r.head_sealed_utc.clone();
             merged.sealed_commits = r.sealed_commits;
             merged.sample_seed = r.sample_seed;
         }
@@ -370,6 +371,7 @@ pub fn merge(reports: Vec<Report>) -> Result<Report> {
         merged.bytes_hashed += r.bytes_hashed;
         merged.unsealed_commits += r.unsealed_commits;
         merged.in_flight += r.in_flight;
+        merged.in_flight_objects.extend(r.in_flight_objects);
         problems.extend(r.problems);
     }
     problems.sort_by(|a, b| (a.kind, &a.key, &a.detail).cmp(&(b.kind, &b.key, &b.detail)));
@@ -379,5 +381,7 @@ pub fn merge(reports: Vec<Report>) -> Result<Report> {
         shards: count,
         plan: fp,
     });
+    merged.in_flight_objects.sort_by(|a, b| a.key.cmp(&b.key));
+    merged.summary = merged.summary();
     Ok(merged)
 }

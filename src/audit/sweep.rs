@@ -1,11 +1,19 @@
 //! `sweep`: remove stale temps, the startup sweep the design note asks for.
 //!
 //! Only objects the layout classifies as temps are touched ([`AtomicPublisher::delete_temp`]
-//! refuses anything else), and only those last modified more than `older_than` ago: a temp
-//! still being written is modified continuously and published within moments of its last
-//! write, so an old one cannot be in flight. A temp whose time the backend does not report
-//! is kept. lineage-store publishes every object with one create-only PUT and never starts
-//! a multipart upload, so on object stores there are no incomplete uploads of its own to
+//! refuses anything else). By default only temps older than `older_than` (at least a
+//! minute) go: a temp is kept while *any* time it carries is recent, the creation time in
+//! its name ([`crate::keys::temp_name`]) or its modification time (a temp still being
+//! written is modified continuously and published within moments of its last write), and
+//! kept when it carries no time at all. Sweeping is about not breaking a running writer
+//! (whose publish would then fail); judging temps for an audit is `verify`'s job, which
+//! trusts only the name.
+//!
+//! After a crash, an operator who has stopped every writer can remove every temp at once
+//! with [`sweep_all`] (`lineage sweep --i-know-no-writer-is-running`).
+//!
+//! lineage-store publishes every object with one create-only PUT and never starts a
+//! multipart upload, so on object stores there are no incomplete uploads of its own to
 //! abort; the trait therefore has no such operation.
 
 use chrono::{DateTime, Duration, Utc};
@@ -61,25 +69,47 @@ pub async fn sweep(
 ) -> Result<SweepOutcome> {
     if older_than < Duration::seconds(MIN_OLDER_THAN_SECONDS) {
         return Err(Error::Usage(format!(
-            "--older-than must be at least {MIN_OLDER_THAN_SECONDS}s: a younger temp may belong to a publish in progress"
+            "--older-than must be at least {MIN_OLDER_THAN_SECONDS}s: a younger temp may belong to a publish in progress; \
+             after stopping every writer, `lineage sweep --i-know-no-writer-is-running` removes every temp at once"
         )));
     }
+    let cutoff = now - older_than;
+    sweep_where(store, dry_run, |o| {
+        let named = keys::parse_temp_name(o.key.rsplit('/').next().unwrap_or(&o.key))
+            .and_then(|n| n.created);
+        let times = [named, o.modified];
+        times.iter().any(Option::is_some) && times.iter().flatten().all(|t| *t <= cutoff)
+    })
+    .await
+}
+
+/// Remove every temp, whatever its age: for an operator who knows that no writer is
+/// running (say, after stopping the job that crashed). A temp of a running publish would
+/// be removed too, and that publish would fail (cleanly: nothing partial is published).
+pub async fn sweep_all(store: &dyn AtomicPublisher, dry_run: bool) -> Result<SweepOutcome> {
+    sweep_where(store, dry_run, |_| true).await
+}
+
+async fn sweep_where(
+    store: &dyn AtomicPublisher,
+    dry_run: bool,
+    stale: impl Fn(&crate::publish::ObjectInfo) -> bool,
+) -> Result<SweepOutcome> {
     let mut out = SweepOutcome::default();
     for o in store.list("").await? {
         if keys::classify(&o.key) != KeyKind::Temp {
             continue;
         }
-        match o.modified {
-            Some(t) if t <= now - older_than => {
-                if !dry_run {
-                    store.delete_temp(&o.key).await?;
-                    tracing::info!(key = %o.key, "removed stale temp");
-                }
-                out.bytes += o.size;
-                out.removed.push(o.key);
-            }
-            _ => out.kept += 1,
+        if !stale(&o) {
+            out.kept += 1;
+            continue;
         }
+        if !dry_run {
+            store.delete_temp(&o.key).await?;
+            tracing::info!(key = %o.key, "removed stale temp");
+        }
+        out.bytes += o.size;
+        out.removed.push(o.key);
     }
     Ok(out)
 }

@@ -3,10 +3,11 @@
 //! accounted for (orphans, foreign objects, stale temps, corrupt pointers).
 //!
 //! Safe while appends run: the writer publishes a part, then its pointer, and a POSIX
-//! publish goes through a temp. So a part without a pointer, or a temp, younger than
-//! [`VerifyOptions::grace`] is counted as in flight rather than reported, and an orphan
-//! candidate's pointer is looked up again after the scan (it may have landed since the
-//! listing). A pointer whose part was not in the listing is looked up again likewise.
+//! publish goes through a temp. A well-formed part without a pointer, or a temp, whose
+//! *content* says it was made within [`VerifyOptions::grace`] is named as in flight
+//! rather than reported (see [`super::flight`]: never judged by modification time), and an
+//! orphan candidate's pointer is looked up again after the scan (it may have landed since
+//! the listing). A pointer whose part was not in the listing is looked up again likewise.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -18,6 +19,7 @@ use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 
 use super::chain;
+use super::flight::{self, InFlight, Window};
 use super::log::READ_CONCURRENCY;
 use super::part::{hash_and_facts, read_facts};
 use crate::encode::sha256_hex;
@@ -61,8 +63,13 @@ pub enum ProblemKind {
     BadSignature,
     /// No seal has the expected head digest.
     HeadNotFound,
-    /// A part no pointer names (a crash between part and pointer, or a dropped file).
+    /// A well-formed part no pointer names, too old for its pointer still to come (a
+    /// crash between part and pointer, or a deleted pointer): `repair` can adopt it.
     OrphanPart,
+    /// A file under a part's name that is not a well-formed part of this store (unreadable,
+    /// footer commit id or schema version wrong, partition values not its path's, or not
+    /// what its commit-key claim recorded): reported at once, whatever its age.
+    MalformedPart,
     /// An object lineage-store did not write.
     ForeignObject,
     /// A temp left by an interrupted publish.
@@ -108,7 +115,8 @@ pub struct Progress {
 pub struct VerifyOptions {
     /// "Now", for the grace period.
     pub now: DateTime<Utc>,
-    /// Temps and orphan parts younger than this are in flight, not problems.
+    /// Temps and well-formed pointerless parts whose content says they were made within
+    /// this period are in flight, not problems.
     pub grace: Duration,
     /// Hash only this many randomly chosen parts (existence, size and footer of all
     /// parts are still checked).
@@ -180,12 +188,19 @@ pub struct Report {
     /// sha256 of the newest seal: compare with the head digest kept elsewhere.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub head: Option<String>,
+    /// When the newest seal says it was made (RFC 3339; the sealer's clock): monitor its
+    /// age to see that sealing keeps up.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub head_sealed_utc: Option<String>,
     /// Commits covered by seals.
     pub sealed_commits: u64,
     /// Pointers not covered by any seal yet.
     pub unsealed_commits: u64,
-    /// Temps and orphan parts within the grace period, or committed during the scan.
+    /// How many objects are in flight (`in_flight_objects.len()`).
     pub in_flight: u64,
+    /// Every object in flight (temps and parts made within the grace period, by their
+    /// content, and parts committed during the scan), sorted by key.
+    pub in_flight_objects: Vec<InFlight>,
     /// Everything wrong, sorted by kind then key.
     pub problems: Vec<Problem>,
     /// What was checked by `--since-seal`: the seal it started from (older commits were
@@ -198,12 +213,38 @@ pub struct Report {
     /// The shard reports this one was merged from (`--merge`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merged: Option<super::shard::Merged>,
+    /// The verdict in words ([`Report::summary`]), e.g. "clean except 2 objects in flight".
+    pub summary: String,
 }
 
 impl Report {
-    /// True when nothing is wrong.
+    /// True when nothing is wrong (objects in flight are not problems; see
+    /// [`Report::summary`]).
     pub fn is_clean(&self) -> bool {
         self.problems.is_empty()
+    }
+
+    /// The verdict in a few words: "clean: no problems", "clean except N objects in
+    /// flight", or "N problems" (with the in-flight count when there are any).
+    pub fn summary(&self) -> String {
+        let flying = match self.in_flight {
+            0 => String::new(),
+            1 => "1 object in flight".to_string(),
+            n => format!("{n} objects in flight"),
+        };
+        match (self.problems.len(), flying.is_empty()) {
+            (0, true) => "clean: no problems".to_string(),
+            (0, false) => format!("clean except {flying}"),
+            (1, true) => "1 problem".to_string(),
+            (n, true) => format!("{n} problems"),
+            (1, false) => format!("1 problem; {flying}"),
+            (n, false) => format!("{n} problems; {flying}"),
+        }
+    }
+
+    fn fly(&mut self, f: InFlight) {
+        self.in_flight += 1;
+        self.in_flight_objects.push(f);
     }
 
     /// Record a problem.
@@ -258,6 +299,11 @@ pub async fn verify_with(store: &dyn AtomicPublisher, opts: &VerifyOptions) -> R
     if let Some((seq, d)) = chain.head() {
         report.head_seq = Some(seq);
         report.head = Some(d.to_string());
+        report.head_sealed_utc = chain
+            .seals
+            .last()
+            .and_then(|s| s.seal.as_ref().ok())
+            .map(|s| s.sealed_utc.clone());
     }
     if let Some(want) = &opts.expect_head {
         report.problems.extend(chain::check_head(&chain, want));
@@ -274,7 +320,10 @@ pub async fn verify_with(store: &dyn AtomicPublisher, opts: &VerifyOptions) -> R
             store.describe()
         )));
     }
-    let fresh = |o: &ObjectInfo| o.modified.is_some_and(|t| t > opts.now - opts.grace);
+    let window = Window {
+        now: opts.now,
+        grace: opts.grace,
+    };
     let by_key: HashMap<&str, &ObjectInfo> = listing.iter().map(|o| (o.key.as_str(), o)).collect();
     let mut parts: BTreeMap<&str, &ObjectInfo> = BTreeMap::new();
     let mut pointer_keys = Vec::new();
@@ -287,16 +336,18 @@ pub async fn verify_with(store: &dyn AtomicPublisher, opts: &VerifyOptions) -> R
             KeyKind::Pointer { run_id, commit_id } => {
                 pointer_keys.push((o.key.clone(), run_id, commit_id))
             }
-            KeyKind::Temp if fresh(o) => report.in_flight += 1,
-            KeyKind::Temp => report.push(
-                ProblemKind::StaleTemp,
-                &o.key,
-                format!(
-                    "temp of an interrupted publish ({} bytes, modified {}); `lineage sweep` removes it",
-                    o.size,
-                    o.modified.map_or("at an unknown time".into(), |t| t.to_rfc3339())
+            KeyKind::Temp => match flight::judge_temp(&o.key, &window) {
+                Ok(f) => report.fly(f),
+                Err(why) => report.push(
+                    ProblemKind::StaleTemp,
+                    &o.key,
+                    format!(
+                        "temp not in flight: {why} ({} bytes, modified {}); `lineage sweep` removes it",
+                        o.size,
+                        o.modified.map_or("at an unknown time".into(), |t| t.to_rfc3339())
+                    ),
                 ),
-            ),
+            },
             KeyKind::Foreign => report.push(
                 ProblemKind::ForeignObject,
                 &o.key,
@@ -398,10 +449,14 @@ pub async fn verify_with(store: &dyn AtomicPublisher, opts: &VerifyOptions) -> R
         } => !corrupt.contains(&keys::pointer_key(&run_id, &commit_id)),
         _ => true,
     });
-    check_orphans(store, opts, &mut report, parts).await;
+    let (flying, problems) = flight::judge_pointerless_parts(store, &window, parts, &listing).await;
+    flying.into_iter().for_each(|f| report.fly(f));
+    report.problems.extend(problems);
     report
         .problems
         .sort_by(|a, b| (a.kind, &a.key).cmp(&(b.kind, &b.key)));
+    report.in_flight_objects.sort_by(|a, b| a.key.cmp(&b.key));
+    report.summary = report.summary();
     Ok(report)
 }
 
@@ -558,6 +613,13 @@ async fn check_part(
 /// its pointer records (so an edited pointer field is caught even before a seal pins it).
 fn summary_mismatch(f: &super::part::PartFacts, p: &Pointer, key: &str) -> Vec<String> {
     let mut why = Vec::new();
+    if f.schema_version.as_deref() != Some(p.schema_version.as_str()) {
+        why.push(format!(
+            "footer schema version {}, pointer {key} records {}",
+            f.schema_version.as_deref().unwrap_or("(none)"),
+            p.schema_version
+        ));
+    }
     if f.rows != p.row_count {
         why.push(format!(
             "{} rows, pointer {key} records {}",
@@ -580,47 +642,6 @@ fn summary_mismatch(f: &super::part::PartFacts, p: &Pointer, key: &str) -> Vec<S
         ));
     }
     why
-}
-
-/// Report parts no pointer names, after the grace period and a second look.
-async fn check_orphans(
-    store: &dyn AtomicPublisher,
-    opts: &VerifyOptions,
-    report: &mut Report,
-    parts: BTreeMap<&str, &ObjectInfo>,
-) {
-    let fresh = |o: &ObjectInfo| o.modified.is_some_and(|t| t > opts.now - opts.grace);
-    for (key, o) in parts {
-        if fresh(o) {
-            report.in_flight += 1;
-            continue;
-        }
-        let KeyKind::Part {
-            run_id,
-            target_crs,
-            commit_id,
-        } = keys::classify(key)
-        else {
-            continue;
-        };
-        // The writer may have published the pointer since the listing.
-        if let Ok(Some(_)) = store.get(&keys::pointer_key(&run_id, &commit_id)).await {
-            report.in_flight += 1;
-            continue;
-        }
-        let verdict = match read_facts(store, key, o.size, false).await {
-            Ok(f) => match f.mismatch(&run_id, &target_crs, &commit_id) {
-                None => "its footer matches its path: `lineage repair` can adopt it".to_string(),
-                Some(w) => format!("not adoptable: {w}"),
-            },
-            Err(e) => format!("not adoptable: {e}"),
-        };
-        report.push(
-            ProblemKind::OrphanPart,
-            key,
-            format!("{} bytes, no pointer records it; {verdict}", o.size),
-        );
-    }
 }
 
 /// Parse a pointer and check it agrees with its own key.

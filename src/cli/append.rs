@@ -24,6 +24,10 @@ pub(crate) struct Args {
     /// Derive commit ids from this key, so a retried job re-publishes the same commits.
     #[arg(long)]
     commit_key: Option<String>,
+    /// Contract version to write (default: the newest; Arrow/Parquet input keeps the
+    /// version its schema is). Older input is widened with null columns.
+    #[arg(long, value_name = "VERSION")]
+    schema_version: Option<String>,
     /// One JSON pointer per line.
     #[arg(long)]
     json: bool,
@@ -33,6 +37,8 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     let (bytes, format) = input::read_input(a.input.as_deref(), a.format)?;
     // Validate everything before the first commit: refused input publishes nothing.
     let batches = input::parse_validated(bytes, format)?;
+    let typed = matches!(format, Format::Arrow | Format::Parquet);
+    let (_, batches) = crate::contract::for_append(batches, a.schema_version.as_deref(), typed)?;
     let store = a.store.open().await?;
     let writer = Writer::new(store)
         .with_batch_rows(a.batch_rows)
@@ -49,6 +55,18 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         .await?;
     if let Some(e) = print_err {
         return Err(e);
+    }
+    if pointers.is_empty() {
+        // Empty input is a no-op, not an error (README, "Input"), and says so.
+        let note = "the input holds no events: nothing was appended";
+        return out(&if a.json {
+            json_line(
+                &serde_json::json!({"empty_input": true, "commits": 0, "rows": 0, "note": note}),
+            )?
+        } else {
+            format!("0 commits, 0 rows: {note}")
+        })
+        .map(|()| 0);
     }
     if !a.json {
         let rows: u64 = pointers.iter().map(|p| p.row_count).sum();

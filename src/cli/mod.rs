@@ -13,6 +13,7 @@ use crate::error::{Error, ErrorKind, Result};
 
 mod append;
 mod demo;
+mod export;
 mod keygen;
 mod log;
 mod prove;
@@ -81,6 +82,8 @@ enum Command {
     Repair(repair::Args),
     /// Remove stale temps left by crashed publishes.
     Sweep(sweep::Args),
+    /// Export lineage: OpenLineage events, ISO 19115-3 / ISO 19139 records.
+    Export(export::Args),
 }
 
 /// What a command reports back: exit code 0 or 1 (problems found).
@@ -110,6 +113,7 @@ pub fn main() -> ExitCode {
             Command::VerifyProof(a) => verify_proof::run(a).await,
             Command::Repair(a) => repair::run(a).await,
             Command::Sweep(a) => sweep::run(a).await,
+            Command::Export(a) => export::run(a).await,
         }
     });
     match result {

@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use crate::cli::{out, Status};
-use crate::contract::{self, arrow_type, COLUMNS};
+use crate::contract::{self, arrow_type};
 use crate::error::Result;
 
 #[derive(Debug, clap::Args)]
@@ -11,11 +11,23 @@ pub(crate) struct Args {
     /// The contract as JSON.
     #[arg(long)]
     json: bool,
+    /// Print this registered version (default: the newest).
+    #[arg(long, value_name = "VERSION")]
+    schema_version: Option<String>,
 }
 
 pub(crate) fn run(a: Args) -> Result<Status> {
+    let v = match &a.schema_version {
+        Some(s) => contract::version(s)?,
+        None => contract::newest(),
+    };
+    let registered: Vec<String> = contract::versions()
+        .iter()
+        .map(|v| v.version.clone())
+        .collect();
     if a.json {
-        let fields: Vec<_> = COLUMNS
+        let fields: Vec<_> = v
+            .columns
             .iter()
             .map(|c| {
                 json!({
@@ -27,22 +39,24 @@ pub(crate) fn run(a: Args) -> Result<Status> {
                 })
             })
             .collect();
-        let v = json!({
-            "schema_version": contract::SCHEMA_VERSION,
+        let doc = json!({
+            "schema_version": v.version,
+            "registered_versions": registered,
             "partition_keys": contract::PARTITION_KEYS,
             "fields": fields,
         });
-        out(&v.to_string())?;
+        out(&doc.to_string())?;
     } else {
         out(&format!(
-            "lineage contract, schema version {}",
-            contract::SCHEMA_VERSION
+            "lineage contract, schema version {} (registered: {})",
+            v.version,
+            registered.join(", ")
         ))?;
         out(&format!(
             "partition keys: {}",
             contract::PARTITION_KEYS.join(", ")
         ))?;
-        for (i, c) in COLUMNS.iter().enumerate() {
+        for (i, c) in v.columns.iter().enumerate() {
             out(&format!(
                 "{:>2} {:<17} {:<28} {:<8} {}",
                 i + 1,

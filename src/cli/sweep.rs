@@ -1,6 +1,6 @@
 //! `lineage sweep`: remove stale temps left by crashed publishes.
 
-use crate::audit::sweep::{parse_duration, sweep, DEFAULT_OLDER_THAN};
+use crate::audit::sweep::{parse_duration, sweep, sweep_all, DEFAULT_OLDER_THAN};
 use crate::cli::{json_line, out, Status, StoreArg};
 use crate::error::Result;
 
@@ -8,9 +8,14 @@ use crate::error::Result;
 pub(crate) struct Args {
     #[command(flatten)]
     store: StoreArg,
-    /// Only temps last modified longer ago than this (at least 60s).
-    #[arg(long, value_name = "DURATION", default_value = DEFAULT_OLDER_THAN)]
-    older_than: String,
+    /// Only temps older than this, by the time in their name and their modification time
+    /// (at least 60s; default 1h).
+    #[arg(long, value_name = "DURATION")]
+    older_than: Option<String>,
+    /// Remove every temp now, whatever its age. Only after stopping every writer of the
+    /// store (e.g. the job that crashed): a running publish would lose its temp and fail.
+    #[arg(long, conflicts_with = "older_than")]
+    i_know_no_writer_is_running: bool,
     /// Only list what would be removed.
     #[arg(long)]
     dry_run: bool,
@@ -20,9 +25,13 @@ pub(crate) struct Args {
 }
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
-    let older = parse_duration(&a.older_than)?;
+    let older = parse_duration(a.older_than.as_deref().unwrap_or(DEFAULT_OLDER_THAN))?;
     let store = a.store.open().await?;
-    let r = sweep(store.as_ref(), chrono::Utc::now(), older, a.dry_run).await?;
+    let r = if a.i_know_no_writer_is_running {
+        sweep_all(store.as_ref(), a.dry_run).await?
+    } else {
+        sweep(store.as_ref(), chrono::Utc::now(), older, a.dry_run).await?
+    };
     if a.json {
         out(&json_line(&r)?)?;
     } else {

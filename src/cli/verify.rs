@@ -54,7 +54,9 @@ pub(crate) struct Args {
     /// the newest seals were cut off.
     #[arg(long, value_name = "DIGEST")]
     expect_head: Option<String>,
-    /// Temps and orphan parts younger than this are in flight, not problems.
+    /// Temps and well-formed parts without a pointer whose content (temp name, commit id,
+    /// commit-key claim) says they were made within this period are in flight, not
+    /// problems; each is named. Modification times are never trusted for this.
     #[arg(long, value_name = "DURATION", default_value_t = format!("{DEFAULT_GRACE_MINUTES}m"))]
     grace: String,
 }
@@ -179,25 +181,25 @@ fn print_report(r: &Report) -> Result<()> {
     }
     match (&r.head_seq, &r.head) {
         (Some(seq), Some(head)) => out(&format!(
-            "seals: {} ({} signed), {} commits sealed, {} not sealed yet; head: seal {seq} sha256 {head}",
-            r.seals, r.signed_seals, r.sealed_commits, r.unsealed_commits
+            "seals: {} ({} signed), {} commits sealed, {} not sealed yet; head: seal {seq} sha256 {head}{}",
+            r.seals,
+            r.signed_seals,
+            r.sealed_commits,
+            r.unsealed_commits,
+            r.head_sealed_utc
+                .as_deref()
+                .map(|t| format!(", sealed {t}"))
+                .unwrap_or_default()
         ))?,
         _ => out(&format!(
             "seals: none ({} commits not sealed): run `lineage seal` to protect against removal",
             r.unsealed_commits
         ))?,
     }
-    if r.in_flight > 0 {
-        out(&format!(
-            "{} temps or parts in flight (within the grace period), not judged",
-            r.in_flight
-        ))?;
+    for f in &r.in_flight_objects {
+        out(&format!("IN FLIGHT {}: {}", f.key, f.detail))?;
     }
-    out(&if r.is_clean() {
-        "clean: no problems".to_string()
-    } else {
-        format!("{} problems", r.problems.len())
-    })
+    out(&r.summary())
 }
 
 /// Redraw a one-line progress bar on stderr until aborted.

@@ -154,9 +154,7 @@ pub async fn check(
                 ref run_id,
             } => {
                 let pk = keys::pointer_key(run_id, commit_id);
-                let why = if o.size != 0 {
-                    Some(format!("holds {} bytes; a locator is empty", o.size))
-                } else if cx.chain.broken {
+                let misplaced = if cx.chain.broken {
                     None
                 } else {
                     match cx.chain.leaves.get(leaf_index as usize) {
@@ -171,11 +169,18 @@ pub async fn check(
                         Some(_) => None,
                     }
                 };
-                match why {
+                match misplaced {
                     Some(w) => out.push(problem(ProblemKind::BadLocator, &o.key, w)),
                     None => {
                         locators.insert(leaf_index);
                     }
+                }
+                if o.size != 0 {
+                    out.push(problem(
+                        ProblemKind::BadLocator,
+                        &o.key,
+                        format!("holds {} bytes; a locator is empty", o.size),
+                    ));
                 }
             }
             HistoryKey::Head(seq) => heads.push((seq, o)),

@@ -72,6 +72,7 @@ pub async fn verify_since(store: &dyn AtomicPublisher, opts: &VerifyOptions) -> 
         since_seal: Some(since),
         head_seq: Some(newest.key_seq),
         head: Some(newest.digest.clone()),
+        head_sealed_utc: newest.seal.as_ref().ok().map(|s| s.sealed_utc.clone()),
         ..Report::default()
     };
     // The seals from the one before SEQ to the newest, by number.
@@ -228,6 +229,7 @@ pub async fn verify_since(store: &dyn AtomicPublisher, opts: &VerifyOptions) -> 
     report
         .problems
         .sort_by(|a, b| (a.kind, &a.key).cmp(&(b.kind, &b.key)));
+    report.summary = report.summary();
     Ok(report)
 }
 

@@ -14,7 +14,7 @@ pub(super) fn parse(bytes: &[u8]) -> Result<Vec<SourcedBatch>> {
         .from_reader(bytes);
     let headers = rdr
         .headers()
-        .map_err(|e| csv_err(&e, "the header"))?
+        .map_err(|e| csv_err(&e, "the header", None))?
         .clone();
     // Column index in the file for each contract column.
     let mut pos = [usize::MAX; 15];
@@ -24,14 +24,20 @@ pub(super) fn parse(bytes: &[u8]) -> Result<Vec<SourcedBatch>> {
             Some(ci) if pos[ci] != usize::MAX => {
                 return Err(Error::record(
                     "line 1",
-                    format!("column `{h}` appears twice in the header"),
+                    format!(
+                        "column `{}` appears twice in the header",
+                        crate::rules::cut(h)
+                    ),
                 ))
             }
             Some(ci) => pos[ci] = i,
             None => {
                 return Err(Error::record(
                     "line 1",
-                    format!("column `{h}` is not a field of the contract"),
+                    format!(
+                        "column `{}` is not a field of the contract",
+                        crate::rules::cut(h)
+                    ),
                 ))
             }
         }
@@ -48,7 +54,7 @@ pub(super) fn parse(bytes: &[u8]) -> Result<Vec<SourcedBatch>> {
         match rdr.read_record(&mut rec) {
             Ok(false) => break,
             Ok(true) => {}
-            Err(e) => return Err(csv_err(&e, "input")),
+            Err(e) => return Err(csv_err(&e, "input", Some(&headers))),
         }
         let line = rec.position().map(|p| p.line()).unwrap_or(0);
         let loc = format!("line {line}");
@@ -56,7 +62,7 @@ pub(super) fn parse(bytes: &[u8]) -> Result<Vec<SourcedBatch>> {
         let num_err = |ci: usize, v: &str, what: &str| {
             Error::record(
                 format!("{loc}, field `{}`", COLUMNS[ci].name),
-                format!("`{v}` is not {what}"),
+                format!("`{}` is not {what}", crate::rules::cut(v)),
             )
         };
         let mut row = EventRow::default();
@@ -106,13 +112,16 @@ pub(super) fn parse(bytes: &[u8]) -> Result<Vec<SourcedBatch>> {
     batcher.finish()
 }
 
-fn csv_err(e: &csv::Error, what: &str) -> Error {
+fn csv_err(e: &csv::Error, what: &str, headers: Option<&csv::StringRecord>) -> Error {
     let loc = e
         .position()
         .map(|p| format!("line {}", p.line()))
         .unwrap_or_else(|| what.to_string());
     let msg = match e.kind() {
-        csv::ErrorKind::Utf8 { err, .. } => format!("invalid UTF-8 in field {}", err.field() + 1),
+        csv::ErrorKind::Utf8 { err, .. } => match headers.and_then(|h| h.get(err.field())) {
+            Some(name) => format!("invalid UTF-8 in field `{name}`"),
+            None => format!("invalid UTF-8 in field {}", err.field() + 1),
+        },
         csv::ErrorKind::UnequalLengths {
             expected_len, len, ..
         } => {

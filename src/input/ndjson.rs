@@ -81,11 +81,9 @@ struct Raw<'a> {
 /// Parse an RFC 3339 timestamp into microseconds since the epoch, UTC.
 pub(crate) fn parse_time_us(s: &str) -> Result<i64, String> {
     let t = chrono::DateTime::parse_from_rfc3339(s.trim())
-        .map_err(|e| format!("`{s}` is not an RFC 3339 timestamp ({e})"))?;
-    if t.timestamp_subsec_nanos() % 1000 != 0 {
-        return Err(format!(
-            "`{s}` has sub-microsecond precision; the contract stores microseconds"
-        ));
+        .map_err(|e| crate::rules::time_parse_problem(s, &e))?;
+    if let Some(why) = crate::rules::parsed_time_problem(s, &t) {
+        return Err(why);
     }
     Ok(t.timestamp_micros())
 }
@@ -124,6 +122,12 @@ pub(super) fn parse(bytes: &[u8]) -> Result<Vec<SourcedBatch>> {
         if line.trim().is_empty() {
             continue;
         }
+        if !line.trim_start().starts_with('{') {
+            return Err(Error::record(
+                &loc,
+                "is not a JSON object (each line holds one object with the 15 fields)",
+            ));
+        }
         let mut de = serde_json::Deserializer::from_str(line);
         let raw: Raw<'_> = serde_path_to_error::deserialize(&mut de).map_err(|e| {
             let path = e.path().to_string();
@@ -133,7 +137,12 @@ pub(super) fn parse(bytes: &[u8]) -> Result<Vec<SourcedBatch>> {
             } else {
                 format!("{loc}, field `{path}`")
             };
-            Error::record(at, format!("{inner}"))
+            let msg = inner
+                .is_syntax()
+                .then(|| crate::rules::json_non_number(line, inner.column()))
+                .flatten()
+                .unwrap_or_else(|| crate::rules::shorten(inner.to_string()));
+            Error::record(at, msg)
         })?;
         de.end().map_err(|e| {
             Error::record(&loc, format!("trailing characters after the object ({e})"))

@@ -75,6 +75,11 @@ pub trait AtomicPublisher: Send + Sync + Debug {
 
     /// Every object whose key starts with `prefix` (`""` for all), including temporaries
     /// that a crashed publish left, in no particular order.
+    ///
+    /// A listing is not a snapshot: an object created or removed while it runs (a temp
+    /// renamed into place, a temp swept) may or may not appear, and never makes the
+    /// listing fail. Keys are UTF-8; a local file name that is not is listed with its
+    /// invalid bytes as `%XX`, which [`crate::keys::classify`] always calls foreign.
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>>;
 
     /// One page of a listing that resumes where an earlier one stopped: the first `limit`

@@ -20,6 +20,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind as IoKind, Read, Seek, SeekFrom, Write};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -30,16 +31,40 @@ use rustix::io::Errno;
 use super::{check_key, check_temp_key, AtomicPublisher, ObjectInfo, Outcome};
 use crate::error::{Error, Result};
 
+/// Called by [`PosixPublisher::list`] for every directory entry after it was read from
+/// its directory and before it is examined: the window in which a concurrent publish can
+/// rename a temp away. Tests use it to make that race happen deterministically.
+pub type ListHook = Arc<dyn Fn(&Path) + Send + Sync>;
+
 /// A store rooted at a local directory.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct PosixPublisher {
     root: PathBuf,
+    list_hook: Option<ListHook>,
+}
+
+impl std::fmt::Debug for PosixPublisher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PosixPublisher")
+            .field("root", &self.root)
+            .field("list_hook", &self.list_hook.is_some())
+            .finish()
+    }
 }
 
 impl PosixPublisher {
     /// A store at `root` (created on first publish).
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into() }
+        Self {
+            root: root.into(),
+            list_hook: None,
+        }
+    }
+
+    /// Inject a [`ListHook`] (fault injection for tests; never needed otherwise).
+    pub fn with_list_hook(mut self, hook: ListHook) -> Self {
+        self.list_hook = Some(hook);
+        self
     }
 
     /// The root directory.
@@ -102,6 +127,7 @@ impl AtomicPublisher for PosixPublisher {
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>> {
         let root = self.root.clone();
         let prefix = prefix.to_string();
+        let hook = self.list_hook.clone();
         blocking(move || {
             // Start at the deepest directory the prefix names, so listing one run's
             // pointers does not walk the whole store.
@@ -115,7 +141,12 @@ impl AtomicPublisher for PosixPublisher {
             } else {
                 root.join(dir_part)
             };
-            walk(&root, &start, &prefix, &mut out)?;
+            let walker = Walker {
+                root: &root,
+                prefix: &prefix,
+                hook: hook.as_deref(),
+            };
+            walker.walk(&start, &mut out)?;
             Ok(out)
         })
         .await
@@ -125,19 +156,29 @@ impl AtomicPublisher for PosixPublisher {
         let root = self.root.clone();
         let prefix = prefix.to_string();
         let after = after.to_string();
+        let hook = self.list_hook.clone();
         blocking(move || {
-            let dir_key = match prefix.rfind('/') {
-                Some(i) => &prefix[..=i],
+            let dir_part = match prefix.rfind('/') {
+                Some(i) => &prefix[..i],
                 None => "",
             };
-            let start = root.join(dir_key.trim_end_matches('/'));
+            let start = if dir_part.is_empty() {
+                root.clone()
+            } else {
+                root.join(dir_part)
+            };
             let mut out = Vec::new();
             let page = Page {
                 prefix: &prefix,
                 after: &after,
                 limit,
             };
-            walk_sorted(&start, dir_key, &page, &mut out)?;
+            let walker = Walker {
+                root: &root,
+                prefix: &prefix,
+                hook: hook.as_deref(),
+            };
+            walker.walk_sorted(&start, &page, &mut out)?;
             Ok(out)
         })
         .await
@@ -155,38 +196,83 @@ impl AtomicPublisher for PosixPublisher {
     }
 }
 
-fn walk(root: &Path, dir: &Path, prefix: &str, out: &mut Vec<ObjectInfo>) -> Result<()> {
-    let entries = match fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == IoKind::NotFound => return Ok(()),
-        Err(e) => return Err(Error::io(dir, e)),
-    };
-    for entry in entries {
-        let entry = entry.map_err(|e| Error::io(dir, e))?;
-        let path = entry.path();
-        let ft = entry.file_type().map_err(|e| Error::io(&path, e))?;
-        if ft.is_dir() {
-            walk(root, &path, prefix, out)?;
-        } else if ft.is_file() {
-            let rel = path
-                .strip_prefix(root)
-                .map_err(|e| Error::Internal(e.to_string()))?;
-            let key = rel
-                .components()
-                .map(|c| c.as_os_str().to_string_lossy())
-                .collect::<Vec<_>>()
-                .join("/");
-            if key.starts_with(prefix) {
-                let meta = entry.metadata().map_err(|e| Error::io(&path, e))?;
-                out.push(ObjectInfo {
-                    key,
-                    size: meta.len(),
-                    modified: meta.modified().ok().map(DateTime::<Utc>::from),
-                });
+/// A recursive listing. A directory walk is not a snapshot: a concurrent publish renames
+/// its temp away, and `sweep` removes temps, between `read_dir` and the `stat` of an
+/// entry. An entry (file or directory) that vanished in that window is skipped, as if the
+/// walk had run a moment later; every other error is reported.
+struct Walker<'a> {
+    root: &'a Path,
+    prefix: &'a str,
+    hook: Option<&'a (dyn Fn(&Path) + Send + Sync)>,
+}
+
+impl Walker<'_> {
+    fn walk(&self, dir: &Path, out: &mut Vec<ObjectInfo>) -> Result<()> {
+        let entries = match fs::read_dir(dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == IoKind::NotFound => return Ok(()),
+            Err(e) => return Err(Error::io(dir, e)),
+        };
+        for entry in entries {
+            let entry = match entry {
+                Ok(e) => e,
+                Err(e) if e.kind() == IoKind::NotFound => continue,
+                Err(e) => return Err(Error::io(dir, e)),
+            };
+            let path = entry.path();
+            if let Some(hook) = self.hook {
+                hook(&path);
+            }
+            let ft = match entry.file_type() {
+                Ok(t) => t,
+                Err(e) if e.kind() == IoKind::NotFound => continue,
+                Err(e) => return Err(Error::io(&path, e)),
+            };
+            if ft.is_dir() {
+                self.walk(&path, out)?;
+            } else if ft.is_file() {
+                let rel = path
+                    .strip_prefix(self.root)
+                    .map_err(|e| Error::Internal(e.to_string()))?;
+                let key = key_of(rel);
+                if key.starts_with(self.prefix) {
+                    let meta = match entry.metadata() {
+                        Ok(m) => m,
+                        Err(e) if e.kind() == IoKind::NotFound => continue,
+                        Err(e) => return Err(Error::io(&path, e)),
+                    };
+                    out.push(ObjectInfo {
+                        key,
+                        size: meta.len(),
+                        modified: meta.modified().ok().map(DateTime::<Utc>::from),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The store key of a relative path. Every key lineage-store writes is UTF-8; a name that
+/// is not (a file someone else put there) is listed with each invalid byte written as
+/// `%XX`, so that `verify` can name it. Such a key contains `%`, which no `run_id`,
+/// CRS or file name of ours does, so it is always classified as foreign and is never
+/// mistaken for one of ours (it cannot be opened through the store, and need not be).
+fn key_of(rel: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut key = String::new();
+    for (i, c) in rel.components().enumerate() {
+        if i > 0 {
+            key.push('/');
+        }
+        for chunk in c.as_os_str().as_bytes().utf8_chunks() {
+            key.push_str(chunk.valid());
+            for b in chunk.invalid() {
+                key.push_str(&format!("%{b:02X}"));
             }
         }
     }
-    Ok(())
+    key
 }
 
 /// What one [`AtomicPublisher::list_after`] page asks for.
@@ -196,58 +282,75 @@ struct Page<'a> {
     limit: usize,
 }
 
-/// A directory walk in key order that skips every subtree sorting wholly before
-/// `page.after` or outside `page.prefix`, and stops once `limit` keys are found: the local
-/// emulation of a `start-after` listing. Each directory is read and sorted by the key its
-/// entries stand for (`name/` for a directory, so that `a/x` sorts after `a-b`, as keys do).
-fn walk_sorted(
-    dir: &Path,
-    dir_key: &str,
-    page: &Page<'_>,
-    out: &mut Vec<ObjectInfo>,
-) -> Result<()> {
-    let entries = match fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == IoKind::NotFound => return Ok(()),
-        Err(e) => return Err(Error::io(dir, e)),
-    };
-    let mut named = Vec::new();
-    for entry in entries {
-        let entry = entry.map_err(|e| Error::io(dir, e))?;
-        let ft = entry.file_type().map_err(|e| Error::io(entry.path(), e))?;
-        if !ft.is_dir() && !ft.is_file() {
-            continue;
-        }
-        let mut key = format!("{dir_key}{}", entry.file_name().to_string_lossy());
-        if ft.is_dir() {
-            key.push('/');
-        }
-        named.push((key, entry));
-    }
-    named.sort_by(|a, b| a.0.cmp(&b.0));
-    for (key, entry) in named {
-        if out.len() >= page.limit {
-            break;
-        }
-        let path = entry.path();
-        if key.ends_with('/') {
-            // Every key inside starts with `key`: skip the subtree when it cannot hold a
-            // key of the prefix, or when all its keys sort before `after`.
-            let in_prefix = key.starts_with(page.prefix) || page.prefix.starts_with(&key);
-            let all_before = page.after > key.as_str() && !page.after.starts_with(&key);
-            if in_prefix && !all_before {
-                walk_sorted(&path, &key, page, out)?;
+impl Walker<'_> {
+    /// A directory walk in key order that skips every subtree sorting wholly before
+    /// `page.after` or outside `page.prefix`, and stops once `limit` keys are found: the
+    /// local emulation of a `start-after` listing. Each directory is read and sorted by the
+    /// key its entries stand for (`name/` for a directory, so that `a/x` sorts after `a-b`,
+    /// as keys do). Entries that vanish mid-walk are skipped, as in [`Walker::walk`].
+    fn walk_sorted(&self, dir: &Path, page: &Page<'_>, out: &mut Vec<ObjectInfo>) -> Result<()> {
+        let entries = match fs::read_dir(dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == IoKind::NotFound => return Ok(()),
+            Err(e) => return Err(Error::io(dir, e)),
+        };
+        let mut named = Vec::new();
+        for entry in entries {
+            let entry = match entry {
+                Ok(e) => e,
+                Err(e) if e.kind() == IoKind::NotFound => continue,
+                Err(e) => return Err(Error::io(dir, e)),
+            };
+            let path = entry.path();
+            let ft = match entry.file_type() {
+                Ok(t) => t,
+                Err(e) if e.kind() == IoKind::NotFound => continue,
+                Err(e) => return Err(Error::io(&path, e)),
+            };
+            if !ft.is_dir() && !ft.is_file() {
+                continue;
             }
-        } else if key.as_str() > page.after && key.starts_with(page.prefix) {
-            let meta = entry.metadata().map_err(|e| Error::io(&path, e))?;
-            out.push(ObjectInfo {
-                key,
-                size: meta.len(),
-                modified: meta.modified().ok().map(DateTime::<Utc>::from),
-            });
+            let rel = path
+                .strip_prefix(self.root)
+                .map_err(|e| Error::Internal(e.to_string()))?;
+            let mut key = key_of(rel);
+            if ft.is_dir() {
+                key.push('/');
+            }
+            named.push((key, entry));
         }
+        named.sort_by(|a, b| a.0.cmp(&b.0));
+        for (key, entry) in named {
+            if out.len() >= page.limit {
+                break;
+            }
+            let path = entry.path();
+            if let Some(hook) = self.hook {
+                hook(&path);
+            }
+            if key.ends_with('/') {
+                // Every key inside starts with `key`: skip the subtree when it cannot hold
+                // a key of the prefix, or when all its keys sort before `after`.
+                let in_prefix = key.starts_with(page.prefix) || page.prefix.starts_with(&key);
+                let all_before = page.after > key.as_str() && !page.after.starts_with(&key);
+                if in_prefix && !all_before {
+                    self.walk_sorted(&path, page, out)?;
+                }
+            } else if key.as_str() > page.after && key.starts_with(page.prefix) {
+                let meta = match entry.metadata() {
+                    Ok(m) => m,
+                    Err(e) if e.kind() == IoKind::NotFound => continue,
+                    Err(e) => return Err(Error::io(&path, e)),
+                };
+                out.push(ObjectInfo {
+                    key,
+                    size: meta.len(),
+                    modified: meta.modified().ok().map(DateTime::<Utc>::from),
+                });
+            }
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 /// Removes the temp file on drop unless disarmed: every error path cleans up.
@@ -268,14 +371,14 @@ impl Drop for TempGuard<'_> {
     }
 }
 
-/// The temp name for a target: hidden, same directory, unique per attempt.
+/// The temp name for a target: hidden, same directory, unique per attempt, carrying its
+/// creation time ([`crate::keys::temp_name`]).
 pub fn temp_path(target: &Path) -> PathBuf {
     let name = target
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let nonce = uuid::Uuid::new_v4().simple().to_string();
-    target.with_file_name(format!(".{name}.{}.tmp", &nonce[..12]))
+    target.with_file_name(crate::keys::temp_name(&name))
 }
 
 fn publish_file(target: &Path, bytes: &[u8]) -> Result<Outcome> {

@@ -1,0 +1,206 @@
+//! `lineage export`: lineage out to other tools (`openlineage`, `iso19115`). The content
+//! is built in [`crate::export`]; this file parses flags and writes or posts it.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::cli::{out, Status, StoreArg};
+use crate::error::{Error, Result};
+use crate::export::iso19115::{self, IsoFormat, IsoOptions};
+use crate::export::openlineage::{self, Granularity, JobNaming};
+use crate::export::post::{self, PostConfig, Secret};
+use crate::export::{self, Selection};
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    #[command(subcommand)]
+    what: What,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum What {
+    /// OpenLineage RunEvents as NDJSON (one per run, or per commit), optionally POSTed
+    /// to an OpenLineage HTTP endpoint.
+    Openlineage(OlArgs),
+    /// The ISO 19115-3 (or ISO 19139) lineage record of one run.
+    Iso19115(IsoArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct OlArgs {
+    #[command(flatten)]
+    store: StoreArg,
+    /// Only this run.
+    #[arg(long)]
+    run_id: Option<String>,
+    /// Only commits sealed by seals newer than SEQ (an incremental feed).
+    #[arg(long, value_name = "SEQ")]
+    since_seal: Option<u64>,
+    /// One event per run (COMPLETE) or per commit (OTHER).
+    #[arg(long, value_enum, default_value_t = Granularity::Run)]
+    per: Granularity,
+    /// Write the events here (`-`: standard output; the default unless --post is given).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Job namespace.
+    #[arg(long, default_value = "lineage-store")]
+    job_namespace: String,
+    /// Job name (default: the tool names in the run's tool_version values).
+    #[arg(long)]
+    job_name: Option<String>,
+    /// POST each event to this OpenLineage endpoint (base URL, like OPENLINEAGE_URL);
+    /// the bearer token comes from OPENLINEAGE_API_KEY.
+    #[arg(long, value_name = "URL")]
+    post: Option<String>,
+    /// Path joined to --post, like OPENLINEAGE_ENDPOINT ("" posts to the URL itself).
+    #[arg(long, env = "OPENLINEAGE_ENDPOINT", default_value = post::DEFAULT_ENDPOINT)]
+    endpoint: String,
+    /// Seconds one POST may take.
+    #[arg(long, default_value_t = 10.0)]
+    post_timeout: f64,
+    /// Retries of an event after the first attempt.
+    #[arg(long, default_value_t = 5)]
+    post_retries: u32,
+    /// Milliseconds before the first retry, doubled for each further one (at most 30 s).
+    #[arg(long, default_value_t = 300)]
+    post_backoff_ms: u64,
+}
+
+#[derive(Debug, clap::Args)]
+struct IsoArgs {
+    #[command(flatten)]
+    store: StoreArg,
+    /// The run to describe.
+    #[arg(long)]
+    run_id: String,
+    /// ISO 19115-3 (mdb/mrl) or ISO 19139 (gmd).
+    #[arg(long, value_enum, default_value_t = IsoFormat::Iso19115_3)]
+    format: IsoFormat,
+    /// Write the record here (`-`: standard output, the default).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Title of the described data set.
+    #[arg(long)]
+    title: Option<String>,
+    /// Organisation named as the metadata's point of contact.
+    #[arg(long)]
+    contact: Option<String>,
+}
+
+pub(crate) async fn run(a: Args) -> Result<Status> {
+    match a.what {
+        What::Openlineage(a) => openlineage(a).await,
+        What::Iso19115(a) => iso(a).await,
+    }
+}
+
+async fn openlineage(a: OlArgs) -> Result<Status> {
+    // Check the posting flags before reading the store.
+    let post_cfg = match &a.post {
+        Some(base) => Some(PostConfig {
+            url: post::endpoint_url(base, &a.endpoint)?,
+            api_key: std::env::var("OPENLINEAGE_API_KEY")
+                .ok()
+                .filter(|k| !k.is_empty())
+                .map(Secret),
+            timeout: Duration::try_from_secs_f64(a.post_timeout)
+                .ok()
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| Error::Usage("--post-timeout must be a positive number".into()))?,
+            retries: a.post_retries,
+            backoff: Duration::from_millis(a.post_backoff_ms),
+        }),
+        None => None,
+    };
+    let store = a.store.open().await?;
+    let sel = Selection {
+        run_id: a.run_id.clone(),
+        since_seal: a.since_seal,
+    };
+    let snap = export::collect(store.as_ref(), &a.store.store, &sel).await?;
+    let job = JobNaming {
+        namespace: Some(a.job_namespace.clone()),
+        name: a.job_name.clone(),
+    };
+    let events = openlineage::events(&snap, a.per, &job)?;
+    let ndjson = openlineage::to_ndjson(&events)?;
+    match (&a.out, &post_cfg) {
+        (Some(p), _) => write_out(p, &ndjson)?,
+        (None, None) => write_out(&PathBuf::from("-"), &ndjson)?,
+        (None, Some(_)) => {}
+    }
+    if let Some(cfg) = post_cfg {
+        let labelled: Vec<(String, String)> = ndjson
+            .lines()
+            .zip(&events)
+            .map(|(line, e)| (label(e), line.to_string()))
+            .collect();
+        let d = post::post_all(&cfg, &labelled)
+            .await?
+            .into_result(&cfg.url)?;
+        let line = format!(
+            "posted {} events to {} ({} attempts)",
+            d.delivered, cfg.url, d.attempts
+        );
+        if a.out
+            .as_deref()
+            .is_some_and(|p| p == std::path::Path::new("-"))
+        {
+            tracing::info!("{line}");
+        } else {
+            out(&line)?;
+        }
+    }
+    Ok(0)
+}
+
+/// What an event is about, for messages: its store run and, per commit, the commit.
+fn label(e: &serde_json::Value) -> String {
+    let facet = &e["run"]["facets"]["lineageStore_run"];
+    let run = facet["runId"].as_str().unwrap_or("?");
+    let commits: Vec<&str> = e["outputs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|o| {
+            o["outputFacets"]["lineageStore_commits"]["commits"]
+                .as_array()
+                .into_iter()
+                .flatten()
+        })
+        .filter_map(|c| c["commitId"].as_str())
+        .collect();
+    match commits.as_slice() {
+        [one] => format!("run_id={run} commit {one}"),
+        many => format!("run_id={run}, {} commits", many.len()),
+    }
+}
+
+async fn iso(a: IsoArgs) -> Result<Status> {
+    let store = a.store.open().await?;
+    let sel = Selection {
+        run_id: Some(a.run_id.clone()),
+        since_seal: None,
+    };
+    let snap = export::collect(store.as_ref(), &a.store.store, &sel).await?;
+    let opts = IsoOptions {
+        title: a.title,
+        contact: a.contact,
+    };
+    let doc = iso19115::document(&snap, a.format, &opts)?;
+    write_out(a.out.as_deref().unwrap_or("-".as_ref()), &doc)?;
+    Ok(0)
+}
+
+/// Write `text` to a file (created or truncated) or, for `-`, to standard output.
+fn write_out(path: &std::path::Path, text: &str) -> Result<()> {
+    use std::io::Write;
+    if path == std::path::Path::new("-") {
+        let mut o = std::io::stdout().lock();
+        return o
+            .write_all(text.as_bytes())
+            .and_then(|()| o.flush())
+            .map_err(|e| Error::io("<stdout>", e));
+    }
+    std::fs::write(path, text).map_err(|e| Error::io(path, e))
+}

@@ -1,0 +1,242 @@
+//! Sending events to an OpenLineage HTTP endpoint, as the standard HTTP transport of the
+//! OpenLineage clients does: `POST <url>/<endpoint>` (endpoint default `api/v1/lineage`,
+//! joined like the Python client's `urljoin`), `Content-Type: application/json`, and
+//! `Authorization: Bearer <key>` when an API key is given (the CLI reads
+//! `OPENLINEAGE_API_KEY`). The key is never logged or put in an error.
+//!
+//! Every event is retried with exponential backoff (and `Retry-After` where the server
+//! sends one) after a transport error, a timeout, or HTTP 408, 425, 429, 500, 502, 503 or
+//! 504; any other non-2xx answer is final. The outcome of each event is returned, so no
+//! event is ever lost silently: the CLI exits non-zero naming every undelivered event.
+//! Events are deterministic, so re-running the export re-sends identical events.
+
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+
+/// The OpenLineage clients' default endpoint path.
+pub const DEFAULT_ENDPOINT: &str = "api/v1/lineage";
+/// Longest wait between two attempts.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// How much of an error response body is quoted.
+const BODY_QUOTE: usize = 300;
+
+/// Where and how to send.
+#[derive(Debug, Clone)]
+pub struct PostConfig {
+    /// The endpoint's full URL.
+    pub url: String,
+    /// Bearer token (not shown by `Debug`).
+    pub api_key: Option<Secret>,
+    /// Time one request may take.
+    pub timeout: Duration,
+    /// Retries after the first attempt.
+    pub retries: u32,
+    /// Wait before the first retry; doubled for each further one (at most 30 s).
+    pub backoff: Duration,
+}
+
+/// A string that `Debug` prints as `***`.
+#[derive(Clone)]
+pub struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("***")
+    }
+}
+
+/// The endpoint URL of a base URL and an endpoint path, as `urljoin` makes it; an empty
+/// endpoint posts to `base` itself.
+pub fn endpoint_url(base: &str, endpoint: &str) -> Result<String> {
+    let usage = |why: String| Error::Usage(format!("--post {base}: {why}"));
+    let b = url::Url::parse(base.trim()).map_err(|e| usage(e.to_string()))?;
+    if !matches!(b.scheme(), "http" | "https") {
+        return Err(usage(
+            "an OpenLineage endpoint is an http:// or https:// URL".into(),
+        ));
+    }
+    if !b.username().is_empty() || b.password().is_some() {
+        return Err(usage(
+            "credentials do not belong in the URL; set OPENLINEAGE_API_KEY".into(),
+        ));
+    }
+    if endpoint.is_empty() {
+        return Ok(b.to_string());
+    }
+    b.join(endpoint)
+        .map(|u| u.to_string())
+        .map_err(|e| usage(format!("endpoint {endpoint}: {e}")))
+}
+
+/// An event that was not delivered, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Undelivered {
+    /// Its position in the export (0-based).
+    pub index: usize,
+    /// What it is about (e.g. `run_id=R`).
+    pub label: String,
+    /// Attempts made.
+    pub attempts: u32,
+    /// The last answer or error.
+    pub reason: String,
+}
+
+/// What happened to the events.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Delivery {
+    /// Events the endpoint accepted (2xx).
+    pub delivered: usize,
+    /// Attempts over all events.
+    pub attempts: u32,
+    /// Events it did not accept, in export order.
+    pub undelivered: Vec<Undelivered>,
+}
+
+impl Delivery {
+    /// An error naming every undelivered event, or `Ok` when all were delivered.
+    pub fn into_result(self, url: &str) -> Result<Delivery> {
+        if self.undelivered.is_empty() {
+            return Ok(self);
+        }
+        let total = self.delivered + self.undelivered.len();
+        let list: Vec<String> = self
+            .undelivered
+            .iter()
+            .map(|u| {
+                format!(
+                    "event {} ({}) after {} attempt(s): {}",
+                    u.index + 1,
+                    u.label,
+                    u.attempts,
+                    u.reason
+                )
+            })
+            .collect();
+        Err(Error::Delivery {
+            url: url.to_string(),
+            message: format!(
+                "{} of {total} events were NOT delivered (the others were): {}",
+                self.undelivered.len(),
+                list.join("; ")
+            ),
+        })
+    }
+}
+
+enum Attempt {
+    Delivered,
+    Retry(String, Option<Duration>),
+    Final(String),
+}
+
+/// Send each `(label, body)` in order; every event gets its own retries, and a failed
+/// event does not stop the ones after it.
+pub async fn post_all(cfg: &PostConfig, events: &[(String, String)]) -> Result<Delivery> {
+    let client = reqwest::Client::builder()
+        .timeout(cfg.timeout)
+        .user_agent(concat!("lineage-store/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| Error::Internal(format!("cannot build an HTTP client: {e}")))?;
+    let mut d = Delivery::default();
+    for (index, (label, body)) in events.iter().enumerate() {
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            d.attempts += 1;
+            let outcome = attempt(&client, cfg, body).await;
+            let (reason, after) = match outcome {
+                Attempt::Delivered => {
+                    d.delivered += 1;
+                    break;
+                }
+                Attempt::Final(reason) => {
+                    d.undelivered.push(Undelivered {
+                        index,
+                        label: label.clone(),
+                        attempts,
+                        reason,
+                    });
+                    break;
+                }
+                Attempt::Retry(reason, after) => (reason, after),
+            };
+            if attempts > cfg.retries {
+                d.undelivered.push(Undelivered {
+                    index,
+                    label: label.clone(),
+                    attempts,
+                    reason,
+                });
+                break;
+            }
+            let wait = after
+                .unwrap_or_else(|| backoff(cfg.backoff, attempts))
+                .min(MAX_BACKOFF);
+            tracing::warn!(event = index + 1, %label, attempt = attempts, %reason, ?wait, "OpenLineage endpoint did not accept the event; retrying");
+            tokio::time::sleep(wait).await;
+        }
+    }
+    Ok(d)
+}
+
+/// The wait before retry `n` (1-based): `base`, `2·base`, `4·base`, ...
+fn backoff(base: Duration, n: u32) -> Duration {
+    base.saturating_mul(1u32 << (n - 1).min(16))
+}
+
+async fn attempt(client: &reqwest::Client, cfg: &PostConfig, body: &str) -> Attempt {
+    let mut req = client
+        .post(&cfg.url)
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .body(body.to_string());
+    if let Some(k) = &cfg.api_key {
+        req = req.bearer_auth(&k.0);
+    }
+    let resp = match req.send().await {
+        Ok(r) => r,
+        // No answer: the event may or may not have arrived. Consumers key events by run
+        // and event type, so sending it again is safe; losing it is not.
+        Err(e) => return Attempt::Retry(transport_error(&e), None),
+    };
+    let status = resp.status();
+    if status.is_success() {
+        return Attempt::Delivered;
+    }
+    let retry_after = resp
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(Duration::from_secs);
+    let text = resp.text().await.unwrap_or_default();
+    let mut quoted: String = text.trim().chars().take(BODY_QUOTE).collect();
+    if quoted.len() < text.trim().len() {
+        quoted.push('…');
+    }
+    let reason = if quoted.is_empty() {
+        format!("HTTP {status}")
+    } else {
+        format!("HTTP {status}: {quoted}")
+    };
+    if matches!(status.as_u16(), 408 | 425 | 429 | 500 | 502 | 503 | 504) {
+        Attempt::Retry(reason, retry_after)
+    } else {
+        Attempt::Final(reason)
+    }
+}
+
+fn transport_error(e: &reqwest::Error) -> String {
+    // reqwest's message names the URL, never a header: the key stays out of it.
+    let mut s = e.to_string();
+    let mut src = std::error::Error::source(e);
+    while let Some(inner) = src {
+        s.push_str(": ");
+        s.push_str(&inner.to_string());
+        src = inner.source();
+    }
+    if e.is_timeout() {
+        s.push_str(" (timed out)");
+    }
+    s
+}
