@@ -24,6 +24,8 @@
 //!   Ed25519 signatures, inclusion proofs, `repair` of orphans and `sweep` of stale temps.
 //! - [`history`]: the index, head markers, hash tiles and leaf locators that keep `log`,
 //!   `seal`, `prove` and `verify --since-seal` O(new + log n) at any age.
+//! - [`replicate`]: copy a store to another (any backend to any backend), and compare a
+//!   replica with its source; [`witness`]: heads recorded in a second store.
 //! - [`export`]: lineage out to other tools: OpenLineage run events (NDJSON, optionally
 //!   posted to an endpoint) and ISO 19115-3 / ISO 19139 `LI_Lineage` metadata.
 //! - [`cli`]: one file per command; `src/bin/lineage.rs` only calls [`cli::main`].
@@ -47,9 +49,11 @@ pub mod input;
 pub mod keys;
 pub mod pointer;
 pub mod publish;
+pub mod replicate;
 pub mod rules;
 pub mod store;
 pub mod validate;
+pub mod witness;
 pub mod writer;
 
 pub use error::{Error, ErrorKind, Result};

@@ -16,7 +16,7 @@ use crate::publish::AtomicPublisher;
 pub mod aws_creds;
 pub mod cloud;
 
-pub use cloud::CloudOptions;
+pub use cloud::{CloudOptions, SideEnv};
 
 /// Open the store a URL names.
 pub async fn open(url: &str) -> Result<Arc<dyn AtomicPublisher>> {
@@ -25,6 +25,16 @@ pub async fn open(url: &str) -> Result<Arc<dyn AtomicPublisher>> {
 
 /// Open the store a URL names, with settings that do not belong in a URL.
 pub async fn open_with(url: &str, opts: &CloudOptions) -> Result<Arc<dyn AtomicPublisher>> {
+    open_side(url, opts, &SideEnv::plain()).await
+}
+
+/// [`open_with`] for one of several stores a command opens: `env` says which variables
+/// are this store's own (see [`SideEnv`]).
+pub async fn open_side(
+    url: &str,
+    opts: &CloudOptions,
+    env: &SideEnv,
+) -> Result<Arc<dyn AtomicPublisher>> {
     let url = url.trim();
     if url.is_empty() {
         return Err(Error::Usage(
@@ -42,7 +52,7 @@ pub async fn open_with(url: &str, opts: &CloudOptions) -> Result<Arc<dyn AtomicP
         }
         return local(PathBuf::from(rest));
     }
-    if let Some(p) = cloud::open(url, opts).await? {
+    if let Some(p) = cloud::open_side(url, opts, env).await? {
         return Ok(Arc::new(p));
     }
     if let Some((scheme, _)) = url.split_once("://") {

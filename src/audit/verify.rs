@@ -645,7 +645,12 @@ fn summary_mismatch(f: &super::part::PartFacts, p: &Pointer, key: &str) -> Vec<S
 }
 
 /// Parse a pointer and check it agrees with its own key.
-fn check_pointer(key: &str, bytes: &[u8], run_id: &str, commit_id: &str) -> Result<Pointer> {
+pub(crate) fn check_pointer(
+    key: &str,
+    bytes: &[u8],
+    run_id: &str,
+    commit_id: &str,
+) -> Result<Pointer> {
     let p = Pointer::from_bytes(key, bytes)?;
     let expect_part = keys::part_key(&p.run_id, &p.target_crs, &p.commit_id);
     let bad = if p.run_id != run_id || p.commit_id != commit_id {

@@ -18,11 +18,13 @@ mod keygen;
 mod log;
 mod prove;
 mod repair;
+mod replicate;
 mod schema;
 mod seal;
 mod sweep;
 mod verify;
 mod verify_proof;
+mod witness;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -84,6 +86,10 @@ enum Command {
     Sweep(sweep::Args),
     /// Export lineage: OpenLineage events, ISO 19115-3 / ISO 19139 records.
     Export(export::Args),
+    /// Copy every object another store lacks, checked, create-only, in order.
+    Replicate(replicate::Args),
+    /// Record the store's newest seal in a witness store.
+    Witness(witness::Args),
 }
 
 /// What a command reports back: exit code 0 or 1 (problems found).
@@ -114,6 +120,8 @@ pub fn main() -> ExitCode {
             Command::Repair(a) => repair::run(a).await,
             Command::Sweep(a) => sweep::run(a).await,
             Command::Export(a) => export::run(a).await,
+            Command::Replicate(a) => replicate::run(a).await,
+            Command::Witness(a) => witness::run(a).await,
         }
     });
     match result {

@@ -59,6 +59,10 @@ pub(crate) struct Args {
     /// problems; each is named. Modification times are never trusted for this.
     #[arg(long, value_name = "DURATION", default_value_t = format!("{DEFAULT_GRACE_MINUTES}m"))]
     grace: String,
+    #[command(flatten)]
+    replica: super::replicate::ReplicaOfArgs,
+    #[command(flatten)]
+    witness: super::witness::VerifyWitnessArgs,
 }
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
@@ -113,12 +117,31 @@ async fn check(a: Args) -> Result<Status> {
         let _ = write!(std::io::stderr(), "\r\x1b[2K");
     }
     let report = report?;
+    let replica = a.replica.check(store.as_ref()).await?;
+    let witness = a.witness.check(store.as_ref()).await?;
+    let more = replica.as_ref().map_or(0, |r| r.problems.len())
+        + witness.as_ref().map_or(0, |w| w.problems.len());
     if a.json {
-        out(&json_line(&report)?)?;
+        let mut v = serde_json::to_value(&report).map_err(|e| Error::Internal(e.to_string()))?;
+        v["replica"] =
+            serde_json::to_value(&replica).map_err(|e| Error::Internal(e.to_string()))?;
+        v["witness"] =
+            serde_json::to_value(&witness).map_err(|e| Error::Internal(e.to_string()))?;
+        out(&json_line(&v)?)?;
     } else {
-        print_report(&report)?;
+        let mut lines = replica
+            .as_ref()
+            .map(super::replicate::replica_lines)
+            .unwrap_or_default();
+        lines.extend(
+            witness
+                .as_ref()
+                .map(super::witness::witness_lines)
+                .unwrap_or_default(),
+        );
+        print_report(&report, &lines, more)?;
     }
-    Ok(if report.is_clean() { 0 } else { 1 })
+    Ok(if report.is_clean() && more == 0 { 0 } else { 1 })
 }
 
 /// `--merge`: one report from the shards' JSON reports.
@@ -138,12 +161,13 @@ fn merge(a: &Args) -> Result<Status> {
     if a.json {
         out(&json_line(&report)?)?;
     } else {
-        print_report(&report)?;
+        print_report(&report, &[], 0)?;
     }
     Ok(if report.is_clean() { 0 } else { 1 })
 }
 
-fn print_report(r: &Report) -> Result<()> {
+/// The report, then `more` lines (of `--replica-of`, `--witness`) holding `extra` problems.
+fn print_report(r: &Report, more: &[String], extra: usize) -> Result<()> {
     for p in &r.problems {
         let kind = serde_json::to_value(p.kind)
             .ok()
@@ -199,7 +223,17 @@ fn print_report(r: &Report) -> Result<()> {
     for f in &r.in_flight_objects {
         out(&format!("IN FLIGHT {}: {}", f.key, f.detail))?;
     }
-    out(&r.summary())
+    for l in more {
+        out(l)?;
+    }
+    if extra == 0 {
+        return out(&r.summary());
+    }
+    let flying = match r.in_flight {
+        0 => String::new(),
+        n => format!("; {n} object{} in flight", if n == 1 { "" } else { "s" }),
+    };
+    out(&format!("{} problems{flying}", r.problems.len() + extra))
 }
 
 /// Redraw a one-line progress bar on stderr until aborted.

@@ -12,6 +12,11 @@
 //!   with `AZURITE_BLOB_STORAGE_URL` for Azurite).
 //! - GCS: `GOOGLE_*` variables as `object_store` reads them (`GOOGLE_SERVICE_ACCOUNT`,
 //!   `GOOGLE_APPLICATION_CREDENTIALS`, `GOOGLE_BEARER_TOKEN`), else the metadata server.
+//!
+//! A command that opens two stores at once (`lineage replicate --from A --to B`, `verify
+//! --replica-of`, `--witness`) gives each side its own settings through a [`SideEnv`]:
+//! `<prefix>NAME` (e.g. `LINEAGE_TO_AWS_PROFILE`, `LINEAGE_FROM_AZURE_STORAGE_ACCOUNT_KEY`)
+//! takes precedence over `NAME` for that store only.
 
 use std::sync::Arc;
 
@@ -36,6 +41,63 @@ pub struct CloudOptions {
     /// S3 endpoint (e.g. `http://127.0.0.1:4566` for LocalStack); overrides
     /// `AWS_ENDPOINT_URL_S3` and `AWS_ENDPOINT_URL`.
     pub endpoint_url: Option<String>,
+}
+
+/// Where one store's settings come from: the process environment, in which, for a store
+/// opened with a prefix, a variable `<prefix>NAME` takes precedence over `NAME`. So two
+/// stores opened by one command can use two accounts, profiles, regions or clouds, and no
+/// credential ever appears on a command line.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SideEnv {
+    prefix: Option<String>,
+}
+
+impl SideEnv {
+    /// Settings from the plain variables only.
+    pub fn plain() -> Self {
+        Self::default()
+    }
+
+    /// Settings where `<prefix>NAME` overrides `NAME` (e.g. prefix `LINEAGE_TO_`).
+    pub fn prefixed(prefix: impl Into<String>) -> Self {
+        Self {
+            prefix: Some(prefix.into()),
+        }
+    }
+
+    /// The prefix, if any.
+    pub fn prefix(&self) -> Option<&str> {
+        self.prefix.as_deref()
+    }
+
+    /// `<prefix>NAME` only (unset or empty: `None`).
+    pub fn own(&self, name: &str) -> Option<String> {
+        let p = self.prefix.as_deref()?;
+        std::env::var(format!("{p}{name}"))
+            .ok()
+            .filter(|v| !v.trim().is_empty())
+    }
+
+    /// `<prefix>NAME`, else `NAME` (unset or empty: `None`).
+    pub fn var(&self, name: &str) -> Option<String> {
+        self.own(name)
+            .or_else(|| std::env::var(name).ok().filter(|v| !v.trim().is_empty()))
+    }
+
+    /// Every `<prefix>NAME` whose NAME starts with `family` (`AZURE_`, `GOOGLE_`, `AWS_`),
+    /// as (lower-case NAME, value): the form `object_store`'s config keys parse.
+    fn overrides(&self, family: &str) -> Vec<(String, String)> {
+        let Some(p) = self.prefix.as_deref() else {
+            return Vec::new();
+        };
+        std::env::vars()
+            .filter_map(|(k, v)| {
+                let name = k.strip_prefix(p)?;
+                name.starts_with(family)
+                    .then(|| (name.to_ascii_lowercase(), v))
+            })
+            .collect()
+    }
 }
 
 /// Which object store a URL names, or `None` when it is not an object-store URL.
@@ -121,30 +183,55 @@ fn redact(u: &Url) -> String {
 
 /// Open an object-store URL, or `None` when the URL names no object store.
 pub async fn open(url: &str, opts: &CloudOptions) -> Result<Option<ObjectStorePublisher>> {
+    open_side(url, opts, &SideEnv::plain()).await
+}
+
+/// [`open`] with this store's own environment (see [`SideEnv`]).
+pub async fn open_side(
+    url: &str,
+    opts: &CloudOptions,
+    env: &SideEnv,
+) -> Result<Option<ObjectStorePublisher>> {
     let Some(p) = parse(url)? else {
         return Ok(None);
     };
     let store: Arc<dyn ObjectStore> = match p.backend {
-        Backend::S3 => Arc::new(s3(&p, opts).await?),
+        Backend::S3 => Arc::new(s3(&p, opts, env).await?),
         Backend::Azure => Arc::new(
-            MicrosoftAzureBuilder::from_env()
-                .with_url(p.url.clone())
-                .with_config(
-                    AzureConfigKey::Client(ClientConfigKey::Timeout),
-                    REQUEST_TIMEOUT,
-                )
-                .build()
-                .map_err(|e| build_error(&p, e))?,
+            with_overrides(
+                MicrosoftAzureBuilder::from_env(),
+                env,
+                "AZURE_",
+                |b, k, v| match k.parse::<AzureConfigKey>() {
+                    Ok(k) => b.with_config(k, v),
+                    Err(_) => b,
+                },
+            )
+            .with_url(p.url.clone())
+            .with_config(
+                AzureConfigKey::Client(ClientConfigKey::Timeout),
+                REQUEST_TIMEOUT,
+            )
+            .build()
+            .map_err(|e| build_error(&p, e))?,
         ),
         Backend::Gcs => Arc::new(
-            GoogleCloudStorageBuilder::from_env()
-                .with_url(p.url.clone())
-                .with_config(
-                    GoogleConfigKey::Client(ClientConfigKey::Timeout),
-                    REQUEST_TIMEOUT,
-                )
-                .build()
-                .map_err(|e| build_error(&p, e))?,
+            with_overrides(
+                GoogleCloudStorageBuilder::from_env(),
+                env,
+                "GOOGLE_",
+                |b, k, v| match k.parse::<GoogleConfigKey>() {
+                    Ok(k) => b.with_config(k, v),
+                    Err(_) => b,
+                },
+            )
+            .with_url(p.url.clone())
+            .with_config(
+                GoogleConfigKey::Client(ClientConfigKey::Timeout),
+                REQUEST_TIMEOUT,
+            )
+            .build()
+            .map_err(|e| build_error(&p, e))?,
         ),
         Backend::Memory => {
             return Err(Error::Internal("no URL names the memory backend".into()));
@@ -153,17 +240,38 @@ pub async fn open(url: &str, opts: &CloudOptions) -> Result<Option<ObjectStorePu
     ObjectStorePublisher::new(store, p.backend, &p.prefix, p.url).map(Some)
 }
 
+/// Apply a side's `<prefix>FAMILY_*` variables to a builder, as `from_env` applied the
+/// plain ones (names it does not know are ignored, as `from_env` ignores them).
+fn with_overrides<B>(
+    builder: B,
+    env: &SideEnv,
+    family: &str,
+    apply: impl Fn(B, &str, String) -> B,
+) -> B {
+    env.overrides(family)
+        .into_iter()
+        .fold(builder, |b, (k, v)| apply(b, &k, v))
+}
+
 fn build_error(p: &ParsedUrl, e: object_store::Error) -> Error {
     Error::Usage(format!("cannot open {}: {e}", p.url))
 }
 
 /// The S3 endpoint to use: the option, else the AWS variables.
 pub fn s3_endpoint(opts: &CloudOptions) -> Option<String> {
+    s3_endpoint_side(opts, &SideEnv::plain())
+}
+
+/// The S3 endpoint of one side: the option, else the side's own AWS variables, else the
+/// plain ones.
+pub fn s3_endpoint_side(opts: &CloudOptions, env: &SideEnv) -> Option<String> {
     opts.endpoint_url
         .clone()
-        .or_else(|| std::env::var("AWS_ENDPOINT_URL_S3").ok())
-        .or_else(|| std::env::var("AWS_ENDPOINT_URL").ok())
         .filter(|s| !s.trim().is_empty())
+        .or_else(|| env.own("AWS_ENDPOINT_URL_S3"))
+        .or_else(|| env.own("AWS_ENDPOINT_URL"))
+        .or_else(|| SideEnv::plain().var("AWS_ENDPOINT_URL_S3"))
+        .or_else(|| SideEnv::plain().var("AWS_ENDPOINT_URL"))
 }
 
 /// Refuse an endpoint that is not a plain `http(s)://host[:port][/path]` URL: object_store
@@ -190,10 +298,35 @@ pub fn check_endpoint(ep: &str) -> Result<()> {
     Ok(())
 }
 
-async fn s3(p: &ParsedUrl, opts: &CloudOptions) -> Result<object_store::aws::AmazonS3> {
-    let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .load()
-        .await;
+async fn s3(
+    p: &ParsedUrl,
+    opts: &CloudOptions,
+    env: &SideEnv,
+) -> Result<object_store::aws::AmazonS3> {
+    let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
+    // A side's own profile, region or static keys replace the chain's plain ones.
+    if let Some(profile) = env.own("AWS_PROFILE") {
+        loader = loader.profile_name(profile);
+    }
+    if let Some(region) = env
+        .own("AWS_REGION")
+        .or_else(|| env.own("AWS_DEFAULT_REGION"))
+    {
+        loader = loader.region(aws_config::Region::new(region));
+    }
+    if let (Some(id), Some(secret)) = (
+        env.own("AWS_ACCESS_KEY_ID"),
+        env.own("AWS_SECRET_ACCESS_KEY"),
+    ) {
+        loader = loader.credentials_provider(aws_credential_types::Credentials::new(
+            id,
+            secret,
+            env.own("AWS_SESSION_TOKEN"),
+            None,
+            "lineage-side-environment",
+        ));
+    }
+    let sdk = loader.load().await;
     let provider = sdk.credentials_provider().ok_or_else(|| {
         Error::Usage(format!(
             "cannot open {}: the AWS credential chain is not available",
@@ -204,10 +337,16 @@ async fn s3(p: &ParsedUrl, opts: &CloudOptions) -> Result<object_store::aws::Ama
         .region()
         .map(|r| r.as_ref().to_string())
         .unwrap_or_else(|| "us-east-1".to_string());
-    let endpoint = s3_endpoint(opts);
+    let endpoint = s3_endpoint_side(opts, env);
     // from_env keeps object_store's own AWS_* settings (server-side encryption, request
     // payer, ...); credentials, region and endpoint are set from the aws-config chain.
-    let mut b = AmazonS3Builder::from_env()
+    let mut b =
+        with_overrides(AmazonS3Builder::from_env(), env, "AWS_", |b, k, v| match k
+            .parse::<AmazonS3ConfigKey>()
+        {
+            Ok(k) => b.with_config(k, v),
+            Err(_) => b,
+        })
         .with_url(p.url.clone())
         .with_region(region)
         .with_credentials(Arc::new(AwsConfigCredentials::new(provider)))

@@ -1,0 +1,291 @@
+//! `lineage verify --store A --replica-of B`: does A (the replica) hold B's (its source's)
+//! objects, byte for byte?
+//!
+//! Every object present on both sides is hashed on both sides (parts as a stream) and the
+//! digests compared. An object on one side only is judged by what the replica already
+//! vouches for: the replica lags its source while a replication is pending, and that is
+//! not corruption. So an object only in the source is a problem when the replica should
+//! hold it (a seal at or below the replica's head, a pointer sealed by a seal the replica
+//! holds, a part whose pointer the replica holds), and otherwise counts as "behind". An
+//! object only in the replica is always a problem: `lineage replicate` never writes what
+//! the source lacks, so it was removed from the source, or written to the replica by
+//! something else. The two seal chains are compared seal by seal: one head is a prefix of
+//! the other (and how far behind), they are identical, or they diverge.
+
+use std::collections::BTreeMap;
+
+use futures::StreamExt;
+use serde::Serialize;
+
+use super::kinds::{kind_of, Kind};
+use super::Head;
+use crate::audit::chain::{self, Chain};
+use crate::audit::log::READ_CONCURRENCY;
+use crate::audit::part::stream_sha256;
+use crate::audit::seal::seal_key;
+use crate::error::Result;
+use crate::keys::{self, KeyKind};
+use crate::publish::AtomicPublisher;
+
+/// What is wrong between a replica and its source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReplicaProblemKind {
+    /// In the replica, not in the source.
+    OnlyInReplica,
+    /// In the source, not in the replica, though the replica vouches for it (or not
+    /// written by lineage-store, so never replicated).
+    OnlyInSource,
+    /// Present on both sides with different bytes.
+    Differs,
+    /// The two seal chains differ at some seal.
+    Diverged,
+}
+
+/// One problem, naming the object.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReplicaProblem {
+    /// What is wrong.
+    pub kind: ReplicaProblemKind,
+    /// The object's key.
+    pub key: String,
+    /// Details for a person.
+    pub detail: String,
+}
+
+/// How the two seal chains relate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Relation {
+    /// Same seals.
+    Identical,
+    /// The replica's seals are a prefix of the source's.
+    ReplicaBehind,
+    /// The source's seals are a prefix of the replica's: the source lost its newest seals.
+    SourceBehind,
+    /// Some seal differs.
+    Diverged,
+    /// Neither side has a seal.
+    NoSeals,
+}
+
+/// How far the replica lags (objects a pending replication would copy): not problems.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Behind {
+    /// Seals the source has beyond the replica's head.
+    pub seals: u64,
+    /// Commits (pointers) the source has and the replica does not vouch for yet.
+    pub commits: u64,
+    /// All objects the replica lacks without being a problem (seals, commits' parts and
+    /// pointers, claims).
+    pub objects: u64,
+}
+
+/// The comparison of a replica with its source.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReplicaReport {
+    /// The replica (`--store`).
+    pub replica: String,
+    /// Its source (`--replica-of`).
+    pub source: String,
+    /// Objects present on both sides and compared.
+    pub objects_compared: u64,
+    /// Bytes hashed, both sides together.
+    pub bytes_hashed: u64,
+    /// The replica's newest seal.
+    pub replica_head: Option<Head>,
+    /// The source's newest seal.
+    pub source_head: Option<Head>,
+    /// How the seal chains relate.
+    pub relation: Relation,
+    /// How far the replica lags.
+    pub behind: Behind,
+    /// Everything wrong, sorted by kind then key.
+    pub problems: Vec<ReplicaProblem>,
+}
+
+impl ReplicaReport {
+    /// True when nothing is wrong (a replica that is only behind is clean).
+    pub fn is_clean(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+fn head(c: &Chain) -> Option<Head> {
+    c.head().map(|(seq, d)| Head {
+        seq,
+        sha256: d.to_string(),
+    })
+}
+
+/// Compare `replica` with its `source`.
+pub async fn compare(
+    replica: &dyn AtomicPublisher,
+    source: &dyn AtomicPublisher,
+) -> Result<ReplicaReport> {
+    let rchain = chain::walk(replica, None).await?;
+    let schain = chain::walk(source, None).await?;
+    let listed = |l: Vec<crate::publish::ObjectInfo>| -> BTreeMap<String, u64> {
+        l.into_iter()
+            .filter(|o| kind_of(&o.key) != Kind::Temp)
+            .map(|o| (o.key, o.size))
+            .collect()
+    };
+    let rlist = listed(replica.list("").await?);
+    let slist = listed(source.list("").await?);
+    let mut report = ReplicaReport {
+        replica: replica.describe(),
+        source: source.describe(),
+        objects_compared: 0,
+        bytes_hashed: 0,
+        replica_head: head(&rchain),
+        source_head: head(&schain),
+        relation: Relation::NoSeals,
+        behind: Behind::default(),
+        problems: Vec::new(),
+    };
+    let push = |r: &mut ReplicaReport, kind, key: &str, detail: String| {
+        r.problems.push(ReplicaProblem {
+            kind,
+            key: key.to_string(),
+            detail,
+        });
+    };
+
+    // Objects on both sides: hashed on both.
+    let both: Vec<(&String, u64, u64)> = rlist
+        .iter()
+        .filter_map(|(k, &rs)| slist.get(k).map(|&ss| (k, rs, ss)))
+        .collect();
+    // (key, sizes, digests) of the replica's and the source's object.
+    type Hashed<'a> = (&'a String, (u64, u64), (String, String));
+    let hashed: Vec<Result<Hashed>> = futures::stream::iter(both)
+        .map(|(k, rs, ss)| async move {
+            let rd = stream_sha256(replica, k, rs, &|_| {}).await?;
+            let sd = stream_sha256(source, k, ss, &|_| {}).await?;
+            Ok((k, (rs, ss), (rd, sd)))
+        })
+        .buffer_unordered(READ_CONCURRENCY)
+        .collect()
+        .await;
+    for h in hashed {
+        let (k, (rs, ss), (rd, sd)) = h?;
+        report.objects_compared += 1;
+        report.bytes_hashed += rs + ss;
+        if rd != sd || rs != ss {
+            push(
+                &mut report,
+                ReplicaProblemKind::Differs,
+                k,
+                format!(
+                    "replica: {rs} bytes, sha256 {rd}; source: {ss} bytes, sha256 {sd}: edited on one side"
+                ),
+            );
+        }
+    }
+
+    // The seal chains, seal by seal.
+    let rseals: BTreeMap<u64, &str> = rchain
+        .seals
+        .iter()
+        .map(|s| (s.key_seq, s.digest.as_str()))
+        .collect();
+    let sseals: BTreeMap<u64, &str> = schain
+        .seals
+        .iter()
+        .map(|s| (s.key_seq, s.digest.as_str()))
+        .collect();
+    let (rmax, smax) = (
+        rseals.keys().last().copied().unwrap_or(0),
+        sseals.keys().last().copied().unwrap_or(0),
+    );
+    let diverged = rseals
+        .iter()
+        .find(|(n, d)| sseals.get(n).is_some_and(|s| s != *d));
+    report.relation = match diverged {
+        Some((n, d)) => {
+            let s = sseals.get(n).copied().unwrap_or_default();
+            push(
+                &mut report,
+                ReplicaProblemKind::Diverged,
+                &seal_key(*n),
+                format!("the replica's seal {n} has sha256 {d}, the source's {s}: the two histories diverge from seal {n}"),
+            );
+            Relation::Diverged
+        }
+        None if rmax == 0 && smax == 0 => Relation::NoSeals,
+        None if rmax == smax => Relation::Identical,
+        None if rmax < smax => Relation::ReplicaBehind,
+        None => Relation::SourceBehind,
+    };
+    if report.relation == Relation::ReplicaBehind {
+        report.behind.seals = smax - rmax;
+    }
+
+    // Objects on one side only.
+    let sealed_at = |c: &Chain, key: &str| c.by_key.get(key).map(|&i| c.leaves[i].seq);
+    let vouched = |key: &str| -> Option<String> {
+        if let Some(n) = sealed_at(&rchain, key) {
+            return Some(format!("the replica's seal {n} covers it"));
+        }
+        match sealed_at(&schain, key) {
+            Some(n) if n <= rmax => Some(format!("sealed by seal {n}, which the replica holds")),
+            _ => None,
+        }
+    };
+    for (k, _) in slist.iter().filter(|(k, _)| !rlist.contains_key(*k)) {
+        let why = match kind_of(k) {
+            Kind::Foreign => Some(
+                "not written by lineage-store, so `lineage replicate` does not copy it: see `lineage verify` of the source".to_string(),
+            ),
+            Kind::Seal(n) => (n <= rmax).then(|| format!("the replica holds later seals (up to {rmax})")),
+            Kind::Pointer { .. } => {
+                let why = vouched(k);
+                if why.is_none() {
+                    report.behind.commits += 1;
+                }
+                why
+            }
+            Kind::Part => match keys::classify(k) {
+                KeyKind::Part {
+                    run_id, commit_id, ..
+                } => {
+                    let ptr = keys::pointer_key(&run_id, &commit_id);
+                    if rlist.contains_key(&ptr) {
+                        Some(format!("its pointer {ptr} is in the replica"))
+                    } else {
+                        vouched(&ptr).map(|w| format!("its pointer {ptr}: {w}"))
+                    }
+                }
+                _ => None,
+            },
+            Kind::Claim
+            | Kind::Index
+            | Kind::SealAux
+            | Kind::Head
+            | Kind::Unknown
+            | Kind::Temp => None,
+        };
+        match why {
+            Some(w) => push(
+                &mut report,
+                ReplicaProblemKind::OnlyInSource,
+                k,
+                format!("missing from the replica: {w}"),
+            ),
+            None => report.behind.objects += 1,
+        }
+    }
+    for k in rlist.keys().filter(|k| !slist.contains_key(*k)) {
+        push(
+            &mut report,
+            ReplicaProblemKind::OnlyInReplica,
+            k,
+            "in the replica, not in the source: removed from the source, or written to the replica by something other than `lineage replicate`".into(),
+        );
+    }
+    report
+        .problems
+        .sort_by(|a, b| (a.kind, &a.key).cmp(&(b.kind, &b.key)));
+    Ok(report)
+}

@@ -1,0 +1,146 @@
+//! What `replicate` does with each kind of object, decided from its key by
+//! [`crate::keys::classify`] in this one place.
+//!
+//! Objects are published in [`Stage`] order: everything of a stage lands before anything of
+//! a later one, so an object that names other objects (a pointer names its part, a claim
+//! names commits, a seal names pointers and the seal before it) always lands after them,
+//! and a replica interrupted at any point is a valid store.
+//!
+//! Adding a create-only kind (e.g. checkpoints or tiles under `_lineage/`): a [`Kind`]
+//! variant and its arm in [`kind_of`]; its [`Stage`] (a new variant placed after the
+//! stages of every object it names, and in [`Stage::ALL`]; [`Stage::sequential`] when its
+//! objects name each other in key order, as a chain does); and, when its content can be
+//! checked before copying, a check in `pass.rs` beside the claims' (`Ctx::small`). It is
+//! then copied verbatim, byte for byte, compared when the destination has it.
+
+use crate::keys::{self, KeyKind};
+
+/// Publication order. Every object of a stage is published after every object of the
+/// stages before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Stage {
+    /// Data parts and their pointers, commit by commit: the part, then its pointer.
+    Commits,
+    /// Index entries (each names a pointer).
+    Index,
+    /// Commit-key claims (they name commits).
+    Claims,
+    /// Seals, strictly one after another in sequence order (each names pointers and the
+    /// seal before it).
+    Seals,
+    /// Hash tiles and leaf locators (derived from the seals).
+    SealAux,
+    /// Head markers, last: a marker says its seal's tiles and locators are all there.
+    Heads,
+    /// `_lineage/` objects this version does not know: copied verbatim, last, since they
+    /// may name anything before them.
+    Unknown,
+}
+
+impl Stage {
+    /// Every stage, in publication order.
+    pub const ALL: [Stage; 7] = [
+        Stage::Commits,
+        Stage::Index,
+        Stage::Claims,
+        Stage::Seals,
+        Stage::SealAux,
+        Stage::Heads,
+        Stage::Unknown,
+    ];
+
+    /// Whether the objects of a verbatim stage must land one at a time in key order
+    /// (objects that name the one before them). Commits and seals have their own order.
+    pub fn sequential(self) -> bool {
+        match self {
+            Stage::Commits
+            | Stage::Index
+            | Stage::Claims
+            | Stage::Seals
+            | Stage::SealAux
+            | Stage::Heads => false,
+            // Unknown kinds may be chains: key order is the safe guess.
+            Stage::Unknown => true,
+        }
+    }
+}
+
+/// The kind of one object, as far as replication is concerned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kind {
+    /// A data part: copied with its commit, before the pointer, checked against it.
+    Part,
+    /// A commit pointer.
+    Pointer {
+        /// From its key.
+        run_id: String,
+        /// From its key.
+        commit_id: String,
+    },
+    /// A commit-key claim (`_lineage/commit-keys/`).
+    Claim,
+    /// A seal with its sequence number.
+    Seal(u64),
+    /// An index entry (`_lineage/index/`).
+    Index,
+    /// A hash tile or a leaf locator (`_lineage/tiles/`, `_lineage/leaves/`).
+    SealAux,
+    /// A head marker (`_lineage/heads/`).
+    Head,
+    /// Some other `_lineage/` object: ours, but unknown to this version.
+    Unknown,
+    /// A temp of a publish in flight: never copied (the finished object will be).
+    Temp,
+    /// Not written by lineage-store: never copied.
+    Foreign,
+}
+
+impl Kind {
+    /// The stage an object of this kind is published in; `None` when it is not copied.
+    pub fn stage(&self) -> Option<Stage> {
+        match self {
+            Kind::Part | Kind::Pointer { .. } => Some(Stage::Commits),
+            Kind::Claim => Some(Stage::Claims),
+            Kind::Seal(_) => Some(Stage::Seals),
+            Kind::Index => Some(Stage::Index),
+            Kind::SealAux => Some(Stage::SealAux),
+            Kind::Head => Some(Stage::Heads),
+            Kind::Unknown => Some(Stage::Unknown),
+            Kind::Temp | Kind::Foreign => None,
+        }
+    }
+
+    /// A short name for summaries.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Kind::Part => "part",
+            Kind::Pointer { .. } => "pointer",
+            Kind::Claim => "claim",
+            Kind::Seal(_) => "seal",
+            Kind::Index => "index entry",
+            Kind::SealAux => "tile or locator",
+            Kind::Head => "head marker",
+            Kind::Unknown => "other",
+            Kind::Temp => "temp",
+            Kind::Foreign => "foreign",
+        }
+    }
+}
+
+/// The kind of a store key.
+pub fn kind_of(key: &str) -> Kind {
+    match keys::classify(key) {
+        KeyKind::Part { .. } => Kind::Part,
+        KeyKind::Pointer { run_id, commit_id } => Kind::Pointer { run_id, commit_id },
+        KeyKind::Seal(n) => Kind::Seal(n),
+        KeyKind::History(h) => match h {
+            keys::HistoryKey::Index { .. } => Kind::Index,
+            keys::HistoryKey::Tile { .. } | keys::HistoryKey::Leaf { .. } => Kind::SealAux,
+            keys::HistoryKey::Head(_) => Kind::Head,
+        },
+        KeyKind::Meta if key.starts_with(keys::COMMIT_KEYS_PREFIX) => Kind::Claim,
+        KeyKind::Meta => Kind::Unknown,
+        KeyKind::Temp => Kind::Temp,
+        KeyKind::Foreign => Kind::Foreign,
+    }
+}

@@ -1,0 +1,487 @@
+//! Witnessed heads: a second party records a store's head, so that cutting off the newest
+//! seals, or rewriting history, is detected without anyone keeping a digest by hand.
+//!
+//! `lineage witness --store A --witness W` walks A's seal chain, checks it against every
+//! head W recorded for A before (a witness never vouches for a history that contradicts
+//! what it saw), and records A's newest seal as a create-only object in W:
+//!
+//! ```text
+//! <W>/_lineage/witness/<store id>/<seq, 20 digits>.json
+//! ```
+//!
+//! `lineage verify --store A --witness W` checks A's chain against every record: a
+//! witnessed seal that is gone (truncation) or has other bytes (a rewrite) is a problem
+//! naming the witnessed head. Each record names the record before it (its sequence number
+//! and the sha256 of its bytes), so a record deleted from W is detected by the record after
+//! it; only the newest record can vanish without a trace, which is why W must refuse
+//! deletes (Object Lock, no delete permission) and be writable only by the witness's
+//! credentials, never by the writer's.
+//!
+//! **Store identity** ([`store_identity`]): the sha256 of the store's first seal. It is
+//! kept in the store itself, so the same store reached through two URLs (an S3 endpoint
+//! and its alias, a mounted path) is one identity, and a replica made by `lineage
+//! replicate` shares its source's identity and can be checked against the same witness.
+//! It is fixed from the first seal on and cannot be chosen to collide with another store's.
+//! A store whose history is rewritten from its very first seal gets a new identity; the
+//! witness then holds no record for it, which `verify --witness` reports as a problem,
+//! naming the identities the witness recorded for the same URL.
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use serde::{Deserialize, Serialize};
+
+use crate::audit::chain::{self, Chain};
+use crate::audit::log::READ_CONCURRENCY;
+use crate::audit::seal::seal_key;
+use crate::clock::Clock;
+use crate::encode::sha256_hex;
+use crate::error::{Error, Result};
+use crate::pointer::{rfc3339, tool_version};
+use crate::publish::AtomicPublisher;
+use crate::writer::{publish_checked, Published};
+
+/// Format tag of witness records.
+pub const RECORD_FORMAT: &str = "lineage-witness/1";
+/// Where records live in the witness store: under `_lineage/`, so that a local witness
+/// directory is recognised as one of ours by `--store`'s check (a mistyped path is
+/// refused), and so that dataset readers of a bucket shared with data skip it.
+pub const HEADS_PREFIX: &str = "_lineage/witness/";
+
+/// The identity of a store: the sha256 of its first seal (`None` without a seal 1).
+pub fn store_identity(chain: &Chain) -> Option<String> {
+    chain
+        .seals
+        .first()
+        .filter(|s| s.key_seq == 1)
+        .map(|s| s.digest.clone())
+}
+
+/// The key of the record of seal `seq` of store `store_id`.
+pub fn record_key(store_id: &str, seq: u64) -> String {
+    format!("{HEADS_PREFIX}{store_id}/{seq:020}.json")
+}
+
+/// The record before this one, as the witness saw it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PrevRecord {
+    /// Its seal's sequence number.
+    pub seq: u64,
+    /// sha256 of its exact bytes.
+    pub sha256: String,
+}
+
+/// One witnessed head, as stored in the witness store.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WitnessRecord {
+    /// Always [`RECORD_FORMAT`].
+    pub format: String,
+    /// The store's identity (sha256 of its first seal).
+    pub store_id: String,
+    /// The store's URL as the witness reached it (for people; not the identity).
+    pub store: String,
+    /// The witnessed seal's sequence number.
+    pub seq: u64,
+    /// sha256 of the witnessed seal's bytes: the head digest.
+    pub head: String,
+    /// Commits the seal covers.
+    pub tree_size: u64,
+    /// Its Merkle root.
+    pub root: String,
+    /// When the seal says it was made.
+    pub sealed_utc: String,
+    /// When the witness saw it (the witness's clock).
+    pub witnessed_utc: String,
+    /// The lineage-store that recorded it.
+    pub tool_version: String,
+    /// The newest earlier record of this store when this one was made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prev: Option<PrevRecord>,
+}
+
+/// What kind of problem the witness check found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WitnessProblemKind {
+    /// The witness holds no record of this store.
+    NotWitnessed,
+    /// A witnessed seal is gone from the store: its newest seals were cut off.
+    WitnessedSealMissing,
+    /// A witnessed seal has other bytes now: history was rewritten.
+    WitnessedSealRewritten,
+    /// A record another record names is gone from the witness store.
+    WitnessRecordMissing,
+    /// A record cannot be read, or contradicts its key or the record naming it.
+    WitnessRecordCorrupt,
+    /// The store's own chain has problems (`lineage witness` refuses to record it).
+    StoreChain,
+}
+
+/// One problem, naming the object.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WitnessProblem {
+    /// What is wrong.
+    pub kind: WitnessProblemKind,
+    /// The seal or record it is about.
+    pub key: String,
+    /// Details for a person.
+    pub detail: String,
+}
+
+/// A witnessed head, for reports.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Witnessed {
+    /// Sequence number.
+    pub seq: u64,
+    /// The head digest recorded.
+    pub head: String,
+    /// When it was witnessed.
+    pub witnessed_utc: String,
+}
+
+/// The store checked against the witness.
+#[derive(Debug, Clone, Serialize)]
+pub struct WitnessReport {
+    /// The witness store.
+    pub witness: String,
+    /// The store's identity, when it has a first seal.
+    pub store_id: Option<String>,
+    /// Records of this store in the witness.
+    pub records: u64,
+    /// The newest witnessed head.
+    pub newest_witnessed: Option<Witnessed>,
+    /// The store's newest seal.
+    pub store_head_seq: Option<u64>,
+    /// Seals newer than the newest witnessed one (not witnessed yet: not a problem).
+    pub unwitnessed_seals: u64,
+    /// Everything wrong, sorted by kind then key.
+    pub problems: Vec<WitnessProblem>,
+}
+
+impl WitnessReport {
+    /// True when nothing is wrong.
+    pub fn is_clean(&self) -> bool {
+        self.problems.is_empty()
+    }
+
+    fn push(&mut self, kind: WitnessProblemKind, key: String, detail: String) {
+        self.problems.push(WitnessProblem { kind, key, detail });
+    }
+}
+
+/// A record as read, with the digest of its bytes.
+struct ReadRecord {
+    key: String,
+    key_seq: u64,
+    digest: String,
+    record: std::result::Result<WitnessRecord, String>,
+}
+
+/// Every record of `store_id` in the witness store, sorted by sequence number.
+async fn read_records(witness: &dyn AtomicPublisher, store_id: &str) -> Result<Vec<ReadRecord>> {
+    let prefix = format!("{HEADS_PREFIX}{store_id}/");
+    let listed = witness.list(&prefix).await?;
+    let mut out: Vec<ReadRecord> = futures::stream::iter(listed.into_iter().filter_map(|o| {
+        let seq = o.key.strip_prefix(&prefix)?.strip_suffix(".json")?;
+        let n = (seq.len() == 20)
+            .then(|| seq.parse::<u64>().ok())
+            .flatten()?;
+        Some((o.key, n))
+    }))
+    .map(|(key, n)| async move {
+        let bytes = witness
+            .get(&key)
+            .await?
+            .ok_or_else(|| Error::NotFound(key.clone()))?;
+        let record = parse_record(&bytes, store_id, n);
+        Ok::<_, Error>(ReadRecord {
+            digest: sha256_hex(&bytes),
+            key,
+            key_seq: n,
+            record,
+        })
+    })
+    .buffer_unordered(READ_CONCURRENCY)
+    .collect::<Vec<_>>()
+    .await
+    .into_iter()
+    .collect::<Result<_>>()?;
+    out.sort_by_key(|r| r.key_seq);
+    Ok(out)
+}
+
+fn parse_record(
+    bytes: &[u8],
+    store_id: &str,
+    seq: u64,
+) -> std::result::Result<WitnessRecord, String> {
+    let r: WitnessRecord = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+    if r.format != RECORD_FORMAT {
+        return Err(format!("unknown format {:?}", r.format));
+    }
+    if r.store_id != store_id || r.seq != seq {
+        return Err(format!(
+            "records store {} seal {}, but is stored as store {store_id} seal {seq}",
+            r.store_id, r.seq
+        ));
+    }
+    Ok(r)
+}
+
+/// Check a store's chain against every record the witness holds for it.
+pub async fn check(
+    chain: &Chain,
+    store: &str,
+    witness: &dyn AtomicPublisher,
+) -> Result<WitnessReport> {
+    let store_id = store_identity(chain);
+    let newest_seal = chain.head().map_or(0, |(n, _)| n);
+    let mut report = WitnessReport {
+        witness: witness.describe(),
+        store_id: store_id.clone(),
+        records: 0,
+        newest_witnessed: None,
+        store_head_seq: chain.head().map(|(n, _)| n),
+        unwitnessed_seals: 0,
+        problems: Vec::new(),
+    };
+    let Some(id) = store_id else {
+        let seen = records_for_url(witness, store).await?;
+        report.push(
+            WitnessProblemKind::NotWitnessed,
+            seal_key(1),
+            format!("the store has no seal 1, so no identity the witness could know it by{seen}"),
+        );
+        return Ok(report);
+    };
+    let records = read_records(witness, &id).await?;
+    if records.is_empty() {
+        let seen = records_for_url(witness, store).await?;
+        report.push(
+            WitnessProblemKind::NotWitnessed,
+            format!("{HEADS_PREFIX}{id}/"),
+            format!("the witness holds no record of this store (identity {id}, the sha256 of its seal 1): never witnessed there, or rewritten from its first seal{seen}"),
+        );
+    }
+    let seals: BTreeMap<u64, &str> = chain
+        .seals
+        .iter()
+        .map(|s| (s.key_seq, s.digest.as_str()))
+        .collect();
+    let by_seq: BTreeMap<u64, &ReadRecord> = records.iter().map(|r| (r.key_seq, r)).collect();
+    for r in &records {
+        let rec = match &r.record {
+            Ok(rec) => rec,
+            Err(why) => {
+                report.push(
+                    WitnessProblemKind::WitnessRecordCorrupt,
+                    r.key.clone(),
+                    why.clone(),
+                );
+                continue;
+            }
+        };
+        let seen = format!(
+            "witnessed on {} with head {} (tree size {}, root {})",
+            rec.witnessed_utc, rec.head, rec.tree_size, rec.root
+        );
+        match seals.get(&rec.seq) {
+            None => report.push(
+                WitnessProblemKind::WitnessedSealMissing,
+                seal_key(rec.seq),
+                format!("seal {} was {seen}, but the store has no seal {} (its newest is {newest_seal}): the newest seals were cut off", rec.seq, rec.seq),
+            ),
+            Some(d) if *d != rec.head => report.push(
+                WitnessProblemKind::WitnessedSealRewritten,
+                seal_key(rec.seq),
+                format!("has sha256 {d}, but seal {} was {seen}: history was rewritten after the witness saw it", rec.seq),
+            ),
+            Some(_) => {}
+        }
+        if let Some(prev) = &rec.prev {
+            match by_seq.get(&prev.seq) {
+                None => report.push(
+                    WitnessProblemKind::WitnessRecordMissing,
+                    record_key(&id, prev.seq),
+                    format!("the record of seal {} names it (sha256 {}), but it is gone from the witness store: deleted", rec.seq, prev.sha256),
+                ),
+                Some(p) if p.digest != prev.sha256 => report.push(
+                    WitnessProblemKind::WitnessRecordCorrupt,
+                    p.key.clone(),
+                    format!("has sha256 {}, but the record of seal {} names {}: edited", p.digest, rec.seq, prev.sha256),
+                ),
+                Some(_) => {}
+            }
+        }
+    }
+    report.records = records.len() as u64;
+    if let Some(newest) = records.iter().rev().find_map(|r| r.record.as_ref().ok()) {
+        report.unwitnessed_seals = newest_seal.saturating_sub(newest.seq);
+        report.newest_witnessed = Some(Witnessed {
+            seq: newest.seq,
+            head: newest.head.clone(),
+            witnessed_utc: newest.witnessed_utc.clone(),
+        });
+    }
+    report
+        .problems
+        .sort_by(|a, b| (a.kind, &a.key).cmp(&(b.kind, &b.key)));
+    Ok(report)
+}
+
+/// ", the witness recorded this URL as identity X (newest seal N)..." for messages about
+/// a store the witness does not know by its identity.
+async fn records_for_url(witness: &dyn AtomicPublisher, store: &str) -> Result<String> {
+    let listed = witness.list(HEADS_PREFIX).await?;
+    let mut newest: BTreeMap<String, (u64, String)> = BTreeMap::new();
+    for o in listed {
+        let Some((id, file)) = o
+            .key
+            .strip_prefix(HEADS_PREFIX)
+            .and_then(|r| r.split_once('/'))
+        else {
+            continue;
+        };
+        let Some(n) = file
+            .strip_suffix(".json")
+            .and_then(|s| s.parse::<u64>().ok())
+        else {
+            continue;
+        };
+        let e = newest.entry(id.to_string()).or_insert((0, String::new()));
+        if n >= e.0 {
+            *e = (n, o.key);
+        }
+    }
+    let mut same_url = Vec::new();
+    for (id, (n, key)) in newest {
+        if let Some(b) = witness.get(&key).await? {
+            if let Ok(r) = serde_json::from_slice::<WitnessRecord>(&b) {
+                if r.store == store {
+                    same_url.push(format!("identity {id} (witnessed up to seal {n})"));
+                }
+            }
+        }
+    }
+    Ok(if same_url.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; the witness recorded this URL under {}: the history there was replaced",
+            same_url.join(", ")
+        )
+    })
+}
+
+/// What `witness` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct WitnessOutcome {
+    /// The store's identity.
+    pub store_id: String,
+    /// The witnessed seal.
+    pub seq: u64,
+    /// Its digest.
+    pub head: String,
+    /// The record's key in the witness store.
+    pub record: String,
+    /// False when the witness had recorded this head already.
+    pub created: bool,
+    /// Why nothing was recorded (the chain, or its agreement with earlier records, failed).
+    pub problems: Vec<WitnessProblem>,
+}
+
+/// Record the store's newest seal in the witness store, after checking the chain and its
+/// agreement with every earlier record. With problems, nothing is recorded and they are
+/// returned in [`WitnessOutcome::problems`].
+pub async fn witness(
+    store: &dyn AtomicPublisher,
+    witness: &dyn AtomicPublisher,
+    clock: &dyn Clock,
+) -> Result<WitnessOutcome> {
+    let chain = chain::walk(store, None).await?;
+    let Some(last) = chain.seals.last() else {
+        return Err(Error::Usage(format!(
+            "{}: the store has no seals: run `lineage seal` first",
+            store.describe()
+        )));
+    };
+    let report = check(&chain, &store.describe(), witness).await?;
+    let mut problems: Vec<WitnessProblem> = chain
+        .problems
+        .iter()
+        .map(|p| WitnessProblem {
+            kind: WitnessProblemKind::StoreChain,
+            key: p.key.clone(),
+            detail: format!("{}: {}", crate::replicate::problem_name(p.kind), p.detail),
+        })
+        .collect();
+    problems.extend(
+        report
+            .problems
+            .into_iter()
+            .filter(|p| p.kind != WitnessProblemKind::NotWitnessed),
+    );
+    let store_id = report.store_id.unwrap_or_default();
+    let mut outcome = WitnessOutcome {
+        record: record_key(&store_id, last.key_seq),
+        store_id: store_id.clone(),
+        seq: last.key_seq,
+        head: last.digest.clone(),
+        created: false,
+        problems,
+    };
+    if !outcome.problems.is_empty() {
+        return Ok(outcome);
+    }
+    let seal = last.seal.as_ref().map_err(|m| Error::Corrupt {
+        what: "seal",
+        key: last.key.clone(),
+        message: m.clone(),
+    })?;
+    let records = read_records(witness, &store_id).await?;
+    if records.iter().any(|r| r.key_seq == last.key_seq) {
+        return Ok(outcome); // already witnessed, and checked above to agree
+    }
+    let prev = records
+        .iter()
+        .rev()
+        .find(|r| r.key_seq < last.key_seq)
+        .map(|r| PrevRecord {
+            seq: r.key_seq,
+            sha256: r.digest.clone(),
+        });
+    let rec = WitnessRecord {
+        format: RECORD_FORMAT.to_string(),
+        store_id: store_id.clone(),
+        store: store.describe(),
+        seq: last.key_seq,
+        head: last.digest.clone(),
+        tree_size: seal.tree_size,
+        root: seal.root.clone(),
+        sealed_utc: seal.sealed_utc.clone(),
+        witnessed_utc: rfc3339(clock.now()),
+        tool_version: tool_version(),
+        prev,
+    };
+    let mut bytes = serde_json::to_vec_pretty(&rec).map_err(|e| Error::Internal(e.to_string()))?;
+    bytes.push(b'\n');
+    // Another witness may record the same head at once: same seal and head is agreement.
+    let published =
+        publish_checked(
+            witness,
+            &outcome.record,
+            Bytes::from(bytes),
+            |have| match parse_record(have, &store_id, rec.seq) {
+                Ok(o) if o.head == rec.head => Ok(()),
+                Ok(o) => Err(format!(
+                    "the witness recorded head {} for seal {}, this store's seal {} has {}",
+                    o.head, o.seq, rec.seq, rec.head
+                )),
+                Err(e) => Err(format!("an unreadable record is in the way: {e}")),
+            },
+        )
+        .await?;
+    outcome.created = published == Published::Created;
+    Ok(outcome)
+}
