@@ -203,6 +203,10 @@ pub struct Report {
     pub in_flight_objects: Vec<InFlight>,
     /// Everything wrong, sorted by kind then key.
     pub problems: Vec<Problem>,
+    /// The newest seal, when its sealer has not finished it (no head marker yet): not a
+    /// problem; `lineage seal` finishes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unfinished_seal: Option<u64>,
     /// What was checked by `--since-seal`: the seal it started from (older commits were
     /// not looked at).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -428,9 +432,9 @@ pub async fn verify_with(store: &dyn AtomicPublisher, opts: &VerifyOptions) -> R
         grace: opts.grace,
         scope: scope.as_ref(),
     };
-    report
-        .problems
-        .extend(crate::history::check::check(store, &history, &history_objects).await?);
+    let checked = crate::history::check::check(store, &history, &history_objects).await?;
+    report.problems.extend(checked.problems);
+    report.unfinished_seal = checked.unfinished_seal;
     drop(history);
     for (_, p) in &pointers {
         parts.remove(p.part_path.as_str());

@@ -186,6 +186,11 @@ fn print_report(r: &Report, more: &[String], extra: usize) -> Result<()> {
         "{}: {} commits, {} parts verified ({hashed}; {} rows, {} bytes hashed)",
         r.store, r.commits, r.parts_ok, r.rows, r.bytes_hashed
     ))?;
+    if let Some(n) = r.unfinished_seal {
+        out(&format!(
+            "seal {n} is not finished (no head marker yet): `lineage seal` finishes it; its tiles and locators are checked once it is"
+        ))?;
+    }
     if let Some(n) = r.since_seal {
         out(&format!(
             "since seal {n}: checked the seals from {n} on and the commits after it; everything sealed by seal {n} or earlier was not looked at"

@@ -8,8 +8,8 @@
 //!   index entry, or one older than the newest seal's watermark);
 //! - `bad_locator`: a locator that holds bytes or names another leaf than the seals give,
 //!   or a missing locator of a sealed commit;
-//! - `bad_head_marker`: a marker of a seal that does not exist, or the newest seal without
-//!   one (its tiles and locators may be incomplete);
+//! - `bad_head_marker`: a marker that holds bytes or marks a seal that does not exist (the
+//!   newest seal without a marker is not a problem: `unfinished_seal` in the report);
 //! - `bad_tile`: a tile whose hashes are not the tree's, or a tile the tree needs missing;
 //! - a seal whose frontier, watermark or `ahead` is wrong: `seal_root_mismatch` /
 //!   `seal_corrupt`, reported by the chain walk.
@@ -128,7 +128,7 @@ pub async fn check(
     store: &dyn AtomicPublisher,
     cx: &Context<'_>,
     objects: &[&ObjectInfo],
-) -> Result<Vec<Problem>> {
+) -> Result<Checked> {
     let mut out = Vec::new();
     let mut index_keys: HashSet<&str> = HashSet::new();
     let mut locators: HashSet<u64> = HashSet::new();
@@ -194,11 +194,25 @@ pub async fn check(
     out.extend(missed(store, cx, &index_keys).await?);
     let complete = complete_size(store, cx).await?;
     out.extend(missing_locators(cx, &locators, complete));
+    let mut unfinished_seal = None;
     if cx.first() {
         out.extend(check_heads(cx, &heads));
         out.extend(check_tiles(store, cx, &tile_objs, complete).await?);
+        unfinished_seal = unfinished(cx, &heads);
     }
-    Ok(out)
+    Ok(Checked {
+        problems: out,
+        unfinished_seal,
+    })
+}
+
+/// What the history checks found.
+#[derive(Debug, Default)]
+pub struct Checked {
+    /// Problems, each naming its object.
+    pub problems: Vec<Problem>,
+    /// The newest seal, when it has no head marker yet (see [`unfinished`]).
+    pub unfinished_seal: Option<u64>,
 }
 
 async fn check_index_entry(
@@ -401,22 +415,18 @@ fn check_heads(cx: &Context<'_>, heads: &[(u64, &ObjectInfo)]) -> Vec<Problem> {
             ));
         }
     }
-    if let Some(newest) = cx.chain.seals.last() {
-        let marked = heads.iter().any(|(s, _)| *s == newest.key_seq);
-        if let Ok(s) = &newest.seal {
-            let made = DateTime::parse_from_rfc3339(&s.sealed_utc)
-                .ok()
-                .map(|t| t.with_timezone(&Utc));
-            if s.is_v2() && !marked && cx.old(made) {
-                out.push(problem(
-                    ProblemKind::BadHeadMarker,
-                    &keys::head_key(newest.key_seq),
-                    format!("missing: seal {} was made but not completed (its locators and tiles may be missing); `lineage seal` completes it", newest.key_seq),
-                ));
-            }
-        }
-    }
     out
+}
+
+/// The newest seal, when it has no head marker: a sealer (or a replication) stopped
+/// between the seal and its marker. Not a problem (every seal, pointer and part is still
+/// checked; what the marker vouches for is checked up to the newest marked seal), but
+/// said, since `lineage seal` (or the next `lineage replicate`) finishes it.
+fn unfinished(cx: &Context<'_>, heads: &[(u64, &ObjectInfo)]) -> Option<u64> {
+    let newest = cx.chain.seals.last()?;
+    let marked = heads.iter().any(|(s, _)| *s == newest.key_seq);
+    let seal = newest.seal.as_ref().ok()?;
+    (seal.is_v2() && !marked).then_some(newest.key_seq)
 }
 
 async fn check_tiles(
