@@ -238,18 +238,25 @@ impl Scope {
             && b.as_str() < bucket_key(self.plan.buckets[self.i() + 1]).as_str()
     }
 
-    /// The key ranges this shard lists: [from, to).
-    fn ranges(&self) -> Vec<(String, String)> {
+    /// The key ranges this shard lists: (prefix, from, to) for keys in [from, to) under
+    /// the prefix (which keeps the last page of a range from running into other areas).
+    fn ranges(&self) -> Vec<(&'static str, String, String)> {
         let i = self.i();
         let (r0, r1) = (&self.plan.runs[i], &self.plan.runs[i + 1]);
         let mut v = vec![
-            (r0.clone(), r1.clone()),
+            (RUNS_AREA.0, r0.clone(), r1.clone()),
             (
+                POINTERS_AREA.0,
                 format!("{}{}", keys::COMMITS_PREFIX, r0),
                 format!("{}{}", keys::COMMITS_PREFIX, r1),
             ),
-            (self.plan.index[i].clone(), self.plan.index[i + 1].clone()),
             (
+                INDEX_AREA.0,
+                self.plan.index[i].clone(),
+                self.plan.index[i + 1].clone(),
+            ),
+            (
+                LEAVES_AREA.0,
                 bucket_key(self.plan.buckets[i]),
                 bucket_key(self.plan.buckets[i + 1]),
             ),
@@ -260,10 +267,10 @@ impl Scope {
             areas.sort();
             let mut from = String::new();
             for (start, end) in areas {
-                v.push((from, start.to_string()));
+                v.push(("", from, start.to_string()));
                 from = end.to_string();
             }
-            v.push((from, String::new()));
+            v.push(("", from, String::new()));
         }
         v
     }
@@ -271,12 +278,14 @@ impl Scope {
     /// List this shard's objects: one bounded, resumable listing per range.
     pub async fn list(&self, store: &dyn AtomicPublisher) -> Result<Vec<ObjectInfo>> {
         let mut out = Vec::new();
-        for (from, to) in self.ranges() {
+        for (prefix, from, to) in self.ranges() {
             let before = (!to.is_empty()).then_some(to.as_str());
             if before.is_some_and(|b| b <= from.as_str()) {
                 continue;
             }
-            out.extend(list_pages(store, "", &just_below(&from), before).await?);
+            let mut page = list_pages(store, prefix, &just_below(&from), before).await?;
+            page.retain(|o| o.key.as_str() >= from.as_str());
+            out.extend(page);
         }
         Ok(out)
     }
