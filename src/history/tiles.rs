@@ -44,7 +44,7 @@ impl Tile {
 
 /// Split stored tile bytes into hashes; `None` unless a whole number of hashes.
 pub fn parse_tile(bytes: &[u8]) -> Option<Vec<Hash>> {
-    if bytes.len() % 32 != 0 {
+    if !bytes.len().is_multiple_of(32) {
         return None;
     }
     bytes.chunks(32).map(|c| <Hash>::try_from(c).ok()).collect()
