@@ -208,11 +208,29 @@ struct Walker<'a> {
 
 impl Walker<'_> {
     fn walk(&self, dir: &Path, out: &mut Vec<ObjectInfo>) -> Result<()> {
+        for (entry, is_dir) in self.entries(dir)? {
+            let path = entry.path();
+            if is_dir {
+                self.walk(&path, out)?;
+                continue;
+            }
+            let key = self.key(&path)?;
+            if key.starts_with(self.prefix) {
+                out.extend(object(&entry, key)?);
+            }
+        }
+        Ok(())
+    }
+
+    /// The files and directories of `dir` (with whether each is a directory); entries
+    /// that vanish before their type is read are skipped, a vanished `dir` is empty.
+    fn entries(&self, dir: &Path) -> Result<Vec<(fs::DirEntry, bool)>> {
         let entries = match fs::read_dir(dir) {
             Ok(e) => e,
-            Err(e) if e.kind() == IoKind::NotFound => return Ok(()),
+            Err(e) if e.kind() == IoKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(Error::io(dir, e)),
         };
+        let mut out = Vec::new();
         for entry in entries {
             let entry = match entry {
                 Ok(e) => e,
@@ -228,29 +246,34 @@ impl Walker<'_> {
                 Err(e) if e.kind() == IoKind::NotFound => continue,
                 Err(e) => return Err(Error::io(&path, e)),
             };
-            if ft.is_dir() {
-                self.walk(&path, out)?;
-            } else if ft.is_file() {
-                let rel = path
-                    .strip_prefix(self.root)
-                    .map_err(|e| Error::Internal(e.to_string()))?;
-                let key = key_of(rel);
-                if key.starts_with(self.prefix) {
-                    let meta = match entry.metadata() {
-                        Ok(m) => m,
-                        Err(e) if e.kind() == IoKind::NotFound => continue,
-                        Err(e) => return Err(Error::io(&path, e)),
-                    };
-                    out.push(ObjectInfo {
-                        key,
-                        size: meta.len(),
-                        modified: meta.modified().ok().map(DateTime::<Utc>::from),
-                    });
-                }
+            if ft.is_dir() || ft.is_file() {
+                out.push((entry, ft.is_dir()));
             }
         }
-        Ok(())
+        Ok(out)
     }
+
+    /// The store key of a path under the root.
+    fn key(&self, path: &Path) -> Result<String> {
+        let rel = path
+            .strip_prefix(self.root)
+            .map_err(|e| Error::Internal(e.to_string()))?;
+        Ok(key_of(rel))
+    }
+}
+
+/// A file's listing entry; `None` when it vanished since its directory was read.
+fn object(entry: &fs::DirEntry, key: String) -> Result<Option<ObjectInfo>> {
+    let meta = match entry.metadata() {
+        Ok(m) => m,
+        Err(e) if e.kind() == IoKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::io(entry.path(), e)),
+    };
+    Ok(Some(ObjectInfo {
+        key,
+        size: meta.len(),
+        modified: meta.modified().ok().map(DateTime::<Utc>::from),
+    }))
 }
 
 /// The store key of a relative path. Every key lineage-store writes is UTF-8; a name that
@@ -289,32 +312,10 @@ impl Walker<'_> {
     /// key its entries stand for (`name/` for a directory, so that `a/x` sorts after `a-b`,
     /// as keys do). Entries that vanish mid-walk are skipped, as in [`Walker::walk`].
     fn walk_sorted(&self, dir: &Path, page: &Page<'_>, out: &mut Vec<ObjectInfo>) -> Result<()> {
-        let entries = match fs::read_dir(dir) {
-            Ok(e) => e,
-            Err(e) if e.kind() == IoKind::NotFound => return Ok(()),
-            Err(e) => return Err(Error::io(dir, e)),
-        };
         let mut named = Vec::new();
-        for entry in entries {
-            let entry = match entry {
-                Ok(e) => e,
-                Err(e) if e.kind() == IoKind::NotFound => continue,
-                Err(e) => return Err(Error::io(dir, e)),
-            };
-            let path = entry.path();
-            let ft = match entry.file_type() {
-                Ok(t) => t,
-                Err(e) if e.kind() == IoKind::NotFound => continue,
-                Err(e) => return Err(Error::io(&path, e)),
-            };
-            if !ft.is_dir() && !ft.is_file() {
-                continue;
-            }
-            let rel = path
-                .strip_prefix(self.root)
-                .map_err(|e| Error::Internal(e.to_string()))?;
-            let mut key = key_of(rel);
-            if ft.is_dir() {
+        for (entry, is_dir) in self.entries(dir)? {
+            let mut key = self.key(&entry.path())?;
+            if is_dir {
                 key.push('/');
             }
             named.push((key, entry));
@@ -324,29 +325,16 @@ impl Walker<'_> {
             if out.len() >= page.limit {
                 break;
             }
-            let path = entry.path();
-            if let Some(hook) = self.hook {
-                hook(&path);
-            }
             if key.ends_with('/') {
                 // Every key inside starts with `key`: skip the subtree when it cannot hold
                 // a key of the prefix, or when all its keys sort before `after`.
                 let in_prefix = key.starts_with(page.prefix) || page.prefix.starts_with(&key);
                 let all_before = page.after > key.as_str() && !page.after.starts_with(&key);
                 if in_prefix && !all_before {
-                    self.walk_sorted(&path, page, out)?;
+                    self.walk_sorted(&entry.path(), page, out)?;
                 }
             } else if key.as_str() > page.after && key.starts_with(page.prefix) {
-                let meta = match entry.metadata() {
-                    Ok(m) => m,
-                    Err(e) if e.kind() == IoKind::NotFound => continue,
-                    Err(e) => return Err(Error::io(&path, e)),
-                };
-                out.push(ObjectInfo {
-                    key,
-                    size: meta.len(),
-                    modified: meta.modified().ok().map(DateTime::<Utc>::from),
-                });
+                out.extend(object(&entry, key)?);
             }
         }
         Ok(())
