@@ -85,6 +85,12 @@ async fn index_entries_tampered_are_named() {
     let d = entry(&unsealed[3]);
     assert!(mem.tamper_remove(&d));
     let d_ptr = keys::pointer_key(&unsealed[3].run_id, &unsealed[3].commit_id);
+    // A pointer rewritten to claim another commit id: named as corrupt in both modes.
+    let e_ptr = keys::pointer_key(&unsealed[4].run_id, &unsealed[4].commit_id);
+    let e_bytes = mem.get(&e_ptr).await.unwrap().unwrap();
+    let mut forged = unsealed[4].clone();
+    forged.commit_id = unsealed[5].commit_id.clone();
+    mem.tamper_put(&e_ptr, Bytes::from(serde_json::to_vec(&forged).unwrap()));
 
     let r = verify_later(mem.as_ref()).await;
     assert_named(
@@ -94,6 +100,7 @@ async fn index_entries_tampered_are_named() {
             (K::BadIndexEntry, &b),
             (K::BadIndexEntry, &fake),
             (K::MissedBySeals, &d_ptr),
+            (K::CorruptPointer, &e_ptr),
             // The removed pointer's part has no pointer now.
             (K::OrphanPart, &unsealed[1].part_path),
         ],
@@ -111,10 +118,28 @@ async fn index_entries_tampered_are_named() {
             (K::BadIndexEntry, &a),
             (K::BadIndexEntry, &b),
             (K::BadIndexEntry, &fake),
+            (K::CorruptPointer, &e_ptr),
         ],
     );
+    assert!(of_kind(&s, K::CorruptPointer)
+        .iter()
+        .any(|(k, d)| k == &e_ptr && d.contains(&unsealed[5].commit_id)));
+    // Every commit an entry stands for is checked, the one with a non-empty entry too;
+    // not the removed, the forged, or the one without an entry.
+    assert_eq!(s.unsealed_commits, unsealed.len() as u64 - 3);
 
-    // `seal --rescan` seals the missed commit; the next seal does not trip over the rest.
+    // `seal --rescan` refuses to seal the forged pointer; put back, it seals the missed
+    // commit and does not trip over the rest.
+    let opts = lineage_store::history::sealer::SealOptions {
+        rescan: true,
+        ..Default::default()
+    };
+    let refused =
+        lineage_store::history::sealer::seal_with(mem.as_ref(), &SystemClock, None, &opts)
+            .await
+            .unwrap_err();
+    assert!(refused.to_string().contains(&e_ptr), "{refused}");
+    mem.tamper_put(&e_ptr, e_bytes);
     let opts = lineage_store::history::sealer::SealOptions {
         rescan: true,
         ..Default::default()

@@ -115,7 +115,8 @@ impl Context<'_> {
     }
 }
 
-fn problem(kind: ProblemKind, key: &str, detail: impl Into<String>) -> Problem {
+/// A problem naming `key`.
+pub(crate) fn problem(kind: ProblemKind, key: &str, detail: impl Into<String>) -> Problem {
     Problem {
         kind,
         key: key.to_string(),
@@ -221,19 +222,17 @@ async fn check_index_entry(
     o: &ObjectInfo,
     h: &HistoryKey,
 ) -> Result<Option<Problem>> {
-    let (HistoryKey::Index { committed, .. }, Some(pk)) = (h, h.pointer_key()) else {
+    let (
+        HistoryKey::Index {
+            committed,
+            commit_id,
+            ..
+        },
+        Some(pk),
+    ) = (h, h.pointer_key())
+    else {
         return Ok(None);
     };
-    if o.size != 0 {
-        return Ok(Some(problem(
-            ProblemKind::BadIndexEntry,
-            &o.key,
-            format!(
-                "holds {} bytes; an index entry is empty (its key says everything)",
-                o.size
-            ),
-        )));
-    }
     let read;
     let pointer = match cx.pointers.get(pk.as_str()) {
         Some(p) => Some(*p),
@@ -251,25 +250,45 @@ async fn check_index_entry(
             read.as_ref()
         }
     };
-    Ok(match pointer {
-        // A sealed pointer that is gone is named by the chain (`sealed_pointer_missing`).
-        None if cx.chain.by_key.contains_key(&pk) => None,
-        None => Some(problem(
-            ProblemKind::BadIndexEntry,
-            &o.key,
-            format!("names {pk}, which is not in the store: the commit's pointer was removed after its index entry was written"),
-        )),
-        Some(p) if index::committed(p) != Some(*committed) => Some(problem(
-            ProblemKind::BadIndexEntry,
-            &o.key,
-            format!(
-                "records commit time {}, but {pk} records {}",
-                rfc(*committed),
-                p.committed_utc
-            ),
-        )),
-        Some(_) => None,
-    })
+    // A sealed pointer that is gone is named by the chain (`sealed_pointer_missing`).
+    if pointer.is_none() && o.size == 0 && cx.chain.by_key.contains_key(&pk) {
+        return Ok(None);
+    }
+    Ok(index_entry_problem(
+        &o.key, o.size, *committed, commit_id, &pk, pointer,
+    ))
+}
+
+/// Whether `pointer` is the commit an index entry recording `committed` and `commit_id`
+/// stands for.
+pub(crate) fn entry_matches(pointer: &Pointer, committed: DateTime<Utc>, commit_id: &str) -> bool {
+    index::committed(pointer) == Some(committed) && pointer.commit_id == commit_id
+}
+
+/// What is wrong with an index entry of `size` bytes recording `committed` and
+/// `commit_id` for the pointer `pk`, given that pointer as read (`None`: not in the
+/// store), if anything. A disagreement with the pointer is named before a wrong size, so
+/// a tampered pointer is never hidden behind a non-empty entry.
+pub(crate) fn index_entry_problem(
+    key: &str,
+    size: u64,
+    committed: DateTime<Utc>,
+    commit_id: &str,
+    pk: &str,
+    pointer: Option<&Pointer>,
+) -> Option<Problem> {
+    let why = match pointer {
+        Some(p) if !entry_matches(p, committed, commit_id) => format!(
+            "records commit {commit_id} at {}, but {pk} records commit {} at {}",
+            rfc(committed),
+            p.commit_id,
+            p.committed_utc
+        ),
+        _ if size != 0 => format!("holds {size} bytes; an index entry is empty (its key says everything)"),
+        None => format!("names {pk}, which is not in the store: the commit's pointer was removed after its index entry was written"),
+        Some(_) => return None,
+    };
+    Some(problem(ProblemKind::BadIndexEntry, key, why))
 }
 
 /// Unsealed commits (older than the grace period) that incremental seals will not find.

@@ -53,6 +53,8 @@ pub struct Entry {
     pub committed: DateTime<Utc>,
     /// The commit.
     pub commit_id: String,
+    /// The commit's run.
+    pub run_id: String,
     /// The pointer it names.
     pub pointer_key: String,
     /// Size of the object (an entry is empty; anything else was written by someone else).
@@ -78,7 +80,7 @@ pub async fn list_since(
                 let HistoryKey::Index {
                     committed,
                     commit_id,
-                    ..
+                    run_id,
                 } = h
                 else {
                     return None;
@@ -87,6 +89,7 @@ pub async fn list_since(
                     key: o.key,
                     committed,
                     commit_id,
+                    run_id,
                     pointer_key,
                     size: o.size,
                 })

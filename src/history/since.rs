@@ -15,27 +15,21 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use chrono::{DateTime, Utc};
 use futures::{StreamExt, TryStreamExt};
 
-use super::check::seal_fields;
+use super::check::{entry_matches, index_entry_problem, problem, seal_fields};
 use super::frontier::Frontier;
 use super::head::{self, read_seal};
 use super::index;
 use super::tiles;
 use crate::audit::merkle;
 use crate::audit::seal::{seal_key, StoredSeal};
-use crate::audit::verify::{check_parts, verify_with, Problem, ProblemKind, Report, VerifyOptions};
+use crate::audit::verify::{
+    check_parts, check_pointer, verify_with, Problem, ProblemKind, Report, VerifyOptions,
+};
 use crate::encode::sha256_hex;
 use crate::error::{Error, Result};
 use crate::keys;
 use crate::pointer::Pointer;
 use crate::publish::AtomicPublisher;
-
-fn problem(kind: ProblemKind, key: &str, detail: impl Into<String>) -> Problem {
-    Problem {
-        kind,
-        key: key.to_string(),
-        detail: detail.into(),
-    }
-}
 
 /// Verify what is new since a seal (see the module docs). A store whose newest seal is of
 /// an earlier format (no index to list from) gets a full verify.
@@ -184,42 +178,33 @@ pub async fn verify_since(store: &dyn AtomicPublisher, opts: &VerifyOptions) -> 
         .try_collect()
         .await?;
     for (e, bytes) in unsealed {
-        if e.size != 0 {
-            report.push_problem(problem(
-                ProblemKind::BadIndexEntry,
-                &e.key,
-                format!("holds {} bytes; an index entry is empty", e.size),
-            ));
-        }
-        let Some(b) = bytes else {
-            report.push_problem(problem(
-                ProblemKind::BadIndexEntry,
-                &e.key,
-                format!("names {}, which is not in the store: the commit's pointer was removed after its index entry was written", e.pointer_key),
-            ));
-            continue;
-        };
-        match Pointer::from_bytes(&e.pointer_key, &b) {
-            Err(err) => report.push_problem(problem(
-                ProblemKind::CorruptPointer,
-                &e.pointer_key,
-                err.to_string(),
-            )),
-            Ok(p) if index::committed(&p) != Some(e.committed) || p.commit_id != e.commit_id => {
-                report.push_problem(problem(
-                    ProblemKind::BadIndexEntry,
-                    &e.key,
-                    format!(
-                        "disagrees with {}, which records commit {} at {}",
-                        e.pointer_key, p.commit_id, p.committed_utc
-                    ),
-                ))
-            }
-            Ok(p) => {
-                report.unsealed_commits += 1;
-                report.commits += 1;
-                pointers.push((e.pointer_key, p));
-            }
+        // Checked against its key as a full verify does (`check_pointer`).
+        let pointer =
+            match bytes.map(|b| check_pointer(&e.pointer_key, &b, &e.run_id, &e.commit_id)) {
+                None => None,
+                Some(Ok(p)) => Some(p),
+                Some(Err(err)) => {
+                    report.push_problem(problem(
+                        ProblemKind::CorruptPointer,
+                        &e.pointer_key,
+                        err.to_string(),
+                    ));
+                    continue;
+                }
+            };
+        report.problems.extend(index_entry_problem(
+            &e.key,
+            e.size,
+            e.committed,
+            &e.commit_id,
+            &e.pointer_key,
+            pointer.as_ref(),
+        ));
+        // A commit the entry stands for is checked even when the entry itself is not empty.
+        if let Some(p) = pointer.filter(|p| entry_matches(p, e.committed, &e.commit_id)) {
+            report.unsealed_commits += 1;
+            report.commits += 1;
+            pointers.push((e.pointer_key, p));
         }
     }
 
