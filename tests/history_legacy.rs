@@ -161,6 +161,12 @@ async fn the_first_new_seal_adds_the_history_beside_and_later_ones_read_only_the
         .unwrap();
     assert!(!next.full_scan);
     assert_eq!(next.added, new.len() as u64);
+    // Create-only: the history the first seal wrote (tiles, locators, head marker) is
+    // grown beside, never rewritten.
+    let later_snapshot = snapshot(store.as_ref()).await;
+    for (k, d) in &after {
+        assert_eq!(later_snapshot.get(k), Some(d), "{k} changed");
+    }
     let reads = m.snapshot();
     assert!(
         reads.gets as usize <= new.len() + 4,
