@@ -6,10 +6,18 @@
 //! _lineage/commits/run_id=<r>/<commit-id>.json                 one pointer per commit
 //! _lineage/seals/<seq, 20 digits>.json                         seals (audit)
 //! _lineage/commit-keys/<sha256 of the key>.json                commit-key claims
+//! _lineage/index/<YYYY-MM-DD>/T<HHMMSS.ffffff>Z.<commit-id>.run_id=<r>   time index (empty)
+//! _lineage/heads/<2^64-1-seq, 20 digits>-<seq, 20 digits>     head markers (empty)
+//! _lineage/tiles/<level>/<N>[.p/<width>]                       Merkle hash tiles
+//! _lineage/leaves/<hh>/<commit-id>.<leaf index, 20 digits>.run_id=<r>   leaf locators (empty)
 //! ```
+//!
+//! The last four make the history cheap to read at any age ([`crate::history`]).
 //!
 //! Everything under `_lineage/` is skipped by dataset readers (leading `_`), as are hidden
 //! temps (leading `.`). All keys are relative, `/`-separated, and built only here.
+
+use chrono::{DateTime, Utc};
 
 use crate::error::{Error, Result};
 
@@ -23,6 +31,17 @@ pub const COMMITS_PREFIX: &str = "_lineage/commits/";
 pub const SEALS_PREFIX: &str = "_lineage/seals/";
 /// Prefix of commit-key claims (see [`crate::commit_key`]).
 pub const COMMIT_KEYS_PREFIX: &str = "_lineage/commit-keys/";
+
+/// Prefix of the time-ordered commit index.
+pub const INDEX_PREFIX: &str = "_lineage/index/";
+/// Prefix of the head markers.
+pub const HEADS_PREFIX: &str = "_lineage/heads/";
+/// Prefix of the Merkle hash tiles.
+pub const TILES_PREFIX: &str = "_lineage/tiles/";
+/// Prefix of the leaf locators.
+pub const LEAVES_PREFIX: &str = "_lineage/leaves/";
+/// Hashes in a full tile (tiles are 8 levels of the tree high).
+pub const TILE_WIDTH: u64 = 256;
 
 /// Why a `run_id` is not acceptable in new input, or `None` when it is: a safe path
 /// segment ([`run_id_segment_problem`]) of ASCII letters, digits and
@@ -115,6 +134,175 @@ pub fn commit_key_claim_key(commit_key: &str) -> String {
     )
 }
 
+/// The index entry of a commit: its key orders commits by `committed_utc` (then commit id)
+/// across every run, so a listing that starts after a time finds exactly the commits made
+/// since. Everything it says is in the key; the object is empty.
+pub fn index_key(committed: DateTime<Utc>, commit_id: &str, run_id: &str) -> String {
+    format!("{}.{commit_id}.run_id={run_id}", index_bound(committed))
+}
+
+/// The index key every entry of time `t` or later sorts after, and every earlier one
+/// before: a `start-after` offset.
+pub fn index_bound(t: DateTime<Utc>) -> String {
+    format!("{INDEX_PREFIX}{}", t.format("%Y-%m-%d/T%H%M%S.%6fZ"))
+}
+
+/// The head marker of seal `seq`: named by 2^64-1-seq, so the newest seal's marker is the
+/// first key of a listing (one request finds the head, however many seals there are).
+pub fn head_key(seq: u64) -> String {
+    format!("{HEADS_PREFIX}{:020}-{seq:020}", u64::MAX - seq)
+}
+
+/// A hash tile: level `level`, tile `index`, `width` hashes (a full tile is stored without a
+/// width; a partial one under `.p/<width>`, as tiled transparency logs name them). The index
+/// is written in groups of three digits, all but the last prefixed `x`, so no directory
+/// holds more than 1000 entries.
+pub fn tile_key(level: u8, index: u64, width: u64) -> String {
+    let digits = format!("{index:03}");
+    let mut groups: Vec<String> = Vec::new();
+    let lead = digits.len() % 3;
+    if lead != 0 {
+        groups.push(format!("{:0>3}", &digits[..lead]));
+    }
+    for i in (lead..digits.len()).step_by(3) {
+        groups.push(digits[i..i + 3].to_string());
+    }
+    let last = groups.pop().unwrap_or_default();
+    let mut path: String = groups.iter().map(|g| format!("x{g}/")).collect();
+    path.push_str(&last);
+    if width < TILE_WIDTH {
+        path.push_str(&format!(".p/{width}"));
+    }
+    format!("{TILES_PREFIX}{level}/{path}")
+}
+
+/// The directory holding every partial version of a tile (`<N>.p/`).
+pub fn tile_partials_prefix(level: u8, index: u64) -> String {
+    format!("{}.p/", tile_key(level, index, TILE_WIDTH))
+}
+
+/// The locator of a sealed commit: its leaf index in the Merkle tree and its run, found by
+/// commit id alone (bucketed by the id's last two hex digits, which are random or hashed).
+pub fn leaf_key(commit_id: &str, leaf_index: u64, run_id: &str) -> String {
+    format!("{}{leaf_index:020}.run_id={run_id}", leaf_prefix(commit_id))
+}
+
+/// Every locator of a commit id starts with this.
+pub fn leaf_prefix(commit_id: &str) -> String {
+    let hh = commit_id
+        .get(commit_id.len().saturating_sub(2)..)
+        .unwrap_or("");
+    format!("{LEAVES_PREFIX}{hh}/{commit_id}.")
+}
+
+/// The history objects (see [`crate::history`]), parsed from their keys.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HistoryKey {
+    /// A commit's index entry.
+    Index {
+        /// The commit's `committed_utc`.
+        committed: DateTime<Utc>,
+        /// Its id.
+        commit_id: String,
+        /// Its run.
+        run_id: String,
+    },
+    /// The marker of a complete seal.
+    Head(u64),
+    /// A hash tile.
+    Tile {
+        /// Level: a tile of level L holds nodes 8L levels above the leaves.
+        level: u8,
+        /// Position within its level.
+        index: u64,
+        /// Hashes it holds (256 when full).
+        width: u64,
+    },
+    /// A sealed commit's leaf locator.
+    Leaf {
+        /// The commit.
+        commit_id: String,
+        /// Its position in the Merkle tree.
+        leaf_index: u64,
+        /// Its run.
+        run_id: String,
+    },
+}
+
+impl HistoryKey {
+    /// The pointer key an index entry or locator names.
+    pub fn pointer_key(&self) -> Option<String> {
+        match self {
+            HistoryKey::Index {
+                commit_id, run_id, ..
+            }
+            | HistoryKey::Leaf {
+                commit_id, run_id, ..
+            } => Some(pointer_key(run_id, commit_id)),
+            _ => None,
+        }
+    }
+}
+
+fn parse_history(key: &str) -> Option<HistoryKey> {
+    if let Some(rest) = key.strip_prefix(INDEX_PREFIX) {
+        // <YYYY-MM-DD>/T<HHMMSS.ffffff>Z.<36-char id>.run_id=<r>
+        let (day, name) = rest.split_once('/')?;
+        let time = name.get(..15)?;
+        let stamp = format!("{day}{time}");
+        let committed = chrono::NaiveDateTime::parse_from_str(&stamp, "%Y-%m-%dT%H%M%S%.6fZ")
+            .ok()?
+            .and_utc();
+        let commit_id = name.get(16..52)?;
+        let run_id = name.get(52..)?.strip_prefix(".run_id=")?;
+        let ok = day.len() == 10
+            && name.as_bytes().get(15) == Some(&b'.')
+            && is_commit_id(commit_id)
+            && run_id_segment_problem(run_id).is_none()
+            && index_key(committed, commit_id, run_id) == key;
+        return ok.then(|| HistoryKey::Index {
+            committed,
+            commit_id: commit_id.to_string(),
+            run_id: run_id.to_string(),
+        });
+    }
+    if let Some(rest) = key.strip_prefix(HEADS_PREFIX) {
+        let seq: u64 = rest.get(21..)?.parse().ok()?;
+        return (head_key(seq) == key).then_some(HistoryKey::Head(seq));
+    }
+    if let Some(rest) = key.strip_prefix(TILES_PREFIX) {
+        let (level, path) = rest.split_once('/')?;
+        let level: u8 = level.parse().ok()?;
+        let (path, width) = match path.split_once(".p/") {
+            Some((p, w)) => (p, w.parse().ok()?),
+            None => (path, TILE_WIDTH),
+        };
+        let index: u64 = path.replace(['x', '/'], "").parse().ok()?;
+        let ok = level <= 8 && (1..=TILE_WIDTH).contains(&width);
+        return (ok && tile_key(level, index, width) == key).then_some(HistoryKey::Tile {
+            level,
+            index,
+            width,
+        });
+    }
+    if let Some(rest) = key.strip_prefix(LEAVES_PREFIX) {
+        // <hh>/<36-char id>.<20 digits>.run_id=<r>
+        let name = rest.get(3..)?;
+        let commit_id = name.get(..36)?;
+        let leaf_index: u64 = name.get(37..57)?.parse().ok()?;
+        let run_id = name.get(57..)?.strip_prefix(".run_id=")?;
+        let ok = is_commit_id(commit_id)
+            && run_id_segment_problem(run_id).is_none()
+            && leaf_key(commit_id, leaf_index, run_id) == key;
+        return ok.then(|| HistoryKey::Leaf {
+            commit_id: commit_id.to_string(),
+            leaf_index,
+            run_id: run_id.to_string(),
+        });
+    }
+    None
+}
+
 /// What an object key is, by its place in the layout.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KeyKind {
@@ -138,6 +326,8 @@ pub enum KeyKind {
     },
     /// A seal with its sequence number.
     Seal(u64),
+    /// An index entry, head marker, hash tile or leaf locator.
+    History(HistoryKey),
     /// Anything else under `_lineage/`: ours, but not a pointer or seal (e.g. keys).
     Meta,
     /// Anything else: not written by lineage-store.
@@ -174,6 +364,12 @@ pub fn classify(key: &str) -> KeyKind {
             }
         }
         return KeyKind::Meta;
+    }
+    for p in [INDEX_PREFIX, HEADS_PREFIX, TILES_PREFIX, LEAVES_PREFIX] {
+        if key.starts_with(p) {
+            // Under a history prefix but not a name lineage-store makes: reported.
+            return parse_history(key).map_or(KeyKind::Foreign, KeyKind::History);
+        }
     }
     if key.starts_with(META_PREFIX) {
         return KeyKind::Meta;

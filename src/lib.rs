@@ -24,6 +24,8 @@
 //! - [`keys`]: the object layout; every key is built and classified there.
 //! - [`audit`]: the read side: `log`, `verify`, seals with RFC 9162 Merkle roots and
 //!   Ed25519 signatures, inclusion proofs, `repair` of orphans and `sweep` of stale temps.
+//! - [`history`]: the index, head markers, hash tiles and leaf locators that keep `log`,
+//!   `seal`, `prove` and `verify --since-seal` O(new + log n) at any age.
 //! - [`replicate`]: copy a store to another (any backend to any backend), and compare a
 //!   replica with its source; [`witness`]: heads recorded in a second store.
 //! - [`export`]: lineage out to other tools: OpenLineage run events (NDJSON, optionally
@@ -44,6 +46,7 @@ pub mod encode;
 pub mod error;
 pub mod events;
 pub mod export;
+pub mod history;
 pub mod input;
 pub mod keys;
 pub mod pointer;

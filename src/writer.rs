@@ -3,7 +3,9 @@
 //!
 //! Commit protocol for one flush (see docs/architecture.md for the failure table):
 //! 1. `part = run_id=<r>/target_crs=<c>/part-<commit-id>.parquet` ← encoded bytes;
-//! 2. `_lineage/commits/run_id=<r>/<commit-id>.json` ← the pointer.
+//! 2. `_lineage/commits/run_id=<r>/<commit-id>.json` ← the pointer;
+//! 3. `_lineage/index/<day>/T<time>Z.<commit-id>.run_id=<r>` ← empty: the commit's place in
+//!    commit-time order, for seals that read only what is new ([`crate::history::index`]).
 //!
 //! A crash between 1 and 2 leaves an orphan part (visible to readers, unknown to the
 //! pointers): `verify` reports it, `repair` adopts it. After an ambiguous or "already
@@ -344,9 +346,12 @@ impl Writer {
         .await?;
         let stored = existing.into_inner().ok().flatten();
         tracing::info!(commit = %commit_id, rows = enc.rows, bytes = enc.bytes.len(), ?outcome, "committed");
-        Ok(match (outcome, stored) {
+        let pointer = match (outcome, stored) {
             (Published::AlreadyOurs, Some(p)) => p,
             _ => pointer,
-        })
+        };
+        // 3. the index entry, named after the pointer as stored (a retry's is the same key).
+        crate::history::index::publish_entry(self.store.as_ref(), &pointer).await;
+        Ok(pointer)
     }
 }

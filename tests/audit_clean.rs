@@ -72,7 +72,7 @@ async fn posix_verifies_clean_while_appends_run() {
 }
 
 #[tokio::test]
-async fn sample_and_since_seal_hash_fewer_parts_but_check_all() {
+async fn sample_hashes_fewer_parts_and_since_seal_checks_only_the_new() {
     let mem = Arc::new(MemoryPublisher::new());
     let first = append(mem.clone(), 200, 10, 1).await;
     seal(mem.as_ref(), &SystemClock, None).await.unwrap();
@@ -90,24 +90,41 @@ async fn sample_and_since_seal_hash_fewer_parts_but_check_all() {
     assert_eq!(a.sample_seed, Some(7));
     assert_eq!(a.parts_ok, total);
 
+    // --since-seal looks only at what came after the newest seal: the unsealed commits
+    // (found through the index), never the sealed ones.
     let since = VerifyOptions {
         since_seal: Some(None),
         ..common::later()
     };
     let s = verify_with(mem.as_ref(), &since).await.unwrap();
-    assert!(s.is_clean());
+    assert!(s.is_clean(), "{:#?}", s.problems);
+    assert_eq!(s.since_seal, Some(1));
+    assert_eq!(
+        (s.commits, s.unsealed_commits),
+        (second.len() as u64, second.len() as u64)
+    );
     assert_eq!(s.parts_hashed, second.len() as u64);
-    assert_eq!(s.parts_not_hashed, first.len() as u64);
+    assert_eq!(s.parts_not_hashed, 0);
 
-    // A sealed part changed in place, same size: --since-seal skips its hash, but a
-    // truncated one is still caught by its size, and a changed pointer by the seal.
+    // A sealed part truncated: --since-seal does not look at it (an earlier full verify
+    // vouched for it); the full verify names it.
     let p = &first[0];
     let mut b = mem.get(&p.part_path).await.unwrap().unwrap().to_vec();
     b.truncate(b.len() - 1);
     mem.tamper_put(&p.part_path, bytes::Bytes::from(b));
     let s = verify_with(mem.as_ref(), &since).await.unwrap();
-    assert_eq!(s.problems.len(), 1);
-    assert_eq!(s.problems[0].key, p.part_path);
+    assert!(s.is_clean(), "{:#?}", s.problems);
+    let full = verify_with(mem.as_ref(), &common::later()).await.unwrap();
+    assert_eq!(full.problems.len(), 1, "{:#?}", full.problems);
+    assert_eq!(full.problems[0].key, p.part_path);
+    // An unsealed part changed: --since-seal names it.
+    let q = &second[0];
+    let mut b = mem.get(&q.part_path).await.unwrap().unwrap().to_vec();
+    b.truncate(b.len() - 1);
+    mem.tamper_put(&q.part_path, bytes::Bytes::from(b));
+    let s = verify_with(mem.as_ref(), &since).await.unwrap();
+    assert_eq!(s.problems.len(), 1, "{:#?}", s.problems);
+    assert_eq!(s.problems[0].key, q.part_path);
 }
 
 /// A wrapper around a real store that records how parts are read (not a fake: every call
@@ -156,6 +173,14 @@ impl AtomicPublisher for Recording {
     ) -> lineage_store::Result<Vec<lineage_store::publish::ObjectInfo>> {
         self.inner.list(prefix).await
     }
+    async fn list_after(
+        &self,
+        prefix: &str,
+        after: &str,
+        limit: usize,
+    ) -> lineage_store::Result<Vec<lineage_store::publish::ObjectInfo>> {
+        self.inner.list_after(prefix, after, limit).await
+    }
     async fn delete_temp(&self, key: &str) -> lineage_store::Result<()> {
         self.inner.delete_temp(key).await
     }
@@ -168,9 +193,12 @@ async fn verify_and_repair_read_parts_in_bounded_ranges_never_whole() {
     use lineage_store::audit::part::HASH_CHUNK_BYTES;
     let mem = Arc::new(MemoryPublisher::new());
     let ptrs = append(mem.clone(), 300, 100, 1).await;
-    // Lose one pointer so that repair has to read a part too.
+    // Lose one pointer (and the index entry written after it, as a crash between part and
+    // pointer leaves it) so that repair has to read a part too.
     let pkey = lineage_store::keys::pointer_key(&ptrs[0].run_id, &ptrs[0].commit_id);
     assert!(mem.tamper_remove(&pkey));
+    let ikey = lineage_store::history::index::key_of(&ptrs[0]).unwrap();
+    assert!(mem.tamper_remove(&ikey));
     let rec = Recording {
         inner: mem.clone(),
         whole_part_reads: Default::default(),

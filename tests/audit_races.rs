@@ -47,6 +47,13 @@ impl AtomicPublisher for EarlierListing {
         }
         Ok(l)
     }
+    async fn list_after(&self, prefix: &str, after: &str, limit: usize) -> Result<Vec<ObjectInfo>> {
+        let mut l = self.inner.list_after(prefix, after, limit).await?;
+        if prefix.is_empty() {
+            l.retain(|o| !self.hidden.contains(&o.key));
+        }
+        Ok(l)
+    }
     async fn delete_temp(&self, key: &str) -> Result<()> {
         self.inner.delete_temp(key).await
     }

@@ -28,7 +28,9 @@ async fn repair_adopts_an_orphan_with_the_pointer_the_writer_would_have_written(
     let ptrs = append(mem.clone(), 90, 30, 1).await;
     let lost = &ptrs[1];
     let pkey = keys::pointer_key(&lost.run_id, &lost.commit_id);
-    assert!(mem.tamper_remove(&pkey)); // as if the process died between part and pointer
+    // As if the process died between part and pointer (so before the index entry too).
+    assert!(mem.tamper_remove(&pkey));
+    assert!(mem.tamper_remove(&lineage_store::history::index::key_of(lost).unwrap()));
 
     // Within the grace period nothing is touched: the writer may still be publishing.
     let r = repair(mem.as_ref(), Utc::now(), Duration::minutes(15), false)

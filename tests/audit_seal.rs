@@ -65,8 +65,14 @@ async fn a_seal_records_its_predecessor_and_only_new_commits_in_commit_order() {
     let b2 = mem.get(&seal_key(2)).await.unwrap().unwrap();
     let parsed = Seal::from_bytes("2", &b2).unwrap();
     assert_eq!(parsed.prev_sha256.as_deref(), Some(s1.head.as_str()));
-    let mut ids: Vec<String> = second.iter().map(|p| p.commit_id.clone()).collect();
-    ids.sort();
+    // Commit-time order: committed_utc, then commit id (lineage-seal/2; seal/1 ordered by
+    // commit id alone, which is not commit order for keyed or concurrent commits).
+    let mut by_time: Vec<(String, String)> = second
+        .iter()
+        .map(|p| (p.committed_utc.clone(), p.commit_id.clone()))
+        .collect();
+    by_time.sort();
+    let ids: Vec<String> = by_time.into_iter().map(|(_, id)| id).collect();
     let sealed: Vec<String> = parsed
         .entries
         .iter()

@@ -259,8 +259,21 @@ async fn cut_off_newest_seals_are_caught_only_with_an_expected_head() {
     let (mem, _) = sealed_store().await;
     let head = verify_later(mem.as_ref()).await.head.unwrap();
     assert!(mem.tamper_remove(&seal_key(3)));
-    // The remaining chain is consistent: a chain alone cannot see this (the docs say so);
-    // the commits seal 3 covered show up as not sealed.
+    // What seal 3 added beside itself still shows the cut: its head marker, the locators
+    // of the leaves it added and the tiles of its wider tree.
+    let r = verify_later(mem.as_ref()).await;
+    assert!(
+        !of_kind(&r, K::BadHeadMarker).is_empty(),
+        "{:#?}",
+        r.problems
+    );
+    assert!(!of_kind(&r, K::BadLocator).is_empty(), "{:#?}", r.problems);
+    assert!(!of_kind(&r, K::BadTile).is_empty(), "{:#?}", r.problems);
+    // Someone who removes those too leaves a consistent chain: a chain alone cannot see
+    // this (the docs say so); the commits seal 3 covered show up as not sealed.
+    for p in &r.problems {
+        assert!(mem.tamper_remove(&p.key), "{}", p.key);
+    }
     let r = verify_later(mem.as_ref()).await;
     assert!(r.is_clean(), "{:#?}", r.problems);
     assert!(r.unsealed_commits > 0);

@@ -80,11 +80,18 @@ fn append_log_verify_round_trip_with_json_output() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    let mut ids: Vec<_> = commits
+    // Commit-time order: committed_utc, then commit id.
+    let mut by_time: Vec<(String, String)> = commits
         .iter()
-        .map(|c| c["commit_id"].as_str().unwrap().to_string())
+        .map(|c| {
+            (
+                c["committed_utc"].as_str().unwrap().to_string(),
+                c["commit_id"].as_str().unwrap().to_string(),
+            )
+        })
         .collect();
-    ids.sort();
+    by_time.sort();
+    let ids: Vec<String> = by_time.into_iter().map(|(_, id)| id).collect();
     assert_eq!(
         logged
             .iter()

@@ -137,6 +137,95 @@ async fn check_list_relative_and_exact(p: &dyn AtomicPublisher) {
     }
 }
 
+/// `list_after` pages: ascending key order (a directory's keys after a sibling file whose
+/// name sorts before `/`), strictly after the offset, within the prefix, at most `limit`;
+/// paging through them with every page size gives exactly the sorted listing.
+async fn check_list_after(p: &dyn AtomicPublisher) {
+    let keys = [
+        "_lineage/index/2026-01-01/T000000.000001Z.a",
+        "_lineage/index/2026-01-01/T000000.000002Z.b",
+        "_lineage/index/2026-01-02/T000000.000000Z.c",
+        "_lineage/index/2026-01-02-x",
+        "_lineage/index/2026-01-0",
+        "_lineage/indexes",
+        "_lineage/heads/18446744073709551613-2",
+        "_lineage/heads/18446744073709551614-1",
+        "run_id=a-b/target_crs=EPSG:4326/part-0190f000-0000-7000-8000-000000000030.parquet",
+        "run_id=a/target_crs=EPSG:4326/part-0190f000-0000-7000-8000-000000000031.parquet",
+    ];
+    for k in keys {
+        assert_eq!(
+            p.put_create(k, Bytes::from(k.to_string())).await.unwrap(),
+            Outcome::Created,
+            "{k}"
+        );
+    }
+    let sorted = |prefix: &str, after: &str| {
+        let mut v: Vec<String> = keys
+            .iter()
+            .filter(|k| k.starts_with(prefix) && **k > after)
+            .map(|k| k.to_string())
+            .collect();
+        v.sort();
+        v
+    };
+    let cases = [
+        ("", ""),
+        ("_lineage/index/", ""),
+        (
+            "_lineage/index/",
+            "_lineage/index/2026-01-01/T000000.000001Z.a",
+        ),
+        (
+            "_lineage/index/",
+            "_lineage/index/2026-01-01/T000000.000001Z",
+        ),
+        ("_lineage/index/", "_lineage/index/2026-01-01/"),
+        ("_lineage/index/", "_lineage/index/2026-01-02"),
+        ("_lineage/index/2026-01-0", "_lineage/index/2026-01-01/zzz"),
+        ("_lineage/index", "_lineage/heads/"),
+        ("_lineage/heads/", ""),
+        ("run_id=a", ""),
+        ("run_id=a", "run_id=a-b/target_crs=EPSG:4326/"),
+        ("_lineage/", "_lineage/zzz"),
+        ("zzz/", ""),
+    ];
+    for (prefix, after) in cases {
+        let want = sorted(prefix, after);
+        for limit in [1, 2, 3, 1000] {
+            let mut got = Vec::new();
+            let mut from = after.to_string();
+            loop {
+                let page = p.list_after(prefix, &from, limit).await.unwrap();
+                assert!(page.len() <= limit, "{prefix:?} after {from:?}: {page:?}");
+                for o in &page {
+                    assert_eq!(o.size, o.key.len() as u64, "{o:?}");
+                }
+                let Some(last) = page.last() else { break };
+                from = last.key.clone();
+                got.extend(page.into_iter().map(|o| o.key));
+            }
+            assert_eq!(got, want, "prefix {prefix:?} after {after:?} limit {limit}");
+        }
+    }
+    // list_pages stops before the bound.
+    let bounded =
+        lineage_store::publish::list_pages(p, "_lineage/", "", Some("_lineage/index/2026-01-02"))
+            .await
+            .unwrap();
+    let got: Vec<&str> = bounded.iter().map(|o| o.key.as_str()).collect();
+    assert_eq!(
+        got,
+        vec![
+            "_lineage/heads/18446744073709551613-2",
+            "_lineage/heads/18446744073709551614-1",
+            "_lineage/index/2026-01-0",
+            "_lineage/index/2026-01-01/T000000.000001Z.a",
+            "_lineage/index/2026-01-01/T000000.000002Z.b",
+        ]
+    );
+}
+
 /// Nothing but a temp is ever deleted.
 async fn check_delete_only_temps(p: &dyn AtomicPublisher) {
     let key = "run_id=r/target_crs=EPSG:4326/part-0190f000-0000-7000-8000-000000000020.parquet";
@@ -252,6 +341,7 @@ where
     check_one_winner_of_16(open().await.as_ref()).await;
     check_get_missing_and_ranges(open().await.as_ref()).await;
     check_list_relative_and_exact(open().await.as_ref()).await;
+    check_list_after(open().await.as_ref()).await;
     check_delete_only_temps(open().await.as_ref()).await;
     check_lost_responses(&FaultyPublisher::new(open().await)).await;
     check_append_through_faults(open().await).await;
@@ -263,6 +353,18 @@ where
 async fn conformance_memory() {
     run_all("memory", || async {
         Arc::new(MemoryPublisher::new()) as Arc<dyn AtomicPublisher>
+    })
+    .await;
+}
+
+/// The metering wrapper the history benchmark measures through (no latency here).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn conformance_metered() {
+    run_all("metered(memory)", || async {
+        Arc::new(lineage_store::publish::metered::MeteredPublisher::new(
+            Arc::new(MemoryPublisher::new()),
+            None,
+        )) as Arc<dyn AtomicPublisher>
     })
     .await;
 }

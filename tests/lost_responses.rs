@@ -32,7 +32,8 @@ async fn a_retried_create_that_landed_reports_already_exists() {
 async fn the_writer_reads_back_after_lost_and_retried_creates() {
     let fake = GcsFake::start("lost-bucket").await.unwrap();
     let p = support::open_gcs_fake(&fake, "writer_lost");
-    // Every part and pointer of the first two flushes loses its answer one way or another.
+    // The first four creates (part, pointer and index entry of the first flush, the part of
+    // the second) lose their answers one way or another.
     fake.fail_puts(&[
         PutFault::DropConnection,
         PutFault::ServiceUnavailable,
@@ -55,8 +56,15 @@ async fn the_writer_reads_back_after_lost_and_retried_creates() {
     let report = verify(p.as_ref()).await.unwrap();
     assert!(report.is_clean(), "{:?}", report.problems);
     assert_eq!((report.commits, report.parts_ok, report.rows), (4, 4, 40));
-    // Exactly 8 objects: nothing was published twice under another name.
-    assert_eq!(p.list("").await.unwrap().len(), 8);
+    // Exactly 12 objects (4 parts, 4 pointers, 4 index entries): nothing was published
+    // twice under another name.
+    let listed = p.list("").await.unwrap();
+    assert_eq!(listed.len(), 12, "{listed:?}");
+    let index = listed
+        .iter()
+        .filter(|o| o.key.starts_with(lineage_store::keys::INDEX_PREFIX) && o.size == 0)
+        .count();
+    assert_eq!(index, 4, "{listed:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

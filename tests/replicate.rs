@@ -64,6 +64,9 @@ impl AtomicPublisher for Recording {
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>> {
         self.inner.list(prefix).await
     }
+    async fn list_after(&self, prefix: &str, after: &str, limit: usize) -> Result<Vec<ObjectInfo>> {
+        self.inner.list_after(prefix, after, limit).await
+    }
     async fn delete_temp(&self, key: &str) -> Result<()> {
         self.inner.delete_temp(key).await
     }
@@ -114,7 +117,17 @@ async fn objects_land_in_publication_order_and_the_replica_is_the_source_byte_fo
     let dst = Recording::new(dst_mem.clone());
     let s = replicate(src.clone(), dst.clone(), opts(8)).await.unwrap();
     assert!(s.is_complete(), "{s:#?}");
-    assert_eq!(s.copied.other, 1);
+    // "Other": the unknown kind, and the history objects (index entries, tiles, locators,
+    // head markers).
+    let history = src
+        .list("")
+        .await
+        .unwrap()
+        .iter()
+        .filter(|o| matches!(keys::classify(&o.key), KeyKind::History(_)))
+        .count() as u64;
+    assert!(history > 0);
+    assert_eq!(s.copied.other, 1 + history);
     let want = snapshot(src.as_ref()).await;
     assert_eq!(snapshot(dst_mem.as_ref()).await, want);
     assert_eq!(s.copied.objects as usize, want.len());
@@ -149,6 +162,21 @@ async fn objects_land_in_publication_order_and_the_replica_is_the_source_byte_fo
                 if n > 1 {
                     let prev = lineage_store::audit::seal::seal_key(n - 1);
                     assert!(at[prev.as_str()] < i, "seal {n} before seal {}", n - 1);
+                }
+            }
+            // An index entry after its pointer; a head marker after its seal and after
+            // every tile and locator (they are what it vouches for).
+            KeyKind::History(h @ keys::HistoryKey::Index { .. }) => {
+                let ptr = h.pointer_key().unwrap();
+                assert!(at[ptr.as_str()] < i, "index entry {k} before its pointer");
+            }
+            KeyKind::History(keys::HistoryKey::Head(n)) => {
+                let seal = lineage_store::audit::seal::seal_key(n);
+                assert!(at[seal.as_str()] < i, "marker {k} before its seal");
+                for (j, o) in order.iter().enumerate() {
+                    if o.starts_with(keys::TILES_PREFIX) || o.starts_with(keys::LEAVES_PREFIX) {
+                        assert!(j < i, "marker {k} before {o}");
+                    }
                 }
             }
             KeyKind::Meta if k == future => {
@@ -186,6 +214,13 @@ async fn only_new_objects_are_copied_after_an_append_and_a_seal() {
     let src = source().await;
     let dst = Arc::new(MemoryPublisher::new());
     replicate(src.clone(), dst.clone(), opts(4)).await.unwrap();
+    let before: std::collections::HashSet<String> = src
+        .list("")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|o| o.key)
+        .collect();
     let new = append(src.clone(), 50, 25, 9).await;
     seal(src.as_ref(), &SystemClock, None).await.unwrap();
     let rec = Recording::new(dst.clone());
@@ -199,16 +234,21 @@ async fn only_new_objects_are_copied_after_an_append_and_a_seal() {
         ),
         (new.len() as u64, new.len() as u64, 1, 0)
     );
-    let mut want: Vec<String> = new
-        .iter()
-        .flat_map(|p| {
-            [
-                p.part_path.clone(),
-                keys::pointer_key(&p.run_id, &p.commit_id),
-            ]
-        })
-        .chain([lineage_store::audit::seal::seal_key(4)])
+    // Exactly what is new at the source: the commits (part, pointer, index entry), seal 4
+    // and what it added (locators, tiles, its head marker).
+    let mut want: Vec<String> = src
+        .list("")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|o| o.key)
+        .filter(|k| !before.contains(k))
         .collect();
+    for p in &new {
+        assert!(want.contains(&p.part_path));
+        assert!(want.contains(&lineage_store::history::index::key_of(p).unwrap()));
+    }
+    assert!(want.contains(&keys::head_key(4)));
     let mut got = rec.created();
     want.sort();
     got.sort();
@@ -504,7 +544,8 @@ async fn compare_names_what_is_missing_differs_or_extra_on_either_side() {
     assert!(c.is_clean(), "{:#?}", c.problems);
     assert_eq!(
         (c.behind.commits, c.behind.objects),
-        (new.len() as u64, 2 * new.len() as u64)
+        // A part, a pointer and an index entry per commit.
+        (new.len() as u64, 3 * new.len() as u64)
     );
     seal(src.as_ref(), &SystemClock, None).await.unwrap();
     let c = compare(dst.as_ref(), src.as_ref()).await.unwrap();

@@ -194,6 +194,14 @@ impl AtomicPublisher for Gated {
     async fn list(&self, prefix: &str) -> lineage_store::Result<Vec<ObjectInfo>> {
         self.inner.list(prefix).await
     }
+    async fn list_after(
+        &self,
+        prefix: &str,
+        after: &str,
+        limit: usize,
+    ) -> lineage_store::Result<Vec<ObjectInfo>> {
+        self.inner.list_after(prefix, after, limit).await
+    }
     async fn delete_temp(&self, key: &str) -> lineage_store::Result<()> {
         self.inner.delete_temp(key).await
     }

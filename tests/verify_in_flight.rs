@@ -20,6 +20,7 @@ use lineage_store::audit::repair::repair;
 use lineage_store::audit::sweep::{sweep, sweep_all};
 use lineage_store::audit::verify::{verify, ProblemKind as K};
 use lineage_store::clock::SeqIds;
+use lineage_store::history::index;
 use lineage_store::keys;
 use lineage_store::publish::memory::MemoryPublisher;
 use lineage_store::publish::posix::PosixPublisher;
@@ -68,13 +69,15 @@ async fn touched_planted_files_are_reported_at_once() {
         .path()
         .join(keys::partition_dir(&ptrs[0].run_id, &ptrs[0].target_crs));
 
-    // 1. A part whose pointer was deleted, its mtime then refreshed.
+    // 1. A part whose pointer was deleted (with the index entry written after it), its
+    //    mtime then refreshed.
     let lost = &ptrs[1];
     std::fs::remove_file(
         dir.path()
             .join(keys::pointer_key(&lost.run_id, &lost.commit_id)),
     )
     .unwrap();
+    std::fs::remove_file(dir.path().join(index::key_of(lost).unwrap())).unwrap();
     touch(&dir.path().join(&lost.part_path), now);
     // 2. A foreign Parquet file under a fresh part name (a current UUIDv7), touched.
     let planted = pdir.join(format!("part-{}.parquet", v7_at(Utc::now(), 1)));
@@ -170,11 +173,13 @@ async fn a_fresh_part_without_pointer_is_in_flight_by_its_commit_id_not_its_mtim
     let store = Arc::new(PosixPublisher::new(dir.path()));
     let ptrs = append(store.clone(), 60, 30, 1).await; // real UUIDv7 ids: made just now
     let lost = &ptrs[0];
+    // Its pointer (and so its index entry) not written yet.
     std::fs::remove_file(
         dir.path()
             .join(keys::pointer_key(&lost.run_id, &lost.commit_id)),
     )
     .unwrap();
+    std::fs::remove_file(dir.path().join(index::key_of(lost).unwrap())).unwrap();
     // An mtime far in the past does not make it stale either: only content counts.
     touch(
         &dir.path().join(&lost.part_path),
@@ -208,6 +213,7 @@ async fn commit_key_parts_take_their_age_from_the_claim_and_must_match_it() {
     let (a, b) = (&ptrs[0], &ptrs[1]);
     for p in [a, b] {
         assert!(mem.tamper_remove(&keys::pointer_key(&p.run_id, &p.commit_id)));
+        assert!(mem.tamper_remove(&index::key_of(p).unwrap()));
     }
     // The claim written now (format 2) records the payload's content digest, not the
     // parts: a pointerless keyed part is found by deriving its key's flush ids, and takes
@@ -345,6 +351,8 @@ fn cli_names_every_object_in_flight_and_says_clean_except() {
         ptr["commit_id"].as_str().unwrap(),
     )))
     .unwrap();
+    let parsed: lineage_store::pointer::Pointer = serde_json::from_value(ptr.clone()).unwrap();
+    std::fs::remove_file(Path::new(&store).join(index::key_of(&parsed).unwrap())).unwrap();
     let pdir = Path::new(part).parent().unwrap();
     let temp = pdir.join(keys::temp_name(&format!(
         "part-{}.parquet",

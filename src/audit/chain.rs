@@ -13,6 +13,7 @@ use super::merkle::{self, Hash};
 use super::seal::{read_seals, seal_key, StoredSeal};
 use super::verify::{Problem, ProblemKind};
 use crate::error::Result;
+use crate::history::frontier::Frontier;
 use crate::keys;
 use crate::publish::AtomicPublisher;
 
@@ -75,7 +76,10 @@ pub async fn walk(store: &dyn AtomicPublisher, trusted: Option<&VerifyingKey>) -
         ..Chain::default()
     };
     let seals = std::mem::take(&mut chain.seals);
-    let mut hashes: Vec<Hash> = Vec::new();
+    // The tree grows leaf by leaf; its frontier gives each seal's root in O(log n), so the
+    // walk is linear in the leaves however many seals there are.
+    let mut tree = Frontier::new();
+    let mut watermark: Option<String> = None;
     let mut expected_seq = 1;
     let mut prev: Option<&StoredSeal> = None;
     for s in &seals {
@@ -158,7 +162,7 @@ pub async fn walk(store: &dyn AtomicPublisher, trusted: Option<&VerifyingKey>) -
                 chain.broken = true;
                 continue;
             };
-            hashes.push(merkle::leaf_hash(&d));
+            tree.push(merkle::leaf_hash(&d));
             chain.by_key.insert(e.key.clone(), chain.leaves.len());
             chain.leaves.push(super::chain::Leaf {
                 key: e.key.clone(),
@@ -167,8 +171,8 @@ pub async fn walk(store: &dyn AtomicPublisher, trusted: Option<&VerifyingKey>) -
             });
         }
         if !chain.broken {
-            let root = hex::encode(merkle::root_of_leaf_hashes(&hashes));
-            if seal.tree_size != hashes.len() as u64 || !seal.root.eq_ignore_ascii_case(&root) {
+            let root = hex::encode(tree.root());
+            if seal.tree_size != tree.size() || !seal.root.eq_ignore_ascii_case(&root) {
                 chain.push(
                     ProblemKind::SealRootMismatch,
                     &s.key,
@@ -176,10 +180,32 @@ pub async fn walk(store: &dyn AtomicPublisher, trusted: Option<&VerifyingKey>) -
                         "records tree size {} root {}, but its entries and those of the seals before it give {} and {root}: the seal was edited",
                         seal.tree_size,
                         seal.root,
-                        hashes.len()
+                        tree.size()
                     ),
                 );
+            } else if let Some(f) = &seal.frontier {
+                let want = tree.to_hex();
+                if f.len() != want.len()
+                    || f.iter().zip(&want).any(|(a, b)| !a.eq_ignore_ascii_case(b))
+                {
+                    chain.push(
+                        ProblemKind::SealRootMismatch,
+                        &s.key,
+                        "records a frontier that is not the right edge of its tree: the seal was edited, and the next seal would build on it",
+                    );
+                }
             }
+        }
+        if seal.is_v2() {
+            let problems = crate::history::check::seal_fields(
+                seal,
+                watermark.as_deref(),
+                (!chain.broken).then_some(&chain.by_key),
+            );
+            for p in problems {
+                chain.push(ProblemKind::SealCorrupt, &s.key, p);
+            }
+            watermark = seal.watermark_utc.clone();
         }
         match seal.check_signature(trusted) {
             Ok(true) => chain.signed += 1,

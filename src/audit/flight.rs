@@ -36,7 +36,7 @@ use crate::publish::{AtomicPublisher, ObjectInfo};
 pub const MAX_CLOCK_SKEW_MINUTES: i64 = 5;
 
 /// What an in-flight object is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum InFlightKind {
     /// A temp of a POSIX publish.
@@ -48,7 +48,7 @@ pub enum InFlightKind {
 }
 
 /// One object counted as in flight rather than judged, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct InFlight {
     /// The object.
     pub key: String,
@@ -102,6 +102,8 @@ pub fn judge_temp(key: &str, w: &Window) -> Result<InFlight, String> {
     };
     let publishes_here = match keys::classify(&target) {
         KeyKind::Part { .. } | KeyKind::Pointer { .. } | KeyKind::Seal(_) => true,
+        // Hash tiles go through a temp; the empty history objects do not.
+        KeyKind::History(h) => matches!(h, keys::HistoryKey::Tile { .. }),
         KeyKind::Meta => keys::is_claim_key(&target),
         KeyKind::Temp | KeyKind::Foreign => false,
     };

@@ -22,7 +22,7 @@ pub struct StoredPointer {
     pub pointer: Pointer,
 }
 
-/// Every pointer (of one run, if given), sorted by commit id (time order for UUIDv7).
+/// Every pointer (of one run, if given), in commit-time order ([`commit_order`]).
 /// An unparseable pointer is an error here; `verify` reports it instead.
 pub async fn read_pointers(
     store: &dyn AtomicPublisher,
@@ -68,6 +68,18 @@ pub async fn read_stored_pointers(
     .buffer_unordered(READ_CONCURRENCY)
     .try_collect()
     .await?;
-    pointers.sort_by(|a, b| a.pointer.commit_id.cmp(&b.pointer.commit_id));
+    pointers.sort_by(|a, b| commit_order(&a.pointer, &b.pointer));
     Ok(pointers)
+}
+
+/// Commit-time order: `committed_utc` (RFC 3339 in UTC with microseconds, so text order is
+/// time order), then commit id. Keyed (UUIDv8) commits sort by when they were made, not by
+/// their hashed ids.
+pub fn commit_order(a: &Pointer, b: &Pointer) -> std::cmp::Ordering {
+    (&a.committed_utc, &a.commit_id).cmp(&(&b.committed_utc, &b.commit_id))
+}
+
+/// Sort pointers in [`commit_order`].
+pub fn sort_in_commit_order(pointers: &mut [Pointer]) {
+    pointers.sort_by(commit_order);
 }

@@ -11,5 +11,6 @@ pub mod part;
 pub mod proof;
 pub mod repair;
 pub mod seal;
+pub mod shard;
 pub mod sweep;
 pub mod verify;

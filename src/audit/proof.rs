@@ -60,7 +60,8 @@ pub enum ProveAgainst {
     Head(String),
 }
 
-/// Build an inclusion proof of `commit_id`.
+/// Build an inclusion proof of `commit_id`: from its locator and O(log n) hash tiles when
+/// the store has them ([`crate::history::prove`]), else by walking the whole chain.
 pub async fn prove(
     store: &dyn AtomicPublisher,
     commit_id: &str,
@@ -71,6 +72,10 @@ pub async fn prove(
             "{commit_id:?} is not a commit id (a lower-case hyphenated UUID)"
         )));
     }
+    if let Some(p) = crate::history::prove::prove_from_tiles(store, commit_id, against).await? {
+        return Ok(p);
+    }
+    // A store (or commit) without locators and tiles: walk the whole chain.
     let chain = chain::walk(store, None).await?;
     if let Some(p) = chain.problems.first() {
         return Err(Error::Corrupt {

@@ -8,34 +8,37 @@
 //! newest seal's root covers every sealed commit. The sha256 of the newest seal's bytes is
 //! the *head digest* an auditor keeps elsewhere.
 //!
-//! Canonical order of one seal's new entries: by commit id (UUIDv7, so time order), then by
-//! pointer key. Concurrent sealers race on the create-only key; the loser re-reads and
-//! retries at the next sequence number.
+//! Canonical order of one seal's new entries: `lineage-seal/1` (earlier versions) by commit
+//! id, then pointer key; `lineage-seal/2` by `committed_utc`, then commit id, then pointer
+//! key (commit-time order, keyed commits included). A `lineage-seal/2` also carries the
+//! tree's frontier, a watermark and `ahead`, so the next seal needs no seal before it
+//! ([`crate::history::sealer`]). Concurrent sealers race on the create-only key; the loser
+//! re-reads and retries at the next sequence number.
 
-use std::collections::HashSet;
 use std::path::Path;
 
 use base64::Engine;
 use bytes::Bytes;
-use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
+use ed25519_dalek::{Signature, SigningKey, VerifyingKey};
 use futures::{StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
 
 use super::log::READ_CONCURRENCY;
-use super::merkle::{self, Hash};
 use crate::clock::Clock;
 use crate::encode::sha256_hex;
 use crate::error::{Error, ErrorKind, Result};
 use crate::keys::{self, KeyKind};
-use crate::pointer::{rfc3339, tool_version, Pointer};
 use crate::publish::{AtomicPublisher, Outcome};
 
-/// Format tag of seal objects.
+/// Format tag of seal objects written before the history structures (no frontier).
 pub const SEAL_FORMAT: &str = "lineage-seal/1";
+/// Format tag of seals that carry a frontier, a watermark and `ahead`
+/// (see [`crate::history`]): everything the next seal needs, without the seals before.
+pub const SEAL_FORMAT_V2: &str = "lineage-seal/2";
 /// Domain separation prefix of the signed message.
 const SIGNED_PREFIX: &[u8] = b"lineage-seal-signature/1\n";
 /// Attempts before giving up when other sealers keep winning.
-const MAX_SEAL_ATTEMPTS: usize = 32;
+pub(crate) const MAX_SEAL_ATTEMPTS: usize = 32;
 const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
 
 /// One sealed commit.
@@ -66,6 +69,19 @@ pub struct Seal {
     pub tool_version: String,
     /// The commits this seal adds, in canonical order.
     pub entries: Vec<SealEntry>,
+    /// (`lineage-seal/2`) The RFC 9162 compact range of the tree: the hashes (hex) of the
+    /// perfect subtrees that make up `tree_size` leaves, largest first. Folded right to
+    /// left they give `root`; appending the next seal's leaves to them gives its root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frontier: Option<Vec<String>>,
+    /// (`lineage-seal/2`) Every index entry committed before this time has been considered
+    /// by this seal or an earlier one; the next seal lists the index from here on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watermark_utc: Option<String>,
+    /// (`lineage-seal/2`) Index entries at or after the watermark whose commits are already
+    /// sealed (by this seal or an earlier one), so the next seal does not seal them again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ahead: Option<Vec<String>>,
     /// Ed25519 public key (base64) the seal is signed with, when signed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub public_key: Option<String>,
@@ -89,14 +105,33 @@ impl Seal {
             key: key.to_string(),
             message: e.to_string(),
         })?;
-        if s.format != SEAL_FORMAT {
-            return Err(Error::Corrupt {
+        let v2_fields = s.frontier.is_some() && s.watermark_utc.is_some() && s.ahead.is_some();
+        let why = match s.format.as_str() {
+            SEAL_FORMAT
+                if s.frontier.is_some() || s.watermark_utc.is_some() || s.ahead.is_some() =>
+            {
+                Some("a lineage-seal/1 with fields of lineage-seal/2".to_string())
+            }
+            SEAL_FORMAT => None,
+            SEAL_FORMAT_V2 if !v2_fields => {
+                Some("a lineage-seal/2 without frontier, watermark_utc and ahead".to_string())
+            }
+            SEAL_FORMAT_V2 => None,
+            f => Some(format!("unknown format {f:?}")),
+        };
+        match why {
+            Some(message) => Err(Error::Corrupt {
                 what: "seal",
                 key: key.to_string(),
-                message: format!("unknown format {:?}", s.format),
-            });
+                message,
+            }),
+            None => Ok(s),
         }
-        Ok(s)
+    }
+
+    /// True for a `lineage-seal/2` (frontier, watermark, ahead).
+    pub fn is_v2(&self) -> bool {
+        self.format == SEAL_FORMAT_V2
     }
 
     /// What the signature covers: every field but the signature itself, as compact JSON
@@ -314,87 +349,29 @@ pub struct SealOutcome {
     pub key_id: Option<String>,
     /// Sequence numbers lost to concurrent sealers before this one landed.
     pub lost_races: u64,
+    /// True when the seal read every seal and listed every pointer (the first seal of
+    /// this format, or `--rescan`), false when it read only what was new.
+    pub full_scan: bool,
 }
 
-/// Write the next seal over every pointer not sealed yet. The newest seal must be
-/// readable; the chain itself is not re-verified here (that is `verify`'s job), but a
+/// Write the next seal over every commit not sealed yet, with the default options of
+/// [`crate::history::sealer::seal_with`] (incremental when the newest seal allows it). A
 /// pointer that cannot be parsed, or contradicts its key, is refused rather than sealed.
 pub async fn seal(
     store: &dyn AtomicPublisher,
     clock: &dyn Clock,
     signing: Option<&SigningKey>,
 ) -> Result<SealOutcome> {
-    for lost in 0..MAX_SEAL_ATTEMPTS as u64 {
-        let seals = read_seals(store).await?;
-        let mut leaves: Vec<Hash> = Vec::new();
-        let mut sealed: HashSet<String> = HashSet::new();
-        for s in &seals {
-            let seal = s.seal.as_ref().map_err(|m| Error::Corrupt {
-                what: "seal",
-                key: s.key.clone(),
-                message: format!("{m}; run `lineage verify` before sealing again"),
-            })?;
-            for e in &seal.entries {
-                let d = merkle::parse_hash(&e.sha256).ok_or_else(|| Error::Corrupt {
-                    what: "seal",
-                    key: s.key.clone(),
-                    message: format!("entry {} has no valid sha256", e.key),
-                })?;
-                leaves.push(merkle::leaf_hash(&d));
-                sealed.insert(e.key.clone());
-            }
-        }
-        let last = seals.last();
-        let seq = last.map_or(1, |s| s.key_seq + 1);
-        let prev = last.map(|s| s.digest.clone());
-        let mut new = new_entries(store, &sealed).await?;
-        new.sort_by(|a, b| (&a.1, &a.0.key).cmp(&(&b.1, &b.0.key)));
-        for (e, _) in &new {
-            let d = merkle::parse_hash(&e.sha256)
-                .ok_or_else(|| Error::Internal("bad digest".into()))?;
-            leaves.push(merkle::leaf_hash(&d));
-        }
-        let mut s = Seal {
-            format: SEAL_FORMAT.to_string(),
-            seq,
-            prev_sha256: prev,
-            tree_size: leaves.len() as u64,
-            root: hex::encode(merkle::root_of_leaf_hashes(&leaves)),
-            sealed_utc: rfc3339(clock.now()),
-            tool_version: tool_version(),
-            entries: new.into_iter().map(|(e, _)| e).collect(),
-            public_key: signing.map(|k| B64.encode(k.verifying_key().as_bytes())),
-            signature: None,
-        };
-        if let Some(k) = signing {
-            s.signature = Some(B64.encode(k.sign(&s.signed_message()?).to_bytes()));
-        }
-        let bytes = Bytes::from(s.to_bytes()?);
-        let key = seal_key(seq);
-        if publish_seal(store, &key, bytes.clone()).await? {
-            tracing::info!(seq, tree_size = s.tree_size, "sealed");
-            return Ok(SealOutcome {
-                seq,
-                key,
-                head: sha256_hex(&bytes),
-                added: s.entries.len() as u64,
-                tree_size: s.tree_size,
-                root: s.root,
-                key_id: signing.map(|k| key_id(&k.verifying_key())),
-                lost_races: lost,
-            });
-        }
-        tracing::info!(seq, "another sealer took this sequence number; retrying");
-    }
-    Err(Error::Conflict {
-        key: keys::SEALS_PREFIX.to_string(),
-        message: format!("lost {MAX_SEAL_ATTEMPTS} sealing races in a row; try again"),
-    })
+    crate::history::sealer::seal_with(store, clock, signing, &Default::default()).await
 }
 
 /// Create-only publish of a seal: `true` when ours landed (also after an ambiguous error
 /// whose read-back shows our bytes), `false` when another sealer holds the key.
-async fn publish_seal(store: &dyn AtomicPublisher, key: &str, bytes: Bytes) -> Result<bool> {
+pub(crate) async fn publish_seal(
+    store: &dyn AtomicPublisher,
+    key: &str,
+    bytes: Bytes,
+) -> Result<bool> {
     let err = match store.put_create(key, bytes.clone()).await {
         Ok(Outcome::Created) => return Ok(true),
         Ok(Outcome::AlreadyExists) => None,
@@ -408,48 +385,4 @@ async fn publish_seal(store: &dyn AtomicPublisher, key: &str, bytes: Bytes) -> R
             message: "reported as existing, but cannot be read".into(),
         })),
     }
-}
-
-/// Pointers not yet sealed, with their digests and commit ids (for ordering).
-async fn new_entries(
-    store: &dyn AtomicPublisher,
-    sealed: &HashSet<String>,
-) -> Result<Vec<(SealEntry, String)>> {
-    let listed = store.list(keys::COMMITS_PREFIX).await?;
-    futures::stream::iter(
-        listed
-            .into_iter()
-            .filter_map(|o| match keys::classify(&o.key) {
-                KeyKind::Pointer { run_id, commit_id } if !sealed.contains(&o.key) => {
-                    Some((o.key, run_id, commit_id))
-                }
-                _ => None,
-            }),
-    )
-    .map(|(key, run_id, commit_id)| async move {
-        let bytes = store
-            .get(&key)
-            .await?
-            .ok_or_else(|| Error::NotFound(key.clone()))?;
-        let p = Pointer::from_bytes(&key, &bytes)?;
-        if p.run_id != run_id || p.commit_id != commit_id {
-            return Err(Error::Corrupt {
-                what: "pointer",
-                key,
-                message:
-                    "its content contradicts its key; refusing to seal it (see `lineage verify`)"
-                        .into(),
-            });
-        }
-        Ok((
-            SealEntry {
-                key,
-                sha256: sha256_hex(&bytes),
-            },
-            commit_id,
-        ))
-    })
-    .buffer_unordered(READ_CONCURRENCY)
-    .try_collect()
-    .await
 }

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Duration, Utc};
 use ed25519_dalek::VerifyingKey;
 use futures::StreamExt;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::chain;
 use super::flight::{self, InFlight, Window};
@@ -32,7 +32,7 @@ use crate::publish::{AtomicPublisher, ObjectInfo};
 pub const DEFAULT_GRACE_MINUTES: i64 = 15;
 
 /// What kind of problem was found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ProblemKind {
     /// A pointer names a part that does not exist.
@@ -74,10 +74,20 @@ pub enum ProblemKind {
     ForeignObject,
     /// A temp left by an interrupted publish.
     StaleTemp,
+    /// An index entry that holds bytes, names a missing pointer or another commit time.
+    BadIndexEntry,
+    /// A commit no seal covers that incremental seals will not find.
+    MissedBySeals,
+    /// A leaf locator that holds bytes or names the wrong leaf, or a missing one.
+    BadLocator,
+    /// A head marker of a missing seal, or the newest seal without its marker.
+    BadHeadMarker,
+    /// A hash tile that is not the tree's, or a missing one.
+    BadTile,
 }
 
 /// One problem, naming the object.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Problem {
     /// What is wrong.
     pub kind: ProblemKind,
@@ -122,6 +132,12 @@ pub struct VerifyOptions {
     pub expect_head: Option<String>,
     /// Progress counters to update.
     pub progress: Option<Arc<Progress>>,
+    /// Objects read at once.
+    pub concurrency: usize,
+    /// Check only this shard of the store ([`super::shard`]).
+    pub shard: Option<super::shard::ShardSpec>,
+    /// Cut the shards from the commits of this seal (default: the newest).
+    pub plan_seal: Option<u64>,
 }
 
 impl Default for VerifyOptions {
@@ -135,12 +151,15 @@ impl Default for VerifyOptions {
             public_key: None,
             expect_head: None,
             progress: None,
+            concurrency: READ_CONCURRENCY,
+            shard: None,
+            plan_seal: None,
         }
     }
 }
 
 /// The result of a verification.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Report {
     /// The store verified.
     pub store: String,
@@ -184,6 +203,20 @@ pub struct Report {
     pub in_flight_objects: Vec<InFlight>,
     /// Everything wrong, sorted by kind then key.
     pub problems: Vec<Problem>,
+    /// The newest seal, when its sealer has not finished it (no head marker yet): not a
+    /// problem; `lineage seal` finishes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unfinished_seal: Option<u64>,
+    /// What was checked by `--since-seal`: the seal it started from (older commits were
+    /// not looked at).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since_seal: Option<u64>,
+    /// The shard this report covers (`--shard`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<super::shard::ShardInfo>,
+    /// The shard reports this one was merged from (`--merge`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged: Option<super::shard::Merged>,
     /// The verdict in words ([`Report::summary`]), e.g. "clean except 2 objects in flight".
     pub summary: String,
 }
@@ -218,6 +251,11 @@ impl Report {
         self.in_flight_objects.push(f);
     }
 
+    /// Record a problem.
+    pub fn push_problem(&mut self, p: Problem) {
+        self.problems.push(p);
+    }
+
     fn push(&mut self, kind: ProblemKind, key: impl Into<String>, detail: impl Into<String>) {
         self.problems.push(Problem {
             kind,
@@ -241,6 +279,10 @@ struct ReadPointer {
 
 /// Verify the whole store.
 pub async fn verify_with(store: &dyn AtomicPublisher, opts: &VerifyOptions) -> Result<Report> {
+    if opts.since_seal.is_some() {
+        // Only what is new since a seal: O(new + log n), see history::since.
+        return crate::history::since::verify_since(store, opts).await;
+    }
     let mut report = Report {
         store: store.describe(),
         ..Report::default()
@@ -249,7 +291,12 @@ pub async fn verify_with(store: &dyn AtomicPublisher, opts: &VerifyOptions) -> R
     // was written, so it is in a listing made afterwards unless it was removed. (Listing
     // first would let a concurrent `seal` name pointers the listing never saw.)
     let chain = chain::walk(store, opts.public_key.as_ref()).await?;
-    report.problems.extend(chain.problems.iter().cloned());
+    let scope = super::shard::Scope::of(opts, &chain)?;
+    report.shard = scope.as_ref().map(super::shard::Scope::info);
+    let owns = |k: &str| scope.as_ref().is_none_or(|s| s.owns_pointer(k));
+    if scope.as_ref().is_none_or(super::shard::Scope::first) {
+        report.problems.extend(chain.problems.iter().cloned());
+    }
     report.seals = chain.seals.len() as u64;
     report.signed_seals = chain.signed;
     report.sealed_commits = chain.leaves.len() as u64;
@@ -266,8 +313,11 @@ pub async fn verify_with(store: &dyn AtomicPublisher, opts: &VerifyOptions) -> R
         report.problems.extend(chain::check_head(&chain, want));
     }
 
-    let listing = store.list("").await?;
-    if listing.is_empty() {
+    let listing = match &scope {
+        Some(s) => s.list(store).await?,
+        None => store.list("").await?,
+    };
+    if listing.is_empty() && scope.is_none() {
         // Most likely a mistyped location: "clean, 0 commits" would mislead an auditor.
         return Err(Error::NotFound(format!(
             "{}: the store holds no objects (empty, or not where the URL points)",
@@ -281,6 +331,7 @@ pub async fn verify_with(store: &dyn AtomicPublisher, opts: &VerifyOptions) -> R
     let by_key: HashMap<&str, &ObjectInfo> = listing.iter().map(|o| (o.key.as_str(), o)).collect();
     let mut parts: BTreeMap<&str, &ObjectInfo> = BTreeMap::new();
     let mut pointer_keys = Vec::new();
+    let mut history_objects: Vec<&ObjectInfo> = Vec::new();
     for o in &listing {
         match keys::classify(&o.key) {
             KeyKind::Part { .. } => {
@@ -306,6 +357,7 @@ pub async fn verify_with(store: &dyn AtomicPublisher, opts: &VerifyOptions) -> R
                 &o.key,
                 "not written by lineage-store",
             ),
+            KeyKind::History(_) => history_objects.push(o),
             KeyKind::Seal(_) | KeyKind::Meta => {}
         }
     }
@@ -330,7 +382,7 @@ pub async fn verify_with(store: &dyn AtomicPublisher, opts: &VerifyOptions) -> R
                 },
             }
         })
-        .buffer_unordered(READ_CONCURRENCY)
+        .buffer_unordered(opts.concurrency.max(1))
         .collect()
         .await;
     let mut pointers = Vec::new();
@@ -348,18 +400,8 @@ pub async fn verify_with(store: &dyn AtomicPublisher, opts: &VerifyOptions) -> R
     report.commits = digests.len() as u64;
 
     // Sealed pointers must still be there, byte for byte.
-    let since = match opts.since_seal {
-        Some(Some(n)) if !chain.seals.iter().any(|s| s.key_seq == n) => {
-            return Err(Error::Usage(format!(
-                "--since-seal {n}: the store has no seal {n}"
-            )))
-        }
-        Some(Some(n)) => Some(n),
-        Some(None) => chain.head().map(|(n, _)| n),
-        None => None,
-    };
-    let mut trusted_parts: std::collections::HashSet<String> = Default::default();
-    for leaf in &chain.leaves {
+    let trusted_parts: std::collections::HashSet<String> = Default::default();
+    for leaf in chain.leaves.iter().filter(|l| owns(&l.key)) {
         match digests.get(&leaf.key) {
             None => report.push(
                 ProblemKind::SealedPointerMissing,
@@ -374,9 +416,6 @@ pub async fn verify_with(store: &dyn AtomicPublisher, opts: &VerifyOptions) -> R
                     leaf.seq, leaf.digest
                 ),
             ),
-            Some(_) if since.is_some_and(|n| leaf.seq <= n) => {
-                trusted_parts.insert(leaf.key.clone());
-            }
             Some(_) => {}
         }
     }
@@ -385,6 +424,18 @@ pub async fn verify_with(store: &dyn AtomicPublisher, opts: &VerifyOptions) -> R
         .filter(|k| !chain.by_key.contains_key(*k))
         .count() as u64;
 
+    let history = crate::history::check::Context {
+        chain: &chain,
+        pointers: pointers.iter().map(|(k, p)| (k.as_str(), p)).collect(),
+        pointer_keys: digests.keys().map(String::as_str).collect(),
+        now: opts.now,
+        grace: opts.grace,
+        scope: scope.as_ref(),
+    };
+    let checked = crate::history::check::check(store, &history, &history_objects).await?;
+    report.problems.extend(checked.problems);
+    report.unfinished_seal = checked.unfinished_seal;
+    drop(history);
     for (_, p) in &pointers {
         parts.remove(p.part_path.as_str());
     }
@@ -443,7 +494,7 @@ fn choose_hashed(
     hash
 }
 
-async fn check_parts(
+pub(crate) async fn check_parts(
     store: &dyn AtomicPublisher,
     opts: &VerifyOptions,
     report: &mut Report,
@@ -474,7 +525,7 @@ async fn check_parts(
                     (p, hash, found)
                 }
             })
-            .buffer_unordered(READ_CONCURRENCY)
+            .buffer_unordered(opts.concurrency.max(1))
             .collect()
             .await;
     for (p, hashed, found) in results {

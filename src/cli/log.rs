@@ -1,4 +1,4 @@
-//! `lineage log`: the commits, oldest first.
+//! `lineage log`: the commits in commit-time order (`--since-seal`: only the new ones).
 
 use crate::audit::log::read_pointers;
 use crate::cli::{json_line, out, Status, StoreArg};
@@ -14,11 +14,20 @@ pub(crate) struct Args {
     /// One JSON pointer per line.
     #[arg(long)]
     json: bool,
+    /// Only the commits after seal SEQ (default: the newest), in O(new) reads.
+    #[arg(long, value_name = "SEQ", num_args = 0..=1)]
+    since_seal: Option<Option<u64>>,
 }
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
     let store = a.store.open().await?;
-    for p in read_pointers(store.as_ref(), a.run_id.as_deref()).await? {
+    let pointers = match a.since_seal {
+        Some(since) => {
+            crate::history::log::since_seal(store.as_ref(), since, a.run_id.as_deref()).await?
+        }
+        None => read_pointers(store.as_ref(), a.run_id.as_deref()).await?,
+    };
+    for p in pointers {
         if a.json {
             out(&json_line(&p)?)?;
         } else {

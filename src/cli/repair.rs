@@ -41,6 +41,10 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
             r.refused.len(),
             r.in_flight
         ))?;
+        if !a.dry_run && !r.adopted.is_empty() {
+            // Adopted pointers have no index entry: incremental seals do not find them.
+            out("next: lineage seal --rescan (seals the adopted commits)")?;
+        }
     }
     // Refused orphans are still problems an auditor must look at.
     Ok(if r.refused.is_empty() { 0 } else { 1 })

@@ -3,10 +3,11 @@
 
 use std::path::PathBuf;
 
-use crate::audit::seal::{read_signing_key, seal};
+use crate::audit::seal::read_signing_key;
 use crate::cli::{json_line, out, Status, StoreArg};
 use crate::clock::SystemClock;
 use crate::error::Result;
+use crate::history::sealer::{seal_with, SealOptions};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -18,17 +19,29 @@ pub(crate) struct Args {
     /// The outcome as one JSON object.
     #[arg(long)]
     json: bool,
+    /// Read every seal and list every pointer (seals commits the index misses: see
+    /// `verify`'s `missed_by_seals`), and rewrite any missing tile or locator.
+    #[arg(long)]
+    rescan: bool,
+    /// How late an index entry may land (by this machine's clock) and still be sealed:
+    /// more than any writer's clock error plus its time from pointer to index entry.
+    #[arg(long, value_name = "DURATION", default_value_t = format!("{}m", crate::history::sealer::DEFAULT_LOOKBACK_MINUTES))]
+    lookback: String,
 }
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
     let key = a.signing_key.as_deref().map(read_signing_key).transpose()?;
     let store = a.store.open().await?;
-    let s = seal(store.as_ref(), &SystemClock, key.as_ref()).await?;
+    let opts = SealOptions {
+        lookback: crate::audit::sweep::parse_duration(&a.lookback)?,
+        rescan: a.rescan,
+    };
+    let s = seal_with(store.as_ref(), &SystemClock, key.as_ref(), &opts).await?;
     if a.json {
         out(&json_line(&s)?)?;
     } else {
         out(&format!(
-            "sealed {}: seal {} adds {} commits, covers {} (root {}){}",
+            "sealed {}: seal {} adds {} commits, covers {} (root {}){}{}",
             s.key,
             s.seq,
             s.added,
@@ -36,7 +49,12 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
             s.root,
             s.key_id
                 .as_ref()
-                .map_or(String::new(), |k| format!(", signed by key {k}"))
+                .map_or(String::new(), |k| format!(", signed by key {k}")),
+            if s.full_scan {
+                "; read every seal and pointer"
+            } else {
+                ""
+            }
         ))?;
         out(&format!("head {}", s.head))?;
     }

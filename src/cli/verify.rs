@@ -14,8 +14,12 @@ use crate::error::{Error, Result};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    #[command(flatten)]
-    store: StoreArg,
+    /// Store URL (see `lineage append --help`); not with --merge.
+    #[arg(long, env = "LINEAGE_STORE", required_unless_present = "merge")]
+    store: Option<String>,
+    /// S3 endpoint (LocalStack, moto, MinIO...); default: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL.
+    #[arg(long, value_name = "URL")]
+    endpoint_url: Option<String>,
     /// The report as one JSON object.
     #[arg(long)]
     json: bool,
@@ -26,10 +30,23 @@ pub(crate) struct Args {
     /// Seed for --sample (printed in the report, so a sample can be repeated).
     #[arg(long, value_name = "SEED", requires = "sample")]
     sample_seed: Option<u64>,
-    /// Do not re-hash parts of commits sealed by seal SEQ or earlier (default: the newest
-    /// seal) whose pointers are unchanged; for a store whose earlier seals were verified.
+    /// Check only what came after seal SEQ (default: the newest): the seals from SEQ on,
+    /// the commits sealed after it and those not sealed yet, in O(new) reads. Trusts an
+    /// earlier full verify for everything before.
     #[arg(long, value_name = "SEQ", num_args = 0..=1)]
     since_seal: Option<Option<u64>>,
+    /// Objects read at once.
+    #[arg(long, value_name = "N", default_value_t = crate::audit::log::READ_CONCURRENCY)]
+    concurrency: usize,
+    /// Check shard I of N (from 0) of a full verify; `--merge` combines the N JSON reports.
+    #[arg(long, value_name = "I/N", conflicts_with_all = ["since_seal", "merge"])]
+    shard: Option<crate::audit::shard::ShardSpec>,
+    /// Cut the shards from the commits of seal SEQ (give every shard the same one).
+    #[arg(long, value_name = "SEQ", requires = "shard")]
+    plan_seal: Option<u64>,
+    /// Combine the JSON reports of every shard (`--shard I/N --json`) into one.
+    #[arg(long, value_name = "REPORT", num_args = 1..)]
+    merge: Vec<PathBuf>,
     /// Every seal must carry a valid signature by this key (made by `lineage keygen`).
     #[arg(long, value_name = "FILE")]
     public_key: Option<PathBuf>,
@@ -60,6 +77,9 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
 }
 
 async fn check(a: Args) -> Result<Status> {
+    if !a.merge.is_empty() {
+        return merge(&a);
+    }
     let public_key = a.public_key.as_deref().map(read_public_key).transpose()?;
     if let Some(h) = &a.expect_head {
         if crate::audit::merkle::parse_hash(h).is_none() {
@@ -68,7 +88,12 @@ async fn check(a: Args) -> Result<Status> {
             )));
         }
     }
-    let store = a.store.open().await?;
+    let store = StoreArg {
+        store: a.store.clone().unwrap_or_default(),
+        endpoint_url: a.endpoint_url.clone(),
+    }
+    .open()
+    .await?;
     let progress = Arc::new(Progress::default());
     let opts = VerifyOptions {
         grace: parse_duration(&a.grace)?,
@@ -78,6 +103,9 @@ async fn check(a: Args) -> Result<Status> {
         public_key,
         expect_head: a.expect_head.clone(),
         progress: Some(progress.clone()),
+        concurrency: a.concurrency.max(1),
+        shard: a.shard,
+        plan_seal: a.plan_seal,
         ..VerifyOptions::default()
     };
     let bar = std::io::stderr()
@@ -116,6 +144,28 @@ async fn check(a: Args) -> Result<Status> {
     Ok(if report.is_clean() && more == 0 { 0 } else { 1 })
 }
 
+/// `--merge`: one report from the shards' JSON reports.
+fn merge(a: &Args) -> Result<Status> {
+    let mut reports = Vec::new();
+    for path in &a.merge {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        let r: Report = serde_json::from_str(text.trim()).map_err(|e| {
+            Error::Usage(format!(
+                "{}: not a `verify --json` report: {e}",
+                path.display()
+            ))
+        })?;
+        reports.push(r);
+    }
+    let report = crate::audit::shard::merge(reports)?;
+    if a.json {
+        out(&json_line(&report)?)?;
+    } else {
+        print_report(&report, &[], 0)?;
+    }
+    Ok(if report.is_clean() { 0 } else { 1 })
+}
+
 /// The report, then `more` lines (of `--replica-of`, `--witness`) holding `extra` problems.
 fn print_report(r: &Report, more: &[String], extra: usize) -> Result<()> {
     for p in &r.problems {
@@ -136,6 +186,28 @@ fn print_report(r: &Report, more: &[String], extra: usize) -> Result<()> {
         "{}: {} commits, {} parts verified ({hashed}; {} rows, {} bytes hashed)",
         r.store, r.commits, r.parts_ok, r.rows, r.bytes_hashed
     ))?;
+    if let Some(n) = r.unfinished_seal {
+        out(&format!(
+            "seal {n} is not finished (no head marker yet): `lineage seal` finishes it; its tiles and locators are checked once it is"
+        ))?;
+    }
+    if let Some(n) = r.since_seal {
+        out(&format!(
+            "since seal {n}: checked the seals from {n} on and the commits after it; everything sealed by seal {n} or earlier was not looked at"
+        ))?;
+    }
+    if let Some(s) = &r.shard {
+        out(&format!(
+            "shard {}/{} (plan {}): merge every shard's --json report with `lineage verify --merge`",
+            s.index, s.count, s.plan
+        ))?;
+    }
+    if let Some(m) = &r.merged {
+        out(&format!(
+            "merged from {} shards (plan {})",
+            m.shards, m.plan
+        ))?;
+    }
     match (&r.head_seq, &r.head) {
         (Some(seq), Some(head)) => out(&format!(
             "seals: {} ({} signed), {} commits sealed, {} not sealed yet; head: seal {seq} sha256 {head}{}",

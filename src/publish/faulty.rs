@@ -117,6 +117,10 @@ impl AtomicPublisher for FaultyPublisher {
         self.inner.list(prefix).await
     }
 
+    async fn list_after(&self, prefix: &str, after: &str, limit: usize) -> Result<Vec<ObjectInfo>> {
+        self.inner.list_after(prefix, after, limit).await
+    }
+
     async fn delete_temp(&self, key: &str) -> Result<()> {
         self.inner.delete_temp(key).await
     }

@@ -85,6 +85,27 @@ impl AtomicPublisher for MemoryPublisher {
             .collect())
     }
 
+    async fn list_after(&self, prefix: &str, after: &str, limit: usize) -> Result<Vec<ObjectInfo>> {
+        use std::ops::Bound;
+        // Start at whichever comes later: the prefix (inclusive) or `after` (exclusive).
+        let start = if after < prefix {
+            Bound::Included(prefix.to_string())
+        } else {
+            Bound::Excluded(after.to_string())
+        };
+        Ok(self
+            .lock()
+            .range((start, Bound::Unbounded))
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .take(limit)
+            .map(|(k, (b, t))| ObjectInfo {
+                key: k.clone(),
+                size: b.len() as u64,
+                modified: Some(*t),
+            })
+            .collect())
+    }
+
     async fn delete_temp(&self, key: &str) -> Result<()> {
         check_temp_key(key)?;
         self.lock().remove(key);

@@ -3,7 +3,8 @@
 //! The write path needs exactly one strong primitive, create-only publish; the audit
 //! path needs reads and listings. Each backend lives in its own module:
 //! [`posix`] (local disk), [`memory`] (tests), and [`object`] (S3, Azure Blob, GCS).
-//! [`faulty`] wraps any of them to inject failures in tests.
+//! [`faulty`] wraps any of them to inject failures in tests; [`metered`] counts requests
+//! and models an object store's latency for benchmarks.
 
 use std::fmt::Debug;
 use std::ops::Range;
@@ -16,6 +17,7 @@ use crate::error::Result;
 
 pub mod faulty;
 pub mod memory;
+pub mod metered;
 pub mod object;
 pub mod posix;
 
@@ -80,9 +82,56 @@ pub trait AtomicPublisher: Send + Sync + Debug {
     /// invalid bytes as `%XX`, which [`crate::keys::classify`] always calls foreign.
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>>;
 
+    /// One page of a listing that resumes where an earlier one stopped: the first `limit`
+    /// objects (in ascending byte order of their keys) whose key starts with `prefix` and
+    /// sorts strictly after `after` (`""` for the start). Temps included, like [`list`](Self::list).
+    ///
+    /// This is what keeps the audit path's cost independent of the store's age: S3's
+    /// `start-after`, Azure's `startFrom` and GCS's `startOffset` (object_store's
+    /// `list_with_offset`) skip everything up to `after` on the server, so a page costs
+    /// one request however many keys sort before it. Backends without such a listing
+    /// (the local disk) must still return exactly the same page. Callers page with
+    /// [`list_pages`] rather than by hand.
+    async fn list_after(&self, prefix: &str, after: &str, limit: usize) -> Result<Vec<ObjectInfo>>;
+
     /// Remove a stale temporary object. Implementations refuse any key that is not a temp
     /// ([`crate::keys::KeyKind::Temp`]): nothing else is ever deleted by lineage-store.
     async fn delete_temp(&self, key: &str) -> Result<()>;
+}
+
+/// Keys per page of [`list_pages`]: what one S3 `ListObjectsV2` request returns.
+pub const LIST_PAGE: usize = 1000;
+
+/// Every object under `prefix` after `after` and before `before` (exclusive, `None` for no
+/// bound), in key order, fetched one [`LIST_PAGE`] at a time with
+/// [`AtomicPublisher::list_after`]; stops at the first page that reaches `before`, so a
+/// bounded range costs requests in proportion to what is in it.
+pub async fn list_pages(
+    store: &dyn AtomicPublisher,
+    prefix: &str,
+    after: &str,
+    before: Option<&str>,
+) -> Result<Vec<ObjectInfo>> {
+    let mut out: Vec<ObjectInfo> = Vec::new();
+    let mut from = after.to_string();
+    loop {
+        let page = store.list_after(prefix, &from, LIST_PAGE).await?;
+        let full = page.len() == LIST_PAGE;
+        let Some(last) = page.last() else { break };
+        from = last.key.clone();
+        let mut reached_end = false;
+        for o in page {
+            if before.is_some_and(|b| o.key.as_str() >= b) {
+                reached_end = true;
+                break;
+            }
+            out.push(o);
+        }
+        if reached_end || !full {
+            break;
+        }
+    }
+    Ok(out)
 }
 
 /// Refuse keys that are absolute, empty, or walk out of the root.

@@ -104,13 +104,35 @@ impl ObjectStorePublisher {
     /// The full object path of a store key.
     fn path_of(&self, key: &str) -> Result<Path> {
         check_key(key)?;
-        let full = if self.prefix.is_empty() {
+        Path::parse(self.full_key(key))
+            .map_err(|e| Error::Internal(format!("key {key:?} is not a valid object path: {e}")))
+    }
+
+    /// The object-store path text of a key (no validation; see [`Self::path_of`]).
+    fn full_key(&self, key: &str) -> String {
+        if self.prefix.is_empty() {
             key.to_string()
         } else {
             format!("{}/{key}", self.prefix)
+        }
+    }
+
+    /// What to list for a key prefix: object_store lists whole path segments, so the
+    /// deepest directory the prefix names; callers filter by the string prefix.
+    fn list_base(&self, prefix: &str) -> Result<Option<Path>> {
+        let dir = match prefix.rfind('/') {
+            Some(i) => &prefix[..i],
+            None => "",
         };
-        Path::parse(&full)
-            .map_err(|e| Error::Internal(format!("key {key:?} is not a valid object path: {e}")))
+        let base = match (self.prefix.is_empty(), dir.is_empty()) {
+            (true, true) => None,
+            (true, false) => Some(dir.to_string()),
+            (false, true) => Some(self.prefix.clone()),
+            (false, false) => Some(format!("{}/{dir}", self.prefix)),
+        };
+        base.map(|b| Path::parse(&b))
+            .transpose()
+            .map_err(|e| Error::Usage(format!("cannot list {prefix:?}: {e}")))
     }
 
     /// The store key of a listed object path, or `None` when it lies outside the prefix.
@@ -303,22 +325,7 @@ impl AtomicPublisher for ObjectStorePublisher {
     }
 
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>> {
-        // object_store lists whole path segments; list the deepest directory the prefix
-        // names and filter by the string prefix the trait promises.
-        let dir = match prefix.rfind('/') {
-            Some(i) => &prefix[..i],
-            None => "",
-        };
-        let base = match (self.prefix.is_empty(), dir.is_empty()) {
-            (true, true) => None,
-            (true, false) => Some(dir.to_string()),
-            (false, true) => Some(self.prefix.clone()),
-            (false, false) => Some(format!("{}/{dir}", self.prefix)),
-        };
-        let base = base
-            .map(|b| Path::parse(&b))
-            .transpose()
-            .map_err(|e| Error::Usage(format!("cannot list {prefix:?}: {e}")))?;
+        let base = self.list_base(prefix)?;
         let metas: Vec<object_store::ObjectMeta> = self
             .store
             .list(base.as_ref())
@@ -336,6 +343,42 @@ impl AtomicPublisher for ObjectStorePublisher {
                 })
             })
             .collect())
+    }
+
+    async fn list_after(&self, prefix: &str, after: &str, limit: usize) -> Result<Vec<ObjectInfo>> {
+        use futures::StreamExt;
+        let base = self.list_base(prefix)?;
+        // object_store's list_with_offset sends the offset to the service (S3 `start-after`,
+        // Azure `startFrom`, GCS `startOffset`), which answers in key order; the stream is
+        // dropped after `limit` matches, so only the pages needed are fetched.
+        // An `after` that is no valid path (a bound ending in `/`) is filtered client-side
+        // below: slower, never wrong.
+        let offset = match after {
+            "" => None,
+            a => Path::parse(self.full_key(a)).ok(),
+        };
+        let stream = match &offset {
+            Some(o) => self.store.list_with_offset(base.as_ref(), o),
+            None => self.store.list(base.as_ref()),
+        };
+        let mut stream = stream.map(|r| r.map_err(|e| self.err(prefix, e)));
+        let mut out = Vec::new();
+        while out.len() < limit {
+            let Some(m) = stream.next().await.transpose()? else {
+                break;
+            };
+            let Some(key) = self.key_of(&m.location) else {
+                continue;
+            };
+            if key.starts_with(prefix) && key.as_str() > after {
+                out.push(ObjectInfo {
+                    key,
+                    size: m.size,
+                    modified: Some(m.last_modified),
+                });
+            }
+        }
+        Ok(out)
     }
 
     async fn delete_temp(&self, key: &str) -> Result<()> {

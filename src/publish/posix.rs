@@ -12,7 +12,9 @@
 //! 5. fsync the directory so the new name survives a power cut.
 //!
 //! The temp is removed on every error path (a drop guard), so only a crash of the process
-//! itself can leave one; `verify` reports those and `sweep` removes them.
+//! itself can leave one; `verify` reports those and `sweep` removes them. An empty object
+//! (the history's index entries and markers) is created with `O_CREAT|O_EXCL` directly:
+//! with no content, that is already all-or-nothing and never over anything.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind as IoKind, Read, Seek, SeekFrom, Write};
@@ -178,6 +180,38 @@ impl AtomicPublisher for PosixPublisher {
         .await
     }
 
+    async fn list_after(&self, prefix: &str, after: &str, limit: usize) -> Result<Vec<ObjectInfo>> {
+        let root = self.root.clone();
+        let prefix = prefix.to_string();
+        let after = after.to_string();
+        let hook = self.list_hook.clone();
+        blocking(move || {
+            let dir_part = match prefix.rfind('/') {
+                Some(i) => &prefix[..i],
+                None => "",
+            };
+            let start = if dir_part.is_empty() {
+                root.clone()
+            } else {
+                root.join(dir_part)
+            };
+            let mut out = Vec::new();
+            let page = Page {
+                prefix: &prefix,
+                after: &after,
+                limit,
+            };
+            let walker = Walker {
+                root: &root,
+                prefix: &prefix,
+                hook: hook.as_deref(),
+            };
+            walker.walk_sorted(&start, &page, &mut out)?;
+            Ok(out)
+        })
+        .await
+    }
+
     async fn delete_temp(&self, key: &str) -> Result<()> {
         check_temp_key(key)?;
         let path = self.path_of(key)?;
@@ -202,11 +236,29 @@ struct Walker<'a> {
 
 impl Walker<'_> {
     fn walk(&self, dir: &Path, out: &mut Vec<ObjectInfo>) -> Result<()> {
+        for (entry, is_dir) in self.entries(dir)? {
+            let path = entry.path();
+            if is_dir {
+                self.walk(&path, out)?;
+                continue;
+            }
+            let key = self.key(&path)?;
+            if key.starts_with(self.prefix) {
+                out.extend(object(&entry, key)?);
+            }
+        }
+        Ok(())
+    }
+
+    /// The files and directories of `dir` (with whether each is a directory); entries
+    /// that vanish before their type is read are skipped, a vanished `dir` is empty.
+    fn entries(&self, dir: &Path) -> Result<Vec<(fs::DirEntry, bool)>> {
         let entries = match fs::read_dir(dir) {
             Ok(e) => e,
-            Err(e) if e.kind() == IoKind::NotFound => return Ok(()),
+            Err(e) if e.kind() == IoKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(Error::io(dir, e)),
         };
+        let mut out = Vec::new();
         for entry in entries {
             let entry = match entry {
                 Ok(e) => e,
@@ -222,29 +274,34 @@ impl Walker<'_> {
                 Err(e) if e.kind() == IoKind::NotFound => continue,
                 Err(e) => return Err(Error::io(&path, e)),
             };
-            if ft.is_dir() {
-                self.walk(&path, out)?;
-            } else if ft.is_file() {
-                let rel = path
-                    .strip_prefix(self.root)
-                    .map_err(|e| Error::Internal(e.to_string()))?;
-                let key = key_of(rel);
-                if key.starts_with(self.prefix) {
-                    let meta = match entry.metadata() {
-                        Ok(m) => m,
-                        Err(e) if e.kind() == IoKind::NotFound => continue,
-                        Err(e) => return Err(Error::io(&path, e)),
-                    };
-                    out.push(ObjectInfo {
-                        key,
-                        size: meta.len(),
-                        modified: meta.modified().ok().map(DateTime::<Utc>::from),
-                    });
-                }
+            if ft.is_dir() || ft.is_file() {
+                out.push((entry, ft.is_dir()));
             }
         }
-        Ok(())
+        Ok(out)
     }
+
+    /// The store key of a path under the root.
+    fn key(&self, path: &Path) -> Result<String> {
+        let rel = path
+            .strip_prefix(self.root)
+            .map_err(|e| Error::Internal(e.to_string()))?;
+        Ok(key_of(rel))
+    }
+}
+
+/// A file's listing entry; `None` when it vanished since its directory was read.
+fn object(entry: &fs::DirEntry, key: String) -> Result<Option<ObjectInfo>> {
+    let meta = match entry.metadata() {
+        Ok(m) => m,
+        Err(e) if e.kind() == IoKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::io(entry.path(), e)),
+    };
+    Ok(Some(ObjectInfo {
+        key,
+        size: meta.len(),
+        modified: meta.modified().ok().map(DateTime::<Utc>::from),
+    }))
 }
 
 /// The store key of a relative path. Every key lineage-store writes is UTF-8; a name that
@@ -267,6 +324,49 @@ fn key_of(rel: &Path) -> String {
         }
     }
     key
+}
+
+/// What one [`AtomicPublisher::list_after`] page asks for.
+struct Page<'a> {
+    prefix: &'a str,
+    after: &'a str,
+    limit: usize,
+}
+
+impl Walker<'_> {
+    /// A directory walk in key order that skips every subtree sorting wholly before
+    /// `page.after` or outside `page.prefix`, and stops once `limit` keys are found: the
+    /// local emulation of a `start-after` listing. Each directory is read and sorted by the
+    /// key its entries stand for (`name/` for a directory, so that `a/x` sorts after `a-b`,
+    /// as keys do). Entries that vanish mid-walk are skipped, as in [`Walker::walk`].
+    fn walk_sorted(&self, dir: &Path, page: &Page<'_>, out: &mut Vec<ObjectInfo>) -> Result<()> {
+        let mut named = Vec::new();
+        for (entry, is_dir) in self.entries(dir)? {
+            let mut key = self.key(&entry.path())?;
+            if is_dir {
+                key.push('/');
+            }
+            named.push((key, entry));
+        }
+        named.sort_by(|a, b| a.0.cmp(&b.0));
+        for (key, entry) in named {
+            if out.len() >= page.limit {
+                break;
+            }
+            if key.ends_with('/') {
+                // Every key inside starts with `key`: skip the subtree when it cannot hold
+                // a key of the prefix, or when all its keys sort before `after`.
+                let in_prefix = key.starts_with(page.prefix) || page.prefix.starts_with(&key);
+                let all_before = page.after > key.as_str() && !page.after.starts_with(&key);
+                if in_prefix && !all_before {
+                    self.walk_sorted(&entry.path(), page, out)?;
+                }
+            } else if key.as_str() > page.after && key.starts_with(page.prefix) {
+                out.extend(object(&entry, key)?);
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Removes the temp file on drop unless disarmed: every error path cleans up.
@@ -306,6 +406,18 @@ fn publish_file(
         .parent()
         .ok_or_else(|| Error::Internal(format!("{} has no parent", target.display())))?;
     create_dirs_durably(dir)?;
+    if bytes.is_empty() {
+        // An empty object (the history's markers) has no content that could be seen half
+        // written: an exclusive create is already all-or-nothing, no temp is needed.
+        return match OpenOptions::new().write(true).create_new(true).open(target) {
+            Ok(_) => {
+                fsync_dir(dir)?;
+                Ok(Outcome::Created)
+            }
+            Err(e) if e.kind() == IoKind::AlreadyExists => Ok(Outcome::AlreadyExists),
+            Err(e) => Err(Error::io(target, e)),
+        };
+    }
     // Cheap early answer; the no-replace publish below is what actually decides.
     if fs::symlink_metadata(target).is_ok() {
         return Ok(Outcome::AlreadyExists);

@@ -259,7 +259,12 @@ pub async fn compare(
                 }
                 _ => None,
             },
-            Kind::Claim | Kind::Unknown | Kind::Temp => None,
+            Kind::Claim
+            | Kind::Index
+            | Kind::SealAux
+            | Kind::Head
+            | Kind::Unknown
+            | Kind::Temp => None,
         };
         match why {
             Some(w) => push(

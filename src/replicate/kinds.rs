@@ -21,11 +21,17 @@ use crate::keys::{self, KeyKind};
 pub enum Stage {
     /// Data parts and their pointers, commit by commit: the part, then its pointer.
     Commits,
+    /// Index entries (each names a pointer).
+    Index,
     /// Commit-key claims (they name commits).
     Claims,
     /// Seals, strictly one after another in sequence order (each names pointers and the
     /// seal before it).
     Seals,
+    /// Hash tiles and leaf locators (derived from the seals).
+    SealAux,
+    /// Head markers, last: a marker says its seal's tiles and locators are all there.
+    Heads,
     /// `_lineage/` objects this version does not know: copied verbatim, last, since they
     /// may name anything before them.
     Unknown,
@@ -33,13 +39,26 @@ pub enum Stage {
 
 impl Stage {
     /// Every stage, in publication order.
-    pub const ALL: [Stage; 4] = [Stage::Commits, Stage::Claims, Stage::Seals, Stage::Unknown];
+    pub const ALL: [Stage; 7] = [
+        Stage::Commits,
+        Stage::Index,
+        Stage::Claims,
+        Stage::Seals,
+        Stage::SealAux,
+        Stage::Heads,
+        Stage::Unknown,
+    ];
 
     /// Whether the objects of a verbatim stage must land one at a time in key order
     /// (objects that name the one before them). Commits and seals have their own order.
     pub fn sequential(self) -> bool {
         match self {
-            Stage::Commits | Stage::Claims | Stage::Seals => false,
+            Stage::Commits
+            | Stage::Index
+            | Stage::Claims
+            | Stage::Seals
+            | Stage::SealAux
+            | Stage::Heads => false,
             // Unknown kinds may be chains: key order is the safe guess.
             Stage::Unknown => true,
         }
@@ -62,6 +81,12 @@ pub enum Kind {
     Claim,
     /// A seal with its sequence number.
     Seal(u64),
+    /// An index entry (`_lineage/index/`).
+    Index,
+    /// A hash tile or a leaf locator (`_lineage/tiles/`, `_lineage/leaves/`).
+    SealAux,
+    /// A head marker (`_lineage/heads/`).
+    Head,
     /// Some other `_lineage/` object: ours, but unknown to this version.
     Unknown,
     /// A temp of a publish in flight: never copied (the finished object will be).
@@ -77,6 +102,9 @@ impl Kind {
             Kind::Part | Kind::Pointer { .. } => Some(Stage::Commits),
             Kind::Claim => Some(Stage::Claims),
             Kind::Seal(_) => Some(Stage::Seals),
+            Kind::Index => Some(Stage::Index),
+            Kind::SealAux => Some(Stage::SealAux),
+            Kind::Head => Some(Stage::Heads),
             Kind::Unknown => Some(Stage::Unknown),
             Kind::Temp | Kind::Foreign => None,
         }
@@ -89,6 +117,9 @@ impl Kind {
             Kind::Pointer { .. } => "pointer",
             Kind::Claim => "claim",
             Kind::Seal(_) => "seal",
+            Kind::Index => "index entry",
+            Kind::SealAux => "tile or locator",
+            Kind::Head => "head marker",
             Kind::Unknown => "other",
             Kind::Temp => "temp",
             Kind::Foreign => "foreign",
@@ -102,6 +133,11 @@ pub fn kind_of(key: &str) -> Kind {
         KeyKind::Part { .. } => Kind::Part,
         KeyKind::Pointer { run_id, commit_id } => Kind::Pointer { run_id, commit_id },
         KeyKind::Seal(n) => Kind::Seal(n),
+        KeyKind::History(h) => match h {
+            keys::HistoryKey::Index { .. } => Kind::Index,
+            keys::HistoryKey::Tile { .. } | keys::HistoryKey::Leaf { .. } => Kind::SealAux,
+            keys::HistoryKey::Head(_) => Kind::Head,
+        },
         KeyKind::Meta if key.starts_with(keys::COMMIT_KEYS_PREFIX) => Kind::Claim,
         KeyKind::Meta => Kind::Unknown,
         KeyKind::Temp => Kind::Temp,

@@ -37,6 +37,7 @@ use crate::error::Result;
 use crate::publish::AtomicPublisher;
 
 pub mod compare;
+mod history;
 pub mod kinds;
 mod pass;
 pub mod stop;

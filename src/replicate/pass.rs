@@ -41,9 +41,9 @@ enum Done {
 
 /// One object handled by the pass.
 #[derive(Debug)]
-struct Handled {
-    key: String,
-    kind: Kind,
+pub(super) struct Handled {
+    pub(super) key: String,
+    pub(super) kind: Kind,
     done: Done,
     /// sha256 of the bytes now at both sides (for objects that are settled).
     digest: Option<String>,
@@ -59,20 +59,20 @@ impl Handled {
         }
     }
 
-    fn settled(&self) -> bool {
+    pub(super) fn settled(&self) -> bool {
         matches!(self.done, Done::Copied(_) | Done::Present)
     }
 }
 
 /// What every unit of a pass reads.
-struct Ctx<'a> {
+pub(super) struct Ctx<'a> {
     src: &'a dyn AtomicPublisher,
     dst: &'a dyn AtomicPublisher,
-    chain: &'a Chain,
+    pub(super) chain: &'a Chain,
     /// The destination's listing at the start of the pass: key → size.
-    dst_sizes: HashMap<String, u64>,
+    pub(super) dst_sizes: HashMap<String, u64>,
     progress: Arc<Progress>,
-    r: &'a Replicator,
+    pub(super) r: &'a Replicator,
 }
 
 impl Ctx<'_> {
@@ -409,7 +409,16 @@ pub(super) async fn run(r: &mut Replicator) -> Result<Summary> {
                 dst_head = head;
             }
             _ => {
-                let objects = verbatim.remove(&stage).unwrap_or_default();
+                let mut objects = verbatim.remove(&stage).unwrap_or_default();
+                // History objects only once what they name is at the destination.
+                let held = super::history::hold_back(
+                    &mut objects,
+                    &super::history::AtDestination::new(&ctx, &handled, dst_head.as_ref()),
+                );
+                handled.extend(
+                    held.into_iter()
+                        .map(|(key, kind, why)| Handled::new(key, kind, Done::Skipped(why), None)),
+                );
                 let conc = if stage.sequential() { 1 } else { conc };
                 handled.extend(run_smalls(&ctx, objects, conc).await?);
             }
@@ -611,7 +620,12 @@ fn tally(s: &mut Summary, h: Handled) {
                 Kind::Pointer { .. } => c.pointers += 1,
                 Kind::Claim => c.claims += 1,
                 Kind::Seal(_) => c.seals += 1,
-                Kind::Unknown | Kind::Temp | Kind::Foreign => c.other += 1,
+                Kind::Index
+                | Kind::SealAux
+                | Kind::Head
+                | Kind::Unknown
+                | Kind::Temp
+                | Kind::Foreign => c.other += 1,
             }
         }
         Done::Present => s.already_present += 1,

@@ -1,0 +1,156 @@
+//! Completing a seal: after a seal object lands, its sealer writes what makes the new tree
+//! cheap to read (a locator per new leaf, the hash tiles the tree grows by) and then, last,
+//! the seal's head marker. Everything written is a function of the seals alone, so any
+//! sealer can complete a seal another one crashed in the middle of, and two completing the
+//! same seal write identical objects (create-only: the second finds the first's bytes).
+
+use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt};
+
+use super::tiles::{self, Tile};
+use crate::audit::merkle::{self, Hash};
+use crate::audit::seal::{read_seals, Seal, StoredSeal};
+use crate::error::{Error, ErrorKind, Result};
+use crate::keys::{self, KeyKind};
+use crate::publish::AtomicPublisher;
+use crate::writer::publish_checked;
+
+/// Locator and tile writes in flight at once (small objects; a migration writes one
+/// locator per commit ever sealed).
+const WRITES: usize = 64;
+
+/// One sealed leaf: its pointer key and the sha256 of the pointer as sealed.
+pub type SealedLeaf = (String, String);
+
+/// What completing wrote.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Completed {
+    /// Locators written (or found already there).
+    pub locators: u64,
+    /// Tiles written (or found already there).
+    pub tiles: u64,
+    /// True when the whole tree was rebuilt (first seal of this format, or missing tiles).
+    pub rebuilt: bool,
+}
+
+fn leaf_hashes(leaves: &[SealedLeaf]) -> Result<Vec<Hash>> {
+    leaves
+        .iter()
+        .map(|(k, d)| {
+            merkle::parse_hash(d)
+                .map(|d| merkle::leaf_hash(&d))
+                .ok_or_else(|| Error::Corrupt {
+                    what: "seal",
+                    key: k.clone(),
+                    message: "an entry without a valid sha256".into(),
+                })
+        })
+        .collect()
+}
+
+/// Complete `seal`: from its own entries when the tiles at its predecessor's size are
+/// there, else by rebuilding every tile and locator from all seals up to it.
+pub async fn complete(store: &dyn AtomicPublisher, seal: &StoredSeal) -> Result<Completed> {
+    let s = parsed(seal)?;
+    let old_size = s.tree_size.saturating_sub(s.entries.len() as u64);
+    let leaves: Vec<SealedLeaf> = s
+        .entries
+        .iter()
+        .map(|e| (e.key.clone(), e.sha256.to_lowercase()))
+        .collect();
+    match complete_growth(store, seal.key_seq, old_size, &leaves).await {
+        Err(e) if e.kind() == ErrorKind::NotFound && old_size > 0 => {
+            tracing::info!(seq = seal.key_seq, error = %e, "tiles of the previous tree missing; rebuilding every tile and locator");
+            rebuild(store, seal.key_seq).await
+        }
+        r => r,
+    }
+}
+
+fn parsed(seal: &StoredSeal) -> Result<&Seal> {
+    seal.seal.as_ref().map_err(|m| Error::Corrupt {
+        what: "seal",
+        key: seal.key.clone(),
+        message: m.clone(),
+    })
+}
+
+/// Rebuild tiles and locators for the tree of seal `seq` from every seal up to it (O(n):
+/// the first seal of this format on an older store, and the repair path).
+pub async fn rebuild(store: &dyn AtomicPublisher, seq: u64) -> Result<Completed> {
+    let seals = read_seals(store).await?;
+    let mut leaves: Vec<SealedLeaf> = Vec::new();
+    for s in seals.iter().take_while(|s| s.key_seq <= seq) {
+        leaves.extend(
+            parsed(s)?
+                .entries
+                .iter()
+                .map(|e| (e.key.clone(), e.sha256.to_lowercase())),
+        );
+    }
+    let mut c = complete_growth(store, seq, 0, &leaves).await?;
+    c.rebuilt = true;
+    Ok(c)
+}
+
+/// Write locators and tiles for `leaves` appended to a tree of `old_size` leaves, then the
+/// head marker of seal `seq`.
+pub async fn complete_growth(
+    store: &dyn AtomicPublisher,
+    seq: u64,
+    old_size: u64,
+    leaves: &[SealedLeaf],
+) -> Result<Completed> {
+    let hashes = leaf_hashes(leaves)?;
+    let new_tiles = tiles::growth(old_size, &hashes, |level, index, width| async move {
+        tiles::read_tile(store, level, index, width, width).await
+    })
+    .await?;
+    let locators: Vec<String> = leaves
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (k, _))| match keys::classify(k) {
+            KeyKind::Pointer { run_id, commit_id } => {
+                Some(keys::leaf_key(&commit_id, old_size + i as u64, &run_id))
+            }
+            _ => None,
+        })
+        .collect();
+    let done = Completed {
+        locators: locators.len() as u64,
+        tiles: new_tiles.len() as u64,
+        rebuilt: false,
+    };
+    futures::stream::iter(locators)
+        .map(|key| async move { store.put_create(&key, Bytes::new()).await.map(|_| ()) })
+        .buffer_unordered(WRITES)
+        .try_collect::<()>()
+        .await?;
+    futures::stream::iter(new_tiles)
+        .map(|t| async move { publish_tile(store, &t).await })
+        .buffer_unordered(WRITES)
+        .try_collect::<()>()
+        .await?;
+    store.put_create(&keys::head_key(seq), Bytes::new()).await?;
+    tracing::info!(
+        seq,
+        locators = done.locators,
+        tiles = done.tiles,
+        "seal complete"
+    );
+    Ok(done)
+}
+
+async fn publish_tile(store: &dyn AtomicPublisher, t: &Tile) -> Result<()> {
+    let bytes = t.to_bytes();
+    let want = bytes.clone();
+    publish_checked(store, &t.key(), bytes, |have| {
+        if have == want.as_ref() {
+            Ok(())
+        } else {
+            Err("the tile holds other hashes than the seals give; run `lineage verify`".into())
+        }
+    })
+    .await
+    .map(|_| ())
+}

@@ -1,0 +1,30 @@
+//! History that scales: the structures that make `log`, `verify --since-seal`, `seal` and
+//! `prove` cost O(commits since the last seal + log n) requests, not O(all history).
+//!
+//! Modelled on tiled transparency logs (C2SP tlog-tiles / static-ct-api, Tessera) and on
+//! Delta Lake's checkpoints, within lineage-store's one rule: every object is created once
+//! and never rewritten. Four kinds of objects are added beside the pointers and seals
+//! (keys in [`crate::keys`]):
+//!
+//! | object | written by | what it is for |
+//! |---|---|---|
+//! | index entry `_lineage/index/<day>/T<time>Z.<id>.run_id=<r>` (empty) | the writer, after each pointer | listing the commits made since a time across every run ([`index`]) |
+//! | head marker `_lineage/heads/<2^64-1-seq>-<seq>` (empty) | the sealer, last | finding the newest complete seal in one listing page ([`head`]) |
+//! | hash tile `_lineage/tiles/<L>/<N>[.p/<W>]` | the sealer | proofs from O(log n) tiles ([`tiles`]) |
+//! | leaf locator `_lineage/leaves/<hh>/<id>.<leaf index>.run_id=<r>` (empty) | the sealer | a commit's place in the tree, by commit id ([`complete`]) |
+//!
+//! and seals of format `lineage-seal/2` carry the tree's frontier ([`frontier`]), a
+//! watermark and the entries sealed ahead of it ([`sealer`]). Stores written before keep
+//! verifying as they are; the first seal of the new format adds the structures for their
+//! whole history.
+
+pub mod check;
+pub mod complete;
+pub mod frontier;
+pub mod head;
+pub mod index;
+pub mod log;
+pub mod prove;
+pub mod sealer;
+pub mod since;
+pub mod tiles;

@@ -1,0 +1,424 @@
+//! Sealing in O(commits since the last seal + log n).
+//!
+//! An incremental seal reads the newest seal (head marker + one probe), lists the index
+//! from that seal's watermark on (`start-after`: one request per thousand new commits),
+//! skips the entries the seal records as `ahead` (sealed already), reads each new commit's
+//! pointer, appends the pointers' digests to the seal's frontier for the new root, and
+//! writes the next seal; then its locators, the tiles the tree grew by and its head marker.
+//!
+//! A full seal reads every seal and lists every pointer, as sealing always did: the first
+//! seal of this format on an older store (which then also writes every tile and locator),
+//! a store whose newest seal was made by an older version, and `seal --rescan` (commits the
+//! index misses: a crash between pointer and index entry, an adopted orphan, a writer whose
+//! clock was behind by more than the lookback).
+//!
+//! Why a watermark and `ahead`: index keys are the writers' clocks, and writers on other
+//! machines may be behind the sealer's, or slow between pointer and index entry. So a seal
+//! does not trust that nothing older than "now" will still appear; it takes as its
+//! watermark `now - lookback` and records every sealed entry at or after it as `ahead`. The
+//! next seal lists from the watermark and skips `ahead`: an entry that lands late, but
+//! within the lookback, is still sealed, exactly once.
+
+use std::collections::HashSet;
+
+use bytes::Bytes;
+use chrono::{DateTime, Duration, Utc};
+use ed25519_dalek::{Signer, SigningKey};
+use futures::{StreamExt, TryStreamExt};
+
+use super::complete::{self, SealedLeaf};
+use super::frontier::Frontier;
+use super::head::{self, Heads};
+use super::index;
+use crate::audit::log::READ_CONCURRENCY;
+use crate::audit::merkle::{self, Hash};
+use crate::audit::seal::{
+    key_id, publish_seal, read_seals, seal_key, Seal, SealEntry, SealOutcome, StoredSeal,
+    MAX_SEAL_ATTEMPTS, SEAL_FORMAT_V2,
+};
+use crate::clock::Clock;
+use crate::encode::sha256_hex;
+use crate::error::{Error, Result};
+use crate::keys::{self, HistoryKey, KeyKind};
+use crate::pointer::{rfc3339, tool_version, Pointer};
+use crate::publish::AtomicPublisher;
+
+/// Default lookback: how late (by the sealer's clock) an index entry may land and still be
+/// sealed by an incremental seal.
+pub const DEFAULT_LOOKBACK_MINUTES: i64 = 5;
+
+/// How to seal.
+#[derive(Debug, Clone)]
+pub struct SealOptions {
+    /// See [`DEFAULT_LOOKBACK_MINUTES`]: larger than any writer's clock error plus the
+    /// time between its pointer and its index entry.
+    pub lookback: Duration,
+    /// Read every seal and list every pointer (commits the index misses).
+    pub rescan: bool,
+}
+
+impl Default for SealOptions {
+    fn default() -> Self {
+        Self {
+            lookback: Duration::minutes(DEFAULT_LOOKBACK_MINUTES),
+            rescan: false,
+        }
+    }
+}
+
+/// One commit about to be sealed.
+struct NewCommit {
+    entry: SealEntry,
+    committed: Option<DateTime<Utc>>,
+    commit_id: String,
+    index_key: Option<String>,
+}
+
+/// What a seal adds, before it is signed and published.
+struct Draft {
+    prev: Option<StoredSeal>,
+    /// Every leaf of the tree so far (full seals only; for the completion).
+    all_leaves: Option<Vec<SealedLeaf>>,
+    frontier: Frontier,
+    new: Vec<NewCommit>,
+    watermark: DateTime<Utc>,
+    ahead: Vec<String>,
+}
+
+/// Write the next seal (see the module docs). Concurrent sealers race on the create-only
+/// seal key; the loser completes the winner's seal and retries at the next number.
+pub async fn seal_with(
+    store: &dyn AtomicPublisher,
+    clock: &dyn Clock,
+    signing: Option<&SigningKey>,
+    opts: &SealOptions,
+) -> Result<SealOutcome> {
+    for lost in 0..MAX_SEAL_ATTEMPTS as u64 {
+        let heads = head::find(store).await?;
+        let newest = complete_pending(store, &heads).await?;
+        let incremental = match &newest {
+            Some(s) if !opts.rescan => s.seal.as_ref().is_ok_and(Seal::is_v2),
+            _ => false,
+        };
+        let draft = if incremental {
+            let base = newest.ok_or_else(|| Error::Internal("no base seal".into()))?;
+            draft_incremental(store, clock, opts, base).await?
+        } else {
+            let all = match heads.legacy {
+                Some(all) => all,
+                None => read_seals(store).await?,
+            };
+            draft_full(store, clock, opts, all).await?
+        };
+        let full = draft.all_leaves.is_some();
+        let (seal, bytes) = build(draft_seal(&draft, clock)?, signing)?;
+        let key = seal_key(seal.seq);
+        if !publish_seal(store, &key, bytes.clone()).await? {
+            tracing::info!(
+                seq = seal.seq,
+                "another sealer took this sequence number; retrying"
+            );
+            continue;
+        }
+        tracing::info!(seq = seal.seq, tree_size = seal.tree_size, full, "sealed");
+        let stored = head::stored(key.clone(), seal.seq, bytes.clone());
+        match &draft.all_leaves {
+            Some(leaves) => {
+                let mut leaves = leaves.clone();
+                leaves.extend(
+                    seal.entries
+                        .iter()
+                        .map(|e| (e.key.clone(), e.sha256.clone())),
+                );
+                complete::complete_growth(store, seal.seq, 0, &leaves).await?;
+            }
+            None => {
+                complete::complete(store, &stored).await?;
+            }
+        }
+        return Ok(SealOutcome {
+            seq: seal.seq,
+            key,
+            head: sha256_hex(&bytes),
+            added: seal.entries.len() as u64,
+            tree_size: seal.tree_size,
+            root: seal.root,
+            key_id: signing.map(|k| key_id(&k.verifying_key())),
+            lost_races: lost,
+            full_scan: full,
+        });
+    }
+    Err(Error::Conflict {
+        key: keys::SEALS_PREFIX.to_string(),
+        message: format!("lost {MAX_SEAL_ATTEMPTS} sealing races in a row; try again"),
+    })
+}
+
+/// Complete every seal after the newest marker (a sealer that crashed before its marker,
+/// or one still writing: completing is idempotent). Returns the newest seal.
+async fn complete_pending(
+    store: &dyn AtomicPublisher,
+    heads: &Heads,
+) -> Result<Option<StoredSeal>> {
+    let pending: Vec<&StoredSeal> = match &heads.legacy {
+        // No markers at all: only a newest seal of this format is worth completing (an
+        // older store's first seal of this format writes everything anyway).
+        Some(all) => all
+            .last()
+            .filter(|s| s.seal.as_ref().is_ok_and(Seal::is_v2))
+            .into_iter()
+            .collect(),
+        None => heads.unmarked.iter().collect(),
+    };
+    for s in pending {
+        s.seal.as_ref().map_err(|m| Error::Corrupt {
+            what: "seal",
+            key: s.key.clone(),
+            message: format!("{m}; run `lineage verify` before sealing again"),
+        })?;
+        complete::complete(store, s).await?;
+    }
+    Ok(heads.newest().cloned())
+}
+
+fn time_of(s: &str, key: &str) -> Result<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(s)
+        .map(|t| t.with_timezone(&Utc))
+        .map_err(|e| Error::Corrupt {
+            what: "seal",
+            key: key.to_string(),
+            message: format!("watermark {s:?} is not a time: {e}"),
+        })
+}
+
+/// The time an index key records.
+fn index_time(key: &str) -> Option<DateTime<Utc>> {
+    match keys::classify(key) {
+        KeyKind::History(HistoryKey::Index { committed, .. }) => Some(committed),
+        _ => None,
+    }
+}
+
+async fn draft_incremental(
+    store: &dyn AtomicPublisher,
+    clock: &dyn Clock,
+    opts: &SealOptions,
+    base: StoredSeal,
+) -> Result<Draft> {
+    let listed_at = clock.now();
+    let s = base.seal.as_ref().map_err(|m| Error::Internal(m.clone()))?;
+    let corrupt = |m: &str| Error::Corrupt {
+        what: "seal",
+        key: base.key.clone(),
+        message: format!("{m}; run `lineage verify`"),
+    };
+    let frontier = Frontier::from_hex(s.tree_size, s.frontier.as_deref().unwrap_or_default())
+        .ok_or_else(|| corrupt("its frontier does not fit its tree size"))?;
+    let w_prev = time_of(s.watermark_utc.as_deref().unwrap_or_default(), &base.key)?;
+    let ahead_prev: HashSet<String> = s.ahead.iter().flatten().cloned().collect();
+    let entries = index::list_since(store, Some(w_prev), &ahead_prev).await?;
+    let read: Vec<Option<NewCommit>> = futures::stream::iter(entries)
+        .map(|e| async move {
+            let Some(bytes) = store.get(&e.pointer_key).await? else {
+                tracing::warn!(index = %e.key, "index entry names a missing pointer; not sealed (see `lineage verify`)");
+                return Ok(None);
+            };
+            let c = read_commit(&e.pointer_key, &bytes)?;
+            if c.committed != Some(e.committed) || c.commit_id != e.commit_id {
+                tracing::warn!(index = %e.key, "index entry disagrees with its pointer; not sealed from it (see `lineage verify`)");
+                return Ok::<_, Error>(None);
+            }
+            Ok(Some(c))
+        })
+        .buffer_unordered(READ_CONCURRENCY)
+        .try_collect()
+        .await?;
+    let mut new: Vec<NewCommit> = read.into_iter().flatten().collect();
+    sort_commits(&mut new);
+    let watermark = w_prev.max(listed_at - opts.lookback);
+    let ahead = ahead_keys(
+        ahead_prev
+            .into_iter()
+            .chain(new.iter().filter_map(|c| c.index_key.clone())),
+        watermark,
+    );
+    Ok(Draft {
+        prev: Some(base),
+        all_leaves: None,
+        frontier,
+        new,
+        watermark,
+        ahead,
+    })
+}
+
+/// Keys at or after the watermark, sorted, without repeats.
+fn ahead_keys(keys: impl Iterator<Item = String>, watermark: DateTime<Utc>) -> Vec<String> {
+    let mut v: Vec<String> = keys
+        .filter(|k| index_time(k).is_some_and(|t| t >= watermark))
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// Commits in index order: commit time, then commit id, then pointer key; a pointer
+/// without a valid time (none written by this version) sorts first.
+fn sort_commits(v: &mut [NewCommit]) {
+    v.sort_by(|a, b| {
+        (a.committed, &a.commit_id, &a.entry.key).cmp(&(b.committed, &b.commit_id, &b.entry.key))
+    });
+}
+
+/// Parse a pointer read for sealing; one that contradicts its key is refused (as before).
+fn read_commit(key: &str, bytes: &[u8]) -> Result<NewCommit> {
+    let p = Pointer::from_bytes(key, bytes)?;
+    if keys::pointer_key(&p.run_id, &p.commit_id) != key {
+        return Err(Error::Corrupt {
+            what: "pointer",
+            key: key.to_string(),
+            message: "its content contradicts its key; refusing to seal it (see `lineage verify`)"
+                .into(),
+        });
+    }
+    Ok(NewCommit {
+        entry: SealEntry {
+            key: key.to_string(),
+            sha256: sha256_hex(bytes),
+        },
+        committed: index::committed(&p),
+        index_key: index::key_of(&p),
+        commit_id: p.commit_id,
+    })
+}
+
+async fn draft_full(
+    store: &dyn AtomicPublisher,
+    clock: &dyn Clock,
+    opts: &SealOptions,
+    seals: Vec<StoredSeal>,
+) -> Result<Draft> {
+    let listed_at = clock.now();
+    let mut leaves: Vec<SealedLeaf> = Vec::new();
+    let mut sealed: HashSet<String> = HashSet::new();
+    let mut w_prev: Option<DateTime<Utc>> = None;
+    let mut ahead_prev: Vec<String> = Vec::new();
+    for s in &seals {
+        let seal = s.seal.as_ref().map_err(|m| Error::Corrupt {
+            what: "seal",
+            key: s.key.clone(),
+            message: format!("{m}; run `lineage verify` before sealing again"),
+        })?;
+        for e in &seal.entries {
+            merkle::parse_hash(&e.sha256).ok_or_else(|| Error::Corrupt {
+                what: "seal",
+                key: s.key.clone(),
+                message: format!("entry {} has no valid sha256", e.key),
+            })?;
+            leaves.push((e.key.clone(), e.sha256.to_lowercase()));
+            sealed.insert(e.key.clone());
+        }
+        if let Some(w) = &seal.watermark_utc {
+            w_prev = Some(time_of(w, &s.key)?);
+            ahead_prev = seal.ahead.clone().unwrap_or_default();
+        }
+    }
+    let watermark = w_prev.map_or(listed_at - opts.lookback, |w| {
+        w.max(listed_at - opts.lookback)
+    });
+    let listed = store.list(keys::COMMITS_PREFIX).await?;
+    let unsealed = listed.into_iter().filter(|o| {
+        matches!(keys::classify(&o.key), KeyKind::Pointer { .. }) && !sealed.contains(&o.key)
+    });
+    let mut new: Vec<NewCommit> = futures::stream::iter(unsealed)
+        .map(|o| async move {
+            let bytes = store
+                .get(&o.key)
+                .await?
+                .ok_or_else(|| Error::NotFound(o.key.clone()))?;
+            read_commit(&o.key, &bytes)
+        })
+        .buffer_unordered(READ_CONCURRENCY)
+        .try_collect()
+        .await?;
+    sort_commits(&mut new);
+    // Sealed earlier but committed at or after the watermark: their index entries will be
+    // listed by the next seal, which must skip them. Only seals made within the lookback
+    // of the watermark can hold such commits; read those pointers for their times.
+    let recent: Vec<String> = seals
+        .iter()
+        .filter_map(|s| s.seal.as_ref().ok())
+        .filter(|s| {
+            DateTime::parse_from_rfc3339(&s.sealed_utc)
+                .map_or(true, |t| t.with_timezone(&Utc) >= watermark - opts.lookback)
+        })
+        .flat_map(|s| s.entries.iter().map(|e| e.key.clone()))
+        .collect();
+    let recent_keys: Vec<Option<String>> = futures::stream::iter(recent)
+        .map(|k| async move {
+            Ok::<_, Error>(match store.get(&k).await? {
+                Some(b) => Pointer::from_bytes(&k, &b)
+                    .ok()
+                    .and_then(|p| index::key_of(&p)),
+                None => None,
+            })
+        })
+        .buffer_unordered(READ_CONCURRENCY)
+        .try_collect()
+        .await?;
+    let ahead = ahead_keys(
+        ahead_prev
+            .into_iter()
+            .chain(recent_keys.into_iter().flatten())
+            .chain(new.iter().filter_map(|c| c.index_key.clone())),
+        watermark,
+    );
+    let hashes: Vec<Hash> = leaves
+        .iter()
+        .filter_map(|(_, d)| merkle::parse_hash(d).map(|d| merkle::leaf_hash(&d)))
+        .collect();
+    Ok(Draft {
+        prev: seals.last().cloned(),
+        frontier: Frontier::of_leaves(&hashes),
+        all_leaves: Some(leaves),
+        new,
+        watermark,
+        ahead,
+    })
+}
+
+fn draft_seal(d: &Draft, clock: &dyn Clock) -> Result<Seal> {
+    let mut frontier = d.frontier.clone();
+    for c in &d.new {
+        let digest = merkle::parse_hash(&c.entry.sha256)
+            .ok_or_else(|| Error::Internal("bad digest".into()))?;
+        frontier.push(merkle::leaf_hash(&digest));
+    }
+    Ok(Seal {
+        format: SEAL_FORMAT_V2.to_string(),
+        seq: d.prev.as_ref().map_or(1, |s| s.key_seq + 1),
+        prev_sha256: d.prev.as_ref().map(|s| s.digest.clone()),
+        tree_size: frontier.size(),
+        root: hex::encode(frontier.root()),
+        sealed_utc: rfc3339(clock.now()),
+        tool_version: tool_version(),
+        entries: d.new.iter().map(|c| c.entry.clone()).collect(),
+        frontier: Some(frontier.to_hex()),
+        watermark_utc: Some(rfc3339(d.watermark)),
+        ahead: Some(d.ahead.clone()),
+        public_key: None,
+        signature: None,
+    })
+}
+
+/// Sign (when a key is given) and serialise.
+fn build(mut s: Seal, signing: Option<&SigningKey>) -> Result<(Seal, Bytes)> {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    if let Some(k) = signing {
+        s.public_key = Some(b64.encode(k.verifying_key().as_bytes()));
+        s.signature = Some(b64.encode(k.sign(&s.signed_message()?).to_bytes()));
+    }
+    let bytes = Bytes::from(s.to_bytes()?);
+    Ok((s, bytes))
+}

@@ -1,0 +1,316 @@
+//! Hash tiles: the nodes of the Merkle tree stored 256 to an object, as tiled transparency
+//! logs store them (C2SP tlog-tiles): a tile of level L holds, left to right, the hashes of
+//! up to 256 consecutive perfect subtrees of height 8L (level 0: the leaf hashes). A tile
+//! that is not full yet is stored under its width (`<N>.p/<W>`); every width is its own
+//! create-only object, and a narrower tile is a prefix of a wider one, so nothing is ever
+//! rewritten. Any perfect subtree's hash is then one tile read away, and an inclusion proof
+//! needs O(log n) tiles (about three at a million commits).
+
+use std::collections::{BTreeSet, HashMap};
+
+use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt};
+
+use crate::audit::merkle::{self, Hash};
+use crate::error::{Error, Result};
+use crate::keys::{self, HistoryKey, KeyKind, TILE_WIDTH};
+use crate::publish::AtomicPublisher;
+
+/// Tile reads in flight at once.
+const TILE_READS: usize = 16;
+
+/// One tile: its place and its hashes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tile {
+    /// Level (nodes of height 8 × level).
+    pub level: u8,
+    /// Position within the level.
+    pub index: u64,
+    /// The hashes, at most 256.
+    pub hashes: Vec<Hash>,
+}
+
+impl Tile {
+    /// Its key (full, or partial at its width).
+    pub fn key(&self) -> String {
+        keys::tile_key(self.level, self.index, self.hashes.len() as u64)
+    }
+
+    /// The stored bytes: the hashes concatenated.
+    pub fn to_bytes(&self) -> Bytes {
+        Bytes::from(self.hashes.concat())
+    }
+}
+
+/// Split stored tile bytes into hashes; `None` unless a whole number of hashes.
+pub fn parse_tile(bytes: &[u8]) -> Option<Vec<Hash>> {
+    if !bytes.len().is_multiple_of(32) {
+        return None;
+    }
+    bytes.chunks(32).map(|c| <Hash>::try_from(c).ok()).collect()
+}
+
+/// Nodes at `level` in a tree of `size` leaves (perfect subtrees of height 8 × level).
+pub fn nodes_at(size: u64, level: u8) -> u64 {
+    size.checked_shr(8 * u32::from(level)).unwrap_or(0)
+}
+
+/// The width a tile has in a tree of `size` leaves (0 when it does not exist yet).
+pub fn width_in(size: u64, level: u8, index: u64) -> u64 {
+    nodes_at(size, level)
+        .saturating_sub(index * TILE_WIDTH)
+        .min(TILE_WIDTH)
+}
+
+/// The tiles a tree that grows from `old_size` to `old_size + new_leaves.len()` leaves
+/// adds, per level: the partial tile at the old right edge extended, every tile completed,
+/// and the new right-edge partial tile. `prior` gives the old right-edge tile of a level
+/// (its first `width` hashes), read from the store by the caller's choice.
+pub async fn growth<'a, F, Fut>(
+    old_size: u64,
+    new_leaves: &[Hash],
+    mut prior: F,
+) -> Result<Vec<Tile>>
+where
+    F: FnMut(u8, u64, u64) -> Fut,
+    Fut: std::future::Future<Output = Result<Vec<Hash>>> + 'a,
+{
+    let new_size = old_size + new_leaves.len() as u64;
+    let mut out = Vec::new();
+    let mut fresh: Vec<Hash> = new_leaves.to_vec();
+    let mut level = 0u8;
+    loop {
+        let (b, e) = (nodes_at(old_size, level), nodes_at(new_size, level));
+        if e == 0 || b == e {
+            break;
+        }
+        let s = b / TILE_WIDTH * TILE_WIDTH;
+        let mut nodes = if b > s {
+            prior(level, b / TILE_WIDTH, b - s).await?
+        } else {
+            Vec::new()
+        };
+        nodes.extend(fresh);
+        for t in s / TILE_WIDTH..=(e - 1) / TILE_WIDTH {
+            let from = (t * TILE_WIDTH - s) as usize;
+            let to = ((t + 1) * TILE_WIDTH).min(e) - s;
+            out.push(Tile {
+                level,
+                index: t,
+                hashes: nodes[from..to as usize].to_vec(),
+            });
+        }
+        fresh = (b >> 8..e >> 8)
+            .map(|k| {
+                let from = (k * TILE_WIDTH - s) as usize;
+                merkle::root_of_leaf_hashes(&nodes[from..from + TILE_WIDTH as usize])
+            })
+            .collect();
+        level += 1;
+    }
+    Ok(out)
+}
+
+/// Read the first `min_width` hashes of a tile: the version of width `hint` (what the
+/// caller's tree has), else the full tile, else the narrowest stored version wide enough.
+pub async fn read_tile(
+    store: &dyn AtomicPublisher,
+    level: u8,
+    index: u64,
+    min_width: u64,
+    hint: u64,
+) -> Result<Vec<Hash>> {
+    let mut tried = Vec::new();
+    for w in [hint, TILE_WIDTH] {
+        if w < min_width || tried.contains(&w) {
+            continue;
+        }
+        tried.push(w);
+        let key = keys::tile_key(level, index, w);
+        if let Some(bytes) = store.get(&key).await? {
+            return take_width(&key, &bytes, w, min_width);
+        }
+    }
+    let prefix = keys::tile_partials_prefix(level, index);
+    let widths: BTreeSet<u64> = store
+        .list(&prefix)
+        .await?
+        .into_iter()
+        .filter_map(|o| match keys::classify(&o.key) {
+            KeyKind::History(HistoryKey::Tile { width, .. }) if width >= min_width => Some(width),
+            _ => None,
+        })
+        .collect();
+    for w in widths {
+        let key = keys::tile_key(level, index, w);
+        if let Some(bytes) = store.get(&key).await? {
+            return take_width(&key, &bytes, w, min_width);
+        }
+    }
+    Err(Error::NotFound(format!(
+        "tile {} (level {level}, {min_width} hashes or more); `lineage seal --rescan` writes missing tiles",
+        keys::tile_key(level, index, TILE_WIDTH)
+    )))
+}
+
+fn take_width(key: &str, bytes: &[u8], width: u64, min_width: u64) -> Result<Vec<Hash>> {
+    match parse_tile(bytes) {
+        Some(mut h) if h.len() as u64 == width => {
+            h.truncate(min_width as usize);
+            Ok(h)
+        }
+        _ => Err(Error::Corrupt {
+            what: "tile",
+            key: key.to_string(),
+            message: format!(
+                "{} bytes, not {width} hashes of 32 bytes (run `lineage verify`)",
+                bytes.len()
+            ),
+        }),
+    }
+}
+
+/// A perfect subtree: height `h` (2^h leaves), index `k` (its leaves start at k × 2^h).
+type Subtree = (u32, u64);
+
+/// The tile a subtree's hash is computed from: (level, index, first node, node count).
+fn tile_of(st: Subtree) -> (u8, u64, u64, u64) {
+    let (h, k) = st;
+    let level = (h / 8) as u8;
+    let r = h % 8;
+    let first = k << r;
+    (level, first / TILE_WIDTH, first % TILE_WIDTH, 1 << r)
+}
+
+/// The RFC 9162 audit path of `leaf` in a tree of `size` leaves, with the hashes of
+/// perfect subtrees from `hash_of`. Ranges of the recursion are always aligned, so every
+/// hash the path needs is a perfect subtree or a fold of perfect subtrees.
+fn path_with(leaf: u64, size: u64, hash_of: &mut dyn FnMut(Subtree) -> Hash) -> Vec<Hash> {
+    fn mth(lo: u64, hi: u64, hash_of: &mut dyn FnMut(Subtree) -> Hash) -> Hash {
+        let n = hi - lo;
+        if n.is_power_of_two() {
+            return hash_of((n.trailing_zeros(), lo / n));
+        }
+        let k = split(n);
+        let left = mth(lo, lo + k, hash_of);
+        let right = mth(lo + k, hi, hash_of);
+        merkle::node_hash(&left, &right)
+    }
+    fn walk(
+        m: u64,
+        lo: u64,
+        hi: u64,
+        out: &mut Vec<Hash>,
+        hash_of: &mut dyn FnMut(Subtree) -> Hash,
+    ) {
+        let n = hi - lo;
+        if n <= 1 {
+            return;
+        }
+        let k = split(n);
+        if m < lo + k {
+            walk(m, lo, lo + k, out, hash_of);
+            out.push(mth(lo + k, hi, hash_of));
+        } else {
+            walk(m, lo + k, hi, out, hash_of);
+            out.push(mth(lo, lo + k, hash_of));
+        }
+    }
+    let mut out = Vec::new();
+    walk(leaf, 0, size, &mut out, hash_of);
+    out
+}
+
+/// Largest power of two strictly below `n` (n >= 2).
+fn split(n: u64) -> u64 {
+    1 << (63 - (n - 1).leading_zeros())
+}
+
+/// An inclusion proof from tiles: the leaf hash stored for `leaf` and its audit path in
+/// the tree of `size` leaves. Reads each tile the path needs once, all at once.
+pub async fn inclusion_from_tiles(
+    store: &dyn AtomicPublisher,
+    leaf: u64,
+    size: u64,
+) -> Result<(Hash, Vec<Hash>)> {
+    if leaf >= size {
+        return Err(Error::Internal(format!(
+            "leaf {leaf} outside a tree of {size}"
+        )));
+    }
+    // First pass: which subtrees (hence tiles) the path needs.
+    let mut needed: Vec<Subtree> = vec![(0, leaf)];
+    path_with(leaf, size, &mut |st| {
+        needed.push(st);
+        [0; 32]
+    });
+    let fetched = fetch(store, size, &needed).await?;
+    let mut hash_of = |st: Subtree| subtree_hash(&fetched, st);
+    let leaf_hash = hash_of((0, leaf));
+    Ok((leaf_hash, path_with(leaf, size, &mut hash_of)))
+}
+
+/// The frontier of a tree of `size` leaves (its perfect subtrees, largest first), from the
+/// tiles: one read per level. What `verify --since-seal` compares with the newest seal.
+pub async fn frontier_from_tiles(store: &dyn AtomicPublisher, size: u64) -> Result<Vec<Hash>> {
+    let mut needed = Vec::new();
+    let mut start = 0u64;
+    for h in (0..64u32).rev() {
+        if size >> h & 1 == 1 {
+            needed.push((h, start >> h));
+            start += 1 << h;
+        }
+    }
+    let fetched = fetch(store, size, &needed).await?;
+    Ok(needed
+        .iter()
+        .map(|st| subtree_hash(&fetched, *st))
+        .collect())
+}
+
+type Fetched = HashMap<(u8, u64), Vec<Hash>>;
+
+/// Read every tile the subtrees need, each once, at once.
+async fn fetch(store: &dyn AtomicPublisher, size: u64, needed: &[Subtree]) -> Result<Fetched> {
+    let mut tiles: HashMap<(u8, u64), u64> = HashMap::new();
+    for st in needed {
+        let (level, index, first, count) = tile_of(*st);
+        let w = tiles.entry((level, index)).or_insert(0);
+        *w = (*w).max(first + count);
+    }
+    futures::stream::iter(tiles)
+        .map(|((level, index), min)| async move {
+            let hint = width_in(size, level, index);
+            let h = read_tile(store, level, index, min, hint).await?;
+            Ok::<_, Error>(((level, index), h))
+        })
+        .buffer_unordered(TILE_READS)
+        .try_collect()
+        .await
+}
+
+fn subtree_hash(fetched: &Fetched, st: Subtree) -> Hash {
+    let (level, index, first, count) = tile_of(st);
+    fetched
+        .get(&(level, index))
+        .and_then(|t| t.get(first as usize..(first + count) as usize))
+        .map_or([0; 32], merkle::root_of_leaf_hashes)
+}
+
+/// Every hash of every level of the tree over `leaves`, as the tiles hold them: level L
+/// lists the roots of its perfect subtrees of height 8L, left to right.
+pub fn all_levels(leaves: &[Hash]) -> Vec<Vec<Hash>> {
+    let mut levels = vec![leaves.to_vec()];
+    loop {
+        let below = levels.last().map_or(&[][..], |v| v.as_slice());
+        if below.len() < TILE_WIDTH as usize {
+            break;
+        }
+        let up: Vec<Hash> = below
+            .chunks_exact(TILE_WIDTH as usize)
+            .map(merkle::root_of_leaf_hashes)
+            .collect();
+        levels.push(up);
+    }
+    levels
+}
