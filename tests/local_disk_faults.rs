@@ -150,7 +150,11 @@ fn append_prior(store: &Path) {
     let s = store.to_str().unwrap();
     let o = cli(&[], &["append", "--store", s, "--batch-rows", "10"], &prior);
     assert!(o.status.success(), "{:?}", text(&o));
-    assert_eq!(snapshot(store).0.len(), 4, "2 parts, 2 pointers");
+    assert_eq!(
+        snapshot(store).0.len(),
+        6,
+        "2 parts, 2 pointers, 2 commit-index entries"
+    );
 }
 
 fn append(prefix: &[String], store: &Path, stdin: &str) -> Output {
