@@ -135,6 +135,7 @@ pub async fn check(
     let mut locators: HashSet<u64> = HashSet::new();
     let mut heads: Vec<(u64, &ObjectInfo)> = Vec::new();
     let mut tile_objs: Vec<(u8, u64, u64, &ObjectInfo)> = Vec::new();
+    let mut beyond: Vec<(u64, &ObjectInfo)> = Vec::new();
     for o in objects {
         let KeyKind::History(h) = keys::classify(&o.key) else {
             continue;
@@ -159,10 +160,11 @@ pub async fn check(
                     None
                 } else {
                     match cx.chain.leaves.get(leaf_index as usize) {
-                        None => Some(format!(
-                            "names leaf {leaf_index}, but the seals hold {} leaves",
-                            cx.chain.leaves.len()
-                        )),
+                        // Judged below, against seals that landed after the walk.
+                        None => {
+                            beyond.push((leaf_index, o));
+                            None
+                        }
                         Some(l) if l.key != pk => Some(format!(
                             "places {pk} at leaf {leaf_index}, which the seals give to {}",
                             l.key
@@ -192,19 +194,82 @@ pub async fn check(
             } => tile_objs.push((level, index, width, o)),
         }
     }
+    let walked = cx.chain.leaves.len() as u64;
+    let head_seq = cx.chain.head().map_or(0, |(n, _)| n);
+    let later = if !beyond.is_empty()
+        || heads.iter().any(|(seq, _)| *seq > head_seq)
+        || tile_objs
+            .iter()
+            .any(|&(level, index, width, _)| !tile_within(walked, level, index, width))
+    {
+        later_seals(store, cx).await?
+    } else {
+        Later {
+            seq: head_seq,
+            tree_size: walked,
+        }
+    };
+    for (leaf_index, o) in beyond {
+        if leaf_index >= later.tree_size {
+            out.push(problem(
+                ProblemKind::BadLocator,
+                &o.key,
+                format!("names leaf {leaf_index}, but the seals hold {walked} leaves"),
+            ));
+        }
+    }
     out.extend(missed(store, cx, &index_keys).await?);
     let complete = complete_size(store, cx).await?;
-    out.extend(missing_locators(cx, &locators, complete));
+    out.extend(missing_locators(store, cx, &locators, complete).await?);
     let mut unfinished_seal = None;
     if cx.first() {
-        out.extend(check_heads(cx, &heads));
-        out.extend(check_tiles(store, cx, &tile_objs, complete).await?);
+        out.extend(check_heads(cx, &heads, later.seq));
+        out.extend(check_tiles(store, cx, &tile_objs, complete, later.tree_size).await?);
         unfinished_seal = unfinished(cx, &heads);
     }
     Ok(Checked {
         problems: out,
         unfinished_seal,
     })
+}
+
+/// The newest seal and tree size including seals that landed after the chain was walked.
+/// The listing is made after the walk (so that every sealed pointer is in it), so it can
+/// hold the locators, tiles and head marker of a seal the walk did not see: those are not
+/// judged by this verify (the next one walks that seal), while anything beyond even the
+/// seals that exist now is a problem.
+#[derive(Debug)]
+struct Later {
+    seq: u64,
+    tree_size: u64,
+}
+
+/// Read the seals after the walked head (one GET of an absent key when none landed).
+async fn later_seals(store: &dyn AtomicPublisher, cx: &Context<'_>) -> Result<Later> {
+    let mut later = Later {
+        seq: cx.chain.head().map_or(0, |(n, _)| n),
+        tree_size: cx.chain.leaves.len() as u64,
+    };
+    while let Some(s) = super::head::read_seal(store, later.seq + 1).await? {
+        later.seq += 1;
+        if let Ok(seal) = &s.seal {
+            later.tree_size = later.tree_size.max(seal.tree_size);
+        }
+    }
+    Ok(later)
+}
+
+/// Why a tile's bytes `have` are not the tree's `width` hashes.
+fn changed(have: &[u8], width: u64) -> String {
+    format!(
+        "{} bytes that are not the tree's {width} hashes (the tile was changed); proofs from it would fail",
+        have.len()
+    )
+}
+
+/// Whether tile (`level`, `index`) of `width` lies within a tree of `size` leaves.
+fn tile_within(size: u64, level: u8, index: u64, width: u64) -> bool {
+    index * TILE_WIDTH + width <= tiles::nodes_at(size, level)
 }
 
 /// What the history checks found.
@@ -388,9 +453,17 @@ async fn complete_size(store: &dyn AtomicPublisher, cx: &Context<'_>) -> Result<
         .min(cx.chain.leaves.len() as u64))
 }
 
-fn missing_locators(cx: &Context<'_>, present: &HashSet<u64>, complete: u64) -> Vec<Problem> {
+/// Locators the newest complete seal's tree needs that the listing lacks, each looked up
+/// again before it is named: the head marker is read after the listing, so a seal finished
+/// in between has a marker but locators the listing missed.
+async fn missing_locators(
+    store: &dyn AtomicPublisher,
+    cx: &Context<'_>,
+    present: &HashSet<u64>,
+    complete: u64,
+) -> Result<Vec<Problem>> {
     if cx.chain.broken {
-        return Vec::new();
+        return Ok(Vec::new());
     }
     let mut out = Vec::new();
     for (i, l) in cx.chain.leaves.iter().enumerate().take(complete as usize) {
@@ -403,19 +476,25 @@ fn missing_locators(cx: &Context<'_>, present: &HashSet<u64>, complete: u64) -> 
         if cx.scope.is_some_and(|s| !s.owns_locator(&commit_id)) {
             continue;
         }
+        let key = keys::leaf_key(&commit_id, i as u64, &run_id);
+        if store.get(&key).await?.is_some() {
+            continue;
+        }
         out.push(problem(
             ProblemKind::BadLocator,
-            &keys::leaf_key(&commit_id, i as u64, &run_id),
+            &key,
             format!(
                 "missing: {} is sealed at leaf {i}; `lineage seal --rescan` writes it",
                 l.key
             ),
         ));
     }
-    out
+    Ok(out)
 }
 
-fn check_heads(cx: &Context<'_>, heads: &[(u64, &ObjectInfo)]) -> Vec<Problem> {
+/// Head markers: empty, each of a seal that exists (`later`: the newest seal now, which
+/// may have landed after the walk).
+fn check_heads(cx: &Context<'_>, heads: &[(u64, &ObjectInfo)], later: u64) -> Vec<Problem> {
     let mut out = Vec::new();
     let seqs: HashSet<u64> = cx.chain.seals.iter().map(|s| s.key_seq).collect();
     for (seq, o) in heads {
@@ -425,7 +504,10 @@ fn check_heads(cx: &Context<'_>, heads: &[(u64, &ObjectInfo)]) -> Vec<Problem> {
                 &o.key,
                 format!("holds {} bytes; a head marker is empty", o.size),
             ));
-        } else if !seqs.contains(seq) && cx.chain.head().is_none_or(|(n, _)| *seq > n) {
+        } else if !seqs.contains(seq)
+            && cx.chain.head().is_none_or(|(n, _)| *seq > n)
+            && *seq > later
+        {
             // (A missing seal below the newest is named by the chain: seal_missing.)
             out.push(problem(
                 ProblemKind::BadHeadMarker,
@@ -453,6 +535,7 @@ async fn check_tiles(
     cx: &Context<'_>,
     listed: &[(u8, u64, u64, &ObjectInfo)],
     complete: u64,
+    later: u64,
 ) -> Result<Vec<Problem>> {
     if cx.chain.broken {
         return Ok(Vec::new());
@@ -469,6 +552,10 @@ async fn check_tiles(
                     .get(level as usize)
                     .and_then(|l| l.get(from..from + width as usize));
                 let Some(want) = want else {
+                    // Of a seal that landed after the walk: the next verify judges it.
+                    if tile_within(later, level, index, width) {
+                        return Ok(None);
+                    }
                     return Ok(Some(problem(
                         ProblemKind::BadTile,
                         &o.key,
@@ -478,11 +565,7 @@ async fn check_tiles(
                 let have = store.get(&o.key).await?.unwrap_or_default();
                 Ok(match tiles::parse_tile(&have) {
                     Some(h) if h == want => None,
-                    _ => Some(problem(
-                        ProblemKind::BadTile,
-                        &o.key,
-                        format!("{} bytes that are not the tree's {width} hashes (the tile was changed); proofs from it would fail", have.len()),
-                    )),
+                    _ => Some(problem(ProblemKind::BadTile, &o.key, changed(&have, width))),
                 })
             }
         })
@@ -505,11 +588,16 @@ async fn check_tiles(
         for index in 0..n.div_ceil(TILE_WIDTH) {
             let need = width_in(complete, level, index);
             if widest.get(&(level, index)).copied().unwrap_or(0) < need && nodes.len() as u64 >= n {
-                out.push(problem(
-                    ProblemKind::BadTile,
-                    &keys::tile_key(level, index, need),
-                    "missing: the newest complete seal's tree needs it; `lineage seal --rescan` writes it",
-                ));
+                // Looked up again: the seal may have been finished after the listing.
+                let key = keys::tile_key(level, index, need);
+                let from = (index * TILE_WIDTH) as usize;
+                let want = nodes.get(from..from + need as usize);
+                let why = match store.get(&key).await? {
+                    None => "missing: the newest complete seal's tree needs it; `lineage seal --rescan` writes it".to_string(),
+                    Some(have) if tiles::parse_tile(&have).as_deref() == want => continue,
+                    Some(have) => changed(&have, need),
+                };
+                out.push(problem(ProblemKind::BadTile, &key, why));
             }
         }
     }
