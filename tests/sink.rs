@@ -230,16 +230,19 @@ async fn write_waits_while_max_in_flight_commits_are_in_flight() {
             futures::poll!(second.as_mut()).is_pending(),
             "write must wait for a slot"
         );
-        // Part and pointer of the first commit may pass: the second write proceeds.
-        store.gate.add_permits(2);
+        // Part, pointer and commit-index entry of the first commit may pass: the second
+        // write proceeds.
+        store.gate.add_permits(3);
         second.await.unwrap();
     }
-    store.gate.add_permits(2);
+    store.gate.add_permits(3);
     let ps = sink.finish().await.unwrap();
     assert_eq!(ps.len(), 2);
     let creates = store.creates.lock().unwrap().clone();
     assert!(
-        creates[0].starts_with("run_id=run-a/") && creates[2].starts_with("run_id=run-b/"),
+        creates[0].starts_with("run_id=run-a/")
+            && creates[2].starts_with("_lineage/index/")
+            && creates[3].starts_with("run_id=run-b/"),
         "{creates:?}"
     );
 }
