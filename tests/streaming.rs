@@ -333,6 +333,7 @@ async fn format1_claim(
         payload_sha256: commit_key::payload_sha256(&commits),
         flushes: None,
         rows: None,
+        part_encoding: None,
         commits,
         claimed_utc: "2026-07-13T06:00:00.000000Z".into(),
     };
