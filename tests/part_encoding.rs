@@ -1,5 +1,6 @@
 //! Encoder settings (`encode::PartEncoding`): what new parts look like, and that a keyed
 //! append retried under a claim of the earlier settings publishes byte-identical parts.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
