@@ -209,9 +209,26 @@ async fn commit_key_parts_take_their_age_from_the_claim_and_must_match_it() {
     for p in [a, b] {
         assert!(mem.tamper_remove(&keys::pointer_key(&p.run_id, &p.commit_id)));
     }
+    // The claim written now (format 2) records the payload's content digest, not the
+    // parts: a pointerless keyed part is found by deriving its key's flush ids, and takes
+    // its age from the claim.
+    let claim_key = keys::commit_key_claim_key("nightly");
+    let claim2 = w.store().get(&claim_key).await.unwrap().unwrap();
+    assert!(String::from_utf8_lossy(&claim2).contains("lineage-commit-key/2"));
+    let r = verify(mem.as_ref()).await.unwrap();
+    assert_kinds(&r, &[]);
+    assert_eq!(r.in_flight, 2, "{:#?}", r.in_flight_objects);
+    for f in &r.in_flight_objects {
+        assert!(
+            f.detail.contains("commit key was claimed at"),
+            "{}",
+            f.detail
+        );
+    }
+
     // b's bytes replaced by another, well-formed part for the same commit id: footer and
-    // path agree, but the claim recorded other bytes.
-    // Re-encoded from two of b's own rows, so footer and partition values are right.
+    // path agree. Re-encoded from two of b's own rows, so footer and partition values are
+    // right.
     let own = w.store().get(&b.part_path).await.unwrap().unwrap();
     let rows = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(own)
         .unwrap()
@@ -228,13 +245,37 @@ async fn commit_key_parts_take_their_age_from_the_claim_and_must_match_it() {
     let forged = lineage_store::encode::encode(&rows, &b.commit_id).unwrap();
     mem.tamper_put(&b.part_path, forged.bytes);
 
+    // Under a format-1 claim (written before streaming appends), which lists every
+    // commit's sha256, the forged bytes are named at once.
+    let commits = ptrs
+        .iter()
+        .map(|p| lineage_store::commit_key::ClaimedCommit {
+            run_id: p.run_id.clone(),
+            target_crs: p.target_crs.clone(),
+            commit_id: p.commit_id.clone(),
+            sha256: p.sha256.clone(),
+            rows: p.row_count,
+        })
+        .collect::<Vec<_>>();
+    let claim1 = lineage_store::commit_key::Claim {
+        format: lineage_store::commit_key::CLAIM_FORMAT_V1.into(),
+        commit_key: "nightly".into(),
+        payload_sha256: lineage_store::commit_key::payload_sha256(&commits),
+        flushes: None,
+        rows: None,
+        commits,
+        claimed_utc: Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+    };
+    mem.tamper_put(
+        &claim_key,
+        bytes::Bytes::from(serde_json::to_vec(&claim1).unwrap()),
+    );
     let r = verify(mem.as_ref()).await.unwrap();
     assert_kinds(&r, &[K::MalformedPart]);
-    assert_eq!(r.in_flight, 1, "{:#?}", r.in_flight_objects);
     let m = &of_kind(&r, K::MalformedPart)[0];
     assert_eq!(m.0, b.part_path);
     assert!(m.1.contains("commit-key claim"), "{}", m.1);
-    assert_eq!(r.in_flight, 1);
+    assert_eq!(r.in_flight, 1, "{:#?}", r.in_flight_objects);
     assert_eq!(r.in_flight_objects[0].key, a.part_path);
     assert!(
         r.in_flight_objects[0]
@@ -244,10 +285,16 @@ async fn commit_key_parts_take_their_age_from_the_claim_and_must_match_it() {
         r.in_flight_objects[0].detail
     );
 
+    // A format-2 claim cannot tell the forged bytes from the real ones (documented): the
+    // part is in flight until the grace period ends, like any well-formed UUIDv7 part.
+    mem.tamper_put(&claim_key, claim2);
+    let r = verify(mem.as_ref()).await.unwrap();
+    assert_kinds(&r, &[]);
+    assert_eq!(r.in_flight, 2);
+
     // Without the claim, a UUIDv8 part carries no time: not in flight, reported at once
     // (and b can no longer be told from a genuine part: both are orphans).
-    let claim = keys::commit_key_claim_key("nightly");
-    assert!(mem.tamper_remove(&claim));
+    assert!(mem.tamper_remove(&claim_key));
     let r = verify(mem.as_ref()).await.unwrap();
     assert_eq!(r.in_flight, 0);
     assert_kinds(&r, &[K::OrphanPart, K::OrphanPart]);

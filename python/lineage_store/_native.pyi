@@ -199,6 +199,14 @@ class VerifyReport:
     @property
     def in_flight(self) -> int: ...
     @property
+    def in_flight_objects(self) -> list[dict[str, str]]:
+        """Every object in flight, named: dicts with ``key``, ``kind`` (``temp``, ``part``,
+        ``committed_during_scan``), ``since`` (the time its content carries) and ``detail``."""
+    @property
+    def summary(self) -> str:
+        """The verdict in words, as ``lineage verify`` prints it: ``clean: no problems``,
+        ``clean except N objects in flight``, or ``N problems[; M objects in flight]``."""
+    @property
     def sample_seed(self) -> Optional[int]: ...
     @property
     def problems(self) -> list[Problem]: ...

@@ -247,6 +247,18 @@ impl VerifyReport {
     fn in_flight(&self) -> u64 {
         self.inner.in_flight
     }
+    /// Every object in flight, named: dicts with `key`, `kind` (`temp`, `part`,
+    /// `committed_during_scan`), `since` (the time its content carries) and `detail`.
+    #[getter]
+    fn in_flight_objects<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        json_to_py(py, &to_json(&self.inner.in_flight_objects)?)
+    }
+    /// The verdict in words, as `lineage verify` prints it: `clean: no problems`,
+    /// `clean except N objects in flight`, or `N problems[; M objects in flight]`.
+    #[getter]
+    fn summary(&self) -> String {
+        self.inner.summary()
+    }
     /// Seed of the sample, when sampling.
     #[getter]
     fn sample_seed(&self) -> Option<u64> {

@@ -131,7 +131,10 @@ pub fn judge_temp(key: &str, w: &Window) -> Result<InFlight, String> {
 /// The commits the commit-key claims in a store name: commit id → (claim key, claim).
 #[derive(Debug, Default)]
 pub struct Claims {
+    /// Format-1 claims list their commits.
     by_commit: HashMap<String, (String, std::sync::Arc<Claim>)>,
+    /// Format-2 claims do not: a commit id is found by deriving the ids of its flushes.
+    derived: Vec<(String, std::sync::Arc<Claim>)>,
 }
 
 impl Claims {
@@ -161,12 +164,34 @@ impl Claims {
                 continue;
             };
             let c = std::sync::Arc::new(c);
+            if c.format != crate::commit_key::CLAIM_FORMAT_V1 {
+                out.derived.push((k.clone(), c.clone()));
+            }
             for commit in &c.commits {
                 out.by_commit
                     .insert(commit.commit_id.clone(), (k.clone(), c.clone()));
             }
         }
         out
+    }
+
+    /// The claim a commit id in partition (`run_id`, `target_crs`) was derived from: listed
+    /// by a format-1 claim, or one of a format-2 claim's flushes (flush indexes count per
+    /// partition and stay below the payload's number of flushes).
+    fn find(&self, commit_id: &str, run_id: &str, target_crs: &str) -> Option<ClaimRef<'_>> {
+        if let Some((k, c)) = self.by_commit.get(commit_id) {
+            return Some((k.as_str(), c.as_ref()));
+        }
+        self.derived.iter().find_map(|(k, c)| {
+            let flushes = c.flushes.unwrap_or(0);
+            (0..flushes)
+                .any(|i| {
+                    crate::writer::derived_commit_id(run_id, target_crs, &c.commit_key, i)
+                        .to_string()
+                        == commit_id
+                })
+                .then_some((k.as_str(), c.as_ref()))
+        })
     }
 }
 
@@ -178,6 +203,8 @@ pub type ClaimRef<'c> = (&'c str, &'c Claim);
 /// why there is no such time.
 pub fn commit_time<'c>(
     commit_id: &str,
+    run_id: &str,
+    target_crs: &str,
     claims: &'c Claims,
 ) -> Result<(DateTime<Utc>, Option<ClaimRef<'c>>), String> {
     let id = uuid::Uuid::try_parse(commit_id).map_err(|e| e.to_string())?;
@@ -190,14 +217,14 @@ pub fn commit_time<'c>(
             id.get_version_num()
         ));
     }
-    let (key, claim) = claims.by_commit.get(commit_id).ok_or_else(|| {
+    let (key, claim) = claims.find(commit_id, run_id, target_crs).ok_or_else(|| {
         "its commit id looks derived from a commit key (UUIDv8), but no commit-key claim names it"
             .to_string()
     })?;
     let t = DateTime::parse_from_rfc3339(&claim.claimed_utc)
         .map_err(|e| format!("its commit-key claim {key} has no readable time ({e})"))?
         .with_timezone(&Utc);
-    Ok((t, Some((key.as_str(), claim.as_ref()))))
+    Ok((t, Some((key, claim))))
 }
 
 /// Judge parts that no pointer names: in flight (well-formed, made within the grace
@@ -225,7 +252,7 @@ pub(crate) async fn judge_pointerless_parts(
         else {
             continue;
         };
-        let when = commit_time(&commit_id, &claims);
+        let when = commit_time(&commit_id, &run_id, &target_crs, &claims);
         let claim = when.as_ref().ok().and_then(|(_, c)| *c);
         let malformed = well_formed(store, key, o.size, &run_id, &target_crs, &commit_id, claim)
             .await
@@ -294,7 +321,10 @@ async fn well_formed(
     commit_id: &str,
     claim: Option<ClaimRef<'_>>,
 ) -> Result<(), String> {
-    let Some((claim_key, claim)) = claim else {
+    // A format-2 claim records the payload's content digest, not each part's bytes: the
+    // commit id derived from its key (checked when the claim was found) is all it vouches for.
+    let format1 = claim.filter(|(_, c)| c.format == crate::commit_key::CLAIM_FORMAT_V1);
+    let Some((claim_key, claim)) = format1 else {
         let facts = read_facts(store, key, size, false)
             .await
             .map_err(|e| e.to_string())?;

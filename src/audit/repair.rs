@@ -66,7 +66,7 @@ pub async fn repair(
             Some(c) => c,
             None => claims.insert(Claims::load(store, &listing).await),
         };
-        if let Ok((t, _)) = commit_time(&commit_id, claims) {
+        if let Ok((t, _)) = commit_time(&commit_id, &run_id, &target_crs, claims) {
             if window.admits(t).is_ok() {
                 out.in_flight += 1;
                 continue;

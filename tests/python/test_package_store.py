@@ -92,8 +92,30 @@ def test_log_and_verify(backend):
     r = lineage(*backend.cli("verify", "--json"))
     assert r.returncode == 0, r.stdout
     cli = json.loads(r.stdout)
+    # (`replica` and `witness` are the CLI's cross-store checks, `--replica-of`/`--witness`.)
     assert {k: v for k, v in report.to_dict().items() if k != "bytes_hashed"} == \
-        {k: v for k, v in cli.items() if k != "bytes_hashed"}
+        {k: v for k, v in cli.items() if k not in ("bytes_hashed", "replica", "witness")}
+    assert cli["replica"] is None and cli["witness"] is None
+    assert report.summary == cli["summary"] == "clean: no problems"
+    assert report.in_flight_objects == []
+
+
+def test_objects_in_flight_are_named_as_the_cli_names_them(tmp_path):
+    root = tmp_path / "store"
+    store = ls.open(str(root))
+    c = store.append(events(10, runs=("run-a",)))[0]
+    # A commit caught between its part and its pointer (the pointer removed just now).
+    pointer = root / "_lineage" / "commits" / f"run_id={c.run_id}" / f"{c.commit_id}.json"
+    pointer.unlink()
+    report = store.verify()
+    assert report.clean and report.in_flight == 1
+    assert report.summary == "clean except 1 object in flight"
+    (obj,) = report.in_flight_objects
+    assert (obj["key"], obj["kind"]) == (c.part_path, "part")
+    assert "no pointer yet" in obj["detail"]
+    cli = json.loads(lineage("verify", "--store", str(root), "--json").stdout)
+    assert cli["in_flight_objects"] == report.in_flight_objects
+    assert cli["summary"] == report.summary
 
 
 def test_seal_prove_and_a_tampered_part(backend, tmp_path):
