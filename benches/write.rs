@@ -249,7 +249,8 @@ fn append_child(bin: &str, input: &str, batch_rows: Option<usize>) -> (f64, f64,
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let err = String::from_utf8_lossy(&out.stderr);
+    // The log is coloured (ANSI escapes around field names and `=`): drop the escapes.
+    let err = strip_ansi(&String::from_utf8_lossy(&out.stderr));
     let field = |name: &str| -> Option<u64> {
         err.lines()
             .rev()
@@ -260,6 +261,24 @@ fn append_child(bin: &str, input: &str, batch_rows: Option<usize>) -> (f64, f64,
     let text = String::from_utf8_lossy(&out.stdout);
     let commits = text.lines().filter(|l| l.starts_with("committed ")).count() as u64;
     (s, rss, commits)
+}
+
+/// `text` without ANSI escape sequences (`ESC [ ... letter`).
+fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for d in chars.by_ref() {
+                if d.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 fn section_rss(args: &[String], repeats: usize) {

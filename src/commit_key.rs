@@ -20,10 +20,16 @@
 //! appends) listed every commit with its part's sha256; it stays readable, and a job
 //! retried against such a claim encodes its flushes once without publishing them and
 //! compares the format-1 digest before publishing anything.
+//!
+//! Encoder settings: a part's bytes depend on them ([`crate::encode::PartEncoding`]). A
+//! retry publishes with the settings of the claim that stands (format 1, and format 2
+//! without `part_encoding`: the settings before issue 8c), so the parts an earlier attempt
+//! published are read back identical instead of conflicting.
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::encode::PartEncoding;
 use crate::error::{Error, Result};
 use crate::publish::AtomicPublisher;
 use crate::writer::publish_checked;
@@ -64,6 +70,11 @@ pub struct Claim {
     /// Format 2: rows in the payload.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rows: Option<u64>,
+    /// Format 2: the encoder settings its parts are written with
+    /// ([`crate::encode::PartEncoding::tag`]); absent in claims written before there was
+    /// a choice, which mean [`crate::encode::PartEncoding::V1`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub part_encoding: Option<u32>,
     /// Format 1 only: every commit of the payload, in flush order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub commits: Vec<ClaimedCommit>,
@@ -90,20 +101,23 @@ pub fn payload_sha256(commits: &[ClaimedCommit]) -> String {
 /// What claiming found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Claimed {
-    /// The claim is ours: created now, or an earlier attempt of this payload made it.
-    Ours(crate::writer::Published),
+    /// The claim is ours: created now, or an earlier attempt of this payload made it; its
+    /// parts are encoded with the settings that claim records (an earlier attempt may have
+    /// published some of them: the retry must produce the same bytes).
+    Ours(crate::writer::Published, PartEncoding),
     /// A format-1 claim is there: the caller must compare its own part digests with it
     /// ([`payload_sha256`]) before publishing anything.
     Format1(Claim),
 }
 
-/// Claim `key` for a payload (format 2), create-only. Our own earlier claim (same payload
-/// digest) counts as success; a format-2 claim for any other payload is a conflict naming
+/// Claim `key` for a payload (format 2, parts encoded with `encoding`), create-only. Our
+/// own earlier claim (same payload digest) counts as success, with that claim's encoding; a format-2 claim for any other payload is a conflict naming
 /// both digests; a format-1 claim is returned for the caller to check.
 pub async fn claim(
     store: &dyn AtomicPublisher,
     key: &str,
     payload: &crate::stream::append::PayloadSummary,
+    encoding: PartEncoding,
     claimed_utc: String,
 ) -> Result<Claimed> {
     let claim = Claim {
@@ -112,6 +126,7 @@ pub async fn claim(
         payload_sha256: payload.payload_sha256.clone(),
         flushes: Some(payload.flushes),
         rows: Some(payload.rows),
+        part_encoding: encoding.tag(),
         commits: Vec::new(),
         claimed_utc,
     };
@@ -121,6 +136,7 @@ pub async fn claim(
     let object = crate::keys::commit_key_claim_key(key);
     let ours = claim.payload_sha256.clone();
     let older = std::sync::Mutex::new(None);
+    let standing = std::sync::Mutex::new(encoding.tag());
     let published = publish_checked(store, &object, bytes.into(), |have| {
         let other: Claim = serde_json::from_slice(have)
             .map_err(|e| format!("commit key {key:?} is claimed by an unreadable object: {e}"))?;
@@ -143,6 +159,9 @@ pub async fn claim(
             ));
         }
         if other.payload_sha256 == ours {
+            if let Ok(mut g) = standing.lock() {
+                *g = other.part_encoding;
+            }
             Ok(())
         } else {
             Err(conflict_message(key, &other.payload_sha256, &ours))
@@ -151,7 +170,10 @@ pub async fn claim(
     .await?;
     Ok(match older.into_inner().ok().flatten() {
         Some(c) => Claimed::Format1(c),
-        None => Claimed::Ours(published),
+        None => {
+            let tag = standing.into_inner().ok().flatten();
+            Claimed::Ours(published, PartEncoding::from_tag(tag)?)
+        }
     })
 }
 

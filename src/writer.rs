@@ -128,6 +128,7 @@ pub struct Writer {
     max_part_bytes: usize,
     max_buffered_bytes: usize,
     schema_version: Option<String>,
+    part_encoding: encode::PartEncoding,
 }
 
 impl Writer {
@@ -147,6 +148,7 @@ impl Writer {
             max_part_bytes: MAX_PART_BYTES,
             max_buffered_bytes: crate::stream::DEFAULT_MAX_BUFFERED_BYTES,
             schema_version: None,
+            part_encoding: encode::PartEncoding::default(),
         }
     }
     /// Inject the clock.
@@ -225,6 +227,13 @@ impl Writer {
     pub fn clock(&self) -> &Arc<dyn Clock> {
         &self.clock
     }
+    /// The same writer encoding parts with `encoding` (a keyed append retried under a
+    /// claim of an earlier encoder, see [`crate::commit_key`]).
+    pub(crate) fn with_part_encoding(mut self, encoding: encode::PartEncoding) -> Self {
+        self.part_encoding = encoding;
+        self
+    }
+
     pub(crate) fn encoders(&self) -> usize {
         self.encoders.max(1)
     }
@@ -266,8 +275,9 @@ impl Writer {
             ..
         } = f;
         let id = commit_id.to_string();
+        let how = self.part_encoding;
         let enc: EncodedPart =
-            crate::stream::pool::run(move || encode::encode(&batch, &id)).await??;
+            crate::stream::pool::run(move || encode::encode_with(&batch, &id, how)).await??;
         drop(permit);
         if enc.bytes.len() > self.max_part_bytes {
             return Err(Error::Usage(format!(

@@ -305,7 +305,8 @@ fn ndjson_line_numbers_carry_across_read_blocks() {
     );
 }
 
-/// Main before streaming: every flush encoded and listed in a format-1 claim.
+/// Main before streaming: every flush encoded (with the settings of then) and listed in a
+/// format-1 claim.
 async fn format1_claim(
     mem: &MemoryPublisher,
     key: &str,
@@ -316,7 +317,7 @@ async fn format1_claim(
         .into_iter()
         .map(|(run, crs, i, b)| {
             let id = derived_commit_id(&run, &crs, key, i).to_string();
-            let e = encode::encode(&b, &id).unwrap();
+            let e = encode::encode_with(&b, &id, encode::PartEncoding::V1).unwrap();
             ClaimedCommit {
                 run_id: run,
                 target_crs: crs,
@@ -332,6 +333,7 @@ async fn format1_claim(
         payload_sha256: commit_key::payload_sha256(&commits),
         flushes: None,
         rows: None,
+        part_encoding: None,
         commits,
         claimed_utc: "2026-07-13T06:00:00.000000Z".into(),
     };
@@ -368,6 +370,14 @@ async fn a_job_claimed_by_the_old_format_is_retried_to_the_same_commits() {
     )
     .unwrap();
     assert_eq!(claim.format, CLAIM_FORMAT_V1);
+    // The retry published the parts the old claim lists (the old encoder's bytes).
+    let mut listed: Vec<_> = claim
+        .commits
+        .iter()
+        .map(|c| (c.commit_id.clone(), c.sha256.clone()))
+        .collect();
+    listed.sort();
+    assert_eq!(ids(&got), listed);
 }
 
 #[tokio::test]

@@ -269,6 +269,7 @@ async fn commit_key_parts_take_their_age_from_the_claim_and_must_match_it() {
         payload_sha256: lineage_store::commit_key::payload_sha256(&commits),
         flushes: None,
         rows: None,
+        part_encoding: None,
         commits,
         claimed_utc: Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
     };

@@ -15,6 +15,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Int64Type, TimestampMicrosecondType};
 use arrow_array::Array;
 use bytes::Bytes;
+use futures::FutureExt;
 use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
 };
@@ -46,7 +47,9 @@ pub async fn stream_sha256(
     stream_sha256_chunked(store, key, size, HASH_CHUNK_BYTES, on_bytes).await
 }
 
-/// [`stream_sha256`] with a chosen chunk size (at least 1 byte).
+/// [`stream_sha256`] with a chosen chunk size (at least 1 byte). Each chunk is hashed on
+/// the encoder pool (one thread per core) while the next one is read: a verify runs its
+/// reads as many futures of one task, so hashing inline would use one core.
 pub async fn stream_sha256_chunked(
     store: &dyn AtomicPublisher,
     key: &str,
@@ -55,18 +58,27 @@ pub async fn stream_sha256_chunked(
     on_bytes: &(dyn Fn(u64) + Send + Sync),
 ) -> Result<String> {
     let chunk = chunk.max(1);
+    let read = |pos: u64| async move {
+        if pos < size {
+            store.get_range(key, pos..(pos + chunk).min(size)).await
+        } else {
+            Ok(Bytes::new())
+        }
+    };
     let mut h = Sha256::new();
     let mut pos = 0;
-    while pos < size {
-        let end = (pos + chunk).min(size);
-        let chunk = store.get_range(key, pos..end).await?;
-        if chunk.is_empty() {
-            // Shorter than listed: the object changed under us; hash what there is.
-            break;
-        }
-        h.update(&chunk);
-        pos += chunk.len() as u64;
-        on_bytes(chunk.len() as u64);
+    let mut data = read(0).await?;
+    // Empty: done, or shorter than listed (the object changed under us: hash what there is).
+    while !data.is_empty() {
+        pos += data.len() as u64;
+        on_bytes(data.len() as u64);
+        let hashing = crate::stream::pool::run(move || {
+            h.update(&data);
+            h
+        });
+        let (hashed, next) = tokio::join!(hashing, read(pos));
+        h = hashed?;
+        data = next?;
     }
     Ok(hex::encode(h.finalize()))
 }
@@ -109,16 +121,28 @@ pub async fn hash_and_facts(
     match store.get_range(key, 0..size).await {
         Ok(bytes) => {
             on_bytes(bytes.len() as u64);
-            let hash = hex::encode(Sha256::digest(&bytes));
-            // Shorter than listed means the object changed under us: judge what is there.
-            let facts = facts_from(
-                &Source::Memory(&bytes),
-                key,
-                bytes.len() as u64,
-                with_ranges,
-            )
+            // Hash and decode on the encoder pool (one thread per core), not inline: a
+            // verify's parts are futures of one task, which would use one core.
+            let k = key.to_string();
+            let done = crate::stream::pool::run(move || {
+                let hash = hex::encode(Sha256::digest(&bytes));
+                // Shorter than listed means the object changed under us: judge what is there.
+                let facts =
+                    facts_from(&Source::Memory(&bytes), &k, bytes.len() as u64, with_ranges)
+                        .now_or_never()
+                        .unwrap_or_else(|| {
+                            Err(Error::Internal("reading a part from memory waited".into()))
+                        });
+                (hash, facts)
+            })
             .await;
-            (Ok(hash), facts)
+            match done {
+                Ok((hash, facts)) => (Ok(hash), facts),
+                Err(e) => {
+                    let again = Error::Internal(e.to_string());
+                    (Err(e), Err(again))
+                }
+            }
         }
         Err(e) => (Err(e), read_facts(store, key, size, with_ranges).await),
     }
@@ -310,14 +334,6 @@ async fn facts_from(
         facts.schema_problem = Some(e.to_string());
         return Ok(facts); // columns are not where the contract puts them
     }
-    // Read the partition columns as dictionaries: our writer dictionary-encodes them (one
-    // value per part), so the reader hands back the dictionary and small integer keys
-    // instead of one string per row (most of the decode time of a verify).
-    let arrow_meta = ArrowReaderMetadata::try_new(
-        meta.clone(),
-        options.with_schema(dictionary_partitions(arrow_meta.schema())),
-    )
-    .map_err(|e| bad(format!("partition columns unreadable as dictionaries: {e}")))?;
     // The ranges come from the column chunks' exact min/max statistics when every row
     // group has them (our writer always writes them; the bytes they are in are the bytes
     // the sha256 covers), else from decoding the columns.
@@ -327,7 +343,27 @@ async fn facts_from(
         None
     };
     let decode_ranges = with_ranges && stat_ranges.is_none();
-    let mut cols = vec![col::RUN_ID, col::TARGET_CRS];
+    // Likewise the partition values: when every row group's statistics say it holds one
+    // exact value and no null (ours always do), nothing needs decoding; building a reader
+    // and decoding two columns was most of the check of a small part.
+    let stat_partitions =
+        chunk_values(&meta, col::RUN_ID).zip(chunk_values(&meta, col::TARGET_CRS));
+    let decode_partitions = stat_partitions.is_none();
+    if let Some((runs, crs)) = stat_partitions {
+        facts.run_ids = runs;
+        facts.target_crs = crs;
+    }
+    if let Some((s, t)) = stat_ranges {
+        facts.sequence = Some(s);
+        facts.event_time_us = Some(t);
+    }
+    if !decode_partitions && !decode_ranges {
+        return Ok(facts);
+    }
+    let mut cols = Vec::new();
+    if decode_partitions {
+        cols.extend([col::RUN_ID, col::TARGET_CRS]);
+    }
     if decode_ranges {
         cols.extend([col::SEQUENCE, col::EVENT_TIME_UTC]);
     }
@@ -347,6 +383,14 @@ async fn facts_from(
             pieces.push((start, src.range(key, start..start + len).await?));
         }
     }
+    // Read the partition columns as dictionaries: our writer dictionary-encodes them (one
+    // value per part), so the reader hands back the dictionary and small integer keys
+    // instead of one string per row (most of the decode time of a verify).
+    let arrow_meta = ArrowReaderMetadata::try_new(
+        meta.clone(),
+        options.with_schema(dictionary_partitions(arrow_meta.schema())),
+    )
+    .map_err(|e| bad(format!("partition columns unreadable as dictionaries: {e}")))?;
     let sparse = Sparse::new(size, pieces);
     let mask = ProjectionMask::roots(arrow_meta.parquet_schema(), cols.iter().copied());
     let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(sparse, arrow_meta)
@@ -363,10 +407,11 @@ async fn facts_from(
                 .column_by_name(contract::COLUMNS[c].name)
                 .ok_or_else(|| bad(format!("column {} is missing", contract::COLUMNS[c].name)))
         };
-        for (c, out) in [
+        let partitions = [
             (col::RUN_ID, &mut facts.run_ids),
             (col::TARGET_CRS, &mut facts.target_crs),
-        ] {
+        ];
+        for (c, out) in partitions.into_iter().filter(|_| decode_partitions) {
             let a = column(c)?;
             facts.null_partition_values += a.null_count() as u64;
             let d = a
@@ -405,11 +450,9 @@ async fn facts_from(
             widen(&mut time, t.iter().flatten());
         }
     }
-    facts.sequence = seq;
-    facts.event_time_us = time;
-    if let Some((s, t)) = stat_ranges {
-        facts.sequence = Some(s);
-        facts.event_time_us = Some(t);
+    if decode_ranges {
+        facts.sequence = seq;
+        facts.event_time_us = time;
     }
     Ok(facts)
 }
@@ -433,6 +476,34 @@ fn chunk_range(meta: &parquet::file::metadata::ParquetMetaData, c: usize) -> Opt
         widen(&mut acc, [lo, hi].into_iter());
     }
     acc
+}
+
+/// The distinct values (at most 4, as [`PartFacts`] keeps) of a string column, from the
+/// column chunks' statistics when every non-empty row group has exact ones saying it holds
+/// a single value and no null; `None` when any does not (then the column is decoded).
+fn chunk_values(meta: &parquet::file::metadata::ParquetMetaData, c: usize) -> Option<Vec<String>> {
+    use parquet::file::statistics::Statistics;
+    let mut out: Vec<String> = Vec::new();
+    for rg in meta.row_groups() {
+        if rg.num_rows() == 0 {
+            continue;
+        }
+        let Some(Statistics::ByteArray(s)) = rg.column(c).statistics() else {
+            return None;
+        };
+        if !(s.min_is_exact() && s.max_is_exact()) || s.null_count_opt() != Some(0) {
+            return None;
+        }
+        let (lo, hi) = (s.min_opt()?, s.max_opt()?);
+        if lo != hi {
+            return None;
+        }
+        let v = std::str::from_utf8(lo.data()).ok()?;
+        if !out.iter().any(|x| x == v) && out.len() < 4 {
+            out.push(v.to_string());
+        }
+    }
+    Some(out)
 }
 
 /// The contract schema with `run_id` and `target_crs` read as `Dictionary(Int32, Utf8)`.

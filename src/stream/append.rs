@@ -30,7 +30,7 @@ use super::group::Grouper;
 use super::sink::{Sink, SinkOptions};
 use super::version::VersionPin;
 use crate::commit_key::{self, Claimed, ClaimedCommit};
-use crate::encode::{self, EncodedPart};
+use crate::encode::{self, EncodedPart, PartEncoding};
 use crate::error::{Error, Result};
 use crate::events::{Origin, SourcedBatch};
 use crate::pointer::{rfc3339, Pointer};
@@ -151,6 +151,8 @@ pub async fn append(
     // Pass 1: validate everything (and digest a keyed payload) before any commit.
     let validated = source.validated();
     let mut kept = None;
+    // The writer the commits go through: its encoder settings are the key's claim's.
+    let mut encoder = writer.clone();
     if !validated || key.is_some() {
         let src = source.clone();
         let k = key.clone();
@@ -172,7 +174,8 @@ pub async fn append(
                 .map_err(|e| Error::Internal(format!("validation failed: {e}")))??;
         version = pass.version;
         if let (Some(k), Some(payload)) = (&key, &pass.summary) {
-            claim(writer, source.clone(), version.clone(), k, payload).await?;
+            let how = claim(writer, source.clone(), version.clone(), k, payload).await?;
+            encoder = writer.clone().with_part_encoding(how);
         }
         kept = pass.kept.map(Vec::into_iter);
         if kept.is_none() {
@@ -188,7 +191,7 @@ pub async fn append(
         // Known from the first pass, else (unkeyed batches in memory) from the first batch.
         schema_version: version.fixed().map(|v| v.version.clone()),
     };
-    let mut sink = Sink::open(writer.clone(), &opts, key)?;
+    let mut sink = Sink::open(encoder, &opts, key)?;
     let mut out = AppendSummary::default();
     let mut land = |ps: Vec<Pointer>, out: &mut AppendSummary| {
         for p in ps {
@@ -291,12 +294,13 @@ async fn claim(
     version: VersionPin,
     key: &str,
     payload: &PayloadSummary,
-) -> Result<()> {
+) -> Result<PartEncoding> {
     let store = writer.store().as_ref();
-    match commit_key::claim(store, key, payload, rfc3339(writer.clock().now())).await? {
-        Claimed::Ours(how) => {
-            tracing::info!(commit_key = key, ?how, payload = %payload.payload_sha256, "commit key claimed");
-            Ok(())
+    let now = rfc3339(writer.clock().now());
+    match commit_key::claim(store, key, payload, PartEncoding::default(), now).await? {
+        Claimed::Ours(how, encoding) => {
+            tracing::info!(commit_key = key, ?how, ?encoding, payload = %payload.payload_sha256, "commit key claimed");
+            Ok(encoding)
         }
         Claimed::Format1(old) => {
             tracing::info!(
@@ -305,7 +309,7 @@ async fn claim(
             );
             let ours = format1_digest(writer, source, version, key).await?;
             if ours == old.payload_sha256 {
-                Ok(())
+                Ok(PartEncoding::V1)
             } else {
                 Err(Error::Conflict {
                     key: crate::keys::commit_key_claim_key(key),
@@ -316,8 +320,9 @@ async fn claim(
     }
 }
 
-/// The format-1 payload digest of `source`: encode every flush (never more than one per
-/// encoder at once, nothing kept but its sha256), publish nothing.
+/// The format-1 payload digest of `source`: encode every flush with the settings format-1
+/// claims were written with ([`PartEncoding::V1`]; never more than one per encoder at
+/// once, nothing kept but its sha256), publish nothing.
 async fn format1_digest(
     writer: &Writer,
     source: Arc<dyn BatchSource>,
@@ -355,7 +360,9 @@ async fn format1_digest(
         for f in flushes {
             let id = derived_commit_id(&f.run_id, &f.target_crs, key, f.index_in_group).to_string();
             pending.push_back(async move {
-                let enc = super::pool::run(move || encode::encode(&f.batch, &id)).await??;
+                let enc =
+                    super::pool::run(move || encode::encode_with(&f.batch, &id, PartEncoding::V1))
+                        .await??;
                 Ok::<_, Error>((f.run_id, f.target_crs, f.index_in_group, enc))
             });
             while pending.len() >= encoders {

@@ -49,19 +49,42 @@ impl PartitionIndex {
         let run = batch.column(col::RUN_ID).as_string::<i32>();
         let crs = batch.column(col::TARGET_CRS).as_string::<i32>();
         let mut out: Vec<(usize, Vec<u32>)> = Vec::new();
-        // partition → slot in `out`
-        let mut slot: HashMap<usize, usize> = HashMap::new();
+        // (run_id, target_crs) → slot in `out`, for the partitions met in this batch. A
+        // batch holds a handful: a linear scan comparing the strings is cheaper than
+        // hashing every row's pair (that hashing was ~4 % of a write's instructions); past
+        // `SCAN` partitions, a hash map.
+        const SCAN: usize = 16;
+        let mut seen: Vec<(&str, &str, usize)> = Vec::new();
+        let mut many: HashMap<(&str, &str), usize> = HashMap::new();
         let mut last: Option<(&str, &str, usize)> = None;
         for i in 0..batch.num_rows() {
             let (r, c) = (run.value(i), crs.value(i));
             let s = match last {
                 Some((lr, lc, s)) if lr == r && lc == c => s,
                 _ => {
-                    let p = self.lookup(r, c);
-                    let s = *slot.entry(p).or_insert_with(|| {
-                        out.push((p, Vec::new()));
-                        out.len() - 1
-                    });
+                    let known = if seen.len() < SCAN {
+                        seen.iter()
+                            .find(|(sr, sc, _)| *sr == r && *sc == c)
+                            .map(|e| e.2)
+                    } else {
+                        many.get(&(r, c)).copied()
+                    };
+                    let s = match known {
+                        Some(s) => s,
+                        None => {
+                            out.push((self.lookup(r, c), Vec::new()));
+                            let s = out.len() - 1;
+                            if seen.len() < SCAN {
+                                seen.push((r, c, s));
+                                if seen.len() == SCAN {
+                                    many.extend(seen.iter().map(|&(r, c, s)| ((r, c), s)));
+                                }
+                            } else {
+                                many.insert((r, c), s);
+                            }
+                            s
+                        }
+                    };
                     last = Some((r, c, s));
                     s
                 }
