@@ -20,6 +20,7 @@ pub mod memory;
 pub mod metered;
 pub mod object;
 pub mod posix;
+mod recycle;
 
 /// The result of a create-only publish. A lost race is a value, not an error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -143,11 +143,12 @@ impl AtomicPublisher for PosixPublisher {
             f.seek(SeekFrom::Start(range.start))
                 .map_err(|e| Error::io(&path, e))?;
             let len = range.end.saturating_sub(range.start);
-            let mut buf = Vec::with_capacity(len as usize);
+            // A recycled buffer for large reads (verify reads every part whole).
+            let mut buf = super::recycle::take(len as usize);
             f.take(len)
                 .read_to_end(&mut buf)
                 .map_err(|e| Error::io(&path, e))?;
-            Ok(Bytes::from(buf))
+            Ok(super::recycle::freeze(buf))
         })
         .await
     }
