@@ -50,3 +50,32 @@ async fn held_reads_keep_their_bytes_while_buffers_are_recycled() {
         .unwrap();
     assert_eq!(part.as_ref(), &objects[2].1[300_000..600_000]);
 }
+
+/// `sha256_range` hashes exactly the range (across several 256 KiB pieces), and says how
+/// many bytes it covered when the object is shorter than asked.
+#[tokio::test]
+async fn sha256_range_hashes_exactly_the_bytes_in_range() {
+    use sha2::{Digest, Sha256};
+    let dir = tempfile::tempdir().unwrap();
+    let store = PosixPublisher::new(dir.path());
+    let n = 3 * 256 * 1024 + 11;
+    let v = pattern(9, n);
+    store
+        .put_create("blob/h.bin", Bytes::from(v.clone()))
+        .await
+        .unwrap();
+    let hex = |b: &[u8]| hex::encode(Sha256::digest(b));
+    let whole = store.sha256_range("blob/h.bin", 0..n as u64).await.unwrap();
+    assert_eq!(whole, Some((hex(&v), n as u64)));
+    let mid = store
+        .sha256_range("blob/h.bin", 1000..600_000)
+        .await
+        .unwrap();
+    assert_eq!(mid, Some((hex(&v[1000..600_000]), 599_000)));
+    let past = store
+        .sha256_range("blob/h.bin", 5..n as u64 + 100)
+        .await
+        .unwrap();
+    assert_eq!(past, Some((hex(&v[5..]), n as u64 - 5)));
+    assert!(store.sha256_range("blob/none.bin", 0..10).await.is_err());
+}
