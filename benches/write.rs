@@ -222,6 +222,48 @@ fn section_write(args: &[String], rt: &tokio::runtime::Runtime, repeats: usize, 
     }
 }
 
+/// `--verify-stores a,b,...`: verify existing POSIX stores (page-cache hot after the
+/// first run), `repeats` times each, for comparing builds side by side.
+fn section_verify_stores(rt: &tokio::runtime::Runtime, dirs: &str, repeats: usize) {
+    println!("| store | MB | median s | GB/s | runs |");
+    println!("|---|---:|---:|---:|---|");
+    for dir in dirs.split(',') {
+        let store = PosixPublisher::new(dir);
+        let bytes = parts_bytes(std::path::Path::new(dir));
+        let _ = rt.block_on(verify(&store)).unwrap();
+        let mut v: Vec<f64> = (0..repeats)
+            .map(|_| {
+                let t = Instant::now();
+                let rep = rt.block_on(verify(&store)).unwrap();
+                assert!(rep.is_clean());
+                t.elapsed().as_secs_f64()
+            })
+            .collect();
+        let runs: Vec<String> = v.iter().map(|s| format!("{s:.4}")).collect();
+        let m = median(&mut v);
+        println!(
+            "| {dir} | {:.1} | {m:.4} | {:.2} | {} |",
+            bytes as f64 / 1e6,
+            bytes as f64 / m / 1e9,
+            runs.join(" ")
+        );
+    }
+}
+
+/// Bytes of the `.parquet` files under `dir`.
+fn parts_bytes(dir: &std::path::Path) -> u64 {
+    let mut n = 0;
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            n += parts_bytes(&p);
+        } else if p.extension().is_some_and(|x| x == "parquet") {
+            n += e.metadata().map_or(0, |m| m.len());
+        }
+    }
+    n
+}
+
 fn human(rows: usize) -> String {
     if rows >= 1_000_000 {
         format!("{} M", rows / 1_000_000)
@@ -398,6 +440,9 @@ fn main() {
     );
     if sections.contains("write") {
         section_write(&args, &rt, repeats, sections.contains("verify"));
+    }
+    if let Some(dirs) = arg(&args, "--verify-stores") {
+        section_verify_stores(&rt, &dirs, repeats);
     }
     if sections.contains("rss") {
         section_rss(&args, repeats);

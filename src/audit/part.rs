@@ -31,6 +31,9 @@ use crate::publish::AtomicPublisher;
 /// Bytes fetched per ranged read while hashing: large enough for few round trips to an
 /// object store, small enough that many parts hash in parallel in bounded memory.
 pub const HASH_CHUNK_BYTES: u64 = 4 * 1024 * 1024;
+/// Parts at least this large are hashed by [`AtomicPublisher::sha256_range`] where the
+/// backend offers it; smaller ones are read once for both hash and footer.
+pub const LOCAL_HASH_MIN_BYTES: u64 = 512 * 1024;
 /// Largest footer or column chunk fetched for the contract checks. Ours are far smaller
 /// (a 100k-row part's partition columns are a few KiB, dictionary-encoded); the cap keeps
 /// a hostile file under a part's name from making `verify` load it whole.
@@ -114,6 +117,18 @@ pub async fn hash_and_facts(
     with_ranges: bool,
     on_bytes: &(dyn Fn(u64) + Send + Sync),
 ) -> (Result<String>, Result<PartFacts>) {
+    // A backend that hashes where the bytes are (local disk) does large parts itself;
+    // the footer is then read on its own, a few KiB.
+    if size >= LOCAL_HASH_MIN_BYTES {
+        match store.sha256_range(key, 0..size).await {
+            Ok(Some((hash, n))) => {
+                on_bytes(n);
+                return (Ok(hash), read_facts(store, key, size, with_ranges).await);
+            }
+            Ok(None) => {}
+            Err(e) => return (Err(e), read_facts(store, key, size, with_ranges).await),
+        }
+    }
     if size > HASH_CHUNK_BYTES {
         let hash = stream_sha256(store, key, size, on_bytes).await;
         return (hash, read_facts(store, key, size, with_ranges).await);

@@ -20,6 +20,7 @@ pub mod memory;
 pub mod metered;
 pub mod object;
 pub mod posix;
+mod recycle;
 
 /// The result of a create-only publish. A lost race is a value, not an error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,6 +73,15 @@ pub trait AtomicPublisher: Send + Sync + Debug {
 
     /// A byte range of an object (for streaming hashes and Parquet footers).
     async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes>;
+
+    /// Lower-case hex sha256 of a byte range and how many bytes it covered (fewer than
+    /// asked when the object is shorter), computed where the bytes are, or `None` when
+    /// this backend has no cheaper way than [`get_range`](Self::get_range) (the default:
+    /// the caller then hashes ranged reads). Same errors as `get_range`.
+    async fn sha256_range(&self, key: &str, range: Range<u64>) -> Result<Option<(String, u64)>> {
+        let _ = (key, range);
+        Ok(None)
+    }
 
     /// Every object whose key starts with `prefix` (`""` for all), including temporaries
     /// that a crashed publish left, in no particular order.
