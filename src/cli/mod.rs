@@ -16,6 +16,7 @@ mod demo;
 mod export;
 mod keygen;
 mod log;
+mod progress;
 mod prove;
 mod repair;
 mod replicate;

@@ -258,9 +258,7 @@ fn print_summary(s: &Summary) -> Result<()> {
 
 /// Redraw a one-line progress bar on stderr until aborted.
 async fn show_progress(p: Arc<Progress>) {
-    let mut tick = tokio::time::interval(std::time::Duration::from_millis(200));
-    loop {
-        tick.tick().await;
+    super::progress::redraw(|| {
         let done = p.objects_done.load(Ordering::Relaxed);
         let total = p.objects_total.load(Ordering::Relaxed).max(done);
         let (bd, bt) = (
@@ -272,16 +270,14 @@ async fn show_progress(p: Arc<Progress>) {
         } else {
             0.0
         };
-        let filled = (frac.clamp(0.0, 1.0) * 30.0) as usize;
-        let _ = write!(
-            std::io::stderr(),
-            "\r\x1b[2Kreplicate [{}{}] {done}/{total} objects, {} / {} MiB copied",
-            "=".repeat(filled),
-            " ".repeat(30 - filled),
+        format!(
+            "replicate {} {done}/{total} objects, {} / {} MiB copied",
+            super::progress::bar(frac, '='),
             bd >> 20,
             bt >> 20
-        );
-    }
+        )
+    })
+    .await
 }
 
 /// `verify --replica-of URL`: also compare the store, as a replica, with its source.

@@ -243,9 +243,7 @@ fn print_report(r: &Report, more: &[String], extra: usize) -> Result<()> {
 
 /// Redraw a one-line progress bar on stderr until aborted.
 async fn show_progress(p: Arc<Progress>) {
-    let mut tick = tokio::time::interval(std::time::Duration::from_millis(200));
-    loop {
-        tick.tick().await;
+    super::progress::redraw(|| {
         let (done, total) = (
             p.parts_done.load(Ordering::Relaxed),
             p.parts_total.load(Ordering::Relaxed),
@@ -261,14 +259,12 @@ async fn show_progress(p: Arc<Progress>) {
         } else {
             0.0
         };
-        let filled = (frac.clamp(0.0, 1.0) * 30.0) as usize;
-        let _ = write!(
-            std::io::stderr(),
-            "\r\x1b[2Kverify [{}{}] {done}/{total} parts, {} / {} MiB",
-            "#".repeat(filled),
-            " ".repeat(30 - filled),
+        format!(
+            "verify {} {done}/{total} parts, {} / {} MiB",
+            super::progress::bar(frac, '#'),
             bd >> 20,
             bt >> 20
-        );
-    }
+        )
+    })
+    .await
 }

@@ -250,21 +250,6 @@ pub fn document(snap: &Snapshot, format: IsoFormat, opts: &IsoOptions) -> Result
 
 const CL: &str = "http://standards.iso.org/iso/19115/resources/Codelists/cat/codelists.xml#";
 
-fn code(x: &mut Xml, tag: &str, list: &str, value: &str) {
-    x.text(
-        tag,
-        &[
-            ("codeList", &format!("{CL}{list}")),
-            ("codeListValue", value),
-        ],
-        value,
-    );
-}
-
-fn char_prop(x: &mut Xml, tag: &str, text: &str) {
-    x.prop(tag, "gco:CharacterString", text);
-}
-
 fn time_period(x: &mut Xml, id: &str, begin: &str, end: &str) {
     x.open("gml:TimePeriod", &[("gml:id", id)]);
     x.text("gml:beginPosition", &[], begin);
@@ -274,8 +259,8 @@ fn time_period(x: &mut Xml, id: &str, begin: &str, end: &str) {
 
 fn identifier(x: &mut Xml, code_text: &str, space: &str) {
     x.open("mcc:MD_Identifier", &[]);
-    char_prop(x, "mcc:code", code_text);
-    char_prop(x, "mcc:codeSpace", space);
+    x.string("mcc:code", code_text);
+    x.string("mcc:codeSpace", space);
     x.close();
 }
 
@@ -290,8 +275,7 @@ fn seal_citation(x: &mut Xml, tag: &str, rec: &Record, commits: &[String]) {
     x.open(tag, &[]).open("cit:CI_Citation", &[]);
     match &rec.seal {
         Some(s) => {
-            char_prop(
-                x,
+            x.string(
                 "cit:title",
                 &format!("lineage-store seal {} of {}", s.seq, rec.store),
             );
@@ -299,18 +283,19 @@ fn seal_citation(x: &mut Xml, tag: &str, rec: &Record, commits: &[String]) {
             identifier(x, &s.sha256, "lineage-store:head-digest:sha256");
             x.close();
         }
-        None => char_prop(
-            x,
-            "cit:title",
-            &format!("lineage-store {} (not sealed yet)", rec.store),
-        ),
+        None => {
+            x.string(
+                "cit:title",
+                &format!("lineage-store {} (not sealed yet)", rec.store),
+            );
+        }
     }
     for c in commits {
         x.open("cit:identifier", &[]);
         identifier(x, c, "lineage-store:commit-id");
         x.close();
     }
-    char_prop(x, "cit:otherCitationDetails", &rec.proof_sentence());
+    x.string("cit:otherCitationDetails", &rec.proof_sentence());
     x.close().close();
 }
 
@@ -341,30 +326,25 @@ fn iso19115_3(rec: &Record) -> String {
     x.close();
     x.open("mdb:defaultLocale", &[]).open("lan:PT_Locale", &[]);
     x.open("lan:language", &[]);
-    code(&mut x, "lan:LanguageCode", "LanguageCode", "eng");
+    x.code(CL, "lan:LanguageCode", "LanguageCode", "eng");
     x.close().open("lan:characterEncoding", &[]);
-    code(
-        &mut x,
-        "lan:MD_CharacterSetCode",
-        "MD_CharacterSetCode",
-        "utf8",
-    );
+    x.code(CL, "lan:MD_CharacterSetCode", "MD_CharacterSetCode", "utf8");
     x.close().close().close();
     x.open("mdb:metadataScope", &[])
         .open("mdb:MD_MetadataScope", &[])
         .open("mdb:resourceScope", &[]);
-    code(&mut x, "mcc:MD_ScopeCode", "MD_ScopeCode", "dataset");
+    x.code(CL, "mcc:MD_ScopeCode", "MD_ScopeCode", "dataset");
     x.close().close().close();
     match &rec.contact {
         Some(org) => {
             x.open("mdb:contact", &[])
                 .open("cit:CI_Responsibility", &[]);
             x.open("cit:role", &[]);
-            code(&mut x, "cit:CI_RoleCode", "CI_RoleCode", "pointOfContact");
+            x.code(CL, "cit:CI_RoleCode", "CI_RoleCode", "pointOfContact");
             x.close()
                 .open("cit:party", &[])
                 .open("cit:CI_Organisation", &[]);
-            char_prop(&mut x, "cit:name", org);
+            x.string("cit:name", org);
             x.close().close().close().close();
         }
         None => {
@@ -374,11 +354,11 @@ fn iso19115_3(rec: &Record) -> String {
     x.open("mdb:dateInfo", &[]).open("cit:CI_Date", &[]);
     x.prop("cit:date", "gco:DateTime", &rec.date);
     x.open("cit:dateType", &[]);
-    code(&mut x, "cit:CI_DateTypeCode", "CI_DateTypeCode", "creation");
+    x.code(CL, "cit:CI_DateTypeCode", "CI_DateTypeCode", "creation");
     x.close().close().close();
     x.open("mdb:metadataStandard", &[])
         .open("cit:CI_Citation", &[]);
-    char_prop(&mut x, "cit:title", "ISO 19115-3");
+    x.string("cit:title", "ISO 19115-3");
     x.close().close();
     for t in &rec.targets {
         reference_system(&mut x, "mdb:referenceSystemInfo", t);
@@ -386,11 +366,11 @@ fn iso19115_3(rec: &Record) -> String {
     x.open("mdb:identificationInfo", &[])
         .open("mri:MD_DataIdentification", &[]);
     x.open("mri:citation", &[]).open("cit:CI_Citation", &[]);
-    char_prop(&mut x, "cit:title", &rec.title);
+    x.string("cit:title", &rec.title);
     x.open("cit:identifier", &[]);
     identifier(&mut x, &rec.run_id, "lineage-store:run_id");
     x.close().close().close();
-    char_prop(&mut x, "mri:abstract", &rec.abstract_text());
+    x.string("mri:abstract", &rec.abstract_text());
     x.open("mri:extent", &[])
         .open("gex:EX_Extent", &[])
         .open("gex:temporalElement", &[])
@@ -401,11 +381,11 @@ fn iso19115_3(rec: &Record) -> String {
     x.close().close();
     x.open("mdb:resourceLineage", &[])
         .open("mrl:LI_Lineage", &[]);
-    char_prop(&mut x, "mrl:statement", &rec.statement());
+    x.string("mrl:statement", &rec.statement());
     x.open("mrl:scope", &[])
         .open("mcc:MD_Scope", &[])
         .open("mcc:level", &[]);
-    code(&mut x, "mcc:MD_ScopeCode", "MD_ScopeCode", "dataset");
+    x.code(CL, "mcc:MD_ScopeCode", "MD_ScopeCode", "dataset");
     x.close().close().close();
     seal_citation(&mut x, "mrl:additionalDocumentation", rec, &[]);
     for (i, s) in rec.steps.iter().enumerate() {
@@ -417,9 +397,8 @@ fn iso19115_3(rec: &Record) -> String {
 fn process_step(x: &mut Xml, rec: &Record, s: &Step, n: usize) {
     x.open("mrl:processStep", &[])
         .open("mrl:LE_ProcessStep", &[]);
-    char_prop(x, "mrl:description", &s.description());
-    char_prop(
-        x,
+    x.string("mrl:description", &s.description());
+    x.string(
         "mrl:rationale",
         &format!(
             "Recorded per feature in lineage-store {} as run {}.",
@@ -433,24 +412,23 @@ fn process_step(x: &mut Xml, rec: &Record, s: &Step, n: usize) {
         x.open("mrl:processor", &[])
             .open("cit:CI_Responsibility", &[]);
         x.open("cit:role", &[]);
-        code(x, "cit:CI_RoleCode", "CI_RoleCode", "processor");
+        x.code(CL, "cit:CI_RoleCode", "CI_RoleCode", "processor");
         x.close()
             .open("cit:party", &[])
             .open("cit:CI_Organisation", &[]);
-        char_prop(x, "cit:name", tool);
+        x.string("cit:name", tool);
         x.close().close().close().close();
     }
     seal_citation(x, "mrl:reference", rec, &s.commit_ids);
     for (crs, count) in &s.stats.source_crs {
         x.open("mrl:source", &[]).open("mrl:LI_Source", &[]);
-        char_prop(x, "mrl:description", &format!("{count} features in {crs}"));
+        x.string("mrl:description", &format!("{count} features in {crs}"));
         reference_system(x, "mrl:sourceReferenceSystem", crs);
         x.close().close();
     }
     if s.without_source() > 0 {
         x.open("mrl:source", &[]).open("mrl:LI_Source", &[]);
-        char_prop(
-            x,
+        x.string(
             "mrl:description",
             &format!(
                 "{} features without a recorded source CRS",
@@ -468,20 +446,18 @@ fn process_step(x: &mut Xml, rec: &Record, s: &Step, n: usize) {
         "tool_version",
     );
     x.close();
-    char_prop(
-        x,
+    x.string(
         "mrl:procedureDescription",
         &format!("stage {}, event types {}", s.stage, s.event_types()),
     );
     x.close().close();
     x.open("mrl:report", &[])
         .open("mrl:LE_ProcessStepReport", &[]);
-    char_prop(x, "mrl:name", "outcome counts");
-    char_prop(x, "mrl:description", &s.outcome_summary());
+    x.string("mrl:name", "outcome counts");
+    x.string("mrl:description", &s.outcome_summary());
     x.close().close();
     x.open("mrl:output", &[]).open("mrl:LE_Source", &[]);
-    char_prop(
-        x,
+    x.string(
         "mrl:description",
         &format!("{} features transformed into {}", s.transformed(), s.target),
     );

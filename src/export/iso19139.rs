@@ -12,33 +12,18 @@ use super::xml::Xml;
 
 const CL: &str = "http://standards.iso.org/iso/19139/resources/gmxCodelists.xml#";
 
-fn code(x: &mut Xml, tag: &str, list: &str, value: &str) {
-    x.text(
-        tag,
-        &[
-            ("codeList", &format!("{CL}{list}")),
-            ("codeListValue", value),
-        ],
-        value,
-    );
-}
-
-fn char_prop(x: &mut Xml, tag: &str, text: &str) {
-    x.prop(tag, "gco:CharacterString", text);
-}
-
 fn reference_system(x: &mut Xml, tag: &str, crs: &str) {
     x.open(tag, &[]).open("gmd:MD_ReferenceSystem", &[]);
     x.open("gmd:referenceSystemIdentifier", &[])
         .open("gmd:RS_Identifier", &[]);
-    char_prop(x, "gmd:code", crs);
-    char_prop(x, "gmd:codeSpace", "EPSG");
+    x.string("gmd:code", crs);
+    x.string("gmd:codeSpace", "EPSG");
     x.close().close().close().close();
 }
 
 fn scope(x: &mut Xml, tag: &str) {
     x.open(tag, &[]);
-    code(x, "gmd:MD_ScopeCode", "MD_ScopeCode", "dataset");
+    x.code(CL, "gmd:MD_ScopeCode", "MD_ScopeCode", "dataset");
     x.close();
 }
 
@@ -58,25 +43,20 @@ pub(crate) fn document(rec: &Record) -> String {
             ),
         ],
     );
-    char_prop(&mut x, "gmd:fileIdentifier", &rec.identifier);
+    x.string("gmd:fileIdentifier", &rec.identifier);
     x.open("gmd:language", &[]);
-    code(&mut x, "gmd:LanguageCode", "LanguageCode", "eng");
+    x.code(CL, "gmd:LanguageCode", "LanguageCode", "eng");
     x.close().open("gmd:characterSet", &[]);
-    code(
-        &mut x,
-        "gmd:MD_CharacterSetCode",
-        "MD_CharacterSetCode",
-        "utf8",
-    );
+    x.code(CL, "gmd:MD_CharacterSetCode", "MD_CharacterSetCode", "utf8");
     x.close();
     scope(&mut x, "gmd:hierarchyLevel");
     match &rec.contact {
         Some(org) => {
             x.open("gmd:contact", &[])
                 .open("gmd:CI_ResponsibleParty", &[]);
-            char_prop(&mut x, "gmd:organisationName", org);
+            x.string("gmd:organisationName", org);
             x.open("gmd:role", &[]);
-            code(&mut x, "gmd:CI_RoleCode", "CI_RoleCode", "pointOfContact");
+            x.code(CL, "gmd:CI_RoleCode", "CI_RoleCode", "pointOfContact");
             x.close().close().close();
         }
         None => {
@@ -84,27 +64,27 @@ pub(crate) fn document(rec: &Record) -> String {
         }
     }
     x.prop("gmd:dateStamp", "gco:DateTime", &rec.date);
-    char_prop(&mut x, "gmd:metadataStandardName", "ISO 19115:2003/19139");
-    char_prop(&mut x, "gmd:metadataStandardVersion", "1.0");
+    x.string("gmd:metadataStandardName", "ISO 19115:2003/19139");
+    x.string("gmd:metadataStandardVersion", "1.0");
     for t in &rec.targets {
         reference_system(&mut x, "gmd:referenceSystemInfo", t);
     }
     x.open("gmd:identificationInfo", &[])
         .open("gmd:MD_DataIdentification", &[]);
     x.open("gmd:citation", &[]).open("gmd:CI_Citation", &[]);
-    char_prop(&mut x, "gmd:title", &rec.title);
+    x.string("gmd:title", &rec.title);
     x.open("gmd:date", &[]).open("gmd:CI_Date", &[]);
     x.prop("gmd:date", "gco:DateTime", &rec.date);
     x.open("gmd:dateType", &[]);
-    code(&mut x, "gmd:CI_DateTypeCode", "CI_DateTypeCode", "creation");
+    x.code(CL, "gmd:CI_DateTypeCode", "CI_DateTypeCode", "creation");
     x.close().close().close();
     x.open("gmd:identifier", &[]).open("gmd:MD_Identifier", &[]);
-    char_prop(&mut x, "gmd:code", &rec.run_id);
+    x.string("gmd:code", &rec.run_id);
     x.close().close();
     x.close().close();
-    char_prop(&mut x, "gmd:abstract", &rec.abstract_text());
+    x.string("gmd:abstract", &rec.abstract_text());
     x.open("gmd:language", &[]);
-    code(&mut x, "gmd:LanguageCode", "LanguageCode", "eng");
+    x.code(CL, "gmd:LanguageCode", "LanguageCode", "eng");
     x.close();
     x.open("gmd:extent", &[])
         .open("gmd:EX_Extent", &[])
@@ -123,7 +103,7 @@ pub(crate) fn document(rec: &Record) -> String {
     scope(&mut x, "gmd:level");
     x.close().close();
     x.open("gmd:lineage", &[]).open("gmd:LI_Lineage", &[]);
-    char_prop(&mut x, "gmd:statement", &rec.statement());
+    x.string("gmd:statement", &rec.statement());
     for s in &rec.steps {
         process_step(&mut x, rec, s);
     }
@@ -133,8 +113,7 @@ pub(crate) fn document(rec: &Record) -> String {
 fn process_step(x: &mut Xml, rec: &Record, s: &Step) {
     x.open("gmd:processStep", &[])
         .open("gmd:LI_ProcessStep", &[]);
-    char_prop(
-        x,
+    x.string(
         "gmd:description",
         &format!(
             "{} Events from {} to {}; {} features transformed into {}.",
@@ -145,8 +124,7 @@ fn process_step(x: &mut Xml, rec: &Record, s: &Step) {
             s.target
         ),
     );
-    char_prop(
-        x,
+    x.string(
         "gmd:rationale",
         &format!(
             "Recorded per feature in lineage-store {} as run {} (commits {}). {}",
@@ -160,21 +138,20 @@ fn process_step(x: &mut Xml, rec: &Record, s: &Step) {
     for tool in s.stats.tools.keys() {
         x.open("gmd:processor", &[])
             .open("gmd:CI_ResponsibleParty", &[]);
-        char_prop(x, "gmd:organisationName", tool);
+        x.string("gmd:organisationName", tool);
         x.open("gmd:role", &[]);
-        code(x, "gmd:CI_RoleCode", "CI_RoleCode", "processor");
+        x.code(CL, "gmd:CI_RoleCode", "CI_RoleCode", "processor");
         x.close().close().close();
     }
     for (crs, count) in &s.stats.source_crs {
         x.open("gmd:source", &[]).open("gmd:LI_Source", &[]);
-        char_prop(x, "gmd:description", &format!("{count} features in {crs}"));
+        x.string("gmd:description", &format!("{count} features in {crs}"));
         reference_system(x, "gmd:sourceReferenceSystem", crs);
         x.close().close();
     }
     if s.without_source() > 0 {
         x.open("gmd:source", &[]).open("gmd:LI_Source", &[]);
-        char_prop(
-            x,
+        x.string(
             "gmd:description",
             &format!(
                 "{} features without a recorded source CRS",

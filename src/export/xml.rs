@@ -98,6 +98,29 @@ impl Xml {
         self.close()
     }
 
+    /// `<tag><gco:CharacterString>text</gco:CharacterString></tag>`.
+    pub(crate) fn string(&mut self, tag: &str, text: &str) -> &mut Self {
+        self.prop(tag, "gco:CharacterString", text)
+    }
+
+    /// A code list value: `<tag codeList="{codelists}{list}" codeListValue="value">value</tag>`.
+    pub(crate) fn code(
+        &mut self,
+        codelists: &str,
+        tag: &str,
+        list: &str,
+        value: &str,
+    ) -> &mut Self {
+        self.text(
+            tag,
+            &[
+                ("codeList", &format!("{codelists}{list}")),
+                ("codeListValue", value),
+            ],
+            value,
+        )
+    }
+
     /// The document (every element closed).
     pub(crate) fn finish(mut self) -> String {
         while !self.open.is_empty() {

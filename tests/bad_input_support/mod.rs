@@ -1042,3 +1042,14 @@ pub fn is_contract(b: &RecordBatch) -> bool {
         .all(|(a, c)| a.data_type() == c.data_type())
         && b.columns().iter().all(|c| c.len() == b.num_rows())
 }
+
+/// Fail with every failed case listed (one run shows them all), else say how many passed.
+pub fn assert_all_passed(failures: &[String], cases: usize) {
+    assert!(
+        failures.is_empty(),
+        "{} of {cases} cases failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    println!("{cases} cases of the bad-input matrix passed");
+}
