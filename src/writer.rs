@@ -43,15 +43,15 @@ pub const DEFAULT_CONCURRENCY: usize = 8;
 
 /// Rows of one (run_id, target_crs) group, at most `batch_rows` of them.
 #[derive(Debug, Clone)]
-pub struct Flush {
+pub(crate) struct Flush {
     /// Partition value.
     pub run_id: String,
     /// Partition value (canonical).
     pub target_crs: String,
     /// 0-based position of this flush within its group (for commit keys).
     pub index_in_group: u64,
-    /// The rows.
-    pub batch: RecordBatch,
+    /// The rows (gathered into one batch by the encoder thread).
+    pub rows: crate::stream::FlushRows,
 }
 
 /// The commit id a commit key derives for a flush: a UUIDv8 from
@@ -271,13 +271,14 @@ impl Writer {
         let Flush {
             run_id,
             target_crs,
-            batch,
+            rows,
             ..
         } = f;
         let id = commit_id.to_string();
         let how = self.part_encoding;
         let enc: EncodedPart =
-            crate::stream::pool::run(move || encode::encode_with(&batch, &id, how)).await??;
+            crate::stream::pool::run(move || encode::encode_with(&rows.into_batch()?, &id, how))
+                .await??;
         drop(permit);
         if enc.bytes.len() > self.max_part_bytes {
             return Err(Error::Usage(format!(

@@ -64,6 +64,12 @@ pub trait BatchSource: Send + Sync + std::fmt::Debug + 'static {
     fn typed(&self) -> bool {
         true
     }
+    /// Whether every batch `read_all` hands out stays in memory (shared, not copied) until
+    /// the append ends anyway: then buffered rows refer to them instead of copying them
+    /// (see `group`), which costs no memory and moves the copy onto the encoder threads.
+    fn held_in_memory(&self) -> bool {
+        false
+    }
 }
 
 /// Batches already in memory and validated (what [`Writer::append`] takes).
@@ -84,6 +90,9 @@ impl BatchSource for Validated {
         Ok(())
     }
     fn validated(&self) -> bool {
+        true
+    }
+    fn held_in_memory(&self) -> bool {
         true
     }
 }
@@ -203,17 +212,19 @@ pub async fn append(
             }
         }
     };
-    // Batches kept from pass 1 are committed as they are (each dropped once buffered);
-    // otherwise the input is read again.
+    // Batches kept from pass 1 are committed as they are (held until the append ends:
+    // they were counted against the memory budget when kept); otherwise the input is
+    // read again.
+    let held = kept.is_some() || source.held_in_memory();
     let mut rx = kept.is_none().then(|| reader(source));
     loop {
         let r = match (&mut kept, &mut rx) {
             (Some(it), _) => match it.next() {
-                Some(b) => sink.write_validated(b, typed).await,
+                Some(b) => sink.write_validated(b, typed, held).await,
                 None => break,
             },
             (None, Some(rx)) => match rx.recv().await {
-                Some(Ok(b)) if validated => sink.write_validated(b.batch, typed).await,
+                Some(Ok(b)) if validated => sink.write_validated(b.batch, typed, held).await,
                 Some(Ok(b)) => sink.write_sourced(b, typed).await,
                 Some(Err(e)) => Err(e),
                 None => break,
@@ -360,9 +371,10 @@ async fn format1_digest(
         for f in flushes {
             let id = derived_commit_id(&f.run_id, &f.target_crs, key, f.index_in_group).to_string();
             pending.push_back(async move {
-                let enc =
-                    super::pool::run(move || encode::encode_with(&f.batch, &id, PartEncoding::V1))
-                        .await??;
+                let enc = super::pool::run(move || {
+                    encode::encode_with(&f.rows.into_batch()?, &id, PartEncoding::V1)
+                })
+                .await??;
                 Ok::<_, Error>((f.run_id, f.target_crs, f.index_in_group, enc))
             });
             while pending.len() >= encoders {

@@ -8,7 +8,12 @@
 //! input is chunked or interleaved; only the order in which flushes are cut differs.
 //!
 //! Memory: buffered rows are copied out of the input batch (a slice would keep the whole
-//! input batch alive). When the rows waiting in all partitions exceed the memory budget,
+//! input batch alive), unless the caller holds the input in memory anyway
+//! ([`Grouper::push_held`]: `Writer::append`'s batches, the rows `append`'s first pass
+//! kept): then a partition keeps only the row numbers and the gathering copy is made by
+//! the encoder thread ([`FlushRows::into_batch`]), so the grouping thread (one core, the
+//! serial part of an append) does no copying at all, and flushes are never concatenated
+//! there either. When the rows waiting in all partitions exceed the memory budget,
 //! the partitions holding the most are moved to a spill file ([`super::spill`]) until
 //! half the budget is used, and read back when their flush is cut. Spilling never changes
 //! which rows form a flush, so it needs no rule of its own to stay deterministic: the
@@ -25,9 +30,99 @@ use super::spill::{Segment, SpillFile};
 use crate::error::Result;
 use crate::writer::Flush;
 
+/// Buffered rows of one partition from one input batch.
+#[derive(Debug, Clone)]
+enum Piece {
+    /// Copied out of their batch (or the whole batch).
+    Owned(RecordBatch),
+    /// Rows `rows` of a batch the caller holds in memory anyway: nothing copied yet.
+    Held { batch: RecordBatch, rows: Vec<u32> },
+}
+
+impl Piece {
+    fn rows(&self) -> usize {
+        match self {
+            Piece::Owned(b) => b.num_rows(),
+            Piece::Held { rows, .. } => rows.len(),
+        }
+    }
+
+    fn into_owned(self) -> Result<RecordBatch> {
+        match self {
+            Piece::Owned(b) => Ok(b),
+            Piece::Held { batch, rows } => Ok(arrow_select::take::take_record_batch(
+                &batch,
+                &UInt32Array::from(rows),
+            )?),
+        }
+    }
+}
+
+/// The rows of a cut flush, not yet one contiguous batch: gathering them is a copy of
+/// every row, made by the encoder thread that encodes the flush ([`Self::into_batch`]),
+/// in parallel with the other flushes and with the grouping of the rest of the input.
+#[derive(Debug, Clone)]
+pub(crate) enum FlushRows {
+    /// Already one batch.
+    Batch(RecordBatch),
+    /// Copied pieces, concatenated in order.
+    Pieces(Vec<RecordBatch>),
+    /// Rows of `sources`, in order: (source, row).
+    Gather {
+        sources: Vec<RecordBatch>,
+        rows: Vec<(usize, usize)>,
+    },
+}
+
+impl FlushRows {
+    /// One contiguous batch of the rows, in order. The encoder sees the same arrays
+    /// whichever way the rows were buffered, so the part's bytes (and sha256) are the
+    /// same as encoding a slice of the whole group (tests/stream_append.rs compares them).
+    pub(crate) fn into_batch(self) -> Result<RecordBatch> {
+        match self {
+            FlushRows::Batch(b) => Ok(b),
+            // One append or sink writes one contract version: the pieces share a schema.
+            FlushRows::Pieces(p) => Ok(arrow_select::concat::concat_batches(&p[0].schema(), &p)?),
+            FlushRows::Gather { sources, rows } => super::gather::gather(&sources, &rows),
+        }
+    }
+
+    fn from_pieces(mut pieces: Vec<Piece>) -> Result<Self> {
+        if pieces.len() == 1 {
+            if let Piece::Owned(b) = &pieces[0] {
+                return Ok(FlushRows::Batch(b.clone()));
+            }
+        }
+        if pieces.iter().all(|p| matches!(p, Piece::Owned(_))) {
+            return Ok(FlushRows::Pieces(
+                pieces
+                    .drain(..)
+                    .map(Piece::into_owned)
+                    .collect::<Result<_>>()?,
+            ));
+        }
+        let total = pieces.iter().map(Piece::rows).sum();
+        let mut sources = Vec::with_capacity(pieces.len());
+        let mut rows = Vec::with_capacity(total);
+        for (s, p) in pieces.into_iter().enumerate() {
+            match p {
+                Piece::Owned(b) => {
+                    rows.extend((0..b.num_rows()).map(|r| (s, r)));
+                    sources.push(b);
+                }
+                Piece::Held { batch, rows: r } => {
+                    rows.extend(r.into_iter().map(|r| (s, r as usize)));
+                    sources.push(batch);
+                }
+            }
+        }
+        Ok(FlushRows::Gather { sources, rows })
+    }
+}
+
 #[derive(Debug, Default)]
 struct Buffer {
-    pieces: Vec<RecordBatch>,
+    pieces: Vec<Piece>,
     spilled: Vec<Segment>,
     rows: usize,
     mem_bytes: usize,
@@ -85,8 +180,29 @@ impl Grouper {
         self.spill.as_ref().map_or(0, SpillFile::len)
     }
 
-    /// Buffer a validated batch; returns the flushes it completed.
+    /// Buffer a validated batch, copying the rows it keeps; returns the flushes it
+    /// completed.
     pub(crate) fn push(&mut self, batch: &RecordBatch, now: DateTime<Utc>) -> Result<Vec<Flush>> {
+        self.push_as(batch, now, false)
+    }
+
+    /// [`push`](Self::push) for a batch the caller holds in memory until the append ends
+    /// (so keeping a reference costs nothing): only row numbers are kept, the copy is made
+    /// when the flush is encoded, and none of it counts against the memory budget.
+    pub(crate) fn push_held(
+        &mut self,
+        batch: &RecordBatch,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Flush>> {
+        self.push_as(batch, now, true)
+    }
+
+    fn push_as(
+        &mut self,
+        batch: &RecordBatch,
+        now: DateTime<Utc>,
+        held: bool,
+    ) -> Result<Vec<Flush>> {
         let mut out = Vec::new();
         let whole = batch.num_rows();
         for (p, rows) in self.index.split(batch) {
@@ -98,15 +214,28 @@ impl Grouper {
                 let room = self.batch_rows - self.buffers[p].rows;
                 let n = room.min(rest.len());
                 // The whole batch for one partition is kept as it is (no copy).
-                let piece = if n == whole {
-                    batch.clone()
+                let (piece, bytes) = if n == whole {
+                    (
+                        Piece::Owned(batch.clone()),
+                        if held { 0 } else { super::data_bytes(batch) },
+                    )
+                } else if held {
+                    let rows = rest[..n].to_vec();
+                    (
+                        Piece::Held {
+                            batch: batch.clone(),
+                            rows,
+                        },
+                        0,
+                    )
                 } else {
-                    arrow_select::take::take_record_batch(
+                    let b = arrow_select::take::take_record_batch(
                         batch,
                         &UInt32Array::from(rest[..n].to_vec()),
-                    )?
+                    )?;
+                    let bytes = super::data_bytes(&b);
+                    (Piece::Owned(b), bytes)
                 };
-                let bytes = super::data_bytes(&piece);
                 let b = &mut self.buffers[p];
                 b.pieces.push(piece);
                 b.rows += n;
@@ -175,7 +304,7 @@ impl Grouper {
         let mut pieces = Vec::new();
         if let Some(spill) = &self.spill {
             for seg in b.spilled.drain(..) {
-                pieces.extend(spill.read(seg)?);
+                pieces.extend(spill.read(seg)?.into_iter().map(Piece::Owned));
             }
         }
         pieces.append(&mut b.pieces);
@@ -185,19 +314,12 @@ impl Grouper {
         b.oldest = None;
         let index_in_group = b.next_index;
         b.next_index += 1;
-        // One contiguous batch, as encoding a slice of the whole group did: the encoder
-        // sees the same arrays, so the part's bytes (and sha256) are the same.
-        let batch = match pieces.len() {
-            1 => pieces.remove(0),
-            // One append or sink writes one contract version: the pieces share a schema.
-            _ => arrow_select::concat::concat_batches(&pieces[0].schema(), &pieces)?,
-        };
         let (run_id, target_crs) = self.index.name(p);
         Ok(Flush {
             run_id: run_id.to_string(),
             target_crs: target_crs.to_string(),
             index_in_group,
-            batch,
+            rows: FlushRows::from_pieces(pieces)?,
         })
     }
 
@@ -217,9 +339,15 @@ impl Grouper {
                 break;
             }
             let b = &mut self.buffers[p];
-            let seg = spill.write(&b.pieces)?;
+            // Held rows cost nothing in memory and are never counted, so a partition
+            // chosen here holds copies; any held rows among them are copied now.
+            let pieces: Vec<RecordBatch> = b
+                .pieces
+                .drain(..)
+                .map(Piece::into_owned)
+                .collect::<Result<_>>()?;
+            let seg = spill.write(&pieces)?;
             b.spilled.push(seg);
-            b.pieces.clear();
             self.mem_bytes -= b.mem_bytes;
             b.mem_bytes = 0;
         }

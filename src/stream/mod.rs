@@ -17,6 +17,7 @@
 pub mod append;
 mod commit;
 mod digest;
+mod gather;
 mod group;
 mod partition;
 pub(crate) mod pool;
@@ -24,6 +25,7 @@ mod sink;
 mod spill;
 mod version;
 
+pub(crate) use group::FlushRows;
 pub use sink::{Sink, SinkOptions, DEFAULT_MAX_BUFFERED_BYTES};
 
 /// Bytes of data a batch holds (buffer lengths, not their capacity: builders reserve

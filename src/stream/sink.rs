@@ -178,12 +178,19 @@ impl Sink {
         self.buffer(valid).await
     }
 
-    /// Write a batch that went through [`Validator::validate`] already.
-    pub(crate) async fn write_validated(&mut self, batch: RecordBatch, typed: bool) -> Result<()> {
+    /// Write a batch that went through [`Validator::validate`] already; `held`: the
+    /// caller keeps it in memory until the sink finishes (rows are then referred to, not
+    /// copied, see `group`).
+    pub(crate) async fn write_validated(
+        &mut self,
+        batch: RecordBatch,
+        typed: bool,
+        held: bool,
+    ) -> Result<()> {
         self.check_open()?;
         let (batch, v) = self.version.conform(batch, typed)?;
         self.version.accept(v);
-        self.buffer(batch).await
+        self.buffer_as(batch, held).await
     }
 
     /// `sb` as the version this sink writes, validated; the version is fixed by the first
@@ -199,14 +206,20 @@ impl Sink {
     }
 
     async fn buffer(&mut self, valid: RecordBatch) -> Result<()> {
+        self.buffer_as(valid, false).await
+    }
+
+    async fn buffer_as(&mut self, valid: RecordBatch, held: bool) -> Result<()> {
         if valid.num_rows() == 0 {
             return Ok(());
         }
         let now = self.writer.clock().now();
-        let mut flushes = self
-            .grouper
-            .push(&valid, now)
-            .inspect_err(|e| self.fail(e))?;
+        let pushed = if held {
+            self.grouper.push_held(&valid, now)
+        } else {
+            self.grouper.push(&valid, now)
+        };
+        let mut flushes = pushed.inspect_err(|e| self.fail(e))?;
         if let Some(d) = self.max_delay {
             flushes.extend(self.grouper.due(now, d).inspect_err(|e| self.fail(e))?);
         }
