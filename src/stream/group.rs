@@ -83,7 +83,15 @@ impl FlushRows {
             FlushRows::Batch(b) => Ok(b),
             // One append or sink writes one contract version: the pieces share a schema.
             FlushRows::Pieces(p) => Ok(arrow_select::concat::concat_batches(&p[0].schema(), &p)?),
-            FlushRows::Gather { sources, rows } => super::gather::gather(&sources, &rows),
+            // arrow's interleave: measured on the bench's 1 M events as fast as a hand-written
+            // gather copying short strings as fixed-width blocks (which was dropped) and
+            // as taking per batch then concatenating.
+            FlushRows::Gather { sources, rows } => {
+                let refs: Vec<&RecordBatch> = sources.iter().collect();
+                Ok(arrow_select::interleave::interleave_record_batch(
+                    &refs, &rows,
+                )?)
+            }
         }
     }
 

@@ -17,7 +17,6 @@
 pub mod append;
 mod commit;
 mod digest;
-mod gather;
 mod group;
 mod partition;
 pub(crate) mod pool;
