@@ -387,3 +387,52 @@ fn write_events(dir: &std::path::Path) -> std::path::PathBuf {
     std::fs::write(&p, ndjson(&common::events(5))).unwrap();
     p
 }
+
+/// `lineage log --json | head -1`: the reader stops after one line. The command ends
+/// quietly with 141 (128 + SIGPIPE, as a shell reports a command ended by a closed pipe),
+/// not with an `error:` line and exit 2; the store is untouched.
+#[test]
+fn a_closed_stdout_ends_the_command_quietly_with_141() {
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s").to_string_lossy().into_owned();
+    let input = dir.path().join("events.ndjson");
+    // 600 one-row commits: their log is far more than a pipe buffer (64 KiB).
+    std::fs::write(&input, ndjson(&common::events(600))).unwrap();
+    let o = lineage(
+        &[
+            "append",
+            "--store",
+            &store,
+            "--input",
+            input.to_str().unwrap(),
+            "--batch-rows",
+            "1",
+        ],
+        None,
+    );
+    assert!(o.status.success(), "{:?}", text(&o));
+    let before = snapshot(&dir.path().join("s"));
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_lineage"))
+        .args(["log", "--json", "--store", &store])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    // The reader is dropped here: the pipe is closed after one line.
+    let out = child.wait_with_output().unwrap();
+    let v: Value = serde_json::from_str(first.trim()).unwrap();
+    assert!(v.get("commit_id").is_some(), "{first}");
+    assert_eq!(
+        out.status.code(),
+        Some(141),
+        "{:?}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    assert_eq!(snapshot(&dir.path().join("s")), before);
+}

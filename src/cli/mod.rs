@@ -127,8 +127,21 @@ pub fn main() -> ExitCode {
     });
     match result {
         Ok(code) => ExitCode::from(code),
+        Err(e) if closed_stdout(&e) => ExitCode::from(STDOUT_CLOSED),
         Err(e) => fail(&e),
     }
+}
+
+/// Exit status when the reader of standard output went away (`lineage log | head -1`):
+/// 128 + SIGPIPE, what a shell reports for a command ended by a closed pipe. Not 0: the
+/// command stopped before it finished (a `verify` whose output was cut did not verify
+/// everything, and `set -o pipefail` must not take it for a pass); not an error message
+/// either: the reader chose to stop.
+pub const STDOUT_CLOSED: u8 = 141;
+
+fn closed_stdout(e: &Error) -> bool {
+    matches!(e, Error::Io { path, source }
+        if path.as_os_str() == "<stdout>" && source.kind() == std::io::ErrorKind::BrokenPipe)
 }
 
 fn fail(e: &Error) -> ExitCode {
