@@ -25,21 +25,7 @@ fn store_with_one_commit() -> (tempfile::TempDir, String) {
 fn append_log_verify_round_trip_with_json_output() {
     let dir = tempfile::tempdir().unwrap();
     let store = format!("file://{}", dir.path().join("s").display());
-    let input = dir.path().join("events.ndjson");
-    std::fs::write(&input, ndjson(&common::events(30))).unwrap();
-    let o = lineage(
-        &[
-            "append",
-            "--store",
-            &store,
-            "--input",
-            input.to_str().unwrap(),
-            "--batch-rows",
-            "5",
-            "--json",
-        ],
-        None,
-    );
+    let o = append_events(dir.path(), &store, 30, &["--batch-rows", "5", "--json"]);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{err}");
     let commits: Vec<Value> = out
@@ -382,6 +368,26 @@ fn demo_default_store_is_a_relative_directory_in_the_working_directory() {
     assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
 }
 
+/// `lineage append --store STORE --input <n events in DIR/events.ndjson> ARGS...`.
+fn append_events(
+    dir: &std::path::Path,
+    store: &str,
+    n: i64,
+    args: &[&str],
+) -> std::process::Output {
+    let input = dir.join("events.ndjson");
+    std::fs::write(&input, ndjson(&common::events(n))).unwrap();
+    let mut all = vec![
+        "append",
+        "--store",
+        store,
+        "--input",
+        input.to_str().unwrap(),
+    ];
+    all.extend_from_slice(args);
+    lineage(&all, None)
+}
+
 fn write_events(dir: &std::path::Path) -> std::path::PathBuf {
     let p = dir.join("events.ndjson");
     std::fs::write(&p, ndjson(&common::events(5))).unwrap();
@@ -396,21 +402,8 @@ fn a_closed_stdout_ends_the_command_quietly_with_141() {
     use std::io::{BufRead, BufReader};
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s").to_string_lossy().into_owned();
-    let input = dir.path().join("events.ndjson");
     // 600 one-row commits: their log is far more than a pipe buffer (64 KiB).
-    std::fs::write(&input, ndjson(&common::events(600))).unwrap();
-    let o = lineage(
-        &[
-            "append",
-            "--store",
-            &store,
-            "--input",
-            input.to_str().unwrap(),
-            "--batch-rows",
-            "1",
-        ],
-        None,
-    );
+    let o = append_events(dir.path(), &store, 600, &["--batch-rows", "1"]);
     assert!(o.status.success(), "{:?}", text(&o));
     let before = snapshot(&dir.path().join("s"));
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_lineage"))

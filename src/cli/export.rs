@@ -200,7 +200,7 @@ fn write_out(path: &std::path::Path, text: &str) -> Result<()> {
         return o
             .write_all(text.as_bytes())
             .and_then(|()| o.flush())
-            .map_err(|e| Error::io("<stdout>", e));
+            .map_err(|e| Error::io(crate::cli::STDOUT, e));
     }
     std::fs::write(path, text).map_err(|e| Error::io(path, e))
 }

@@ -139,9 +139,12 @@ pub fn main() -> ExitCode {
 /// either: the reader chose to stop.
 pub const STDOUT_CLOSED: u8 = 141;
 
+/// The path an error on standard output names (see [`closed_stdout`]).
+pub(crate) const STDOUT: &str = "<stdout>";
+
 fn closed_stdout(e: &Error) -> bool {
     matches!(e, Error::Io { path, source }
-        if path.as_os_str() == "<stdout>" && source.kind() == std::io::ErrorKind::BrokenPipe)
+        if path.as_os_str() == STDOUT && source.kind() == std::io::ErrorKind::BrokenPipe)
 }
 
 fn fail(e: &Error) -> ExitCode {
@@ -182,7 +185,7 @@ fn init_tracing() {
 /// Write a line to stdout; a closed pipe (e.g. `| head`) is not an error worth a panic.
 pub(crate) fn out(line: &str) -> Result<()> {
     let mut o = std::io::stdout().lock();
-    writeln!(o, "{line}").map_err(|e| Error::io("<stdout>", e))
+    writeln!(o, "{line}").map_err(|e| Error::io(STDOUT, e))
 }
 
 /// JSON of a serialisable value on one line.

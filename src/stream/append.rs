@@ -269,15 +269,7 @@ fn first_pass(
     let mut kept = (!validated).then(Vec::new);
     let mut kept_bytes = 0usize;
     source.read_all(&mut |sb| {
-        let (batch, to) = version.conform(sb.batch, typed)?;
-        let batch = if validated {
-            batch
-        } else {
-            v.validate(&SourcedBatch {
-                batch,
-                origin: sb.origin,
-            })?
-        };
+        let (batch, to) = conform_valid(&version, &mut v, sb, validated, typed)?;
         version.accept(to);
         if let Some(d) = &mut digest {
             d.push(&batch)?;
@@ -297,6 +289,26 @@ fn first_pass(
         kept,
         version,
     })
+}
+
+/// `sb` in the version `version` writes, validated unless the source's batches are
+/// already; also the version it came as (for [`VersionPin::accept`]).
+fn conform_valid(
+    version: &VersionPin,
+    v: &mut Validator,
+    sb: SourcedBatch,
+    validated: bool,
+    typed: bool,
+) -> Result<(RecordBatch, Arc<crate::contract::ContractVersion>)> {
+    let (batch, to) = version.conform(sb.batch, typed)?;
+    if validated {
+        return Ok((batch, to));
+    }
+    let batch = v.validate(&SourcedBatch {
+        batch,
+        origin: sb.origin,
+    })?;
+    Ok((batch, to))
 }
 
 async fn claim(
@@ -351,17 +363,8 @@ async fn format1_digest(
     while !last {
         let flushes = match rx.recv().await {
             Some(b) => {
-                let b = b?;
-                let (batch, _) = version.conform(b.batch, typed)?;
-                let batch = if validated {
-                    batch
-                } else {
-                    v.validate(&SourcedBatch {
-                        batch,
-                        origin: b.origin,
-                    })?
-                };
-                grouper.push(&batch, chrono::DateTime::UNIX_EPOCH)?
+                let (batch, _) = conform_valid(&version, &mut v, b?, validated, typed)?;
+                grouper.push(&batch, chrono::DateTime::UNIX_EPOCH, false)?
             }
             None => {
                 last = true;

@@ -9,7 +9,7 @@
 //!
 //! Memory: buffered rows are copied out of the input batch (a slice would keep the whole
 //! input batch alive), unless the caller holds the input in memory anyway
-//! ([`Grouper::push_held`]: `Writer::append`'s batches, the rows `append`'s first pass
+//! ([`Grouper::push`] with `held`: `Writer::append`'s batches, the rows `append`'s first pass
 //! kept): then a partition keeps only the row numbers and the gathering copy is made by
 //! the encoder thread ([`FlushRows::into_batch`]), so the grouping thread (one core, the
 //! serial part of an append) does no copying at all, and flushes are never concatenated
@@ -96,15 +96,15 @@ impl FlushRows {
     }
 
     fn from_pieces(mut pieces: Vec<Piece>) -> Result<Self> {
-        if pieces.len() == 1 {
-            if let Piece::Owned(b) = &pieces[0] {
-                return Ok(FlushRows::Batch(b.clone()));
+        if let [Piece::Owned(_)] = pieces.as_slice() {
+            if let Some(Piece::Owned(b)) = pieces.pop() {
+                return Ok(FlushRows::Batch(b));
             }
         }
         if pieces.iter().all(|p| matches!(p, Piece::Owned(_))) {
             return Ok(FlushRows::Pieces(
                 pieces
-                    .drain(..)
+                    .into_iter()
                     .map(Piece::into_owned)
                     .collect::<Result<_>>()?,
             ));
@@ -188,24 +188,11 @@ impl Grouper {
         self.spill.as_ref().map_or(0, SpillFile::len)
     }
 
-    /// Buffer a validated batch, copying the rows it keeps; returns the flushes it
-    /// completed.
-    pub(crate) fn push(&mut self, batch: &RecordBatch, now: DateTime<Utc>) -> Result<Vec<Flush>> {
-        self.push_as(batch, now, false)
-    }
-
-    /// [`push`](Self::push) for a batch the caller holds in memory until the append ends
-    /// (so keeping a reference costs nothing): only row numbers are kept, the copy is made
-    /// when the flush is encoded, and none of it counts against the memory budget.
-    pub(crate) fn push_held(
-        &mut self,
-        batch: &RecordBatch,
-        now: DateTime<Utc>,
-    ) -> Result<Vec<Flush>> {
-        self.push_as(batch, now, true)
-    }
-
-    fn push_as(
+    /// Buffer a validated batch; returns the flushes it completed. `held`: the caller
+    /// keeps `batch` in memory until the append ends (so keeping a reference costs
+    /// nothing): only row numbers are kept, the copy is made when the flush is encoded,
+    /// and none of it counts against the memory budget. Otherwise the rows are copied.
+    pub(crate) fn push(
         &mut self,
         batch: &RecordBatch,
         now: DateTime<Utc>,

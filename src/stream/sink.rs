@@ -148,7 +148,7 @@ impl Sink {
             origin: Origin::Rows { first: 1 },
         };
         let valid = self.accept(sb, true)?;
-        self.buffer(valid).await
+        self.buffer(valid, false).await
     }
 
     /// [`write`](Self::write) for single events (or a few): they form one batch.
@@ -167,7 +167,7 @@ impl Sink {
         };
         // Single events are text-like: written as the newest version unless requested.
         let valid = self.accept(sb, false)?;
-        self.buffer(valid).await
+        self.buffer(valid, false).await
     }
 
     /// Write a batch in a contract version's schema whose origin names input lines (used
@@ -175,7 +175,7 @@ impl Sink {
     pub(crate) async fn write_sourced(&mut self, sb: SourcedBatch, typed: bool) -> Result<()> {
         self.check_open()?;
         let valid = self.accept(sb, typed)?;
-        self.buffer(valid).await
+        self.buffer(valid, false).await
     }
 
     /// Write a batch that went through [`Validator::validate`] already; `held`: the
@@ -190,7 +190,7 @@ impl Sink {
         self.check_open()?;
         let (batch, v) = self.version.conform(batch, typed)?;
         self.version.accept(v);
-        self.buffer_as(batch, held).await
+        self.buffer(batch, held).await
     }
 
     /// `sb` as the version this sink writes, validated; the version is fixed by the first
@@ -205,21 +205,16 @@ impl Sink {
         Ok(valid)
     }
 
-    async fn buffer(&mut self, valid: RecordBatch) -> Result<()> {
-        self.buffer_as(valid, false).await
-    }
-
-    async fn buffer_as(&mut self, valid: RecordBatch, held: bool) -> Result<()> {
+    /// Buffer validated rows (`held`: see [`Grouper::push`]) and commit what they fill.
+    async fn buffer(&mut self, valid: RecordBatch, held: bool) -> Result<()> {
         if valid.num_rows() == 0 {
             return Ok(());
         }
         let now = self.writer.clock().now();
-        let pushed = if held {
-            self.grouper.push_held(&valid, now)
-        } else {
-            self.grouper.push(&valid, now)
-        };
-        let mut flushes = pushed.inspect_err(|e| self.fail(e))?;
+        let mut flushes = self
+            .grouper
+            .push(&valid, now, held)
+            .inspect_err(|e| self.fail(e))?;
         if let Some(d) = self.max_delay {
             flushes.extend(self.grouper.due(now, d).inspect_err(|e| self.fail(e))?);
         }
