@@ -1,4 +1,4 @@
-//! One flush → one Parquet file in memory (zstd, statistics on), its sha256 and the
+//! One flush → one Parquet file in memory (zstd, statistics on), its digests and the
 //! summary the pointer records. Encoded once; the hash is over exactly the bytes that
 //! will be published, so nothing is written twice or read back.
 
@@ -11,7 +11,6 @@ use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::schema::types::ColumnPath;
-use sha2::{Digest, Sha256};
 
 use crate::contract::{self, col};
 use crate::error::{Error, Result};
@@ -25,6 +24,8 @@ pub struct EncodedPart {
     pub bytes: Bytes,
     /// Lower-case hex sha256 of `bytes`.
     pub sha256: String,
+    /// Lower-case hex BLAKE3 of `bytes`.
+    pub blake3: String,
     /// Rows in the part.
     pub rows: u64,
     /// Smallest and largest `sequence`.
@@ -116,10 +117,7 @@ fn props(commit_id: &str, version: &str, encoding: PartEncoding) -> WriterProper
     b.build()
 }
 
-/// Lower-case hex sha256.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
-}
+pub use crate::digest::sha256_hex;
 
 /// Encode `batch` (already validated) as the part of `commit_id`, as the contract version
 /// its columns are (see [`contract::version_of_schema`]), with the current settings.
@@ -148,14 +146,15 @@ pub fn encode_with(
     )?;
     writer.write(&batch)?;
     let buf = writer.into_inner()?;
-    let sha256 = sha256_hex(&buf);
+    let digests = crate::digest::Hasher::of(crate::digest::Want::BOTH, &buf);
     let seq = batch.column(col::SEQUENCE).as_primitive::<Int64Type>();
     let time = batch
         .column(col::EVENT_TIME_UTC)
         .as_primitive::<TimestampMicrosecondType>();
     Ok(EncodedPart {
         commit_id: commit_id.to_string(),
-        sha256,
+        sha256: digests.sha256.unwrap_or_default(),
+        blake3: digests.blake3.unwrap_or_default(),
         rows: rows as u64,
         sequence: min_max(seq.values()),
         event_time_us: min_max(time.values()),

@@ -13,8 +13,8 @@
 //!   rules shared by every format (time range, leap seconds, NUL) and quoting in messages;
 //!   [`conform`]: binary input's columns matched to the contract by name.
 //! - [`writer`]: groups rows into flushes per (run_id, target_crs), encodes each once
-//!   ([`encode`]: Parquet + sha256 in memory, in parallel), publishes the part and then its
-//!   [`pointer`], create-only, reading back after ambiguous answers.
+//!   ([`encode`]: Parquet + sha256 and BLAKE3 in memory, in parallel; [`digest`]), publishes
+//!   the part and then its [`pointer`], create-only, reading back after ambiguous answers.
 //! - [`publish`]: the [`publish::AtomicPublisher`] trait and its backends (POSIX, memory,
 //!   S3/Azure/GCS through `object_store`, a fault-injecting wrapper); [`store`] turns a
 //!   `--store` URL into one (object-store URLs and credentials in `store::cloud`).
@@ -42,6 +42,7 @@ pub mod conform;
 pub mod contract;
 pub mod crs;
 pub mod demo;
+pub mod digest;
 pub mod encode;
 pub mod error;
 pub mod events;

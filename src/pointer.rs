@@ -29,6 +29,10 @@ pub struct Pointer {
     pub schema_version: String,
     /// Lower-case hex sha256 of the part.
     pub sha256: String,
+    /// Lower-case hex BLAKE3 of the part; absent in pointers written before issue 8f
+    /// ([`crate::digest`]: what `verify` checks by default where present).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blake3: Option<String>,
     /// When the part was published (RFC 3339, UTC, microseconds).
     pub committed_utc: String,
     /// Smallest `sequence` in the part.

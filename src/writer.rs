@@ -321,6 +321,7 @@ impl Writer {
             size_bytes: enc.bytes.len() as u64,
             schema_version: enc.schema_version.clone(),
             sha256: enc.sha256.clone(),
+            blake3: Some(enc.blake3.clone()),
             committed_utc: rfc3339(self.clock.now()),
             first_sequence: enc.sequence.0,
             last_sequence: enc.sequence.1,

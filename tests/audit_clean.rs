@@ -234,7 +234,8 @@ async fn verify_and_repair_read_parts_in_bounded_ranges_never_whole() {
 
 #[tokio::test]
 async fn the_streamed_hash_equals_the_whole_object_hash_for_any_chunk_size() {
-    use lineage_store::audit::part::stream_sha256_chunked;
+    use lineage_store::audit::part::stream_digests_chunked;
+    use lineage_store::digest::Want;
     let mem = Arc::new(MemoryPublisher::new());
     let p = &append(mem.clone(), 200, 200, 1).await[0];
     let seen = std::sync::atomic::AtomicU64::new(0);
@@ -243,10 +244,12 @@ async fn the_streamed_hash_equals_the_whole_object_hash_for_any_chunk_size() {
         let on = |n: u64| {
             seen.fetch_add(n, Ordering::Relaxed);
         };
-        let got = stream_sha256_chunked(mem.as_ref(), &p.part_path, p.size_bytes, chunk, &on)
+        let size = p.size_bytes;
+        let got = stream_digests_chunked(mem.as_ref(), &p.part_path, size, chunk, Want::BOTH, &on)
             .await
             .unwrap();
-        assert_eq!(got, p.sha256, "chunk {chunk}");
+        assert_eq!(got.sha256.as_ref(), Some(&p.sha256), "chunk {chunk}");
+        assert_eq!(got.blake3, p.blake3, "chunk {chunk}");
         assert_eq!(seen.load(Ordering::Relaxed), p.size_bytes);
     }
 }

@@ -11,6 +11,7 @@ use common::{append, assert_kinds, of_kind, verify_later};
 use lineage_store::audit::seal::{seal, seal_key, Seal};
 use lineage_store::audit::verify::{verify_with, ProblemKind as K, VerifyOptions};
 use lineage_store::clock::SystemClock;
+use lineage_store::digest::Check;
 use lineage_store::keys;
 use lineage_store::pointer::Pointer;
 use lineage_store::publish::memory::MemoryPublisher;
@@ -51,7 +52,90 @@ async fn a_flipped_byte_in_a_part_is_a_digest_mismatch_of_that_part() {
     );
     let d = of_kind(&r, K::DigestMismatch);
     assert_eq!(d.len(), 1);
-    assert!(d[0].1.contains(&ptrs[4].sha256), "{}", d[0].1);
+    // By default the part is checked against the fastest recorded digest (BLAKE3)...
+    let b3 = ptrs[4].blake3.as_deref().unwrap();
+    assert!(
+        d[0].1.starts_with("blake3 ") && d[0].1.contains(b3),
+        "{}",
+        d[0].1
+    );
+    assert!(!d[0].1.contains(&ptrs[4].sha256), "{}", d[0].1);
+    assert_eq!(
+        (r.parts_blake3_checked, r.parts_sha256_checked),
+        (r.parts_hashed, 0)
+    );
+    // ...and under `--digest all` against both, each named.
+    let all = VerifyOptions {
+        digest: Check::All,
+        ..common::later()
+    };
+    let r = verify_with(mem.as_ref(), &all).await.unwrap();
+    let d = of_kind(&r, K::DigestMismatch);
+    assert_eq!(d.len(), 1);
+    assert!(
+        d[0].1.contains(&ptrs[4].sha256) && d[0].1.contains(b3),
+        "{}",
+        d[0].1
+    );
+    assert_eq!(r.parts_sha256_checked, r.parts_hashed);
+    assert_eq!(r.parts_blake3_checked, r.parts_hashed);
+}
+
+/// The choice `--digest` makes, pinned: before a seal covers a pointer, a sha256 field
+/// edited alone (the part untouched) is caught only by `--digest all`; an edited BLAKE3
+/// field by either; once sealed, both by the seal. A pointer without a BLAKE3 (written
+/// before it existed, or stripped) is checked by its sha256, so stripping it hides nothing.
+#[tokio::test]
+async fn each_recorded_digest_is_checked_as_the_digest_option_says() {
+    let mem = Arc::new(MemoryPublisher::new());
+    let ptrs = append(mem.clone(), 60, 30, 4).await;
+    let all = VerifyOptions {
+        digest: Check::All,
+        ..common::later()
+    };
+    let edit = |i: usize, f: &dyn Fn(&mut Pointer)| {
+        let mut p = ptrs[i].clone();
+        f(&mut p);
+        let pkey = keys::pointer_key(&p.run_id, &p.commit_id);
+        mem.tamper_put(&pkey, Bytes::from(p.to_bytes().unwrap()));
+    };
+    edit(0, &|p| p.sha256 = "0".repeat(64));
+    edit(1, &|p| p.blake3 = Some("1".repeat(64)));
+    // Pointer 2 loses its BLAKE3 and its part a byte: sha256 still names the part.
+    edit(2, &|p| p.blake3 = None);
+    let mut b = get(&mem, &ptrs[2].part_path).await;
+    b[10] ^= 0x01;
+    mem.tamper_put(&ptrs[2].part_path, Bytes::from(b));
+
+    let r = verify_later(mem.as_ref()).await;
+    let d = of_kind(&r, K::DigestMismatch);
+    let mut keys: Vec<&str> = d.iter().map(|(k, _)| k.as_str()).collect();
+    keys.sort();
+    let mut want = [ptrs[1].part_path.as_str(), ptrs[2].part_path.as_str()];
+    want.sort();
+    assert_eq!(keys, want, "{d:#?}");
+    let by = |k: &str| d.iter().find(|(x, _)| x == k).unwrap().1.clone();
+    assert!(by(&ptrs[1].part_path).contains(&"1".repeat(64)));
+    assert!(by(&ptrs[2].part_path).starts_with("sha256 "));
+    assert_eq!(r.parts_sha256_checked, 0, "only the clean parts count");
+
+    let r = verify_with(mem.as_ref(), &all).await.unwrap();
+    let d = of_kind(&r, K::DigestMismatch);
+    let mut keys: Vec<&str> = d.iter().map(|(k, _)| k.as_str()).collect();
+    keys.sort();
+    let mut want = [
+        ptrs[0].part_path.as_str(),
+        ptrs[1].part_path.as_str(),
+        ptrs[2].part_path.as_str(),
+    ];
+    want.sort();
+    assert_eq!(keys, want, "{d:#?}");
+    let zero = d.iter().find(|(k, _)| k == &ptrs[0].part_path).unwrap();
+    assert!(
+        zero.1.contains(&"0".repeat(64)) && zero.1.starts_with("sha256 "),
+        "{}",
+        zero.1
+    );
 }
 
 #[tokio::test]

@@ -94,6 +94,22 @@ fn append_log_verify_round_trip_with_json_output() {
     let report: Value = serde_json::from_str(&text(&o).0).unwrap();
     assert_eq!(report["commits"].as_u64(), Some(commits.len() as u64));
     assert_eq!(report["rows"].as_u64(), Some(30));
+    let n = commits.len() as u64;
+    assert_eq!(report["parts_blake3_checked"].as_u64(), Some(n));
+    assert_eq!(report["parts_sha256_checked"].as_u64(), Some(0));
+
+    // `--digest all` recomputes the sha256 too, and says so.
+    let o = lineage(&["verify", "--store", &store, "--digest", "all"], None);
+    assert_eq!(o.status.code(), Some(0));
+    let want = format!("{n} parts hashed ({n} by sha256, {n} by blake3)");
+    assert!(text(&o).0.contains(&want), "{:?}", text(&o));
+    let o = lineage(&["verify", "--store", &store, "--digest", "md5"], None);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o).1.contains("expected `fastest` or `all`"),
+        "{:?}",
+        text(&o)
+    );
 }
 
 #[test]

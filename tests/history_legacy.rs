@@ -77,6 +77,15 @@ async fn a_store_written_by_main_verifies_logs_and_proves_unchanged() {
         (r.commits, r.seals, r.sealed_commits, r.unsealed_commits),
         (18, 2, 13, 5)
     );
+    // Its pointers predate BLAKE3: every part is checked by the sha256 they record.
+    assert_eq!(
+        (
+            r.parts_hashed,
+            r.parts_sha256_checked,
+            r.parts_blake3_checked
+        ),
+        (18, 18, 0)
+    );
     assert_eq!(r.unfinished_seal, None);
     // --since-seal has no index to read from: it verifies the whole store.
     let s = verify_with(
@@ -193,7 +202,12 @@ async fn the_first_new_seal_adds_the_history_beside_and_later_ones_read_only_the
     .unwrap();
     assert!(s.is_clean(), "{:#?}", s.problems);
     assert_eq!(s.commits, new.len() as u64);
-    assert!(verify_later(store.as_ref()).await.is_clean());
+    let n = new.len() as u64;
+    assert_eq!((s.parts_blake3_checked, s.parts_sha256_checked), (n, 0));
+    // Old and new pointers side by side: each part by its own pointer's fastest digest.
+    let r = verify_later(store.as_ref()).await;
+    assert!(r.is_clean(), "{:#?}", r.problems);
+    assert_eq!((r.parts_sha256_checked, r.parts_blake3_checked), (18, n));
 }
 
 /// A seal as the version at 27ef7d0 makes it: every pointer not sealed yet, by commit id,

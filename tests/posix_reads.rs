@@ -51,11 +51,12 @@ async fn held_reads_keep_their_bytes_while_buffers_are_recycled() {
     assert_eq!(part.as_ref(), &objects[2].1[300_000..600_000]);
 }
 
-/// `sha256_range` hashes exactly the range (across several 256 KiB pieces), and says how
-/// many bytes it covered when the object is shorter than asked.
+/// `digest_range` hashes exactly the range (across several 256 KiB pieces), with the
+/// digests asked for, and says how many bytes it covered when the object is shorter than
+/// asked.
 #[tokio::test]
-async fn sha256_range_hashes_exactly_the_bytes_in_range() {
-    use sha2::{Digest, Sha256};
+async fn digest_range_hashes_exactly_the_bytes_in_range() {
+    use lineage_store::digest::{blake3_hex, sha256_hex, Digests, Want};
     let dir = tempfile::tempdir().unwrap();
     let store = PosixPublisher::new(dir.path());
     let n = 3 * 256 * 1024 + 11;
@@ -64,18 +65,39 @@ async fn sha256_range_hashes_exactly_the_bytes_in_range() {
         .put_create("blob/h.bin", Bytes::from(v.clone()))
         .await
         .unwrap();
-    let hex = |b: &[u8]| hex::encode(Sha256::digest(b));
-    let whole = store.sha256_range("blob/h.bin", 0..n as u64).await.unwrap();
-    assert_eq!(whole, Some((hex(&v), n as u64)));
+    let both = |b: &[u8]| Digests {
+        sha256: Some(sha256_hex(b)),
+        blake3: Some(blake3_hex(b)),
+    };
+    let whole = store
+        .digest_range("blob/h.bin", 0..n as u64, Want::BOTH)
+        .await
+        .unwrap();
+    assert_eq!(whole, Some((both(&v), n as u64)));
     let mid = store
-        .sha256_range("blob/h.bin", 1000..600_000)
+        .digest_range("blob/h.bin", 1000..600_000, Want::SHA256)
         .await
         .unwrap();
-    assert_eq!(mid, Some((hex(&v[1000..600_000]), 599_000)));
+    let sha_only = Digests {
+        sha256: Some(sha256_hex(&v[1000..600_000])),
+        blake3: None,
+    };
+    assert_eq!(mid, Some((sha_only, 599_000)));
+    let b3 = Want {
+        sha256: false,
+        blake3: true,
+    };
     let past = store
-        .sha256_range("blob/h.bin", 5..n as u64 + 100)
+        .digest_range("blob/h.bin", 5..n as u64 + 100, b3)
         .await
         .unwrap();
-    assert_eq!(past, Some((hex(&v[5..]), n as u64 - 5)));
-    assert!(store.sha256_range("blob/none.bin", 0..10).await.is_err());
+    let b3_only = Digests {
+        sha256: None,
+        blake3: Some(blake3_hex(&v[5..])),
+    };
+    assert_eq!(past, Some((b3_only, n as u64 - 5)));
+    assert!(store
+        .digest_range("blob/none.bin", 0..10, Want::BOTH)
+        .await
+        .is_err());
 }

@@ -219,6 +219,8 @@ async fn append_groups_flushes_and_writes_parts_and_pointers() {
         let bytes = mem.get(&p.part_path).await.unwrap().unwrap();
         assert_eq!(bytes.len() as u64, p.size_bytes);
         assert_eq!(lineage_store::encode::sha256_hex(&bytes), p.sha256);
+        let b3 = lineage_store::digest::blake3_hex(&bytes);
+        assert_eq!(p.blake3.as_deref(), Some(b3.as_str()));
         let reader = SerializedFileReader::new(bytes.clone()).unwrap();
         let kv: std::collections::HashMap<_, _> = reader
             .metadata()

@@ -83,9 +83,11 @@ class Store:
         since_seal: Union[bool, int, None] = None,
         grace: Union[str, float, timedelta, None] = None,
         check: bool = False,
+        digest: str = "fastest",
     ) -> VerifyReport:
         """Verify the store as ``lineage verify`` does; ``check=True`` raises
-        ``VerifyError`` when the report is not clean."""
+        ``VerifyError`` when the report is not clean. ``digest="all"`` recomputes every
+        digest a pointer records (sha256 always), as ``lineage verify --digest all``."""
     def seal(self, signing_key: Optional[StrPath] = None) -> Seal:
         """Seal every commit not sealed yet; keep the returned head outside the store."""
     def prove(
@@ -136,6 +138,8 @@ class Commit:
     @property
     def sha256(self) -> str: ...
     @property
+    def blake3(self) -> Optional[str]: ...
+    @property
     def committed_utc(self) -> str: ...
     @property
     def first_sequence(self) -> int: ...
@@ -178,6 +182,10 @@ class VerifyReport:
     def parts_ok(self) -> int: ...
     @property
     def parts_hashed(self) -> int: ...
+    @property
+    def parts_sha256_checked(self) -> int: ...
+    @property
+    def parts_blake3_checked(self) -> int: ...
     @property
     def parts_not_hashed(self) -> int: ...
     @property

@@ -157,7 +157,7 @@ impl Store {
     /// Prove every recorded part present and byte-identical, walk the seal chain, and
     /// report anything else in the store (as `lineage verify`). Returns the report; with
     /// `check=True`, raises `VerifyError` (carrying it) when it is not clean.
-    #[pyo3(signature = (*, public_key=None, expect_head=None, sample=None, sample_seed=None, since_seal=None, grace=None, check=false))]
+    #[pyo3(signature = (*, public_key=None, expect_head=None, sample=None, sample_seed=None, since_seal=None, grace=None, check=false, digest="fastest"))]
     #[allow(clippy::too_many_arguments)]
     fn verify(
         &self,
@@ -169,7 +169,11 @@ impl Store {
         since_seal: Option<Bound<'_, PyAny>>,
         grace: Option<Bound<'_, PyAny>>,
         check: bool,
+        digest: &str,
     ) -> PyResult<VerifyReport> {
+        let digest = digest
+            .parse::<lineage_store::digest::Check>()
+            .map_err(|e| errors::to_py(py, Error::Usage(format!("digest={e}"))))?;
         let public_key = public_key
             .as_deref()
             .map(seal::read_public_key)
@@ -199,6 +203,7 @@ impl Store {
             since_seal,
             public_key,
             expect_head,
+            digest,
             ..verify::VerifyOptions::default()
         };
         if let Some(g) = grace {

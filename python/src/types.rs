@@ -37,6 +37,8 @@ pub struct Commit {
     pub schema_version: String,
     /// Lower-case hex sha256 of the part.
     pub sha256: String,
+    /// Lower-case hex BLAKE3 of the part (`None` in commits written before issue 8f).
+    pub blake3: Option<String>,
     /// When it was published (RFC 3339, UTC).
     pub committed_utc: String,
     /// Smallest `sequence`.
@@ -66,6 +68,7 @@ impl From<Pointer> for Commit {
             size_bytes: p.size_bytes,
             schema_version: p.schema_version,
             sha256: p.sha256,
+            blake3: p.blake3,
             committed_utc: p.committed_utc,
             first_sequence: p.first_sequence,
             last_sequence: p.last_sequence,
@@ -90,6 +93,7 @@ impl Commit {
             size_bytes: self.size_bytes,
             schema_version: self.schema_version.clone(),
             sha256: self.sha256.clone(),
+            blake3: self.blake3.clone(),
             committed_utc: self.committed_utc.clone(),
             first_sequence: self.first_sequence,
             last_sequence: self.last_sequence,
@@ -192,10 +196,20 @@ impl VerifyReport {
     fn parts_ok(&self) -> u64 {
         self.inner.parts_ok
     }
-    /// Parts whose sha256 was recomputed.
+    /// Parts whose digest was recomputed.
     #[getter]
     fn parts_hashed(&self) -> u64 {
         self.inner.parts_hashed
+    }
+    /// Of those, the parts whose sha256 was recomputed.
+    #[getter]
+    fn parts_sha256_checked(&self) -> u64 {
+        self.inner.parts_sha256_checked
+    }
+    /// Of those, the parts whose BLAKE3 was recomputed.
+    #[getter]
+    fn parts_blake3_checked(&self) -> u64 {
+        self.inner.parts_blake3_checked
     }
     /// Parts not re-hashed (`sample`, `since_seal`).
     #[getter]

@@ -27,6 +27,7 @@ use super::log::READ_CONCURRENCY;
 use super::part::{hash_and_facts, read_facts};
 use super::verify::{Problem, ProblemKind};
 use crate::commit_key::Claim;
+use crate::digest::Want;
 use crate::keys::{self, KeyKind};
 use crate::pointer::rfc3339;
 use crate::publish::{AtomicPublisher, ObjectInfo};
@@ -334,12 +335,12 @@ async fn well_formed(
             .mismatch(run_id, target_crs, commit_id)
             .map_or(Ok(()), Err);
     };
-    let (sha, facts) = hash_and_facts(store, key, size, false, &|_| {}).await;
+    let (sha, facts) = hash_and_facts(store, key, size, Want::SHA256, false, &|_| {}).await;
     let facts = facts.map_err(|e| e.to_string())?;
     if let Some(why) = facts.mismatch(run_id, target_crs, commit_id) {
         return Err(why);
     }
-    let sha = sha.map_err(|e| e.to_string())?;
+    let sha = sha.map_err(|e| e.to_string())?.sha256.unwrap_or_default();
     let claimed = claim.commits.iter().find(|c| c.commit_id == commit_id);
     match claimed {
         Some(c) if c.sha256 == sha && c.run_id == run_id && c.target_crs == target_crs => Ok(()),

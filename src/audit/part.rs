@@ -1,4 +1,4 @@
-//! Reading a part without holding it whole in memory: a streaming sha256 over ranged
+//! Reading a part without holding it whole in memory: streaming digests over ranged
 //! reads, and the footer plus a few column chunks for the contract checks.
 //!
 //! Everything goes through [`AtomicPublisher::get_range`], so it works on every backend.
@@ -22,16 +22,16 @@ use parquet::arrow::arrow_reader::{
 use parquet::arrow::ProjectionMask;
 use parquet::file::metadata::{PageIndexPolicy, ParquetMetaDataReader};
 use parquet::file::reader::{ChunkReader, Length};
-use sha2::{Digest, Sha256};
 
 use crate::contract::{self, col};
+use crate::digest::{Digests, Hasher, Want};
 use crate::error::{Error, Result};
 use crate::publish::AtomicPublisher;
 
 /// Bytes fetched per ranged read while hashing: large enough for few round trips to an
 /// object store, small enough that many parts hash in parallel in bounded memory.
 pub const HASH_CHUNK_BYTES: u64 = 4 * 1024 * 1024;
-/// Parts at least this large are hashed by [`AtomicPublisher::sha256_range`] where the
+/// Parts at least this large are hashed by [`AtomicPublisher::digest_range`] where the
 /// backend offers it; smaller ones are read once for both hash and footer.
 pub const LOCAL_HASH_MIN_BYTES: u64 = 512 * 1024;
 /// Largest footer or column chunk fetched for the contract checks. Ours are far smaller
@@ -39,27 +39,30 @@ pub const LOCAL_HASH_MIN_BYTES: u64 = 512 * 1024;
 /// a hostile file under a part's name from making `verify` load it whole.
 pub const MAX_FETCH_BYTES: u64 = 256 * 1024 * 1024;
 
-/// Lower-case hex sha256 of an object of `size` bytes, read in chunks. `on_bytes` sees
-/// every chunk length (for progress).
+/// Lower-case hex sha256 of an object of `size` bytes, read in chunks (replicate's
+/// comparisons). `on_bytes` sees every chunk length (for progress).
 pub async fn stream_sha256(
     store: &dyn AtomicPublisher,
     key: &str,
     size: u64,
     on_bytes: &(dyn Fn(u64) + Send + Sync),
 ) -> Result<String> {
-    stream_sha256_chunked(store, key, size, HASH_CHUNK_BYTES, on_bytes).await
+    let d = stream_digests_chunked(store, key, size, HASH_CHUNK_BYTES, Want::SHA256, on_bytes);
+    Ok(d.await?.sha256.unwrap_or_default())
 }
 
-/// [`stream_sha256`] with a chosen chunk size (at least 1 byte). Each chunk is hashed on
-/// the encoder pool (one thread per core) while the next one is read: a verify runs its
-/// reads as many futures of one task, so hashing inline would use one core.
-pub async fn stream_sha256_chunked(
+/// The digests `want` asks for of an object of `size` bytes, read in chunks of `chunk`
+/// bytes (at least 1). Each chunk is hashed on the encoder pool (one thread per core)
+/// while the next one is read: a verify runs its reads as many futures of one task, so
+/// hashing inline would use one core.
+pub async fn stream_digests_chunked(
     store: &dyn AtomicPublisher,
     key: &str,
     size: u64,
     chunk: u64,
+    want: Want,
     on_bytes: &(dyn Fn(u64) + Send + Sync),
-) -> Result<String> {
+) -> Result<Digests> {
     let chunk = chunk.max(1);
     let read = |pos: u64| async move {
         if pos < size {
@@ -68,7 +71,7 @@ pub async fn stream_sha256_chunked(
             Ok(Bytes::new())
         }
     };
-    let mut h = Sha256::new();
+    let mut h = Hasher::new(want);
     let mut pos = 0;
     let mut data = read(0).await?;
     // Empty: done, or shorter than listed (the object changed under us: hash what there is).
@@ -83,7 +86,7 @@ pub async fn stream_sha256_chunked(
         h = hashed?;
         data = next?;
     }
-    Ok(hex::encode(h.finalize()))
+    Ok(h.finish())
 }
 
 /// Where the byte ranges of a part come from.
@@ -107,31 +110,34 @@ impl Source<'_> {
     }
 }
 
-/// The sha256 and the [`PartFacts`] of a part of `size` bytes. A part that fits in one
-/// hash chunk is fetched in one read and both come from those bytes; a larger one is
-/// streamed, then its footer and the needed column chunks are fetched (never whole).
+/// The digests `want` asks for and the [`PartFacts`] of a part of `size` bytes. A part
+/// that fits in one hash chunk is fetched in one read and both come from those bytes; a
+/// larger one is streamed, then its footer and the needed column chunks are fetched
+/// (never whole).
 pub async fn hash_and_facts(
     store: &dyn AtomicPublisher,
     key: &str,
     size: u64,
+    want: Want,
     with_ranges: bool,
     on_bytes: &(dyn Fn(u64) + Send + Sync),
-) -> (Result<String>, Result<PartFacts>) {
+) -> (Result<Digests>, Result<PartFacts>) {
     // A backend that hashes where the bytes are (local disk) does large parts itself;
     // the footer is then read on its own, a few KiB.
     if size >= LOCAL_HASH_MIN_BYTES {
-        match store.sha256_range(key, 0..size).await {
-            Ok(Some((hash, n))) => {
+        match store.digest_range(key, 0..size, want).await {
+            Ok(Some((digests, n))) => {
                 on_bytes(n);
-                return (Ok(hash), read_facts(store, key, size, with_ranges).await);
+                return (Ok(digests), read_facts(store, key, size, with_ranges).await);
             }
             Ok(None) => {}
             Err(e) => return (Err(e), read_facts(store, key, size, with_ranges).await),
         }
     }
     if size > HASH_CHUNK_BYTES {
-        let hash = stream_sha256(store, key, size, on_bytes).await;
-        return (hash, read_facts(store, key, size, with_ranges).await);
+        let digests =
+            stream_digests_chunked(store, key, size, HASH_CHUNK_BYTES, want, on_bytes).await;
+        return (digests, read_facts(store, key, size, with_ranges).await);
     }
     match store.get_range(key, 0..size).await {
         Ok(bytes) => {
@@ -140,7 +146,7 @@ pub async fn hash_and_facts(
             // verify's parts are futures of one task, which would use one core.
             let k = key.to_string();
             let done = crate::stream::pool::run(move || {
-                let hash = hex::encode(Sha256::digest(&bytes));
+                let digests = Hasher::of(want, &bytes);
                 // Shorter than listed means the object changed under us: judge what is there.
                 let facts =
                     facts_from(&Source::Memory(&bytes), &k, bytes.len() as u64, with_ranges)
@@ -148,11 +154,11 @@ pub async fn hash_and_facts(
                         .unwrap_or_else(|| {
                             Err(Error::Internal("reading a part from memory waited".into()))
                         });
-                (hash, facts)
+                (digests, facts)
             })
             .await;
             match done {
-                Ok((hash, facts)) => (Ok(hash), facts),
+                Ok((digests, facts)) => (Ok(digests), facts),
                 Err(e) => {
                     let again = Error::Internal(e.to_string());
                     (Err(e), Err(again))

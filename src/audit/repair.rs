@@ -15,6 +15,7 @@ use serde::Serialize;
 use super::flight::{commit_time, Claims, Window};
 use super::part::hash_and_facts;
 use crate::contract;
+use crate::digest::Want;
 use crate::error::Result;
 use crate::keys::{self, KeyKind};
 use crate::pointer::{rfc3339, rfc3339_us, tool_version, Pointer, POINTER_FORMAT};
@@ -72,7 +73,8 @@ pub async fn repair(
                 continue;
             }
         }
-        let (sha256, facts) = hash_and_facts(store, &o.key, o.size, true, &|_| {}).await;
+        let (digests, facts) =
+            hash_and_facts(store, &o.key, o.size, Want::BOTH, true, &|_| {}).await;
         let facts = match facts {
             Ok(f) => f,
             Err(e) => {
@@ -89,7 +91,7 @@ pub async fn repair(
                 .push((o.key.clone(), "the part has no rows with a sequence".into()));
             continue;
         };
-        let sha256 = sha256?;
+        let digests = digests?;
         let pointer = Pointer {
             format: POINTER_FORMAT.to_string(),
             commit_id: commit_id.clone(),
@@ -102,7 +104,8 @@ pub async fn repair(
                 .schema_version
                 .clone()
                 .unwrap_or_else(|| contract::SCHEMA_VERSION.to_string()),
-            sha256: sha256.clone(),
+            sha256: digests.sha256.unwrap_or_default(),
+            blake3: digests.blake3,
             // The part's own time is the best record of when the commit happened.
             committed_utc: rfc3339(o.modified.unwrap_or(now)),
             first_sequence: seq.0,
@@ -124,7 +127,7 @@ pub async fn repair(
             bytes::Bytes::from(pointer.to_bytes()?),
             |have| {
                 let other = Pointer::from_bytes(&pkey, have).map_err(|e| e.to_string())?;
-                if other.sha256 == sha256 && other.part_path == part_path {
+                if other.sha256 == pointer.sha256 && other.part_path == part_path {
                     Ok(())
                 } else {
                     Err("a different pointer holds this commit id".into())

@@ -376,6 +376,8 @@ pub fn merge(reports: Vec<Report>) -> Result<Report> {
         merged.commits += r.commits;
         merged.parts_ok += r.parts_ok;
         merged.parts_hashed += r.parts_hashed;
+        merged.parts_sha256_checked += r.parts_sha256_checked;
+        merged.parts_blake3_checked += r.parts_blake3_checked;
         merged.parts_not_hashed += r.parts_not_hashed;
         merged.rows += r.rows;
         merged.bytes_hashed += r.bytes_hashed;

@@ -22,6 +22,7 @@ use super::chain;
 use super::flight::{self, InFlight, Window};
 use super::log::READ_CONCURRENCY;
 use super::part::{hash_and_facts, read_facts};
+use crate::digest::{Check, Want};
 use crate::encode::sha256_hex;
 use crate::error::{Error, Result};
 use crate::keys::{self, KeyKind};
@@ -138,6 +139,8 @@ pub struct VerifyOptions {
     pub shard: Option<super::shard::ShardSpec>,
     /// Cut the shards from the commits of this seal (default: the newest).
     pub plan_seal: Option<u64>,
+    /// Which recorded digests of each hashed part to recompute.
+    pub digest: Check,
 }
 
 impl Default for VerifyOptions {
@@ -154,6 +157,7 @@ impl Default for VerifyOptions {
             concurrency: READ_CONCURRENCY,
             shard: None,
             plan_seal: None,
+            digest: Check::default(),
         }
     }
 }
@@ -167,8 +171,15 @@ pub struct Report {
     pub commits: u64,
     /// Parts whose size, footer and (when hashed) digest matched.
     pub parts_ok: u64,
-    /// Parts whose sha256 was recomputed.
+    /// Parts whose digest was recomputed (and matched).
     pub parts_hashed: u64,
+    /// Of those, the parts whose sha256 was recomputed (every part under `--digest all`;
+    /// by default only those whose pointer records no BLAKE3).
+    #[serde(default)]
+    pub parts_sha256_checked: u64,
+    /// Of those, the parts whose BLAKE3 was recomputed.
+    #[serde(default)]
+    pub parts_blake3_checked: u64,
     /// Parts not hashed because of `--sample` or `--since-seal`.
     pub parts_not_hashed: u64,
     /// Seed of `--sample`, when sampling.
@@ -520,7 +531,8 @@ pub(crate) async fn check_parts(
             .map(|((key, p), hash)| {
                 let listed = by_key.get(p.part_path.as_str()).map(|o| o.size);
                 async move {
-                    let found = check_part(store, &key, &p, listed, hash, progress).await;
+                    let found =
+                        check_part(store, &key, &p, listed, hash, opts.digest, progress).await;
                     progress.parts_done.fetch_add(1, Ordering::Relaxed);
                     (p, hash, found)
                 }
@@ -533,7 +545,10 @@ pub(crate) async fn check_parts(
             report.parts_ok += 1;
             report.rows += p.row_count;
             if hashed {
+                let want = Want::for_check(opts.digest, p.blake3.is_some());
                 report.parts_hashed += 1;
+                report.parts_sha256_checked += u64::from(want.sha256);
+                report.parts_blake3_checked += u64::from(want.blake3);
                 report.bytes_hashed += p.size_bytes;
             } else {
                 report.parts_not_hashed += 1;
@@ -555,6 +570,7 @@ async fn check_part(
     p: &Pointer,
     listed: Option<u64>,
     hash: bool,
+    digest: Check,
     progress: &Progress,
 ) -> Found {
     let size = match listed {
@@ -582,13 +598,16 @@ async fn check_part(
         let on_bytes = |n: u64| {
             progress.bytes_done.fetch_add(n, Ordering::Relaxed);
         };
-        let (got, facts) = hash_and_facts(store, &p.part_path, size, true, &on_bytes).await;
+        let want = Want::for_check(digest, p.blake3.is_some());
+        let (got, facts) = hash_and_facts(store, &p.part_path, size, want, true, &on_bytes).await;
         match got {
-            Ok(got) if got != p.sha256 => out.push((
-                ProblemKind::DigestMismatch,
-                format!("sha256 {got}, pointer {key} records {}", p.sha256),
-            )),
-            Ok(_) => {}
+            Ok(got) => {
+                let pk = format!("pointer {key}");
+                let bad = got.mismatches(&p.sha256, p.blake3.as_deref(), &pk);
+                if !bad.is_empty() {
+                    out.push((ProblemKind::DigestMismatch, bad.join("; ")));
+                }
+            }
             Err(e) => out.push((ProblemKind::MissingPart, format!("cannot read: {e}"))),
         }
         facts

@@ -35,6 +35,11 @@ pub(crate) struct Args {
     /// earlier full verify for everything before.
     #[arg(long, value_name = "SEQ", num_args = 0..=1)]
     since_seal: Option<Option<u64>>,
+    /// Which digests of each part to recompute: `fastest` (BLAKE3 where the pointer
+    /// records one, else sha256) or `all` (every recorded digest, sha256 always: for
+    /// audits that must rest on a FIPS 180-4 digest).
+    #[arg(long, value_name = "WHICH", default_value = "fastest")]
+    digest: crate::digest::Check,
     /// Objects read at once.
     #[arg(long, value_name = "N", default_value_t = crate::audit::log::READ_CONCURRENCY)]
     concurrency: usize,
@@ -106,6 +111,7 @@ async fn check(a: Args) -> Result<Status> {
         concurrency: a.concurrency.max(1),
         shard: a.shard,
         plan_seal: a.plan_seal,
+        digest: a.digest,
         ..VerifyOptions::default()
     };
     let bar = std::io::stderr()
@@ -176,6 +182,12 @@ fn print_report(r: &Report, more: &[String], extra: usize) -> Result<()> {
         out(&format!("PROBLEM {kind}: {}: {}", p.key, p.detail))?;
     }
     let mut hashed = format!("{} parts hashed", r.parts_hashed);
+    if r.parts_hashed > 0 {
+        hashed.push_str(&format!(
+            " ({} by sha256, {} by blake3)",
+            r.parts_sha256_checked, r.parts_blake3_checked
+        ));
+    }
     if r.parts_not_hashed > 0 {
         hashed.push_str(&format!(", {} not re-hashed", r.parts_not_hashed));
         if let Some(seed) = r.sample_seed {

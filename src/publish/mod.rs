@@ -74,12 +74,17 @@ pub trait AtomicPublisher: Send + Sync + Debug {
     /// A byte range of an object (for streaming hashes and Parquet footers).
     async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes>;
 
-    /// Lower-case hex sha256 of a byte range and how many bytes it covered (fewer than
-    /// asked when the object is shorter), computed where the bytes are, or `None` when
-    /// this backend has no cheaper way than [`get_range`](Self::get_range) (the default:
-    /// the caller then hashes ranged reads). Same errors as `get_range`.
-    async fn sha256_range(&self, key: &str, range: Range<u64>) -> Result<Option<(String, u64)>> {
-        let _ = (key, range);
+    /// The digests `want` asks for of a byte range and how many bytes they covered (fewer
+    /// than asked when the object is shorter), computed where the bytes are, or `None`
+    /// when this backend has no cheaper way than [`get_range`](Self::get_range) (the
+    /// default: the caller then hashes ranged reads). Same errors as `get_range`.
+    async fn digest_range(
+        &self,
+        key: &str,
+        range: Range<u64>,
+        want: crate::digest::Want,
+    ) -> Result<Option<(crate::digest::Digests, u64)>> {
+        let _ = (key, range, want);
         Ok(None)
     }
 

@@ -161,8 +161,12 @@ impl AtomicPublisher for PosixPublisher {
 
     /// Reads and hashes in 256 KiB pieces through one reused buffer per thread: the
     /// bytes are hashed from cache, never copied into a buffer of the range's size.
-    async fn sha256_range(&self, key: &str, range: Range<u64>) -> Result<Option<(String, u64)>> {
-        use sha2::{Digest, Sha256};
+    async fn digest_range(
+        &self,
+        key: &str,
+        range: Range<u64>,
+        want: crate::digest::Want,
+    ) -> Result<Option<(crate::digest::Digests, u64)>> {
         const PIECE: usize = 256 * 1024;
         thread_local! {
             static PIECE_BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
@@ -171,7 +175,7 @@ impl AtomicPublisher for PosixPublisher {
         blocking(move || {
             let mut f = open_at(&path, range.start)?;
             let mut left = range.end.saturating_sub(range.start);
-            let mut h = Sha256::new();
+            let mut h = crate::digest::Hasher::new(want);
             let mut n = 0u64;
             PIECE_BUF.with_borrow_mut(|buf| {
                 buf.resize(PIECE, 0);
@@ -189,7 +193,7 @@ impl AtomicPublisher for PosixPublisher {
                 }
                 Ok(())
             })?;
-            Ok(Some((hex::encode(h.finalize()), n)))
+            Ok(Some((h.finish(), n)))
         })
         .await
     }
