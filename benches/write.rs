@@ -49,16 +49,18 @@ fn load(path: &str) -> Vec<arrow_array::RecordBatch> {
     input::parse_validated(bytes, fmt).unwrap()
 }
 
-/// One of the shared bench's engines, as a child process: its JSON line's `seconds`.
+/// One of the shared bench's engines, as a child process: its JSON line's `seconds`. Its
+/// output directory goes into `keep`, removed when the section ends (see [`Kept`]).
 fn shared_engine(
     py: &str,
     dir: &Path,
     engine: &str,
     events: &str,
     batch_rows: usize,
+    keep: &mut Kept,
 ) -> Option<f64> {
     let root = tempfile::tempdir().unwrap();
-    let store = root.path().join("store");
+    let store = keep.push(root).join("store");
     let mut cmd = Command::new(py);
     cmd.current_dir(dir);
     match engine {
@@ -77,6 +79,21 @@ fn shared_engine(
     let line = text.lines().rev().find(|l| l.starts_with('{'))?;
     let v: serde_json::Value = serde_json::from_str(line).ok()?;
     v["seconds"].as_f64()
+}
+
+/// Every store a write section made, removed only when the section ends. ext4 makes a
+/// file creation skip every inode freed in the last 5-35 s (`find_inode_bit` →
+/// `recently_deleted`, one buffer lookup each): removing a 1,000-part store before the
+/// next timed run made its creates O(files just removed) (perf: ~20 % of a 10-row-commit
+/// run's CPU), charging whichever writer ran next for the previous one's cleanup.
+#[derive(Default)]
+struct Kept(Vec<tempfile::TempDir>);
+
+impl Kept {
+    fn push(&mut self, d: tempfile::TempDir) -> &Path {
+        self.0.push(d);
+        self.0.last().map(|d| d.path()).unwrap()
+    }
 }
 
 struct Run {
@@ -145,6 +162,7 @@ fn section_write(args: &[String], rt: &tokio::runtime::Runtime, repeats: usize, 
     let mut secs = vec![vec![Vec::new(); ENGINES.len() + 1]; sets.len()];
     let mut info = vec![(0usize, 0u64); sets.len()];
     let mut stores: Vec<Option<Run>> = (0..sets.len()).map(|_| None).collect();
+    let mut keep = Kept::default();
     for rep in 0..repeats {
         for (si, (path, batch_rows)) in sets.iter().enumerate() {
             let r = ours(rt, &loaded[si], *batch_rows, in_flight);
@@ -154,11 +172,15 @@ fn section_write(args: &[String], rt: &tokio::runtime::Runtime, repeats: usize, 
             );
             secs[si][0].push(r.seconds);
             info[si] = (r.flushes, r.bytes);
-            stores[si] = Some(r);
+            if let Some(old) = stores[si].replace(r) {
+                keep.push(old.store);
+            }
             if let (Some(py), Some(dir)) = (&py, &shared) {
                 for (ei, e) in ENGINES.iter().enumerate() {
                     let abs = std::fs::canonicalize(path).unwrap();
-                    if let Some(s) = shared_engine(py, dir, e, abs.to_str().unwrap(), *batch_rows) {
+                    if let Some(s) =
+                        shared_engine(py, dir, e, abs.to_str().unwrap(), *batch_rows, &mut keep)
+                    {
                         eprintln!("rep {rep} {path} × {batch_rows}: {e} {s:.3} s");
                         secs[si][ei + 1].push(s);
                     }

@@ -29,6 +29,7 @@ pub fn schema() -> SchemaRef {
         i("size_bytes"),
         s("schema_version"),
         s("sha256"),
+        Field::new("blake3", DataType::Utf8, true),
         Field::new("committed_utc", ts.clone(), false),
         i("first_sequence"),
         i("last_sequence"),
@@ -66,6 +67,7 @@ pub fn batch(pointers: &[Pointer]) -> LResult<RecordBatch> {
         .map(|_| TimestampMicrosecondBuilder::new().with_timezone("UTC"))
         .collect();
     let mut key = StringBuilder::new();
+    let mut blake3 = StringBuilder::new();
     let mut adopted = BooleanBuilder::new();
     for p in pointers {
         for (b, v) in strs.iter_mut().zip([
@@ -95,6 +97,7 @@ pub fn batch(pointers: &[Pointer]) -> LResult<RecordBatch> {
             b.append_value(micros(p, f, v)?);
         }
         key.append_option(p.commit_key.as_deref());
+        blake3.append_option(p.blake3.as_deref());
         adopted.append_value(p.adopted);
     }
     let s: Vec<ArrayRef> = strs
@@ -118,6 +121,7 @@ pub fn batch(pointers: &[Pointer]) -> LResult<RecordBatch> {
         i[1].clone(),
         s[4].clone(),
         s[5].clone(),
+        Arc::new(blake3.finish()),
         t[0].clone(),
         i[2].clone(),
         i[3].clone(),

@@ -15,6 +15,7 @@ use chrono::{DateTime, Utc};
 
 use crate::error::Result;
 
+pub mod dirsync;
 pub mod faulty;
 pub mod memory;
 pub mod metered;

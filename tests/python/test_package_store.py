@@ -100,6 +100,16 @@ def test_log_and_verify(backend):
     assert cli["replica"] is None and cli["witness"] is None
     assert report.summary == cli["summary"] == "clean: no problems"
     assert report.in_flight_objects == []
+    # Each part's BLAKE3 is in its pointer and the log; verify checks it by default, both
+    # digests with digest="all" (as `lineage verify --digest all`).
+    blake3 = log.column("blake3").to_pylist()
+    assert blake3 == [c.blake3 for c in store.commits()]
+    assert all(len(h) == 64 and int(h, 16) >= 0 for h in blake3)
+    assert (report.parts_sha256_checked, report.parts_blake3_checked) == (0, len(log))
+    full = store.verify(digest="all")
+    assert full.clean and (full.parts_sha256_checked, full.parts_blake3_checked) == (len(log), len(log))
+    with pytest.raises(ls.InputError, match="expected `fastest` or `all`"):
+        store.verify(digest="md5")
 
 
 def test_objects_in_flight_are_named_as_the_cli_names_them(tmp_path):
