@@ -15,7 +15,6 @@ use chrono::{DateTime, Utc};
 
 use crate::error::Result;
 
-pub mod dirsync;
 pub mod faulty;
 pub mod memory;
 pub mod metered;

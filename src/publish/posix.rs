@@ -9,9 +9,7 @@
 //! 4. publish it with `renameat2(RENAME_NOREPLACE)`, or where the filesystem does not
 //!    support that flag, with `link(temp, target)` + `unlink(temp)`; both fail with
 //!    `EEXIST` instead of replacing (a plain `rename` would silently overwrite);
-//! 5. fsync the directory so the new name survives a power cut; publishes into the same
-//!    directory at the same time share that fsync ([`super::dirsync`]: it returns only
-//!    once an fsync that started after its rename has succeeded).
+//! 5. fsync the directory so the new name survives a power cut.
 //!
 //! The temp is removed on every error path (a drop guard), so only a crash of the process
 //! itself can leave one; `verify` reports those and `sweep` removes them. An empty object
@@ -19,8 +17,6 @@
 //! with no content, that is already all-or-nothing and never over anything.
 
 use std::fs::{self, File, OpenOptions};
-
-use super::dirsync::DirSyncs;
 use std::io::{ErrorKind as IoKind, Read, Seek, SeekFrom, Write};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -46,9 +42,6 @@ pub struct PosixPublisher {
     root: PathBuf,
     list_hook: Option<ListHook>,
     inject: Option<InjectedWriteError>,
-    /// Shared by every clone of this publisher: concurrent publishes into one directory
-    /// share its fsyncs.
-    dir_syncs: Arc<DirSyncs>,
 }
 
 impl std::fmt::Debug for PosixPublisher {
@@ -83,7 +76,6 @@ impl PosixPublisher {
             root: root.into(),
             list_hook: None,
             inject: None,
-            dir_syncs: Arc::new(DirSyncs::fsync()),
         }
     }
 
@@ -139,8 +131,7 @@ impl AtomicPublisher for PosixPublisher {
             .inject
             .clone()
             .filter(|i| key.contains(i.key_contains.as_str()));
-        let syncs = self.dir_syncs.clone();
-        blocking(move || publish_file(&target, &bytes, inject.as_ref(), &syncs)).await
+        blocking(move || publish_file(&target, &bytes, inject.as_ref())).await
     }
 
     async fn get(&self, key: &str) -> Result<Option<Bytes>> {
@@ -456,7 +447,6 @@ fn publish_file(
     target: &Path,
     bytes: &[u8],
     inject: Option<&InjectedWriteError>,
-    syncs: &DirSyncs,
 ) -> Result<Outcome> {
     let dir = target
         .parent()
@@ -467,7 +457,7 @@ fn publish_file(
         // written: an exclusive create is already all-or-nothing, no temp is needed.
         return match OpenOptions::new().write(true).create_new(true).open(target) {
             Ok(_) => {
-                syncs.after_rename(dir)?;
+                fsync_dir(dir)?;
                 Ok(Outcome::Created)
             }
             Err(e) if e.kind() == IoKind::AlreadyExists => Ok(Outcome::AlreadyExists),
@@ -514,7 +504,7 @@ fn publish_file(
     };
     drop(guard);
     if outcome == Outcome::Created {
-        syncs.after_rename(dir)?;
+        fsync_dir(dir)?;
     }
     Ok(outcome)
 }
