@@ -146,15 +146,14 @@ pub fn encode_with(
     )?;
     writer.write(&batch)?;
     let buf = writer.into_inner()?;
-    let digests = crate::digest::Hasher::of(crate::digest::Want::BOTH, &buf);
     let seq = batch.column(col::SEQUENCE).as_primitive::<Int64Type>();
     let time = batch
         .column(col::EVENT_TIME_UTC)
         .as_primitive::<TimestampMicrosecondType>();
     Ok(EncodedPart {
         commit_id: commit_id.to_string(),
-        sha256: digests.sha256.unwrap_or_default(),
-        blake3: digests.blake3.unwrap_or_default(),
+        sha256: sha256_hex(&buf),
+        blake3: crate::digest::blake3_hex(&buf),
         rows: rows as u64,
         sequence: min_max(seq.values()),
         event_time_us: min_max(time.values()),

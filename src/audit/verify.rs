@@ -526,15 +526,16 @@ pub(crate) async fn check_parts(
         .sum();
     progress.bytes_total.store(bytes_total, Ordering::Relaxed);
     let progress = &progress;
-    let results: Vec<(Pointer, bool, Found)> =
+    let results: Vec<(Pointer, Option<Want>, Found)> =
         futures::stream::iter(pointers.into_iter().zip(hash))
             .map(|((key, p), hash)| {
                 let listed = by_key.get(p.part_path.as_str()).map(|o| o.size);
+                // The digests to recompute: what --digest asks of what this pointer records.
+                let want = hash.then(|| Want::for_check(opts.digest, p.blake3.is_some()));
                 async move {
-                    let found =
-                        check_part(store, &key, &p, listed, hash, opts.digest, progress).await;
+                    let found = check_part(store, &key, &p, listed, want, progress).await;
                     progress.parts_done.fetch_add(1, Ordering::Relaxed);
-                    (p, hash, found)
+                    (p, want, found)
                 }
             })
             .buffer_unordered(opts.concurrency.max(1))
@@ -544,8 +545,7 @@ pub(crate) async fn check_parts(
         if found.is_empty() {
             report.parts_ok += 1;
             report.rows += p.row_count;
-            if hashed {
-                let want = Want::for_check(opts.digest, p.blake3.is_some());
+            if let Some(want) = hashed {
                 report.parts_hashed += 1;
                 report.parts_sha256_checked += u64::from(want.sha256);
                 report.parts_blake3_checked += u64::from(want.blake3);
@@ -563,14 +563,14 @@ pub(crate) async fn check_parts(
 /// Problems found with one part, as (kind, detail).
 type Found = Vec<(ProblemKind, String)>;
 
-/// The problems of one pointer's part (empty when it checks out).
+/// The problems of one pointer's part (empty when it checks out); `want`: the digests to
+/// recompute, `None` to check existence, size and footer only.
 async fn check_part(
     store: &dyn AtomicPublisher,
     key: &str,
     p: &Pointer,
     listed: Option<u64>,
-    hash: bool,
-    digest: Check,
+    want: Option<Want>,
     progress: &Progress,
 ) -> Found {
     let size = match listed {
@@ -594,11 +594,10 @@ async fn check_part(
         )];
     }
     let mut out = Vec::new();
-    let facts = if hash {
+    let facts = if let Some(want) = want {
         let on_bytes = |n: u64| {
             progress.bytes_done.fetch_add(n, Ordering::Relaxed);
         };
-        let want = Want::for_check(digest, p.blake3.is_some());
         let (got, facts) = hash_and_facts(store, &p.part_path, size, want, true, &on_bytes).await;
         match got {
             Ok(got) => {
