@@ -35,31 +35,19 @@
 //! - [`clock`]: injected time and id generation; [`demo`]: sample events.
 
 pub mod audit;
+pub mod base;
+#[cfg(feature = "cli")]
 pub mod cli;
-pub mod clock;
-pub mod commit_key;
-pub mod conform;
-pub mod contract;
-pub mod crs;
-pub mod demo;
-pub mod digest;
-pub mod encode;
-pub mod error;
-pub mod events;
 pub mod export;
+pub mod format;
 pub mod history;
-pub mod input;
-pub mod keys;
-pub mod pointer;
+pub mod parts;
 pub mod publish;
 pub mod replicate;
-pub mod rules;
-pub mod store;
-pub mod stream;
-pub mod validate;
+pub mod schema;
 pub mod witness;
-pub mod writer;
+pub mod write;
 
-pub use error::{Error, ErrorKind, Result};
+pub use base::error::{Error, ErrorKind, Result};
 pub use publish::{AtomicPublisher, Outcome};
-pub use writer::Writer;
+pub use write::writer::Writer;

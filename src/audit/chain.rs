@@ -9,12 +9,13 @@ use std::collections::HashMap;
 
 use ed25519_dalek::VerifyingKey;
 
-use super::merkle::{self, Hash};
-use super::seal::{read_seals, seal_key, StoredSeal};
-use super::verify::{Problem, ProblemKind};
-use crate::error::Result;
+use crate::audit::report::{Problem, ProblemKind};
+use crate::base::error::Result;
+use crate::format::keys;
+use crate::format::keys::seal_key;
 use crate::history::frontier::Frontier;
-use crate::keys;
+use crate::history::merkle::{self, Hash};
+use crate::history::seal::{read_seals, StoredSeal};
 use crate::publish::AtomicPublisher;
 
 /// One sealed commit, in leaf order.
@@ -164,7 +165,7 @@ pub async fn walk(store: &dyn AtomicPublisher, trusted: Option<&VerifyingKey>) -
             };
             tree.push(merkle::leaf_hash(&d));
             chain.by_key.insert(e.key.clone(), chain.leaves.len());
-            chain.leaves.push(super::chain::Leaf {
+            chain.leaves.push(crate::audit::chain::Leaf {
                 key: e.key.clone(),
                 digest: e.sha256.to_lowercase(),
                 seq: s.key_seq,
@@ -197,7 +198,7 @@ pub async fn walk(store: &dyn AtomicPublisher, trusted: Option<&VerifyingKey>) -
             }
         }
         if seal.is_v2() {
-            let problems = crate::history::check::seal_fields(
+            let problems = crate::history::seal::seal_fields(
                 seal,
                 watermark.as_deref(),
                 (!chain.broken).then_some(&chain.by_key),

@@ -1,85 +1,111 @@
-//! Reading the commit pointers.
+//! `log --since-seal [SEQ]`: the commits made after seal SEQ (default: the newest), in
+//! commit-time order, in O(commits since + log n) requests: the entries of the seals after
+//! SEQ (read by number) and the index after the newest seal's watermark.
 
+use std::collections::HashSet;
+
+use chrono::{DateTime, Utc};
 use futures::{StreamExt, TryStreamExt};
 
-use crate::encode::sha256_hex;
-use crate::error::Result;
-use crate::keys::{self, KeyKind};
-use crate::pointer::Pointer;
+use crate::base::error::{Error, Result};
+use crate::format::keys;
+use crate::format::pointer::Pointer;
+use crate::history::head::{self, read_seal};
+use crate::history::index;
+use crate::history::pointers::{read_pointers, sort_in_commit_order, READ_CONCURRENCY};
 use crate::publish::AtomicPublisher;
 
-/// Parallel reads of small objects.
-pub const READ_CONCURRENCY: usize = 16;
-
-/// A pointer as read, with its key and the sha256 of its exact bytes (what a seal records).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoredPointer {
-    /// The pointer's key.
-    pub key: String,
-    /// Lower-case hex sha256 of the stored bytes.
-    pub sha256: String,
-    /// The parsed pointer.
-    pub pointer: Pointer,
-}
-
-/// Every pointer (of one run, if given), in commit-time order ([`commit_order`]).
-/// An unparseable pointer is an error here; `verify` reports it instead.
-pub async fn read_pointers(
+/// The commits after seal `since` (the newest when `None`), of one run if given. A store
+/// without a seal of the current format is read whole (every pointer).
+pub async fn since_seal(
     store: &dyn AtomicPublisher,
+    since: Option<u64>,
     run_id: Option<&str>,
 ) -> Result<Vec<Pointer>> {
-    Ok(read_stored_pointers(store, run_id)
-        .await?
-        .into_iter()
-        .map(|p| p.pointer)
-        .collect())
-}
-
-/// [`read_pointers`], keeping each pointer's key and digest.
-pub async fn read_stored_pointers(
-    store: &dyn AtomicPublisher,
-    run_id: Option<&str>,
-) -> Result<Vec<StoredPointer>> {
-    let prefix = match run_id {
-        Some(r) => {
-            keys::check_run_id(r)?;
-            format!("{}run_id={r}/", keys::COMMITS_PREFIX)
+    if let Some(r) = run_id {
+        keys::check_run_id(r)?;
+    }
+    let heads = head::find(store).await?;
+    let newest = match heads.newest() {
+        Some(n) if heads.legacy.is_none() => n.clone(),
+        _ => {
+            let all = heads.legacy.unwrap_or_default();
+            if let Some(n) = since {
+                if !all.iter().any(|s| s.key_seq == n) {
+                    return Err(Error::Usage(format!(
+                        "--since-seal {n}: the store has no seal {n}"
+                    )));
+                }
+            }
+            // Earlier format: the sealed set comes from every seal, the rest from the pointers.
+            let sealed: HashSet<String> = all
+                .iter()
+                .filter(|s| since.is_none_or(|n| s.key_seq <= n))
+                .filter_map(|s| s.seal.as_ref().ok())
+                .flat_map(|s| s.entries.iter().map(|e| e.key.clone()))
+                .collect();
+            let mut v = read_pointers(store, run_id).await?;
+            v.retain(|p| !sealed.contains(&keys::pointer_key(&p.run_id, &p.commit_id)));
+            return Ok(v);
         }
-        None => keys::COMMITS_PREFIX.to_string(),
     };
-    let listed = store.list(&prefix).await?;
-    let mut pointers: Vec<StoredPointer> = futures::stream::iter(
-        listed
-            .into_iter()
-            .filter(|o| matches!(keys::classify(&o.key), KeyKind::Pointer { .. })),
-    )
-    .map(|o| async move {
-        let bytes = store
-            .get(&o.key)
+    let since = since.unwrap_or(newest.key_seq);
+    if since == 0 || since > newest.key_seq {
+        return Err(Error::Usage(format!(
+            "--since-seal {since}: the store has no seal {since} (the newest is {})",
+            newest.key_seq
+        )));
+    }
+    let mut keys_after: Vec<String> = Vec::new();
+    for n in since + 1..=newest.key_seq {
+        let s = read_seal(store, n)
             .await?
-            .ok_or_else(|| crate::error::Error::NotFound(o.key.clone()))?;
-        let pointer = Pointer::from_bytes(&o.key, &bytes)?;
-        Ok::<_, crate::error::Error>(StoredPointer {
-            sha256: sha256_hex(&bytes),
-            key: o.key,
-            pointer,
+            .ok_or_else(|| Error::NotFound(crate::format::keys::seal_key(n)))?;
+        let seal = s.seal.map_err(|m| Error::Corrupt {
+            what: "seal",
+            key: s.key.clone(),
+            message: m,
+        })?;
+        keys_after.extend(seal.entries.into_iter().map(|e| e.key));
+    }
+    let head_seal = newest.seal.map_err(|m| Error::Corrupt {
+        what: "seal",
+        key: newest.key.clone(),
+        message: m,
+    })?;
+    let watermark: Option<DateTime<Utc>> = head_seal
+        .watermark_utc
+        .as_deref()
+        .and_then(|w| DateTime::parse_from_rfc3339(w).ok())
+        .map(|t| t.with_timezone(&Utc));
+    let ahead: HashSet<String> = head_seal.ahead.into_iter().flatten().collect();
+    if watermark.is_some() {
+        keys_after.extend(
+            index::list_since(store, watermark, &ahead)
+                .await?
+                .into_iter()
+                .map(|e| e.pointer_key),
+        );
+    }
+    let prefix = run_id.map(|r| keys::pointer_key(r, ""));
+    let prefix = prefix.as_deref().map(|p| p.trim_end_matches(".json"));
+    let wanted: Vec<String> = keys_after
+        .into_iter()
+        .filter(|k| prefix.is_none_or(|p| k.starts_with(p)))
+        .collect();
+    let read: Vec<Option<Pointer>> = futures::stream::iter(wanted)
+        .map(|k| async move {
+            match store.get(&k).await? {
+                Some(b) => Pointer::from_bytes(&k, &b).map(Some),
+                // Removed since it was sealed or indexed: `verify` names it.
+                None => Ok(None),
+            }
         })
-    })
-    .buffer_unordered(READ_CONCURRENCY)
-    .try_collect()
-    .await?;
-    pointers.sort_by(|a, b| commit_order(&a.pointer, &b.pointer));
-    Ok(pointers)
-}
-
-/// Commit-time order: `committed_utc` (RFC 3339 in UTC with microseconds, so text order is
-/// time order), then commit id. Keyed (UUIDv8) commits sort by when they were made, not by
-/// their hashed ids.
-pub fn commit_order(a: &Pointer, b: &Pointer) -> std::cmp::Ordering {
-    (&a.committed_utc, &a.commit_id).cmp(&(&b.committed_utc, &b.commit_id))
-}
-
-/// Sort pointers in [`commit_order`].
-pub fn sort_in_commit_order(pointers: &mut [Pointer]) {
-    pointers.sort_by(commit_order);
+        .buffer_unordered(READ_CONCURRENCY)
+        .try_collect()
+        .await?;
+    let mut v: Vec<Pointer> = read.into_iter().flatten().collect();
+    sort_in_commit_order(&mut v);
+    v.dedup_by(|a, b| a.commit_id == b.commit_id && a.run_id == b.run_id);
+    Ok(v)
 }

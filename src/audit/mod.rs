@@ -4,13 +4,9 @@
 //! See docs/audit-guide.md for what each of these proves.
 
 pub mod chain;
-pub mod flight;
 pub mod log;
-pub mod merkle;
-pub mod part;
 pub mod proof;
 pub mod repair;
-pub mod seal;
-pub mod shard;
+pub mod report;
 pub mod sweep;
 pub mod verify;

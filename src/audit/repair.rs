@@ -6,21 +6,22 @@
 //! match its path is adopted; anything else is refused with the reason. The pointer is
 //! published create-only and says `"adopted": true`. Parts whose content says they were
 //! made within the grace period (the UUIDv7 time of the commit id, or the claim time of a
-//! commit key; never the modification time, see [`super::flight`]) are left alone: their
+//! commit key; never the modification time, see [`crate::audit::verify::flight`]) are left alone: their
 //! writer may be about to publish the pointer itself.
 
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
-use super::flight::{commit_time, Claims, Window};
-use super::part::hash_and_facts;
-use crate::contract;
-use crate::digest::Want;
-use crate::error::Result;
-use crate::keys::{self, KeyKind};
-use crate::pointer::{rfc3339, rfc3339_us, tool_version, Pointer, POINTER_FORMAT};
+use crate::audit::verify::flight::{commit_time, Claims, Window};
+use crate::base::digest::Want;
+use crate::base::error::Result;
+use crate::base::time::{rfc3339, rfc3339_us};
+use crate::format::keys::{self, KeyKind};
+use crate::format::pointer::{tool_version, Pointer, POINTER_FORMAT};
+use crate::parts::read::hash_and_facts;
+use crate::publish::checked::{publish_checked, Published};
 use crate::publish::AtomicPublisher;
-use crate::writer::{publish_checked, Published};
+use crate::schema::contract;
 
 /// What `repair` did.
 #[derive(Debug, Clone, Default, Serialize)]

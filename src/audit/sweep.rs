@@ -3,7 +3,7 @@
 //! Only objects the layout classifies as temps are touched ([`AtomicPublisher::delete_temp`]
 //! refuses anything else). By default only temps older than `older_than` (at least a
 //! minute) go: a temp is kept while *any* time it carries is recent, the creation time in
-//! its name ([`crate::keys::temp_name`]) or its modification time (a temp still being
+//! its name ([`crate::format::keys::temp_name`]) or its modification time (a temp still being
 //! written is modified continuously and published within moments of its last write), and
 //! kept when it carries no time at all. Sweeping is about not breaking a running writer
 //! (whose publish would then fail); judging temps for an audit is `verify`'s job, which
@@ -19,8 +19,8 @@
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
-use crate::error::{Error, Result};
-use crate::keys::{self, KeyKind};
+use crate::base::error::{Error, Result};
+use crate::format::keys::{self, KeyKind};
 use crate::publish::AtomicPublisher;
 
 /// Default age after which a temp is stale.
@@ -37,27 +37,6 @@ pub struct SweepOutcome {
     pub bytes: u64,
     /// Temps kept because they are recent (or their age is unknown).
     pub kept: u64,
-}
-
-/// Parse `90s`, `15m`, `1h`, `2d` (a whole number and one unit).
-pub fn parse_duration(s: &str) -> Result<Duration> {
-    let s = s.trim();
-    let bad = || {
-        Error::Usage(format!(
-            "duration {s:?}: expected a whole number and a unit s, m, h or d (e.g. 1h)"
-        ))
-    };
-    let unit = s.chars().last().ok_or_else(bad)?;
-    let n: i64 = s[..s.len() - unit.len_utf8()].parse().map_err(|_| bad())?;
-    let secs = match unit {
-        's' => Some(n),
-        'm' => n.checked_mul(60),
-        'h' => n.checked_mul(3600),
-        'd' => n.checked_mul(86_400),
-        _ => None,
-    }
-    .ok_or_else(bad)?;
-    Duration::try_seconds(secs).ok_or_else(bad)
 }
 
 /// Remove temps older than `older_than` (at least a minute) relative to `now`.

@@ -1,14 +1,14 @@
 //! `lineage append`: validate all of the input, then read it again and commit flush by
-//! flush (memory bounded, see [`crate::stream`]).
+//! flush (memory bounded, see [`crate::write::stream`]).
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::cli::{json_line, out, Status, StoreArg};
-use crate::error::Result;
-use crate::input::{self, Format};
-use crate::pointer::Pointer;
-use crate::writer::{Writer, DEFAULT_BATCH_ROWS};
+use crate::base::error::Result;
+use crate::cli::common::{json_line, out, Status, StoreArg};
+use crate::format::pointer::Pointer;
+use crate::write::input::{self, Format};
+use crate::write::writer::{Writer, DEFAULT_BATCH_ROWS};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -45,14 +45,15 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         .with_schema_version(a.schema_version);
     let mut print_err = None;
     // Validates everything before the first commit: refused input publishes nothing.
-    let done = crate::stream::append::append(&writer, input, false, |p| {
-        if print_err.is_none() {
-            if let Err(e) = print_commit(p, a.json) {
-                print_err = Some(e);
+    let done = writer
+        .append_source(input, false, |p| {
+            if print_err.is_none() {
+                if let Err(e) = print_commit(p, a.json) {
+                    print_err = Some(e);
+                }
             }
-        }
-    })
-    .await?;
+        })
+        .await?;
     if let Some(e) = print_err {
         return Err(e);
     }

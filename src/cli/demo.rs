@@ -5,15 +5,15 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::audit::seal::seal;
 use crate::audit::verify::{verify_with, VerifyOptions};
-use crate::cli::{out, Status};
-use crate::clock::SystemClock;
-use crate::error::Result;
-use crate::events::{Origin, SourcedBatch};
+use crate::base::clock::SystemClock;
+use crate::base::error::Result;
+use crate::cli::common::{out, Status};
+use crate::history::sealer::seal;
 use crate::publish::posix::PosixPublisher;
-use crate::validate::Validator;
-use crate::writer::Writer;
+use crate::schema::events::{Origin, SourcedBatch};
+use crate::write::validate::Validator;
+use crate::write::writer::Writer;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -39,7 +39,7 @@ pub(crate) struct Args {
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
     let started = std::time::Instant::now();
-    let raw = crate::demo::generate(a.events, a.runs, a.seed)?;
+    let raw = crate::write::demo::generate(a.events, a.runs, a.seed)?;
     let mut v = Validator::new();
     let mut first = 1u64;
     let mut batches = Vec::with_capacity(raw.len());

@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::cli::{out, Status, StoreArg};
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
+use crate::cli::common::{out, Status, StoreArg};
 use crate::export::iso19115::{self, IsoFormat, IsoOptions};
 use crate::export::openlineage::{self, Granularity, JobNaming};
 use crate::export::post::{self, PostConfig, Secret};
@@ -200,7 +200,7 @@ fn write_out(path: &std::path::Path, text: &str) -> Result<()> {
         return o
             .write_all(text.as_bytes())
             .and_then(|()| o.flush())
-            .map_err(|e| Error::io(crate::cli::STDOUT, e));
+            .map_err(|e| Error::io(crate::cli::common::STDOUT, e));
     }
     std::fs::write(path, text).map_err(|e| Error::io(path, e))
 }

@@ -3,9 +3,9 @@
 
 use std::path::PathBuf;
 
-use crate::audit::seal::keygen;
-use crate::cli::{out, Status};
-use crate::error::Result;
+use crate::base::error::Result;
+use crate::cli::common::{out, Status};
+use crate::history::signing::keygen;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {

@@ -1,8 +1,8 @@
 //! `lineage log`: the commits in commit-time order (`--since-seal`: only the new ones).
 
-use crate::audit::log::read_pointers;
-use crate::cli::{json_line, out, Status, StoreArg};
-use crate::error::Result;
+use crate::base::error::Result;
+use crate::cli::common::{json_line, out, Status, StoreArg};
+use crate::history::pointers::read_pointers;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -23,7 +23,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     let store = a.store.open().await?;
     let pointers = match a.since_seal {
         Some(since) => {
-            crate::history::log::since_seal(store.as_ref(), since, a.run_id.as_deref()).await?
+            crate::audit::log::since_seal(store.as_ref(), since, a.run_id.as_deref()).await?
         }
         None => read_pointers(store.as_ref(), a.run_id.as_deref()).await?,
     };

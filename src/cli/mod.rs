@@ -9,9 +9,11 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::base::error::{Error, ErrorKind};
+use common::STDOUT;
 
 mod append;
+mod common;
 mod demo;
 mod export;
 mod keygen;
@@ -36,29 +38,6 @@ mod witness;
 struct Cli {
     #[command(subcommand)]
     command: Command,
-}
-
-/// Store selection shared by the commands that open one.
-#[derive(Debug, clap::Args)]
-pub(crate) struct StoreArg {
-    /// Store URL: a directory, file:///abs/dir, memory://, s3://bucket/prefix,
-    /// az://container/prefix (also abfs[s]:// and https://<account>.blob.core.windows.net/...)
-    /// or gs://bucket/prefix. Credentials come from the environment, never the URL.
-    #[arg(long, env = "LINEAGE_STORE")]
-    pub store: String,
-    /// S3 endpoint (LocalStack, moto, MinIO...); default: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL.
-    #[arg(long, value_name = "URL")]
-    pub endpoint_url: Option<String>,
-}
-
-impl StoreArg {
-    /// Open the store these arguments name.
-    pub(crate) async fn open(&self) -> Result<std::sync::Arc<dyn crate::AtomicPublisher>> {
-        let opts = crate::store::CloudOptions {
-            endpoint_url: self.endpoint_url.clone(),
-        };
-        crate::store::open_with(&self.store, &opts).await
-    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -92,9 +71,6 @@ enum Command {
     /// Record the store's newest seal in a witness store.
     Witness(witness::Args),
 }
-
-/// What a command reports back: exit code 0 or 1 (problems found).
-pub(crate) type Status = u8;
 
 /// Run the CLI with the process arguments.
 pub fn main() -> ExitCode {
@@ -139,9 +115,6 @@ pub fn main() -> ExitCode {
 /// either: the reader chose to stop.
 pub const STDOUT_CLOSED: u8 = 141;
 
-/// The path an error on standard output names (see [`closed_stdout`]).
-pub(crate) const STDOUT: &str = "<stdout>";
-
 fn closed_stdout(e: &Error) -> bool {
     matches!(e, Error::Io { path, source }
         if path.as_os_str() == STDOUT && source.kind() == std::io::ErrorKind::BrokenPipe)
@@ -180,15 +153,4 @@ fn init_tracing() {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .try_init();
-}
-
-/// Write a line to stdout; a closed pipe (e.g. `| head`) is not an error worth a panic.
-pub(crate) fn out(line: &str) -> Result<()> {
-    let mut o = std::io::stdout().lock();
-    writeln!(o, "{line}").map_err(|e| Error::io(STDOUT, e))
-}
-
-/// JSON of a serialisable value on one line.
-pub(crate) fn json_line<T: serde::Serialize>(v: &T) -> Result<String> {
-    serde_json::to_string(v).map_err(|e| Error::Internal(e.to_string()))
 }

@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 
 use crate::audit::proof::{prove, ProveAgainst};
-use crate::cli::{out, Status, StoreArg};
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
+use crate::cli::common::{out, Status, StoreArg};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {

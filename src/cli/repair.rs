@@ -1,10 +1,10 @@
 //! `lineage repair`: adopt orphan parts by writing their pointers from their own footers.
 
 use crate::audit::repair::repair;
-use crate::audit::sweep::parse_duration;
 use crate::audit::verify::DEFAULT_GRACE_MINUTES;
-use crate::cli::{json_line, out, Status, StoreArg};
-use crate::error::Result;
+use crate::base::error::Result;
+use crate::base::time::parse_duration;
+use crate::cli::common::{json_line, out, Status, StoreArg};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {

@@ -10,15 +10,15 @@ use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
-use crate::audit::sweep::parse_duration;
-use crate::cli::{json_line, out, Status};
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
+use crate::base::time::parse_duration;
+use crate::cli::common::{json_line, out, Status};
+use crate::publish::store::{open_side, CloudOptions, SideEnv};
 use crate::publish::AtomicPublisher;
 use crate::replicate::compare::{compare, Relation, ReplicaReport};
 use crate::replicate::{
     follow, replicate, Progress, PublishHook, ReplicateOptions, Stop, Summary, DEFAULT_CONCURRENCY,
 };
-use crate::store::{open_side, CloudOptions, SideEnv};
 
 /// Test hook: after the Nth object this process creates at the destination, say so on
 /// stderr and hold until a stop is requested (tests SIGKILL or SIGTERM it there).
@@ -258,7 +258,7 @@ fn print_summary(s: &Summary) -> Result<()> {
 
 /// Redraw a one-line progress bar on stderr until aborted.
 async fn show_progress(p: Arc<Progress>) {
-    super::progress::redraw(|| {
+    crate::cli::progress::redraw(|| {
         let done = p.objects_done.load(Ordering::Relaxed);
         let total = p.objects_total.load(Ordering::Relaxed).max(done);
         let (bd, bt) = (
@@ -272,7 +272,7 @@ async fn show_progress(p: Arc<Progress>) {
         };
         format!(
             "replicate {} {done}/{total} objects, {} / {} MiB copied",
-            super::progress::bar(frac, '='),
+            crate::cli::progress::bar(frac, '='),
             bd >> 20,
             bt >> 20
         )

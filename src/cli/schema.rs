@@ -2,9 +2,9 @@
 
 use serde_json::json;
 
-use crate::cli::{out, Status};
-use crate::contract::{self, arrow_type};
-use crate::error::Result;
+use crate::base::error::Result;
+use crate::cli::common::{out, Status};
+use crate::schema::contract::{self, arrow_type};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {

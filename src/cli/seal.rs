@@ -3,11 +3,11 @@
 
 use std::path::PathBuf;
 
-use crate::audit::seal::read_signing_key;
-use crate::cli::{json_line, out, Status, StoreArg};
-use crate::clock::SystemClock;
-use crate::error::Result;
+use crate::base::clock::SystemClock;
+use crate::base::error::Result;
+use crate::cli::common::{json_line, out, Status, StoreArg};
 use crate::history::sealer::{seal_with, SealOptions};
+use crate::history::signing::read_signing_key;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -33,7 +33,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     let key = a.signing_key.as_deref().map(read_signing_key).transpose()?;
     let store = a.store.open().await?;
     let opts = SealOptions {
-        lookback: crate::audit::sweep::parse_duration(&a.lookback)?,
+        lookback: crate::base::time::parse_duration(&a.lookback)?,
         rescan: a.rescan,
     };
     let s = seal_with(store.as_ref(), &SystemClock, key.as_ref(), &opts).await?;

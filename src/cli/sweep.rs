@@ -1,8 +1,9 @@
 //! `lineage sweep`: remove stale temps left by crashed publishes.
 
-use crate::audit::sweep::{parse_duration, sweep, sweep_all, DEFAULT_OLDER_THAN};
-use crate::cli::{json_line, out, Status, StoreArg};
-use crate::error::Result;
+use crate::audit::sweep::{sweep, sweep_all, DEFAULT_OLDER_THAN};
+use crate::base::error::Result;
+use crate::base::time::parse_duration;
+use crate::cli::common::{json_line, out, Status, StoreArg};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {

@@ -6,11 +6,12 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crate::audit::seal::read_public_key;
-use crate::audit::sweep::parse_duration;
-use crate::audit::verify::{verify_with, Progress, Report, VerifyOptions, DEFAULT_GRACE_MINUTES};
-use crate::cli::{json_line, out, Status, StoreArg};
-use crate::error::{Error, Result};
+use crate::audit::report::{Progress, Report};
+use crate::audit::verify::{verify_with, VerifyOptions, DEFAULT_GRACE_MINUTES};
+use crate::base::error::{Error, Result};
+use crate::base::time::parse_duration;
+use crate::cli::common::{json_line, out, Status, StoreArg};
+use crate::history::signing::read_public_key;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -39,13 +40,13 @@ pub(crate) struct Args {
     /// records one, else sha256) or `all` (every recorded digest, sha256 always: for
     /// audits that must rest on a FIPS 180-4 digest).
     #[arg(long, value_name = "WHICH", default_value = "fastest")]
-    digest: crate::digest::Check,
+    digest: crate::base::digest::Check,
     /// Objects read at once.
-    #[arg(long, value_name = "N", default_value_t = crate::audit::log::READ_CONCURRENCY)]
+    #[arg(long, value_name = "N", default_value_t = crate::history::pointers::READ_CONCURRENCY)]
     concurrency: usize,
     /// Check shard I of N (from 0) of a full verify; `--merge` combines the N JSON reports.
     #[arg(long, value_name = "I/N", conflicts_with_all = ["since_seal", "merge"])]
-    shard: Option<crate::audit::shard::ShardSpec>,
+    shard: Option<crate::audit::verify::options::ShardSpec>,
     /// Cut the shards from the commits of seal SEQ (give every shard the same one).
     #[arg(long, value_name = "SEQ", requires = "shard")]
     plan_seal: Option<u64>,
@@ -65,9 +66,9 @@ pub(crate) struct Args {
     #[arg(long, value_name = "DURATION", default_value_t = format!("{DEFAULT_GRACE_MINUTES}m"))]
     grace: String,
     #[command(flatten)]
-    replica: super::replicate::ReplicaOfArgs,
+    replica: crate::cli::replicate::ReplicaOfArgs,
     #[command(flatten)]
-    witness: super::witness::VerifyWitnessArgs,
+    witness: crate::cli::witness::VerifyWitnessArgs,
 }
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
@@ -87,7 +88,7 @@ async fn check(a: Args) -> Result<Status> {
     }
     let public_key = a.public_key.as_deref().map(read_public_key).transpose()?;
     if let Some(h) = &a.expect_head {
-        if crate::audit::merkle::parse_hash(h).is_none() {
+        if crate::history::merkle::parse_hash(h).is_none() {
             return Err(Error::Usage(format!(
                 "--expect-head {h:?} is not a sha256 (64 hex digits)"
             )));
@@ -137,12 +138,12 @@ async fn check(a: Args) -> Result<Status> {
     } else {
         let mut lines = replica
             .as_ref()
-            .map(super::replicate::replica_lines)
+            .map(crate::cli::replicate::replica_lines)
             .unwrap_or_default();
         lines.extend(
             witness
                 .as_ref()
-                .map(super::witness::witness_lines)
+                .map(crate::cli::witness::witness_lines)
                 .unwrap_or_default(),
         );
         print_report(&report, &lines, more)?;
@@ -163,7 +164,7 @@ fn merge(a: &Args) -> Result<Status> {
         })?;
         reports.push(r);
     }
-    let report = crate::audit::shard::merge(reports)?;
+    let report = crate::audit::verify::shard::merge(reports)?;
     if a.json {
         out(&json_line(&report)?)?;
     } else {
@@ -255,7 +256,7 @@ fn print_report(r: &Report, more: &[String], extra: usize) -> Result<()> {
 
 /// Redraw a one-line progress bar on stderr until aborted.
 async fn show_progress(p: Arc<Progress>) {
-    super::progress::redraw(|| {
+    crate::cli::progress::redraw(|| {
         let (done, total) = (
             p.parts_done.load(Ordering::Relaxed),
             p.parts_total.load(Ordering::Relaxed),
@@ -273,7 +274,7 @@ async fn show_progress(p: Arc<Progress>) {
         };
         format!(
             "verify {} {done}/{total} parts, {} / {} MiB",
-            super::progress::bar(frac, '#'),
+            crate::cli::progress::bar(frac, '#'),
             bd >> 20,
             bt >> 20
         )

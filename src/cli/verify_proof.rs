@@ -5,9 +5,9 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use crate::audit::proof::{verify_proof, Proof};
-use crate::audit::seal::read_public_key;
-use crate::cli::{json_line, out, Status};
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
+use crate::cli::common::{json_line, out, Status};
+use crate::history::signing::read_public_key;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {

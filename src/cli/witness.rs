@@ -6,10 +6,10 @@
 //! (e.g. a store without seals); 3 the record's key holds another head.
 
 use crate::audit::chain;
+use crate::base::clock::SystemClock;
+use crate::base::error::{Error, Result};
+use crate::cli::common::{json_line, out, Status, StoreArg};
 use crate::cli::replicate::open_prefixed;
-use crate::cli::{json_line, out, Status, StoreArg};
-use crate::clock::SystemClock;
-use crate::error::{Error, Result};
 use crate::publish::AtomicPublisher;
 use crate::witness::{self, WitnessProblem, WitnessReport};
 

@@ -1,5 +1,5 @@
 //! The ISO 19139 (`gmd`) encoding of a run's lineage record, for catalogues that still
-//! expect it (the content is [`super::iso19115`]'s).
+//! expect it (the content is [`crate::export::iso19115`]'s).
 //!
 //! ISO 19139 encodes ISO 19115:2003, whose `LI_ProcessStep` has a single `dateTime` (the
 //! end of the step's events here; the range is in the description), no output, report or
@@ -7,8 +7,8 @@
 //! counts and the seal reference are in the step's description and rationale and in the
 //! lineage statement, and every target CRS is a `referenceSystemInfo` of the record.
 
-use super::iso19115::{Record, Step};
-use super::xml::Xml;
+use crate::export::record::{Record, Step};
+use crate::export::xml::Xml;
 
 const CL: &str = "http://standards.iso.org/iso/19139/resources/gmxCodelists.xml#";
 

@@ -15,19 +15,19 @@ use std::collections::BTreeMap;
 use futures::{StreamExt, TryStreamExt};
 
 use crate::audit::chain::{self, Chain};
-use crate::audit::log::{read_stored_pointers, StoredPointer};
-use crate::error::{Error, Result};
-use crate::pointer::Pointer;
+use crate::base::error::{Error, Result};
+use crate::format::pointer::Pointer;
+use crate::history::pointers::{read_stored_pointers, StoredPointer};
 use crate::publish::AtomicPublisher;
 
 pub mod iso19115;
 mod iso19139;
 pub mod openlineage;
 pub mod post;
-mod scan;
+mod record;
 mod xml;
 
-pub use scan::{PartStats, StageStats};
+pub use crate::parts::scan::{PartStats, StageStats};
 
 /// Parts scanned at once: each holds at most one row group's projected column chunks.
 const SCAN_CONCURRENCY: usize = 4;
@@ -185,7 +185,7 @@ pub async fn collect(
     }
     let commits: Vec<ExportedCommit> =
         futures::stream::iter(selected.into_iter().map(|(sp, sealed_by)| async move {
-            let stats = scan::part_stats(store, &sp.pointer).await?;
+            let stats = crate::parts::scan::part_stats(store, &sp.pointer).await?;
             Ok::<_, Error>(ExportedCommit {
                 pointer: sp.pointer,
                 pointer_sha256: sp.sha256,

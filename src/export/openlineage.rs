@@ -9,7 +9,7 @@
 //!
 //! - `run.runId`: [`run_uuid`], a UUIDv5 of the store's `run_id`, so re-exports of a run
 //!   (and its per-commit events) share one OpenLineage run.
-//! - datasets: the partitions `run_id=<r>/target_crs=<c>` named by [`super::dataset_id`];
+//! - datasets: the partitions `run_id=<r>/target_crs=<c>` named by [`crate::export::dataset_id`];
 //!   `inputs` is empty (the store records features, not the data sets they came from:
 //!   source CRSs are counted in the outcome facet).
 //! - standard facets: `jobType`, and per output `schema`, `dataSource`, `outputStatistics`.
@@ -25,9 +25,11 @@
 use serde_json::{json, Map, Value};
 use uuid::Uuid;
 
-use super::{dataset_id, merge_stats, ExportedCommit, RunExport, SealRef, Snapshot, StageStats};
-use crate::contract;
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
+use crate::export::{
+    dataset_id, merge_stats, ExportedCommit, RunExport, SealRef, Snapshot, StageStats,
+};
+use crate::schema::contract;
 
 /// The RunEvent schema the events follow.
 pub const RUN_EVENT_SCHEMA_URL: &str =
@@ -56,7 +58,8 @@ pub fn run_uuid(run_id: &str) -> Uuid {
 }
 
 /// One event per run, or per commit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum Granularity {
     /// One `COMPLETE` event per run.
     Run,

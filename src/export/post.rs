@@ -12,7 +12,7 @@
 
 use std::time::Duration;
 
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
 
 /// The OpenLineage clients' default endpoint path.
 pub const DEFAULT_ENDPOINT: &str = "api/v1/lineage";

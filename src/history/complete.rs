@@ -7,13 +7,13 @@
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 
-use super::tiles::{self, Tile};
-use crate::audit::merkle::{self, Hash};
-use crate::audit::seal::{read_seals, Seal, StoredSeal};
-use crate::error::{Error, ErrorKind, Result};
-use crate::keys::{self, KeyKind};
+use crate::base::error::{Error, ErrorKind, Result};
+use crate::format::keys::{self, KeyKind};
+use crate::history::merkle::{self, Hash};
+use crate::history::seal::{read_seals, Seal, StoredSeal};
+use crate::history::tiles::{self, Tile};
+use crate::publish::checked::publish_checked;
 use crate::publish::AtomicPublisher;
-use crate::writer::publish_checked;
 
 /// Locator and tile writes in flight at once (small objects; a migration writes one
 /// locator per commit ever sealed).

@@ -5,7 +5,7 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::audit::merkle::{self, Hash};
+use crate::history::merkle::{self, Hash};
 
 /// The right edge of a tree of `size` leaves.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -9,10 +9,11 @@
 
 use bytes::Bytes;
 
-use crate::audit::seal::{read_seals, seal_key, Seal, StoredSeal};
-use crate::encode::sha256_hex;
-use crate::error::Result;
-use crate::keys::{self, HistoryKey, KeyKind};
+use crate::base::error::Result;
+use crate::format::keys::seal_key;
+use crate::format::keys::{self, HistoryKey, KeyKind};
+use crate::history::seal::{read_seals, Seal, StoredSeal};
+use crate::parts::encode::sha256_hex;
 use crate::publish::AtomicPublisher;
 
 /// The newest seals, as far as reading them cheaply allows.

@@ -13,9 +13,9 @@ use std::collections::HashSet;
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
 
-use crate::error::Result;
-use crate::keys::{self, HistoryKey, KeyKind};
-use crate::pointer::Pointer;
+use crate::base::error::Result;
+use crate::format::keys::{self, HistoryKey, KeyKind};
+use crate::format::pointer::Pointer;
 use crate::publish::{list_pages, AtomicPublisher};
 
 /// `committed_utc` of a pointer as a time, when it is one.

@@ -4,7 +4,7 @@
 //! Modelled on tiled transparency logs (C2SP tlog-tiles / static-ct-api, Tessera) and on
 //! Delta Lake's checkpoints, within lineage-store's one rule: every object is created once
 //! and never rewritten. Four kinds of objects are added beside the pointers and seals
-//! (keys in [`crate::keys`]):
+//! (keys in [`crate::format::keys`]):
 //!
 //! | object | written by | what it is for |
 //! |---|---|---|
@@ -18,13 +18,13 @@
 //! verifying as they are; the first seal of the new format adds the structures for their
 //! whole history.
 
-pub mod check;
 pub mod complete;
 pub mod frontier;
 pub mod head;
 pub mod index;
-pub mod log;
-pub mod prove;
+pub mod merkle;
+pub mod pointers;
+pub mod seal;
 pub mod sealer;
-pub mod since;
+pub mod signing;
 pub mod tiles;

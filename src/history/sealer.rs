@@ -19,6 +19,7 @@
 //! next seal lists from the watermark and skips `ahead`: an entry that lands late, but
 //! within the lookback, is still sealed, exactly once.
 
+use serde::Serialize;
 use std::collections::HashSet;
 
 use bytes::Bytes;
@@ -26,21 +27,23 @@ use chrono::{DateTime, Duration, Utc};
 use ed25519_dalek::{Signer, SigningKey};
 use futures::{StreamExt, TryStreamExt};
 
-use super::complete::{self, SealedLeaf};
-use super::frontier::Frontier;
-use super::head::{self, Heads};
-use super::index;
-use crate::audit::log::READ_CONCURRENCY;
-use crate::audit::merkle::{self, Hash};
-use crate::audit::seal::{
-    key_id, publish_seal, read_seals, seal_key, Seal, SealEntry, SealOutcome, StoredSeal,
-    MAX_SEAL_ATTEMPTS, SEAL_FORMAT_V2,
+use crate::base::clock::Clock;
+use crate::base::error::{Error, Result};
+use crate::base::time::rfc3339;
+use crate::format::keys::seal_key;
+use crate::format::keys::{self, HistoryKey, KeyKind};
+use crate::format::pointer::{tool_version, Pointer};
+use crate::history::complete::{self, SealedLeaf};
+use crate::history::frontier::Frontier;
+use crate::history::head::{self, Heads};
+use crate::history::index;
+use crate::history::merkle::{self, Hash};
+use crate::history::pointers::READ_CONCURRENCY;
+use crate::history::seal::{
+    read_seals, Seal, SealEntry, StoredSeal, MAX_SEAL_ATTEMPTS, SEAL_FORMAT_V2,
 };
-use crate::clock::Clock;
-use crate::encode::sha256_hex;
-use crate::error::{Error, Result};
-use crate::keys::{self, HistoryKey, KeyKind};
-use crate::pointer::{rfc3339, tool_version, Pointer};
+use crate::history::signing::key_id;
+use crate::parts::encode::sha256_hex;
 use crate::publish::AtomicPublisher;
 
 /// Default lookback: how late (by the sealer's clock) an index entry may land and still be
@@ -113,7 +116,7 @@ pub async fn seal_with(
         let full = draft.all_leaves.is_some();
         let (seal, bytes) = build(draft_seal(&draft, clock)?, signing)?;
         let key = seal_key(seal.seq);
-        if !publish_seal(store, &key, bytes.clone()).await? {
+        if !crate::publish::checked::publish_racing(store, &key, bytes.clone()).await? {
             tracing::info!(
                 seq = seal.seq,
                 "another sealer took this sequence number; retrying"
@@ -421,4 +424,39 @@ fn build(mut s: Seal, signing: Option<&SigningKey>) -> Result<(Seal, Bytes)> {
     }
     let bytes = Bytes::from(s.to_bytes()?);
     Ok((s, bytes))
+}
+
+/// What `seal` made.
+#[derive(Debug, Clone, Serialize)]
+pub struct SealOutcome {
+    /// Sequence number of the new seal.
+    pub seq: u64,
+    /// Its key.
+    pub key: String,
+    /// sha256 of its bytes: the new head digest, to be kept outside the store.
+    pub head: String,
+    /// Commits added by this seal.
+    pub added: u64,
+    /// Commits covered in total.
+    pub tree_size: u64,
+    /// Merkle root (hex).
+    pub root: String,
+    /// Key id of the signing key, when signed.
+    pub key_id: Option<String>,
+    /// Sequence numbers lost to concurrent sealers before this one landed.
+    pub lost_races: u64,
+    /// True when the seal read every seal and listed every pointer (the first seal of
+    /// this format, or `--rescan`), false when it read only what was new.
+    pub full_scan: bool,
+}
+
+/// Write the next seal over every commit not sealed yet, with the default options of
+/// [`crate::history::sealer::seal_with`] (incremental when the newest seal allows it). A
+/// pointer that cannot be parsed, or contradicts its key, is refused rather than sealed.
+pub async fn seal(
+    store: &dyn AtomicPublisher,
+    clock: &dyn Clock,
+    signing: Option<&SigningKey>,
+) -> Result<SealOutcome> {
+    seal_with(store, clock, signing, &Default::default()).await
 }

@@ -11,9 +11,9 @@ use std::collections::{BTreeSet, HashMap};
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 
-use crate::audit::merkle::{self, Hash};
-use crate::error::{Error, Result};
-use crate::keys::{self, HistoryKey, KeyKind, TILE_WIDTH};
+use crate::base::error::{Error, Result};
+use crate::format::keys::{self, HistoryKey, KeyKind, TILE_WIDTH};
+use crate::history::merkle::{self, Hash};
 use crate::publish::AtomicPublisher;
 
 /// Tile reads in flight at once.

@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use bytes::Bytes;
 
-use super::{AtomicPublisher, ObjectInfo, Outcome};
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
+use crate::publish::{AtomicPublisher, ObjectInfo, Outcome};
 
 /// When to fail.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,8 +8,8 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use chrono::Utc;
 
-use super::{check_key, check_temp_key, AtomicPublisher, ObjectInfo, Outcome};
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
+use crate::publish::{check_key, check_temp_key, AtomicPublisher, ObjectInfo, Outcome};
 
 /// Objects in a map behind a mutex: create-only by holding the lock over check and insert.
 #[derive(Debug, Default)]

@@ -15,8 +15,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 
-use super::{AtomicPublisher, ObjectInfo, Outcome, LIST_PAGE};
-use crate::error::Result;
+use crate::base::error::Result;
+use crate::publish::{AtomicPublisher, ObjectInfo, Outcome, LIST_PAGE};
 
 /// Latency added per request (slept on tokio's clock, so a paused test clock makes it
 /// virtual). Defaults model S3 from within its region.

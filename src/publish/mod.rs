@@ -13,14 +13,16 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
 
-use crate::error::Result;
+use crate::base::error::Result;
 
+pub mod checked;
 pub mod faulty;
 pub mod memory;
 pub mod metered;
 pub mod object;
 pub mod posix;
 mod recycle;
+pub mod store;
 
 /// The result of a create-only publish. A lost race is a value, not an error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,7 +60,7 @@ pub struct ObjectInfo {
 ///   no temporary object except one a crash interrupted (reported by `verify`, removed by
 ///   `sweep`).
 ///
-/// Keys are relative, `/`-separated and built by [`crate::keys`]; implementations refuse
+/// Keys are relative, `/`-separated and built by [`crate::format::keys`]; implementations refuse
 /// keys that could escape the store root.
 #[async_trait]
 pub trait AtomicPublisher: Send + Sync + Debug {
@@ -82,8 +84,8 @@ pub trait AtomicPublisher: Send + Sync + Debug {
         &self,
         key: &str,
         range: Range<u64>,
-        want: crate::digest::Want,
-    ) -> Result<Option<(crate::digest::Digests, u64)>> {
+        want: crate::base::digest::Want,
+    ) -> Result<Option<(crate::base::digest::Digests, u64)>> {
         let _ = (key, range, want);
         Ok(None)
     }
@@ -94,7 +96,7 @@ pub trait AtomicPublisher: Send + Sync + Debug {
     /// A listing is not a snapshot: an object created or removed while it runs (a temp
     /// renamed into place, a temp swept) may or may not appear, and never makes the
     /// listing fail. Keys are UTF-8; a local file name that is not is listed with its
-    /// invalid bytes as `%XX`, which [`crate::keys::classify`] always calls foreign.
+    /// invalid bytes as `%XX`, which [`crate::format::keys::classify`] always calls foreign.
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>>;
 
     /// One page of a listing that resumes where an earlier one stopped: the first `limit`
@@ -110,7 +112,7 @@ pub trait AtomicPublisher: Send + Sync + Debug {
     async fn list_after(&self, prefix: &str, after: &str, limit: usize) -> Result<Vec<ObjectInfo>>;
 
     /// Remove a stale temporary object. Implementations refuse any key that is not a temp
-    /// ([`crate::keys::KeyKind::Temp`]): nothing else is ever deleted by lineage-store.
+    /// ([`crate::format::keys::KeyKind::Temp`]): nothing else is ever deleted by lineage-store.
     async fn delete_temp(&self, key: &str) -> Result<()>;
 }
 
@@ -159,7 +161,7 @@ pub(crate) fn check_key(key: &str) -> Result<()> {
             .split('/')
             .any(|s| s.is_empty() || s == "." || s == "..");
     if bad {
-        return Err(crate::error::Error::Internal(format!(
+        return Err(crate::base::error::Error::Internal(format!(
             "refusing unsafe object key {key:?}"
         )));
     }
@@ -169,8 +171,8 @@ pub(crate) fn check_key(key: &str) -> Result<()> {
 /// Refuse to delete anything but a temp.
 pub(crate) fn check_temp_key(key: &str) -> Result<()> {
     check_key(key)?;
-    if crate::keys::classify(key) != crate::keys::KeyKind::Temp {
-        return Err(crate::error::Error::Usage(format!(
+    if crate::format::keys::classify(key) != crate::format::keys::KeyKind::Temp {
+        return Err(crate::base::error::Error::Usage(format!(
             "refusing to delete {key}: only stale temporaries are ever deleted"
         )));
     }

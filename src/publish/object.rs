@@ -17,11 +17,11 @@
 //!
 //! `Outcome::AlreadyExists` is also what a create that landed and whose response was lost
 //! looks like after `object_store` retried it (it retries 5xx and 429 even on a create):
-//! the caller ([`crate::writer::publish_checked`]) therefore reads the object back and
+//! the caller ([`crate::publish::checked::publish_checked`]) therefore reads the object back and
 //! compares commit id and sha256 on every non-`Created` answer, never accepting silently.
 //!
 //! Parts go up as single PUTs: `object_store` multipart uploads cannot be create-only, so
-//! the writer refuses flushes above [`crate::writer::MAX_PART_BYTES`].
+//! the writer refuses flushes above [`crate::write::writer::MAX_PART_BYTES`].
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -32,8 +32,8 @@ use futures::TryStreamExt;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 
-use super::{check_key, check_temp_key, AtomicPublisher, ObjectInfo, Outcome};
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
+use crate::publish::{check_key, check_temp_key, AtomicPublisher, ObjectInfo, Outcome};
 
 /// How often a create answered with S3's 409 `ConditionalRequestConflict` is retried
 /// before the answer is returned as ambiguous (and read back by the caller).
@@ -211,7 +211,7 @@ pub fn classify_create(
 
 /// The answer of a create as the [`AtomicPublisher`] contract states it: a taken key is
 /// `Ok(Outcome::AlreadyExists)`; an ambiguous answer is an error of kind
-/// [`crate::ErrorKind::Io`], so that [`crate::writer::publish_checked`] reads back.
+/// [`crate::ErrorKind::Io`], so that [`crate::publish::checked::publish_checked`] reads back.
 /// `name` names the object in messages.
 pub fn map_create(
     backend: Backend,

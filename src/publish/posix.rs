@@ -28,8 +28,8 @@ use chrono::{DateTime, Utc};
 use rustix::fs::{RenameFlags, CWD};
 use rustix::io::Errno;
 
-use super::{check_key, check_temp_key, AtomicPublisher, ObjectInfo, Outcome};
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
+use crate::publish::{check_key, check_temp_key, AtomicPublisher, ObjectInfo, Outcome};
 
 /// Called by [`PosixPublisher::list`] for every directory entry after it was read from
 /// its directory and before it is examined: the window in which a concurrent publish can
@@ -150,11 +150,11 @@ impl AtomicPublisher for PosixPublisher {
             let f = open_at(&path, range.start)?;
             let len = range.end.saturating_sub(range.start);
             // A recycled buffer for large reads (verify reads every part whole).
-            let mut buf = super::recycle::take(len as usize);
+            let mut buf = crate::publish::recycle::take(len as usize);
             f.take(len)
                 .read_to_end(&mut buf)
                 .map_err(|e| Error::io(&path, e))?;
-            Ok(super::recycle::freeze(buf))
+            Ok(crate::publish::recycle::freeze(buf))
         })
         .await
     }
@@ -165,8 +165,8 @@ impl AtomicPublisher for PosixPublisher {
         &self,
         key: &str,
         range: Range<u64>,
-        want: crate::digest::Want,
-    ) -> Result<Option<(crate::digest::Digests, u64)>> {
+        want: crate::base::digest::Want,
+    ) -> Result<Option<(crate::base::digest::Digests, u64)>> {
         const PIECE: usize = 256 * 1024;
         thread_local! {
             static PIECE_BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
@@ -175,7 +175,7 @@ impl AtomicPublisher for PosixPublisher {
         blocking(move || {
             let mut f = open_at(&path, range.start)?;
             let mut left = range.end.saturating_sub(range.start);
-            let mut h = crate::digest::Hasher::new(want);
+            let mut h = crate::base::digest::Hasher::new(want);
             let mut n = 0u64;
             PIECE_BUF.with_borrow_mut(|buf| {
                 buf.resize(PIECE, 0);
@@ -434,13 +434,13 @@ impl Drop for TempGuard<'_> {
 }
 
 /// The temp name for a target: hidden, same directory, unique per attempt, carrying its
-/// creation time ([`crate::keys::temp_name`]).
+/// creation time ([`crate::format::keys::temp_name`]).
 pub fn temp_path(target: &Path) -> PathBuf {
     let name = target
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    target.with_file_name(crate::keys::temp_name(&name))
+    target.with_file_name(crate::format::keys::temp_name(&name))
 }
 
 fn publish_file(

@@ -17,15 +17,15 @@ use std::collections::BTreeMap;
 use futures::StreamExt;
 use serde::Serialize;
 
-use super::kinds::{kind_of, Kind};
-use super::Head;
 use crate::audit::chain::{self, Chain};
-use crate::audit::log::READ_CONCURRENCY;
-use crate::audit::part::stream_sha256;
-use crate::audit::seal::seal_key;
-use crate::error::Result;
-use crate::keys::{self, KeyKind};
+use crate::base::error::Result;
+use crate::format::keys::seal_key;
+use crate::format::keys::{self, KeyKind};
+use crate::history::pointers::READ_CONCURRENCY;
+use crate::parts::read::stream_sha256;
 use crate::publish::AtomicPublisher;
+use crate::replicate::kinds::{kind_of, Kind};
+use crate::replicate::Head;
 
 /// What is wrong between a replica and its source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]

@@ -1,5 +1,5 @@
 //! What `replicate` does with each kind of object, decided from its key by
-//! [`crate::keys::classify`] in this one place.
+//! [`crate::format::keys::classify`] in this one place.
 //!
 //! Objects are published in [`Stage`] order: everything of a stage lands before anything of
 //! a later one, so an object that names other objects (a pointer names its part, a claim
@@ -13,7 +13,7 @@
 //! checked before copying, a check in `pass.rs` beside the claims' (`Ctx::small`). It is
 //! then copied verbatim, byte for byte, compared when the destination has it.
 
-use crate::keys::{self, KeyKind};
+use crate::format::keys::{self, KeyKind};
 
 /// Publication order. Every object of a stage is published after every object of the
 /// stages before it.

@@ -33,14 +33,15 @@ use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 
 use crate::audit::chain::{self, Chain};
-use crate::audit::log::READ_CONCURRENCY;
-use crate::audit::seal::seal_key;
-use crate::clock::Clock;
-use crate::encode::sha256_hex;
-use crate::error::{Error, Result};
-use crate::pointer::{rfc3339, tool_version};
+use crate::base::clock::Clock;
+use crate::base::error::{Error, Result};
+use crate::base::time::rfc3339;
+use crate::format::keys::seal_key;
+use crate::format::pointer::tool_version;
+use crate::history::pointers::READ_CONCURRENCY;
+use crate::parts::encode::sha256_hex;
+use crate::publish::checked::{publish_checked, Published};
 use crate::publish::AtomicPublisher;
-use crate::writer::{publish_checked, Published};
 
 /// Format tag of witness records.
 pub const RECORD_FORMAT: &str = "lineage-witness/1";
@@ -413,7 +414,7 @@ pub async fn witness(
         .map(|p| WitnessProblem {
             kind: WitnessProblemKind::StoreChain,
             key: p.key.clone(),
-            detail: format!("{}: {}", crate::replicate::problem_name(p.kind), p.detail),
+            detail: format!("{}: {}", p.kind.name(), p.detail),
         })
         .collect();
     problems.extend(

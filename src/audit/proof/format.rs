@@ -1,0 +1,209 @@
+//! The inclusion proof format, and checking a proof offline: that one commit's pointer is a leaf of a seal's Merkle tree, checkable
+//! offline against a head digest, without access to the store.
+//!
+//! A proof carries the pointer's exact bytes, the seal's exact bytes and the RFC 9162 audit
+//! path. The verifier hashes the seal (it must be the head digest it holds), hashes the
+//! pointer into a leaf, and recomputes the seal's root from the path. The pointer then
+//! vouches for the part through its sha256, which the verifier can check against a copy of
+//! the part file.
+
+use std::path::Path;
+
+use ed25519_dalek::VerifyingKey;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::base::digest::sha256_hex;
+use crate::base::error::{Error, Result};
+use crate::format::keys;
+use crate::format::pointer::Pointer;
+use crate::history::merkle;
+use crate::history::seal::Seal;
+use crate::history::signing::{key_id, parse_public_key};
+
+/// Format tag of proofs.
+pub const PROOF_FORMAT: &str = "lineage-proof/1";
+
+/// An inclusion proof of one commit in one seal.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Proof {
+    /// Always [`PROOF_FORMAT`].
+    pub format: String,
+    /// The commit proven.
+    pub commit_id: String,
+    /// Key of its pointer.
+    pub pointer_key: String,
+    /// The pointer's exact bytes (JSON text).
+    pub pointer: String,
+    /// Position of the pointer's leaf in the tree.
+    pub leaf_index: u64,
+    /// Leaves in the tree (the seal's `tree_size`).
+    pub tree_size: u64,
+    /// Audit path, hex, leaf to root.
+    pub path: Vec<String>,
+    /// The seal's exact bytes (JSON text); its sha256 is the head digest checked against.
+    pub seal: String,
+    /// sha256 of `seal` (for people; the verifier recomputes it).
+    pub seal_sha256: String,
+}
+
+/// Which seal to prove against.
+#[derive(Debug, Clone, Default)]
+pub enum ProveAgainst {
+    /// The newest seal.
+    #[default]
+    Newest,
+    /// The seal with this sequence number.
+    Seq(u64),
+    /// The seal with this digest (the head an auditor holds).
+    Head(String),
+}
+
+/// What a valid proof establishes.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProofSummary {
+    /// The commit.
+    pub commit_id: String,
+    /// Its partition.
+    pub run_id: String,
+    /// Its partition.
+    pub target_crs: String,
+    /// The part's key.
+    pub part_path: String,
+    /// The part's sha256, as recorded.
+    pub part_sha256: String,
+    /// Rows recorded.
+    pub rows: u64,
+    /// The seal proven against.
+    pub seal_seq: u64,
+    /// When that seal was made.
+    pub sealed_utc: String,
+    /// Key id of the seal's signature, when signed (and checked).
+    pub signed_by: Option<String>,
+    /// True when a part file was given and matched.
+    pub part_file_checked: bool,
+}
+
+/// Check a proof offline. `Ok(Err(why))` when the proof does not hold.
+pub fn verify_proof(
+    proof: &Proof,
+    head: &str,
+    public_key: Option<&VerifyingKey>,
+    part_file: Option<&Path>,
+) -> Result<std::result::Result<ProofSummary, String>> {
+    let head = head.trim().to_lowercase();
+    if merkle::parse_hash(&head).is_none() {
+        return Err(Error::Usage(format!(
+            "head digest {head:?} is not 64 hex digits"
+        )));
+    }
+    if proof.format != PROOF_FORMAT {
+        return Ok(Err(format!("unknown proof format {:?}", proof.format)));
+    }
+    let seal_digest = sha256_hex(proof.seal.as_bytes());
+    if seal_digest != head {
+        return Ok(Err(format!(
+            "the proof's seal has sha256 {seal_digest}, not the head digest {head}"
+        )));
+    }
+    let seal = match Seal::from_bytes("proof seal", proof.seal.as_bytes()) {
+        Ok(s) => s,
+        Err(e) => return Ok(Err(e.to_string())),
+    };
+    if seal.tree_size != proof.tree_size {
+        return Ok(Err(format!(
+            "the proof is for a tree of {} leaves, the seal covers {}",
+            proof.tree_size, seal.tree_size
+        )));
+    }
+    let signed_by = match seal.check_signature(public_key) {
+        Ok(true) => Some(match public_key {
+            Some(k) => key_id(k),
+            None => format!(
+                "{} (the key the seal names; pass --public-key to check it is the trusted one)",
+                seal.public_key
+                    .as_deref()
+                    .and_then(|k| parse_public_key(k).ok())
+                    .map(|k| key_id(&k))
+                    .unwrap_or_default()
+            ),
+        }),
+        Ok(false) if public_key.is_some() => {
+            return Ok(Err(
+                "the seal is not signed, but a public key was given".into()
+            ))
+        }
+        Ok(false) => None,
+        Err(e) => return Ok(Err(format!("seal {}: {e}", seal.seq))),
+    };
+    let pointer = match Pointer::from_bytes(&proof.pointer_key, proof.pointer.as_bytes()) {
+        Ok(p) => p,
+        Err(e) => return Ok(Err(e.to_string())),
+    };
+    if pointer.commit_id != proof.commit_id
+        || keys::pointer_key(&pointer.run_id, &pointer.commit_id) != proof.pointer_key
+    {
+        return Ok(Err(format!(
+            "the pointer records commit {} of run {}, not {} at {}",
+            pointer.commit_id, pointer.run_id, proof.commit_id, proof.pointer_key
+        )));
+    }
+    let mut path = Vec::new();
+    for h in &proof.path {
+        match merkle::parse_hash(h) {
+            Some(h) => path.push(h),
+            None => return Ok(Err(format!("path element {h:?} is not a sha256"))),
+        }
+    }
+    let leaf = merkle::leaf_hash(&Sha256::digest(proof.pointer.as_bytes()));
+    let root = merkle::root_from_path(&leaf, proof.leaf_index, proof.tree_size, &path);
+    if root.map(hex::encode).as_deref() != Some(seal.root.to_lowercase().as_str()) {
+        return Ok(Err(format!(
+            "the audit path does not lead from the pointer to the seal's root {}",
+            seal.root
+        )));
+    }
+    let mut part_file_checked = false;
+    if let Some(file) = part_file {
+        let (size, digest) = hash_file(file)?;
+        if size != pointer.size_bytes || digest != pointer.sha256 {
+            return Ok(Err(format!(
+                "{} has {size} bytes and sha256 {digest}; the commit records {} bytes and {}",
+                file.display(),
+                pointer.size_bytes,
+                pointer.sha256
+            )));
+        }
+        part_file_checked = true;
+    }
+    Ok(Ok(ProofSummary {
+        commit_id: pointer.commit_id,
+        run_id: pointer.run_id,
+        target_crs: pointer.target_crs,
+        part_path: pointer.part_path,
+        part_sha256: pointer.sha256,
+        rows: pointer.row_count,
+        seal_seq: seal.seq,
+        sealed_utc: seal.sealed_utc,
+        signed_by,
+        part_file_checked,
+    }))
+}
+
+/// Size and sha256 of a local file, streamed.
+fn hash_file(path: &Path) -> Result<(u64, String)> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut size = 0u64;
+    loop {
+        let n = f.read(&mut buf).map_err(|e| Error::io(path, e))?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+        size += n as u64;
+    }
+    Ok((size, hex::encode(h.finalize())))
+}

@@ -1,0 +1,38 @@
+//! Inclusion proofs: that one commit's pointer is a leaf of a seal's Merkle tree, checkable
+//! offline against a head digest, without access to the store.
+//!
+//! A proof carries the pointer's exact bytes, the seal's exact bytes and the RFC 9162 audit
+//! path. The verifier hashes the seal (it must be the head digest it holds), hashes the
+//! pointer into a leaf, and recomputes the seal's root from the path. The pointer then
+//! vouches for the part through its sha256, which the verifier can check against a copy of
+//! the part file.
+
+mod format;
+pub mod tiles;
+mod walk;
+
+pub use format::{verify_proof, Proof, ProofSummary, ProveAgainst, PROOF_FORMAT};
+
+use crate::base::error::{Error, Result};
+use crate::format::keys;
+use crate::publish::AtomicPublisher;
+
+/// Build an inclusion proof of `commit_id`: from its locator and O(log n) hash tiles when
+/// the store has them ([`crate::audit::proof::tiles`]), else by walking the whole chain.
+pub async fn prove(
+    store: &dyn AtomicPublisher,
+    commit_id: &str,
+    against: &ProveAgainst,
+) -> Result<Proof> {
+    if !keys::is_commit_id(commit_id) {
+        return Err(Error::Usage(format!(
+            "{commit_id:?} is not a commit id (a lower-case hyphenated UUID)"
+        )));
+    }
+    if let Some(p) = crate::audit::proof::tiles::prove_from_tiles(store, commit_id, against).await?
+    {
+        return Ok(p);
+    }
+    // A store (or commit) without locators and tiles: walk the whole chain.
+    walk::prove_by_walking(store, commit_id, against).await
+}

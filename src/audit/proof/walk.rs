@@ -1,0 +1,100 @@
+//! Proving by walking the whole seal chain: what a store (or a commit) without leaf
+//! locators and hash tiles needs; O(n) reads.
+
+use crate::audit::chain;
+use crate::audit::proof::format::{Proof, ProveAgainst, PROOF_FORMAT};
+use crate::base::digest::sha256_hex;
+use crate::base::error::{Error, Result};
+use crate::format::keys::{self, KeyKind};
+use crate::history::merkle;
+use crate::publish::AtomicPublisher;
+
+/// An inclusion proof of `commit_id` against the seal `against` names, from every seal.
+pub(crate) async fn prove_by_walking(
+    store: &dyn AtomicPublisher,
+    commit_id: &str,
+    against: &ProveAgainst,
+) -> Result<Proof> {
+    let chain = chain::walk(store, None).await?;
+    if let Some(p) = chain.problems.first() {
+        return Err(Error::Corrupt {
+            what: "seal",
+            key: p.key.clone(),
+            message: format!(
+                "{}; run `lineage verify` (no proof from a broken chain)",
+                p.detail
+            ),
+        });
+    }
+    let stored = match against {
+        ProveAgainst::Newest => chain.seals.last(),
+        ProveAgainst::Seq(n) => chain.seals.iter().find(|s| s.key_seq == *n),
+        ProveAgainst::Head(d) => {
+            let d = d.trim().to_lowercase();
+            chain.seals.iter().find(|s| s.digest == d)
+        }
+    }
+    .ok_or_else(|| match against {
+        ProveAgainst::Newest => {
+            Error::Usage("the store has no seals yet: run `lineage seal`".into())
+        }
+        _ => Error::NotFound(format!("seal {against:?}")),
+    })?;
+    let seal = stored.seal.as_ref().map_err(|m| Error::Corrupt {
+        what: "seal",
+        key: stored.key.clone(),
+        message: m.clone(),
+    })?;
+    let index = chain
+        .leaves
+        .iter()
+        .position(|l| {
+            matches!(keys::classify(&l.key), KeyKind::Pointer { commit_id: c, .. } if c == commit_id)
+        })
+        .ok_or_else(|| {
+            Error::NotFound(format!(
+                "commit {commit_id} in any seal (a commit is provable after the next `lineage seal`)"
+            ))
+        })?;
+    let leaf = &chain.leaves[index];
+    if index as u64 >= seal.tree_size {
+        return Err(Error::Usage(format!(
+            "commit {commit_id} was sealed by seal {}, after seal {}: prove against a newer seal",
+            leaf.seq, stored.key_seq
+        )));
+    }
+    let bytes = store
+        .get(&leaf.key)
+        .await?
+        .ok_or_else(|| Error::NotFound(leaf.key.clone()))?;
+    if sha256_hex(&bytes) != leaf.digest {
+        return Err(Error::Conflict {
+            key: leaf.key.clone(),
+            message: "the pointer differs from what was sealed".into(),
+        });
+    }
+    let pointer = String::from_utf8(bytes.to_vec()).map_err(|_| Error::Corrupt {
+        what: "pointer",
+        key: leaf.key.clone(),
+        message: "not UTF-8".into(),
+    })?;
+    let hashes = chain.leaf_hashes(seal.tree_size as usize);
+    let path = merkle::inclusion_path(&hashes, index)
+        .ok_or_else(|| Error::Internal("leaf outside the tree".into()))?;
+    let seal_text = String::from_utf8(stored.bytes.to_vec()).map_err(|_| Error::Corrupt {
+        what: "seal",
+        key: stored.key.clone(),
+        message: "not UTF-8".into(),
+    })?;
+    Ok(Proof {
+        format: PROOF_FORMAT.to_string(),
+        commit_id: commit_id.to_string(),
+        pointer_key: leaf.key.clone(),
+        pointer,
+        leaf_index: index as u64,
+        tree_size: seal.tree_size,
+        path: path.iter().map(hex::encode).collect(),
+        seal: seal_text,
+        seal_sha256: stored.digest.clone(),
+    })
+}

@@ -1,0 +1,274 @@
+//! What every audit reports: problems, each naming its object, objects in flight, and the
+//! report of a verification with its verdict in words. `verify` (full, `--since-seal`,
+//! shards and their merge), `replicate`, `witness` and `export` speak this vocabulary.
+
+use std::sync::atomic::AtomicU64;
+
+use serde::{Deserialize, Serialize};
+
+/// What kind of problem was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ProblemKind {
+    /// A pointer names a part that does not exist.
+    MissingPart,
+    /// The part's size differs from the pointer's.
+    SizeMismatch,
+    /// The part's sha256 differs from the pointer's.
+    DigestMismatch,
+    /// The part's footer or partition columns contradict its pointer or path.
+    FooterMismatch,
+    /// A pointer cannot be parsed, or its content contradicts its key.
+    CorruptPointer,
+    /// A sealed pointer is gone.
+    SealedPointerMissing,
+    /// A sealed pointer's bytes differ from what was sealed.
+    SealedPointerChanged,
+    /// A seal in the chain is missing.
+    SealMissing,
+    /// A seal cannot be parsed, or its entries are invalid.
+    SealCorrupt,
+    /// A seal is stored under another sequence number than it records.
+    SealMisplaced,
+    /// A seal's successor records a different digest for it.
+    SealChainBroken,
+    /// A seal's root or tree size does not match its entries.
+    SealRootMismatch,
+    /// A signature is missing (with a public key given), wrong, or by another key.
+    BadSignature,
+    /// No seal has the expected head digest.
+    HeadNotFound,
+    /// A well-formed part no pointer names, too old for its pointer still to come (a
+    /// crash between part and pointer, or a deleted pointer): `repair` can adopt it.
+    OrphanPart,
+    /// A file under a part's name that is not a well-formed part of this store (unreadable,
+    /// footer commit id or schema version wrong, partition values not its path's, or not
+    /// what its commit-key claim recorded): reported at once, whatever its age.
+    MalformedPart,
+    /// An object lineage-store did not write.
+    ForeignObject,
+    /// A temp left by an interrupted publish.
+    StaleTemp,
+    /// An index entry that holds bytes, names a missing pointer or another commit time.
+    BadIndexEntry,
+    /// A commit no seal covers that incremental seals will not find.
+    MissedBySeals,
+    /// A leaf locator that holds bytes or names the wrong leaf, or a missing one.
+    BadLocator,
+    /// A head marker of a missing seal, or the newest seal without its marker.
+    BadHeadMarker,
+    /// A hash tile that is not the tree's, or a missing one.
+    BadTile,
+}
+
+/// One problem, naming the object.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Problem {
+    /// What is wrong.
+    pub kind: ProblemKind,
+    /// The object it is about.
+    pub key: String,
+    /// Details for a person.
+    pub detail: String,
+}
+
+/// Live counters for a progress display (read by the CLI while `verify` runs).
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// Parts to check.
+    pub parts_total: AtomicU64,
+    /// Parts checked.
+    pub parts_done: AtomicU64,
+    /// Bytes to hash.
+    pub bytes_total: AtomicU64,
+    /// Bytes hashed.
+    pub bytes_done: AtomicU64,
+}
+
+impl ProblemKind {
+    /// The snake_case name `verify` prints (and `--json` writes) for this kind.
+    pub fn name(self) -> String {
+        serde_json::to_value(self)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_else(|| format!("{self:?}"))
+    }
+}
+
+impl Problem {
+    /// A problem of `kind` naming the object `key`.
+    pub fn new(kind: ProblemKind, key: &str, detail: impl Into<String>) -> Self {
+        Problem {
+            kind,
+            key: key.to_string(),
+            detail: detail.into(),
+        }
+    }
+}
+
+/// What an in-flight object is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InFlightKind {
+    /// A temp of a POSIX publish.
+    Temp,
+    /// A well-formed part whose pointer may still come.
+    Part,
+    /// A part whose pointer appeared after the listing (committed during the scan).
+    CommittedDuringScan,
+}
+
+/// One object counted as in flight rather than judged, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct InFlight {
+    /// The object.
+    pub key: String,
+    /// What it is.
+    pub kind: InFlightKind,
+    /// When its content says it was made (RFC 3339).
+    pub since: String,
+    /// Details for a person.
+    pub detail: String,
+}
+
+/// What a shard report records about its shard.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShardInfo {
+    /// This shard.
+    pub index: u32,
+    /// How many shards.
+    pub count: u32,
+    /// The plan's fingerprint.
+    pub plan: String,
+    /// The seal the plan was computed from.
+    pub plan_seal: Option<u64>,
+}
+
+/// What a merged report records about the shards it was merged from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Merged {
+    /// How many shard reports.
+    pub shards: u32,
+    /// Their plan's fingerprint.
+    pub plan: String,
+}
+
+/// The result of a verification.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Report {
+    /// The store verified.
+    pub store: String,
+    /// Pointers read.
+    pub commits: u64,
+    /// Parts whose size, footer and (when hashed) digest matched.
+    pub parts_ok: u64,
+    /// Parts whose digest was recomputed (and matched).
+    pub parts_hashed: u64,
+    /// Of those, the parts whose sha256 was recomputed (every part under `--digest all`;
+    /// by default only those whose pointer records no BLAKE3).
+    #[serde(default)]
+    pub parts_sha256_checked: u64,
+    /// Of those, the parts whose BLAKE3 was recomputed.
+    #[serde(default)]
+    pub parts_blake3_checked: u64,
+    /// Parts not hashed because of `--sample` or `--since-seal`.
+    pub parts_not_hashed: u64,
+    /// Seed of `--sample`, when sampling.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sample_seed: Option<u64>,
+    /// Rows recorded by the pointers that checked out.
+    pub rows: u64,
+    /// Bytes hashed.
+    pub bytes_hashed: u64,
+    /// Seals in the chain.
+    pub seals: u64,
+    /// Seals with a valid signature.
+    pub signed_seals: u64,
+    /// Sequence number of the newest seal.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub head_seq: Option<u64>,
+    /// sha256 of the newest seal: compare with the head digest kept elsewhere.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub head: Option<String>,
+    /// When the newest seal says it was made (RFC 3339; the sealer's clock): monitor its
+    /// age to see that sealing keeps up.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub head_sealed_utc: Option<String>,
+    /// Commits covered by seals.
+    pub sealed_commits: u64,
+    /// Pointers not covered by any seal yet.
+    pub unsealed_commits: u64,
+    /// How many objects are in flight (`in_flight_objects.len()`).
+    pub in_flight: u64,
+    /// Every object in flight (temps and parts made within the grace period, by their
+    /// content, and parts committed during the scan), sorted by key.
+    pub in_flight_objects: Vec<InFlight>,
+    /// Everything wrong, sorted by kind then key.
+    pub problems: Vec<Problem>,
+    /// The newest seal, when its sealer has not finished it (no head marker yet): not a
+    /// problem; `lineage seal` finishes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unfinished_seal: Option<u64>,
+    /// What was checked by `--since-seal`: the seal it started from (older commits were
+    /// not looked at).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since_seal: Option<u64>,
+    /// The shard this report covers (`--shard`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardInfo>,
+    /// The shard reports this one was merged from (`--merge`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged: Option<Merged>,
+    /// The verdict in words ([`Report::summary`]), e.g. "clean except 2 objects in flight".
+    pub summary: String,
+}
+
+impl Report {
+    /// True when nothing is wrong (objects in flight are not problems; see
+    /// [`Report::summary`]).
+    pub fn is_clean(&self) -> bool {
+        self.problems.is_empty()
+    }
+
+    /// The verdict in a few words: "clean: no problems", "clean except N objects in
+    /// flight", or "N problems" (with the in-flight count when there are any).
+    pub fn summary(&self) -> String {
+        let flying = match self.in_flight {
+            0 => String::new(),
+            1 => "1 object in flight".to_string(),
+            n => format!("{n} objects in flight"),
+        };
+        match (self.problems.len(), flying.is_empty()) {
+            (0, true) => "clean: no problems".to_string(),
+            (0, false) => format!("clean except {flying}"),
+            (1, true) => "1 problem".to_string(),
+            (n, true) => format!("{n} problems"),
+            (1, false) => format!("1 problem; {flying}"),
+            (n, false) => format!("{n} problems; {flying}"),
+        }
+    }
+
+    pub(crate) fn fly(&mut self, f: InFlight) {
+        self.in_flight += 1;
+        self.in_flight_objects.push(f);
+    }
+
+    /// Record a problem.
+    pub fn push_problem(&mut self, p: Problem) {
+        self.problems.push(p);
+    }
+
+    pub(crate) fn push(
+        &mut self,
+        kind: ProblemKind,
+        key: impl Into<String>,
+        detail: impl Into<String>,
+    ) {
+        self.problems.push(Problem {
+            kind,
+            key: key.into(),
+            detail: detail.into(),
+        });
+    }
+}

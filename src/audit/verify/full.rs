@@ -1,0 +1,210 @@
+//! The full strategy: the whole store (or one shard of it), every object accounted for.
+//!
+//! - **list**: the seal chain first, then the listing (every pointer a seal names existed
+//!   when the seal was written, so it is in a listing made afterwards unless it was
+//!   removed; listing first would let a concurrent `seal` name pointers the listing never
+//!   saw);
+//! - **classify**: parts, pointers, temps (in flight or stale), foreign objects, history
+//!   objects;
+//! - **pointers**: every listed pointer and every sealed one, each sealed one against its
+//!   seal;
+//! - the history objects against the chain and the pointers ([`super::history`]);
+//! - **check**: every pointer's part;
+//! - parts no pointer names: in flight, orphans or malformed ([`super::flight`]).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use crate::audit::chain::{self, Chain};
+use crate::audit::report::{Problem, ProblemKind, Report};
+use crate::audit::verify::flight::{self, Window};
+use crate::audit::verify::history;
+use crate::audit::verify::options::VerifyOptions;
+use crate::audit::verify::pipeline::Strategy;
+use crate::audit::verify::pointers::{ReadBack, SealedAs, Wanted};
+use crate::audit::verify::shard::Scope;
+use crate::base::error::{Error, Result};
+use crate::format::keys::{self, KeyKind};
+use crate::format::pointer::Pointer;
+use crate::publish::{AtomicPublisher, ObjectInfo};
+
+/// The full strategy's state between the steps.
+#[derive(Debug, Default)]
+pub(crate) struct Full {
+    chain: Chain,
+    scope: Option<Scope>,
+    listing: Vec<ObjectInfo>,
+    /// Listed sizes by key.
+    sizes: HashMap<String, u64>,
+    /// Listed parts no pointer has named yet (indexes into `listing`).
+    pointerless: BTreeMap<String, usize>,
+    /// Listed history objects (indexes into `listing`).
+    history: Vec<usize>,
+}
+
+impl Strategy for Full {
+    async fn gather(
+        &mut self,
+        store: &dyn AtomicPublisher,
+        opts: &VerifyOptions,
+        report: &mut Report,
+    ) -> Result<Vec<Wanted>> {
+        self.chain = chain::walk(store, opts.public_key.as_ref()).await?;
+        let chain = &self.chain;
+        self.scope = Scope::of(opts, chain)?;
+        let scope = self.scope.as_ref();
+        report.shard = scope.map(Scope::info);
+        if scope.is_none_or(Scope::first) {
+            report.problems.extend(chain.problems.iter().cloned());
+        }
+        report.seals = chain.seals.len() as u64;
+        report.signed_seals = chain.signed;
+        report.sealed_commits = chain.leaves.len() as u64;
+        if let Some((seq, d)) = chain.head() {
+            report.head_seq = Some(seq);
+            report.head = Some(d.to_string());
+            report.head_sealed_utc = chain
+                .seals
+                .last()
+                .and_then(|s| s.seal.as_ref().ok())
+                .map(|s| s.sealed_utc.clone());
+        }
+        if let Some(want) = &opts.expect_head {
+            report.problems.extend(chain::check_head(chain, want));
+        }
+
+        self.listing = match scope {
+            Some(s) => s.list(store).await?,
+            None => store.list("").await?,
+        };
+        if self.listing.is_empty() && scope.is_none() {
+            // Most likely a mistyped location: "clean, 0 commits" would mislead an auditor.
+            return Err(Error::NotFound(format!(
+                "{}: the store holds no objects (empty, or not where the URL points)",
+                store.describe()
+            )));
+        }
+        let window = window(opts);
+        let mut wanted = Vec::new();
+        for (i, o) in self.listing.iter().enumerate() {
+            self.sizes.insert(o.key.clone(), o.size);
+            match keys::classify(&o.key) {
+                KeyKind::Part { .. } => {
+                    self.pointerless.insert(o.key.clone(), i);
+                }
+                KeyKind::Pointer { .. } => wanted.push(Wanted {
+                    sealed: sealed_as(chain, &o.key),
+                    key: o.key.clone(),
+                }),
+                KeyKind::Temp => match flight::judge_temp(&o.key, &window) {
+                    Ok(f) => report.fly(f),
+                    Err(why) => report.push(
+                        ProblemKind::StaleTemp,
+                        &o.key,
+                        format!(
+                            "temp not in flight: {why} ({} bytes, modified {}); `lineage sweep` removes it",
+                            o.size,
+                            o.modified.map_or("at an unknown time".into(), |t| t.to_rfc3339())
+                        ),
+                    ),
+                },
+                KeyKind::Foreign => report.push(
+                    ProblemKind::ForeignObject,
+                    &o.key,
+                    "not written by lineage-store",
+                ),
+                KeyKind::History(_) => self.history.push(i),
+                KeyKind::Seal(_) | KeyKind::Meta => {}
+            }
+        }
+        // Sealed pointers that were not listed: read, so that a missing one is named.
+        let mut seen: BTreeSet<String> = wanted.iter().map(|w| w.key.clone()).collect();
+        for leaf in &chain.leaves {
+            let owned = scope.is_none_or(|s| s.owns_pointer(&leaf.key));
+            if owned && seen.insert(leaf.key.clone()) {
+                wanted.push(Wanted {
+                    key: leaf.key.clone(),
+                    sealed: sealed_as(chain, &leaf.key),
+                });
+            }
+        }
+        Ok(wanted)
+    }
+
+    async fn after_pointers(
+        &mut self,
+        store: &dyn AtomicPublisher,
+        opts: &VerifyOptions,
+        report: &mut Report,
+        read: ReadBack,
+    ) -> Result<Vec<(String, Pointer)>> {
+        report.commits = read.present.len() as u64;
+        report.unsealed_commits = read
+            .present
+            .keys()
+            .filter(|k| !self.chain.by_key.contains_key(*k))
+            .count() as u64;
+        let objects: Vec<&ObjectInfo> = self.history.iter().map(|&i| &self.listing[i]).collect();
+        let cx = history::Context {
+            chain: &self.chain,
+            pointers: read.parsed.iter().map(|(k, p)| (k.as_str(), p)).collect(),
+            pointer_keys: read.present.keys().map(String::as_str).collect(),
+            now: opts.now,
+            grace: opts.grace,
+            scope: self.scope.as_ref(),
+        };
+        let checked = history::check(store, &cx, &objects).await?;
+        report.problems.extend(checked.problems);
+        report.unfinished_seal = checked.unfinished_seal;
+        // A part is not pointerless when its pointer names it, or when its pointer key
+        // exists but is corrupt (that pointer is the problem reported).
+        for p in read.parsed.values() {
+            self.pointerless.remove(p.part_path.as_str());
+        }
+        self.pointerless.retain(|k, _| match keys::classify(k) {
+            KeyKind::Part {
+                run_id, commit_id, ..
+            } => !read
+                .corrupt
+                .contains(&keys::pointer_key(&run_id, &commit_id)),
+            _ => true,
+        });
+        Ok(read.parsed.into_iter().collect())
+    }
+
+    fn listed_size(&self, key: &str) -> Option<u64> {
+        self.sizes.get(key).copied()
+    }
+
+    async fn after_parts(
+        &mut self,
+        store: &dyn AtomicPublisher,
+        opts: &VerifyOptions,
+        report: &mut Report,
+    ) -> Result<()> {
+        let parts: BTreeMap<&str, &ObjectInfo> = self
+            .pointerless
+            .iter()
+            .map(|(k, &i)| (k.as_str(), &self.listing[i]))
+            .collect();
+        let (flying, problems): (_, Vec<Problem>) =
+            flight::judge_pointerless_parts(store, &window(opts), parts, &self.listing).await;
+        flying.into_iter().for_each(|f| report.fly(f));
+        report.problems.extend(problems);
+        Ok(())
+    }
+}
+
+fn window(opts: &VerifyOptions) -> Window {
+    Window {
+        now: opts.now,
+        grace: opts.grace,
+    }
+}
+
+/// What the chain records of a pointer key (its first sealing).
+fn sealed_as(chain: &Chain, key: &str) -> Option<SealedAs> {
+    chain.by_key.get(key).map(|&i| SealedAs {
+        seq: chain.leaves[i].seq,
+        digest: chain.leaves[i].digest.clone(),
+    })
+}

@@ -1,0 +1,95 @@
+//! How to verify: [`VerifyOptions`], and the shard of a sharded verify ([`ShardSpec`]).
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Duration, Utc};
+use ed25519_dalek::VerifyingKey;
+use serde::{Deserialize, Serialize};
+
+use crate::audit::report::Progress;
+use crate::base::digest::Check;
+use crate::base::error::{Error, Result};
+use crate::history::pointers::READ_CONCURRENCY;
+
+/// Default grace period for temps and orphans: far longer than any publish takes.
+pub const DEFAULT_GRACE_MINUTES: i64 = 15;
+
+/// How to verify.
+#[derive(Debug, Clone)]
+pub struct VerifyOptions {
+    /// "Now", for the grace period.
+    pub now: DateTime<Utc>,
+    /// Temps and well-formed pointerless parts whose content says they were made within
+    /// this period are in flight, not problems.
+    pub grace: Duration,
+    /// Hash only this many randomly chosen parts (existence, size and footer of all
+    /// parts are still checked).
+    pub sample: Option<usize>,
+    /// Seed of the sample (random when `None`; reported, so a sample can be repeated).
+    pub sample_seed: Option<u64>,
+    /// Skip hashing parts of commits sealed by this seal or earlier whose pointers are
+    /// unchanged; `Some(None)` means the newest seal.
+    pub since_seal: Option<Option<u64>>,
+    /// Every seal must carry a valid signature by this key.
+    pub public_key: Option<VerifyingKey>,
+    /// A head digest kept outside the store; some seal must have it.
+    pub expect_head: Option<String>,
+    /// Progress counters to update.
+    pub progress: Option<Arc<Progress>>,
+    /// Objects read at once.
+    pub concurrency: usize,
+    /// Check only this shard of the store ([`crate::audit::verify::shard`]).
+    pub shard: Option<ShardSpec>,
+    /// Cut the shards from the commits of this seal (default: the newest).
+    pub plan_seal: Option<u64>,
+    /// Which recorded digests of each hashed part to recompute.
+    pub digest: Check,
+}
+
+impl Default for VerifyOptions {
+    fn default() -> Self {
+        Self {
+            now: Utc::now(),
+            grace: Duration::minutes(DEFAULT_GRACE_MINUTES),
+            sample: None,
+            sample_seed: None,
+            since_seal: None,
+            public_key: None,
+            expect_head: None,
+            progress: None,
+            concurrency: READ_CONCURRENCY,
+            shard: None,
+            plan_seal: None,
+            digest: Check::default(),
+        }
+    }
+}
+
+/// `i/n`: shard i (from 0) of n.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShardSpec {
+    /// This shard, from 0.
+    pub index: u32,
+    /// How many shards.
+    pub count: u32,
+}
+
+impl std::str::FromStr for ShardSpec {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        let bad = || {
+            Error::Usage(format!(
+                "--shard {s:?}: expected I/N with 0 <= I < N, e.g. 0/4"
+            ))
+        };
+        let (i, n) = s.split_once('/').ok_or_else(bad)?;
+        let (index, count): (u32, u32) = (
+            i.trim().parse().map_err(|_| bad())?,
+            n.trim().parse().map_err(|_| bad())?,
+        );
+        if count == 0 || index >= count {
+            return Err(bad());
+        }
+        Ok(Self { index, count })
+    }
+}

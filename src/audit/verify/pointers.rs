@@ -1,0 +1,117 @@
+//! The "pointers" step of the verify pipeline: read every pointer a strategy wants, digest
+//! its exact bytes, parse it and check it against its own key, and hold a sealed one to
+//! the digest its seal recorded.
+
+use std::collections::{HashMap, HashSet};
+
+use futures::StreamExt;
+
+use crate::audit::report::{Problem, ProblemKind, Report};
+use crate::base::digest::sha256_hex;
+use crate::format::keys::{self, KeyKind};
+use crate::format::pointer::{check_pointer, Pointer};
+use crate::publish::AtomicPublisher;
+
+/// What a seal recorded of a pointer.
+#[derive(Debug, Clone)]
+pub(crate) struct SealedAs {
+    /// The seal that added it.
+    pub(crate) seq: u64,
+    /// sha256 of the pointer's bytes, as sealed.
+    pub(crate) digest: String,
+}
+
+/// One pointer to read.
+#[derive(Debug, Clone)]
+pub(crate) struct Wanted {
+    /// Its key.
+    pub(crate) key: String,
+    /// What a seal recorded of it, when sealed: then its absence or another digest is a
+    /// problem. An unsealed pointer that is gone was removed since the listing.
+    pub(crate) sealed: Option<SealedAs>,
+}
+
+/// What the pointers step read.
+#[derive(Debug, Default)]
+pub(crate) struct ReadBack {
+    /// Pointers that parse and agree with their keys, by key.
+    pub(crate) parsed: HashMap<String, Pointer>,
+    /// Every pointer present, by key: the sha256 of its bytes.
+    pub(crate) present: HashMap<String, String>,
+    /// Keys whose pointer is present but unreadable, unparseable or not its key's.
+    pub(crate) corrupt: HashSet<String>,
+}
+
+/// Read `wanted`, `concurrency` at a time; problems go into `report`.
+pub(crate) async fn read(
+    store: &dyn AtomicPublisher,
+    wanted: Vec<Wanted>,
+    concurrency: usize,
+    report: &mut Report,
+) -> ReadBack {
+    let read: Vec<(Wanted, crate::Result<Option<bytes::Bytes>>)> = futures::stream::iter(wanted)
+        .map(|w| async move {
+            let got = store.get(&w.key).await;
+            (w, got)
+        })
+        .buffer_unordered(concurrency.max(1))
+        .collect()
+        .await;
+    let mut out = ReadBack::default();
+    for (w, got) in read {
+        let bytes = match got {
+            Ok(Some(b)) => b,
+            Ok(None) => {
+                if let Some(s) = &w.sealed {
+                    report.push_problem(Problem::new(
+                        ProblemKind::SealedPointerMissing,
+                        &w.key,
+                        format!("sealed by seal {} but no longer in the store", s.seq),
+                    ));
+                }
+                continue;
+            }
+            Err(e) => {
+                report.push_problem(Problem::new(
+                    ProblemKind::CorruptPointer,
+                    &w.key,
+                    e.to_string(),
+                ));
+                out.corrupt.insert(w.key);
+                continue;
+            }
+        };
+        let digest = sha256_hex(&bytes);
+        if let Some(s) = w.sealed.as_ref().filter(|s| s.digest != digest) {
+            report.push_problem(Problem::new(
+                ProblemKind::SealedPointerChanged,
+                &w.key,
+                format!(
+                    "sha256 {digest}, but seal {} sealed {}: the pointer was edited",
+                    s.seq, s.digest
+                ),
+            ));
+        }
+        let parsed = match keys::classify(&w.key) {
+            KeyKind::Pointer { run_id, commit_id } => {
+                check_pointer(&w.key, &bytes, &run_id, &commit_id)
+            }
+            _ => Pointer::from_bytes(&w.key, &bytes),
+        };
+        match parsed {
+            Ok(p) => {
+                out.parsed.insert(w.key.clone(), p);
+            }
+            Err(e) => {
+                report.push_problem(Problem::new(
+                    ProblemKind::CorruptPointer,
+                    &w.key,
+                    e.to_string(),
+                ));
+                out.corrupt.insert(w.key.clone());
+            }
+        }
+        out.present.insert(w.key, digest);
+    }
+    out
+}

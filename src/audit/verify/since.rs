@@ -1,0 +1,414 @@
+//! The `--since-seal [SEQ]` strategy: only what changed since seal SEQ (default: the
+//! newest), in O(commits since + log n) requests.
+//!
+//! Checked: the seals from SEQ on (found from the head marker, read by number): their
+//! links to the seal before, sequence numbers, frontiers against roots (and each against
+//! its predecessor's frontier and its own entries), watermarks and signatures; the
+//! expected head (walking back from SEQ if it is older); the pointers sealed after SEQ
+//! (byte for byte) and their parts; every commit not sealed yet that the index lists (its
+//! entry, pointer and part); the newest seal's head marker and the tiles its frontier
+//! comes from. Not checked: anything sealed by SEQ or earlier, orphans, foreign objects,
+//! temps and locators; a full `verify` (or its shards) checks those.
+//!
+//! The steps are the pipeline's ([`super`]): **list** = the seals after SEQ and the index
+//! after the newest seal's watermark, **classify** = sealed after SEQ or not sealed yet,
+//! then **pointers** and **check** as for a full verify.
+
+use std::collections::{BTreeMap, HashSet};
+
+use chrono::{DateTime, Utc};
+use futures::{StreamExt, TryStreamExt};
+
+use crate::audit::report::{Problem, ProblemKind, Report};
+use crate::audit::verify::history::{entry_matches, index_entry_problem};
+use crate::audit::verify::options::VerifyOptions;
+use crate::audit::verify::pipeline::Strategy;
+use crate::audit::verify::pointers::{ReadBack, SealedAs, Wanted};
+use crate::base::error::{Error, Result};
+use crate::format::keys::{self, seal_key};
+use crate::format::pointer::Pointer;
+use crate::history::frontier::Frontier;
+use crate::history::head::{self, read_seal};
+use crate::history::index;
+use crate::history::merkle;
+use crate::history::seal::{seal_fields, Seal, StoredSeal};
+use crate::history::tiles;
+use crate::publish::AtomicPublisher;
+
+/// The since strategy's state between the steps.
+#[derive(Debug)]
+pub(crate) struct Since {
+    /// The seals found from the head marker.
+    heads: head::Heads,
+    /// The newest seal.
+    newest: StoredSeal,
+    /// Check from this seal on.
+    since: u64,
+    /// Keys of the pointers sealed after `since`.
+    sealed_after: Vec<String>,
+    /// Index entries of commits not sealed yet.
+    entries: Vec<index::Entry>,
+}
+
+impl Since {
+    /// The strategy for `opts.since_seal`, or `None` when the newest seal is of an earlier
+    /// format (no index to list from): then the store gets a full verify.
+    pub(crate) async fn plan(
+        store: &dyn AtomicPublisher,
+        opts: &VerifyOptions,
+    ) -> Result<Option<Self>> {
+        let heads = head::find(store).await?;
+        let newest = match heads.newest() {
+            Some(n) if heads.legacy.is_none() && n.seal.as_ref().is_ok_and(|s| s.is_v2()) => {
+                n.clone()
+            }
+            _ => {
+                if let Some(Some(n)) = opts.since_seal {
+                    if read_seal(store, n).await?.is_none() {
+                        return Err(Error::Usage(format!(
+                            "--since-seal {n}: the store has no seal {n}"
+                        )));
+                    }
+                }
+                tracing::info!("no seal of the current format: verifying the whole store");
+                return Ok(None);
+            }
+        };
+        let since = opts.since_seal.flatten().unwrap_or(newest.key_seq);
+        if since > newest.key_seq || since == 0 {
+            return Err(Error::Usage(format!(
+                "--since-seal {since}: the store has no seal {since} (the newest is {})",
+                newest.key_seq
+            )));
+        }
+        Ok(Some(Self {
+            heads,
+            newest,
+            since,
+            sealed_after: Vec::new(),
+            entries: Vec::new(),
+        }))
+    }
+}
+
+impl Strategy for Since {
+    async fn gather(
+        &mut self,
+        store: &dyn AtomicPublisher,
+        opts: &VerifyOptions,
+        report: &mut Report,
+    ) -> Result<Vec<Wanted>> {
+        let (newest, since) = (&self.newest, self.since);
+        report.since_seal = Some(since);
+        report.head_seq = Some(newest.key_seq);
+        report.head = Some(newest.digest.clone());
+        report.head_sealed_utc = newest.seal.as_ref().ok().map(|s| s.sealed_utc.clone());
+        // The seals from the one before SEQ to the newest, by number.
+        let mut seals: BTreeMap<u64, StoredSeal> = self
+            .heads
+            .marked
+            .iter()
+            .chain(&self.heads.unmarked)
+            .filter(|s| s.key_seq + 1 >= since)
+            .map(|s| (s.key_seq, s.clone()))
+            .collect();
+        let from = since.saturating_sub(1).max(1);
+        let missing: Vec<u64> = (from..=newest.key_seq)
+            .filter(|n| !seals.contains_key(n))
+            .collect();
+        let read: Vec<(u64, Option<StoredSeal>)> = futures::stream::iter(missing)
+            .map(|n| async move { Ok::<_, Error>((n, read_seal(store, n).await?)) })
+            .buffer_unordered(opts.concurrency.max(1))
+            .try_collect()
+            .await?;
+        for (n, s) in read {
+            match s {
+                Some(s) => {
+                    seals.insert(n, s);
+                }
+                None => report.push_problem(Problem::new(
+                    ProblemKind::SealMissing,
+                    &seal_key(n),
+                    format!("seal {n} is missing: the chain jumps over it"),
+                )),
+            }
+        }
+        check_seals(opts, &seals, since, report);
+        if let Some(want) = &opts.expect_head {
+            if let Some(p) = find_head(store, &seals, from, want).await? {
+                report.push_problem(p);
+            }
+        }
+        let head_seal = newest
+            .seal
+            .as_ref()
+            .map_err(|m| Error::Internal(m.clone()))?;
+        report.seals = newest.key_seq;
+        report.signed_seals = seals
+            .values()
+            .filter(|s| s.key_seq >= since)
+            .filter(|s| {
+                s.seal
+                    .as_ref()
+                    .is_ok_and(|x| x.check_signature(opts.public_key.as_ref()).unwrap_or(false))
+            })
+            .count() as u64;
+        report.sealed_commits = head_seal.tree_size;
+
+        // Commits sealed after SEQ: their pointers must be what was sealed.
+        let mut wanted: Vec<Wanted> = seals
+            .values()
+            .filter(|s| s.key_seq > since)
+            .filter_map(|s| s.seal.as_ref().ok().map(|x| (s.key_seq, x)))
+            .flat_map(|(seq, s)| {
+                s.entries.iter().map(move |e| Wanted {
+                    key: e.key.clone(),
+                    sealed: Some(SealedAs {
+                        seq,
+                        digest: e.sha256.to_lowercase(),
+                    }),
+                })
+            })
+            .collect();
+        self.sealed_after = wanted.iter().map(|w| w.key.clone()).collect();
+
+        // Commits not sealed yet: from the index, after the newest seal's watermark.
+        let watermark = head_seal
+            .watermark_utc
+            .as_deref()
+            .and_then(|w| DateTime::parse_from_rfc3339(w).ok())
+            .map(|t| t.with_timezone(&Utc));
+        let ahead: HashSet<String> = head_seal.ahead.iter().flatten().cloned().collect();
+        self.entries = index::list_since(store, watermark, &ahead).await?;
+        wanted.extend(self.entries.iter().map(|e| Wanted {
+            key: e.pointer_key.clone(),
+            sealed: None,
+        }));
+        Ok(wanted)
+    }
+
+    async fn after_pointers(
+        &mut self,
+        store: &dyn AtomicPublisher,
+        _opts: &VerifyOptions,
+        report: &mut Report,
+        read: ReadBack,
+    ) -> Result<Vec<(String, Pointer)>> {
+        let mut pointers: Vec<(String, Pointer)> = Vec::new();
+        for k in &self.sealed_after {
+            if let Some(p) = read.parsed.get(k) {
+                pointers.push((k.clone(), p.clone()));
+            }
+        }
+        report.commits = pointers.len() as u64;
+        for e in &self.entries {
+            if read.corrupt.contains(&e.pointer_key) {
+                continue; // the pointer is the problem reported
+            }
+            let pointer = read.parsed.get(&e.pointer_key);
+            report.problems.extend(index_entry_problem(
+                &e.key,
+                e.size,
+                e.committed,
+                &e.commit_id,
+                &e.pointer_key,
+                pointer,
+            ));
+            // A commit the entry stands for is checked even when the entry itself is not
+            // empty.
+            if let Some(p) = pointer.filter(|p| entry_matches(p, e.committed, &e.commit_id)) {
+                report.unsealed_commits += 1;
+                report.commits += 1;
+                pointers.push((e.pointer_key.clone(), p.clone()));
+            }
+        }
+        check_head_structures(store, &self.newest, report).await?;
+        Ok(pointers)
+    }
+
+    fn listed_size(&self, _key: &str) -> Option<u64> {
+        None
+    }
+
+    async fn after_parts(
+        &mut self,
+        _store: &dyn AtomicPublisher,
+        _opts: &VerifyOptions,
+        _report: &mut Report,
+    ) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Chain checks of the seals from `since` on, each against the one before it.
+fn check_seals(
+    opts: &VerifyOptions,
+    seals: &BTreeMap<u64, StoredSeal>,
+    since: u64,
+    report: &mut Report,
+) {
+    for (n, s) in seals.range(since..) {
+        let seal = match &s.seal {
+            Ok(seal) => seal,
+            Err(m) => {
+                report.push_problem(Problem::new(ProblemKind::SealCorrupt, &s.key, m.clone()));
+                continue;
+            }
+        };
+        if seal.seq != *n {
+            report.push_problem(Problem::new(
+                ProblemKind::SealMisplaced,
+                &s.key,
+                format!("records seq {} but is stored as seal {n}", seal.seq),
+            ));
+        }
+        let prev = n.checked_sub(1).and_then(|p| seals.get(&p));
+        match (prev, &seal.prev_sha256) {
+            (Some(before), Some(p)) if p != &before.digest => report.push_problem(Problem::new(
+                ProblemKind::SealChainBroken,
+                &before.key,
+                format!(
+                    "has sha256 {}, but the next seal {} records {p}: this seal was edited or replaced after {} was made",
+                    before.digest, s.key, s.key
+                ),
+            )),
+            (Some(before), None) => report.push_problem(Problem::new(
+                ProblemKind::SealChainBroken,
+                &s.key,
+                format!("records no previous seal, but follows {}", before.key),
+            )),
+            _ => {}
+        }
+        if let Some(f) = &seal.frontier {
+            let why = match Frontier::from_hex(seal.tree_size, f) {
+                None => Some("its frontier does not fit its tree size".to_string()),
+                Some(fr) if !hex::encode(fr.root()).eq_ignore_ascii_case(&seal.root) => {
+                    Some("its frontier does not give its root".to_string())
+                }
+                Some(_) => grows_from(prev, seal),
+            };
+            if let Some(w) = why {
+                report.push_problem(Problem::new(
+                    ProblemKind::SealRootMismatch,
+                    &s.key,
+                    format!("{w}: the seal was edited"),
+                ));
+            }
+            let prev_w = prev
+                .and_then(|p| p.seal.as_ref().ok())
+                .and_then(|p| p.watermark_utc.as_deref());
+            for w in seal_fields(seal, prev_w, None) {
+                report.push_problem(Problem::new(ProblemKind::SealCorrupt, &s.key, w));
+            }
+        }
+        match seal.check_signature(opts.public_key.as_ref()) {
+            Ok(false) if opts.public_key.is_some() => report.push_problem(Problem::new(
+                ProblemKind::BadSignature,
+                &s.key,
+                "is not signed, but a public key was given",
+            )),
+            Ok(_) => {}
+            Err(e) => report.push_problem(Problem::new(
+                ProblemKind::BadSignature,
+                &s.key,
+                e.to_string(),
+            )),
+        }
+    }
+}
+
+/// Why a seal's tree is not its predecessor's tree plus its entries (`None` when it is, or
+/// when the predecessor has no frontier to extend).
+fn grows_from(prev: Option<&StoredSeal>, seal: &Seal) -> Option<String> {
+    let p = prev?.seal.as_ref().ok()?;
+    let mut f = Frontier::from_hex(p.tree_size, p.frontier.as_deref()?)?;
+    for e in &seal.entries {
+        let Some(d) = merkle::parse_hash(&e.sha256) else {
+            return Some(format!("entry {} has no valid sha256", e.key));
+        };
+        f.push(merkle::leaf_hash(&d));
+    }
+    let ok = f.size() == seal.tree_size && hex::encode(f.root()).eq_ignore_ascii_case(&seal.root);
+    (!ok).then(|| {
+        format!(
+            "records tree size {} root {}, but seal {}'s tree and its entries give {} and {}",
+            seal.tree_size,
+            seal.root,
+            p.seq,
+            f.size(),
+            hex::encode(f.root())
+        )
+    })
+}
+
+/// `--expect-head`: among the seals read, else walking back (checking links) from the
+/// oldest one read. Costs the seals made since that head.
+async fn find_head(
+    store: &dyn AtomicPublisher,
+    seals: &BTreeMap<u64, StoredSeal>,
+    from: u64,
+    want: &str,
+) -> Result<Option<Problem>> {
+    let want = want.trim().to_lowercase();
+    if seals.values().any(|s| s.digest == want) {
+        return Ok(None);
+    }
+    let mut expect_digest = seals
+        .get(&from)
+        .and_then(|s| s.seal.as_ref().ok())
+        .and_then(|s| s.prev_sha256.clone());
+    let mut n = from;
+    while n > 1 {
+        n -= 1;
+        let Some(s) = read_seal(store, n).await? else {
+            break;
+        };
+        if expect_digest.as_deref().is_some_and(|d| d != s.digest) {
+            return Ok(Some(Problem::new(
+                ProblemKind::SealChainBroken,
+                &s.key,
+                format!(
+                    "has sha256 {}, but the next seal records another: edited or replaced",
+                    s.digest
+                ),
+            )));
+        }
+        if s.digest == want {
+            return Ok(None);
+        }
+        expect_digest = s.seal.as_ref().ok().and_then(|x| x.prev_sha256.clone());
+    }
+    Ok(Some(Problem::new(
+        ProblemKind::HeadNotFound,
+        keys::SEALS_PREFIX,
+        format!("no seal has the expected head digest {want}: the newest seals were cut off or rewritten"),
+    )))
+}
+
+/// The newest seal's marker, and the tiles of its tree against its frontier.
+async fn check_head_structures(
+    store: &dyn AtomicPublisher,
+    newest: &StoredSeal,
+    report: &mut Report,
+) -> Result<()> {
+    let Ok(seal) = &newest.seal else {
+        return Ok(());
+    };
+    let marked = head::newest_marker(store).await? == Some(newest.key_seq);
+    if !marked {
+        // Not finished yet (see check::unfinished): its tiles may not be there.
+        report.unfinished_seal = Some(newest.key_seq);
+        return Ok(());
+    }
+    let want = seal.frontier.clone().unwrap_or_default();
+    match tiles::frontier_from_tiles(store, seal.tree_size).await {
+        Ok(got) if got.iter().map(hex::encode).eq(want.iter().map(|h| h.to_lowercase())) => {}
+        Ok(_) => report.push_problem(Problem::new(
+            ProblemKind::BadTile,
+            keys::TILES_PREFIX,
+            format!("the right edge of the tiles does not give seal {}'s frontier: a tile was changed (a full `verify` names it)", newest.key_seq),
+        )),
+        Err(e) => report.push_problem(Problem::new(ProblemKind::BadTile, keys::TILES_PREFIX, e.to_string())),
+    }
+    Ok(())
+}

@@ -1,0 +1,46 @@
+//! What every command shares: the store arguments, the status a command returns, and
+//! writing to standard output.
+
+use std::io::Write;
+
+use crate::base::error::{Error, Result};
+
+/// Store selection shared by the commands that open one.
+#[derive(Debug, clap::Args)]
+pub(crate) struct StoreArg {
+    /// Store URL: a directory, file:///abs/dir, memory://, s3://bucket/prefix,
+    /// az://container/prefix (also abfs[s]:// and https://<account>.blob.core.windows.net/...)
+    /// or gs://bucket/prefix. Credentials come from the environment, never the URL.
+    #[arg(long, env = "LINEAGE_STORE")]
+    pub store: String,
+    /// S3 endpoint (LocalStack, moto, MinIO...); default: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL.
+    #[arg(long, value_name = "URL")]
+    pub endpoint_url: Option<String>,
+}
+
+impl StoreArg {
+    /// Open the store these arguments name.
+    pub(crate) async fn open(&self) -> Result<std::sync::Arc<dyn crate::AtomicPublisher>> {
+        let opts = crate::publish::store::CloudOptions {
+            endpoint_url: self.endpoint_url.clone(),
+        };
+        crate::publish::store::open_with(&self.store, &opts).await
+    }
+}
+
+/// What a command reports back: exit code 0 or 1 (problems found).
+pub(crate) type Status = u8;
+
+/// The path an error on standard output names (a closed pipe ends the command quietly).
+pub(crate) const STDOUT: &str = "<stdout>";
+
+/// Write a line to stdout; a closed pipe (e.g. `| head`) is not an error worth a panic.
+pub(crate) fn out(line: &str) -> Result<()> {
+    let mut o = std::io::stdout().lock();
+    writeln!(o, "{line}").map_err(|e| Error::io(STDOUT, e))
+}
+
+/// JSON of a serialisable value on one line.
+pub(crate) fn json_line<T: serde::Serialize>(v: &T) -> Result<String> {
+    serde_json::to_string(v).map_err(|e| Error::Internal(e.to_string()))
+}

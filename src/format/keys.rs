@@ -1,0 +1,470 @@
+//! Partition keys and the object layout of a store.
+//!
+//! ```text
+//! run_id=<r>/target_crs=EPSG:<n>/part-<commit-id>.parquet     data (Hive layout)
+//! run_id=<r>/target_crs=EPSG:<n>/.part-<commit-id>.parquet.<nonce>.tmp   in-flight temp (POSIX)
+//! _lineage/commits/run_id=<r>/<commit-id>.json                 one pointer per commit
+//! _lineage/seals/<seq, 20 digits>.json                         seals (audit)
+//! _lineage/commit-keys/<sha256 of the key>.json                commit-key claims
+//! _lineage/index/<YYYY-MM-DD>/T<HHMMSS.ffffff>Z.<commit-id>.run_id=<r>   time index (empty)
+//! _lineage/heads/<2^64-1-seq, 20 digits>-<seq, 20 digits>     head markers (empty)
+//! _lineage/tiles/<level>/<N>[.p/<width>]                       Merkle hash tiles
+//! _lineage/leaves/<hh>/<commit-id>.<leaf index, 20 digits>.run_id=<r>   leaf locators (empty)
+//! ```
+//!
+//! The last four make the history cheap to read at any age ([`crate::history`]).
+//!
+//! Everything under `_lineage/` is skipped by dataset readers (leading `_`), as are hidden
+//! temps (leading `.`). All keys are relative, `/`-separated, and built only here.
+
+use chrono::{DateTime, Utc};
+
+use crate::base::error::{Error, Result};
+
+/// Longest accepted `run_id`, in bytes.
+pub const MAX_RUN_ID_BYTES: usize = 128;
+/// Prefix of everything that is not data.
+pub const META_PREFIX: &str = "_lineage/";
+/// Prefix of the commit pointers.
+pub const COMMITS_PREFIX: &str = "_lineage/commits/";
+/// Prefix of the seals.
+pub const SEALS_PREFIX: &str = "_lineage/seals/";
+/// Prefix of commit-key claims (see [`crate::write::commit_key`]).
+pub const COMMIT_KEYS_PREFIX: &str = "_lineage/commit-keys/";
+
+/// Prefix of the time-ordered commit index.
+pub const INDEX_PREFIX: &str = "_lineage/index/";
+/// Prefix of the head markers.
+pub const HEADS_PREFIX: &str = "_lineage/heads/";
+/// Prefix of the Merkle hash tiles.
+pub const TILES_PREFIX: &str = "_lineage/tiles/";
+/// Prefix of the leaf locators.
+pub const LEAVES_PREFIX: &str = "_lineage/leaves/";
+/// Hashes in a full tile (tiles are 8 levels of the tree high).
+pub const TILE_WIDTH: u64 = 256;
+
+/// Why a `run_id` is not acceptable in new input, or `None` when it is: a safe path
+/// segment ([`run_id_segment_problem`]) of ASCII letters, digits and
+/// [`RUN_ID_PUNCTUATION`] only.
+pub fn run_id_problem(run_id: &str) -> Option<String> {
+    if let Some(why) = run_id_segment_problem(run_id) {
+        return Some(format!(
+            "run_id {} {why}",
+            crate::schema::rules::quote(run_id)
+        ));
+    }
+    let c = run_id.chars().find(|&c| !is_run_id_char(c))?;
+    Some(format!(
+        "run_id {} contains {c:?} (U+{:04X}); a run_id holds only ASCII letters, digits and `{RUN_ID_PUNCTUATION}` \
+         (other characters, e.g. look-alikes of `/` and `.`, could disguise one run as another)",
+        crate::schema::rules::quote(run_id),
+        u32::from(c)
+    ))
+}
+
+/// Why a `run_id` is not a safe path segment, or `None`. This is what every version of
+/// lineage-store has required, so it decides which existing keys are ours
+/// ([`classify`]): a store written before the ASCII-only rule keeps its non-ASCII runs.
+pub fn run_id_segment_problem(run_id: &str) -> Option<&'static str> {
+    Some(if run_id.is_empty() {
+        "is empty"
+    } else if run_id.len() > MAX_RUN_ID_BYTES {
+        "is longer than 128 bytes"
+    } else if run_id == "." || run_id.contains("..") {
+        "contains `..`"
+    } else if run_id.starts_with('.') {
+        "starts with `.` (hidden files are skipped by readers)"
+    } else if run_id.starts_with('_') {
+        "starts with `_` (reserved for metadata, skipped by readers)"
+    } else if run_id.contains('/') || run_id.contains('\\') {
+        "contains a path separator"
+    } else if run_id.contains('=') {
+        "contains `=` (breaks the Hive layout)"
+    } else if run_id.chars().any(char::is_control) {
+        "contains a control character"
+    } else if run_id.contains('%') || run_id.contains('#') || run_id.contains('?') {
+        "contains `%`, `#` or `?` (escaped differently by object stores and readers)"
+    } else {
+        return None;
+    })
+}
+
+/// The punctuation a `run_id` may hold besides ASCII letters and digits: enough for the
+/// ids schedulers make (UUIDs, `scheduled__2026-07-13T06:00:00+00:00`, `nightly.42`).
+pub const RUN_ID_PUNCTUATION: &str = "-_.:+@~";
+
+fn is_run_id_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || RUN_ID_PUNCTUATION.contains(c)
+}
+
+/// Check a `run_id` to look up (`log --run-id`): a safe path segment, so that runs an
+/// older version stored can still be listed.
+pub fn check_run_id(run_id: &str) -> Result<()> {
+    match run_id_segment_problem(run_id) {
+        None => Ok(()),
+        Some(why) => Err(Error::Usage(format!(
+            "run_id {} {why}",
+            crate::schema::rules::quote(run_id)
+        ))),
+    }
+}
+
+/// The partition directory of a (run_id, target_crs) pair.
+pub fn partition_dir(run_id: &str, target_crs: &str) -> String {
+    format!("run_id={run_id}/target_crs={target_crs}")
+}
+
+/// The data part of a commit.
+pub fn part_key(run_id: &str, target_crs: &str, commit_id: &str) -> String {
+    format!(
+        "{}/part-{commit_id}.parquet",
+        partition_dir(run_id, target_crs)
+    )
+}
+
+/// The pointer of a commit.
+pub fn pointer_key(run_id: &str, commit_id: &str) -> String {
+    format!("{COMMITS_PREFIX}run_id={run_id}/{commit_id}.json")
+}
+
+/// The key of seal `seq`.
+pub fn seal_key(seq: u64) -> String {
+    format!("{}{seq:020}.json", SEALS_PREFIX)
+}
+
+/// The claim object of a commit key: named by the key's sha256, so any key (any length,
+/// any characters) makes a safe object name.
+pub fn commit_key_claim_key(commit_key: &str) -> String {
+    use sha2::Digest;
+    format!(
+        "{COMMIT_KEYS_PREFIX}{}.json",
+        hex::encode(sha2::Sha256::digest(commit_key.as_bytes()))
+    )
+}
+
+/// The index entry of a commit: its key orders commits by `committed_utc` (then commit id)
+/// across every run, so a listing that starts after a time finds exactly the commits made
+/// since. Everything it says is in the key; the object is empty.
+pub fn index_key(committed: DateTime<Utc>, commit_id: &str, run_id: &str) -> String {
+    format!("{}.{commit_id}.run_id={run_id}", index_bound(committed))
+}
+
+/// The index key every entry of time `t` or later sorts after, and every earlier one
+/// before: a `start-after` offset.
+pub fn index_bound(t: DateTime<Utc>) -> String {
+    format!("{INDEX_PREFIX}{}", t.format("%Y-%m-%d/T%H%M%S.%6fZ"))
+}
+
+/// The head marker of seal `seq`: named by 2^64-1-seq, so the newest seal's marker is the
+/// first key of a listing (one request finds the head, however many seals there are).
+pub fn head_key(seq: u64) -> String {
+    format!("{HEADS_PREFIX}{:020}-{seq:020}", u64::MAX - seq)
+}
+
+/// A hash tile: level `level`, tile `index`, `width` hashes (a full tile is stored without a
+/// width; a partial one under `.p/<width>`, as tiled transparency logs name them). The index
+/// is written in groups of three digits, all but the last prefixed `x`, so no directory
+/// holds more than 1000 entries.
+pub fn tile_key(level: u8, index: u64, width: u64) -> String {
+    let digits = format!("{index:03}");
+    let mut groups: Vec<String> = Vec::new();
+    let lead = digits.len() % 3;
+    if lead != 0 {
+        groups.push(format!("{:0>3}", &digits[..lead]));
+    }
+    for i in (lead..digits.len()).step_by(3) {
+        groups.push(digits[i..i + 3].to_string());
+    }
+    let last = groups.pop().unwrap_or_default();
+    let mut path: String = groups.iter().map(|g| format!("x{g}/")).collect();
+    path.push_str(&last);
+    if width < TILE_WIDTH {
+        path.push_str(&format!(".p/{width}"));
+    }
+    format!("{TILES_PREFIX}{level}/{path}")
+}
+
+/// The directory holding every partial version of a tile (`<N>.p/`).
+pub fn tile_partials_prefix(level: u8, index: u64) -> String {
+    format!("{}.p/", tile_key(level, index, TILE_WIDTH))
+}
+
+/// The locator of a sealed commit: its leaf index in the Merkle tree and its run, found by
+/// commit id alone (bucketed by the id's last two hex digits, which are random or hashed).
+pub fn leaf_key(commit_id: &str, leaf_index: u64, run_id: &str) -> String {
+    format!("{}{leaf_index:020}.run_id={run_id}", leaf_prefix(commit_id))
+}
+
+/// Every locator of a commit id starts with this.
+pub fn leaf_prefix(commit_id: &str) -> String {
+    let hh = commit_id
+        .get(commit_id.len().saturating_sub(2)..)
+        .unwrap_or("");
+    format!("{LEAVES_PREFIX}{hh}/{commit_id}.")
+}
+
+/// The history objects (see [`crate::history`]), parsed from their keys.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HistoryKey {
+    /// A commit's index entry.
+    Index {
+        /// The commit's `committed_utc`.
+        committed: DateTime<Utc>,
+        /// Its id.
+        commit_id: String,
+        /// Its run.
+        run_id: String,
+    },
+    /// The marker of a complete seal.
+    Head(u64),
+    /// A hash tile.
+    Tile {
+        /// Level: a tile of level L holds nodes 8L levels above the leaves.
+        level: u8,
+        /// Position within its level.
+        index: u64,
+        /// Hashes it holds (256 when full).
+        width: u64,
+    },
+    /// A sealed commit's leaf locator.
+    Leaf {
+        /// The commit.
+        commit_id: String,
+        /// Its position in the Merkle tree.
+        leaf_index: u64,
+        /// Its run.
+        run_id: String,
+    },
+}
+
+impl HistoryKey {
+    /// The pointer key an index entry or locator names.
+    pub fn pointer_key(&self) -> Option<String> {
+        match self {
+            HistoryKey::Index {
+                commit_id, run_id, ..
+            }
+            | HistoryKey::Leaf {
+                commit_id, run_id, ..
+            } => Some(pointer_key(run_id, commit_id)),
+            _ => None,
+        }
+    }
+}
+
+fn parse_history(key: &str) -> Option<HistoryKey> {
+    if let Some(rest) = key.strip_prefix(INDEX_PREFIX) {
+        // <YYYY-MM-DD>/T<HHMMSS.ffffff>Z.<36-char id>.run_id=<r>
+        let (day, name) = rest.split_once('/')?;
+        let time = name.get(..15)?;
+        let stamp = format!("{day}{time}");
+        let committed = chrono::NaiveDateTime::parse_from_str(&stamp, "%Y-%m-%dT%H%M%S%.6fZ")
+            .ok()?
+            .and_utc();
+        let commit_id = name.get(16..52)?;
+        let run_id = name.get(52..)?.strip_prefix(".run_id=")?;
+        let ok = day.len() == 10
+            && name.as_bytes().get(15) == Some(&b'.')
+            && is_commit_id(commit_id)
+            && run_id_segment_problem(run_id).is_none()
+            && index_key(committed, commit_id, run_id) == key;
+        return ok.then(|| HistoryKey::Index {
+            committed,
+            commit_id: commit_id.to_string(),
+            run_id: run_id.to_string(),
+        });
+    }
+    if let Some(rest) = key.strip_prefix(HEADS_PREFIX) {
+        let seq: u64 = rest.get(21..)?.parse().ok()?;
+        return (head_key(seq) == key).then_some(HistoryKey::Head(seq));
+    }
+    if let Some(rest) = key.strip_prefix(TILES_PREFIX) {
+        let (level, path) = rest.split_once('/')?;
+        let level: u8 = level.parse().ok()?;
+        let (path, width) = match path.split_once(".p/") {
+            Some((p, w)) => (p, w.parse().ok()?),
+            None => (path, TILE_WIDTH),
+        };
+        let index: u64 = path.replace(['x', '/'], "").parse().ok()?;
+        let ok = level <= 8 && (1..=TILE_WIDTH).contains(&width);
+        return (ok && tile_key(level, index, width) == key).then_some(HistoryKey::Tile {
+            level,
+            index,
+            width,
+        });
+    }
+    if let Some(rest) = key.strip_prefix(LEAVES_PREFIX) {
+        // <hh>/<36-char id>.<20 digits>.run_id=<r>
+        let name = rest.get(3..)?;
+        let commit_id = name.get(..36)?;
+        let leaf_index: u64 = name.get(37..57)?.parse().ok()?;
+        let run_id = name.get(57..)?.strip_prefix(".run_id=")?;
+        let ok = is_commit_id(commit_id)
+            && run_id_segment_problem(run_id).is_none()
+            && leaf_key(commit_id, leaf_index, run_id) == key;
+        return ok.then(|| HistoryKey::Leaf {
+            commit_id: commit_id.to_string(),
+            leaf_index,
+            run_id: run_id.to_string(),
+        });
+    }
+    None
+}
+
+/// What an object key is, by its place in the layout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyKind {
+    /// A data part: run_id, target_crs, commit id.
+    Part {
+        /// Partition value.
+        run_id: String,
+        /// Partition value.
+        target_crs: String,
+        /// From the file name.
+        commit_id: String,
+    },
+    /// A hidden in-flight temp written by the POSIX publisher.
+    Temp,
+    /// A commit pointer: run_id, commit id.
+    Pointer {
+        /// From the directory.
+        run_id: String,
+        /// From the file name.
+        commit_id: String,
+    },
+    /// A seal with its sequence number.
+    Seal(u64),
+    /// An index entry, head marker, hash tile or leaf locator.
+    History(HistoryKey),
+    /// Anything else under `_lineage/`: ours, but not a pointer or seal (e.g. keys).
+    Meta,
+    /// Anything else: not written by lineage-store.
+    Foreign,
+}
+
+/// Classify a key of the store.
+pub fn classify(key: &str) -> KeyKind {
+    let name = key.rsplit('/').next().unwrap_or(key);
+    if name.starts_with('.') && name.ends_with(".tmp") {
+        return KeyKind::Temp;
+    }
+    if let Some(rest) = key.strip_prefix(COMMITS_PREFIX) {
+        if let Some((dir, file)) = rest.split_once('/') {
+            if let (Some(run_id), Some(commit_id)) =
+                (dir.strip_prefix("run_id="), file.strip_suffix(".json"))
+            {
+                if !file.contains('/') && is_commit_id(commit_id) && is_run_id(run_id) {
+                    return KeyKind::Pointer {
+                        run_id: run_id.to_string(),
+                        commit_id: commit_id.to_string(),
+                    };
+                }
+            }
+        }
+        return KeyKind::Meta;
+    }
+    if let Some(rest) = key.strip_prefix(SEALS_PREFIX) {
+        if let Some(seq) = rest.strip_suffix(".json") {
+            if seq.len() == 20 && seq.bytes().all(|b| b.is_ascii_digit()) {
+                if let Ok(n) = seq.parse() {
+                    return KeyKind::Seal(n);
+                }
+            }
+        }
+        return KeyKind::Meta;
+    }
+    for p in [INDEX_PREFIX, HEADS_PREFIX, TILES_PREFIX, LEAVES_PREFIX] {
+        if key.starts_with(p) {
+            // Under a history prefix but not a name lineage-store makes: reported.
+            return parse_history(key).map_or(KeyKind::Foreign, KeyKind::History);
+        }
+    }
+    if key.starts_with(META_PREFIX) {
+        return KeyKind::Meta;
+    }
+    let mut parts = key.split('/');
+    if let (Some(r), Some(t), Some(f), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    {
+        if let (Some(run_id), Some(target_crs), Some(commit_id)) = (
+            r.strip_prefix("run_id="),
+            t.strip_prefix("target_crs="),
+            f.strip_prefix("part-")
+                .and_then(|f| f.strip_suffix(".parquet")),
+        ) {
+            if is_commit_id(commit_id) && is_run_id(run_id) {
+                return KeyKind::Part {
+                    run_id: run_id.to_string(),
+                    target_crs: target_crs.to_string(),
+                    commit_id: commit_id.to_string(),
+                };
+            }
+        }
+    }
+    KeyKind::Foreign
+}
+
+/// A `run_id` lineage-store could have written (so a key whose `run_id` segment is not,
+/// e.g. one holding `%`, is foreign, never a part or pointer of ours).
+fn is_run_id(run_id: &str) -> bool {
+    run_id_segment_problem(run_id).is_none()
+}
+
+/// A commit id is a hyphenated lower-case UUID.
+pub fn is_commit_id(s: &str) -> bool {
+    s.len() == 36 && uuid::Uuid::try_parse(s).is_ok() && !s.bytes().any(|b| b.is_ascii_uppercase())
+}
+
+/// The hidden temp name a POSIX publish of the object `name` writes first:
+/// `.{name}.{nonce}.tmp`. The nonce is a UUIDv7 (32 hex digits): unique per attempt, so
+/// concurrent creators of one key never share a temp, and carrying the time the temp was
+/// made, so `verify` can tell a temp in flight from a stale or planted one by its name
+/// (never by its modification time, which anyone can set).
+pub fn temp_name(name: &str) -> String {
+    format!(".{name}.{}.tmp", uuid::Uuid::now_v7().simple())
+}
+
+/// What a temp's file name says about it (see [`temp_name`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TempName {
+    /// The object name the temp would be published as.
+    pub target: String,
+    /// When the temp was made, from its UUIDv7 nonce; `None` when the nonce is not one
+    /// (a temp of an older lineage-store, or not lineage-store's).
+    pub created: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// Parse the last segment of a temp key, `.{name}.{nonce}.tmp`; `None` when it is not of
+/// that shape.
+pub fn parse_temp_name(file_name: &str) -> Option<TempName> {
+    let inner = file_name.strip_prefix('.')?.strip_suffix(".tmp")?;
+    let (target, nonce) = inner.rsplit_once('.')?;
+    if target.is_empty() || nonce.is_empty() {
+        return None;
+    }
+    let created = (nonce.len() == 32)
+        .then(|| uuid::Uuid::try_parse(nonce).ok())
+        .flatten()
+        .and_then(|u| uuid_v7_time(&u));
+    Some(TempName {
+        target: target.to_string(),
+        created,
+    })
+}
+
+/// The creation time a UUIDv7 carries (its first 48 bits, milliseconds since the epoch);
+/// `None` for any other version (commit-key ids are UUIDv8: no time).
+pub fn uuid_v7_time(u: &uuid::Uuid) -> Option<chrono::DateTime<chrono::Utc>> {
+    if u.get_version_num() != 7 {
+        return None;
+    }
+    let ms = i64::try_from(u.as_u128() >> 80).ok()?;
+    chrono::DateTime::from_timestamp_millis(ms)
+}
+
+/// Whether `key` is a commit-key claim: `_lineage/commit-keys/<64 lower-case hex>.json`.
+pub fn is_claim_key(key: &str) -> bool {
+    key.strip_prefix(COMMIT_KEYS_PREFIX)
+        .and_then(|r| r.strip_suffix(".json"))
+        .is_some_and(|h| h.len() == 64 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
+}

@@ -1,0 +1,5 @@
+//! The object layout and the formats of the objects: pure data, no I/O.
+
+pub mod claim;
+pub mod keys;
+pub mod pointer;

@@ -1,0 +1,85 @@
+//! Reading the commit pointers.
+
+use futures::{StreamExt, TryStreamExt};
+
+use crate::base::error::Result;
+use crate::format::keys::{self, KeyKind};
+use crate::format::pointer::Pointer;
+use crate::parts::encode::sha256_hex;
+use crate::publish::AtomicPublisher;
+
+/// Parallel reads of small objects.
+pub const READ_CONCURRENCY: usize = 16;
+
+/// A pointer as read, with its key and the sha256 of its exact bytes (what a seal records).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredPointer {
+    /// The pointer's key.
+    pub key: String,
+    /// Lower-case hex sha256 of the stored bytes.
+    pub sha256: String,
+    /// The parsed pointer.
+    pub pointer: Pointer,
+}
+
+/// Every pointer (of one run, if given), in commit-time order ([`commit_order`]).
+/// An unparseable pointer is an error here; `verify` reports it instead.
+pub async fn read_pointers(
+    store: &dyn AtomicPublisher,
+    run_id: Option<&str>,
+) -> Result<Vec<Pointer>> {
+    Ok(read_stored_pointers(store, run_id)
+        .await?
+        .into_iter()
+        .map(|p| p.pointer)
+        .collect())
+}
+
+/// [`read_pointers`], keeping each pointer's key and digest.
+pub async fn read_stored_pointers(
+    store: &dyn AtomicPublisher,
+    run_id: Option<&str>,
+) -> Result<Vec<StoredPointer>> {
+    let prefix = match run_id {
+        Some(r) => {
+            keys::check_run_id(r)?;
+            format!("{}run_id={r}/", keys::COMMITS_PREFIX)
+        }
+        None => keys::COMMITS_PREFIX.to_string(),
+    };
+    let listed = store.list(&prefix).await?;
+    let mut pointers: Vec<StoredPointer> = futures::stream::iter(
+        listed
+            .into_iter()
+            .filter(|o| matches!(keys::classify(&o.key), KeyKind::Pointer { .. })),
+    )
+    .map(|o| async move {
+        let bytes = store
+            .get(&o.key)
+            .await?
+            .ok_or_else(|| crate::base::error::Error::NotFound(o.key.clone()))?;
+        let pointer = Pointer::from_bytes(&o.key, &bytes)?;
+        Ok::<_, crate::base::error::Error>(StoredPointer {
+            sha256: sha256_hex(&bytes),
+            key: o.key,
+            pointer,
+        })
+    })
+    .buffer_unordered(READ_CONCURRENCY)
+    .try_collect()
+    .await?;
+    pointers.sort_by(|a, b| commit_order(&a.pointer, &b.pointer));
+    Ok(pointers)
+}
+
+/// Commit-time order: `committed_utc` (RFC 3339 in UTC with microseconds, so text order is
+/// time order), then commit id. Keyed (UUIDv8) commits sort by when they were made, not by
+/// their hashed ids.
+pub fn commit_order(a: &Pointer, b: &Pointer) -> std::cmp::Ordering {
+    (&a.committed_utc, &a.commit_id).cmp(&(&b.committed_utc, &b.commit_id))
+}
+
+/// Sort pointers in [`commit_order`].
+pub fn sort_in_commit_order(pointers: &mut [Pointer]) {
+    pointers.sort_by(commit_order);
+}

@@ -1,0 +1,277 @@
+//! Seals: a hash chain of signed tree heads over the commit pointers.
+//!
+//! `_lineage/seals/<seq, 20 digits>.json`, create-only. Seal `n` records the sha256 of seal
+//! `n-1`'s exact bytes (`prev_sha256`), the commits it adds (`entries`: pointer key and the
+//! sha256 of the pointer's exact bytes, in canonical order), and the RFC 9162 Merkle root
+//! over the pointer digests of *all* commits sealed so far, in seal order: seal 1's entries,
+//! then seal 2's, and so on. The tree is therefore append-only, like a CT log, and the
+//! newest seal's root covers every sealed commit. The sha256 of the newest seal's bytes is
+//! the *head digest* an auditor keeps elsewhere.
+//!
+//! Canonical order of one seal's new entries: `lineage-seal/1` (earlier versions) by commit
+//! id, then pointer key; `lineage-seal/2` by `committed_utc`, then commit id, then pointer
+//! key (commit-time order, keyed commits included). A `lineage-seal/2` also carries the
+//! tree's frontier, a watermark and `ahead`, so the next seal needs no seal before it
+//! ([`crate::history::sealer`]). Concurrent sealers race on the create-only key; the loser
+//! re-reads and retries at the next sequence number.
+
+use std::collections::HashMap;
+
+use base64::Engine;
+use bytes::Bytes;
+use chrono::{DateTime, Utc};
+use ed25519_dalek::{Signature, VerifyingKey};
+use futures::{StreamExt, TryStreamExt};
+use serde::{Deserialize, Serialize};
+
+use crate::base::error::{Error, Result};
+use crate::format::keys::{self, HistoryKey, KeyKind};
+use crate::history::pointers::READ_CONCURRENCY;
+use crate::history::signing::{key_id, parse_public_key};
+use crate::parts::encode::sha256_hex;
+use crate::publish::AtomicPublisher;
+
+/// Format tag of seal objects written before the history structures (no frontier).
+pub const SEAL_FORMAT: &str = "lineage-seal/1";
+/// Format tag of seals that carry a frontier, a watermark and `ahead`
+/// (see [`crate::history`]): everything the next seal needs, without the seals before.
+pub const SEAL_FORMAT_V2: &str = "lineage-seal/2";
+/// Domain separation prefix of the signed message.
+const SIGNED_PREFIX: &[u8] = b"lineage-seal-signature/1\n";
+/// Attempts before giving up when other sealers keep winning.
+pub(crate) const MAX_SEAL_ATTEMPTS: usize = 32;
+const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
+
+/// One sealed commit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SealEntry {
+    /// The pointer's key.
+    pub key: String,
+    /// Lower-case hex sha256 of the pointer's exact bytes (the Merkle leaf data).
+    pub sha256: String,
+}
+
+/// A seal as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Seal {
+    /// Always [`SEAL_FORMAT`].
+    pub format: String,
+    /// Sequence number, from 1; also the object's name.
+    pub seq: u64,
+    /// sha256 of the previous seal's exact bytes; `None` for seal 1.
+    pub prev_sha256: Option<String>,
+    /// Commits covered by this seal and all before it (the tree size).
+    pub tree_size: u64,
+    /// RFC 9162 Merkle root (hex) over the pointer digests of all covered commits.
+    pub root: String,
+    /// When the seal was made (RFC 3339, UTC).
+    pub sealed_utc: String,
+    /// The lineage-store that made it.
+    pub tool_version: String,
+    /// The commits this seal adds, in canonical order.
+    pub entries: Vec<SealEntry>,
+    /// (`lineage-seal/2`) The RFC 9162 compact range of the tree: the hashes (hex) of the
+    /// perfect subtrees that make up `tree_size` leaves, largest first. Folded right to
+    /// left they give `root`; appending the next seal's leaves to them gives its root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frontier: Option<Vec<String>>,
+    /// (`lineage-seal/2`) Every index entry committed before this time has been considered
+    /// by this seal or an earlier one; the next seal lists the index from here on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watermark_utc: Option<String>,
+    /// (`lineage-seal/2`) Index entries at or after the watermark whose commits are already
+    /// sealed (by this seal or an earlier one), so the next seal does not seal them again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ahead: Option<Vec<String>>,
+    /// Ed25519 public key (base64) the seal is signed with, when signed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub public_key: Option<String>,
+    /// Ed25519 signature (base64) over [`Seal::signed_message`], when signed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
+}
+
+impl Seal {
+    /// The exact bytes stored.
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        let mut v = serde_json::to_vec_pretty(self).map_err(|e| Error::Internal(e.to_string()))?;
+        v.push(b'\n');
+        Ok(v)
+    }
+
+    /// Parse a stored seal.
+    pub fn from_bytes(key: &str, bytes: &[u8]) -> Result<Self> {
+        let s: Seal = serde_json::from_slice(bytes).map_err(|e| Error::Corrupt {
+            what: "seal",
+            key: key.to_string(),
+            message: e.to_string(),
+        })?;
+        let v2_fields = s.frontier.is_some() && s.watermark_utc.is_some() && s.ahead.is_some();
+        let why = match s.format.as_str() {
+            SEAL_FORMAT
+                if s.frontier.is_some() || s.watermark_utc.is_some() || s.ahead.is_some() =>
+            {
+                Some("a lineage-seal/1 with fields of lineage-seal/2".to_string())
+            }
+            SEAL_FORMAT => None,
+            SEAL_FORMAT_V2 if !v2_fields => {
+                Some("a lineage-seal/2 without frontier, watermark_utc and ahead".to_string())
+            }
+            SEAL_FORMAT_V2 => None,
+            f => Some(format!("unknown format {f:?}")),
+        };
+        match why {
+            Some(message) => Err(Error::Corrupt {
+                what: "seal",
+                key: key.to_string(),
+                message,
+            }),
+            None => Ok(s),
+        }
+    }
+
+    /// True for a `lineage-seal/2` (frontier, watermark, ahead).
+    pub fn is_v2(&self) -> bool {
+        self.format == SEAL_FORMAT_V2
+    }
+
+    /// What the signature covers: every field but the signature itself, as compact JSON
+    /// after a domain-separation line (the public key is covered, so it cannot be swapped).
+    pub fn signed_message(&self) -> Result<Vec<u8>> {
+        let mut unsigned = self.clone();
+        unsigned.signature = None;
+        let mut m = SIGNED_PREFIX.to_vec();
+        m.extend(serde_json::to_vec(&unsigned).map_err(|e| Error::Internal(e.to_string()))?);
+        Ok(m)
+    }
+
+    /// Check the signature: against `trusted` when given (the seal must carry exactly that
+    /// key), else against the key the seal names (which proves integrity, not authorship).
+    /// `Ok(false)` when the seal is unsigned.
+    pub fn check_signature(&self, trusted: Option<&VerifyingKey>) -> Result<bool> {
+        let (Some(pk), Some(sig)) = (&self.public_key, &self.signature) else {
+            if self.signature.is_some() {
+                return Err(Error::Signature("a signature without a public_key".into()));
+            }
+            return Ok(false);
+        };
+        let named = parse_public_key(pk)?;
+        if let Some(t) = trusted {
+            if t != &named {
+                return Err(Error::Signature(format!(
+                    "signed by key {}, not by the trusted key {}",
+                    key_id(&named),
+                    key_id(t)
+                )));
+            }
+        }
+        let sig = B64
+            .decode(sig)
+            .ok()
+            .and_then(|b| Signature::from_slice(&b).ok())
+            .ok_or_else(|| Error::Signature("the signature is not 64 bytes of base64".into()))?;
+        named
+            .verify_strict(&self.signed_message()?, &sig)
+            .map_err(|_| Error::Signature(format!("bad signature by key {}", key_id(&named))))?;
+        Ok(true)
+    }
+}
+
+/// A seal as read, with the digest of its exact bytes.
+#[derive(Debug, Clone)]
+pub struct StoredSeal {
+    /// Its key.
+    pub key: String,
+    /// The sequence number its key names.
+    pub key_seq: u64,
+    /// sha256 of its exact bytes.
+    pub digest: String,
+    /// The exact bytes.
+    pub bytes: Bytes,
+    /// Parsed, or why it could not be.
+    pub seal: std::result::Result<Seal, String>,
+}
+
+/// Every seal object in the store, sorted by the sequence number in its key.
+pub async fn read_seals(store: &dyn AtomicPublisher) -> Result<Vec<StoredSeal>> {
+    let listed = store.list(keys::SEALS_PREFIX).await?;
+    let mut seals: Vec<StoredSeal> =
+        futures::stream::iter(
+            listed
+                .into_iter()
+                .filter_map(|o| match keys::classify(&o.key) {
+                    KeyKind::Seal(n) => Some((o.key, n)),
+                    _ => None,
+                }),
+        )
+        .map(|(key, n)| async move {
+            let bytes = store
+                .get(&key)
+                .await?
+                .ok_or_else(|| Error::NotFound(key.clone()))?;
+            let seal = Seal::from_bytes(&key, &bytes).map_err(|e| e.to_string());
+            Ok::<_, Error>(StoredSeal {
+                digest: sha256_hex(&bytes),
+                key,
+                key_seq: n,
+                bytes,
+                seal,
+            })
+        })
+        .buffer_unordered(READ_CONCURRENCY)
+        .try_collect()
+        .await?;
+    seals.sort_by_key(|s| s.key_seq);
+    Ok(seals)
+}
+
+/// Problems with the `lineage-seal/2` fields of one seal: its watermark must be a time not
+/// before the previous one, and every `ahead` key an index key at or after it whose
+/// pointer is sealed (by this seal or an earlier one: `sealed`, when known).
+pub fn seal_fields(
+    seal: &Seal,
+    prev_watermark: Option<&str>,
+    sealed: Option<&HashMap<String, usize>>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    let parse = |s: &str| {
+        DateTime::parse_from_rfc3339(s)
+            .ok()
+            .map(|t| t.with_timezone(&Utc))
+    };
+    let Some(w) = seal.watermark_utc.as_deref().and_then(parse) else {
+        return vec!["its watermark_utc is not a time".into()];
+    };
+    if let Some(p) = prev_watermark.and_then(parse) {
+        if w < p {
+            out.push(format!(
+                "its watermark {} is before the previous seal's {}",
+                crate::base::time::rfc3339(w),
+                crate::base::time::rfc3339(p)
+            ));
+        }
+    }
+    for k in seal.ahead.iter().flatten() {
+        let why = match keys::classify(k) {
+            KeyKind::History(h @ HistoryKey::Index { .. }) => {
+                let HistoryKey::Index { committed, .. } = &h else {
+                    continue;
+                };
+                if *committed < w {
+                    Some("is before the watermark")
+                } else if sealed
+                    .is_some_and(|m| !h.pointer_key().is_some_and(|p| m.contains_key(&p)))
+                {
+                    Some("names a commit no seal covers")
+                } else {
+                    None
+                }
+            }
+            _ => Some("is not an index key"),
+        };
+        if let Some(why) = why {
+            out.push(format!("ahead lists {k}, which {why}"));
+        }
+    }
+    out
+}

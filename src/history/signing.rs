@@ -1,0 +1,113 @@
+//! Keys for signing seals: Ed25519 key pairs made by `lineage keygen`, read from their
+//! files, and the short key ids seals and messages name.
+
+use std::path::Path;
+
+use base64::Engine;
+use ed25519_dalek::{SigningKey, VerifyingKey};
+
+use crate::base::digest::sha256_hex;
+use crate::base::error::{Error, Result};
+
+const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
+
+/// A short, printable id of a public key: the first 16 hex digits of its sha256.
+pub fn key_id(k: &VerifyingKey) -> String {
+    sha256_hex(k.as_bytes())[..16].to_string()
+}
+
+/// Parse a base64 Ed25519 public key as stored in a seal.
+pub fn parse_public_key(b64: &str) -> Result<VerifyingKey> {
+    let bytes: [u8; 32] = B64
+        .decode(b64.trim())
+        .ok()
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(|| Error::Signature("a public key is 32 bytes of base64".into()))?;
+    VerifyingKey::from_bytes(&bytes)
+        .map_err(|_| Error::Signature("not a valid Ed25519 public key".into()))
+}
+
+const SECRET_TAG: &str = "lineage-ed25519-secret:";
+const PUBLIC_TAG: &str = "lineage-ed25519-public:";
+
+/// Make a key pair: `<prefix>.key` (secret, mode 0600) and `<prefix>.pub`. Refuses to
+/// overwrite either file. Returns the key id.
+pub fn keygen(prefix: &Path) -> Result<String> {
+    let mut seed = [0u8; 32];
+    getrandom::fill(&mut seed).map_err(|e| Error::Internal(format!("no randomness: {e}")))?;
+    let sk = SigningKey::from_bytes(&seed);
+    let vk = sk.verifying_key();
+    let secret = prefix.with_extension("key");
+    let public = prefix.with_extension("pub");
+    for p in [&secret, &public] {
+        if p.exists() {
+            return Err(Error::Usage(format!(
+                "{} exists; refusing to overwrite a key",
+                p.display()
+            )));
+        }
+    }
+    write_new(
+        &secret,
+        format!("{SECRET_TAG}{}\n", B64.encode(seed)).as_bytes(),
+        true,
+    )?;
+    write_new(
+        &public,
+        format!("{PUBLIC_TAG}{}\n", B64.encode(vk.as_bytes())).as_bytes(),
+        false,
+    )?;
+    Ok(key_id(&vk))
+}
+
+fn write_new(path: &Path, bytes: &[u8], secret: bool) -> Result<()> {
+    use std::io::Write;
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true).create_new(true);
+    #[cfg(unix)]
+    if secret {
+        use std::os::unix::fs::OpenOptionsExt;
+        o.mode(0o600);
+    }
+    #[cfg(not(unix))]
+    let _ = secret;
+    let mut f = o.open(path).map_err(|e| Error::io(path, e))?;
+    f.write_all(bytes)
+        .and_then(|()| f.sync_all())
+        .map_err(|e| Error::io(path, e))
+}
+
+fn read_tagged(path: &Path, tag: &str, what: &str) -> Result<[u8; 32]> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    // Never echo the file's content: it may be a secret key given in the wrong place.
+    text.trim()
+        .strip_prefix(tag)
+        .and_then(|b| B64.decode(b).ok())
+        .and_then(|b| <[u8; 32]>::try_from(b).ok())
+        .ok_or_else(|| {
+            Error::Signature(format!(
+                "{} is not a {what} made by `lineage keygen`",
+                path.display()
+            ))
+        })
+}
+
+/// Read a secret key file made by [`keygen`].
+pub fn read_signing_key(path: &Path) -> Result<SigningKey> {
+    Ok(SigningKey::from_bytes(&read_tagged(
+        path,
+        SECRET_TAG,
+        "secret key",
+    )?))
+}
+
+/// Read a public key file made by [`keygen`].
+pub fn read_public_key(path: &Path) -> Result<VerifyingKey> {
+    let b = read_tagged(path, PUBLIC_TAG, "public key")?;
+    VerifyingKey::from_bytes(&b).map_err(|_| {
+        Error::Signature(format!(
+            "{} does not hold a valid Ed25519 key",
+            path.display()
+        ))
+    })
+}

@@ -1,0 +1,5 @@
+//! Parts: encoding a flush as Parquet, and reading parts back in pieces.
+
+pub mod encode;
+pub mod read;
+pub mod scan;

@@ -1,0 +1,100 @@
+//! Create-only publishing that settles an ambiguous answer by reading back: the one
+//! mechanism behind every object the store writes (parts, pointers, claims, seals, tiles,
+//! Delta versions, replicas).
+//!
+//! A create-only PUT can answer "already exists" (someone, maybe our own earlier attempt,
+//! holds the key) or fail ambiguously (a lost response: the object may or may not have
+//! landed). Either way the object is read back and the caller's `is_ours` decides whether
+//! what is there is what it meant to write. A lost race is a value ([`Landed::Theirs`]),
+//! never a silent success.
+
+use bytes::Bytes;
+
+use crate::base::error::{Error, ErrorKind, Result};
+use crate::publish::{AtomicPublisher, Outcome};
+
+/// What happened to one object publish that succeeded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Published {
+    /// We created it now.
+    Created,
+    /// It was there already and is ours (an earlier attempt landed).
+    AlreadyOurs,
+}
+
+/// What a create-only publish found: ours (created now or earlier), or someone else's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Landed {
+    /// The key holds our bytes.
+    Ours(Published),
+    /// The key holds something else; why it is not ours.
+    Theirs(String),
+}
+
+/// Create `key`; on `AlreadyExists` or an ambiguous error, read it back and ask `is_ours`
+/// whether what is there is what we meant to write. Errors only when the store fails (an
+/// unambiguous error, or an ambiguous one whose read-back fails: the first error is
+/// returned) or when the key is reported taken but cannot be read.
+pub async fn create_or_read_back(
+    store: &dyn AtomicPublisher,
+    key: &str,
+    bytes: Bytes,
+    is_ours: impl Fn(&[u8]) -> std::result::Result<(), String>,
+) -> Result<Landed> {
+    let first = match store.put_create(key, bytes).await {
+        Ok(Outcome::Created) => return Ok(Landed::Ours(Published::Created)),
+        Ok(Outcome::AlreadyExists) => None,
+        Err(e) if matches!(e.kind(), ErrorKind::Io | ErrorKind::Conflict) => Some(e),
+        Err(e) => return Err(e),
+    };
+    match store.get(key).await {
+        Ok(Some(existing)) => match is_ours(&existing) {
+            Ok(()) => {
+                tracing::info!(
+                    key,
+                    "object already present and identical: an earlier attempt landed"
+                );
+                Ok(Landed::Ours(Published::AlreadyOurs))
+            }
+            Err(why) => Ok(Landed::Theirs(why)),
+        },
+        Ok(None) => Err(first.unwrap_or_else(|| Error::Conflict {
+            key: key.to_string(),
+            message: "the store reported the key as existing, but it cannot be read".into(),
+        })),
+        Err(read_err) => Err(first.unwrap_or(read_err)),
+    }
+}
+
+/// [`create_or_read_back`] for objects only we may write under their key: someone else's
+/// object there is a [`Error::Conflict`] naming the key and why. Never accepts silently.
+pub async fn publish_checked(
+    store: &dyn AtomicPublisher,
+    key: &str,
+    bytes: Bytes,
+    is_ours: impl Fn(&[u8]) -> std::result::Result<(), String>,
+) -> Result<Published> {
+    match create_or_read_back(store, key, bytes, is_ours).await? {
+        Landed::Ours(p) => Ok(p),
+        Landed::Theirs(why) => Err(Error::Conflict {
+            key: key.to_string(),
+            message: why,
+        }),
+    }
+}
+
+/// [`create_or_read_back`] for objects several writers race for (seals, whose sequence
+/// number the first sealer takes): `true` when the key holds exactly `bytes`, `false` when
+/// another writer's bytes are there.
+pub async fn publish_racing(store: &dyn AtomicPublisher, key: &str, bytes: Bytes) -> Result<bool> {
+    let want = bytes.clone();
+    let landed = create_or_read_back(store, key, bytes, |have| {
+        if have == want.as_ref() {
+            Ok(())
+        } else {
+            Err("another writer's bytes".into())
+        }
+    })
+    .await?;
+    Ok(matches!(landed, Landed::Ours(_)))
+}

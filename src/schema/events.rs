@@ -1,0 +1,221 @@
+//! Building contract batches row by row, and the row-locating [`Origin`] that lets every
+//! error name the input line or row it is about.
+
+use std::sync::Arc;
+
+use arrow_array::builder::{
+    Float64Builder, Int32Builder, Int64Builder, StringBuilder, TimestampMicrosecondBuilder,
+};
+use arrow_array::{ArrayRef, RecordBatch};
+
+use crate::base::error::Result;
+use crate::schema::contract;
+
+/// Rows per batch the text readers produce.
+pub const BUILD_CHUNK_ROWS: usize = 64 * 1024;
+
+/// Where the rows of a batch came from.
+#[derive(Debug, Clone)]
+pub enum Origin {
+    /// Text input: the 1-based line number of each row.
+    Lines(Vec<u64>),
+    /// Binary input: rows numbered from `first` (1-based).
+    Rows {
+        /// Number of the batch's first row in the input.
+        first: u64,
+    },
+}
+
+impl Origin {
+    /// "line 7" or "row 12" for row `i` of the batch.
+    pub fn locate(&self, i: usize) -> String {
+        match self {
+            Origin::Lines(lines) => match lines.get(i) {
+                Some(l) => format!("line {l}"),
+                None => format!("row {}", i + 1),
+            },
+            Origin::Rows { first } => format!("row {}", first + i as u64),
+        }
+    }
+}
+
+/// A batch of events in the contract schema with where its rows came from.
+#[derive(Debug, Clone)]
+pub struct SourcedBatch {
+    /// The rows.
+    pub batch: RecordBatch,
+    /// Where they came from.
+    pub origin: Origin,
+}
+
+/// One event, borrowed, as the row-wise readers and the demo produce it.
+#[derive(Debug, Clone, Default)]
+#[allow(missing_docs)]
+pub struct EventRow<'a> {
+    pub event_id: Option<&'a str>,
+    pub run_id: Option<&'a str>,
+    pub sequence: Option<i64>,
+    pub event_time_us: Option<i64>,
+    pub stage: Option<&'a str>,
+    pub event_type: Option<&'a str>,
+    pub feature_id: Option<&'a str>,
+    pub source_crs: Option<&'a str>,
+    pub target_crs: Option<&'a str>,
+    pub outcome: Option<&'a str>,
+    pub strategy_index: Option<i32>,
+    pub accuracy_m: Option<f64>,
+    pub rejection_reason: Option<&'a str>,
+    pub tool_version: Option<&'a str>,
+    pub audit_tag: Option<&'a str>,
+}
+
+/// Column builders for the contract; rows are appended without per-row allocation.
+#[derive(Debug)]
+pub struct EventBuilder {
+    event_id: StringBuilder,
+    run_id: StringBuilder,
+    sequence: Int64Builder,
+    event_time: TimestampMicrosecondBuilder,
+    stage: StringBuilder,
+    event_type: StringBuilder,
+    feature_id: StringBuilder,
+    source_crs: StringBuilder,
+    target_crs: StringBuilder,
+    outcome: StringBuilder,
+    strategy_index: Int32Builder,
+    accuracy_m: Float64Builder,
+    rejection_reason: StringBuilder,
+    tool_version: StringBuilder,
+    audit_tag: StringBuilder,
+    rows: usize,
+}
+
+impl Default for EventBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl EventBuilder {
+    /// Empty builders.
+    pub fn new() -> Self {
+        Self {
+            event_id: StringBuilder::new(),
+            run_id: StringBuilder::new(),
+            sequence: Int64Builder::new(),
+            event_time: TimestampMicrosecondBuilder::new().with_timezone("UTC"),
+            stage: StringBuilder::new(),
+            event_type: StringBuilder::new(),
+            feature_id: StringBuilder::new(),
+            source_crs: StringBuilder::new(),
+            target_crs: StringBuilder::new(),
+            outcome: StringBuilder::new(),
+            strategy_index: Int32Builder::new(),
+            accuracy_m: Float64Builder::new(),
+            rejection_reason: StringBuilder::new(),
+            tool_version: StringBuilder::new(),
+            audit_tag: StringBuilder::new(),
+            rows: 0,
+        }
+    }
+
+    /// Rows appended since the last [`finish`](Self::finish).
+    pub fn len(&self) -> usize {
+        self.rows
+    }
+
+    /// Whether no row is pending.
+    pub fn is_empty(&self) -> bool {
+        self.rows == 0
+    }
+
+    /// Append one row.
+    pub fn push(&mut self, r: &EventRow<'_>) {
+        self.event_id.append_option(r.event_id);
+        self.run_id.append_option(r.run_id);
+        self.sequence.append_option(r.sequence);
+        self.event_time.append_option(r.event_time_us);
+        self.stage.append_option(r.stage);
+        self.event_type.append_option(r.event_type);
+        self.feature_id.append_option(r.feature_id);
+        self.source_crs.append_option(r.source_crs);
+        self.target_crs.append_option(r.target_crs);
+        self.outcome.append_option(r.outcome);
+        self.strategy_index.append_option(r.strategy_index);
+        self.accuracy_m.append_option(r.accuracy_m);
+        self.rejection_reason.append_option(r.rejection_reason);
+        self.tool_version.append_option(r.tool_version);
+        self.audit_tag.append_option(r.audit_tag);
+        self.rows += 1;
+    }
+
+    /// The pending rows as a contract batch; the builders start over.
+    pub fn finish(&mut self) -> Result<RecordBatch> {
+        let cols: Vec<ArrayRef> = vec![
+            Arc::new(self.event_id.finish()),
+            Arc::new(self.run_id.finish()),
+            Arc::new(self.sequence.finish()),
+            Arc::new(self.event_time.finish()),
+            Arc::new(self.stage.finish()),
+            Arc::new(self.event_type.finish()),
+            Arc::new(self.feature_id.finish()),
+            Arc::new(self.source_crs.finish()),
+            Arc::new(self.target_crs.finish()),
+            Arc::new(self.outcome.finish()),
+            Arc::new(self.strategy_index.finish()),
+            Arc::new(self.accuracy_m.finish()),
+            Arc::new(self.rejection_reason.finish()),
+            Arc::new(self.tool_version.finish()),
+            Arc::new(self.audit_tag.finish()),
+        ];
+        self.rows = 0;
+        Ok(RecordBatch::try_new(contract::schema(), cols)?)
+    }
+}
+
+/// Rows from a text input, cut into batches of [`BUILD_CHUNK_ROWS`] that remember the
+/// input line of every row.
+#[derive(Debug, Default)]
+pub struct LineBatcher {
+    builder: EventBuilder,
+    lines: Vec<u64>,
+    out: Vec<SourcedBatch>,
+}
+
+impl LineBatcher {
+    /// Nothing yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Append the row read from input line `line`.
+    pub fn push(&mut self, row: &EventRow<'_>, line: u64) -> Result<()> {
+        self.builder.push(row);
+        self.lines.push(line);
+        if self.builder.len() >= BUILD_CHUNK_ROWS {
+            self.cut()?;
+        }
+        Ok(())
+    }
+
+    fn cut(&mut self) -> Result<()> {
+        self.out.push(SourcedBatch {
+            batch: self.builder.finish()?,
+            origin: Origin::Lines(std::mem::take(&mut self.lines)),
+        });
+        Ok(())
+    }
+
+    /// The full batches cut so far (readers hand them on as they go).
+    pub fn take_ready(&mut self) -> Vec<SourcedBatch> {
+        std::mem::take(&mut self.out)
+    }
+
+    /// All batches, the last one possibly short.
+    pub fn finish(mut self) -> Result<Vec<SourcedBatch>> {
+        if !self.builder.is_empty() {
+            self.cut()?;
+        }
+        Ok(self.out)
+    }
+}

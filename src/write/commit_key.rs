@@ -1,0 +1,120 @@
+//! Commit keys: idempotent appends for jobs that their platform retries.
+//!
+//! With `--commit-key KEY` every flush's commit id is derived from
+//! (run_id, target_crs, KEY, flush index) ([`crate::format::claim::derived_commit_id`]), so a
+//! retried job publishes to the same keys and the create-only store turns the retry into
+//! read-backs: one part and one pointer per flush, however often the job ran.
+//!
+//! Derived ids alone cannot refuse a *different* payload under a used key before anything
+//! is published (a payload with more flushes would add its extra flushes before the first
+//! collision is seen). So the writer first claims the key: in the pass that validates the
+//! input it digests the payload (its flushes, their commit ids, row counts and the rows
+//! themselves, see [`crate::write::stream`]'s `digest`), creates
+//! `_lineage/commit-keys/<sha256(KEY)>.json` recording that digest, and only then, in a
+//! second pass, publishes parts. A claim already there for another payload refuses the
+//! whole append, naming both digests, with nothing published.
+//!
+//! Formats: `lineage-commit-key/2` (written now) records the content digest, the number of
+//! flushes and rows, and never lists the commits, so it stays small for any input and needs
+//! no part encoded before the claim. `lineage-commit-key/1` (written before streaming
+//! appends) listed every commit with its part's sha256; it stays readable, and a job
+//! retried against such a claim encodes its flushes once without publishing them and
+//! compares the format-1 digest before publishing anything.
+//!
+//! Encoder settings: a part's bytes depend on them ([`crate::parts::encode::PartEncoding`]). A
+//! retry publishes with the settings of the claim that stands (format 1, and format 2
+//! without `part_encoding`: the settings before issue 8c), so the parts an earlier attempt
+//! published are read back identical instead of conflicting.
+
+
+use crate::base::error::{Error, Result};
+use crate::format::claim::{Claim, CLAIM_FORMAT, CLAIM_FORMAT_V1};
+use crate::parts::encode::PartEncoding;
+use crate::publish::checked::publish_checked;
+use crate::publish::AtomicPublisher;
+
+/// What claiming found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Claimed {
+    /// The claim is ours: created now, or an earlier attempt of this payload made it; its
+    /// parts are encoded with the settings that claim records (an earlier attempt may have
+    /// published some of them: the retry must produce the same bytes).
+    Ours(crate::publish::checked::Published, PartEncoding),
+    /// A format-1 claim is there: the caller must compare its own part digests with it
+    /// ([`payload_sha256`]) before publishing anything.
+    Format1(Claim),
+}
+
+/// Claim `key` for a payload (format 2, parts encoded with `encoding`), create-only. Our
+/// own earlier claim (same payload digest) counts as success, with that claim's encoding; a format-2 claim for any other payload is a conflict naming
+/// both digests; a format-1 claim is returned for the caller to check.
+pub async fn claim(
+    store: &dyn AtomicPublisher,
+    key: &str,
+    payload: &crate::write::stream::append::PayloadSummary,
+    encoding: PartEncoding,
+    claimed_utc: String,
+) -> Result<Claimed> {
+    let claim = Claim {
+        format: CLAIM_FORMAT.to_string(),
+        commit_key: key.to_string(),
+        payload_sha256: payload.payload_sha256.clone(),
+        flushes: Some(payload.flushes),
+        rows: Some(payload.rows),
+        part_encoding: encoding.tag(),
+        commits: Vec::new(),
+        claimed_utc,
+    };
+    let mut bytes =
+        serde_json::to_vec_pretty(&claim).map_err(|e| Error::Internal(e.to_string()))?;
+    bytes.push(b'\n');
+    let object = crate::format::keys::commit_key_claim_key(key);
+    let ours = claim.payload_sha256.clone();
+    let older = std::sync::Mutex::new(None);
+    let standing = std::sync::Mutex::new(encoding.tag());
+    let published = publish_checked(store, &object, bytes.into(), |have| {
+        let other: Claim = serde_json::from_slice(have)
+            .map_err(|e| format!("commit key {key:?} is claimed by an unreadable object: {e}"))?;
+        if other.commit_key != key {
+            return Err(format!(
+                "commit key {key:?} is claimed by an object for key {:?}",
+                other.commit_key
+            ));
+        }
+        if other.format == CLAIM_FORMAT_V1 {
+            if let Ok(mut g) = older.lock() {
+                *g = Some(other);
+            }
+            return Ok(());
+        }
+        if other.format != CLAIM_FORMAT {
+            return Err(format!(
+                "commit key {key:?} is claimed in an unknown format {:?}",
+                other.format
+            ));
+        }
+        if other.payload_sha256 == ours {
+            if let Ok(mut g) = standing.lock() {
+                *g = other.part_encoding;
+            }
+            Ok(())
+        } else {
+            Err(conflict_message(key, &other.payload_sha256, &ours))
+        }
+    })
+    .await?;
+    Ok(match older.into_inner().ok().flatten() {
+        Some(c) => Claimed::Format1(c),
+        None => {
+            let tag = standing.into_inner().ok().flatten();
+            Claimed::Ours(published, PartEncoding::from_tag(tag)?)
+        }
+    })
+}
+
+/// The refusal of a key claimed for another payload.
+pub fn conflict_message(key: &str, existing: &str, ours: &str) -> String {
+    format!(
+        "commit key {key:?} was already used for a different payload: existing payload sha256 {existing}, this payload sha256 {ours}; nothing was published"
+    )
+}

@@ -1,0 +1,385 @@
+//! Appending a whole input with bounded memory, keeping "refused input publishes
+//! nothing": the input is read twice.
+//!
+//! 1. **Validate** every batch (and with a commit key, digest the payload, see
+//!    `digest`), keeping nothing. A refused row ends the append here. The first batch
+//!    fixes the contract version written (`version`: the requested one, a typed input's
+//!    own, or the newest for text), so a version the input cannot be written as is
+//!    refused here too.
+//! 2. With a commit key, **claim** it for that digest (an older format-1 claim is checked
+//!    by encoding every flush once without publishing, see [`crate::write::commit_key`]).
+//! 3. **Commit**: read the input again (unless all of its validated batches fit in the
+//!    memory budget and were kept) into a [`Sink`] without `max_delay`, which cuts
+//!    exactly the flushes of grouping the whole input by (run_id, target_crs) and cutting
+//!    each group into `batch_rows` chunks.
+//!
+//! Memory: one input batch being read, the sink's buffered rows (at most its memory
+//! budget, the rest spilled), and `max_in_flight` flushes being encoded or published.
+//! Pointers are handed to `on_commit` as they land and kept only when asked.
+
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
+use futures::stream::FuturesOrdered;
+use futures::StreamExt;
+use tokio::sync::mpsc;
+
+use crate::base::error::{Error, Result};
+use crate::base::time::rfc3339;
+use crate::format::claim::derived_commit_id;
+use crate::format::claim::payload_sha256;
+use crate::format::claim::ClaimedCommit;
+use crate::format::pointer::Pointer;
+use crate::parts::encode::{self, EncodedPart, PartEncoding};
+use crate::schema::events::{Origin, SourcedBatch};
+use crate::write::commit_key::{self, Claimed};
+use crate::write::flush::WriteConfig;
+use crate::write::input::BatchSource;
+use crate::write::stream::digest::PayloadDigest;
+pub use crate::write::stream::digest::PayloadSummary;
+use crate::write::stream::group::Grouper;
+use crate::write::stream::sink::{Sink, SinkOptions};
+use crate::write::stream::version::VersionPin;
+use crate::write::validate::Validator;
+
+/// Validated rows pass 1 may keep, per row of `--batch-rows` (about ten flushes' worth).
+const KEEP_BYTES_PER_FLUSH_ROW: usize = 2560;
+
+/// Batches already in memory and validated (what [`Writer::append`] takes).
+#[derive(Debug, Clone)]
+pub struct Validated(pub Vec<RecordBatch>);
+
+impl BatchSource for Validated {
+    fn read_all(&self, f: &mut dyn FnMut(SourcedBatch) -> Result<()>) -> Result<()> {
+        let mut first = 1u64;
+        for b in &self.0 {
+            let n = b.num_rows() as u64;
+            f(SourcedBatch {
+                batch: b.clone(),
+                origin: Origin::Rows { first },
+            })?;
+            first += n;
+        }
+        Ok(())
+    }
+    fn validated(&self) -> bool {
+        true
+    }
+    fn held_in_memory(&self) -> bool {
+        true
+    }
+}
+
+/// Refuse, before anything is published, batches in memory that cannot all be written as
+/// one version: `requested`, or the first batch's (see `version`).
+pub(crate) fn check_versions(batches: &[RecordBatch], requested: Option<&str>) -> Result<()> {
+    let mut pin = VersionPin::new(requested)?;
+    for b in batches {
+        // A batch without rows says its version just as well and costs nothing to widen.
+        let (_, v) = pin.conform(b.slice(0, 0), true)?;
+        pin.accept(v);
+    }
+    Ok(())
+}
+
+/// What an append did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AppendSummary {
+    /// Commits made.
+    pub commits: u64,
+    /// Rows committed.
+    pub rows: u64,
+    /// The pointers, in the order the flushes were cut, when asked to keep them.
+    pub pointers: Vec<Pointer>,
+}
+
+/// Read `source` with a thread of the blocking pool, handing batches over a short queue.
+fn reader(source: Arc<dyn BatchSource>) -> mpsc::Receiver<Result<SourcedBatch>> {
+    let (tx, rx) = mpsc::channel(2);
+    tokio::task::spawn_blocking(move || {
+        let r = source.read_all(&mut |b| {
+            tx.blocking_send(Ok(b))
+                .map_err(|_| Error::Internal("append stopped reading".into()))
+        });
+        if let Err(e) = r {
+            let _ = tx.blocking_send(Err(e));
+        }
+    });
+    rx
+}
+
+/// Append `source` through `writer` (its batch size, concurrency, commit key and schema
+/// version): validate all, claim the key, then commit. `on_commit` sees each commit as it lands;
+/// `keep` keeps the pointers in the summary.
+pub(crate) async fn append(
+    writer: &WriteConfig,
+    source: Arc<dyn BatchSource>,
+    keep: bool,
+    mut on_commit: impl FnMut(&Pointer),
+) -> Result<AppendSummary> {
+    let key = writer.commit_key.clone();
+    if let Some(k) = &key {
+        if k.is_empty() || k.len() > 256 || k.chars().any(char::is_control) {
+            return Err(Error::Usage(
+                "--commit-key must be 1 to 256 printable characters".into(),
+            ));
+        }
+    }
+    if writer.batch_rows == 0 {
+        return Err(Error::Usage("--batch-rows must be at least 1".into()));
+    }
+    let mut version = VersionPin::new(writer.schema_version.as_deref())?;
+    let typed = source.typed();
+    // Pass 1: validate everything (and digest a keyed payload) before any commit.
+    let validated = source.validated();
+    let mut kept = None;
+    // The writer the commits go through: its encoder settings are the key's claim's.
+    let mut encoder = writer.clone();
+    if !validated || key.is_some() {
+        let src = source.clone();
+        let k = key.clone();
+        let (rows, max) = (writer.batch_rows, writer.max_part_bytes);
+        // What pass 1 may keep: the memory budget, scaled down for small flushes (whose
+        // appends are expected to run in less memory).
+        let mut keep = writer
+            .batch_rows
+            .saturating_mul(KEEP_BYTES_PER_FLUSH_ROW)
+            .max(32 << 20)
+            .min(writer.max_buffered_bytes);
+        if source.expected_bytes().is_some_and(|b| b > keep as u64) {
+            keep = 0;
+        }
+        let pin = version.clone();
+        let pass =
+            tokio::task::spawn_blocking(move || first_pass(src.as_ref(), pin, k, rows, max, keep))
+                .await
+                .map_err(|e| Error::Internal(format!("validation failed: {e}")))??;
+        version = pass.version;
+        if let (Some(k), Some(payload)) = (&key, &pass.summary) {
+            let how = claim(writer, source.clone(), version.clone(), k, payload).await?;
+            encoder = writer.clone().with_part_encoding(how);
+        }
+        kept = pass.kept.map(Vec::into_iter);
+        if kept.is_none() {
+            source.check_unchanged()?;
+        }
+    }
+    // Pass 2: commit through a sink.
+    let opts = SinkOptions {
+        batch_rows: writer.batch_rows,
+        max_delay: None,
+        max_in_flight: writer.concurrency,
+        max_buffered_bytes: writer.max_buffered_bytes,
+        // Known from the first pass, else (unkeyed batches in memory) from the first batch.
+        schema_version: version.fixed().map(|v| v.version.clone()),
+    };
+    let mut sink = Sink::open(encoder, &opts, key)?;
+    let mut out = AppendSummary::default();
+    let mut land = |ps: Vec<Pointer>, out: &mut AppendSummary| {
+        for p in ps {
+            on_commit(&p);
+            out.commits += 1;
+            out.rows += p.row_count;
+            if keep {
+                out.pointers.push(p);
+            }
+        }
+    };
+    // Batches kept from pass 1 are committed as they are (held until the append ends:
+    // they were counted against the memory budget when kept); otherwise the input is
+    // read again.
+    let held = kept.is_some() || source.held_in_memory();
+    let mut rx = kept.is_none().then(|| reader(source));
+    loop {
+        let r = match (&mut kept, &mut rx) {
+            (Some(it), _) => match it.next() {
+                Some(b) => sink.write_validated(b, typed, held).await,
+                None => break,
+            },
+            (None, Some(rx)) => match rx.recv().await {
+                Some(Ok(b)) if validated => sink.write_validated(b.batch, typed, held).await,
+                Some(Ok(b)) => sink.write_sourced(b, typed).await,
+                Some(Err(e)) => Err(e),
+                None => break,
+            },
+            (None, None) => break,
+        };
+        if let Err(e) = r {
+            drop(rx);
+            // Commits already started end complete; show them, then report.
+            let landed = sink.abort().await.unwrap_or_default();
+            land(landed, &mut out);
+            return Err(e);
+        }
+        land(sink.take_landed(), &mut out);
+    }
+    land(sink.finish().await?, &mut out);
+    Ok(out)
+}
+
+/// What the validation pass found.
+struct FirstPass {
+    /// A keyed payload's digest.
+    summary: Option<PayloadSummary>,
+    /// The validated batches, when all of them fit in the memory budget: the commit pass
+    /// then needs no second read (small inputs cost what they did before streaming).
+    kept: Option<Vec<RecordBatch>>,
+    /// The contract version written, fixed by the first batch.
+    version: VersionPin,
+}
+
+fn first_pass(
+    source: &dyn BatchSource,
+    mut version: VersionPin,
+    key: Option<String>,
+    batch_rows: usize,
+    max_part_bytes: usize,
+    keep_budget: usize,
+) -> Result<FirstPass> {
+    let mut v = Validator::new();
+    let (validated, typed) = (source.validated(), source.typed());
+    let mut digest = key.map(|k| PayloadDigest::new(&k, batch_rows, max_part_bytes));
+    let mut kept = (!validated).then(Vec::new);
+    let mut kept_bytes = 0usize;
+    source.read_all(&mut |sb| {
+        let (batch, to) = conform_valid(&version, &mut v, sb, validated, typed)?;
+        version.accept(to);
+        if let Some(d) = &mut digest {
+            d.push(&batch)?;
+        }
+        if let Some(k) = &mut kept {
+            kept_bytes += crate::write::stream::group::data_bytes(&batch);
+            if kept_bytes > keep_budget {
+                kept = None; // too big: read it again instead
+            } else {
+                k.push(batch);
+            }
+        }
+        Ok(())
+    })?;
+    Ok(FirstPass {
+        summary: digest.map(PayloadDigest::finish).transpose()?,
+        kept,
+        version,
+    })
+}
+
+/// `sb` in the version `version` writes, validated unless the source's batches are
+/// already; also the version it came as (for [`VersionPin::accept`]).
+fn conform_valid(
+    version: &VersionPin,
+    v: &mut Validator,
+    sb: SourcedBatch,
+    validated: bool,
+    typed: bool,
+) -> Result<(RecordBatch, Arc<crate::schema::contract::ContractVersion>)> {
+    let (batch, to) = version.conform(sb.batch, typed)?;
+    if validated {
+        return Ok((batch, to));
+    }
+    let batch = v.validate(&SourcedBatch {
+        batch,
+        origin: sb.origin,
+    })?;
+    Ok((batch, to))
+}
+
+async fn claim(
+    writer: &WriteConfig,
+    source: Arc<dyn BatchSource>,
+    version: VersionPin,
+    key: &str,
+    payload: &PayloadSummary,
+) -> Result<PartEncoding> {
+    let store = writer.store.as_ref();
+    let now = rfc3339(writer.clock.now());
+    match commit_key::claim(store, key, payload, PartEncoding::default(), now).await? {
+        Claimed::Ours(how, encoding) => {
+            tracing::info!(commit_key = key, ?how, ?encoding, payload = %payload.payload_sha256, "commit key claimed");
+            Ok(encoding)
+        }
+        Claimed::Format1(old) => {
+            tracing::info!(
+                commit_key = key,
+                "format-1 claim found: comparing part digests before publishing"
+            );
+            let ours = format1_digest(writer, source, version, key).await?;
+            if ours == old.payload_sha256 {
+                Ok(PartEncoding::V1)
+            } else {
+                Err(Error::Conflict {
+                    key: crate::format::keys::commit_key_claim_key(key),
+                    message: commit_key::conflict_message(key, &old.payload_sha256, &ours),
+                })
+            }
+        }
+    }
+}
+
+/// The format-1 payload digest of `source`: encode every flush with the settings format-1
+/// claims were written with ([`PartEncoding::V1`]; never more than one per encoder at
+/// once, nothing kept but its sha256), publish nothing.
+async fn format1_digest(
+    writer: &WriteConfig,
+    source: Arc<dyn BatchSource>,
+    version: VersionPin,
+    key: &str,
+) -> Result<String> {
+    let mut grouper = Grouper::new(writer.batch_rows, writer.max_buffered_bytes);
+    let mut v = Validator::new();
+    let (validated, typed) = (source.validated(), source.typed());
+    let mut pending = FuturesOrdered::new();
+    let mut done: Vec<(String, String, u64, EncodedPart)> = Vec::new();
+    let encoders = writer.encoders();
+    let mut rx = reader(source);
+    let mut last = false;
+    while !last {
+        let flushes = match rx.recv().await {
+            Some(b) => {
+                let (batch, _) = conform_valid(&version, &mut v, b?, validated, typed)?;
+                grouper.push(&batch, chrono::DateTime::UNIX_EPOCH, false)?
+            }
+            None => {
+                last = true;
+                grouper.finish()?
+            }
+        };
+        for f in flushes {
+            let id = derived_commit_id(&f.run_id, &f.target_crs, key, f.index_in_group).to_string();
+            pending.push_back(async move {
+                let enc = crate::base::pool::run(move || {
+                    encode::encode_with(&f.rows.into_batch()?, &id, PartEncoding::V1)
+                })
+                .await??;
+                Ok::<_, Error>((f.run_id, f.target_crs, f.index_in_group, enc))
+            });
+            while pending.len() >= encoders {
+                if let Some(r) = pending.next().await {
+                    done.push(r?);
+                }
+            }
+        }
+    }
+    while let Some(r) = pending.next().await {
+        done.push(r?);
+    }
+    // Format 1 listed commits partition by partition (first appearance), then by index.
+    let rank: std::collections::HashMap<(String, String), usize> = grouper
+        .partitions()
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| (p, i))
+        .collect();
+    done.sort_by_key(|(r, c, i, _)| (rank.get(&(r.clone(), c.clone())).copied(), *i));
+    let commits: Vec<ClaimedCommit> = done
+        .into_iter()
+        .map(|(run_id, target_crs, _, e)| ClaimedCommit {
+            run_id,
+            target_crs,
+            commit_id: e.commit_id,
+            sha256: e.sha256,
+            rows: e.rows,
+        })
+        .collect();
+    Ok(payload_sha256(&commits))
+}

@@ -1,0 +1,28 @@
+//! Streaming writes: memory bounded by the flush size and the flushes in flight, never by
+//! the input's size.
+//!
+//! - [`Sink`] (from [`Writer::sink`](crate::Writer::sink)): a job feeds `RecordBatch`es or
+//!   single events as it produces them; partitions are committed when full or after
+//!   `max_delay`; back-pressure bounds the flushes in flight.
+//! - [`append`]: `lineage append` and [`Writer::append`](crate::Writer::append): the input
+//!   is read twice, first to validate all of it (and, with a commit key, to digest the
+//!   payload and claim the key), then to commit it through a sink, so refused input still
+//!   publishes nothing.
+//!
+//! Inside: `partition` numbers partitions, `group` buffers rows until a flush is full
+//! (spilling to `spill` over the memory budget), `commit` runs bounded encode+publish
+//! tasks, `digest` computes a keyed payload's digest in the first pass, `version` fixes
+//! the contract version written (`--schema-version` rules) and widens older batches.
+
+pub mod append;
+mod commit;
+mod digest;
+mod group;
+mod partition;
+mod sink;
+mod spill;
+mod version;
+
+pub use crate::write::flush::DEFAULT_MAX_BUFFERED_BYTES;
+pub(crate) use group::Flush;
+pub use sink::{Sink, SinkOptions};
