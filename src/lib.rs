@@ -1,53 +1,118 @@
 //! lineage-store: an append-only, tamper-evident history of lineage events as Parquet,
 //! on a local disk or on object stores.
 //!
+//! ```no_run
+//! # async fn run() -> lineage_store::Result<()> {
+//! use lineage_store::{open, verify, Writer};
+//! let store = open("/data/lineage").await?;
+//! let batches = lineage_store::generate_demo_events(1_000, 2, 7)?;
+//! Writer::new(store.clone()).append(&batches, |_| {}).await?;
+//! let report = verify(store.as_ref()).await?;
+//! assert!(report.is_clean());
+//! # Ok(()) }
+//! ```
+//!
 //! # Layout
 //!
-//! Data flows top to bottom through these modules:
+//! The modules are layers. Each imports only layers below it (modules of one layer do not
+//! import each other), and no two files import each other, directly or through others:
+//! `tests/it/layering.rs` reads every `use` line and path and fails on an upward import or a
+//! circle. docs/architecture.md describes each layer; from the bottom:
 //!
-//! - [`input`]: NDJSON / CSV / Arrow IPC / Parquet → contract batches, each row knowing
-//!   its input line ([`events`] holds the row builder and [`events::Origin`]).
-//! - [`contract`]: the frozen 15-column schema (version 1.2.0) and the schema check.
-//! - [`validate`]: row rules (required fields, safe `run_id`, CRS canonicalisation via
-//!   [`crs`]); runs over the whole input before anything is published. [`rules`]: value
-//!   rules shared by every format (time range, leap seconds, NUL) and quoting in messages;
-//!   [`conform`]: binary input's columns matched to the contract by name.
-//! - [`writer`]: groups rows into flushes per (run_id, target_crs), encodes each once
-//!   ([`encode`]: Parquet + sha256 and BLAKE3 in memory, in parallel; [`digest`]), publishes
-//!   the part and then its [`pointer`], create-only, reading back after ambiguous answers.
-//! - [`publish`]: the [`publish::AtomicPublisher`] trait and its backends (POSIX, memory,
-//!   S3/Azure/GCS through `object_store`, a fault-injecting wrapper); [`store`] turns a
-//!   `--store` URL into one (object-store URLs and credentials in `store::cloud`).
-//! - [`stream`]: bounded-memory appends (read twice: validate, then commit) and the
-//!   [`stream::Sink`] for jobs that emit events as they go.
-//! - [`commit_key`]: idempotent appends for retried jobs (`--commit-key`).
-//! - [`keys`]: the object layout; every key is built and classified there.
-//! - [`audit`]: the read side: `log`, `verify`, seals with RFC 9162 Merkle roots and
-//!   Ed25519 signatures, inclusion proofs, `repair` of orphans and `sweep` of stale temps.
-//! - [`history`]: the index, head markers, hash tiles and leaf locators that keep `log`,
-//!   `seal`, `prove` and `verify --since-seal` O(new + log n) at any age.
-//! - [`replicate`]: copy a store to another (any backend to any backend), and compare a
-//!   replica with its source; [`witness`]: heads recorded in a second store.
-//! - [`export`]: lineage out to other tools: OpenLineage run events (NDJSON, optionally
-//!   posted to an endpoint) and ISO 19115-3 / ISO 19139 `LI_Lineage` metadata.
-//! - [`cli`]: one file per command; `src/bin/lineage.rs` only calls [`cli::main`].
-//! - [`error`]: one error enum and its mapping to kinds and exit codes.
-//! - [`clock`]: injected time and id generation; [`demo`]: sample events.
+//! 1. `base`: errors and their one mapping to kinds and exit codes, the injected clock and
+//!    ids, digests (sha256, BLAKE3), time formats and duration flags, the encoder pool, a
+//!    seeded rng. Imports nothing of ours.
+//! 2. `schema`: the contract (15 columns, versions 1.2.0+), the row builder with its input
+//!    positions, the value rules every format shares, CRS canonicalisation.
+//! 3. `format`: the object layout (every key is built and classified here), the pointer,
+//!    the commit-key claim: pure data, no I/O.
+//! 4. `publish`: the [`AtomicPublisher`] trait and its backends (POSIX, memory, S3 / Azure /
+//!    GCS through `object_store`, a fault-injecting and a metering wrapper), store URLs, and
+//!    create-only publishing that reads back after an ambiguous answer.
+//! 5. `parts`: encoding a flush as a Parquet part, and reading parts back in pieces
+//!    (streamed digests, the footer, single column chunks).
+//! 6. `history`: the seal chain's objects (seals, Merkle trees, frontiers, hash tiles, leaf
+//!    locators, head markers, the commit-time index), signing keys, reading pointers, and
+//!    sealing.
+//! 7. `write`: input formats, validation, streaming appends with bounded memory, commit
+//!    keys, committing one flush, and the [`Writer`] façade.
+//! 8. `audit`: the report vocabulary, the chain walk, `log`, `verify` (one pipeline, full or
+//!    since a seal, sharded), inclusion proofs, `repair` and `sweep`.
+//! 9. Applications, each on its own: [`replicate`], [`witness`], [`export`].
+//! 10. `cli` (feature `cli`): one file per command; `src/bin/lineage.rs` only calls
+//!     `cli::main`. Clap lives only here.
+//!
+//! The layers are private; what users need is re-exported here. The project's own tests,
+//! benches, fuzz targets and Python package reach further through [`internal`], which
+//! promises nothing.
 
-pub mod audit;
-pub mod base;
+mod audit;
+mod base;
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod export;
-pub mod format;
-pub mod history;
-pub mod parts;
-pub mod publish;
+mod format;
+mod history;
+mod parts;
+mod publish;
 pub mod replicate;
-pub mod schema;
+mod schema;
 pub mod witness;
-pub mod write;
+mod write;
 
+// Errors.
 pub use base::error::{Error, ErrorKind, Result};
-pub use publish::{AtomicPublisher, Outcome};
-pub use write::writer::Writer;
+
+// Injected time and ids.
+pub use base::clock::{Clock, FixedClock, IdGen, ManualClock, SeqIds, SystemClock, V7Ids};
+
+// The contract and its rules.
+pub use schema::contract;
+pub use schema::crs;
+
+// Stores.
+pub use publish::memory::MemoryPublisher;
+pub use publish::object::{Backend, ObjectStorePublisher};
+pub use publish::posix::PosixPublisher;
+pub use publish::store::{open, open_with, CloudOptions};
+pub use publish::{AtomicPublisher, ObjectInfo, Outcome};
+
+// Writing.
+pub use format::pointer::{Pointer, POINTER_FORMAT};
+pub use write::demo::generate as generate_demo_events;
+pub use write::input::batches::{validate_all, BatchValidator};
+pub use write::input::{BatchSource, Format, Input};
+pub use write::stream::append::AppendSummary;
+pub use write::stream::{Sink, SinkOptions, DEFAULT_MAX_BUFFERED_BYTES};
+pub use write::writer::{Writer, DEFAULT_BATCH_ROWS, DEFAULT_CONCURRENCY, MAX_PART_BYTES};
+
+// Sealing and keys.
+pub use history::pointers::{read_pointers, StoredPointer};
+pub use history::seal::{Seal, SealEntry, StoredSeal};
+pub use history::sealer::{seal, seal_with, SealOptions, SealOutcome};
+pub use history::signing::{key_id, keygen, read_public_key, read_signing_key};
+
+// Auditing.
+pub use audit::log::since_seal;
+pub use audit::proof::{prove, verify_proof, Proof, ProofSummary, ProveAgainst};
+pub use audit::repair::{repair, RepairOutcome};
+pub use audit::report::{InFlight, InFlightKind, Problem, ProblemKind, Progress, Report};
+pub use audit::sweep::{sweep, sweep_all, SweepOutcome};
+pub use audit::verify::options::{ShardSpec, VerifyOptions};
+pub use audit::verify::{verify, verify_with};
+pub use base::digest::Check as DigestCheck;
+pub use base::time::parse_duration;
+
+/// What the project's own tests, benches, fuzz targets and Python package use beyond the
+/// API above: the layers' inner pieces. No stability promise; not for other users.
+#[doc(hidden)]
+pub mod internal {
+    pub use crate::audit::{chain, verify::shard};
+    pub use crate::base::{digest, time};
+    pub use crate::format::{claim, keys, pointer};
+    pub use crate::history::{complete, frontier, index, merkle, seal, tiles};
+    pub use crate::parts::{encode, read as part};
+    pub use crate::publish::{faulty, list_pages, metered, object, posix, store};
+    pub use crate::schema::events;
+    pub use crate::write::{conform, input};
+}

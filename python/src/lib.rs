@@ -9,13 +9,14 @@
 use std::path::PathBuf;
 
 use arrow_pyarrow::ToPyArrow;
-use lineage_store::audit::proof::{verify_proof as lib_verify_proof, Proof as LibProof};
-use lineage_store::audit::seal::{keygen as lib_keygen, read_public_key};
 use lineage_store::{contract, crs, Error};
+use lineage_store::{keygen as lib_keygen, read_public_key};
+use lineage_store::{verify_proof as lib_verify_proof, Proof as LibProof};
 use pyo3::prelude::*;
 
 mod arrow_in;
 mod errors;
+mod log;
 mod log_table;
 mod runtime;
 mod store;
@@ -134,18 +135,9 @@ fn _arrow_import_check(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<usiz
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // Library logs (warnings by default) go to stderr, filtered by LINEAGE_LOG as for the CLI.
-    let filter = tracing_subscriber::EnvFilter::try_from_env("LINEAGE_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .try_init();
+    log::init();
     m.add("SCHEMA_VERSION", contract::SCHEMA_VERSION)?;
-    m.add(
-        "DEFAULT_BATCH_ROWS",
-        lineage_store::writer::DEFAULT_BATCH_ROWS,
-    )?;
+    m.add("DEFAULT_BATCH_ROWS", lineage_store::DEFAULT_BATCH_ROWS)?;
     m.add_function(wrap_pyfunction!(store::open, m)?)?;
     m.add_function(wrap_pyfunction!(canonical_crs, m)?)?;
     m.add_function(wrap_pyfunction!(contract_schema, m)?)?;

@@ -9,8 +9,8 @@ use arrow_array::builder::{
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_pyarrow::{IntoPyArrow, Table};
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
-use lineage_store::pointer::Pointer;
-use lineage_store::{keys, Error};
+use lineage_store::internal::keys;
+use lineage_store::{Error, Pointer};
 use pyo3::prelude::*;
 
 use crate::errors::{IntoPyResult, LResult};

@@ -5,12 +5,12 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use lineage_store::audit::{log::read_pointers, proof, seal, sweep::parse_duration, verify};
-use lineage_store::clock::SystemClock;
-use lineage_store::input::batches;
-use lineage_store::store::{open_with, CloudOptions};
-use lineage_store::writer::{Writer, DEFAULT_BATCH_ROWS, DEFAULT_CONCURRENCY};
-use lineage_store::{AtomicPublisher, Error};
+use lineage_store::internal::merkle;
+use lineage_store::{
+    open_with, parse_duration, prove, read_pointers, read_public_key, read_signing_key, seal,
+    validate_all, verify_with, AtomicPublisher, CloudOptions, DigestCheck, Error, ProveAgainst,
+    SystemClock, VerifyOptions, Writer, DEFAULT_BATCH_ROWS, DEFAULT_CONCURRENCY,
+};
 use pyo3::prelude::*;
 
 use crate::arrow_in;
@@ -96,10 +96,8 @@ impl Store {
     ) -> PyResult<Vec<Commit>> {
         let source = arrow_in::import(py, data)?;
         // Everything is read and validated before the first commit.
-        let validated = detached(py, move || {
-            source.read_all().and_then(batches::validate_all)
-        })
-        .py_err(py)?;
+        let validated =
+            detached(py, move || source.read_all().and_then(validate_all)).py_err(py)?;
         let writer = Writer::new(self.inner.clone())
             .with_batch_rows(batch_rows)
             .with_commit_key(commit_key);
@@ -172,15 +170,15 @@ impl Store {
         digest: &str,
     ) -> PyResult<VerifyReport> {
         let digest = digest
-            .parse::<lineage_store::digest::Check>()
+            .parse::<DigestCheck>()
             .map_err(|e| errors::to_py(py, Error::Usage(format!("digest={e}"))))?;
         let public_key = public_key
             .as_deref()
-            .map(seal::read_public_key)
+            .map(read_public_key)
             .transpose()
             .py_err(py)?;
         if let Some(h) = &expect_head {
-            if lineage_store::audit::merkle::parse_hash(h).is_none() {
+            if merkle::parse_hash(h).is_none() {
                 return Err(errors::to_py(
                     py,
                     Error::Usage(format!(
@@ -197,21 +195,21 @@ impl Store {
             }
             Some(v) => Some(Some(v.extract::<u64>()?)),
         };
-        let mut opts = verify::VerifyOptions {
+        let mut opts = VerifyOptions {
             sample,
             sample_seed,
             since_seal,
             public_key,
             expect_head,
             digest,
-            ..verify::VerifyOptions::default()
+            ..VerifyOptions::default()
         };
         if let Some(g) = grace {
             opts.grace = self::grace(py, &g)?;
         }
         let store = self.inner.clone();
         let report = block_on_local(py, move || async move {
-            verify::verify_with(store.as_ref(), &opts).await
+            verify_with(store.as_ref(), &opts).await
         })
         .py_err(py)?;
         let report = VerifyReport { inner: report };
@@ -233,12 +231,12 @@ impl Store {
     fn seal(&self, py: Python<'_>, signing_key: Option<PathBuf>) -> PyResult<Seal> {
         let key = signing_key
             .as_deref()
-            .map(seal::read_signing_key)
+            .map(read_signing_key)
             .transpose()
             .py_err(py)?;
         let store = self.inner.clone();
         let out = block_on(py, async move {
-            seal::seal(store.as_ref(), &SystemClock, key.as_ref()).await
+            seal(store.as_ref(), &SystemClock, key.as_ref()).await
         })
         .py_err(py)?;
         Ok(out.into())
@@ -261,13 +259,13 @@ impl Store {
                     Error::Usage("give either head or seal, not both".into()),
                 ))
             }
-            (Some(n), None) => proof::ProveAgainst::Seq(n),
-            (None, Some(h)) => proof::ProveAgainst::Head(h),
-            (None, None) => proof::ProveAgainst::Newest,
+            (Some(n), None) => ProveAgainst::Seq(n),
+            (None, Some(h)) => ProveAgainst::Head(h),
+            (None, None) => ProveAgainst::Newest,
         };
         let store = self.inner.clone();
         let p = block_on(py, async move {
-            proof::prove(store.as_ref(), &commit_id, &against).await
+            prove(store.as_ref(), &commit_id, &against).await
         })
         .py_err(py)?;
         Ok(Proof { inner: p })

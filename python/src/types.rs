@@ -1,10 +1,8 @@
 //! What the library returns, as immutable Python objects: a commit, a verify report and
 //! its problems, a seal, an inclusion proof and what a valid proof establishes.
 
-use lineage_store::audit::proof::{Proof as LibProof, ProofSummary as LibSummary};
-use lineage_store::audit::seal::SealOutcome;
-use lineage_store::audit::verify::{Problem as LibProblem, Report};
-use lineage_store::pointer::Pointer;
+use lineage_store::{Pointer, Problem as LibProblem, Report, SealOutcome};
+use lineage_store::{Proof as LibProof, ProofSummary as LibSummary};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -84,7 +82,7 @@ impl From<Pointer> for Commit {
 impl Commit {
     fn pointer(&self) -> Pointer {
         Pointer {
-            format: lineage_store::pointer::POINTER_FORMAT.to_string(),
+            format: lineage_store::POINTER_FORMAT.to_string(),
             commit_id: self.commit_id.clone(),
             run_id: self.run_id.clone(),
             target_crs: self.target_crs.clone(),

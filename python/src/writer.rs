@@ -14,10 +14,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arrow_array::RecordBatch;
-use lineage_store::input::batches::{self, BatchValidator};
-use lineage_store::pointer::Pointer;
-use lineage_store::stream::{Sink, SinkOptions};
-use lineage_store::{Error, Writer as LibWriter};
+use lineage_store::internal::input::batches;
+use lineage_store::{BatchValidator, Error, Pointer, Sink, SinkOptions, Writer as LibWriter};
 use pyo3::prelude::*;
 use tokio::sync::{Mutex, Notify};
 

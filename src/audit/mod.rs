@@ -4,9 +4,9 @@
 //! See docs/audit-guide.md for what each of these proves.
 
 pub mod chain;
-pub mod log;
-pub mod proof;
-pub mod repair;
-pub mod report;
-pub mod sweep;
-pub mod verify;
+pub(crate) mod log;
+pub(crate) mod proof;
+pub(crate) mod repair;
+pub(crate) mod report;
+pub(crate) mod sweep;
+pub(crate) mod verify;

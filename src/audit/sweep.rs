@@ -23,10 +23,8 @@ use crate::base::error::{Error, Result};
 use crate::format::keys::{self, KeyKind};
 use crate::publish::AtomicPublisher;
 
-/// Default age after which a temp is stale.
-pub const DEFAULT_OLDER_THAN: &str = "1h";
 /// Shortest accepted age: anything younger may belong to a publish in progress.
-pub const MIN_OLDER_THAN_SECONDS: i64 = 60;
+pub(crate) const MIN_OLDER_THAN_SECONDS: i64 = 60;
 
 /// What `sweep` did.
 #[derive(Debug, Clone, Default, Serialize)]

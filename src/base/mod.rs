@@ -1,8 +1,8 @@
 //! The base layer: what every other layer uses and that uses nothing of ours.
 
-pub mod clock;
+pub(crate) mod clock;
 pub mod digest;
-pub mod error;
-pub mod pool;
-pub mod rng;
+pub(crate) mod error;
+pub(crate) mod pool;
+pub(crate) mod rng;
 pub mod time;

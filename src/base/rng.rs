@@ -3,15 +3,15 @@
 
 /// SplitMix64: tiny, deterministic, the same sequence for a seed everywhere.
 #[derive(Debug, Clone)]
-pub struct Rng(u64);
+pub(crate) struct Rng(u64);
 
 impl Rng {
     /// Seeded generator.
-    pub fn new(seed: u64) -> Self {
+    pub(crate) fn new(seed: u64) -> Self {
         Rng(seed)
     }
     /// Next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
+    pub(crate) fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -19,11 +19,11 @@ impl Rng {
         z ^ (z >> 31)
     }
     /// Uniform in [0, 1).
-    pub fn unit(&mut self) -> f64 {
+    pub(crate) fn unit(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
     /// Index drawn by weights.
-    pub fn pick(&mut self, weights: &[f64]) -> usize {
+    pub(crate) fn pick(&mut self, weights: &[f64]) -> usize {
         let total: f64 = weights.iter().sum();
         let mut x = self.unit() * total;
         for (i, w) in weights.iter().enumerate() {

@@ -1,7 +1,7 @@
 //! `lineage repair`: adopt orphan parts by writing their pointers from their own footers.
 
 use crate::audit::repair::repair;
-use crate::audit::verify::DEFAULT_GRACE_MINUTES;
+use crate::audit::verify::options::DEFAULT_GRACE_MINUTES;
 use crate::base::error::Result;
 use crate::base::time::parse_duration;
 use crate::cli::common::{json_line, out, Status, StoreArg};

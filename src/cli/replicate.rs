@@ -22,9 +22,9 @@ use crate::replicate::{
 
 /// Test hook: after the Nth object this process creates at the destination, say so on
 /// stderr and hold until a stop is requested (tests SIGKILL or SIGTERM it there).
-pub const HOLD_HOOK_VAR: &str = "LINEAGE_TEST_HOLD_AFTER_PUBLISHES";
+pub(super) const HOLD_HOOK_VAR: &str = "LINEAGE_TEST_HOLD_AFTER_PUBLISHES";
 /// The line the hook prints (followed by the count and the key).
-pub const HOLD_HOOK_LINE: &str = "lineage test hook: holding after publish";
+pub(super) const HOLD_HOOK_LINE: &str = "lineage test hook: holding after publish";
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {

@@ -1,6 +1,6 @@
 //! `lineage sweep`: remove stale temps left by crashed publishes.
 
-use crate::audit::sweep::{sweep, sweep_all, DEFAULT_OLDER_THAN};
+use crate::audit::sweep::{sweep, sweep_all};
 use crate::base::error::Result;
 use crate::base::time::parse_duration;
 use crate::cli::common::{json_line, out, Status, StoreArg};
@@ -24,6 +24,9 @@ pub(crate) struct Args {
     #[arg(long)]
     json: bool,
 }
+
+/// Default age after which a temp is stale.
+const DEFAULT_OLDER_THAN: &str = "1h";
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
     let older = parse_duration(a.older_than.as_deref().unwrap_or(DEFAULT_OLDER_THAN))?;

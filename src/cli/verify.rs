@@ -7,7 +7,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::audit::report::{Progress, Report};
-use crate::audit::verify::{verify_with, VerifyOptions, DEFAULT_GRACE_MINUTES};
+use crate::audit::verify::options::DEFAULT_GRACE_MINUTES;
+use crate::audit::verify::{verify_with, VerifyOptions};
 use crate::base::error::{Error, Result};
 use crate::base::time::parse_duration;
 use crate::cli::common::{json_line, out, Status, StoreArg};

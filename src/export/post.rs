@@ -10,6 +10,7 @@
 //! event is ever lost silently: the CLI exits non-zero naming every undelivered event.
 //! Events are deterministic, so re-running the export re-sends identical events.
 
+use backon::{BackoffBuilder, ExponentialBuilder};
 use std::time::Duration;
 
 use crate::base::error::{Error, Result};
@@ -139,8 +140,16 @@ pub async fn post_all(cfg: &PostConfig, events: &[(String, String)]) -> Result<D
         .build()
         .map_err(|e| Error::Internal(format!("cannot build an HTTP client: {e}")))?;
     let mut d = Delivery::default();
+    // The waits before retries 1, 2, ...: `backoff`, `2·backoff`, `4·backoff`, ... up to
+    // MAX_BACKOFF, at most `retries` of them (a Retry-After answer overrides one).
+    let delays = ExponentialBuilder::default()
+        .with_min_delay(cfg.backoff)
+        .with_factor(2.0)
+        .with_max_delay(MAX_BACKOFF)
+        .with_max_times(cfg.retries as usize);
     for (index, (label, body)) in events.iter().enumerate() {
         let mut attempts = 0;
+        let mut waits = delays.build();
         loop {
             attempts += 1;
             d.attempts += 1;
@@ -161,7 +170,7 @@ pub async fn post_all(cfg: &PostConfig, events: &[(String, String)]) -> Result<D
                 }
                 Attempt::Retry(reason, after) => (reason, after),
             };
-            if attempts > cfg.retries {
+            let Some(next) = waits.next() else {
                 d.undelivered.push(Undelivered {
                     index,
                     label: label.clone(),
@@ -169,20 +178,13 @@ pub async fn post_all(cfg: &PostConfig, events: &[(String, String)]) -> Result<D
                     reason,
                 });
                 break;
-            }
-            let wait = after
-                .unwrap_or_else(|| backoff(cfg.backoff, attempts))
-                .min(MAX_BACKOFF);
+            };
+            let wait = after.unwrap_or(next).min(MAX_BACKOFF);
             tracing::warn!(event = index + 1, %label, attempt = attempts, %reason, ?wait, "OpenLineage endpoint did not accept the event; retrying");
             tokio::time::sleep(wait).await;
         }
     }
     Ok(d)
-}
-
-/// The wait before retry `n` (1-based): `base`, `2·base`, `4·base`, ...
-fn backoff(base: Duration, n: u32) -> Duration {
-    base.saturating_mul(1u32 << (n - 1).min(16))
 }
 
 async fn attempt(client: &reqwest::Client, cfg: &PostConfig, body: &str) -> Attempt {

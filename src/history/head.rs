@@ -18,7 +18,7 @@ use crate::publish::AtomicPublisher;
 
 /// The newest seals, as far as reading them cheaply allows.
 #[derive(Debug, Default)]
-pub struct Heads {
+pub(crate) struct Heads {
     /// The newest seal with a head marker (its tiles and locators are complete).
     pub marked: Option<StoredSeal>,
     /// Seals after it, in order (no marker yet: crashed or in progress).
@@ -29,7 +29,7 @@ pub struct Heads {
 
 impl Heads {
     /// The newest seal of all.
-    pub fn newest(&self) -> Option<&StoredSeal> {
+    pub(crate) fn newest(&self) -> Option<&StoredSeal> {
         match &self.legacy {
             Some(all) => all.last(),
             None => self.unmarked.last().or(self.marked.as_ref()),
@@ -38,13 +38,13 @@ impl Heads {
 }
 
 /// Read one seal by sequence number.
-pub async fn read_seal(store: &dyn AtomicPublisher, seq: u64) -> Result<Option<StoredSeal>> {
+pub(crate) async fn read_seal(store: &dyn AtomicPublisher, seq: u64) -> Result<Option<StoredSeal>> {
     let key = seal_key(seq);
     Ok(store.get(&key).await?.map(|bytes| stored(key, seq, bytes)))
 }
 
 /// A seal as read, parsed or with why not.
-pub fn stored(key: String, seq: u64, bytes: Bytes) -> StoredSeal {
+pub(crate) fn stored(key: String, seq: u64, bytes: Bytes) -> StoredSeal {
     StoredSeal {
         seal: Seal::from_bytes(&key, &bytes).map_err(|e| e.to_string()),
         digest: sha256_hex(&bytes),
@@ -55,7 +55,7 @@ pub fn stored(key: String, seq: u64, bytes: Bytes) -> StoredSeal {
 }
 
 /// The newest marker's sequence number, from the first listed marker.
-pub async fn newest_marker(store: &dyn AtomicPublisher) -> Result<Option<u64>> {
+pub(crate) async fn newest_marker(store: &dyn AtomicPublisher) -> Result<Option<u64>> {
     let page = store.list_after(keys::HEADS_PREFIX, "", 1).await?;
     Ok(page.first().and_then(|o| match keys::classify(&o.key) {
         KeyKind::History(HistoryKey::Head(seq)) => Some(seq),
@@ -64,7 +64,7 @@ pub async fn newest_marker(store: &dyn AtomicPublisher) -> Result<Option<u64>> {
 }
 
 /// Find the newest seals: one listing page and two reads when the store is in order.
-pub async fn find(store: &dyn AtomicPublisher) -> Result<Heads> {
+pub(crate) async fn find(store: &dyn AtomicPublisher) -> Result<Heads> {
     let Some(seq) = newest_marker(store).await? else {
         return legacy(store).await;
     };

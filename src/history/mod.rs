@@ -20,11 +20,11 @@
 
 pub mod complete;
 pub mod frontier;
-pub mod head;
+pub(crate) mod head;
 pub mod index;
 pub mod merkle;
-pub mod pointers;
+pub(crate) mod pointers;
 pub mod seal;
-pub mod sealer;
-pub mod signing;
+pub(crate) mod sealer;
+pub(crate) mod signing;
 pub mod tiles;

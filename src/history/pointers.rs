@@ -9,7 +9,7 @@ use crate::parts::encode::sha256_hex;
 use crate::publish::AtomicPublisher;
 
 /// Parallel reads of small objects.
-pub const READ_CONCURRENCY: usize = 16;
+pub(crate) const READ_CONCURRENCY: usize = 16;
 
 /// A pointer as read, with its key and the sha256 of its exact bytes (what a seal records).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,7 +36,7 @@ pub async fn read_pointers(
 }
 
 /// [`read_pointers`], keeping each pointer's key and digest.
-pub async fn read_stored_pointers(
+pub(crate) async fn read_stored_pointers(
     store: &dyn AtomicPublisher,
     run_id: Option<&str>,
 ) -> Result<Vec<StoredPointer>> {
@@ -75,11 +75,11 @@ pub async fn read_stored_pointers(
 /// Commit-time order: `committed_utc` (RFC 3339 in UTC with microseconds, so text order is
 /// time order), then commit id. Keyed (UUIDv8) commits sort by when they were made, not by
 /// their hashed ids.
-pub fn commit_order(a: &Pointer, b: &Pointer) -> std::cmp::Ordering {
+pub(crate) fn commit_order(a: &Pointer, b: &Pointer) -> std::cmp::Ordering {
     (&a.committed_utc, &a.commit_id).cmp(&(&b.committed_utc, &b.commit_id))
 }
 
 /// Sort pointers in [`commit_order`].
-pub fn sort_in_commit_order(pointers: &mut [Pointer]) {
+pub(crate) fn sort_in_commit_order(pointers: &mut [Pointer]) {
     pointers.sort_by(commit_order);
 }

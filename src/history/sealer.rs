@@ -48,7 +48,7 @@ use crate::publish::AtomicPublisher;
 
 /// Default lookback: how late (by the sealer's clock) an index entry may land and still be
 /// sealed by an incremental seal.
-pub const DEFAULT_LOOKBACK_MINUTES: i64 = 5;
+pub(crate) const DEFAULT_LOOKBACK_MINUTES: i64 = 5;
 
 /// How to seal.
 #[derive(Debug, Clone)]

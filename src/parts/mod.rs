@@ -2,4 +2,4 @@
 
 pub mod encode;
 pub mod read;
-pub mod scan;
+pub(crate) mod scan;

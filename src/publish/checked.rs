@@ -15,7 +15,7 @@ use crate::publish::{AtomicPublisher, Outcome};
 
 /// What happened to one object publish that succeeded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Published {
+pub(crate) enum Published {
     /// We created it now.
     Created,
     /// It was there already and is ours (an earlier attempt landed).
@@ -24,7 +24,7 @@ pub enum Published {
 
 /// What a create-only publish found: ours (created now or earlier), or someone else's.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Landed {
+pub(crate) enum Landed {
     /// The key holds our bytes.
     Ours(Published),
     /// The key holds something else; why it is not ours.
@@ -35,7 +35,7 @@ pub enum Landed {
 /// whether what is there is what we meant to write. Errors only when the store fails (an
 /// unambiguous error, or an ambiguous one whose read-back fails: the first error is
 /// returned) or when the key is reported taken but cannot be read.
-pub async fn create_or_read_back(
+pub(crate) async fn create_or_read_back(
     store: &dyn AtomicPublisher,
     key: &str,
     bytes: Bytes,
@@ -68,7 +68,7 @@ pub async fn create_or_read_back(
 
 /// [`create_or_read_back`] for objects only we may write under their key: someone else's
 /// object there is a [`Error::Conflict`] naming the key and why. Never accepts silently.
-pub async fn publish_checked(
+pub(crate) async fn publish_checked(
     store: &dyn AtomicPublisher,
     key: &str,
     bytes: Bytes,
@@ -86,7 +86,11 @@ pub async fn publish_checked(
 /// [`create_or_read_back`] for objects several writers race for (seals, whose sequence
 /// number the first sealer takes): `true` when the key holds exactly `bytes`, `false` when
 /// another writer's bytes are there.
-pub async fn publish_racing(store: &dyn AtomicPublisher, key: &str, bytes: Bytes) -> Result<bool> {
+pub(crate) async fn publish_racing(
+    store: &dyn AtomicPublisher,
+    key: &str,
+    bytes: Bytes,
+) -> Result<bool> {
     let want = bytes.clone();
     let landed = create_or_read_back(store, key, bytes, |have| {
         if have == want.as_ref() {

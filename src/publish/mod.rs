@@ -15,9 +15,9 @@ use chrono::{DateTime, Utc};
 
 use crate::base::error::Result;
 
-pub mod checked;
+pub(crate) mod checked;
 pub mod faulty;
-pub mod memory;
+pub(crate) mod memory;
 pub mod metered;
 pub mod object;
 pub mod posix;
@@ -117,7 +117,7 @@ pub trait AtomicPublisher: Send + Sync + Debug {
 }
 
 /// Keys per page of [`list_pages`]: what one S3 `ListObjectsV2` request returns.
-pub const LIST_PAGE: usize = 1000;
+pub(crate) const LIST_PAGE: usize = 1000;
 
 /// Every object under `prefix` after `after` and before `before` (exclusive, `None` for no
 /// bound), in key order, fetched one [`LIST_PAGE`] at a time with

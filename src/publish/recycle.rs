@@ -12,7 +12,7 @@ use std::sync::Mutex;
 use bytes::Bytes;
 
 /// Reads at least this large use a recycled buffer.
-pub const MIN_BYTES: usize = 256 * 1024;
+pub(super) const MIN_BYTES: usize = 256 * 1024;
 /// Largest buffer kept (one hash chunk plus slack).
 const MAX_KEPT_BYTES: usize = 8 * 1024 * 1024;
 /// Most bytes kept idle on the free list, so a process that read a lot once does not

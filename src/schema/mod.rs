@@ -3,4 +3,4 @@
 pub mod contract;
 pub mod crs;
 pub mod events;
-pub mod rules;
+pub(crate) mod rules;

@@ -16,17 +16,17 @@
 use chrono::{DateTime, FixedOffset};
 
 /// Longest part of a value an error message shows.
-pub const QUOTE_MAX_CHARS: usize = 64;
+pub(crate) const QUOTE_MAX_CHARS: usize = 64;
 /// Longest error message kept from a parser (which may quote whole values).
-pub const MESSAGE_MAX_CHARS: usize = 300;
+pub(crate) const MESSAGE_MAX_CHARS: usize = 300;
 /// Earliest accepted `event_time_utc`: 1970-01-01T00:00:00Z, in microseconds.
-pub const MIN_EVENT_TIME_US: i64 = 0;
+pub(crate) const MIN_EVENT_TIME_US: i64 = 0;
 /// Latest accepted `event_time_utc`: 9999-12-31T23:59:59.999999Z, in microseconds.
-pub const MAX_EVENT_TIME_US: i64 = 253_402_300_799_999_999;
+pub(crate) const MAX_EVENT_TIME_US: i64 = 253_402_300_799_999_999;
 
 /// A value as an error message shows it: quoted with escapes (so control characters and
 /// look-alikes are visible), cut to [`QUOTE_MAX_CHARS`] characters with its length.
-pub fn quote(v: &str) -> String {
+pub(crate) fn quote(v: &str) -> String {
     match v.char_indices().nth(QUOTE_MAX_CHARS) {
         None => format!("{v:?}"),
         Some((cut, _)) => format!("{:?}… ({} bytes)", &v[..cut], v.len()),
@@ -34,7 +34,7 @@ pub fn quote(v: &str) -> String {
 }
 
 /// A value cut to [`QUOTE_MAX_CHARS`] characters (for messages that quote it themselves).
-pub fn cut(v: &str) -> String {
+pub(crate) fn cut(v: &str) -> String {
     match v.char_indices().nth(QUOTE_MAX_CHARS) {
         None => v.to_string(),
         Some((at, _)) => format!("{}… ({} bytes)", &v[..at], v.len()),
@@ -42,7 +42,7 @@ pub fn cut(v: &str) -> String {
 }
 
 /// A parser's message cut to [`MESSAGE_MAX_CHARS`] characters (serde quotes whole values).
-pub fn shorten(msg: String) -> String {
+pub(crate) fn shorten(msg: String) -> String {
     match msg.char_indices().nth(MESSAGE_MAX_CHARS) {
         None => msg,
         Some((cut, _)) => format!("{}… (message cut, {} bytes)", &msg[..cut], msg.len()),
@@ -50,7 +50,7 @@ pub fn shorten(msg: String) -> String {
 }
 
 /// Why an event time (microseconds since the epoch, UTC) is out of the accepted range.
-pub fn event_time_problem(us: i64) -> Option<String> {
+pub(crate) fn event_time_problem(us: i64) -> Option<String> {
     if us < MIN_EVENT_TIME_US {
         Some(format!(
             "{} is before 1970-01-01T00:00:00Z: not a plausible time for a processing event (an unset or mis-converted clock?)",
@@ -68,7 +68,7 @@ pub fn event_time_problem(us: i64) -> Option<String> {
 
 /// Why a parsed RFC 3339 time cannot be recorded exactly, beyond the range (see
 /// [`event_time_problem`]): a leap second, or digits below a microsecond.
-pub fn parsed_time_problem(s: &str, t: &DateTime<FixedOffset>) -> Option<String> {
+pub(crate) fn parsed_time_problem(s: &str, t: &DateTime<FixedOffset>) -> Option<String> {
     let nanos = t.timestamp_subsec_nanos();
     if nanos >= 1_000_000_000 {
         return Some(format!(
@@ -85,7 +85,7 @@ pub fn parsed_time_problem(s: &str, t: &DateTime<FixedOffset>) -> Option<String>
 }
 
 /// Why a string that is not RFC 3339 was refused, in the words most useful to its writer.
-pub fn time_parse_problem(s: &str, err: &chrono::ParseError) -> String {
+pub(crate) fn time_parse_problem(s: &str, err: &chrono::ParseError) -> String {
     let t = s.trim();
     let naive = ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f"]
         .iter()
@@ -101,7 +101,7 @@ pub fn time_parse_problem(s: &str, err: &chrono::ParseError) -> String {
 }
 
 /// Why a string value holds NUL, or `None`.
-pub fn nul_problem(v: &str) -> Option<String> {
+pub(crate) fn nul_problem(v: &str) -> Option<String> {
     v.find('\0').map(|at| {
         format!(
             "{} contains NUL at byte {} (readers in C cut the value there)",
@@ -114,7 +114,7 @@ pub fn nul_problem(v: &str) -> Option<String> {
 /// A clearer message for the tokens some JSON writers emit for non-finite floats (Python's
 /// `json.dumps` writes `NaN`, `Infinity`, `-Infinity`), which JSON does not have.
 /// `column` is the 1-based column a JSON parser stopped at.
-pub fn json_non_number(line: &str, column: usize) -> Option<String> {
+pub(crate) fn json_non_number(line: &str, column: usize) -> Option<String> {
     let start = column.saturating_sub(1);
     // The parser stops on the token's first character, or just after a leading `-`.
     let rest = line.get(start.saturating_sub(1)..)?;
@@ -133,7 +133,7 @@ pub fn json_non_number(line: &str, column: usize) -> Option<String> {
 
 /// The rules above that hold for a whole contract batch (every format): NUL in strings,
 /// the event-time range. The error names the row (line) and field.
-pub fn check_batch(
+pub(crate) fn check_batch(
     batch: &arrow_array::RecordBatch,
     origin: &crate::schema::events::Origin,
 ) -> crate::base::error::Result<()> {

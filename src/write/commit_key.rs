@@ -26,7 +26,6 @@
 //! without `part_encoding`: the settings before issue 8c), so the parts an earlier attempt
 //! published are read back identical instead of conflicting.
 
-
 use crate::base::error::{Error, Result};
 use crate::format::claim::{Claim, CLAIM_FORMAT, CLAIM_FORMAT_V1};
 use crate::parts::encode::PartEncoding;
@@ -35,7 +34,7 @@ use crate::publish::AtomicPublisher;
 
 /// What claiming found.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Claimed {
+pub(crate) enum Claimed {
     /// The claim is ours: created now, or an earlier attempt of this payload made it; its
     /// parts are encoded with the settings that claim records (an earlier attempt may have
     /// published some of them: the retry must produce the same bytes).
@@ -48,7 +47,7 @@ pub enum Claimed {
 /// Claim `key` for a payload (format 2, parts encoded with `encoding`), create-only. Our
 /// own earlier claim (same payload digest) counts as success, with that claim's encoding; a format-2 claim for any other payload is a conflict naming
 /// both digests; a format-1 claim is returned for the caller to check.
-pub async fn claim(
+pub(crate) async fn claim(
     store: &dyn AtomicPublisher,
     key: &str,
     payload: &crate::write::stream::append::PayloadSummary,
@@ -113,7 +112,7 @@ pub async fn claim(
 }
 
 /// The refusal of a key claimed for another payload.
-pub fn conflict_message(key: &str, existing: &str, ours: &str) -> String {
+pub(crate) fn conflict_message(key: &str, existing: &str, ours: &str) -> String {
     format!(
         "commit key {key:?} was already used for a different payload: existing payload sha256 {existing}, this payload sha256 {ours}; nothing was published"
     )

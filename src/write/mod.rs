@@ -1,10 +1,10 @@
 //! The write path.
 
-pub mod commit_key;
+pub(crate) mod commit_key;
 pub mod conform;
-pub mod demo;
-pub mod flush;
+pub(crate) mod demo;
+pub(crate) mod flush;
 pub mod input;
-pub mod stream;
-pub mod validate;
-pub mod writer;
+pub(crate) mod stream;
+pub(crate) mod validate;
+pub(crate) mod writer;

@@ -22,7 +22,7 @@ use crate::history::seal::Seal;
 use crate::history::signing::{key_id, parse_public_key};
 
 /// Format tag of proofs.
-pub const PROOF_FORMAT: &str = "lineage-proof/1";
+pub(super) const PROOF_FORMAT: &str = "lineage-proof/1";
 
 /// An inclusion proof of one commit in one seal.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

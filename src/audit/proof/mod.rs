@@ -8,10 +8,10 @@
 //! the part file.
 
 mod format;
-pub mod tiles;
+pub(crate) mod tiles;
 mod walk;
 
-pub use format::{verify_proof, Proof, ProofSummary, ProveAgainst, PROOF_FORMAT};
+pub use format::{verify_proof, Proof, ProofSummary, ProveAgainst};
 
 use crate::base::error::{Error, Result};
 use crate::format::keys;

@@ -14,7 +14,10 @@ use crate::parts::encode::sha256_hex;
 use crate::publish::AtomicPublisher;
 
 /// The sealed place of a commit: (leaf index, run id), from its locator.
-pub async fn locate(store: &dyn AtomicPublisher, commit_id: &str) -> Result<Option<(u64, String)>> {
+pub(crate) async fn locate(
+    store: &dyn AtomicPublisher,
+    commit_id: &str,
+) -> Result<Option<(u64, String)>> {
     let mut found: Vec<(u64, String)> = store
         .list(&keys::leaf_prefix(commit_id))
         .await?
@@ -72,7 +75,7 @@ async fn target(store: &dyn AtomicPublisher, against: &ProveAgainst) -> Result<O
 /// Prove `commit_id` from its locator and the tiles; `None` when the store lacks them (a
 /// store sealed only by earlier versions, or a commit sealed before the first seal of this
 /// format completed), so the caller walks the whole chain instead.
-pub async fn prove_from_tiles(
+pub(crate) async fn prove_from_tiles(
     store: &dyn AtomicPublisher,
     commit_id: &str,
     against: &ProveAgainst,

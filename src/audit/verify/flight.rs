@@ -35,11 +35,11 @@ use crate::publish::{AtomicPublisher, ObjectInfo};
 
 /// How far ahead of this machine's clock a writer's clock may be before a time it wrote
 /// is treated as a lie rather than as skew.
-pub const MAX_CLOCK_SKEW_MINUTES: i64 = 5;
+pub(crate) const MAX_CLOCK_SKEW_MINUTES: i64 = 5;
 
 /// "Now" and the grace period: the window in which a content time means "in flight".
 #[derive(Debug, Clone, Copy)]
-pub struct Window {
+pub(crate) struct Window {
     /// The verifier's time.
     pub now: DateTime<Utc>,
     /// How long a publish may take.
@@ -49,7 +49,7 @@ pub struct Window {
 impl Window {
     /// `Ok(())` when `t` is within the grace period (and not implausibly in the future),
     /// else why not.
-    pub fn admits(&self, t: DateTime<Utc>) -> Result<(), String> {
+    pub(crate) fn admits(&self, t: DateTime<Utc>) -> Result<(), String> {
         if t > self.now + Duration::minutes(MAX_CLOCK_SKEW_MINUTES) {
             Err(format!(
                 "it claims to be made at {}, in the future",
@@ -67,7 +67,7 @@ impl Window {
 }
 
 /// Judge a temp by its name: in flight, or why it is stale (or not ours at all).
-pub fn judge_temp(key: &str, w: &Window) -> Result<InFlight, String> {
+pub(crate) fn judge_temp(key: &str, w: &Window) -> Result<InFlight, String> {
     let (dir, file) = key.rsplit_once('/').unwrap_or(("", key));
     let Some(name) = keys::parse_temp_name(file) else {
         return Err("not a temp name lineage-store writes".into());
@@ -109,7 +109,7 @@ pub fn judge_temp(key: &str, w: &Window) -> Result<InFlight, String> {
 
 /// The commits the commit-key claims in a store name: commit id → (claim key, claim).
 #[derive(Debug, Default)]
-pub struct Claims {
+pub(crate) struct Claims {
     /// Format-1 claims list their commits.
     by_commit: HashMap<String, (String, std::sync::Arc<Claim>)>,
     /// Format-2 claims do not: a commit id is found by deriving the ids of its flushes.
@@ -119,7 +119,7 @@ pub struct Claims {
 impl Claims {
     /// Read every claim in `listing` (unreadable ones are skipped: no commit can then
     /// derive an "in flight" time from them).
-    pub async fn load(store: &dyn AtomicPublisher, listing: &[ObjectInfo]) -> Claims {
+    pub(crate) async fn load(store: &dyn AtomicPublisher, listing: &[ObjectInfo]) -> Claims {
         let keys: Vec<&str> = listing
             .iter()
             .map(|o| o.key.as_str())
@@ -175,12 +175,12 @@ impl Claims {
 }
 
 /// A claim and its object key.
-pub type ClaimRef<'c> = (&'c str, &'c Claim);
+pub(crate) type ClaimRef<'c> = (&'c str, &'c Claim);
 
 /// When the content of a part says its commit was made: the UUIDv7 time of its id, or the
 /// claim time of the commit key a UUIDv8 id was derived from (with that claim). `Err` says
 /// why there is no such time.
-pub fn commit_time<'c>(
+pub(crate) fn commit_time<'c>(
     commit_id: &str,
     run_id: &str,
     target_crs: &str,

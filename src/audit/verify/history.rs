@@ -33,7 +33,7 @@ use crate::publish::{AtomicPublisher, ObjectInfo};
 
 /// What the history checks look at.
 #[derive(Debug)]
-pub struct Context<'a> {
+pub(crate) struct Context<'a> {
     /// The walked chain.
     pub chain: &'a Chain,
     /// Pointers read by this verify (this shard's), parsed.
@@ -61,7 +61,7 @@ impl Context<'_> {
 }
 
 /// Check the listed history objects (this shard's) against the chain and the pointers.
-pub async fn check(
+pub(crate) async fn check(
     store: &dyn AtomicPublisher,
     cx: &Context<'_>,
     objects: &[&ObjectInfo],
@@ -210,7 +210,7 @@ fn tile_within(size: u64, level: u8, index: u64, width: u64) -> bool {
 
 /// What the history checks found.
 #[derive(Debug, Default)]
-pub struct Checked {
+pub(crate) struct Checked {
     /// Problems, each naming its object.
     pub problems: Vec<Problem>,
     /// The newest seal, when it has no head marker yet (see [`unfinished`]).

@@ -20,10 +20,10 @@
 //! orphan candidate's pointer is looked up again after the scan (it may have landed since
 //! the listing). A pointer whose part was not in the listing is looked up again likewise.
 
-pub mod flight;
+pub(crate) mod flight;
 mod full;
-pub mod history;
-pub mod options;
+pub(crate) mod history;
+pub(crate) mod options;
 mod parts;
 mod pipeline;
 mod pointers;
@@ -34,7 +34,7 @@ use crate::audit::report::Report;
 use crate::base::error::Result;
 use crate::publish::AtomicPublisher;
 
-pub use options::{ShardSpec, VerifyOptions, DEFAULT_GRACE_MINUTES};
+pub(crate) use options::{ShardSpec, VerifyOptions};
 
 /// Verify the whole store with default options.
 pub async fn verify(store: &dyn AtomicPublisher) -> Result<Report> {

@@ -12,7 +12,7 @@ use crate::base::error::{Error, Result};
 use crate::history::pointers::READ_CONCURRENCY;
 
 /// Default grace period for temps and orphans: far longer than any publish takes.
-pub const DEFAULT_GRACE_MINUTES: i64 = 15;
+pub(crate) const DEFAULT_GRACE_MINUTES: i64 = 15;
 
 /// How to verify.
 #[derive(Debug, Clone)]

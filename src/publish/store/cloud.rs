@@ -35,7 +35,7 @@ use crate::publish::store::aws_creds::AwsConfigCredentials;
 /// upload into an ambiguous one; 10 minutes covers the largest part at ~60 Mbit/s.
 /// object_store's own variable for the service (`AWS_TIMEOUT`, `AZURE_TIMEOUT`,
 /// `GOOGLE_TIMEOUT`, e.g. `30s`), when set, wins.
-pub const REQUEST_TIMEOUT: &str = "600s";
+pub(crate) const REQUEST_TIMEOUT: &str = "600s";
 
 /// True when the operator set object_store's request timeout for a service through its
 /// own variable (`<FAMILY>_TIMEOUT`, which `from_env` reads, or this side's
@@ -75,11 +75,6 @@ impl SideEnv {
         }
     }
 
-    /// The prefix, if any.
-    pub fn prefix(&self) -> Option<&str> {
-        self.prefix.as_deref()
-    }
-
     /// `<prefix>NAME` only (unset or empty: `None`).
     pub fn own(&self, name: &str) -> Option<String> {
         let p = self.prefix.as_deref()?;
@@ -111,7 +106,7 @@ impl SideEnv {
 }
 
 /// Which object store a URL names, or `None` when it is not an object-store URL.
-pub fn backend_of(url: &str) -> Option<Backend> {
+pub(crate) fn backend_of(url: &str) -> Option<Backend> {
     let scheme = url.split_once("://")?.0.to_ascii_lowercase();
     match scheme.as_str() {
         "s3" | "s3a" => Some(Backend::S3),
@@ -197,7 +192,7 @@ pub async fn open(url: &str, opts: &CloudOptions) -> Result<Option<ObjectStorePu
 }
 
 /// [`open`] with this store's own environment (see [`SideEnv`]).
-pub async fn open_side(
+pub(crate) async fn open_side(
     url: &str,
     opts: &CloudOptions,
     env: &SideEnv,
@@ -269,14 +264,9 @@ fn build_error(p: &ParsedUrl, e: object_store::Error) -> Error {
     Error::Usage(format!("cannot open {}: {e}", p.url))
 }
 
-/// The S3 endpoint to use: the option, else the AWS variables.
-pub fn s3_endpoint(opts: &CloudOptions) -> Option<String> {
-    s3_endpoint_side(opts, &SideEnv::plain())
-}
-
 /// The S3 endpoint of one side: the option, else the side's own AWS variables, else the
 /// plain ones.
-pub fn s3_endpoint_side(opts: &CloudOptions, env: &SideEnv) -> Option<String> {
+pub(crate) fn s3_endpoint_side(opts: &CloudOptions, env: &SideEnv) -> Option<String> {
     opts.endpoint_url
         .clone()
         .filter(|s| !s.trim().is_empty())
@@ -288,7 +278,7 @@ pub fn s3_endpoint_side(opts: &CloudOptions, env: &SideEnv) -> Option<String> {
 
 /// Refuse an endpoint that is not a plain `http(s)://host[:port][/path]` URL: object_store
 /// would accept it and then panic while signing the first request (e.g. on a bad port).
-pub fn check_endpoint(ep: &str) -> Result<()> {
+pub(crate) fn check_endpoint(ep: &str) -> Result<()> {
     let bad = |why: String| {
         Err(Error::Usage(format!(
             "S3 endpoint {ep:?} (from --endpoint-url, AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL) {why}"

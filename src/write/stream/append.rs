@@ -36,7 +36,7 @@ use crate::write::commit_key::{self, Claimed};
 use crate::write::flush::WriteConfig;
 use crate::write::input::BatchSource;
 use crate::write::stream::digest::PayloadDigest;
-pub use crate::write::stream::digest::PayloadSummary;
+pub(crate) use crate::write::stream::digest::PayloadSummary;
 use crate::write::stream::group::Grouper;
 use crate::write::stream::sink::{Sink, SinkOptions};
 use crate::write::stream::version::VersionPin;
@@ -47,7 +47,7 @@ const KEEP_BYTES_PER_FLUSH_ROW: usize = 2560;
 
 /// Batches already in memory and validated (what [`Writer::append`] takes).
 #[derive(Debug, Clone)]
-pub struct Validated(pub Vec<RecordBatch>);
+pub(crate) struct Validated(pub Vec<RecordBatch>);
 
 impl BatchSource for Validated {
     fn read_all(&self, f: &mut dyn FnMut(SourcedBatch) -> Result<()>) -> Result<()> {

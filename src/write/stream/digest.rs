@@ -24,7 +24,7 @@ use crate::write::stream::partition::PartitionIndex;
 
 /// What the first pass learned about a keyed payload.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PayloadSummary {
+pub(crate) struct PayloadSummary {
     /// The payload digest (claim format 2).
     pub payload_sha256: String,
     /// Flushes (commits) the payload makes.

@@ -14,7 +14,7 @@
 //! tasks, `digest` computes a keyed payload's digest in the first pass, `version` fixes
 //! the contract version written (`--schema-version` rules) and widens older batches.
 
-pub mod append;
+pub(crate) mod append;
 mod commit;
 mod digest;
 mod group;
