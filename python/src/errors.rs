@@ -45,7 +45,8 @@ pub fn to_py(py: Python<'_>, e: Error) -> PyErr {
         }
         ErrorKind::Conflict => raise(py, "ConflictError", message, None),
         ErrorKind::Io | ErrorKind::NotFound => raise(py, "StoreError", message, None),
-        ErrorKind::Internal => raise(py, "LineageError", message, None),
+        // Internal, and any kind a later version adds: the base class.
+        _ => raise(py, "LineageError", message, None),
     }
 }
 

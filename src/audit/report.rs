@@ -110,6 +110,7 @@ impl Problem {
 /// What an in-flight object is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum InFlightKind {
     /// A temp of a POSIX publish.
     Temp,

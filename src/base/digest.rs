@@ -24,6 +24,7 @@ pub fn blake3_hex(bytes: &[u8]) -> String {
 
 /// Which digests of a part `verify` recomputes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum Check {
     /// The fastest one the pointer records: BLAKE3 where recorded, else sha256.
     #[default]

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 /// What went wrong, in terms a caller can act on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ErrorKind {
     /// The input (events, flags, a URL) is not acceptable. Nothing was published.
     Input,
@@ -35,6 +36,7 @@ impl ErrorKind {
 
 /// All errors of the library.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// An input record (line or row) broke the contract.
     #[error("{location}: {message}")]

@@ -1,5 +1,7 @@
 //! What every command shares: the store arguments, the status a command returns, and
 //! writing to standard output.
+// The doc comments of the argument structs are clap help texts, not rustdoc.
+#![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
 
 use std::io::Write;
 

@@ -5,6 +5,8 @@
 //! corrupt (named; nothing naming them was copied); 2 usage or access error; 3 a conflict
 //! (a key at the destination holds other bytes; nothing was overwritten); 128 + signal
 //! when a one-shot run was stopped by SIGINT/SIGTERM (`--follow` stops with 0).
+// The doc comments of the argument structs are clap help texts, not rustdoc.
+#![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
 
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicU8, Ordering};

@@ -5,7 +5,7 @@
 //! every run), the seal that covers each commit (checked against the pointer's exact
 //! bytes), and per commit the counts that only the part's rows hold (outcomes, rejection
 //! reasons, source CRSs, tools, event-time range per stage), read column by column, one
-//! row group at a time ([`scan`]), never a whole part.
+//! row group at a time ([`crate::parts::scan`]), never a whole part.
 //!
 //! Everything an export writes is a function of the store's content: re-exporting an
 //! unchanged store gives the same bytes, so a re-post after a failure is safe.

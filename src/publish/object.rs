@@ -43,6 +43,7 @@ const CONFLICT_BACKOFF: std::time::Duration = std::time::Duration::from_millis(2
 
 /// Which service is behind the `object_store` client: the answers to a create differ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Backend {
     /// Amazon S3 and S3-compatible stores (LocalStack, moto, MinIO, R2).
     S3,

@@ -40,7 +40,7 @@ pub(crate) enum Claimed {
     /// published some of them: the retry must produce the same bytes).
     Ours(crate::publish::checked::Published, PartEncoding),
     /// A format-1 claim is there: the caller must compare its own part digests with it
-    /// ([`payload_sha256`]) before publishing anything.
+    /// ([`crate::format::claim::payload_sha256`]) before publishing anything.
     Format1(Claim),
 }
 

@@ -1,6 +1,6 @@
 //! Committing one flush: encode it once (on the encoder pool), publish the part create-only,
 //! then its pointer create-only, then its index entry. The stream ([`crate::write::stream`])
-//! cuts the flushes; [`Writer`] is the façade.
+//! cuts the flushes; [`Writer`](crate::Writer) is the façade.
 //!
 //! Commit protocol for one flush (see docs/architecture.md for the failure table):
 //! 1. `part = run_id=<r>/target_crs=<c>/part-<commit-id>.parquet` ← encoded bytes;
@@ -45,9 +45,9 @@ pub const DEFAULT_CONCURRENCY: usize = 8;
 /// temp file.
 pub const DEFAULT_MAX_BUFFERED_BYTES: usize = 256 * 1024 * 1024;
 
-/// Everything a write needs, set through [`Writer`]'s `with_*` methods: the store, the
+/// Everything a write needs, set through [`Writer`](crate::Writer)'s `with_*` methods: the store, the
 /// injected clock and ids, the sizes. The stream and commit steps take it; the façade
-/// ([`Writer`]) owns one.
+/// ([`Writer`](crate::Writer)) owns one.
 #[derive(Debug, Clone)]
 pub(crate) struct WriteConfig {
     pub(crate) store: Arc<dyn AtomicPublisher>,

@@ -58,7 +58,7 @@ impl Writer {
         self.cfg.concurrency = n.max(1);
         self
     }
-    /// Derive commit ids from this key (idempotent retries), see [`derived_commit_id`].
+    /// Derive commit ids from this key (idempotent retries), see [`crate::format::claim::derived_commit_id`].
     pub fn with_commit_key(mut self, key: Option<String>) -> Self {
         self.cfg.commit_key = key;
         self
@@ -117,7 +117,7 @@ impl Writer {
 
     /// Append validated batches (see [`crate::write::input::parse_validated`]); `on_commit` sees
     /// each commit as it lands, in the order flushes are cut. Returns every pointer.
-    /// Memory beyond `batches` is bounded as for a [`Sink`](crate::write::stream::Sink).
+    /// Memory beyond `batches` is bounded as for a [`Sink`].
     /// The batches are written as the contract version of the first (or the one set with
     /// [`with_schema_version`](Self::with_schema_version)); a batch that cannot be written
     /// as that version is refused before anything is published.

@@ -49,6 +49,7 @@ pub struct Proof {
 
 /// Which seal to prove against.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub enum ProveAgainst {
     /// The newest seal.
     #[default]

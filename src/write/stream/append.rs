@@ -45,7 +45,7 @@ use crate::write::validate::Validator;
 /// Validated rows pass 1 may keep, per row of `--batch-rows` (about ten flushes' worth).
 const KEEP_BYTES_PER_FLUSH_ROW: usize = 2560;
 
-/// Batches already in memory and validated (what [`Writer::append`] takes).
+/// Batches already in memory and validated (what [`Writer::append`](crate::Writer::append) takes).
 #[derive(Debug, Clone)]
 pub(crate) struct Validated(pub Vec<RecordBatch>);
 

@@ -75,7 +75,7 @@ enum State {
     Closed,
 }
 
-/// A streaming writer: see the module docs. Create it with [`Writer::sink`].
+/// A streaming writer: see the module docs. Create it with [`Writer::sink`](crate::Writer::sink).
 #[derive(Debug)]
 pub struct Sink {
     writer: WriteConfig,
