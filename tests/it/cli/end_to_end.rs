@@ -3,7 +3,8 @@
 
 use serde_json::Value;
 
-use crate::support::sample::{self, lineage, ndjson, snapshot, text};
+use crate::support::sample::{self, ndjson, snapshot};
+use crate::support::{lineage, text};
 
 fn store_with_one_commit() -> (tempfile::TempDir, String) {
     let dir = tempfile::tempdir().unwrap();

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::support::sample;
+use crate::support::{self, sample};
 
 fn lineage_env(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut c = Command::new(env!("CARGO_BIN_EXE_lineage"));
@@ -27,7 +27,7 @@ fn lineage_env(args: &[&str], env: &[(&str, &str)]) -> Output {
 }
 
 fn ok(o: &Output) -> String {
-    let (out, err) = sample::text(o);
+    let (out, err) = support::text(o);
     assert_eq!(o.status.code(), Some(0), "stdout: {out}\nstderr: {err}");
     out
 }
@@ -48,7 +48,7 @@ fn store(dir: &Path) -> String {
         .collect();
     let input = dir.join("a.ndjson");
     std::fs::write(&input, sample::ndjson(&a)).unwrap();
-    ok(&sample::lineage(
+    ok(&support::lineage(
         &[
             "append",
             "--store",
@@ -60,9 +60,9 @@ fn store(dir: &Path) -> String {
         ],
         None,
     ));
-    ok(&sample::lineage(&["seal", "--store", &s], None));
+    ok(&support::lineage(&["seal", "--store", &s], None));
     std::fs::write(&input, sample::ndjson(&b)).unwrap();
-    ok(&sample::lineage(
+    ok(&support::lineage(
         &["append", "--store", &s, "--input", input.to_str().unwrap()],
         None,
     ));
@@ -88,7 +88,7 @@ fn one_event_per_run_carries_commits_seals_and_counts_from_the_store() {
     let s = store(dir.path());
     let events = export(&s, &[]);
     assert_eq!(events.len(), 2, "one event per run");
-    let pointers: Vec<Value> = ok(&sample::lineage(&["log", "--store", &s, "--json"], None))
+    let pointers: Vec<Value> = ok(&support::lineage(&["log", "--store", &s, "--json"], None))
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
@@ -200,7 +200,7 @@ fn exports_are_stable_and_select_by_run_seal_and_commit() {
     let first = ok(&lineage_env(&["export", "openlineage", "--store", &s], &[]));
     let again = ok(&lineage_env(&["export", "openlineage", "--store", &s], &[]));
     assert_eq!(first, again, "re-exports are byte-identical");
-    ok(&sample::lineage(&["seal", "--store", &s], None));
+    ok(&support::lineage(&["seal", "--store", &s], None));
     let a = export(&s, &["--run-id", "run-a"]);
     assert_eq!(a.len(), 1);
     assert_eq!(
@@ -220,7 +220,7 @@ fn exports_are_stable_and_select_by_run_seal_and_commit() {
     );
     assert!(export(&s, &["--since-seal", "2"]).is_empty());
     let per_commit = export(&s, &["--per", "commit", "--run-id", "run-a"]);
-    let commits = ok(&sample::lineage(
+    let commits = ok(&support::lineage(
         &["log", "--store", &s, "--run-id", "run-a"],
         None,
     ));
@@ -238,13 +238,13 @@ fn exports_are_stable_and_select_by_run_seal_and_commit() {
         &[],
     );
     assert_eq!(o.status.code(), Some(2));
-    assert!(sample::text(&o).1.contains("the newest seal is 2"));
+    assert!(support::text(&o).1.contains("the newest seal is 2"));
     let o = lineage_env(
         &["export", "openlineage", "--store", &s, "--run-id", "nope"],
         &[],
     );
     assert_eq!(o.status.code(), Some(2));
-    assert!(sample::text(&o).1.contains("no commits of run_id nope"));
+    assert!(support::text(&o).1.contains("no commits of run_id nope"));
 }
 
 #[test]
@@ -268,7 +268,7 @@ fn a_pointer_changed_after_sealing_is_refused() {
     let edited = std::fs::read_to_string(&ptr).unwrap();
     assert_ne!(text, edited);
     let o = lineage_env(&["export", "openlineage", "--store", &s], &[]);
-    let (out, err) = sample::text(&o);
+    let (out, err) = support::text(&o);
     assert_eq!(o.status.code(), Some(3), "{err}");
     assert!(out.is_empty(), "nothing exported: {out}");
     assert!(err.contains("changed after sealing"), "{err}");
@@ -392,7 +392,7 @@ fn post_retries_failures_and_delivers_every_event_once_with_the_standard_headers
         Reply::Status(200),
     ]);
     let o = post(&s, &url, &[]);
-    let (out, err) = sample::text(&o);
+    let (out, err) = support::text(&o);
     assert_eq!(o.status.code(), Some(0), "{err}");
     assert!(out.contains("posted 2 events"), "{out}");
     assert!(out.contains("(5 attempts)"), "{out}");
@@ -437,7 +437,7 @@ fn an_event_the_endpoint_refuses_is_named_and_the_exit_code_says_so() {
         &url,
         &["--out", out_file.to_str().unwrap(), "--endpoint", ""],
     );
-    let (_, err) = sample::text(&o);
+    let (_, err) = support::text(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("1 of 2 events were NOT delivered"), "{err}");
     assert!(err.contains("event 1 (run_id=run-a, "), "{err}");
@@ -454,7 +454,7 @@ fn an_event_the_endpoint_refuses_is_named_and_the_exit_code_says_so() {
     // An endpoint that keeps failing: every attempt is made, then the event is reported.
     let (url, seen) = endpoint(vec![Reply::Status(503); 10]);
     let o = post(&s, &url, &["--run-id", "run-b", "--post-retries", "2"]);
-    let (_, err) = sample::text(&o);
+    let (_, err) = support::text(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(
         err.contains("event 1 (run_id=run-b, 2 commits) after 3 attempt(s): HTTP 503"),
@@ -467,7 +467,7 @@ fn an_event_the_endpoint_refuses_is_named_and_the_exit_code_says_so() {
     let url = format!("http://{}", closed.local_addr().unwrap());
     drop(closed);
     let o = post(&s, &url, &["--run-id", "run-b", "--post-retries", "1"]);
-    let (_, err) = sample::text(&o);
+    let (_, err) = support::text(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("after 2 attempt(s)"), "{err}");
     for bad in ["ftp://x", "http://user:pw@127.0.0.1:1"] {

@@ -14,12 +14,13 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use serde_json::Value;
 
 use crate::support::bad_input::{self, assert_all_passed, by_sequence, ext, validated, Expect};
-use crate::support::sample::{self, snapshot, text};
+use crate::support::sample::snapshot;
+use crate::support::{self, text};
 
 /// Run `lineage` (or `$LINEAGE_BIN`) with arguments and optional stdin.
 fn lineage(args: &[&str], stdin: Option<&[u8]>) -> std::process::Output {
     match std::env::var_os("LINEAGE_BIN") {
-        None => sample::lineage(args, stdin),
+        None => support::lineage(args, stdin),
         Some(bin) => {
             use std::io::Write;
             let mut child = std::process::Command::new(bin)

@@ -9,7 +9,7 @@ use lineage_store::keys::{self, KeyKind};
 use lineage_store::AtomicPublisher;
 use serde_json::Value;
 
-use crate::support::{self, gcs_fake::GcsFake, lineage, text, Emulator};
+use crate::support::{self, gcs_fake::GcsFake, lineage_env, text, Emulator};
 
 /// A store as the CLI sees it: URL, extra arguments and environment.
 struct Cli {
@@ -28,7 +28,7 @@ impl Cli {
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
-        lineage(&args, &env, stdin)
+        lineage_env(&args, &env, stdin)
     }
 }
 

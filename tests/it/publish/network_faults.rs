@@ -108,7 +108,7 @@ impl Target {
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
             let env: Vec<(&str, &str)> =
                 env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-            support::lineage(&args, &env, Some(stdin.as_bytes()))
+            support::lineage_env(&args, &env, Some(stdin.as_bytes()))
         })
         .await
         .unwrap();

@@ -128,7 +128,7 @@ fn credentials_in_a_url_are_refused_without_echoing_them() {
         assert!(m.contains("environment"), "{m}");
     }
     // Through the CLI: exit 2, no secret on either stream.
-    let o = support::lineage(
+    let o = support::lineage_env(
         &["log", "--store", "s3://bucket/p?sig=SECRET-SIG-123"],
         &[],
         None,
@@ -149,7 +149,7 @@ fn malformed_s3_endpoints_are_refused() {
         ("127.0.0.1:4566", "http:// or https://"),
         ("ftp://127.0.0.1:4566", "http:// or https://"),
     ] {
-        let o = support::lineage(
+        let o = support::lineage_env(
             &["log", "--store", "s3://bucket/p", "--endpoint-url", ep],
             &[],
             None,
@@ -158,7 +158,7 @@ fn malformed_s3_endpoints_are_refused() {
         assert_eq!(o.status.code(), Some(2), "{ep}: {err}");
         assert!(err.contains(ep) && err.contains(why), "{ep}: {err}");
     }
-    let o = support::lineage(
+    let o = support::lineage_env(
         &["log", "--store", "s3://bucket/p"],
         &[("AWS_ENDPOINT_URL", "http://127.0.0.1:99999")],
         None,
@@ -170,7 +170,7 @@ fn malformed_s3_endpoints_are_refused() {
 
 #[test]
 fn unsupported_schemes_are_named() {
-    let o = support::lineage(&["log", "--store", "ftp://host/x"], &[], None);
+    let o = support::lineage_env(&["log", "--store", "ftp://host/x"], &[], None);
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(2));
     assert!(err.contains("unsupported store scheme `ftp://`"), "{err}");
@@ -286,7 +286,7 @@ fn no_secret_reaches_an_error_or_a_log() {
             ("AWS_SESSION_TOKEN", "s3-token-DISTINCTIVE-789"),
             ("LINEAGE_LOG", "trace"),
         ];
-        let o = support::lineage(
+        let o = support::lineage_env(
             &[
                 "verify",
                 "--store",
@@ -315,7 +315,7 @@ fn no_secret_reaches_an_error_or_a_log() {
         let key = "QXp1cmUtc2VjcmV0LURJU1RJTkNUSVZFLWtleS0wMTIzNDU2Nzg5";
         let env = [("AZURE_STORAGE_ACCOUNT_KEY", key), ("LINEAGE_LOG", "trace")];
         let url = support::az_url("secret");
-        let o = support::lineage(&["verify", "--store", &url], &env, None);
+        let o = support::lineage_env(&["verify", "--store", &url], &env, None);
         let (out, err) = text(&o);
         assert_eq!(o.status.code(), Some(2), "{err}");
         assert!(

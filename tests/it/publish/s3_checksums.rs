@@ -8,7 +8,7 @@ use base64::Engine;
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::support::{self, lineage, text, Emulator};
+use crate::support::{self, lineage_env, text, Emulator};
 
 /// The headers of a plain (unsigned) HEAD request, lower-cased names. LocalStack does not
 /// check signatures by default; the request is built by hand so that the check does not
@@ -35,7 +35,7 @@ async fn head(endpoint: &str, path: &str) -> Vec<(String, String)> {
 
 fn append_and_verify(url: &str, ep: &str) {
     let input = support::ndjson("run-lock", 20, "lock");
-    let o = lineage(
+    let o = lineage_env(
         &[
             "append",
             "--store",
@@ -49,7 +49,7 @@ fn append_and_verify(url: &str, ep: &str) {
         Some(input.as_bytes()),
     );
     assert!(o.status.success(), "{:?}", text(&o));
-    let o = lineage(&["verify", "--store", url, "--endpoint-url", ep], &[], None);
+    let o = lineage_env(&["verify", "--store", url, "--endpoint-url", ep], &[], None);
     assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
 }
 

@@ -1032,16 +1032,6 @@ pub fn by_sequence(b: &RecordBatch) -> RecordBatch {
     RecordBatch::try_new(contract::schema(), b.columns().to_vec()).unwrap()
 }
 
-/// Sanity: every column is the contract's type.
-pub fn is_contract(b: &RecordBatch) -> bool {
-    b.schema()
-        .fields()
-        .iter()
-        .zip(contract::schema().fields())
-        .all(|(a, c)| a.data_type() == c.data_type())
-        && b.columns().iter().all(|c| c.len() == b.num_rows())
-}
-
 /// Fail with every failed case listed (one run shows them all), else say how many passed.
 pub fn assert_all_passed(failures: &[String], cases: usize) {
     assert!(

@@ -14,8 +14,6 @@
 //! unless the emulator is explicitly switched off (`LINEAGE_NO_LOCALSTACK=1`,
 //! `LINEAGE_NO_MOTO=1`, `LINEAGE_NO_AZURITE=1`): then the test prints why and skips.
 
-#![allow(dead_code)]
-
 pub mod audit;
 pub mod bad_input;
 pub mod fault_proxy;
@@ -190,12 +188,22 @@ pub fn batches(run_id: &str, n: usize, tag: &str) -> Vec<arrow_array::RecordBatc
     .unwrap_or_else(|e| panic!("sample events: {e}"))
 }
 
-/// Run the `lineage` binary with extra environment variables and optional stdin.
-pub fn lineage(args: &[&str], env: &[(&str, &str)], stdin: Option<&[u8]>) -> std::process::Output {
+/// Run the `lineage` binary with arguments and optional stdin (`LINEAGE_STORE` removed
+/// from the environment it inherits).
+pub fn lineage(args: &[&str], stdin: Option<&[u8]>) -> std::process::Output {
+    lineage_without(args, &[], &[], stdin)
+}
+
+/// [`lineage`] with extra environment variables.
+pub fn lineage_env(
+    args: &[&str],
+    env: &[(&str, &str)],
+    stdin: Option<&[u8]>,
+) -> std::process::Output {
     lineage_without(args, env, &[], stdin)
 }
 
-/// [`lineage`], with some inherited variables removed first.
+/// [`lineage_env`], with some inherited variables removed first.
 pub fn lineage_without(
     args: &[&str],
     env: &[(&str, &str)],

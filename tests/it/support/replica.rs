@@ -194,7 +194,7 @@ impl Side {
 /// Run `lineage` with these arguments (environment inherited, plus `env`).
 pub fn run(args: &[String], env: &[(&str, &str)]) -> Output {
     let a: Vec<&str> = args.iter().map(String::as_str).collect();
-    support::lineage(&a, env, None)
+    support::lineage_env(&a, env, None)
 }
 
 /// `lineage replicate --from SRC --to DST` + extra arguments.

@@ -1,9 +1,7 @@
-//! Shared test helpers: sample events, store snapshots (the design note's append-only
-//! check), and the `lineage` binary.
+//! Sample events as JSON, and store snapshots (the design note's append-only check).
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Output};
 
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -101,30 +99,4 @@ pub fn assert_append_only(
         "temp file left: {after:?}"
     );
     added
-}
-
-/// Run `lineage` with arguments and optional stdin.
-pub fn lineage(args: &[&str], stdin: Option<&[u8]>) -> Output {
-    use std::io::Write;
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lineage"));
-    cmd.args(args)
-        .env_remove("LINEAGE_STORE")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let mut child = cmd.spawn().expect("spawn lineage");
-    if let Some(input) = stdin {
-        child.stdin.take().unwrap().write_all(input).unwrap();
-    } else {
-        drop(child.stdin.take());
-    }
-    child.wait_with_output().unwrap()
-}
-
-/// stdout and stderr as text.
-pub fn text(o: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
 }

@@ -10,7 +10,7 @@ use arrow_array::{ArrayRef, RecordBatch, StringArray};
 use lineage_store::contract::{self, Column, Kind};
 use serde_json::Value;
 
-use crate::support::sample;
+use crate::support::{self, sample};
 
 const ADDED: Column = Column {
     name: "transform_pipeline",
@@ -138,7 +138,7 @@ fn run(bin: &Path, args: &[&str]) -> Output {
 }
 
 fn ok(o: &Output) -> String {
-    let (out, err) = sample::text(o);
+    let (out, err) = support::text(o);
     assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
     out
 }
@@ -250,7 +250,11 @@ fn a_store_mixing_versions_is_written_verified_and_exported() {
         all.extend(args);
         let o = run(&cli, &all);
         assert_eq!(o.status.code(), Some(2));
-        assert!(sample::text(&o).1.contains(want), "{}", sample::text(&o).1);
+        assert!(
+            support::text(&o).1.contains(want),
+            "{}",
+            support::text(&o).1
+        );
     }
     assert_eq!(
         before,
@@ -265,7 +269,7 @@ fn a_store_mixing_versions_is_written_verified_and_exported() {
         &["verify", "--store", s],
     );
     assert_eq!(o.status.code(), Some(1));
-    let out = sample::text(&o).0;
+    let out = support::text(&o).0;
     assert!(
         out.contains("footer schema version 1.3.0 is not registered (registered: 1.2.0)"),
         "{out}"
@@ -285,10 +289,10 @@ fn a_store_mixing_versions_is_written_verified_and_exported() {
     let o = run(&cli, &["verify", "--store", s]);
     assert_eq!(o.status.code(), Some(1));
     assert!(
-        sample::text(&o)
+        support::text(&o)
             .0
             .contains("footer schema version 1.3.0, pointer"),
         "{}",
-        sample::text(&o).0
+        support::text(&o).0
     );
 }
