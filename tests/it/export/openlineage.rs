@@ -462,10 +462,12 @@ fn an_event_the_endpoint_refuses_is_named_and_the_exit_code_says_so() {
     );
     assert_eq!(seen.lock().unwrap().len(), 3);
 
-    // Nothing listening: a transport error, retried, then reported.
-    let closed = TcpListener::bind("127.0.0.1:0").unwrap();
+    // Nothing listening: a transport error, retried, then reported. The port is bound but
+    // not listening (connections are refused) until the test ends, so no other test of
+    // this process can be given it meanwhile.
+    let closed = tokio::net::TcpSocket::new_v4().unwrap();
+    closed.bind(([127, 0, 0, 1], 0).into()).unwrap();
     let url = format!("http://{}", closed.local_addr().unwrap());
-    drop(closed);
     let o = post(&s, &url, &["--run-id", "run-b", "--post-retries", "1"]);
     let (_, err) = support::text(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
