@@ -1,6 +1,6 @@
 //! The `lineage` CLI with a **test-only** contract version 1.3.0 registered: 1.2.0's
 //! columns plus a nullable `transform_pipeline` (string). The tests of contract versions
-//! (tests/contract_versions.rs, tests/python/test_contract_versions.py) run it as
+//! (tests/it/write/contract_versions.rs, tests/python/test_contract_versions.py) run it as
 //! `target/debug/examples/lineage_test_contract`; `cargo test` builds it.
 //!
 //! This is how a version that must not ship is registered: through the library API

@@ -10,7 +10,7 @@
 # through. FUZZ_SANITIZER=address adds AddressSanitizer (default none: the crate forbids
 # unsafe code, and panics, failed assertions and overflows are caught without it).
 # Findings land in fuzz/artifacts/<target>/; turn each into a regression test in
-# tests/fuzz_regressions.rs.
+# tests/it/fuzz/regressions.rs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-60}

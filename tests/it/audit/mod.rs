@@ -1,0 +1,12 @@
+//! `verify`, `repair`, `sweep`, seals and proofs: clean stores, tampering, races, and the
+//! audit commands through the CLI.
+
+mod clean;
+mod cli;
+mod in_flight;
+mod merkle;
+mod partition_values;
+mod races;
+mod repair_sweep;
+mod seal;
+mod tamper;

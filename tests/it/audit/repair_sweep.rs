@@ -1,0 +1,213 @@
+//! `repair` adopts genuine orphans only; `sweep` removes stale temps only. POSIX and memory.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use chrono::{Duration, Utc};
+use lineage_store::audit::repair::repair;
+use lineage_store::audit::sweep::{parse_duration, sweep};
+use lineage_store::audit::verify::ProblemKind as K;
+use lineage_store::keys;
+use lineage_store::pointer::Pointer;
+use lineage_store::publish::memory::MemoryPublisher;
+use lineage_store::publish::posix::PosixPublisher;
+use lineage_store::AtomicPublisher;
+
+use crate::support::audit::{append, assert_kinds, verify_later};
+
+fn day_later() -> chrono::DateTime<Utc> {
+    Utc::now() + Duration::days(1)
+}
+
+#[tokio::test]
+async fn repair_adopts_an_orphan_with_the_pointer_the_writer_would_have_written() {
+    let mem = Arc::new(MemoryPublisher::new());
+    let ptrs = append(mem.clone(), 90, 30, 1).await;
+    let lost = &ptrs[1];
+    let pkey = keys::pointer_key(&lost.run_id, &lost.commit_id);
+    // As if the process died between part and pointer (so before the index entry too).
+    assert!(mem.tamper_remove(&pkey));
+    assert!(mem.tamper_remove(&lineage_store::history::index::key_of(lost).unwrap()));
+
+    // Within the grace period nothing is touched: the writer may still be publishing.
+    let r = repair(mem.as_ref(), Utc::now(), Duration::minutes(15), false)
+        .await
+        .unwrap();
+    assert_eq!((r.adopted.len(), r.in_flight), (0, 1));
+    assert!(mem.get(&pkey).await.unwrap().is_none());
+
+    let dry = repair(mem.as_ref(), day_later(), Duration::minutes(15), true)
+        .await
+        .unwrap();
+    assert_eq!(dry.adopted, vec![pkey.clone()]);
+    assert!(mem.get(&pkey).await.unwrap().is_none());
+
+    let r = repair(mem.as_ref(), day_later(), Duration::minutes(15), false)
+        .await
+        .unwrap();
+    assert_eq!(r.adopted, vec![pkey.clone()]);
+    assert!(r.refused.is_empty());
+    let adopted = Pointer::from_bytes(&pkey, &mem.get(&pkey).await.unwrap().unwrap()).unwrap();
+    assert!(adopted.adopted);
+    // Everything the part itself can tell matches the lost pointer exactly.
+    let mut expect = lost.clone();
+    expect.adopted = true;
+    expect.committed_utc = adopted.committed_utc.clone();
+    assert_eq!(adopted, expect);
+    assert!(verify_later(mem.as_ref()).await.is_clean());
+
+    // Running it again changes nothing.
+    let r = repair(mem.as_ref(), day_later(), Duration::minutes(15), false)
+        .await
+        .unwrap();
+    assert!(r.adopted.is_empty() && r.refused.is_empty());
+}
+
+#[tokio::test]
+async fn repair_refuses_parts_that_do_not_match_the_contract_or_their_path() {
+    let mem = Arc::new(MemoryPublisher::new());
+    let ptrs = append(mem.clone(), 90, 30, 1).await;
+    let a = &ptrs[0];
+    let b = ptrs.iter().find(|p| p.target_crs != a.target_crs).unwrap();
+    // A genuine part copied under another commit's name in another partition: its footer
+    // commit id and its target_crs values contradict the path.
+    let fake = keys::part_key(
+        &b.run_id,
+        &b.target_crs,
+        "0190a000-0000-7000-8000-00000000cafe",
+    );
+    mem.tamper_put(&fake, mem.get(&a.part_path).await.unwrap().unwrap());
+    // Not Parquet at all.
+    let junk = keys::part_key(
+        &a.run_id,
+        &a.target_crs,
+        "0190a000-0000-7000-8000-00000000dead",
+    );
+    mem.tamper_put(&junk, Bytes::from_static(b"definitely not parquet"));
+    let before = mem.list("").await.unwrap();
+    let r = repair(mem.as_ref(), day_later(), Duration::minutes(15), false)
+        .await
+        .unwrap();
+    assert!(r.adopted.is_empty());
+    let mut refused = r.refused.clone();
+    refused.sort();
+    assert_eq!(refused.len(), 2);
+    let why_fake = &refused.iter().find(|(k, _)| k == &fake).unwrap().1;
+    assert!(why_fake.contains("footer commit id"), "{why_fake}");
+    assert!(why_fake.contains("target_crs values"), "{why_fake}");
+    let why_junk = &refused.iter().find(|(k, _)| k == &junk).unwrap().1;
+    assert!(
+        why_junk.contains("too short") || why_junk.contains("PAR1"),
+        "{why_junk}"
+    );
+    assert_eq!(mem.list("").await.unwrap(), before, "nothing written");
+}
+
+#[test]
+fn durations_parse_or_explain() {
+    assert_eq!(parse_duration("90s").unwrap(), Duration::seconds(90));
+    assert_eq!(parse_duration("15m").unwrap(), Duration::minutes(15));
+    assert_eq!(parse_duration("2d").unwrap(), Duration::days(2));
+    for bad in ["", "h", "1w", "-", "1.5h", "99999999999999999d"] {
+        let e = parse_duration(bad).unwrap_err().to_string();
+        assert!(e.contains("expected a whole number"), "{bad}: {e}");
+    }
+}
+
+#[tokio::test]
+async fn sweep_removes_only_stale_temps_on_posix() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(PosixPublisher::new(dir.path()));
+    let ptrs = append(store.clone(), 60, 30, 1).await;
+    let part_dir = dir
+        .path()
+        .join(keys::partition_dir(&ptrs[0].run_id, &ptrs[0].target_crs));
+    let stale = part_dir.join(".part-x.parquet.0123456789ab.tmp");
+    std::fs::write(&stale, b"half a part").unwrap();
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
+    std::fs::File::options()
+        .write(true)
+        .open(&stale)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    let fresh = part_dir.join(".part-y.parquet.ba9876543210.tmp");
+    std::fs::write(&fresh, b"in flight").unwrap();
+    // A file that looks old but is not a temp is never touched.
+    let foreign = part_dir.join("notes.txt");
+    std::fs::write(&foreign, b"keep me").unwrap();
+
+    let r = verify_later(store.as_ref()).await;
+    assert_kinds(&r, &[K::ForeignObject, K::StaleTemp, K::StaleTemp]);
+
+    let e = sweep(store.as_ref(), Utc::now(), Duration::seconds(5), false)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("at least 60s"), "{e}");
+    let dry = sweep(store.as_ref(), Utc::now(), Duration::hours(1), true)
+        .await
+        .unwrap();
+    assert_eq!(dry.removed.len(), 1);
+    assert!(stale.exists());
+    let r = sweep(store.as_ref(), Utc::now(), Duration::hours(1), false)
+        .await
+        .unwrap();
+    assert_eq!(r.removed.len(), 1);
+    assert!(r.removed[0].ends_with(".part-x.parquet.0123456789ab.tmp"));
+    assert_eq!((r.bytes, r.kept), (11, 1));
+    assert!(!stale.exists() && fresh.exists() && foreign.exists());
+    // Parts and pointers are untouched.
+    let r = verify_later(store.as_ref()).await;
+    assert_kinds(&r, &[K::ForeignObject, K::StaleTemp]);
+    assert_eq!(r.parts_ok, ptrs.len() as u64);
+}
+
+#[tokio::test]
+async fn posix_tampering_is_detected_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(PosixPublisher::new(dir.path()));
+    let ptrs = append(store.clone(), 90, 30, 1).await;
+    lineage_store::audit::seal::seal(store.as_ref(), &lineage_store::clock::SystemClock, None)
+        .await
+        .unwrap();
+    assert!(verify_later(store.as_ref()).await.is_clean());
+    // Flip one byte in place (same size, same mtime games do not matter).
+    let p0 = dir.path().join(&ptrs[0].part_path);
+    let mut b = std::fs::read(&p0).unwrap();
+    let mid = b.len() / 2;
+    b[mid] ^= 0x80;
+    std::fs::write(&p0, &b).unwrap();
+    // Truncate another.
+    let p1 = dir.path().join(&ptrs[1].part_path);
+    let len = std::fs::metadata(&p1).unwrap().len();
+    std::fs::File::options()
+        .write(true)
+        .open(&p1)
+        .unwrap()
+        .set_len(len - 1)
+        .unwrap();
+    // Delete a pointer and its part together.
+    let k2 = keys::pointer_key(&ptrs[2].run_id, &ptrs[2].commit_id);
+    std::fs::remove_file(dir.path().join(&k2)).unwrap();
+    std::fs::remove_file(dir.path().join(&ptrs[2].part_path)).unwrap();
+    let r = verify_later(store.as_ref()).await;
+    let named: Vec<(K, String)> = r.problems.iter().map(|p| (p.kind, p.key.clone())).collect();
+    assert!(
+        named.contains(&(K::SizeMismatch, ptrs[1].part_path.clone())),
+        "{named:?}"
+    );
+    assert!(
+        named.contains(&(K::SealedPointerMissing, k2.clone())),
+        "{named:?}"
+    );
+    assert!(
+        named
+            .iter()
+            .any(|(k, key)| *k == K::DigestMismatch && key == &ptrs[0].part_path),
+        "{named:?}"
+    );
+    assert!(named
+        .iter()
+        .all(|(_, key)| [&ptrs[0].part_path, &ptrs[1].part_path, &k2].contains(&key)));
+}

@@ -1,0 +1,3 @@
+//! The `lineage` binary end to end on a local-disk store.
+
+mod end_to_end;

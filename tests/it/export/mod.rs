@@ -1,0 +1,3 @@
+//! Exports of a store's events.
+
+mod openlineage;

@@ -1,0 +1,3 @@
+//! Fuzz findings, replayed as ordinary tests.
+
+mod regressions;

@@ -1,0 +1,10 @@
+//! The history structures (index, head markers, tiles, `lineage-seal/2`): sealing from the
+//! index, `--since-seal`, shards, stores written before them, tampering and races.
+
+mod cli;
+mod legacy;
+mod races;
+mod seal;
+mod shard;
+mod tamper;
+mod tiles;

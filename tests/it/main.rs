@@ -1,0 +1,23 @@
+//! The integration tests: one binary, a module per area (`cargo test --test it AREA::`),
+//! and one tree of shared helpers, [`support`].
+//!
+//! Every test of every area runs in this one process, on parallel threads. A test that
+//! changes process-wide state runs its body in a child process of its own
+//! ([`support::own_process`]); one that needs the storage emulators finds them through
+//! the variables `localstack/start.sh` writes ([`support::Emulator`]).
+
+// In tests a panic is the failure report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+mod audit;
+mod cli;
+mod export;
+mod fuzz;
+mod history;
+mod input;
+mod publish;
+mod replicate;
+mod witness;
+mod write;

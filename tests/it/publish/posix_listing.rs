@@ -1,0 +1,190 @@
+//! Listing a local-disk store is not a snapshot: entries vanish between `read_dir` and
+//! their `stat` while appends (a temp renamed into place) and `sweep` (a temp removed)
+//! run. These tests make that window happen every time, through the publisher's listing
+//! hook, instead of hoping a concurrent writer hits it (which is how `.ci/run` once failed:
+//! `posix_verifies_clean_while_appends_run` with `NotFound` on a pointer temp).
+//! They also fix what a file name that is not UTF-8 does: it is listed, escaped, and
+//! reported by `verify` as foreign.
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use lineage_store::audit::verify::ProblemKind;
+use lineage_store::keys::{classify, KeyKind};
+use lineage_store::publish::posix::PosixPublisher;
+use lineage_store::AtomicPublisher;
+
+use crate::support::audit::{append, of_kind, verify_later};
+
+/// A temp file in the shape the POSIX publisher leaves while it publishes.
+fn plant_temp(dir: &Path, name: &str) -> std::path::PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, b"half a part").unwrap();
+    p
+}
+
+#[tokio::test]
+async fn an_entry_removed_between_read_dir_and_stat_is_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = PosixPublisher::new(dir.path());
+    append(Arc::new(plain.clone()), 20, 1, 1).await;
+    let listed_before = plain.list("").await.unwrap();
+
+    // Temps of an in-flight publish, one beside a pointer and one beside a part.
+    let ptr_dir = first_entry(&dir.path().join("_lineage/commits"), "run_id=");
+    let part_dir = first_entry(&first_entry(dir.path(), "run_id="), "target_crs=");
+    let temps = [
+        plant_temp(
+            &ptr_dir,
+            ".0190f0e0-0000-7000-8000-000000000001.json.0123456789ab.tmp",
+        ),
+        plant_temp(
+            &part_dir,
+            ".part-0190f0e0-0000-7000-8000-000000000002.parquet.0123456789ab.tmp",
+        ),
+    ];
+
+    // The hook removes each temp right after read_dir returned its entry: exactly what a
+    // rename-into-place or a sweep does between the two steps.
+    let vanished = Arc::new(AtomicUsize::new(0));
+    let v = vanished.clone();
+    let hooked = plain.with_list_hook(Arc::new(move |p: &Path| {
+        let is_temp = p
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().ends_with(".tmp"));
+        if is_temp && std::fs::remove_file(p).is_ok() {
+            v.fetch_add(1, Ordering::SeqCst);
+        }
+    }));
+    let listed = hooked.list("").await.unwrap();
+    assert_eq!(
+        vanished.load(Ordering::SeqCst),
+        2,
+        "the hook removed both temps"
+    );
+    assert_eq!(
+        keys_of(&listed),
+        keys_of(&listed_before),
+        "the listing is what it would have been a moment later"
+    );
+    for t in &temps {
+        assert!(!t.exists());
+    }
+
+    // Everything that lists goes through the same walk: verify is clean, not an I/O error.
+    let r = verify_later(&hooked).await;
+    assert!(r.is_clean(), "{:#?}", r.problems);
+    // Three objects a commit: part, pointer, index entry.
+    assert_eq!(r.commits, listed_before.len() as u64 / 3);
+}
+
+#[tokio::test]
+async fn a_directory_removed_between_read_dir_and_its_walk_is_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = PosixPublisher::new(dir.path());
+    append(Arc::new(plain.clone()), 10, 1, 1).await;
+    let before = keys_of(&plain.list("").await.unwrap());
+    let extra = dir.path().join("run_id=gone");
+    plant_temp(&extra.join("target_crs=EPSG:4326"), ".x.tmp");
+    let hooked = plain.with_list_hook(Arc::new(|p: &Path| {
+        if p.ends_with("run_id=gone") {
+            std::fs::remove_dir_all(p).unwrap();
+        }
+    }));
+    let listed = hooked.list("").await.unwrap();
+    assert_eq!(keys_of(&listed), before);
+}
+
+#[tokio::test]
+async fn a_temp_renamed_into_place_during_the_listing_leaves_the_listing_whole() {
+    // The other half of the race: the temp becomes the object. The listing may or may not
+    // include the new name (read_dir gives no snapshot), but it never fails, and a verify
+    // that follows sees a consistent store.
+    let dir = tempfile::tempdir().unwrap();
+    let plain = PosixPublisher::new(dir.path());
+    append(Arc::new(plain.clone()), 10, 1, 1).await;
+    let target = first_entry(&dir.path().join("_lineage/commits"), "run_id=");
+    let pointer = first_entry(&target, "");
+    // Move a pointer aside as a temp, and let the hook publish it back mid-listing.
+    let name = pointer.file_name().unwrap().to_string_lossy().into_owned();
+    let temp = target.join(format!(".{name}.0123456789ab.tmp"));
+    std::fs::rename(&pointer, &temp).unwrap();
+    let (t, p) = (temp.clone(), pointer.clone());
+    let hooked = plain.with_list_hook(Arc::new(move |seen: &Path| {
+        if seen == t {
+            std::fs::rename(&t, &p).unwrap();
+        }
+    }));
+    let listed = hooked.list("").await.unwrap();
+    assert!(!keys_of(&listed).iter().any(|k| k.ends_with(".tmp")));
+    assert!(pointer.exists());
+    let r = verify_later(&hooked).await;
+    assert!(r.is_clean(), "{:#?}", r.problems);
+}
+
+#[tokio::test]
+async fn a_name_that_is_not_utf8_is_listed_escaped_and_reported_as_foreign() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = PosixPublisher::new(dir.path());
+    append(Arc::new(store.clone()), 10, 1, 1).await;
+    // A planted file whose name is not UTF-8, in a partition, and a directory whose
+    // run_id is not UTF-8 holding a well-formed-looking part.
+    let part_dir = first_entry(&first_entry(dir.path(), "run_id="), "target_crs=");
+    let part_rel = part_dir.strip_prefix(dir.path()).unwrap().to_str().unwrap();
+    std::fs::write(
+        part_dir.join(OsStr::from_bytes(b"part-\xff\xfe.parquet")),
+        b"x",
+    )
+    .unwrap();
+    let bad_run = dir
+        .path()
+        .join(OsStr::from_bytes(b"run_id=r\xe9sum\xe9"))
+        .join("target_crs=EPSG:4326");
+    std::fs::create_dir_all(&bad_run).unwrap();
+    std::fs::write(
+        bad_run.join("part-0190f0e0-0000-7000-8000-000000000003.parquet"),
+        b"y",
+    )
+    .unwrap();
+
+    let listed = keys_of(&store.list("").await.unwrap());
+    let escaped = [
+        format!("{part_rel}/part-%FF%FE.parquet"),
+        "run_id=r%E9sum%E9/target_crs=EPSG:4326/part-0190f0e0-0000-7000-8000-000000000003.parquet"
+            .to_string(),
+    ];
+    for k in &escaped {
+        assert!(listed.contains(k), "{k} not in {listed:#?}");
+        assert_eq!(classify(k), KeyKind::Foreign, "{k}");
+    }
+    let r = verify_later(&store).await;
+    let foreign: Vec<String> = of_kind(&r, ProblemKind::ForeignObject)
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
+    let mut want = escaped.to_vec();
+    want.sort();
+    assert_eq!(foreign, want, "{:#?}", r.problems);
+    assert_eq!(r.problems.len(), 2, "{:#?}", r.problems);
+}
+
+/// The first entry of `dir` (sorted) whose name starts with `prefix`.
+fn first_entry(dir: &Path, prefix: &str) -> std::path::PathBuf {
+    let mut all: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
+        .collect();
+    all.sort();
+    all.into_iter().next().unwrap()
+}
+
+fn keys_of(l: &[lineage_store::publish::ObjectInfo]) -> Vec<String> {
+    let mut k: Vec<String> = l.iter().map(|o| o.key.clone()).collect();
+    k.sort();
+    k
+}

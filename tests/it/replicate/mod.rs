@@ -1,0 +1,4 @@
+//! `replicate` and `verify --replica-of`, through the library and the CLI.
+
+mod cli;
+mod library;

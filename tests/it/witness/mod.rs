@@ -1,0 +1,4 @@
+//! Witnessed heads and `verify --witness`, through the library and the CLI.
+
+mod cli;
+mod library;

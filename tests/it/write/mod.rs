@@ -1,0 +1,9 @@
+//! The write path: the writer, streaming appends, the `Sink`, commit keys, part encoding
+//! and contract versions.
+
+mod commit_keys;
+mod contract_versions;
+mod part_encoding;
+mod path;
+mod sink;
+mod streaming;

@@ -1,0 +1,150 @@
+//! Encoder settings (`encode::PartEncoding`): what new parts look like, and that a keyed
+//! append retried under a claim of the earlier settings publishes byte-identical parts.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use lineage_store::commit_key::Claim;
+use lineage_store::encode::{self, PartEncoding};
+use lineage_store::input::{parse_validated, Format};
+use lineage_store::pointer::Pointer;
+use lineage_store::publish::memory::MemoryPublisher;
+use lineage_store::{keys, AtomicPublisher, Writer};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::file::reader::{FileReader, SerializedFileReader};
+
+use crate::support::sample;
+
+fn input(n: i64) -> Vec<arrow_array::RecordBatch> {
+    parse_validated(
+        Bytes::from(sample::ndjson(&sample::events(n))),
+        Format::Ndjson,
+    )
+    .unwrap()
+}
+
+async fn keyed(mem: Arc<MemoryPublisher>, n: i64) -> Vec<Pointer> {
+    Writer::new(mem)
+        .with_batch_rows(100)
+        .with_commit_key(Some("job-1".into()))
+        .append(&input(n), |_| {})
+        .await
+        .unwrap()
+}
+
+async fn claim(mem: &MemoryPublisher) -> Claim {
+    let raw = mem
+        .get(&keys::commit_key_claim_key("job-1"))
+        .await
+        .unwrap()
+        .unwrap();
+    serde_json::from_slice(&raw).unwrap()
+}
+
+#[tokio::test]
+async fn new_parts_skip_dictionaries_of_unique_columns_and_keep_chunk_statistics() {
+    let mem = Arc::new(MemoryPublisher::new());
+    let ps = keyed(mem.clone(), 300).await;
+    assert_eq!(claim(&mem).await.part_encoding, Some(2));
+    let bytes = mem.get(&ps[0].part_path).await.unwrap().unwrap();
+    let r = SerializedFileReader::new(bytes).unwrap();
+    let rg = r.metadata().row_group(0);
+    let col = |name: &str| {
+        (0..rg.num_columns())
+            .map(|i| rg.column(i))
+            .find(|c| c.column_path().string() == name)
+            .unwrap()
+    };
+    for name in encode::UNIQUE_COLUMNS {
+        assert!(
+            col(name).dictionary_page_offset().is_none(),
+            "{name} is dictionary-encoded"
+        );
+    }
+    for name in ["run_id", "target_crs", "stage"] {
+        assert!(col(name).dictionary_page_offset().is_some(), "{name}");
+    }
+    for name in ["event_id", "feature_id"] {
+        assert!(col(name).statistics().is_none(), "{name} has statistics");
+    }
+    for name in [
+        "run_id",
+        "sequence",
+        "event_time_utc",
+        "target_crs",
+        "stage",
+    ] {
+        let s = col(name).statistics().unwrap_or_else(|| panic!("{name}"));
+        assert!(s.min_is_exact() && s.max_is_exact(), "{name}");
+    }
+    // Chunk statistics only: no page index.
+    assert!(col("sequence").column_index_offset().is_none());
+    // Footer metadata as before.
+    let kv = r.metadata().file_metadata().key_value_metadata().unwrap();
+    let get = |k: &str| kv.iter().find(|x| x.key == k).and_then(|x| x.value.clone());
+    assert_eq!(
+        get("lineage_commit_id").as_deref(),
+        Some(ps[0].commit_id.as_str())
+    );
+    assert!(get("lineage_schema_version").is_some());
+}
+
+/// A job whose first attempt (before part encodings were recorded) claimed its key and
+/// published its parts, then died before the pointers: the retry must publish the same
+/// bytes, else every part conflicts at read-back.
+#[tokio::test]
+async fn a_claim_without_part_encoding_is_retried_with_the_old_encoder() {
+    // The payload's flushes and commit ids, from a run on another store.
+    let scratch = Arc::new(MemoryPublisher::new());
+    let ps = keyed(scratch.clone(), 700).await;
+    let mut old = claim(&scratch).await;
+    old.part_encoding = None;
+    let mem = Arc::new(MemoryPublisher::new());
+    mem.put_create(
+        &keys::commit_key_claim_key("job-1"),
+        Bytes::from(serde_json::to_vec_pretty(&old).unwrap()),
+    )
+    .await
+    .unwrap();
+    let mut want = Vec::new();
+    for p in &ps {
+        let v2 = scratch.get(&p.part_path).await.unwrap().unwrap();
+        let rows: Vec<_> = ParquetRecordBatchReaderBuilder::try_new(v2.clone())
+            .unwrap()
+            .build()
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let batch = arrow_select::concat::concat_batches(&rows[0].schema(), &rows).unwrap();
+        let v1 = encode::encode_with(&batch, &p.commit_id, PartEncoding::V1).unwrap();
+        assert_ne!(v1.sha256, p.sha256, "the encodings differ");
+        mem.put_create(&p.part_path, v1.bytes.clone())
+            .await
+            .unwrap();
+        want.push((p.commit_id.clone(), v1.sha256));
+    }
+    let mut got: Vec<_> = keyed(mem.clone(), 700)
+        .await
+        .into_iter()
+        .map(|p| (p.commit_id, p.sha256))
+        .collect();
+    got.sort();
+    want.sort();
+    assert_eq!(got, want);
+    assert_eq!(
+        claim(&mem).await.part_encoding,
+        None,
+        "the claim is left as it was"
+    );
+}
+
+#[test]
+fn unknown_part_encodings_are_refused_with_a_reason() {
+    let e = PartEncoding::from_tag(Some(9)).unwrap_err();
+    assert!(e.to_string().contains("part encoding 9 is newer"), "{e}");
+    assert_eq!(PartEncoding::from_tag(None).unwrap(), PartEncoding::V1);
+    assert_eq!(
+        PartEncoding::from_tag(PartEncoding::V2.tag()).unwrap(),
+        PartEncoding::V2
+    );
+}
