@@ -24,14 +24,23 @@ use std::time::Instant;
 use async_trait::async_trait;
 use bytes::Bytes;
 use chrono::{DateTime, TimeZone, Utc};
-use lineage_store::audit::proof::{prove, verify_proof, ProveAgainst};
-use lineage_store::audit::verify::{verify_with, Report, VerifyOptions};
-use lineage_store::clock::Clock;
-use lineage_store::events::{Origin, SourcedBatch};
-use lineage_store::history::sealer::{seal_with, SealOptions};
-use lineage_store::publish::metered::{Latency, MeteredPublisher, Snapshot};
-use lineage_store::publish::{AtomicPublisher, ObjectInfo};
-use lineage_store::validate::Validator;
+use lineage_store::internal::events::Origin;
+use lineage_store::internal::events::SourcedBatch;
+use lineage_store::internal::metered::Latency;
+use lineage_store::internal::metered::MeteredPublisher;
+use lineage_store::internal::metered::Snapshot;
+use lineage_store::internal::validate::Validator;
+use lineage_store::prove;
+use lineage_store::seal_with;
+use lineage_store::verify_proof;
+use lineage_store::verify_with;
+use lineage_store::AtomicPublisher;
+use lineage_store::Clock;
+use lineage_store::ObjectInfo;
+use lineage_store::ProveAgainst;
+use lineage_store::Report;
+use lineage_store::SealOptions;
+use lineage_store::VerifyOptions;
 use lineage_store::{Outcome, Result, Writer};
 
 fn arg(args: &[String], name: &str) -> Option<String> {
@@ -82,7 +91,7 @@ impl Compact {
     fn class(key: &str) -> Option<usize> {
         if key.ends_with(".parquet") {
             Some(0)
-        } else if key.starts_with(lineage_store::keys::COMMITS_PREFIX) {
+        } else if key.starts_with(lineage_store::internal::keys::COMMITS_PREFIX) {
             Some(1)
         } else {
             None
@@ -174,7 +183,7 @@ impl AtomicPublisher for Compact {
 
 fn validated(rows: usize, seed: u64) -> Vec<arrow_array::RecordBatch> {
     let mut v = Validator::new();
-    lineage_store::demo::generate(rows, 1, seed)
+    lineage_store::generate_demo_events(rows, 1, seed)
         .unwrap()
         .into_iter()
         .map(|b| {
@@ -231,7 +240,7 @@ struct Settings {
 
 /// Samples of a part and a pointer, for the compression dictionaries.
 async fn samples() -> (Vec<u8>, Vec<u8>) {
-    let mem = Arc::new(lineage_store::publish::memory::MemoryPublisher::new());
+    let mem = Arc::new(lineage_store::MemoryPublisher::new());
     let ps = Writer::new(mem.clone())
         .with_batch_rows(1)
         .append(&validated(1, 1), |_| {})
@@ -302,7 +311,7 @@ async fn run_size(size: usize, s: &Settings) -> Vec<Row> {
     let mut rows = Vec::new();
 
     let (log, r) = measure(&m, n, "log --since-seal", async {
-        lineage_store::history::log::since_seal(&m, None, None).await
+        lineage_store::since_seal(&m, None, None).await
     })
     .await;
     assert_eq!(log.unwrap().len(), s.new);

@@ -27,10 +27,10 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::Instant;
 
-use lineage_store::audit::verify::verify;
-use lineage_store::input;
-use lineage_store::publish::posix::PosixPublisher;
-use lineage_store::stream::SinkOptions;
+use lineage_store::internal::input;
+use lineage_store::verify;
+use lineage_store::PosixPublisher;
+use lineage_store::SinkOptions;
 use lineage_store::Writer;
 
 fn arg(args: &[String], name: &str) -> Option<String> {
@@ -402,14 +402,14 @@ fn section_s3(rt: &tokio::runtime::Runtime) {
         return;
     };
     let bucket = std::env::var("LINEAGE_S3_BUCKET").unwrap_or_else(|_| "lineage-test".into());
-    let batches = lineage_store::demo::generate(2000, 1, 7).unwrap();
-    let mut v = lineage_store::validate::Validator::new();
+    let batches = lineage_store::generate_demo_events(2000, 1, 7).unwrap();
+    let mut v = lineage_store::internal::validate::Validator::new();
     let batches: Vec<_> = batches
         .into_iter()
         .map(|b| {
-            v.validate(&lineage_store::events::SourcedBatch {
+            v.validate(&lineage_store::internal::events::SourcedBatch {
                 batch: b,
-                origin: lineage_store::events::Origin::Rows { first: 1 },
+                origin: lineage_store::internal::events::Origin::Rows { first: 1 },
             })
             .unwrap()
         })
@@ -419,12 +419,10 @@ fn section_s3(rt: &tokio::runtime::Runtime) {
     println!("|---:|---:|---:|---:|");
     for in_flight in [1usize, 4, 16, 64] {
         let url = format!("s3://{bucket}/bench/{}", uuid::Uuid::new_v4().simple());
-        let opts = lineage_store::store::CloudOptions {
+        let opts = lineage_store::CloudOptions {
             endpoint_url: Some(endpoint.clone()),
         };
-        let store = rt
-            .block_on(lineage_store::store::open_with(&url, &opts))
-            .unwrap();
+        let store = rt.block_on(lineage_store::open_with(&url, &opts)).unwrap();
         let w = Writer::new(store);
         let t = Instant::now();
         let n = rt.block_on(async {

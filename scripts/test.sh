@@ -19,6 +19,8 @@ localstack/start.sh
 
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
+# The docs, private layers included, with every intra-doc link resolving.
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --document-private-items --locked
 cargo build --locked
 cargo test --locked
 # The Python package (python/), built in debug from this target dir into the test venv.

@@ -46,6 +46,9 @@
 //! benches, fuzz targets and Python package reach further through [`internal`], which
 //! promises nothing.
 
+// Unit tests report failures by panicking.
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+
 mod audit;
 mod base;
 #[cfg(feature = "cli")]
@@ -110,9 +113,9 @@ pub mod internal {
     pub use crate::audit::{chain, verify::shard};
     pub use crate::base::{digest, time};
     pub use crate::format::{claim, keys, pointer};
-    pub use crate::history::{complete, frontier, index, merkle, seal, tiles};
+    pub use crate::history::{complete, frontier, index, merkle, seal, signing, tiles};
     pub use crate::parts::{encode, read as part};
-    pub use crate::publish::{faulty, list_pages, metered, object, posix, store};
+    pub use crate::publish::{checked, faulty, list_pages, metered, object, posix, store};
     pub use crate::schema::events;
-    pub use crate::write::{conform, input};
+    pub use crate::write::{conform, input, validate};
 }

@@ -8,11 +8,13 @@
 #![allow(dead_code)]
 
 use arrow_array::cast::AsArray;
-use lineage_store::audit::proof::{verify_proof, Proof};
-use lineage_store::audit::seal::Seal;
 use lineage_store::contract::col;
-use lineage_store::input::{parse_validated, Format};
-use lineage_store::pointer::Pointer;
+use lineage_store::internal::input::parse_validated;
+use lineage_store::verify_proof;
+use lineage_store::Format;
+use lineage_store::Pointer;
+use lineage_store::Proof;
+use lineage_store::Seal;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use sha2::{Digest, Sha256};
 
@@ -48,7 +50,7 @@ fn reader(data: &[u8], format: Format) {
         let crs = b.column(col::TARGET_CRS).as_string::<i32>();
         for i in 0..b.num_rows() {
             assert!(
-                lineage_store::keys::check_run_id(run.value(i)).is_ok(),
+                lineage_store::internal::keys::check_run_id(run.value(i)).is_ok(),
                 "accepted unsafe run_id {:?}",
                 run.value(i)
             );
@@ -64,8 +66,9 @@ fn reader(data: &[u8], format: Format) {
     // must read back with exactly the values accepted (bit for bit: floats, timestamps).
     // (Each accepted batch as one part: the encoder does not care how rows are grouped.)
     for batch in &batches {
-        let part = lineage_store::encode::encode(batch, "01900000-0000-7000-8000-000000000000")
-            .expect("an accepted flush must encode");
+        let part =
+            lineage_store::internal::encode::encode(batch, "01900000-0000-7000-8000-000000000000")
+                .expect("an accepted flush must encode");
         let decoded: Vec<_> = ParquetRecordBatchReaderBuilder::try_new(part.bytes.clone())
             .expect("our part is Parquet")
             .build()
@@ -117,8 +120,8 @@ pub fn pointer(data: &[u8]) {
             .expect("a pointer we wrote must parse");
         assert_eq!(p, again);
         // Keys are built and classified from what a pointer says.
-        let _ = lineage_store::keys::classify(&p.part_path);
-        let _ = lineage_store::keys::check_run_id(&p.run_id);
+        let _ = lineage_store::internal::keys::classify(&p.part_path);
+        let _ = lineage_store::internal::keys::check_run_id(&p.run_id);
     }
 }
 
@@ -132,7 +135,7 @@ pub fn seal(data: &[u8]) {
         let _ = s.signed_message();
         let _ = s.check_signature(None);
         if let Some(k) = &s.public_key {
-            let _ = lineage_store::audit::seal::parse_public_key(k);
+            let _ = lineage_store::internal::signing::parse_public_key(k);
         }
     }
 }

@@ -468,3 +468,44 @@ pub fn is_claim_key(key: &str) -> bool {
         .and_then(|r| r.strip_suffix(".json"))
         .is_some_and(|h| h.len() == 64 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_id_must_be_a_safe_path_segment() {
+        assert!(run_id_problem("run-2026-07-13-abc123").is_none());
+        assert!(run_id_problem(&"r".repeat(128)).is_none());
+        for bad in [
+            "", "a/b", "a\\b", "a=b", "..", "a..b", ".hidden", "_meta", "a\nb", "a\u{7f}b", "x%2F",
+        ] {
+            assert!(run_id_problem(bad).is_some(), "{bad:?} must be refused");
+        }
+        assert!(run_id_problem(&"r".repeat(129))
+            .unwrap()
+            .contains("128 bytes"));
+    }
+
+    #[test]
+    fn layout_keys_round_trip_through_classify() {
+        let id = "0190b2f3-0000-7000-8000-000000000001";
+        let part = part_key("run-a", "EPSG:4326", id);
+        assert_eq!(
+            part,
+            format!("run_id=run-a/target_crs=EPSG:4326/part-{id}.parquet")
+        );
+        assert!(matches!(classify(&part), KeyKind::Part { commit_id, .. } if commit_id == id));
+        let ptr = pointer_key("run-a", id);
+        assert_eq!(ptr, format!("_lineage/commits/run_id=run-a/{id}.json"));
+        assert!(matches!(classify(&ptr), KeyKind::Pointer { run_id, .. } if run_id == "run-a"));
+        assert_eq!(
+            classify("run_id=run-a/target_crs=EPSG:4326/.part-x.parquet.abc.tmp"),
+            KeyKind::Temp
+        );
+        assert_eq!(
+            classify("run_id=run-a/target_crs=EPSG:4326/other.parquet"),
+            KeyKind::Foreign
+        );
+    }
+}

@@ -76,3 +76,28 @@ impl Frontier {
         Some(Self { size, hashes })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hashes(n: u64) -> Vec<Hash> {
+        (0..n)
+            .map(|i| merkle::leaf_hash(&i.to_be_bytes()))
+            .collect()
+    }
+
+    #[test]
+    fn the_frontier_gives_the_rfc_root_at_every_size() {
+        let h = hashes(600);
+        let mut f = Frontier::new();
+        assert_eq!(f.root(), merkle::root_of_leaf_hashes(&[]));
+        for n in 1..=h.len() {
+            f.push(h[n - 1]);
+            assert_eq!(f.root(), merkle::root_of_leaf_hashes(&h[..n]), "size {n}");
+            assert_eq!(Frontier::from_hex(n as u64, &f.to_hex()).unwrap(), f);
+        }
+        assert!(Frontier::from_hex(599, &f.to_hex()).is_none());
+        assert_eq!(Frontier::of_leaves(&h), f);
+    }
+}

@@ -26,5 +26,5 @@ pub mod merkle;
 pub(crate) mod pointers;
 pub mod seal;
 pub(crate) mod sealer;
-pub(crate) mod signing;
+pub mod signing;
 pub mod tiles;

@@ -17,7 +17,7 @@ pub fn key_id(k: &VerifyingKey) -> String {
 }
 
 /// Parse a base64 Ed25519 public key as stored in a seal.
-pub(crate) fn parse_public_key(b64: &str) -> Result<VerifyingKey> {
+pub fn parse_public_key(b64: &str) -> Result<VerifyingKey> {
     let bytes: [u8; 32] = B64
         .decode(b64.trim())
         .ok()

@@ -314,3 +314,52 @@ pub fn all_levels(leaves: &[Hash]) -> Vec<Vec<Hash>> {
     }
     levels
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tile_widths_follow_the_tree_size_and_bytes_round_trip() {
+        // Level 0 tiles hold leaves, level 1 the roots of 256-leaf subtrees.
+        assert_eq!(nodes_at(0, 0), 0);
+        assert_eq!(nodes_at(255, 1), 0);
+        assert_eq!(nodes_at(256, 1), 1);
+        assert_eq!(nodes_at(65_536, 2), 1);
+        assert_eq!(nodes_at(u64::MAX, 8), 0, "no level past 2^64");
+        assert_eq!(width_in(300, 0, 0), 256);
+        assert_eq!(width_in(300, 0, 1), 44);
+        assert_eq!(width_in(300, 0, 2), 0);
+        assert_eq!(width_in(300, 1, 0), 1);
+        let hashes: Vec<Hash> = (0u8..3).map(|i| [i; 32]).collect();
+        let t = Tile {
+            level: 0,
+            index: 1,
+            hashes: hashes.clone(),
+        };
+        assert_eq!(t.key(), keys::tile_key(0, 1, 3));
+        assert_eq!(parse_tile(&t.to_bytes()), Some(hashes));
+        assert_eq!(parse_tile(&[0u8; 33]), None, "not a whole number of hashes");
+    }
+
+    #[test]
+    fn every_level_holds_the_roots_of_its_perfect_subtrees() {
+        let leaves: Vec<Hash> = (0u32..600)
+            .map(|i| merkle::leaf_hash(&i.to_be_bytes()))
+            .collect();
+        let levels = all_levels(&leaves);
+        assert_eq!(
+            levels.len(),
+            2,
+            "600 leaves: a level 1 of two full subtrees"
+        );
+        assert_eq!(levels[0], leaves);
+        assert_eq!(
+            levels[1],
+            vec![
+                merkle::root_of_leaf_hashes(&leaves[..256]),
+                merkle::root_of_leaf_hashes(&leaves[256..512]),
+            ]
+        );
+    }
+}

@@ -15,7 +15,7 @@ use crate::publish::{AtomicPublisher, Outcome};
 
 /// What happened to one object publish that succeeded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Published {
+pub enum Published {
     /// We created it now.
     Created,
     /// It was there already and is ours (an earlier attempt landed).
@@ -68,7 +68,7 @@ pub(crate) async fn create_or_read_back(
 
 /// [`create_or_read_back`] for objects only we may write under their key: someone else's
 /// object there is a [`Error::Conflict`] naming the key and why. Never accepts silently.
-pub(crate) async fn publish_checked(
+pub async fn publish_checked(
     store: &dyn AtomicPublisher,
     key: &str,
     bytes: Bytes,

@@ -15,7 +15,7 @@ use chrono::{DateTime, Utc};
 
 use crate::base::error::Result;
 
-pub(crate) mod checked;
+pub mod checked;
 pub mod faulty;
 pub(crate) mod memory;
 pub mod metered;

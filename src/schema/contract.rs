@@ -37,22 +37,36 @@ pub const META_COMMIT_ID: &str = "lineage_commit_id";
 pub const PARTITION_KEYS: [&str; 2] = ["run_id", "target_crs"];
 
 /// Column indices, so code reads `col::RUN_ID` instead of a magic number.
-#[allow(missing_docs)]
 pub mod col {
+    /// `event_id`.
     pub const EVENT_ID: usize = 0;
+    /// `run_id`.
     pub const RUN_ID: usize = 1;
+    /// `sequence`.
     pub const SEQUENCE: usize = 2;
+    /// `event_time_utc`.
     pub const EVENT_TIME_UTC: usize = 3;
+    /// `stage`.
     pub const STAGE: usize = 4;
+    /// `event_type`.
     pub const EVENT_TYPE: usize = 5;
+    /// `feature_id`.
     pub const FEATURE_ID: usize = 6;
+    /// `source_crs`.
     pub const SOURCE_CRS: usize = 7;
+    /// `target_crs`.
     pub const TARGET_CRS: usize = 8;
+    /// `outcome`.
     pub const OUTCOME: usize = 9;
+    /// `strategy_index`.
     pub const STRATEGY_INDEX: usize = 10;
+    /// `accuracy_m`.
     pub const ACCURACY_M: usize = 11;
+    /// `rejection_reason`.
     pub const REJECTION_REASON: usize = 12;
+    /// `tool_version`.
     pub const TOOL_VERSION: usize = 13;
+    /// `audit_tag`.
     pub const AUDIT_TAG: usize = 14;
 }
 

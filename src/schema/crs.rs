@@ -92,3 +92,45 @@ fn parse_code(lower: &str) -> Option<u32> {
 fn is_version(v: &str) -> bool {
     !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit() || b == b'.')
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crs_spellings_canonicalise_and_unknowns_are_refused() {
+        for s in [
+            "EPSG:4326",
+            "epsg:4326",
+            "EPSG::4326",
+            " urn:ogc:def:crs:EPSG::4326 ",
+            "urn:ogc:def:crs:EPSG:9.8.1:4326",
+            "http://www.opengis.net/def/crs/EPSG/0/4326",
+            "https://www.opengis.net/def/crs/EPSG/9.9.1/4326",
+            "http://www.opengis.net/gml/srs/epsg.xml#4326",
+        ] {
+            assert_eq!(canonicalize(s).as_deref(), Ok("EPSG:4326"), "{s}");
+        }
+        assert_eq!(canonicalize("EPSG:25832").as_deref(), Ok("EPSG:25832"));
+        let e = canonicalize("OGC:CRS84").unwrap_err();
+        assert!(e.contains("not EPSG:4326"), "{e}");
+        assert!(canonicalize("urn:ogc:def:crs:OGC:1.3:CRS84").is_err());
+        let e = canonicalize("EPSG:999999").unwrap_err();
+        assert!(
+            e.contains("not a coordinate reference system in the EPSG registry"),
+            "{e}"
+        );
+        assert!(canonicalize("EPSG:1234").is_err(), "1234 is no CRS code");
+        for bad in [
+            "4326",
+            "WGS84",
+            "EPSG:",
+            "EPSG:43a6",
+            "EPSG:4326/x",
+            "urn:ogc:def:crs:EPSG:x:4326",
+            "",
+        ] {
+            assert!(canonicalize(bad).is_err(), "{bad:?} must be refused");
+        }
+    }
+}

@@ -48,24 +48,40 @@ pub struct SourcedBatch {
     pub origin: Origin,
 }
 
-/// One event, borrowed, as the row-wise readers and the demo produce it.
+/// One event, borrowed, as the row-wise readers and the demo produce it: each field is the
+/// contract column of its name (`event_time_us`: `event_time_utc` in microseconds since the
+/// epoch), `None` for null.
 #[derive(Debug, Clone, Default)]
-#[allow(missing_docs)]
 pub struct EventRow<'a> {
+    /// `event_id`.
     pub event_id: Option<&'a str>,
+    /// `run_id`.
     pub run_id: Option<&'a str>,
+    /// `sequence`.
     pub sequence: Option<i64>,
+    /// `event_time_utc`, microseconds since the epoch.
     pub event_time_us: Option<i64>,
+    /// `stage`.
     pub stage: Option<&'a str>,
+    /// `event_type`.
     pub event_type: Option<&'a str>,
+    /// `feature_id`.
     pub feature_id: Option<&'a str>,
+    /// `source_crs`.
     pub source_crs: Option<&'a str>,
+    /// `target_crs`.
     pub target_crs: Option<&'a str>,
+    /// `outcome`.
     pub outcome: Option<&'a str>,
+    /// `strategy_index`.
     pub strategy_index: Option<i32>,
+    /// `accuracy_m`.
     pub accuracy_m: Option<f64>,
+    /// `rejection_reason`.
     pub rejection_reason: Option<&'a str>,
+    /// `tool_version`.
     pub tool_version: Option<&'a str>,
+    /// `audit_tag`.
     pub audit_tag: Option<&'a str>,
 }
 

@@ -6,5 +6,5 @@ pub(crate) mod demo;
 pub(crate) mod flush;
 pub mod input;
 pub(crate) mod stream;
-pub(crate) mod validate;
+pub mod validate;
 pub(crate) mod writer;

@@ -16,7 +16,7 @@ use crate::schema::events::{Origin, SourcedBatch};
 
 /// Caches canonical forms across batches (inputs repeat a handful of values).
 #[derive(Debug, Default)]
-pub(crate) struct Validator {
+pub struct Validator {
     crs_cache: HashMap<String, String>,
     run_ids_ok: std::collections::HashSet<String>,
 }
@@ -27,12 +27,12 @@ fn field_err(origin: &Origin, i: usize, field: &str, msg: impl Into<String>) -> 
 
 impl Validator {
     /// A fresh validator.
-    pub(crate) fn new() -> Self {
+    pub fn new() -> Self {
         Self::default()
     }
 
     /// Check every rule on `sb` and return the batch with canonical CRS columns.
-    pub(crate) fn validate(&mut self, sb: &SourcedBatch) -> Result<RecordBatch> {
+    pub fn validate(&mut self, sb: &SourcedBatch) -> Result<RecordBatch> {
         let batch = &sb.batch;
         let origin = &sb.origin;
         let version = contract::version_of_schema(batch.schema().as_ref())?;

@@ -6,8 +6,13 @@
 //! ([`support::own_process`]); one that needs the storage emulators finds them through
 //! the variables `localstack/start.sh` writes ([`support::Emulator`]).
 
-// In tests a panic is the failure report.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+// In tests a panic is the failure report, and helpers are not API.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    unreachable_pub
+)]
 
 mod support;
 
@@ -17,6 +22,7 @@ mod export;
 mod fuzz;
 mod history;
 mod input;
+mod layering;
 mod publish;
 mod replicate;
 mod witness;

@@ -40,7 +40,7 @@ impl std::fmt::Debug for AwsConfigCredentials {
 
 impl AwsConfigCredentials {
     /// Wrap a provider (usually `SdkConfig::credentials_provider()`).
-    pub(crate) fn new(provider: SharedCredentialsProvider) -> Self {
+    pub fn new(provider: SharedCredentialsProvider) -> Self {
         Self {
             provider,
             cached: Mutex::new(None),

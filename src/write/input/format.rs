@@ -5,7 +5,6 @@ use std::path::Path;
 /// Input formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
-#[non_exhaustive]
 pub enum Format {
     /// One JSON object per line with the 15 fields.
     Ndjson,

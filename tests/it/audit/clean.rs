@@ -3,12 +3,14 @@
 
 use std::sync::Arc;
 
-use lineage_store::audit::seal::seal;
-use lineage_store::audit::verify::{verify, verify_with, VerifyOptions};
-use lineage_store::clock::SystemClock;
-use lineage_store::publish::memory::MemoryPublisher;
-use lineage_store::publish::posix::PosixPublisher;
+use lineage_store::seal;
+use lineage_store::verify;
+use lineage_store::verify_with;
 use lineage_store::AtomicPublisher;
+use lineage_store::MemoryPublisher;
+use lineage_store::PosixPublisher;
+use lineage_store::SystemClock;
+use lineage_store::VerifyOptions;
 
 use crate::support::audit::{self, append, verify_later};
 
@@ -164,10 +166,7 @@ impl AtomicPublisher for Recording {
         }
         self.inner.get_range(key, range).await
     }
-    async fn list(
-        &self,
-        prefix: &str,
-    ) -> lineage_store::Result<Vec<lineage_store::publish::ObjectInfo>> {
+    async fn list(&self, prefix: &str) -> lineage_store::Result<Vec<lineage_store::ObjectInfo>> {
         self.inner.list(prefix).await
     }
     async fn list_after(
@@ -175,7 +174,7 @@ impl AtomicPublisher for Recording {
         prefix: &str,
         after: &str,
         limit: usize,
-    ) -> lineage_store::Result<Vec<lineage_store::publish::ObjectInfo>> {
+    ) -> lineage_store::Result<Vec<lineage_store::ObjectInfo>> {
         self.inner.list_after(prefix, after, limit).await
     }
     async fn delete_temp(&self, key: &str) -> lineage_store::Result<()> {
@@ -187,14 +186,14 @@ use std::sync::atomic::Ordering;
 
 #[tokio::test]
 async fn verify_and_repair_read_parts_in_bounded_ranges_never_whole() {
-    use lineage_store::audit::part::HASH_CHUNK_BYTES;
+    use lineage_store::internal::part::HASH_CHUNK_BYTES;
     let mem = Arc::new(MemoryPublisher::new());
     let ptrs = append(mem.clone(), 300, 100, 1).await;
     // Lose one pointer (and the index entry written after it, as a crash between part and
     // pointer leaves it) so that repair has to read a part too.
-    let pkey = lineage_store::keys::pointer_key(&ptrs[0].run_id, &ptrs[0].commit_id);
+    let pkey = lineage_store::internal::keys::pointer_key(&ptrs[0].run_id, &ptrs[0].commit_id);
     assert!(mem.tamper_remove(&pkey));
-    let ikey = lineage_store::history::index::key_of(&ptrs[0]).unwrap();
+    let ikey = lineage_store::internal::index::key_of(&ptrs[0]).unwrap();
     assert!(mem.tamper_remove(&ikey));
     let rec = Recording {
         inner: mem.clone(),
@@ -215,7 +214,7 @@ async fn verify_and_repair_read_parts_in_bounded_ranges_never_whole() {
     );
     rec.part_range_reads.store(0, Ordering::Relaxed);
     let now = chrono::Utc::now() + chrono::Duration::days(1);
-    let rep = lineage_store::audit::repair::repair(&rec, now, chrono::Duration::minutes(1), false)
+    let rep = lineage_store::repair(&rec, now, chrono::Duration::minutes(1), false)
         .await
         .unwrap();
     assert_eq!(rep.adopted, vec![pkey]);
@@ -231,8 +230,8 @@ async fn verify_and_repair_read_parts_in_bounded_ranges_never_whole() {
 
 #[tokio::test]
 async fn the_streamed_hash_equals_the_whole_object_hash_for_any_chunk_size() {
-    use lineage_store::audit::part::stream_digests_chunked;
-    use lineage_store::digest::Want;
+    use lineage_store::internal::digest::Want;
+    use lineage_store::internal::part::stream_digests_chunked;
     let mem = Arc::new(MemoryPublisher::new());
     let p = &append(mem.clone(), 200, 200, 1).await[0];
     let seen = std::sync::atomic::AtomicU64::new(0);

@@ -11,14 +11,16 @@ use std::sync::Arc;
 use std::time::{Duration as StdDuration, SystemTime};
 
 use chrono::{Duration, Utc};
-use lineage_store::audit::repair::repair;
-use lineage_store::audit::sweep::{sweep, sweep_all};
-use lineage_store::audit::verify::{verify, ProblemKind as K};
-use lineage_store::clock::SeqIds;
-use lineage_store::history::index;
-use lineage_store::keys;
-use lineage_store::publish::memory::MemoryPublisher;
-use lineage_store::publish::posix::PosixPublisher;
+use lineage_store::internal::index;
+use lineage_store::internal::keys;
+use lineage_store::repair;
+use lineage_store::sweep;
+use lineage_store::sweep_all;
+use lineage_store::verify;
+use lineage_store::MemoryPublisher;
+use lineage_store::PosixPublisher;
+use lineage_store::ProblemKind as K;
+use lineage_store::SeqIds;
 use lineage_store::Writer;
 use serde_json::Value;
 
@@ -245,14 +247,14 @@ async fn commit_key_parts_take_their_age_from_the_claim_and_must_match_it() {
         rows.slice(0, 2).columns().to_vec(),
     )
     .unwrap();
-    let forged = lineage_store::encode::encode(&rows, &b.commit_id).unwrap();
+    let forged = lineage_store::internal::encode::encode(&rows, &b.commit_id).unwrap();
     mem.tamper_put(&b.part_path, forged.bytes);
 
     // Under a format-1 claim (written before streaming appends), which lists every
     // commit's sha256, the forged bytes are named at once.
     let commits = ptrs
         .iter()
-        .map(|p| lineage_store::commit_key::ClaimedCommit {
+        .map(|p| lineage_store::internal::claim::ClaimedCommit {
             run_id: p.run_id.clone(),
             target_crs: p.target_crs.clone(),
             commit_id: p.commit_id.clone(),
@@ -260,10 +262,10 @@ async fn commit_key_parts_take_their_age_from_the_claim_and_must_match_it() {
             rows: p.row_count,
         })
         .collect::<Vec<_>>();
-    let claim1 = lineage_store::commit_key::Claim {
-        format: lineage_store::commit_key::CLAIM_FORMAT_V1.into(),
+    let claim1 = lineage_store::internal::claim::Claim {
+        format: lineage_store::internal::claim::CLAIM_FORMAT_V1.into(),
         commit_key: "nightly".into(),
-        payload_sha256: lineage_store::commit_key::payload_sha256(&commits),
+        payload_sha256: lineage_store::internal::claim::payload_sha256(&commits),
         flushes: None,
         rows: None,
         part_encoding: None,
@@ -349,7 +351,7 @@ fn cli_names_every_object_in_flight_and_says_clean_except() {
         ptr["commit_id"].as_str().unwrap(),
     )))
     .unwrap();
-    let parsed: lineage_store::pointer::Pointer = serde_json::from_value(ptr.clone()).unwrap();
+    let parsed: lineage_store::Pointer = serde_json::from_value(ptr.clone()).unwrap();
     std::fs::remove_file(Path::new(&store).join(index::key_of(&parsed).unwrap())).unwrap();
     let pdir = Path::new(part).parent().unwrap();
     let temp = pdir.join(keys::temp_name(&format!(

@@ -4,7 +4,6 @@
 mod clean;
 mod cli;
 mod in_flight;
-mod merkle;
 mod partition_values;
 mod races;
 mod repair_sweep;

@@ -6,10 +6,12 @@ use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 use bytes::Bytes;
-use lineage_store::audit::verify::{verify, ProblemKind};
 use lineage_store::contract;
-use lineage_store::input::{parse_validated, Format};
-use lineage_store::publish::memory::MemoryPublisher;
+use lineage_store::internal::input::parse_validated;
+use lineage_store::verify;
+use lineage_store::Format;
+use lineage_store::MemoryPublisher;
+use lineage_store::ProblemKind;
 use lineage_store::Writer;
 use parquet::arrow::ArrowWriter;
 use parquet::file::properties::WriterProperties;
@@ -39,13 +41,13 @@ async fn forge(mem: &Arc<MemoryPublisher>, batch: &RecordBatch, props: WriterPro
     let bytes = w.into_inner().unwrap();
     let mut q = p.clone();
     q.size_bytes = bytes.len() as u64;
-    q.sha256 = lineage_store::encode::sha256_hex(&bytes);
+    q.sha256 = lineage_store::internal::encode::sha256_hex(&bytes);
     mem.tamper_put(&p.part_path, Bytes::from(bytes));
-    let key = lineage_store::keys::pointer_key(&p.run_id, &p.commit_id);
+    let key = lineage_store::internal::keys::pointer_key(&p.run_id, &p.commit_id);
     mem.tamper_put(&key, Bytes::from(q.to_bytes().unwrap()));
 }
 
-fn footer_problems(r: &lineage_store::audit::verify::Report) -> Vec<String> {
+fn footer_problems(r: &lineage_store::Report) -> Vec<String> {
     r.problems
         .iter()
         .filter(|p| p.kind == ProblemKind::FooterMismatch)

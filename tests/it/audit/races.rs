@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use chrono::{Duration, Utc};
-use lineage_store::audit::repair::repair;
-use lineage_store::audit::verify::verify_with;
-use lineage_store::keys;
-use lineage_store::publish::memory::MemoryPublisher;
-use lineage_store::publish::ObjectInfo;
+use lineage_store::internal::keys;
+use lineage_store::repair;
+use lineage_store::verify_with;
+use lineage_store::MemoryPublisher;
+use lineage_store::ObjectInfo;
 use lineage_store::{AtomicPublisher, Outcome, Result};
 
 use crate::support::audit::{append, later};

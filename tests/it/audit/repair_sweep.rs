@@ -4,14 +4,15 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use chrono::{Duration, Utc};
-use lineage_store::audit::repair::repair;
-use lineage_store::audit::sweep::{parse_duration, sweep};
-use lineage_store::audit::verify::ProblemKind as K;
-use lineage_store::keys;
-use lineage_store::pointer::Pointer;
-use lineage_store::publish::memory::MemoryPublisher;
-use lineage_store::publish::posix::PosixPublisher;
+use lineage_store::internal::keys;
+use lineage_store::parse_duration;
+use lineage_store::repair;
+use lineage_store::sweep;
 use lineage_store::AtomicPublisher;
+use lineage_store::MemoryPublisher;
+use lineage_store::Pointer;
+use lineage_store::PosixPublisher;
+use lineage_store::ProblemKind as K;
 
 use crate::support::audit::{append, assert_kinds, verify_later};
 
@@ -27,7 +28,7 @@ async fn repair_adopts_an_orphan_with_the_pointer_the_writer_would_have_written(
     let pkey = keys::pointer_key(&lost.run_id, &lost.commit_id);
     // As if the process died between part and pointer (so before the index entry too).
     assert!(mem.tamper_remove(&pkey));
-    assert!(mem.tamper_remove(&lineage_store::history::index::key_of(lost).unwrap()));
+    assert!(mem.tamper_remove(&lineage_store::internal::index::key_of(lost).unwrap()));
 
     // Within the grace period nothing is touched: the writer may still be publishing.
     let r = repair(mem.as_ref(), Utc::now(), Duration::minutes(15), false)
@@ -168,7 +169,7 @@ async fn posix_tampering_is_detected_naming_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(PosixPublisher::new(dir.path()));
     let ptrs = append(store.clone(), 90, 30, 1).await;
-    lineage_store::audit::seal::seal(store.as_ref(), &lineage_store::clock::SystemClock, None)
+    lineage_store::seal(store.as_ref(), &lineage_store::SystemClock, None)
         .await
         .unwrap();
     assert!(verify_later(store.as_ref()).await.is_clean());

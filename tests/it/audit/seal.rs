@@ -5,13 +5,22 @@ use std::sync::Arc;
 use base64::Engine;
 use bytes::Bytes;
 use ed25519_dalek::{Signer, SigningKey};
-use lineage_store::audit::chain;
-use lineage_store::audit::proof::{prove, verify_proof, ProveAgainst};
-use lineage_store::audit::seal::{keygen, read_public_key, read_signing_key, seal, seal_key, Seal};
-use lineage_store::audit::verify::{verify_with, ProblemKind as K, VerifyOptions};
-use lineage_store::clock::SystemClock;
-use lineage_store::publish::memory::MemoryPublisher;
+use lineage_store::internal::chain;
+use lineage_store::internal::keys::seal_key;
+use lineage_store::keygen;
+use lineage_store::prove;
+use lineage_store::read_public_key;
+use lineage_store::read_signing_key;
+use lineage_store::seal;
+use lineage_store::verify_proof;
+use lineage_store::verify_with;
 use lineage_store::AtomicPublisher;
+use lineage_store::MemoryPublisher;
+use lineage_store::ProblemKind as K;
+use lineage_store::ProveAgainst;
+use lineage_store::Seal;
+use lineage_store::SystemClock;
+use lineage_store::VerifyOptions;
 
 use crate::support::audit::{append, assert_kinds, later, verify_later};
 
@@ -214,7 +223,7 @@ async fn inclusion_proofs_verify_offline_and_fail_on_any_change() {
     let proof = prove(mem.as_ref(), &p.commit_id, &ProveAgainst::Newest)
         .await
         .unwrap();
-    let fails = |pr: &lineage_store::audit::proof::Proof, head: &str, k| {
+    let fails = |pr: &lineage_store::Proof, head: &str, k| {
         verify_proof(pr, head, k, None).unwrap().unwrap_err()
     };
     assert!(fails(&proof, &s1.head, Some(&pk)).contains("not the head digest"));
@@ -272,7 +281,7 @@ async fn an_unsealed_or_unknown_commit_has_no_proof() {
 async fn sealing_refuses_a_pointer_that_contradicts_its_key_and_publishes_nothing() {
     let mem = Arc::new(MemoryPublisher::new());
     let ptrs = append(mem.clone(), 60, 30, 1).await;
-    let key = lineage_store::keys::pointer_key(&ptrs[0].run_id, &ptrs[0].commit_id);
+    let key = lineage_store::internal::keys::pointer_key(&ptrs[0].run_id, &ptrs[0].commit_id);
     let mut p = ptrs[0].clone();
     p.commit_id = ptrs[1].commit_id.clone();
     mem.tamper_put(&key, Bytes::from(p.to_bytes().unwrap()));

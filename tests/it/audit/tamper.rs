@@ -3,14 +3,18 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use lineage_store::audit::seal::{seal, seal_key, Seal};
-use lineage_store::audit::verify::{verify_with, ProblemKind as K, VerifyOptions};
-use lineage_store::clock::SystemClock;
-use lineage_store::digest::Check;
-use lineage_store::keys;
-use lineage_store::pointer::Pointer;
-use lineage_store::publish::memory::MemoryPublisher;
+use lineage_store::internal::keys;
+use lineage_store::internal::keys::seal_key;
+use lineage_store::seal;
+use lineage_store::verify_with;
 use lineage_store::AtomicPublisher;
+use lineage_store::DigestCheck;
+use lineage_store::MemoryPublisher;
+use lineage_store::Pointer;
+use lineage_store::ProblemKind as K;
+use lineage_store::Seal;
+use lineage_store::SystemClock;
+use lineage_store::VerifyOptions;
 
 use crate::support::audit::{self, append, assert_kinds, of_kind, verify_later};
 
@@ -63,7 +67,7 @@ async fn a_flipped_byte_in_a_part_is_a_digest_mismatch_of_that_part() {
     );
     // ...and under `--digest all` against both, each named.
     let all = VerifyOptions {
-        digest: Check::All,
+        digest: DigestCheck::All,
         ..audit::later()
     };
     let r = verify_with(mem.as_ref(), &all).await.unwrap();
@@ -87,7 +91,7 @@ async fn each_recorded_digest_is_checked_as_the_digest_option_says() {
     let mem = Arc::new(MemoryPublisher::new());
     let ptrs = append(mem.clone(), 60, 30, 4).await;
     let all = VerifyOptions {
-        digest: Check::All,
+        digest: DigestCheck::All,
         ..audit::later()
     };
     let edit = |i: usize, f: &dyn Fn(&mut Pointer)| {
@@ -379,7 +383,7 @@ async fn an_older_expected_head_is_fine_once_newer_seals_exist() {
 }
 
 fn sha2_hex(b: &[u8]) -> String {
-    lineage_store::encode::sha256_hex(b)
+    lineage_store::internal::encode::sha256_hex(b)
 }
 
 #[tokio::test]
@@ -393,9 +397,7 @@ async fn stale_temps_are_reported_and_fresh_ones_are_in_flight() {
     let r = verify_later(mem.as_ref()).await;
     assert_kinds(&r, &[K::StaleTemp]);
     assert_eq!(r.problems[0].key, temp);
-    let now = lineage_store::audit::verify::verify(mem.as_ref())
-        .await
-        .unwrap();
+    let now = lineage_store::verify(mem.as_ref()).await.unwrap();
     assert!(now.is_clean(), "{:#?}", now.problems);
     assert_eq!(now.in_flight, 1);
     assert_eq!(now.in_flight_objects[0].key, temp);

@@ -11,18 +11,26 @@ use std::path::Path;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use lineage_store::audit::log::read_pointers;
-use lineage_store::audit::merkle;
-use lineage_store::audit::proof::{prove, verify_proof, ProveAgainst};
-use lineage_store::audit::seal::{seal_key, Seal, SealEntry, SEAL_FORMAT};
-use lineage_store::audit::verify::{verify_with, VerifyOptions};
-use lineage_store::clock::SystemClock;
-use lineage_store::encode::sha256_hex;
-use lineage_store::history::sealer::{seal_with, SealOptions};
-use lineage_store::keys::{self, KeyKind};
-use lineage_store::publish::metered::MeteredPublisher;
-use lineage_store::publish::posix::PosixPublisher;
+use lineage_store::internal::encode::sha256_hex;
+use lineage_store::internal::keys;
+use lineage_store::internal::keys::seal_key;
+use lineage_store::internal::keys::KeyKind;
+use lineage_store::internal::merkle;
+use lineage_store::internal::metered::MeteredPublisher;
+use lineage_store::internal::seal::SEAL_FORMAT;
+use lineage_store::prove;
+use lineage_store::read_pointers;
+use lineage_store::seal_with;
+use lineage_store::verify_proof;
+use lineage_store::verify_with;
 use lineage_store::AtomicPublisher;
+use lineage_store::PosixPublisher;
+use lineage_store::ProveAgainst;
+use lineage_store::Seal;
+use lineage_store::SealEntry;
+use lineage_store::SealOptions;
+use lineage_store::SystemClock;
+use lineage_store::VerifyOptions;
 
 use crate::support::audit::{append, later, verify_later};
 
@@ -102,11 +110,11 @@ async fn a_store_written_by_main_verifies_logs_and_proves_unchanged() {
     assert!(all
         .windows(2)
         .all(|w| (&w[0].committed_utc, &w[0].commit_id) <= (&w[1].committed_utc, &w[1].commit_id)));
-    let since = lineage_store::history::log::since_seal(store.as_ref(), None, None)
+    let since = lineage_store::since_seal(store.as_ref(), None, None)
         .await
         .unwrap();
     assert_eq!(since.len(), 5);
-    let since1 = lineage_store::history::log::since_seal(store.as_ref(), Some(1), None)
+    let since1 = lineage_store::since_seal(store.as_ref(), Some(1), None)
         .await
         .unwrap();
     assert_eq!(
@@ -210,7 +218,7 @@ async fn the_first_new_seal_adds_the_history_beside_and_later_ones_read_only_the
 /// A seal as the version at 27ef7d0 makes it: every pointer not sealed yet, by commit id,
 /// the root over every leaf, `lineage-seal/1`.
 async fn seal_as_older_version(store: &dyn AtomicPublisher) -> String {
-    let chain = lineage_store::audit::chain::walk(store, None)
+    let chain = lineage_store::internal::chain::walk(store, None)
         .await
         .unwrap();
     let (seq, prev) = chain.head().map(|(n, d)| (n, d.to_string())).unwrap();
@@ -240,7 +248,7 @@ async fn seal_as_older_version(store: &dyn AtomicPublisher) -> String {
         prev_sha256: Some(prev),
         tree_size: leaves.len() as u64,
         root: hex::encode(merkle::root_of_leaf_hashes(&leaves)),
-        sealed_utc: lineage_store::pointer::rfc3339(chrono::Utc::now()),
+        sealed_utc: lineage_store::internal::time::rfc3339(chrono::Utc::now()),
         tool_version: "lineage-store/0.1.0".into(),
         entries: new.into_iter().map(|(_, e)| e).collect(),
         frontier: None,

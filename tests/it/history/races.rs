@@ -9,14 +9,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use lineage_store::audit::seal::{seal, seal_key};
-use lineage_store::audit::verify::{verify_with, ProblemKind as K};
-use lineage_store::clock::SystemClock;
-use lineage_store::history::sealer::{seal_with, SealOptions};
-use lineage_store::keys;
-use lineage_store::publish::faulty::{Fault, FaultyPublisher};
-use lineage_store::publish::memory::MemoryPublisher;
-use lineage_store::publish::ObjectInfo;
+use lineage_store::internal::faulty::Fault;
+use lineage_store::internal::faulty::FaultyPublisher;
+use lineage_store::internal::keys;
+use lineage_store::internal::keys::seal_key;
+use lineage_store::seal;
+use lineage_store::seal_with;
+use lineage_store::verify_with;
+use lineage_store::MemoryPublisher;
+use lineage_store::ObjectInfo;
+use lineage_store::ProblemKind as K;
+use lineage_store::SealOptions;
+use lineage_store::SystemClock;
 use lineage_store::{AtomicPublisher, Outcome, Result};
 
 use crate::support::audit::{append, later, of_kind};

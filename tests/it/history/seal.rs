@@ -6,16 +6,22 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
-use lineage_store::audit::log::read_pointers;
-use lineage_store::audit::proof::{prove, ProveAgainst};
-use lineage_store::audit::verify::{verify_with, ProblemKind as K, VerifyOptions};
-use lineage_store::clock::FixedClock;
-use lineage_store::history::sealer::{seal_with, SealOptions};
-use lineage_store::keys;
-use lineage_store::pointer::Pointer;
-use lineage_store::publish::faulty::{Fault, FaultyPublisher};
-use lineage_store::publish::memory::MemoryPublisher;
-use lineage_store::publish::metered::{MeteredPublisher, Snapshot};
+use lineage_store::internal::faulty::Fault;
+use lineage_store::internal::faulty::FaultyPublisher;
+use lineage_store::internal::keys;
+use lineage_store::internal::metered::MeteredPublisher;
+use lineage_store::internal::metered::Snapshot;
+use lineage_store::prove;
+use lineage_store::read_pointers;
+use lineage_store::seal_with;
+use lineage_store::verify_with;
+use lineage_store::FixedClock;
+use lineage_store::MemoryPublisher;
+use lineage_store::Pointer;
+use lineage_store::ProblemKind as K;
+use lineage_store::ProveAgainst;
+use lineage_store::SealOptions;
+use lineage_store::VerifyOptions;
 use lineage_store::{AtomicPublisher, Writer};
 
 use crate::support::audit::{events, of_kind, verify_later};
@@ -79,9 +85,7 @@ async fn routine_operations_cost_the_same_requests_with_a_long_history() {
         let m = MeteredPublisher::new(mem.clone(), None);
         let mut out = Vec::new();
         m.reset();
-        let log = lineage_store::history::log::since_seal(&m, None, None)
-            .await
-            .unwrap();
+        let log = lineage_store::since_seal(&m, None, None).await.unwrap();
         assert_eq!(log.len(), new);
         out.push(("log".to_string(), m.snapshot()));
         m.reset();
@@ -251,7 +255,7 @@ async fn keyed_retries_add_no_second_index_entry_and_log_is_in_commit_time_order
     expect.extend(group(&a));
     expect.extend(group(&c));
     assert_eq!(got, expect);
-    let since = lineage_store::history::log::since_seal(mem.as_ref(), None, None)
+    let since = lineage_store::since_seal(mem.as_ref(), None, None)
         .await
         .unwrap();
     assert_eq!(ids(&since), expect);

@@ -5,15 +5,20 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use lineage_store::audit::seal::seal;
-use lineage_store::audit::shard::{merge, Scope, ShardSpec};
-use lineage_store::audit::verify::{verify_with, ProblemKind as K, Report, VerifyOptions};
-use lineage_store::clock::SystemClock;
-use lineage_store::keys;
-use lineage_store::pointer::Pointer;
-use lineage_store::publish::memory::MemoryPublisher;
-use lineage_store::publish::metered::MeteredPublisher;
+use lineage_store::internal::keys;
+use lineage_store::internal::metered::MeteredPublisher;
+use lineage_store::internal::shard::merge;
+use lineage_store::internal::shard::Scope;
+use lineage_store::seal;
+use lineage_store::verify_with;
 use lineage_store::AtomicPublisher;
+use lineage_store::MemoryPublisher;
+use lineage_store::Pointer;
+use lineage_store::ProblemKind as K;
+use lineage_store::Report;
+use lineage_store::ShardSpec;
+use lineage_store::SystemClock;
+use lineage_store::VerifyOptions;
 
 use crate::support::audit::{append, later};
 
@@ -74,7 +79,7 @@ async fn shards_split_the_listing_and_merge_into_the_full_verify() {
         .into_iter()
         .map(|o| o.key)
         .collect();
-    let chain = lineage_store::audit::chain::walk(mem.as_ref(), None)
+    let chain = lineage_store::internal::chain::walk(mem.as_ref(), None)
         .await
         .unwrap();
     for n in [1, 2, 3, 5] {

@@ -5,14 +5,20 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use lineage_store::audit::seal::{seal, seal_key, Seal};
-use lineage_store::audit::verify::{verify_with, ProblemKind as K, VerifyOptions};
-use lineage_store::clock::SystemClock;
-use lineage_store::history::index;
-use lineage_store::keys::{self, HistoryKey, KeyKind};
-use lineage_store::pointer::Pointer;
-use lineage_store::publish::memory::MemoryPublisher;
+use lineage_store::internal::index;
+use lineage_store::internal::keys;
+use lineage_store::internal::keys::seal_key;
+use lineage_store::internal::keys::HistoryKey;
+use lineage_store::internal::keys::KeyKind;
+use lineage_store::seal;
+use lineage_store::verify_with;
 use lineage_store::AtomicPublisher;
+use lineage_store::MemoryPublisher;
+use lineage_store::Pointer;
+use lineage_store::ProblemKind as K;
+use lineage_store::Seal;
+use lineage_store::SystemClock;
+use lineage_store::VerifyOptions;
 
 use crate::support::audit::{append, later, of_kind, verify_later};
 
@@ -50,7 +56,7 @@ fn since() -> VerifyOptions {
 }
 
 /// Exactly these (kind, key) problems.
-fn assert_named(r: &lineage_store::audit::verify::Report, want: &[(K, &str)]) {
+fn assert_named(r: &lineage_store::Report, want: &[(K, &str)]) {
     let mut got: Vec<(K, String)> = r.problems.iter().map(|p| (p.kind, p.key.clone())).collect();
     got.sort();
     let mut want: Vec<(K, String)> = want.iter().map(|(k, s)| (*k, s.to_string())).collect();
@@ -127,21 +133,20 @@ async fn index_entries_tampered_are_named() {
 
     // `seal --rescan` refuses to seal the forged pointer; put back, it seals the missed
     // commit and does not trip over the rest.
-    let opts = lineage_store::history::sealer::SealOptions {
+    let opts = lineage_store::SealOptions {
         rescan: true,
         ..Default::default()
     };
-    let refused =
-        lineage_store::history::sealer::seal_with(mem.as_ref(), &SystemClock, None, &opts)
-            .await
-            .unwrap_err();
+    let refused = lineage_store::seal_with(mem.as_ref(), &SystemClock, None, &opts)
+        .await
+        .unwrap_err();
     assert!(refused.to_string().contains(&e_ptr), "{refused}");
     mem.tamper_put(&e_ptr, e_bytes);
-    let opts = lineage_store::history::sealer::SealOptions {
+    let opts = lineage_store::SealOptions {
         rescan: true,
         ..Default::default()
     };
-    let out = lineage_store::history::sealer::seal_with(mem.as_ref(), &SystemClock, None, &opts)
+    let out = lineage_store::seal_with(mem.as_ref(), &SystemClock, None, &opts)
         .await
         .unwrap();
     assert!(out.full_scan);
@@ -253,10 +258,10 @@ async fn leaf_locators_tampered_are_named() {
         ],
     );
     // prove still works for a commit without its locator: the whole chain is walked.
-    let proof = lineage_store::audit::proof::prove(
+    let proof = lineage_store::prove(
         mem.as_ref(),
         &sealed[0].commit_id,
-        &lineage_store::audit::proof::ProveAgainst::Newest,
+        &lineage_store::ProveAgainst::Newest,
     )
     .await
     .unwrap();

@@ -1,15 +1,15 @@
-//! The Merkle structures of the history: the frontier gives the RFC 9162 root at every
-//! size; tiles written as a tree grows in uneven steps give every audit path of every
+//! Hash tiles (the frontier's test is beside it, in src/history/frontier.rs): tiles written as a tree grows in uneven steps give every audit path of every
 //! earlier size (a narrower tile is a prefix of a wider one), equal to the path computed
 //! from all leaves.
 
-use lineage_store::audit::merkle::{self, Hash};
-use lineage_store::history::complete::complete_growth;
-use lineage_store::history::frontier::Frontier;
-use lineage_store::history::tiles::{all_levels, inclusion_from_tiles};
-use lineage_store::keys;
-use lineage_store::publish::memory::MemoryPublisher;
+use lineage_store::internal::complete::complete_growth;
+use lineage_store::internal::keys;
+use lineage_store::internal::merkle;
+use lineage_store::internal::merkle::Hash;
+use lineage_store::internal::tiles::all_levels;
+use lineage_store::internal::tiles::inclusion_from_tiles;
 use lineage_store::AtomicPublisher;
+use lineage_store::MemoryPublisher;
 
 fn leaf(i: u64) -> (String, String) {
     let id = format!("019b76da-a800-7000-8000-{i:012x}");
@@ -24,21 +24,6 @@ fn hashes(leaves: &[(String, String)]) -> Vec<Hash> {
         .iter()
         .map(|(_, d)| merkle::leaf_hash(&merkle::parse_hash(d).unwrap()))
         .collect()
-}
-
-#[test]
-fn the_frontier_gives_the_rfc_root_at_every_size() {
-    let leaves: Vec<(String, String)> = (0..600).map(leaf).collect();
-    let h = hashes(&leaves);
-    let mut f = Frontier::new();
-    assert_eq!(f.root(), merkle::root_of_leaf_hashes(&[]));
-    for n in 1..=h.len() {
-        f.push(h[n - 1]);
-        assert_eq!(f.root(), merkle::root_of_leaf_hashes(&h[..n]), "size {n}");
-        assert_eq!(Frontier::from_hex(n as u64, &f.to_hex()).unwrap(), f);
-    }
-    assert!(Frontier::from_hex(599, &f.to_hex()).is_none());
-    assert_eq!(Frontier::of_leaves(&h), f);
 }
 
 #[tokio::test]

@@ -5,9 +5,10 @@
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
-use lineage_store::input::Format;
-use lineage_store::publish::memory::MemoryPublisher;
-use lineage_store::{store, AtomicPublisher, ErrorKind, Writer};
+use lineage_store::internal::store;
+use lineage_store::Format;
+use lineage_store::MemoryPublisher;
+use lineage_store::{AtomicPublisher, ErrorKind, Writer};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use crate::support::bad_input::{self, assert_all_passed, by_sequence, validated, Expect};
@@ -142,7 +143,11 @@ fn run_ids_that_schedulers_make_are_accepted() {
         "job@host~1",
         "a..b".replace("..", ".").as_str(),
     ] {
-        assert_eq!(lineage_store::keys::run_id_problem(ok), None, "{ok}");
+        assert_eq!(
+            lineage_store::internal::keys::run_id_problem(ok),
+            None,
+            "{ok}"
+        );
     }
 }
 
@@ -156,7 +161,7 @@ fn crs_spaces_around_are_still_ignored() {
 
 #[test]
 fn empty_input_is_recognised_per_format() {
-    use lineage_store::conform::is_empty_input;
+    use lineage_store::internal::conform::is_empty_input;
     assert!(is_empty_input(b"", Format::Ndjson));
     assert!(is_empty_input(b"\xef\xbb\xbf \r\n", Format::Csv));
     assert!(!is_empty_input(b"x", Format::Ndjson));
@@ -169,7 +174,7 @@ async fn runs_stored_before_the_ascii_only_rule_still_verify_and_list() {
     // A run id an older lineage-store accepted (it was a safe path segment then too).
     let old = "lauf-größe";
     assert!(
-        lineage_store::keys::run_id_problem(old).is_some(),
+        lineage_store::internal::keys::run_id_problem(old).is_some(),
         "refused for new input"
     );
     let b = bad_input::contract_batch(3);
@@ -178,12 +183,10 @@ async fn runs_stored_before_the_ascii_only_rule_still_verify_and_list() {
     let b = RecordBatch::try_new(lineage_store::contract::schema(), b.columns().to_vec()).unwrap();
     let mem = Arc::new(MemoryPublisher::new());
     Writer::new(mem.clone()).append(&[b], |_| {}).await.unwrap();
-    let r = lineage_store::audit::verify::verify(mem.as_ref())
-        .await
-        .unwrap();
+    let r = lineage_store::verify(mem.as_ref()).await.unwrap();
     assert!(r.is_clean(), "{:#?}", r.problems);
     assert_eq!((r.commits, r.rows), (1, 3));
-    let logged = lineage_store::audit::log::read_pointers(mem.as_ref(), Some(old))
+    let logged = lineage_store::read_pointers(mem.as_ref(), Some(old))
         .await
         .unwrap();
     assert_eq!(logged.len(), 1);

@@ -13,8 +13,10 @@ use arrow_array::{
 use arrow_schema::{DataType, Field, Schema};
 use bytes::Bytes;
 use lineage_store::contract::{self, col};
-use lineage_store::input::{self, batches, Format};
+use lineage_store::internal::input;
+use lineage_store::internal::input::batches;
 use lineage_store::ErrorKind;
+use lineage_store::Format;
 
 use crate::support::sample;
 

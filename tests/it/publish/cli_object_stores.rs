@@ -5,7 +5,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use lineage_store::keys::{self, KeyKind};
+use lineage_store::internal::keys;
+use lineage_store::internal::keys::KeyKind;
 use lineage_store::AtomicPublisher;
 use serde_json::Value;
 
@@ -68,7 +69,7 @@ async fn snapshot(cli: &Cli) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     for o in store.list("").await.unwrap() {
         let b = store.get(&o.key).await.unwrap().unwrap();
-        out.insert(o.key, lineage_store::encode::sha256_hex(&b));
+        out.insert(o.key, lineage_store::internal::encode::sha256_hex(&b));
     }
     out
 }
@@ -92,25 +93,23 @@ async fn open(cli: &Cli) -> Arc<dyn AtomicPublisher> {
             .build()
             .unwrap();
         return Arc::new(
-            lineage_store::publish::object::ObjectStorePublisher::new(
+            lineage_store::internal::object::ObjectStorePublisher::new(
                 Arc::new(gcs),
-                lineage_store::publish::object::Backend::Gcs,
+                lineage_store::internal::object::Backend::Gcs,
                 prefix,
                 cli.url.clone(),
             )
             .unwrap(),
         );
     }
-    let opts = lineage_store::store::CloudOptions {
+    let opts = lineage_store::CloudOptions {
         endpoint_url: cli
             .args
             .iter()
             .position(|a| a == "--endpoint-url")
             .map(|i| cli.args[i + 1].clone()),
     };
-    lineage_store::store::open_with(&cli.url, &opts)
-        .await
-        .unwrap()
+    lineage_store::open_with(&cli.url, &opts).await.unwrap()
 }
 
 fn counts(snap: &BTreeMap<String, String>) -> (usize, usize) {

@@ -8,14 +8,18 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use lineage_store::audit::verify::verify;
-use lineage_store::encode::sha256_hex;
-use lineage_store::keys::{self, KeyKind};
-use lineage_store::publish::faulty::{Fault, FaultyPublisher};
-use lineage_store::publish::memory::MemoryPublisher;
-use lineage_store::publish::object::{Backend, ObjectStorePublisher};
-use lineage_store::publish::posix::PosixPublisher;
-use lineage_store::writer::{publish_checked, Published};
+use lineage_store::internal::checked::publish_checked;
+use lineage_store::internal::checked::Published;
+use lineage_store::internal::encode::sha256_hex;
+use lineage_store::internal::faulty::Fault;
+use lineage_store::internal::faulty::FaultyPublisher;
+use lineage_store::internal::keys;
+use lineage_store::internal::keys::KeyKind;
+use lineage_store::internal::object::Backend;
+use lineage_store::internal::object::ObjectStorePublisher;
+use lineage_store::verify;
+use lineage_store::MemoryPublisher;
+use lineage_store::PosixPublisher;
 use lineage_store::{AtomicPublisher, ErrorKind, Outcome, Writer};
 
 use crate::support::{self, gcs_fake::GcsFake, Emulator};
@@ -111,7 +115,7 @@ async fn check_list_relative_and_exact(p: &dyn AtomicPublisher) {
             Outcome::Created
         );
     }
-    let keys_of = |v: Vec<lineage_store::publish::ObjectInfo>| {
+    let keys_of = |v: Vec<lineage_store::ObjectInfo>| {
         let mut k: Vec<String> = v.into_iter().map(|o| o.key).collect();
         k.sort();
         k
@@ -205,7 +209,7 @@ async fn check_list_after(p: &dyn AtomicPublisher) {
     }
     // list_pages stops before the bound.
     let bounded =
-        lineage_store::publish::list_pages(p, "_lineage/", "", Some("_lineage/index/2026-01-02"))
+        lineage_store::internal::list_pages(p, "_lineage/", "", Some("_lineage/index/2026-01-02"))
             .await
             .unwrap();
     let got: Vec<&str> = bounded.iter().map(|o| o.key.as_str()).collect();
@@ -356,7 +360,7 @@ async fn conformance_memory() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn conformance_metered() {
     run_all("metered(memory)", || async {
-        Arc::new(lineage_store::publish::metered::MeteredPublisher::new(
+        Arc::new(lineage_store::internal::metered::MeteredPublisher::new(
             Arc::new(MemoryPublisher::new()),
             None,
         )) as Arc<dyn AtomicPublisher>
@@ -458,7 +462,7 @@ async fn run_real(test: &str, var: &str) {
         );
         return;
     };
-    let opts = lineage_store::store::CloudOptions {
+    let opts = lineage_store::CloudOptions {
         endpoint_url: std::env::var("LINEAGE_REAL_S3_ENDPOINT").ok(),
     };
     run_all(test, || {
@@ -468,7 +472,7 @@ async fn run_real(test: &str, var: &str) {
             support::unique_prefix("real")
         );
         let opts = opts.clone();
-        async move { lineage_store::store::open_with(&url, &opts).await.unwrap() }
+        async move { lineage_store::open_with(&url, &opts).await.unwrap() }
     })
     .await;
 }

@@ -23,9 +23,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
 
-use lineage_store::audit::verify::{verify_with, ProblemKind, VerifyOptions};
-use lineage_store::input::{parse_validated, Format};
-use lineage_store::publish::posix::{InjectedWriteError, PosixPublisher};
+use lineage_store::internal::input::parse_validated;
+use lineage_store::internal::posix::InjectedWriteError;
+use lineage_store::verify_with;
+use lineage_store::Format;
+use lineage_store::PosixPublisher;
+use lineage_store::ProblemKind;
+use lineage_store::VerifyOptions;
 use lineage_store::{ErrorKind, Writer};
 
 use crate::support::{self, text};
@@ -84,7 +88,7 @@ fn snapshot(root: &Path) -> (BTreeMap<String, String>, Vec<String>) {
                 walk(root, &p, files, dirs);
             } else {
                 let b = std::fs::read(&p).unwrap();
-                files.insert(rel, lineage_store::encode::sha256_hex(&b));
+                files.insert(rel, lineage_store::internal::encode::sha256_hex(&b));
             }
         }
     }

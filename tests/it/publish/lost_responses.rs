@@ -6,7 +6,7 @@
 //! `ConditionalRequestConflict`, which is retried, then reported as ambiguous.
 
 use bytes::Bytes;
-use lineage_store::audit::verify::verify;
+use lineage_store::verify;
 use lineage_store::{Outcome, Writer};
 
 use crate::support;
@@ -59,7 +59,11 @@ async fn the_writer_reads_back_after_lost_and_retried_creates() {
     assert_eq!(listed.len(), 12, "{listed:?}");
     let index = listed
         .iter()
-        .filter(|o| o.key.starts_with(lineage_store::keys::INDEX_PREFIX) && o.size == 0)
+        .filter(|o| {
+            o.key
+                .starts_with(lineage_store::internal::keys::INDEX_PREFIX)
+                && o.size == 0
+        })
         .count();
     assert_eq!(index, 4, "{listed:?}");
 }
@@ -72,7 +76,7 @@ async fn a_lost_response_over_someone_elses_object_is_a_conflict() {
     p.put_create(key, Bytes::from_static(b"theirs"))
         .await
         .unwrap();
-    let e = lineage_store::writer::publish_checked(
+    let e = lineage_store::internal::checked::publish_checked(
         p.as_ref(),
         key,
         Bytes::from_static(b"ours"),
@@ -106,9 +110,9 @@ fn s3_on_fake(fake: &GcsFake, test: &str) -> std::sync::Arc<dyn lineage_store::A
         .build()
         .unwrap();
     std::sync::Arc::new(
-        lineage_store::publish::object::ObjectStorePublisher::new(
+        lineage_store::internal::object::ObjectStorePublisher::new(
             std::sync::Arc::new(s3),
-            lineage_store::publish::object::Backend::S3,
+            lineage_store::internal::object::Backend::S3,
             &prefix,
             format!("s3://{}/{prefix}", fake.bucket()),
         )
@@ -158,7 +162,7 @@ async fn s3_conflicts_that_persist_are_ambiguous_and_read_back() {
     assert_eq!(p.get(key).await.unwrap(), None);
     // Through the writer's read-back: absent, so the original error is returned.
     fake.fail_puts(&[PutFault::ConditionalRequestConflict; 4]);
-    let e = lineage_store::writer::publish_checked(
+    let e = lineage_store::internal::checked::publish_checked(
         p.as_ref(),
         key,
         Bytes::from_static(b"mine"),

@@ -23,12 +23,16 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use lineage_store::audit::part::read_facts;
-use lineage_store::audit::verify::{verify_with, ProblemKind, VerifyOptions};
-use lineage_store::keys::{self, KeyKind};
-use lineage_store::pointer::Pointer;
-use lineage_store::store::{self, CloudOptions};
+use lineage_store::internal::keys;
+use lineage_store::internal::keys::KeyKind;
+use lineage_store::internal::part::read_facts;
+use lineage_store::internal::store;
+use lineage_store::verify_with;
 use lineage_store::AtomicPublisher;
+use lineage_store::CloudOptions;
+use lineage_store::Pointer;
+use lineage_store::ProblemKind;
+use lineage_store::VerifyOptions;
 
 use crate::support::fault_proxy::{Counts, Fault, FaultProxy, Schedule};
 use crate::support::{self, Emulator};
@@ -187,7 +191,11 @@ impl Ledger {
             if let std::collections::btree_map::Entry::Vacant(slot) = self.seen.entry(k) {
                 let b = store.get(slot.key()).await.unwrap().unwrap();
                 assert_eq!(b.len() as u64, size, "{}", slot.key());
-                slot.insert((size, modified, lineage_store::encode::sha256_hex(&b)));
+                slot.insert((
+                    size,
+                    modified,
+                    lineage_store::internal::encode::sha256_hex(&b),
+                ));
             }
         }
     }
@@ -197,7 +205,7 @@ impl Ledger {
         for (k, (_, _, sha)) in &self.seen {
             let b = store.get(k).await.unwrap().unwrap();
             assert_eq!(
-                &lineage_store::encode::sha256_hex(&b),
+                &lineage_store::internal::encode::sha256_hex(&b),
                 sha,
                 "{k} changed since first seen"
             );
@@ -421,7 +429,7 @@ async fn exercise(t: Target) {
     }
 
     // Recovery as the operations guide says: adopt the orphans, then verify is clean.
-    let repaired = lineage_store::audit::repair::repair(
+    let repaired = lineage_store::repair(
         t.direct.as_ref(),
         Utc::now(),
         chrono::Duration::zero(),

@@ -9,9 +9,11 @@ use std::time::{Duration, SystemTime};
 
 use aws_credential_types::provider::{future, ProvideCredentials, SharedCredentialsProvider};
 use aws_credential_types::Credentials;
-use lineage_store::publish::object::{map_create, Backend};
-use lineage_store::store::aws_creds::AwsConfigCredentials;
-use lineage_store::store::cloud::{parse, ParsedUrl};
+use lineage_store::internal::object::map_create;
+use lineage_store::internal::object::Backend;
+use lineage_store::internal::store::aws_creds::AwsConfigCredentials;
+use lineage_store::internal::store::cloud::parse;
+use lineage_store::internal::store::cloud::ParsedUrl;
 use lineage_store::{ErrorKind, Outcome};
 use object_store::CredentialProvider;
 

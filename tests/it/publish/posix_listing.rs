@@ -12,10 +12,11 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use lineage_store::audit::verify::ProblemKind;
-use lineage_store::keys::{classify, KeyKind};
-use lineage_store::publish::posix::PosixPublisher;
+use lineage_store::internal::keys::classify;
+use lineage_store::internal::keys::KeyKind;
 use lineage_store::AtomicPublisher;
+use lineage_store::PosixPublisher;
+use lineage_store::ProblemKind;
 
 use crate::support::audit::{append, of_kind, verify_later};
 
@@ -183,7 +184,7 @@ fn first_entry(dir: &Path, prefix: &str) -> std::path::PathBuf {
     all.into_iter().next().unwrap()
 }
 
-fn keys_of(l: &[lineage_store::publish::ObjectInfo]) -> Vec<String> {
+fn keys_of(l: &[lineage_store::ObjectInfo]) -> Vec<String> {
     let mut k: Vec<String> = l.iter().map(|o| o.key.clone()).collect();
     k.sort();
     k

@@ -3,8 +3,8 @@
 //! bytes still held never change under their holder when the next read comes.
 
 use bytes::Bytes;
-use lineage_store::publish::posix::PosixPublisher;
 use lineage_store::AtomicPublisher;
+use lineage_store::PosixPublisher;
 
 /// `n` bytes that differ per `seed` and per position.
 fn pattern(seed: u8, n: usize) -> Vec<u8> {
@@ -55,7 +55,10 @@ async fn held_reads_keep_their_bytes_while_buffers_are_recycled() {
 /// asked.
 #[tokio::test]
 async fn digest_range_hashes_exactly_the_bytes_in_range() {
-    use lineage_store::digest::{blake3_hex, sha256_hex, Digests, Want};
+    use lineage_store::internal::digest::blake3_hex;
+    use lineage_store::internal::digest::sha256_hex;
+    use lineage_store::internal::digest::Digests;
+    use lineage_store::internal::digest::Want;
     let dir = tempfile::tempdir().unwrap();
     let store = PosixPublisher::new(dir.path());
     let n = 3 * 256 * 1024 + 11;

@@ -63,10 +63,10 @@ async fn every_s3_upload_carries_a_sha256_checksum() {
     let url = support::s3_url(&bucket, "checksums");
     append_and_verify(&url, &ep);
     // Read back through a store rooted at the same prefix as the CLI's.
-    let opts = lineage_store::store::CloudOptions {
+    let opts = lineage_store::CloudOptions {
         endpoint_url: Some(ep.clone()),
     };
-    let store = lineage_store::store::open_with(&url, &opts).await.unwrap();
+    let store = lineage_store::open_with(&url, &opts).await.unwrap();
     let objects = store.list("").await.unwrap();
     // 4 parts, 4 pointers, 4 commit-index entries (empty objects, checksummed too)
     assert_eq!(objects.len(), 3 * 4, "{objects:?}");

@@ -9,11 +9,13 @@
 
 use std::collections::BTreeSet;
 
-use lineage_store::audit::log::read_pointers;
-use lineage_store::audit::seal::seal_key;
-use lineage_store::audit::verify::{verify_with, ProblemKind, VerifyOptions};
-use lineage_store::encode::sha256_hex;
-use lineage_store::keys;
+use lineage_store::internal::encode::sha256_hex;
+use lineage_store::internal::keys;
+use lineage_store::internal::keys::seal_key;
+use lineage_store::read_pointers;
+use lineage_store::verify_with;
+use lineage_store::ProblemKind;
+use lineage_store::VerifyOptions;
 use serde_json::Value;
 
 use crate::support::replica::{

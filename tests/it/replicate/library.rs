@@ -8,15 +8,19 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use lineage_store::audit::seal::{seal, Seal};
-use lineage_store::clock::SystemClock;
-use lineage_store::encode::sha256_hex;
-use lineage_store::keys::{self, KeyKind};
-use lineage_store::publish::faulty::{Fault, FaultyPublisher};
-use lineage_store::publish::memory::MemoryPublisher;
-use lineage_store::publish::{ObjectInfo, Outcome};
+use lineage_store::internal::encode::sha256_hex;
+use lineage_store::internal::faulty::Fault;
+use lineage_store::internal::faulty::FaultyPublisher;
+use lineage_store::internal::keys;
+use lineage_store::internal::keys::KeyKind;
 use lineage_store::replicate::compare::{compare, Relation, ReplicaProblemKind as RK};
 use lineage_store::replicate::{follow, replicate, ReplicateOptions, Replicator, Stop};
+use lineage_store::seal;
+use lineage_store::MemoryPublisher;
+use lineage_store::ObjectInfo;
+use lineage_store::Outcome;
+use lineage_store::Seal;
+use lineage_store::SystemClock;
 use lineage_store::{AtomicPublisher, Result, Writer};
 
 use crate::support::audit::{append, events, verify_later};
@@ -143,7 +147,7 @@ async fn objects_land_in_publication_order_and_the_replica_is_the_source_byte_fo
     for (i, k) in order.iter().enumerate() {
         match keys::classify(k) {
             KeyKind::Pointer { run_id, commit_id } => {
-                let ptr: lineage_store::pointer::Pointer =
+                let ptr: lineage_store::Pointer =
                     serde_json::from_slice(&src.get(k).await.unwrap().unwrap()).unwrap();
                 assert_eq!((ptr.run_id, ptr.commit_id), (run_id, commit_id));
                 assert!(
@@ -157,7 +161,7 @@ async fn objects_land_in_publication_order_and_the_replica_is_the_source_byte_fo
                     assert!(at[e.key.as_str()] < i, "seal {n} before {}", e.key);
                 }
                 if n > 1 {
-                    let prev = lineage_store::audit::seal::seal_key(n - 1);
+                    let prev = lineage_store::internal::keys::seal_key(n - 1);
                     assert!(at[prev.as_str()] < i, "seal {n} before seal {}", n - 1);
                 }
             }
@@ -168,7 +172,7 @@ async fn objects_land_in_publication_order_and_the_replica_is_the_source_byte_fo
                 assert!(at[ptr.as_str()] < i, "index entry {k} before its pointer");
             }
             KeyKind::History(keys::HistoryKey::Head(n)) => {
-                let seal = lineage_store::audit::seal::seal_key(n);
+                let seal = lineage_store::internal::keys::seal_key(n);
                 assert!(at[seal.as_str()] < i, "marker {k} before its seal");
                 for (j, o) in order.iter().enumerate() {
                     if o.starts_with(keys::TILES_PREFIX) || o.starts_with(keys::LEAVES_PREFIX) {
@@ -181,7 +185,7 @@ async fn objects_land_in_publication_order_and_the_replica_is_the_source_byte_fo
                 assert_eq!(i, order.len() - 1, "{order:?}");
             }
             KeyKind::Meta => {
-                let claim: lineage_store::commit_key::Claim =
+                let claim: lineage_store::internal::claim::Claim =
                     serde_json::from_slice(&src.get(k).await.unwrap().unwrap()).unwrap();
                 for c in &claim.commits {
                     let ptr = keys::pointer_key(&c.run_id, &c.commit_id);
@@ -243,7 +247,7 @@ async fn only_new_objects_are_copied_after_an_append_and_a_seal() {
         .collect();
     for p in &new {
         assert!(want.contains(&p.part_path));
-        assert!(want.contains(&lineage_store::history::index::key_of(p).unwrap()));
+        assert!(want.contains(&lineage_store::internal::index::key_of(p).unwrap()));
     }
     assert!(want.contains(&keys::head_key(4)));
     let mut got = rec.created();
@@ -284,7 +288,7 @@ async fn an_ambiguous_failure_that_did_not_land_is_an_error_and_the_next_run_com
     assert!(
         r.problems
             .iter()
-            .all(|p| p.kind == lineage_store::audit::verify::ProblemKind::OrphanPart),
+            .all(|p| p.kind == lineage_store::ProblemKind::OrphanPart),
         "{:#?}",
         r.problems
     );
@@ -296,7 +300,7 @@ async fn an_ambiguous_failure_that_did_not_land_is_an_error_and_the_next_run_com
 #[tokio::test]
 async fn a_conflicting_destination_object_is_named_with_both_digests_and_left_alone() {
     let src = source().await;
-    let ptrs = lineage_store::audit::log::read_pointers(src.as_ref(), None)
+    let ptrs = lineage_store::read_pointers(src.as_ref(), None)
         .await
         .unwrap();
     let dst = Arc::new(MemoryPublisher::new());
@@ -359,11 +363,11 @@ async fn a_conflicting_destination_object_is_named_with_both_digests_and_left_al
 #[tokio::test]
 async fn corrupt_source_objects_are_refused_and_nothing_naming_them_is_copied() {
     let src = source().await;
-    let ptrs = lineage_store::audit::log::read_pointers(src.as_ref(), None)
+    let ptrs = lineage_store::read_pointers(src.as_ref(), None)
         .await
         .unwrap();
     // Seal 1 covers the first append's commits; find one of the last append's (seal 3).
-    let seals = lineage_store::audit::chain::walk(src.as_ref(), None)
+    let seals = lineage_store::internal::chain::walk(src.as_ref(), None)
         .await
         .unwrap();
     let last = ptrs
@@ -387,7 +391,7 @@ async fn corrupt_source_objects_are_refused_and_nothing_naming_them_is_copied() 
         "{refused:#?}"
     );
     assert!(refused[lp.as_str()].contains("was not copied"));
-    assert!(refused[lineage_store::audit::seal::seal_key(3).as_str()].contains(&lp));
+    assert!(refused[lineage_store::internal::keys::seal_key(3).as_str()].contains(&lp));
     assert_eq!(refused.len(), 3, "{refused:#?}");
     assert!(dst.get(&last.part_path).await.unwrap().is_none());
     // Everything else landed, and the replica is a valid store behind its source.
@@ -412,7 +416,7 @@ async fn corrupt_source_objects_are_refused_and_nothing_naming_them_is_copied() 
 #[tokio::test]
 async fn a_broken_source_chain_stops_seal_copying_at_the_broken_seal() {
     let src = source().await;
-    let key = lineage_store::audit::seal::seal_key(2);
+    let key = lineage_store::internal::keys::seal_key(2);
     let mut seal2 = Seal::from_bytes(&key, &src.get(&key).await.unwrap().unwrap()).unwrap();
     seal2.sealed_utc = "2020-01-01T00:00:00.000000Z".into();
     src.tamper_put(&key, Bytes::from(seal2.to_bytes().unwrap()));
@@ -429,7 +433,7 @@ async fn a_source_that_lost_its_newest_seal_conflicts_with_its_replica() {
     let src = source().await;
     let dst = Arc::new(MemoryPublisher::new());
     replicate(src.clone(), dst.clone(), opts(4)).await.unwrap();
-    let key = lineage_store::audit::seal::seal_key(3);
+    let key = lineage_store::internal::keys::seal_key(3);
     let theirs = sha256_hex(&dst.get(&key).await.unwrap().unwrap());
     assert!(src.tamper_remove(&key));
     let s = replicate(src.clone(), dst.clone(), opts(4)).await.unwrap();
@@ -532,7 +536,7 @@ async fn compare_names_what_is_missing_differs_or_extra_on_either_side() {
     let src = source().await;
     let dst = Arc::new(MemoryPublisher::new());
     replicate(src.clone(), dst.clone(), opts(4)).await.unwrap();
-    let ptrs = lineage_store::audit::log::read_pointers(src.as_ref(), None)
+    let ptrs = lineage_store::read_pointers(src.as_ref(), None)
         .await
         .unwrap();
     // Behind is not a problem.
@@ -577,7 +581,7 @@ async fn compare_names_what_is_missing_differs_or_extra_on_either_side() {
     assert!(d.detail.contains(&sha256_hex(b"edited")), "{}", d.detail);
 
     // A rewritten seal: the chains diverge from it.
-    let key = lineage_store::audit::seal::seal_key(2);
+    let key = lineage_store::internal::keys::seal_key(2);
     let mut s2 = Seal::from_bytes(&key, &dst.get(&key).await.unwrap().unwrap()).unwrap();
     s2.sealed_utc = "2020-01-01T00:00:00.000000Z".into();
     dst.tamper_put(&key, Bytes::from(s2.to_bytes().unwrap()));

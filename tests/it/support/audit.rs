@@ -4,17 +4,21 @@ use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 use chrono::{Duration, Utc};
-use lineage_store::audit::verify::{verify_with, ProblemKind, Report, VerifyOptions};
-use lineage_store::events::{Origin, SourcedBatch};
-use lineage_store::pointer::Pointer;
-use lineage_store::validate::Validator;
+use lineage_store::internal::events::Origin;
+use lineage_store::internal::events::SourcedBatch;
+use lineage_store::internal::validate::Validator;
+use lineage_store::verify_with;
+use lineage_store::Pointer;
+use lineage_store::ProblemKind;
+use lineage_store::Report;
+use lineage_store::VerifyOptions;
 use lineage_store::{AtomicPublisher, Writer};
 
 /// Validated sample events.
 pub fn events(rows: usize, runs: usize, seed: u64) -> Vec<RecordBatch> {
     let mut v = Validator::new();
     let mut first = 1u64;
-    lineage_store::demo::generate(rows, runs, seed)
+    lineage_store::generate_demo_events(rows, runs, seed)
         .unwrap()
         .into_iter()
         .map(|b| {

@@ -22,7 +22,8 @@ use arrow_array::{
 use arrow_schema::{Field, Schema};
 use bytes::Bytes;
 use lineage_store::contract;
-use lineage_store::input::{parse_validated, Format};
+use lineage_store::internal::input::parse_validated;
+use lineage_store::Format;
 
 /// What must happen to a case.
 #[derive(Debug, Clone)]

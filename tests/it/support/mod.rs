@@ -25,9 +25,11 @@ pub mod sample;
 
 use std::sync::Arc;
 
-use lineage_store::publish::object::{Backend, ObjectStorePublisher};
-use lineage_store::store::{self, CloudOptions};
+use lineage_store::internal::object::Backend;
+use lineage_store::internal::object::ObjectStorePublisher;
+use lineage_store::internal::store;
 use lineage_store::AtomicPublisher;
+use lineage_store::CloudOptions;
 
 /// An emulator the tests can use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -183,9 +185,9 @@ pub fn ndjson(run_id: &str, n: usize, tag: &str) -> String {
 
 /// Validated batches of [`ndjson`] events.
 pub fn batches(run_id: &str, n: usize, tag: &str) -> Vec<arrow_array::RecordBatch> {
-    lineage_store::input::parse_validated(
+    lineage_store::internal::input::parse_validated(
         bytes::Bytes::from(ndjson(run_id, n, tag)),
-        lineage_store::input::Format::Ndjson,
+        lineage_store::Format::Ndjson,
     )
     .unwrap_or_else(|e| panic!("sample events: {e}"))
 }

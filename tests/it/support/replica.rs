@@ -10,9 +10,12 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use lineage_store::encode::sha256_hex;
-use lineage_store::keys::{self, KeyKind};
-use lineage_store::store::{self, cloud, CloudOptions};
+use lineage_store::internal::encode::sha256_hex;
+use lineage_store::internal::keys;
+use lineage_store::internal::keys::KeyKind;
+use lineage_store::internal::store;
+use lineage_store::internal::store::cloud;
+use lineage_store::CloudOptions;
 use lineage_store::{AtomicPublisher, Writer};
 use object_store::path::Path as ObjPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
@@ -184,7 +187,7 @@ impl Side {
     /// Seal; returns the new head digest.
     pub async fn seal(&self) -> String {
         let s = self.open().await;
-        lineage_store::audit::seal::seal(s.as_ref(), &lineage_store::clock::SystemClock, None)
+        lineage_store::seal(s.as_ref(), &lineage_store::SystemClock, None)
             .await
             .unwrap()
             .head
@@ -317,7 +320,7 @@ pub fn kinds_and_keys(problems: &serde_json::Value) -> Vec<(String, String)> {
 
 /// A seal's bytes with another `sealed_utc`: a rewrite that still parses.
 pub fn rewritten_seal(bytes: &[u8]) -> Vec<u8> {
-    let mut s = lineage_store::audit::seal::Seal::from_bytes("seal", bytes).unwrap();
+    let mut s = lineage_store::Seal::from_bytes("seal", bytes).unwrap();
     s.sealed_utc = "2020-01-01T00:00:00.000000Z".into();
     s.to_bytes().unwrap()
 }

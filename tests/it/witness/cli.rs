@@ -3,8 +3,8 @@
 //! and local disk witnessed on local disk (runs without emulators). Truncating the newest
 //! seal after witnessing, rewriting a seal, and deleting witness records.
 
-use lineage_store::audit::seal::seal_key;
-use lineage_store::encode::sha256_hex;
+use lineage_store::internal::encode::sha256_hex;
+use lineage_store::internal::keys::seal_key;
 use serde_json::Value;
 
 use crate::support::replica::{json, kinds_and_keys, rewritten_seal, run, Side};

@@ -4,15 +4,17 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use lineage_store::audit::chain::walk;
-use lineage_store::audit::seal::{seal, seal_key, Seal};
-use lineage_store::clock::SystemClock;
-use lineage_store::publish::memory::MemoryPublisher;
+use lineage_store::internal::chain::walk;
+use lineage_store::internal::keys::seal_key;
 use lineage_store::replicate::{replicate, ReplicateOptions};
+use lineage_store::seal;
 use lineage_store::witness::{
     check, record_key, store_identity, witness, WitnessProblemKind as W, WitnessReport,
 };
 use lineage_store::AtomicPublisher;
+use lineage_store::MemoryPublisher;
+use lineage_store::Seal;
+use lineage_store::SystemClock;
 
 use crate::support::audit::append;
 
@@ -96,7 +98,7 @@ async fn a_rewritten_seal_is_detected_naming_the_witnessed_head() {
     store.tamper_put(&key, Bytes::from(s.to_bytes().unwrap()));
     let r = checked(&store, &wit).await;
     assert_eq!(kinds(&r), vec![(W::WitnessedSealRewritten, key.clone())]);
-    let want = lineage_store::encode::sha256_hex(&before);
+    let want = lineage_store::internal::encode::sha256_hex(&before);
     assert!(
         r.problems[0].detail.contains(&want),
         "{}",

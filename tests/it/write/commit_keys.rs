@@ -3,11 +3,16 @@
 
 use std::sync::Arc;
 
-use lineage_store::audit::verify::{verify, verify_with, ProblemKind, VerifyOptions};
-use lineage_store::keys::{self, KeyKind};
-use lineage_store::publish::faulty::{Fault, FaultyPublisher};
-use lineage_store::publish::memory::MemoryPublisher;
-use lineage_store::writer::derived_commit_id;
+use lineage_store::internal::claim::derived_commit_id;
+use lineage_store::internal::faulty::Fault;
+use lineage_store::internal::faulty::FaultyPublisher;
+use lineage_store::internal::keys;
+use lineage_store::internal::keys::KeyKind;
+use lineage_store::verify;
+use lineage_store::verify_with;
+use lineage_store::MemoryPublisher;
+use lineage_store::ProblemKind;
+use lineage_store::VerifyOptions;
 use lineage_store::{AtomicPublisher, ErrorKind, Writer};
 
 use crate::support;

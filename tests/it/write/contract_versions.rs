@@ -117,7 +117,7 @@ fn older_input_is_widened_with_nulls_and_newer_never_narrowed() {
     }
     let v = v130();
     let base = contract::version("1.2.0").unwrap();
-    let batches = lineage_store::demo::generate(50, 1, 7).unwrap();
+    let batches = lineage_store::generate_demo_events(50, 1, 7).unwrap();
     let (to, out) = contract::for_append(batches.clone(), None, false).unwrap();
     assert_eq!(to.version, "1.3.0", "text input is written as the newest");
     assert_eq!(out[0].num_columns(), 16);
@@ -161,7 +161,7 @@ fn ok(o: &Output) -> String {
 fn v130_batches(run_rows: usize, seed: u64) -> Vec<RecordBatch> {
     let v = v130();
     let base = contract::version("1.2.0").unwrap();
-    let batches = lineage_store::demo::generate(run_rows, 1, seed).unwrap();
+    let batches = lineage_store::generate_demo_events(run_rows, 1, seed).unwrap();
     contract::conform(batches, &base, &v)
         .unwrap()
         .into_iter()
@@ -239,7 +239,7 @@ fn a_store_mixing_versions_is_written_verified_and_exported() {
     ));
     // Typed input keeps its version: Parquet of 1.2.0, Arrow of 1.3.0 (with values).
     let pq = dir.path().join("b.parquet");
-    write_parquet(&pq, &lineage_store::demo::generate(30, 1, 3).unwrap());
+    write_parquet(&pq, &lineage_store::generate_demo_events(30, 1, 3).unwrap());
     ok(&run(
         &cli,
         &["append", "--store", s, "--input", pq.to_str().unwrap()],

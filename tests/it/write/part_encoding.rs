@@ -4,12 +4,15 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use lineage_store::commit_key::Claim;
-use lineage_store::encode::{self, PartEncoding};
-use lineage_store::input::{parse_validated, Format};
-use lineage_store::pointer::Pointer;
-use lineage_store::publish::memory::MemoryPublisher;
-use lineage_store::{keys, AtomicPublisher, Writer};
+use lineage_store::internal::claim::Claim;
+use lineage_store::internal::encode;
+use lineage_store::internal::encode::PartEncoding;
+use lineage_store::internal::input::parse_validated;
+use lineage_store::internal::keys;
+use lineage_store::Format;
+use lineage_store::MemoryPublisher;
+use lineage_store::Pointer;
+use lineage_store::{AtomicPublisher, Writer};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::file::reader::{FileReader, SerializedFileReader};
 

@@ -7,16 +7,22 @@ use arrow_array::cast::AsArray;
 use arrow_schema::{DataType, TimeUnit};
 use bytes::Bytes;
 use chrono::TimeZone;
-use lineage_store::audit::verify::{verify, verify_with, ProblemKind, VerifyOptions};
-use lineage_store::clock::{FixedClock, SeqIds};
 use lineage_store::contract;
-use lineage_store::crs::canonicalize;
-use lineage_store::input::{parse_validated, Format};
-use lineage_store::keys::{self, run_id_problem};
-use lineage_store::publish::faulty::{Fault, FaultyPublisher};
-use lineage_store::publish::memory::MemoryPublisher;
-use lineage_store::publish::posix::PosixPublisher;
-use lineage_store::publish::{AtomicPublisher, Outcome};
+use lineage_store::internal::faulty::Fault;
+use lineage_store::internal::faulty::FaultyPublisher;
+use lineage_store::internal::input::parse_validated;
+use lineage_store::internal::keys;
+use lineage_store::verify;
+use lineage_store::verify_with;
+use lineage_store::AtomicPublisher;
+use lineage_store::FixedClock;
+use lineage_store::Format;
+use lineage_store::MemoryPublisher;
+use lineage_store::Outcome;
+use lineage_store::PosixPublisher;
+use lineage_store::ProblemKind;
+use lineage_store::SeqIds;
+use lineage_store::VerifyOptions;
 use lineage_store::{ErrorKind, Writer};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::file::reader::{FileReader, SerializedFileReader};
@@ -106,83 +112,6 @@ fn schema_mismatch_names_first_field_and_both_types() {
     assert!(e.contains("`audit_tag` (Utf8) is missing"), "{e}");
 }
 
-#[test]
-fn crs_spellings_canonicalise_and_unknowns_are_refused() {
-    for s in [
-        "EPSG:4326",
-        "epsg:4326",
-        "EPSG::4326",
-        " urn:ogc:def:crs:EPSG::4326 ",
-        "urn:ogc:def:crs:EPSG:9.8.1:4326",
-        "http://www.opengis.net/def/crs/EPSG/0/4326",
-        "https://www.opengis.net/def/crs/EPSG/9.9.1/4326",
-        "http://www.opengis.net/gml/srs/epsg.xml#4326",
-    ] {
-        assert_eq!(canonicalize(s).as_deref(), Ok("EPSG:4326"), "{s}");
-    }
-    assert_eq!(canonicalize("EPSG:25832").as_deref(), Ok("EPSG:25832"));
-    let e = canonicalize("OGC:CRS84").unwrap_err();
-    assert!(e.contains("not EPSG:4326"), "{e}");
-    assert!(canonicalize("urn:ogc:def:crs:OGC:1.3:CRS84").is_err());
-    let e = canonicalize("EPSG:999999").unwrap_err();
-    assert!(
-        e.contains("not a coordinate reference system in the EPSG registry"),
-        "{e}"
-    );
-    assert!(canonicalize("EPSG:1234").is_err(), "1234 is no CRS code");
-    for bad in [
-        "4326",
-        "WGS84",
-        "EPSG:",
-        "EPSG:43a6",
-        "EPSG:4326/x",
-        "urn:ogc:def:crs:EPSG:x:4326",
-        "",
-    ] {
-        assert!(canonicalize(bad).is_err(), "{bad:?} must be refused");
-    }
-}
-
-#[test]
-fn run_id_must_be_a_safe_path_segment() {
-    assert!(run_id_problem("run-2026-07-13-abc123").is_none());
-    assert!(run_id_problem(&"r".repeat(128)).is_none());
-    for bad in [
-        "", "a/b", "a\\b", "a=b", "..", "a..b", ".hidden", "_meta", "a\nb", "a\u{7f}b", "x%2F",
-    ] {
-        assert!(run_id_problem(bad).is_some(), "{bad:?} must be refused");
-    }
-    assert!(run_id_problem(&"r".repeat(129))
-        .unwrap()
-        .contains("128 bytes"));
-}
-
-#[test]
-fn layout_keys_round_trip_through_classify() {
-    let id = "0190b2f3-0000-7000-8000-000000000001";
-    let part = keys::part_key("run-a", "EPSG:4326", id);
-    assert_eq!(
-        part,
-        format!("run_id=run-a/target_crs=EPSG:4326/part-{id}.parquet")
-    );
-    assert!(
-        matches!(keys::classify(&part), keys::KeyKind::Part { commit_id, .. } if commit_id == id)
-    );
-    let ptr = keys::pointer_key("run-a", id);
-    assert_eq!(ptr, format!("_lineage/commits/run_id=run-a/{id}.json"));
-    assert!(
-        matches!(keys::classify(&ptr), keys::KeyKind::Pointer { run_id, .. } if run_id == "run-a")
-    );
-    assert_eq!(
-        keys::classify("run_id=run-a/target_crs=EPSG:4326/.part-x.parquet.abc.tmp"),
-        keys::KeyKind::Temp
-    );
-    assert_eq!(
-        keys::classify("run_id=run-a/target_crs=EPSG:4326/other.parquet"),
-        keys::KeyKind::Foreign
-    );
-}
-
 #[tokio::test]
 async fn append_groups_flushes_and_writes_parts_and_pointers() {
     let mem = Arc::new(MemoryPublisher::new());
@@ -217,8 +146,11 @@ async fn append_groups_flushes_and_writes_parts_and_pointers() {
     for p in &pointers {
         let bytes = mem.get(&p.part_path).await.unwrap().unwrap();
         assert_eq!(bytes.len() as u64, p.size_bytes);
-        assert_eq!(lineage_store::encode::sha256_hex(&bytes), p.sha256);
-        let b3 = lineage_store::digest::blake3_hex(&bytes);
+        assert_eq!(
+            lineage_store::internal::encode::sha256_hex(&bytes),
+            p.sha256
+        );
+        let b3 = lineage_store::internal::digest::blake3_hex(&bytes);
         assert_eq!(p.blake3.as_deref(), Some(b3.as_str()));
         let reader = SerializedFileReader::new(bytes.clone()).unwrap();
         let kv: std::collections::HashMap<_, _> = reader
@@ -253,10 +185,7 @@ async fn append_groups_flushes_and_writes_parts_and_pointers() {
             .await
             .unwrap()
             .unwrap();
-        assert_eq!(
-            &lineage_store::pointer::Pointer::from_bytes("t", &ptr).unwrap(),
-            p
-        );
+        assert_eq!(&lineage_store::Pointer::from_bytes("t", &ptr).unwrap(), p);
     }
     assert!(verify(mem.as_ref()).await.unwrap().is_clean());
 }
@@ -410,7 +339,7 @@ async fn a_key_taken_by_other_content_is_a_conflict_naming_both_digests() {
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Conflict);
     let msg = e.to_string();
-    let theirs = lineage_store::encode::sha256_hex(b"someone else's bytes");
+    let theirs = lineage_store::internal::encode::sha256_hex(b"someone else's bytes");
     assert!(msg.contains(&theirs) && msg.contains("ours"), "{msg}");
     assert_eq!(
         mem.get(&key).await.unwrap().unwrap(),

@@ -9,14 +9,18 @@ use arrow_array::RecordBatch;
 use async_trait::async_trait;
 use bytes::Bytes;
 use chrono::TimeZone;
-use lineage_store::audit::verify::verify;
-use lineage_store::clock::{ManualClock, SeqIds};
-use lineage_store::events::EventRow;
-use lineage_store::input::{parse_validated, Format};
-use lineage_store::keys::{self, KeyKind};
-use lineage_store::publish::memory::MemoryPublisher;
-use lineage_store::publish::{ObjectInfo, Outcome};
-use lineage_store::stream::SinkOptions;
+use lineage_store::internal::events::EventRow;
+use lineage_store::internal::input::parse_validated;
+use lineage_store::internal::keys;
+use lineage_store::internal::keys::KeyKind;
+use lineage_store::verify;
+use lineage_store::Format;
+use lineage_store::ManualClock;
+use lineage_store::MemoryPublisher;
+use lineage_store::ObjectInfo;
+use lineage_store::Outcome;
+use lineage_store::SeqIds;
+use lineage_store::SinkOptions;
 use lineage_store::{AtomicPublisher, ErrorKind, Writer};
 
 use crate::support::sample;
@@ -106,7 +110,9 @@ async fn a_refused_batch_names_row_and_field_and_nothing_of_it_is_kept() {
     let v: Vec<_> = (10..18)
         .map(|i| sample::event(i, "run-a", if i == 15 { "EPSG:99999" } else { "EPSG:4326" }))
         .collect();
-    let raw = lineage_store::input::parse(Bytes::from(sample::ndjson(&v)), Format::Ndjson).unwrap();
+    let raw =
+        lineage_store::internal::input::parse(Bytes::from(sample::ndjson(&v)), Format::Ndjson)
+            .unwrap();
     let e = sink.write(raw[0].batch.clone()).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Input);
     assert!(

@@ -9,13 +9,18 @@ use std::sync::Arc;
 use arrow_array::cast::AsArray;
 use arrow_array::{RecordBatch, UInt32Array};
 use bytes::Bytes;
-use lineage_store::commit_key::{self, Claim, ClaimedCommit, CLAIM_FORMAT_V1};
 use lineage_store::contract::{self, col};
-use lineage_store::input::{parse_validated, Format, Input};
-use lineage_store::publish::memory::MemoryPublisher;
-use lineage_store::stream::append::append;
-use lineage_store::writer::derived_commit_id;
-use lineage_store::{encode, keys, AtomicPublisher, ErrorKind, Writer};
+use lineage_store::internal::claim as commit_key;
+use lineage_store::internal::claim::derived_commit_id;
+use lineage_store::internal::claim::Claim;
+use lineage_store::internal::claim::ClaimedCommit;
+use lineage_store::internal::claim::CLAIM_FORMAT_V1;
+use lineage_store::internal::input::parse_validated;
+use lineage_store::internal::{encode, keys};
+use lineage_store::Format;
+use lineage_store::Input;
+use lineage_store::MemoryPublisher;
+use lineage_store::{AtomicPublisher, BatchSource, ErrorKind, Writer};
 
 use crate::support::sample;
 
@@ -81,7 +86,7 @@ async fn keyed_append(
     batches: &[RecordBatch],
     batch_rows: usize,
     budget: usize,
-) -> Vec<lineage_store::pointer::Pointer> {
+) -> Vec<lineage_store::Pointer> {
     Writer::new(mem)
         .with_batch_rows(batch_rows)
         .with_max_buffered_bytes(budget)
@@ -149,7 +154,8 @@ async fn a_refusal_in_the_middle_of_any_format_publishes_nothing() {
     // Arrow and Parquet: the bad CRS text survives parsing (validation refuses it), so
     // build them from unvalidated batches.
     let raw =
-        lineage_store::input::parse(Bytes::from(sample::ndjson(&rows)), Format::Ndjson).unwrap();
+        lineage_store::internal::input::parse(Bytes::from(sample::ndjson(&rows)), Format::Ndjson)
+            .unwrap();
     let raw: Vec<RecordBatch> = raw.into_iter().map(|s| s.batch).collect();
     let arrow = dir.path().join("in.arrow");
     {
@@ -182,7 +188,7 @@ async fn a_refusal_in_the_middle_of_any_format_publishes_nothing() {
         let w = Writer::new(mem.clone()).with_batch_rows(10);
         let src = Arc::new(Input::open(Some(&path), None).unwrap());
         let mut seen = 0;
-        let e = append(&w, src, true, |_| seen += 1).await.unwrap_err();
+        let e = w.append_source(src, true, |_| seen += 1).await.unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Input, "{path:?}: {e}");
         // CSV line 451 = header + 450th event; NDJSON line 450; binary row 450.
         let at = match (unit, path.extension().unwrap().to_str().unwrap()) {
@@ -260,7 +266,7 @@ fn a_read_error_in_the_middle_of_standard_input_refuses_it_whole() {
     .unwrap();
     assert_eq!(inp.len(), len as u64);
     let mut rows = 0;
-    lineage_store::stream::append::BatchSource::read_all(&inp, &mut |b| {
+    lineage_store::BatchSource::read_all(&inp, &mut |b| {
         rows += b.batch.num_rows();
         Ok(())
     })
@@ -270,7 +276,6 @@ fn a_read_error_in_the_middle_of_standard_input_refuses_it_whole() {
 
 #[test]
 fn a_file_changed_between_the_passes_is_refused() {
-    use lineage_store::stream::append::BatchSource;
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("e.ndjson");
     std::fs::write(&p, sample::ndjson(&sample::events(5))).unwrap();
@@ -287,7 +292,6 @@ fn a_file_changed_between_the_passes_is_refused() {
 
 #[test]
 fn ndjson_line_numbers_carry_across_read_blocks() {
-    use lineage_store::stream::append::BatchSource;
     // Over 8 MiB of NDJSON, so the reader cuts it into blocks; the bad line is near the end.
     let mut rows = sample::events(30_000);
     rows[29_990]["sequence"] = serde_json::json!("x");
@@ -352,7 +356,7 @@ async fn a_job_claimed_by_the_old_format_is_retried_to_the_same_commits() {
     assert_eq!(got.len(), reference_flushes(&batches, 100).len());
     // The old claim is left as it was; a second retry is a no-op of read-backs.
     let again = keyed_append(mem.clone(), &batches, 100, usize::MAX).await;
-    let ids = |v: &[lineage_store::pointer::Pointer]| {
+    let ids = |v: &[lineage_store::Pointer]| {
         let mut v: Vec<_> = v
             .iter()
             .map(|p| (p.commit_id.clone(), p.sha256.clone()))
@@ -447,7 +451,7 @@ async fn a_file_read_twice_or_kept_from_the_first_pass_commits_the_same_parts() 
             .with_max_buffered_bytes(budget)
             .with_commit_key(Some("k".into()));
         let src = Arc::new(Input::open(Some(&path), None).unwrap());
-        let got = append(&w, src, true, |_| {}).await.unwrap();
+        let got = w.append_source(src, true, |_| {}).await.unwrap();
         let mut v: Vec<_> = got
             .pointers
             .iter()

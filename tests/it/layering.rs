@@ -16,8 +16,6 @@
 //! re-export is a name, not a dependency of the file's code; whoever uses the name depends
 //! on the file that defines it. Code under `#[cfg(test)]` is not counted either.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
