@@ -3,6 +3,7 @@
 //! from all leaves.
 
 use lineage_store::internal::complete::complete_growth;
+use lineage_store::internal::frontier::Frontier;
 use lineage_store::internal::keys;
 use lineage_store::internal::merkle;
 use lineage_store::internal::merkle::Hash;
