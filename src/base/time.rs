@@ -1,5 +1,5 @@
 //! Time as every object records it (RFC 3339, microseconds, `Z`), and durations as every
-//! command takes them (`90s`, `15m`, `1h`, `2d`, also `1h 30m`: humantime's syntax).
+//! command takes them (`90s`, `15m`, `1h`, `2d`).
 
 use chrono::{DateTime, Duration, SecondsFormat, TimeZone, Utc};
 
@@ -18,8 +18,10 @@ pub fn rfc3339_us(us: i64) -> String {
     }
 }
 
-/// Parse a duration flag: a whole number and a unit (`90s`, `15m`, `1h`, `2d`), or several
-/// (`1h 30m`), as [`humantime`] reads them.
+/// Parse a duration flag: a whole number and one unit, `s`, `m`, `h` or `d` (`90s`, `15m`,
+/// `1h`, `2d`), the syntax the README documents. (humantime was tried: it also takes
+/// weeks, months, years and sums such as `1h 30m`, none of which a flag here needs, and
+/// `1M`, a month, beside `1m`, a minute, is an easy mistake to make with a grace period.)
 pub fn parse_duration(s: &str) -> Result<Duration> {
     let s = s.trim();
     let bad = || {
@@ -27,6 +29,15 @@ pub fn parse_duration(s: &str) -> Result<Duration> {
             "duration {s:?}: expected a whole number and a unit s, m, h or d (e.g. 1h)"
         ))
     };
-    let d = humantime::parse_duration(s).map_err(|_| bad())?;
-    Duration::from_std(d).map_err(|_| bad())
+    let unit = s.chars().last().ok_or_else(bad)?;
+    let n: i64 = s[..s.len() - unit.len_utf8()].parse().map_err(|_| bad())?;
+    let secs = match unit {
+        's' => Some(n),
+        'm' => n.checked_mul(60),
+        'h' => n.checked_mul(3600),
+        'd' => n.checked_mul(86_400),
+        _ => None,
+    }
+    .ok_or_else(bad)?;
+    Duration::try_seconds(secs).ok_or_else(bad)
 }
