@@ -1,4 +1,4 @@
-//! What each fuzz target checks, shared with `tests/fuzz_regressions.rs`, which replays the
+//! What each fuzz target checks, shared with `tests/it/fuzz/regressions.rs`, which replays the
 //! seeds and every input a fuzzer ever found through these same functions (so a finding,
 //! once fixed, stays fixed in the ordinary test suite).
 //!

@@ -1,4 +1,4 @@
-//! The seal parser; the checks are in checks.rs (shared with tests/fuzz_regressions.rs).
+//! The seal parser; the checks are in checks.rs (shared with tests/it/fuzz/regressions.rs).
 #![no_main]
 
 #[path = "checks.rs"]

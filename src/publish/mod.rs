@@ -48,7 +48,7 @@ pub struct ObjectInfo {
 /// A store that can publish objects atomically and never over anything.
 ///
 /// Guarantees every implementation makes (and the conformance suite in
-/// `tests/conformance.rs` checks):
+/// `tests/it/publish/conformance.rs` checks):
 /// - **All or nothing**: after [`put_create`](Self::put_create) returns `Created`, a reader
 ///   of `key` sees all of `bytes`; before it, or after an error, it sees either nothing or
 ///   (for an ambiguous error, e.g. a lost response) all of `bytes`, never a prefix.

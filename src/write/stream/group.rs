@@ -89,7 +89,7 @@ pub(crate) enum FlushRows {
 impl FlushRows {
     /// One contiguous batch of the rows, in order. The encoder sees the same arrays
     /// whichever way the rows were buffered, so the part's bytes (and sha256) are the
-    /// same as encoding a slice of the whole group (tests/stream_append.rs compares them).
+    /// same as encoding a slice of the whole group (tests/it/write/streaming.rs compares them).
     pub(crate) fn into_batch(self) -> Result<RecordBatch> {
         match self {
             FlushRows::Batch(b) => Ok(b),
