@@ -89,6 +89,10 @@ pub use write::stream::append::AppendSummary;
 pub use write::stream::{Sink, SinkOptions, DEFAULT_MAX_BUFFERED_BYTES};
 pub use write::writer::{Writer, DEFAULT_BATCH_ROWS, DEFAULT_CONCURRENCY, MAX_PART_BYTES};
 
+// The store's identity.
+pub use format::identity::StoreIdentity;
+pub use history::identity::read_identity;
+
 // Sealing and keys.
 pub use history::pointers::{read_pointers, StoredPointer};
 pub use history::seal::{Seal, SealEntry, StoredSeal};

@@ -60,6 +60,8 @@ pub enum ProblemKind {
     BadHeadMarker,
     /// A hash tile that is not the tree's, or a missing one.
     BadTile,
+    /// The store's identity object (`_lineage/store.json`) cannot be parsed.
+    BadIdentity,
 }
 
 /// One problem, naming the object.

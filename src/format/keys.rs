@@ -3,6 +3,7 @@
 //! ```text
 //! run_id=<r>/target_crs=EPSG:<n>/part-<commit-id>.parquet     data (Hive layout)
 //! run_id=<r>/target_crs=EPSG:<n>/.part-<commit-id>.parquet.<nonce>.tmp   in-flight temp (POSIX)
+//! _lineage/store.json                                          the store's identity
 //! _lineage/commits/run_id=<r>/<commit-id>.json                 one pointer per commit
 //! _lineage/seals/<seq, 20 digits>.json                         seals (audit)
 //! _lineage/commit-keys/<sha256 of the key>.json                commit-key claims
@@ -25,6 +26,8 @@ use crate::base::error::{Error, Result};
 pub const MAX_RUN_ID_BYTES: usize = 128;
 /// Prefix of everything that is not data.
 pub const META_PREFIX: &str = "_lineage/";
+/// The store's identity ([`crate::format::identity`]).
+pub const IDENTITY_KEY: &str = "_lineage/store.json";
 /// Prefix of the commit pointers.
 pub const COMMITS_PREFIX: &str = "_lineage/commits/";
 /// Prefix of the seals.
@@ -336,6 +339,8 @@ pub enum KeyKind {
     Seal(u64),
     /// An index entry, head marker, hash tile or leaf locator.
     History(HistoryKey),
+    /// The store's identity, `_lineage/store.json`.
+    Identity,
     /// Anything else under `_lineage/`: ours, but not a pointer or seal (e.g. keys).
     Meta,
     /// Anything else: not written by lineage-store.
@@ -347,6 +352,9 @@ pub fn classify(key: &str) -> KeyKind {
     let name = key.rsplit('/').next().unwrap_or(key);
     if name.starts_with('.') && name.ends_with(".tmp") {
         return KeyKind::Temp;
+    }
+    if key == IDENTITY_KEY {
+        return KeyKind::Identity;
     }
     if let Some(rest) = key.strip_prefix(COMMITS_PREFIX) {
         if let Some((dir, file)) = rest.split_once('/') {

@@ -21,6 +21,7 @@
 pub mod complete;
 pub mod frontier;
 pub(crate) mod head;
+pub(crate) mod identity;
 pub mod index;
 pub mod merkle;
 pub(crate) mod pointers;

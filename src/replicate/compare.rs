@@ -259,7 +259,8 @@ pub async fn compare(
                 }
                 _ => None,
             },
-            Kind::Claim
+            Kind::Identity
+            | Kind::Claim
             | Kind::Index
             | Kind::SealAux
             | Kind::Head

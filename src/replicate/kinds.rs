@@ -19,6 +19,8 @@ use crate::format::keys::{self, KeyKind};
 /// stages before it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Stage {
+    /// The store's identity, first: everything after it belongs to the store it names.
+    Identity,
     /// Data parts and their pointers, commit by commit: the part, then its pointer.
     Commits,
     /// Index entries (each names a pointer).
@@ -39,7 +41,8 @@ pub enum Stage {
 
 impl Stage {
     /// Every stage, in publication order.
-    pub const ALL: [Stage; 7] = [
+    pub const ALL: [Stage; 8] = [
+        Stage::Identity,
         Stage::Commits,
         Stage::Index,
         Stage::Claims,
@@ -53,7 +56,8 @@ impl Stage {
     /// (objects that name the one before them). Commits and seals have their own order.
     pub fn sequential(self) -> bool {
         match self {
-            Stage::Commits
+            Stage::Identity
+            | Stage::Commits
             | Stage::Index
             | Stage::Claims
             | Stage::Seals
@@ -68,6 +72,8 @@ impl Stage {
 /// The kind of one object, as far as replication is concerned.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Kind {
+    /// The store's identity (`_lineage/store.json`).
+    Identity,
     /// A data part: copied with its commit, before the pointer, checked against it.
     Part,
     /// A commit pointer.
@@ -99,6 +105,7 @@ impl Kind {
     /// The stage an object of this kind is published in; `None` when it is not copied.
     pub fn stage(&self) -> Option<Stage> {
         match self {
+            Kind::Identity => Some(Stage::Identity),
             Kind::Part | Kind::Pointer { .. } => Some(Stage::Commits),
             Kind::Claim => Some(Stage::Claims),
             Kind::Seal(_) => Some(Stage::Seals),
@@ -113,6 +120,7 @@ impl Kind {
     /// A short name for summaries.
     pub fn label(&self) -> &'static str {
         match self {
+            Kind::Identity => "store identity",
             Kind::Part => "part",
             Kind::Pointer { .. } => "pointer",
             Kind::Claim => "claim",
@@ -130,6 +138,7 @@ impl Kind {
 /// The kind of a store key.
 pub fn kind_of(key: &str) -> Kind {
     match keys::classify(key) {
+        KeyKind::Identity => Kind::Identity,
         KeyKind::Part { .. } => Kind::Part,
         KeyKind::Pointer { run_id, commit_id } => Kind::Pointer { run_id, commit_id },
         KeyKind::Seal(n) => Kind::Seal(n),

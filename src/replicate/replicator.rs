@@ -668,6 +668,7 @@ fn tally(s: &mut Summary, h: Handled) {
             c.objects += 1;
             c.bytes += bytes;
             match h.kind {
+                Kind::Identity => c.identity += 1,
                 Kind::Part => c.parts += 1,
                 Kind::Pointer { .. } => c.pointers += 1,
                 Kind::Claim => c.claims += 1,

@@ -79,6 +79,8 @@ pub struct Copied {
     pub seals: u64,
     /// `_lineage/` objects of kinds this version does not know.
     pub other: u64,
+    /// The store's identity (once, on the first pass to a new replica).
+    pub identity: u64,
 }
 
 /// An object not copied, and why.
@@ -157,6 +159,7 @@ impl Summary {
         c.claims += n.claims;
         c.seals += n.seals;
         c.other += n.other;
+        c.identity += n.identity;
         self.from = next.from;
         self.to = next.to;
         self.already_present = next.already_present;

@@ -25,7 +25,9 @@ use uuid::Uuid;
 use crate::base::clock::{Clock, IdGen, SystemClock, V7Ids};
 use crate::base::error::{Error, Result};
 use crate::base::time::{rfc3339, rfc3339_us};
+use crate::format::identity::StoreIdentity;
 use crate::format::keys;
+use crate::history::identity::ensure_identity;
 use crate::format::pointer::{tool_version, Pointer, POINTER_FORMAT};
 use crate::parts::encode::{self, sha256_hex, EncodedPart};
 use crate::publish::checked::{publish_checked, Published};
@@ -61,6 +63,8 @@ pub(crate) struct WriteConfig {
     pub(crate) max_buffered_bytes: usize,
     pub(crate) schema_version: Option<String>,
     pub(crate) part_encoding: encode::PartEncoding,
+    /// The store's identity, read (or created) once per writer and its clones.
+    pub(crate) identity: Arc<tokio::sync::OnceCell<StoreIdentity>>,
 }
 
 impl WriteConfig {
@@ -81,6 +85,7 @@ impl WriteConfig {
             max_buffered_bytes: DEFAULT_MAX_BUFFERED_BYTES,
             schema_version: None,
             part_encoding: encode::PartEncoding::default(),
+            identity: Arc::default(),
         }
     }
     /// The same writer encoding parts with `encoding` (a keyed append retried under a
@@ -94,6 +99,14 @@ impl WriteConfig {
     pub(crate) fn encoders(&self) -> usize {
         self.encoders.max(1)
     }
+    /// The store's identity: read, or created when the store has none, before the first
+    /// object this writer publishes (once per writer and its clones).
+    pub(crate) async fn store_identity(&self) -> Result<&StoreIdentity> {
+        self.identity
+            .get_or_try_init(|| ensure_identity(self.store.as_ref(), self.clock.as_ref()))
+            .await
+    }
+
     /// A new commit id from the injected generator.
     pub(crate) fn new_commit_id(&self) -> Uuid {
         self.ids.commit_id()
@@ -138,6 +151,7 @@ impl WriteConfig {
         commit_id: String,
         enc: EncodedPart,
     ) -> Result<Pointer> {
+        self.store_identity().await?;
         let part_key = keys::part_key(run_id, target_crs, &commit_id);
         let want = enc.sha256.clone();
         publish_checked(self.store.as_ref(), &part_key, enc.bytes.clone(), |have| {

@@ -23,7 +23,8 @@ use crate::audit::verify::pipeline::Strategy;
 use crate::audit::verify::pointers::{ReadBack, SealedAs, Wanted};
 use crate::audit::verify::shard::Scope;
 use crate::base::error::{Error, Result};
-use crate::format::keys::{self, KeyKind};
+use crate::format::keys::{self, KeyKind, IDENTITY_KEY};
+use crate::history::identity::read_identity;
 use crate::format::pointer::Pointer;
 use crate::publish::{AtomicPublisher, ObjectInfo};
 
@@ -39,6 +40,8 @@ pub(crate) struct Full {
     pointerless: BTreeMap<String, usize>,
     /// Listed history objects (indexes into `listing`).
     history: Vec<usize>,
+    /// Whether the store's identity object was listed.
+    identity: bool,
 }
 
 impl Strategy for Full {
@@ -113,6 +116,7 @@ impl Strategy for Full {
                     "not written by lineage-store",
                 ),
                 KeyKind::History(_) => self.history.push(i),
+                KeyKind::Identity => self.identity = true,
                 KeyKind::Seal(_) | KeyKind::Meta => {}
             }
         }
@@ -153,6 +157,11 @@ impl Strategy for Full {
             scope: self.scope.as_ref(),
         };
         let checked = history::check(store, &cx, &objects).await?;
+        if self.identity && self.scope.as_ref().is_none_or(Scope::first) {
+            if let Err(e) = read_identity(store).await {
+                report.push(ProblemKind::BadIdentity, IDENTITY_KEY, e.to_string());
+            }
+        }
         report.problems.extend(checked.problems);
         report.unfinished_seal = checked.unfinished_seal;
         // A part is not pointerless when its pointer names it, or when its pointer key

@@ -291,6 +291,7 @@ async fn claim(
     key: &str,
     payload: &PayloadSummary,
 ) -> Result<PartEncoding> {
+    writer.store_identity().await?;
     let store = writer.store.as_ref();
     let now = rfc3339(writer.clock.now());
     match commit_key::claim(store, key, payload, PartEncoding::default(), now).await? {
