@@ -61,6 +61,8 @@ pub(crate) struct WriteConfig {
     pub(crate) max_buffered_bytes: usize,
     pub(crate) schema_version: Option<String>,
     pub(crate) part_encoding: encode::PartEncoding,
+    /// Errors listed when an append's input is refused (`0`: all).
+    pub(crate) max_errors: usize,
 }
 
 impl WriteConfig {
@@ -81,6 +83,7 @@ impl WriteConfig {
             max_buffered_bytes: DEFAULT_MAX_BUFFERED_BYTES,
             schema_version: None,
             part_encoding: encode::PartEncoding::default(),
+            max_errors: crate::base::rejection::DEFAULT_MAX_ERRORS,
         }
     }
     /// The same writer encoding parts with `encoding` (a keyed append retried under a
