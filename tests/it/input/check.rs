@@ -499,3 +499,22 @@ fn strings_other_than_crs_and_times_are_kept_exactly_as_written() {
         .collect();
     assert_eq!(fields, ["sequence", "outcome"], "{e}");
 }
+
+#[test]
+fn what_standard_input_looks_like_is_told_by_its_first_bytes() {
+    let batch = bad_input::contract_batch(2);
+    let sniff = |b: &[u8]| Format::sniff(b).map(|(f, _)| f);
+    assert_eq!(sniff(&bad_input::parquet(&batch)), Some(Format::Parquet));
+    assert_eq!(sniff(&bad_input::ipc_file(&batch)), Some(Format::Arrow));
+    assert_eq!(sniff(&bad_input::ipc_stream(&batch)), Some(Format::Arrow));
+    let csv = format!("\n\u{feff}{}\n", csv_header());
+    assert_eq!(sniff(csv.as_bytes()), Some(Format::Csv));
+    assert_eq!(sniff(b"event_id;run_id;sequence\r\n"), Some(Format::Csv));
+    // NDJSON, or something that is neither: read as NDJSON (its lines say what is wrong).
+    assert_eq!(sniff(&bad_input::good_ndjson(2)), None);
+    assert_eq!(sniff(b"\n\n  {\"event_id\":1}\n"), None);
+    assert_eq!(sniff(b"event_id,colour\n"), None);
+    assert_eq!(sniff(b"hello"), None);
+    assert_eq!(Format::from_flag("csv"), Some(Format::Csv));
+    assert_eq!(Format::from_flag("xml"), None);
+}
