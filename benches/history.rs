@@ -187,11 +187,8 @@ fn validated(rows: usize, seed: u64) -> Vec<arrow_array::RecordBatch> {
         .unwrap()
         .into_iter()
         .map(|b| {
-            v.validate(&SourcedBatch {
-                batch: b,
-                origin: Origin::Rows { first: 1 },
-            })
-            .unwrap()
+            v.validate(&SourcedBatch::new(b, Origin::Rows { first: 1 }))
+                .unwrap()
         })
         .collect()
 }

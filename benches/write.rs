@@ -407,10 +407,10 @@ fn section_s3(rt: &tokio::runtime::Runtime) {
     let batches: Vec<_> = batches
         .into_iter()
         .map(|b| {
-            v.validate(&lineage_store::internal::events::SourcedBatch {
-                batch: b,
-                origin: lineage_store::internal::events::Origin::Rows { first: 1 },
-            })
+            v.validate(&lineage_store::internal::events::SourcedBatch::new(
+                b,
+                lineage_store::internal::events::Origin::Rows { first: 1 },
+            ))
             .unwrap()
         })
         .collect();

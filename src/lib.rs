@@ -19,7 +19,8 @@
 //! `tests/it/layering.rs` reads every `use` line and path and fails on an upward import or a
 //! circle. docs/architecture.md describes each layer; from the bottom:
 //!
-//! 1. `base`: errors and their one mapping to kinds and exit codes, the injected clock and
+//! 1. `base`: errors and their one mapping to kinds and exit codes, refused input's list of
+//!    errors, the injected clock and
 //!    ids, digests (sha256, BLAKE3), time formats and duration flags, the encoder pool, a
 //!    seeded rng. Imports nothing of ours.
 //! 2. `schema`: the contract (15 columns, versions 1.2.0+), the row builder with its input
@@ -34,7 +35,8 @@
 //! 6. `history`: the seal chain's objects (seals, Merkle trees, frontiers, hash tiles, leaf
 //!    locators, head markers, the commit-time index), signing keys, reading pointers, and
 //!    sealing.
-//! 7. `write`: input formats, validation, streaming appends with bounded memory, commit
+//! 7. `write`: input formats, validation (every error of an input at once), checking an
+//!    input without a store ([`check`]), streaming appends with bounded memory, commit
 //!    keys, committing one flush, and the [`Writer`] façade.
 //! 8. `audit`: the report vocabulary, the chain walk, `log`, `verify` (one pipeline, full or
 //!    since a seal, sharded), inclusion proofs, `repair` and `sweep`.
@@ -65,6 +67,7 @@ mod write;
 
 // Errors.
 pub use base::error::{Error, ErrorKind, Result};
+pub use base::rejection::{InputError, Place, Rejection, DEFAULT_MAX_ERRORS};
 
 // Injected time and ids.
 pub use base::clock::{Clock, FixedClock, IdGen, ManualClock, SeqIds, SystemClock, V7Ids};
@@ -82,6 +85,7 @@ pub use publish::{AtomicPublisher, ObjectInfo, Outcome};
 
 // Writing.
 pub use format::pointer::{Pointer, POINTER_FORMAT};
+pub use write::check::{check, check_batches, CheckOptions, CheckReport, PartitionSummary};
 pub use write::demo::generate as generate_demo_events;
 pub use write::input::batches::{validate_all, BatchValidator};
 pub use write::input::{BatchSource, Format, Input};

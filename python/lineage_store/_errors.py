@@ -24,6 +24,9 @@ class InputError(LineageError, ValueError):
 
     For a refused row, ``row`` is its 1-based number in the input, ``field`` the column
     and ``reason`` why; for a schema mismatch ``field`` names the first differing field.
+    ``errors`` lists every error found (the first 20), each a dict with ``line``, ``row``,
+    ``field``, ``value`` and ``reason`` (as ``lineage_store.check`` returns them); ``row``,
+    ``field`` and ``reason`` are the first one's.
     """
 
     def __init__(
@@ -33,11 +36,13 @@ class InputError(LineageError, ValueError):
         row: Optional[int] = None,
         field: Optional[str] = None,
         reason: Optional[str] = None,
+        errors: Optional[list] = None,
     ) -> None:
         super().__init__(message)
         self.row = row
         self.field = field
         self.reason = message if reason is None else reason
+        self.errors = [] if errors is None else errors
 
 
 class ConflictError(LineageError):

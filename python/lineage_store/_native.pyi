@@ -31,6 +31,18 @@ def open(url: StrPath, *, endpoint_url: Optional[str] = None) -> Store:
 def canonical_crs(value: str) -> str:
     """The canonical ``EPSG:<code>`` of a CRS identifier; ``InputError`` otherwise."""
 
+def check(
+    data: Union[ArrowData, StrPath],
+    *,
+    format: Optional[str] = None,
+    schema_version: Optional[str] = None,
+    max_errors: int = 0,
+) -> list[dict[str, Any]]:
+    """Validate ``data`` (Arrow data, or the path of an NDJSON, CSV, Arrow IPC or Parquet
+    file) as an append would, without a store: every error in input order (the first
+    ``max_errors``; 0: all), each a dict with ``line``, ``row``, ``field``, ``value`` and
+    ``reason``. An empty list: an append would accept it."""
+
 def contract_schema() -> pyarrow.Schema:
     """The contract as a ``pyarrow.Schema`` (use ``lineage_store.SCHEMA``)."""
 

@@ -3,7 +3,7 @@
 //! `Io`/`NotFound` → `StoreError`, `Internal` → `LineageError`. The message is exactly
 //! what the CLI prints after `error: `.
 
-use lineage_store::{Error, ErrorKind};
+use lineage_store::{Error, ErrorKind, InputError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -34,10 +34,20 @@ pub fn to_py(py: Python<'_>, e: Error) -> PyErr {
         ErrorKind::Input => {
             let kwargs = PyDict::new(py);
             let (row, field, reason) = locate(&e);
+            let listed = e.rejection().map(|r| {
+                r.errors
+                    .iter()
+                    .map(|x| error_dict(py, x))
+                    .collect::<PyResult<Vec<_>>>()
+            });
             let set = kwargs
                 .set_item("row", row)
                 .and_then(|()| kwargs.set_item("field", field))
-                .and_then(|()| kwargs.set_item("reason", reason));
+                .and_then(|()| kwargs.set_item("reason", reason))
+                .and_then(|()| match listed {
+                    Some(l) => kwargs.set_item("errors", l?),
+                    None => Ok(()),
+                });
             match set {
                 Ok(()) => raise(py, "InputError", message, Some(&kwargs)),
                 Err(err) => err,
@@ -50,10 +60,30 @@ pub fn to_py(py: Python<'_>, e: Error) -> PyErr {
     }
 }
 
-/// Row (1-based), field and reason of a refused input, as far as the error names them.
-/// Row errors read `row 12, field `target_crs`: why` (see `validate.rs`); schema errors
-/// name the field in backticks.
+/// One error as a dict: `line`, `row`, `field`, `value`, `reason` (`None` where they do
+/// not apply), the keys of `lineage check --json`.
+pub fn error_dict<'py>(py: Python<'py>, e: &InputError) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("line", e.line())?;
+    d.set_item("row", e.row())?;
+    d.set_item("field", e.field.as_deref())?;
+    d.set_item("value", e.value.as_deref())?;
+    d.set_item("reason", &e.reason)?;
+    Ok(d)
+}
+
+/// Row (1-based), field and reason of a refused input, as far as the error names them:
+/// of its first error when it lists them (`Error::Rejected`; a line number stands for the
+/// row, as before); row errors read `row 12, field `target_crs`: why`; schema errors name
+/// the field in backticks.
 fn locate(e: &Error) -> (Option<u64>, Option<String>, String) {
+    if let Some(first) = e.rejection().and_then(|r| r.errors.first()) {
+        return (
+            first.row().or(first.line()),
+            first.field.clone(),
+            first.reason.clone(),
+        );
+    }
     match e {
         Error::Record { location, message } => {
             let row = location

@@ -15,6 +15,7 @@ use lineage_store::{verify_proof as lib_verify_proof, Proof as LibProof};
 use pyo3::prelude::*;
 
 mod arrow_in;
+mod check;
 mod errors;
 mod log;
 mod log_table;
@@ -140,6 +141,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DEFAULT_BATCH_ROWS", lineage_store::DEFAULT_BATCH_ROWS)?;
     m.add_function(wrap_pyfunction!(store::open, m)?)?;
     m.add_function(wrap_pyfunction!(canonical_crs, m)?)?;
+    m.add_function(wrap_pyfunction!(check::check, m)?)?;
     m.add_function(wrap_pyfunction!(contract_schema, m)?)?;
     m.add_function(wrap_pyfunction!(keygen, m)?)?;
     m.add_function(wrap_pyfunction!(verify_proof, m)?)?;

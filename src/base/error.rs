@@ -49,6 +49,10 @@ pub enum Error {
     /// The input's Arrow schema is not the contract.
     #[error("schema mismatch: {0}")]
     Schema(String),
+    /// Refused input: every error found (the first ones in input order, and how many in
+    /// all), one per line of the message. Nothing was published.
+    #[error("{0}")]
+    Rejected(Box<crate::base::rejection::Rejection>),
     /// A flag, URL or argument is not acceptable.
     #[error("{0}")]
     Usage(String),
@@ -118,9 +122,11 @@ impl Error {
     /// The one mapping from variants to kinds.
     pub fn kind(&self) -> ErrorKind {
         match self {
-            Error::Record { .. } | Error::Schema(_) | Error::Usage(_) | Error::Signature(_) => {
-                ErrorKind::Input
-            }
+            Error::Record { .. }
+            | Error::Schema(_)
+            | Error::Rejected(_)
+            | Error::Usage(_)
+            | Error::Signature(_) => ErrorKind::Input,
             Error::Conflict { .. } | Error::Corrupt { .. } => ErrorKind::Conflict,
             Error::NotFound(_) => ErrorKind::NotFound,
             Error::Io { .. } | Error::Delivery { .. } => ErrorKind::Io,
@@ -143,11 +149,35 @@ impl Error {
         }
     }
 
+    /// Refused input with one error.
+    pub fn input(e: crate::base::rejection::InputError) -> Self {
+        Error::Rejected(Box::new(crate::base::rejection::Rejection::one(e)))
+    }
+
+    /// The input's errors, when this is refused input (`None` for every other error).
+    pub fn rejection(&self) -> Option<&crate::base::rejection::Rejection> {
+        match self {
+            Error::Rejected(r) => Some(r),
+            _ => None,
+        }
+    }
+
     /// Shorthand for a record error.
     pub fn record(location: impl Into<String>, message: impl Into<String>) -> Self {
         Error::Record {
             location: location.into(),
             message: message.into(),
+        }
+    }
+}
+
+impl crate::base::rejection::Collector {
+    /// `Ok` when no error was recorded, else refused input ([`Error::Rejected`]) with
+    /// every error recorded.
+    pub fn finish(self) -> Result<()> {
+        match self.into_rejection() {
+            None => Ok(()),
+            Some(r) => Err(Error::Rejected(Box::new(r))),
         }
     }
 }

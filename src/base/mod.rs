@@ -4,5 +4,6 @@ pub(crate) mod clock;
 pub mod digest;
 pub(crate) mod error;
 pub(crate) mod pool;
+pub(crate) mod rejection;
 pub(crate) mod rng;
 pub mod time;

@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::base::error::Result;
-use crate::cli::common::{json_line, out, Status, StoreArg};
+use crate::base::rejection::DEFAULT_MAX_ERRORS;
+use crate::cli::common::{json_line, out, refusal_json, Status, StoreArg};
 use crate::format::pointer::Pointer;
 use crate::write::input::{self, Format};
 use crate::write::writer::{Writer, DEFAULT_BATCH_ROWS};
@@ -30,19 +31,36 @@ pub(crate) struct Args {
     /// version its schema is). Older input is widened with null columns.
     #[arg(long, value_name = "VERSION")]
     schema_version: Option<String>,
-    /// One JSON pointer per line.
+    /// Errors to list when the input is refused (0: all); the whole input is validated
+    /// either way and the rest are counted.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_ERRORS)]
+    max_errors: usize,
+    /// One JSON pointer per line; refused input: one JSON object listing the errors
+    /// (`errors`: each with `line`, `row`, `field`, `value`, `reason`), as `check --json`.
     #[arg(long)]
     json: bool,
 }
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
+    let json = a.json;
+    let result = append(a).await;
+    if let (true, Err(e)) = (json, &result) {
+        if let Some(v) = refusal_json(e) {
+            out(&json_line(&v)?)?;
+        }
+    }
+    result
+}
+
+async fn append(a: Args) -> Result<Status> {
     // Standard input is spooled to a temp file first: it is read twice.
     let input = Arc::new(input::Input::open(a.input.as_deref(), a.format)?);
     let store = a.store.open().await?;
     let writer = Writer::new(store)
         .with_batch_rows(a.batch_rows)
         .with_commit_key(a.commit_key)
-        .with_schema_version(a.schema_version);
+        .with_schema_version(a.schema_version)
+        .with_max_errors(a.max_errors);
     let mut print_err = None;
     // Validates everything before the first commit: refused input publishes nothing.
     let done = writer

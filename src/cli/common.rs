@@ -46,3 +46,23 @@ pub(crate) fn out(line: &str) -> Result<()> {
 pub(crate) fn json_line<T: serde::Serialize>(v: &T) -> Result<String> {
     serde_json::to_string(v).map_err(|e| Error::Internal(e.to_string()))
 }
+
+/// Refused input as the JSON object `append --json` and `check --json` print on standard
+/// output: `{"valid": false, "error_count": N, "errors": [{line, row, field, value,
+/// reason}...], "hint": ...}`. `None` for errors that are not about the input (I/O, a
+/// conflict), which are only told on standard error.
+pub(crate) fn refusal_json(e: &Error) -> Option<serde_json::Value> {
+    use crate::base::error::ErrorKind;
+    if let Some(r) = e.rejection() {
+        return Some(r.to_json());
+    }
+    (e.kind() == ErrorKind::Input).then(|| {
+        crate::base::rejection::Rejection::one(crate::base::rejection::InputError::new(
+            crate::base::rejection::Place::Schema,
+            None,
+            None,
+            e.to_string(),
+        ))
+        .to_json()
+    })
+}

@@ -45,10 +45,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     let mut batches = Vec::with_capacity(raw.len());
     for b in raw {
         let n = b.num_rows() as u64;
-        batches.push(v.validate(&SourcedBatch {
-            batch: b,
-            origin: Origin::Rows { first },
-        })?);
+        batches.push(v.validate(&SourcedBatch::new(b, Origin::Rows { first }))?);
         first += n;
     }
     let store = Arc::new(PosixPublisher::new(&a.store));

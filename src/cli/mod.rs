@@ -13,6 +13,7 @@ use crate::base::error::{Error, ErrorKind};
 use common::STDOUT;
 
 mod append;
+mod check;
 mod common;
 mod demo;
 mod export;
@@ -44,6 +45,14 @@ struct Cli {
 enum Command {
     /// Validate events and append them as immutable Parquet parts (one commit per flush).
     Append(append::Args),
+    /// Validate an input as `append` would, without a store; say what an append would do.
+    ///
+    /// The same readers, version rules and row rules as `lineage append`, without a
+    /// store: nothing is written anywhere. Exit 0 when valid, with what an append would
+    /// do (rows, partitions, commits at --batch-rows, contract version); exit 2 when
+    /// refused, every error listed on standard error in input order (line and field, or
+    /// row and field, and why) exactly as `append` lists them. For a pipeline's own CI.
+    Check(check::Args),
     /// List the commits, from their pointers.
     Log(log::Args),
     /// Prove every recorded part is present and byte-identical; report anything else.
@@ -86,6 +95,7 @@ pub fn main() -> ExitCode {
     let result = rt.block_on(async {
         match cli.command {
             Command::Append(a) => append::run(a).await,
+            Command::Check(a) => check::run(a),
             Command::Log(a) => log::run(a).await,
             Command::Verify(a) => verify::run(a).await,
             Command::Schema(a) => schema::run(a),
@@ -121,7 +131,21 @@ fn closed_stdout(e: &Error) -> bool {
 }
 
 fn fail(e: &Error) -> ExitCode {
-    let _ = writeln!(std::io::stderr(), "error: {}", with_causes(e));
+    let mut err = std::io::stderr().lock();
+    match e.rejection() {
+        // Refused input: one line per error, each as it would read alone.
+        Some(r) => {
+            for line in r.errors.iter().map(ToString::to_string).chain(r.more()) {
+                let _ = writeln!(err, "error: {line}");
+            }
+            if let Some(h) = &r.hint {
+                let _ = writeln!(err, "hint: {h}");
+            }
+        }
+        None => {
+            let _ = writeln!(err, "error: {}", with_causes(e));
+        }
+    }
     let code = match e.kind() {
         ErrorKind::Input | ErrorKind::Io | ErrorKind::NotFound => 2,
         k => k.exit_code(),

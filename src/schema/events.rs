@@ -9,6 +9,7 @@ use arrow_array::builder::{
 use arrow_array::{ArrayRef, RecordBatch};
 
 use crate::base::error::Result;
+use crate::base::rejection::{InputError, Place};
 use crate::schema::contract;
 
 /// Rows per batch the text readers produce.
@@ -29,13 +30,46 @@ pub enum Origin {
 impl Origin {
     /// "line 7" or "row 12" for row `i` of the batch.
     pub fn locate(&self, i: usize) -> String {
+        match self.place(i) {
+            Place::Line(l) => format!("line {l}"),
+            Place::Row(r) => format!("row {r}"),
+            Place::Schema => "the schema".to_string(),
+        }
+    }
+
+    /// Where row `i` of the batch is in the input.
+    pub fn place(&self, i: usize) -> Place {
         match self {
             Origin::Lines(lines) => match lines.get(i) {
-                Some(l) => format!("line {l}"),
-                None => format!("row {}", i + 1),
+                Some(&l) => Place::Line(l),
+                None => Place::Row(i as u64 + 1),
             },
-            Origin::Rows { first } => format!("row {}", first + i as u64),
+            Origin::Rows { first } => Place::Row(first + i as u64),
         }
+    }
+}
+
+/// What a reader refused in the lines a batch was read from: the errors (each with the
+/// contract column it is about, for ordering), and the cells they concern. A line that did
+/// not parse at all has no row in the batch; a row with a refused value is in the batch
+/// with that cell null, and the row rules skip the cell (it is reported once).
+#[derive(Debug, Clone, Default)]
+pub struct ReadErrors {
+    /// (contract column, or `usize::MAX` for none, error), in the order found.
+    pub errors: Vec<(usize, InputError)>,
+    /// (row in the batch, contract column) of each refused cell, in row order.
+    pub cells: Vec<(usize, usize)>,
+}
+
+impl ReadErrors {
+    /// Whether the reader refused nothing.
+    pub fn is_empty(&self) -> bool {
+        self.errors.is_empty()
+    }
+
+    /// Whether cell (`row`, `column`) was refused by the reader already.
+    pub fn reported(&self, row: usize, column: usize) -> bool {
+        !self.cells.is_empty() && self.cells.binary_search(&(row, column)).is_ok()
     }
 }
 
@@ -46,6 +80,19 @@ pub struct SourcedBatch {
     pub batch: RecordBatch,
     /// Where they came from.
     pub origin: Origin,
+    /// What the reader refused in those lines (empty for binary input).
+    pub read_errors: ReadErrors,
+}
+
+impl SourcedBatch {
+    /// Rows the reader found nothing wrong with.
+    pub fn new(batch: RecordBatch, origin: Origin) -> Self {
+        Self {
+            batch,
+            origin,
+            read_errors: ReadErrors::default(),
+        }
+    }
 }
 
 /// One event, borrowed, as the row-wise readers and the demo produce it: each field is the
@@ -189,12 +236,17 @@ impl EventBuilder {
     }
 }
 
+/// Reader errors a batch holds at most: a batch is cut early when its lines hold more
+/// (an input of bad lines only makes no rows, and must not make an unbounded batch).
+const MAX_READ_ERRORS_PER_BATCH: usize = 4096;
+
 /// Rows from a text input, cut into batches of [`BUILD_CHUNK_ROWS`] that remember the
-/// input line of every row.
+/// input line of every row, and what the reader refused in those lines.
 #[derive(Debug, Default)]
 pub struct LineBatcher {
     builder: EventBuilder,
     lines: Vec<u64>,
+    errors: ReadErrors,
     out: Vec<SourcedBatch>,
 }
 
@@ -206,9 +258,50 @@ impl LineBatcher {
 
     /// Append the row read from input line `line`.
     pub fn push(&mut self, row: &EventRow<'_>, line: u64) -> Result<()> {
+        self.push_refused(row, line, &[])
+    }
+
+    /// Append the row read from input line `line` whose `refused` contract columns (in
+    /// ascending order) were reported with [`error`](Self::error) and are null in `row`.
+    pub fn push_refused(&mut self, row: &EventRow<'_>, line: u64, refused: &[usize]) -> Result<()> {
+        let i = self.builder.len();
+        self.errors.cells.extend(refused.iter().map(|&c| (i, c)));
         self.builder.push(row);
         self.lines.push(line);
         if self.builder.len() >= BUILD_CHUNK_ROWS {
+            self.cut()?;
+        }
+        Ok(())
+    }
+
+    /// Record what the reader refused on input line `line` (`column`: the contract column
+    /// it is about, if any).
+    pub fn error(
+        &mut self,
+        line: u64,
+        column: Option<usize>,
+        value: Option<String>,
+        reason: impl Into<String>,
+    ) -> Result<()> {
+        let field = column
+            .and_then(|c| contract::COLUMNS.get(c))
+            .map(|c| c.name);
+        self.error_in(line, column, field, value, reason)
+    }
+
+    /// [`error`](Self::error) about a field that may not be in the contract (`column`:
+    /// its contract column when it is one).
+    pub fn error_in(
+        &mut self,
+        line: u64,
+        column: Option<usize>,
+        field: Option<&str>,
+        value: Option<String>,
+        reason: impl Into<String>,
+    ) -> Result<()> {
+        let e = InputError::new(Place::Line(line), field, value, reason);
+        self.errors.errors.push((column.unwrap_or(usize::MAX), e));
+        if self.errors.errors.len() >= MAX_READ_ERRORS_PER_BATCH {
             self.cut()?;
         }
         Ok(())
@@ -218,6 +311,7 @@ impl LineBatcher {
         self.out.push(SourcedBatch {
             batch: self.builder.finish()?,
             origin: Origin::Lines(std::mem::take(&mut self.lines)),
+            read_errors: std::mem::take(&mut self.errors),
         });
         Ok(())
     }
@@ -227,9 +321,9 @@ impl LineBatcher {
         std::mem::take(&mut self.out)
     }
 
-    /// All batches, the last one possibly short.
+    /// All batches, the last one possibly short (or without rows, holding only errors).
     pub fn finish(mut self) -> Result<Vec<SourcedBatch>> {
-        if !self.builder.is_empty() {
+        if !self.builder.is_empty() || !self.errors.is_empty() {
             self.cut()?;
         }
         Ok(self.out)

@@ -10,6 +10,9 @@
 //!   cannot represent it, and any mapping would change the recorded time.
 //! - NUL is refused in every string: C-based readers cut a value there, so a NUL can hide
 //!   the rest of a value from them.
+//! - Spaces around a CRS identifier, a time or a CSV number are ignored; no other white
+//!   space is (a tab or newline in a value is refused, not trimmed). Every other string is
+//!   kept exactly as written.
 //! - Error messages quote at most [`QUOTE_MAX_CHARS`] characters of a value (a line of
 //!   several MiB must not come back as a message of several MiB).
 
@@ -46,6 +49,33 @@ pub(crate) fn shorten(msg: String) -> String {
     match msg.char_indices().nth(MESSAGE_MAX_CHARS) {
         None => msg,
         Some((cut, _)) => format!("{}… (message cut, {} bytes)", &msg[..cut], msg.len()),
+    }
+}
+
+/// The contract field a misspelt key most likely meant: the same name in another case, or
+/// one a single edit away.
+pub(crate) fn meant(key: &str) -> Option<&'static str> {
+    let k = key.to_ascii_lowercase();
+    crate::schema::contract::COLUMNS
+        .iter()
+        .map(|c| c.name)
+        .find(|name| *name == k || edits_at_most_one(name, &k))
+}
+
+fn edits_at_most_one(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    if long.len() - short.len() > 1 {
+        return false;
+    }
+    let prefix = short.iter().zip(long).take_while(|(x, y)| x == y).count();
+    if prefix == long.len() {
+        return true; // the same
+    }
+    if short.len() == long.len() {
+        short[prefix + 1..] == long[prefix + 1..] // one substitution
+    } else {
+        short[prefix..] == long[prefix + 1..] // one insertion
     }
 }
 
@@ -86,7 +116,7 @@ pub(crate) fn parsed_time_problem(s: &str, t: &DateTime<FixedOffset>) -> Option<
 
 /// Why a string that is not RFC 3339 was refused, in the words most useful to its writer.
 pub(crate) fn time_parse_problem(s: &str, err: &chrono::ParseError) -> String {
-    let t = s.trim();
+    let t = s.trim_matches(' ');
     let naive = ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f"]
         .iter()
         .any(|f| chrono::NaiveDateTime::parse_from_str(t, f).is_ok());
@@ -132,19 +162,17 @@ pub(crate) fn json_non_number(line: &str, column: usize) -> Option<String> {
 }
 
 /// The rules above that hold for a whole contract batch (every format): NUL in strings,
-/// the event-time range. The error names the row (line) and field.
+/// the event-time range. Each refused cell is handed to `refuse` (row in the batch,
+/// contract column, the value as shown, why), in column order, then row order.
 pub(crate) fn check_batch(
     batch: &arrow_array::RecordBatch,
-    origin: &crate::schema::events::Origin,
-) -> crate::base::error::Result<()> {
+    refuse: &mut dyn FnMut(usize, usize, Option<String>, String),
+) {
     use arrow_array::cast::AsArray;
     use arrow_array::types::TimestampMicrosecondType;
     use arrow_array::Array;
 
     use crate::schema::contract::{col, Kind, COLUMNS};
-    let err = |i: usize, field: &str, why: String| {
-        crate::base::error::Error::record(format!("{}, field `{field}`", origin.locate(i)), why)
-    };
     for (ci, c) in COLUMNS.iter().enumerate() {
         if c.kind != Kind::Str {
             continue;
@@ -152,27 +180,45 @@ pub(crate) fn check_batch(
         let Some(s) = batch.column(ci).as_string_opt::<i32>() else {
             continue; // not the contract: the schema check names it
         };
-        // One pass over the column's bytes; only a hit looks for the row.
+        // One pass over the column's bytes; only a hit looks for the rows.
         if !s.value_data().contains(&0) {
             continue;
         }
-        if let Some((i, why)) = (0..s.len())
-            .filter(|&i| s.is_valid(i))
-            .find_map(|i| nul_problem(s.value(i)).map(|w| (i, w)))
-        {
-            return Err(err(i, c.name, why));
+        for i in (0..s.len()).filter(|&i| s.is_valid(i)) {
+            if let Some(why) = nul_problem(s.value(i)) {
+                refuse(i, ci, Some(cut(s.value(i))), why);
+            }
         }
     }
     if let Some(t) = batch
         .column(col::EVENT_TIME_UTC)
         .as_primitive_opt::<TimestampMicrosecondType>()
     {
-        if let Some((i, why)) = (0..t.len())
-            .filter(|&i| t.is_valid(i))
-            .find_map(|i| event_time_problem(t.value(i)).map(|w| (i, w)))
-        {
-            return Err(err(i, "event_time_utc", why));
+        for i in (0..t.len()).filter(|&i| t.is_valid(i)) {
+            if let Some(why) = event_time_problem(t.value(i)) {
+                refuse(
+                    i,
+                    col::EVENT_TIME_UTC,
+                    Some(crate::base::time::rfc3339_us(t.value(i))),
+                    why,
+                );
+            }
         }
     }
-    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn misspelt_field_names_are_matched_to_the_field_they_meant() {
+        assert_eq!(meant("Run_ID"), Some("run_id"));
+        assert_eq!(meant("target_cr"), Some("target_crs"));
+        assert_eq!(meant("targetcrs"), Some("target_crs"));
+        assert_eq!(meant("sequense"), Some("sequence"));
+        assert_eq!(meant("event_time"), None);
+        assert_eq!(meant("colour"), None);
+        assert_eq!(meant("crs"), None);
+    }
 }

@@ -11,7 +11,9 @@
 //!
 //! Refused, naming the field and both types: a missing, extra or duplicated column, and any
 //! other type (an `Int32` sequence, milliseconds, a time without zone): casting those could
-//! change a value or hide a drifted producer.
+//! change a value or hide a drifted producer. Every column that differs is named in one
+//! refusal, each with the cast (pyarrow, Polars, SQL) that makes it the contract's type,
+//! and a hint for conforming the whole table when casts would.
 
 use std::sync::Arc;
 
@@ -21,7 +23,9 @@ use arrow_array::{Array, ArrayRef, RecordBatch, StringArray};
 use arrow_schema::{DataType, Schema, TimeUnit};
 
 use crate::base::error::{Error, Result};
-use crate::schema::contract::{self, ContractVersion};
+use crate::base::rejection::{Collector, InputError, Place};
+use crate::schema::contract::{self, ContractVersion, Kind};
+use crate::schema::rules::cut;
 use crate::write::input::format::Format;
 
 /// Zone names that mean UTC, for `event_time_utc`.
@@ -85,40 +89,73 @@ fn closest_version(names: &[&str]) -> Arc<ContractVersion> {
 }
 
 /// Match `input` to a registered contract version by column names (see the module docs),
-/// or say why it cannot be.
+/// or refuse it naming every column that differs at once (missing, extra, duplicated,
+/// of another type: the type found, the type expected and the cast that would fix it),
+/// with a hint for conforming the whole table when casts would.
 pub fn plan(input: &Schema) -> Result<Plan> {
     let fields = input.fields();
-    for (i, f) in fields.iter().enumerate() {
-        if fields[..i].iter().any(|g| g.name() == f.name()) {
-            return Err(Error::Schema(format!(
-                "field {} `{}` appears twice",
-                i + 1,
-                crate::schema::rules::cut(f.name())
-            )));
-        }
-    }
+    let mut errors = Collector::new(0);
+    let schema_error =
+        |field: &str, reason: String| InputError::new(Place::Schema, Some(field), None, reason);
     let names: Vec<&str> = fields.iter().map(|f| f.name().as_str()).collect();
     let version = closest_version(&names);
     let n = version.columns.len();
+    let column_of = |name: &str| version.columns.iter().position(|c| c.name == name);
+    let mut castable = true;
+    let mut extra = false;
     for (i, f) in fields.iter().enumerate() {
-        if !version.columns.iter().any(|c| c.name == f.name()) {
-            return Err(Error::Schema(format!(
-                "field {} `{}` ({}) is not in the contract, which has {n} fields",
-                i + 1,
-                crate::schema::rules::cut(f.name()),
-                f.data_type(),
-            )));
+        if let Some(first) = fields[..i].iter().position(|g| g.name() == f.name()) {
+            castable = false;
+            errors.push(
+                schema_error(
+                    f.name(),
+                    format!(
+                        "field {} `{}` appears twice (also field {})",
+                        i + 1,
+                        cut(f.name()),
+                        first + 1
+                    ),
+                ),
+                column_of(f.name()).unwrap_or(usize::MAX),
+            );
+        } else if column_of(f.name()).is_none() {
+            extra = true;
+            let hint = match crate::schema::rules::meant(f.name()) {
+                Some(name) if !names.contains(&name) => format!("; did you mean `{name}`?"),
+                _ => String::new(),
+            };
+            errors.push(
+                schema_error(
+                    &cut(f.name()),
+                    format!(
+                        "field {} `{}` ({}) is not in the contract, which has {n} fields{hint}",
+                        i + 1,
+                        cut(f.name()),
+                        f.data_type(),
+                    ),
+                ),
+                usize::MAX,
+            );
         }
     }
     let ours = version.schema();
     let mut from = Vec::with_capacity(n);
-    for want in ours.fields() {
+    let mut casts: Vec<(&str, &'static str)> = Vec::new();
+    for (ci, want) in ours.fields().iter().enumerate() {
         let Some((i, got)) = input.column_with_name(want.name()) else {
-            return Err(Error::Schema(format!(
-                "the input lacks field `{}` ({}): every one of the {n} fields must be present (all null for no values)",
-                want.name(),
-                want.data_type(),
-            )));
+            castable = false;
+            errors.push(
+                schema_error(
+                    want.name(),
+                    format!(
+                        "the input lacks field `{}` ({}): every one of the {n} fields must be present (all null for no values)",
+                        want.name(),
+                        want.data_type(),
+                    ),
+                ),
+                ci,
+            );
+            continue;
         };
         let take = match (want.data_type(), got.data_type()) {
             (w, g) if w == g => Take::Same,
@@ -129,16 +166,128 @@ pub fn plan(input: &Schema) -> Result<Plan> {
                 DataType::Timestamp(TimeUnit::Microsecond, Some(tz)),
             ) if UTC_NAMES.contains(&tz.as_ref()) => Take::Utc,
             (w, g) => {
-                return Err(Error::Schema(format!(
-                "field {} `{}` has type {g}, the contract expects {w} (no implicit cast is made)",
-                i + 1,
-                want.name()
-            )))
+                let kind = version.columns[ci].kind;
+                let fix = cast_fix(g, kind);
+                castable &= fix.cast;
+                if fix.cast {
+                    casts.push((want.name().as_str(), polars_type(kind)));
+                }
+                errors.push(
+                    schema_error(
+                        want.name(),
+                        format!(
+                            "field {} `{}` has type {g}, the contract expects {w}: {}",
+                            i + 1,
+                            want.name(),
+                            fix.how
+                        ),
+                    ),
+                    ci,
+                );
+                continue;
             }
         };
         from.push((i, take));
     }
+    if !errors.is_empty() {
+        errors.hint(conform_hint(&version, castable, extra, &casts));
+    }
+    errors.finish()?;
     Ok(Plan { from, version })
+}
+
+/// How a column of type `got` becomes the contract's `kind`, and whether a plain cast
+/// does it (safe casts refuse values that do not fit, so nothing is changed silently).
+struct Fix {
+    how: String,
+    cast: bool,
+}
+
+/// The type of a contract kind in pyarrow, Polars and SQL.
+fn type_names(kind: Kind) -> (&'static str, &'static str, &'static str) {
+    match kind {
+        Kind::Str => ("pa.string()", "pl.String", "VARCHAR"),
+        Kind::I64 => ("pa.int64()", "pl.Int64", "BIGINT"),
+        Kind::I32 => ("pa.int32()", "pl.Int32", "INTEGER"),
+        Kind::F64 => ("pa.float64()", "pl.Float64", "DOUBLE"),
+        Kind::TimestampUtc => (
+            "pa.timestamp(\"us\", tz=\"UTC\")",
+            "pl.Datetime(\"us\", \"UTC\")",
+            "TIMESTAMPTZ",
+        ),
+    }
+}
+
+fn polars_type(kind: Kind) -> &'static str {
+    type_names(kind).1
+}
+
+fn cast_fix(got: &DataType, kind: Kind) -> Fix {
+    let (pa, pl, sql) = type_names(kind);
+    let cast = |what: &str| Fix {
+        how: format!("{what} (pyarrow `{pa}`, Polars `{pl}`, SQL `{sql}`)"),
+        cast: true,
+    };
+    match (got, kind) {
+        (DataType::Null, _) => cast("an all-null column of type null; cast it"),
+        (DataType::FixedSizeBinary(16), Kind::Str) => Fix {
+            how: "16 bytes, a UUID? Write its text form (SQL `CAST(… AS VARCHAR)`, Python `str(uuid.UUID(bytes=b))`)".into(),
+            cast: false,
+        },
+        (g, Kind::TimestampUtc) if is_string(g) => Fix {
+            how: "times as text; parse them (pyarrow `pc.cast(col, pa.timestamp(\"us\", tz=\"UTC\"))`, Polars `.str.to_datetime(time_unit=\"us\", time_zone=\"UTC\")`, SQL `CAST(… AS TIMESTAMPTZ)`)".into(),
+            cast: false,
+        },
+        (DataType::Timestamp(_, None), Kind::TimestampUtc) => Fix {
+            how: "times without a zone are ambiguous; if they are UTC, say so (pyarrow `pc.assume_timezone(col, \"UTC\")`, Polars `.dt.replace_time_zone(\"UTC\")`) and cast to microseconds".into(),
+            cast: false,
+        },
+        (DataType::Timestamp(_, Some(_)), Kind::TimestampUtc) => {
+            cast("cast it to microseconds in UTC, the same instants")
+        }
+        (g, Kind::I32 | Kind::I64) if g.is_integer() => {
+            cast("cast it; a safe cast refuses values that do not fit")
+        }
+        (g, Kind::F64) if g.is_numeric() => cast("cast it"),
+        (g, Kind::Str) if is_string(g) => cast("cast it"),
+        _ => Fix {
+            how: format!("convert it (pyarrow `{pa}`, Polars `{pl}`, SQL `{sql}`); nothing is cast implicitly"),
+            cast: false,
+        },
+    }
+}
+
+/// What conforms a whole table, when casts do.
+fn conform_hint(
+    version: &ContractVersion,
+    castable: bool,
+    extra: bool,
+    casts: &[(&str, &str)],
+) -> String {
+    let base = format!(
+        "the contract ({} columns, version {}) is what `lineage schema` prints; nothing is cast implicitly",
+        version.columns.len(),
+        version.version
+    );
+    if !castable {
+        return base;
+    }
+    let mut fix = format!(
+        "{base}. A pyarrow table conforms with `table.select(lineage_store.SCHEMA.names).cast(lineage_store.SCHEMA)`"
+    );
+    if !casts.is_empty() {
+        let dict: Vec<String> = casts.iter().map(|(n, t)| format!("\"{n}\": {t}")).collect();
+        let select = if extra {
+            ".drop(<the extra columns>)"
+        } else {
+            ""
+        };
+        fix.push_str(&format!(
+            ", a Polars frame with `df{select}.cast({{{}}})`",
+            dict.join(", ")
+        ));
+    }
+    fix
 }
 
 impl Plan {

@@ -65,6 +65,8 @@ pub(crate) struct WriteConfig {
     pub(crate) part_encoding: encode::PartEncoding,
     /// The store's identity, read (or created) once per writer and its clones.
     pub(crate) identity: Arc<tokio::sync::OnceCell<StoreIdentity>>,
+    /// Errors listed when an append's input is refused (`0`: all).
+    pub(crate) max_errors: usize,
 }
 
 impl WriteConfig {
@@ -86,6 +88,7 @@ impl WriteConfig {
             schema_version: None,
             part_encoding: encode::PartEncoding::default(),
             identity: Arc::default(),
+            max_errors: crate::base::rejection::DEFAULT_MAX_ERRORS,
         }
     }
     /// The same writer encoding parts with `encoding` (a keyed append retried under a

@@ -1,5 +1,6 @@
 //! The write path.
 
+pub(crate) mod check;
 pub(crate) mod commit_key;
 pub mod conform;
 pub(crate) mod demo;

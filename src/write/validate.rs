@@ -1,5 +1,8 @@
 //! Row rules of the contract, checked on whole batches before anything is published, and
-//! the canonicalisation of the CRS columns. Every error names the line or row and field.
+//! the canonicalisation of the CRS columns. Every refused cell is named (line or row,
+//! field, value, why), all of them, not only the first: [`Validator::check`] records them
+//! in a [`Collector`] that spans the whole input; [`Validator::validate`] refuses one
+//! batch with all of its errors.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -9,149 +12,211 @@ use arrow_array::types::{Float64Type, Int32Type};
 use arrow_array::{Array, ArrayRef, RecordBatch, StringArray};
 
 use crate::base::error::{Error, Result};
+use crate::base::rejection::{Collector, InputError, DEFAULT_MAX_ERRORS};
 use crate::format::keys;
 use crate::schema::contract::{self, col, Kind};
 use crate::schema::crs;
-use crate::schema::events::{Origin, SourcedBatch};
+use crate::schema::events::SourcedBatch;
+use crate::schema::rules::cut;
 
 /// Caches canonical forms across batches (inputs repeat a handful of values).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Validator {
     crs_cache: HashMap<String, String>,
     run_ids_ok: std::collections::HashSet<String>,
+    max_errors: usize,
 }
 
-fn field_err(origin: &Origin, i: usize, field: &str, msg: impl Into<String>) -> Error {
-    Error::record(format!("{}, field `{field}`", origin.locate(i)), msg)
+impl Default for Validator {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Reports the refused cells of one batch into a collector, skipping the cells its reader
+/// reported already (they are null in the batch because they were refused).
+struct Refuse<'a> {
+    sb: &'a SourcedBatch,
+    names: Vec<&'static str>,
+    errors: &'a mut Collector,
+}
+
+impl Refuse<'_> {
+    fn cell(&mut self, i: usize, ci: usize, value: Option<String>, why: impl Into<String>) {
+        if self.sb.read_errors.reported(i, ci) {
+            return;
+        }
+        let e = InputError::new(
+            self.sb.origin.place(i),
+            self.names.get(ci).copied(),
+            value,
+            why,
+        );
+        self.errors.push(e, ci);
+    }
 }
 
 impl Validator {
-    /// A fresh validator.
+    /// A fresh validator; [`validate`](Self::validate) lists the first
+    /// [`DEFAULT_MAX_ERRORS`] errors of a batch.
     pub fn new() -> Self {
-        Self::default()
+        Self {
+            crs_cache: HashMap::new(),
+            run_ids_ok: std::collections::HashSet::new(),
+            max_errors: DEFAULT_MAX_ERRORS,
+        }
     }
 
-    /// Check every rule on `sb` and return the batch with canonical CRS columns.
+    /// List at most `n` errors of a refused batch (`0`: all) in [`validate`](Self::validate).
+    pub fn with_max_errors(mut self, n: usize) -> Self {
+        self.max_errors = n;
+        self
+    }
+
+    /// Check every rule on `sb` and return the batch with canonical CRS columns; refused
+    /// (an [`Error::Rejected`] listing every error of the batch, the reader's included)
+    /// when any row breaks a rule.
     pub fn validate(&mut self, sb: &SourcedBatch) -> Result<RecordBatch> {
+        let mut errors = Collector::new(self.max_errors);
+        let out = self.check(sb, &mut errors)?;
+        errors.finish()?;
+        out.ok_or_else(|| Error::Internal("a batch without errors was not validated".into()))
+    }
+
+    /// Check every rule on `sb`, recording every error (the reader's too) in `errors`:
+    /// the batch with canonical CRS columns when it has none, else `None`. An `Err` only
+    /// for a batch that is not in a registered contract version's schema.
+    pub fn check(
+        &mut self,
+        sb: &SourcedBatch,
+        errors: &mut Collector,
+    ) -> Result<Option<RecordBatch>> {
         let batch = &sb.batch;
-        let origin = &sb.origin;
         let version = contract::version_of_schema(batch.schema().as_ref())?;
+        let before = errors.total();
+        for (column, e) in &sb.read_errors.errors {
+            errors.push(e.clone(), *column);
+        }
+        let mut r = Refuse {
+            sb,
+            names: version.columns.iter().map(|c| c.name).collect(),
+            errors,
+        };
         // Required fields: no null, and no empty string.
         for (ci, c) in version.columns.iter().enumerate() {
             let arr = batch.column(ci);
             if c.required && arr.null_count() > 0 {
-                if let Some(i) = (0..arr.len()).find(|&i| arr.is_null(i)) {
-                    return Err(field_err(
-                        origin,
-                        i,
-                        c.name,
-                        "is null, but the contract requires a value",
-                    ));
+                for i in (0..arr.len()).filter(|&i| arr.is_null(i)) {
+                    r.cell(i, ci, None, "is null, but the contract requires a value");
                 }
             }
             if c.kind == Kind::Str {
                 let s = arr.as_string::<i32>();
-                if let Some(i) = (0..s.len()).find(|&i| s.is_valid(i) && s.value(i).is_empty()) {
-                    return Err(field_err(
-                        origin,
+                for i in (0..s.len()).filter(|&i| s.is_valid(i) && s.value(i).is_empty()) {
+                    r.cell(
                         i,
-                        c.name,
+                        ci,
+                        Some(String::new()),
                         "is an empty string (use null for no value)",
-                    ));
+                    );
                 }
             }
         }
-        crate::schema::rules::check_batch(batch, origin)?;
+        crate::schema::rules::check_batch(batch, &mut |i, ci, value, why| {
+            r.cell(i, ci, value, why)
+        });
         let run_ids = batch.column(col::RUN_ID).as_string::<i32>();
-        for i in 0..run_ids.len() {
-            let r = run_ids.value(i);
-            if !self.run_ids_ok.contains(r) {
-                if let Some(why) = keys::run_id_problem(r) {
-                    return Err(field_err(origin, i, "run_id", why));
+        for i in (0..run_ids.len()).filter(|&i| run_ids.is_valid(i)) {
+            let v = run_ids.value(i);
+            if v.is_empty() || self.run_ids_ok.contains(v) {
+                continue;
+            }
+            match keys::run_id_problem(v) {
+                Some(why) => r.cell(i, col::RUN_ID, Some(cut(v)), why),
+                None => {
+                    self.run_ids_ok.insert(v.to_string());
                 }
-                self.run_ids_ok.insert(r.to_string());
             }
         }
         let outcome = batch.column(col::OUTCOME).as_string::<i32>();
         let reason = batch.column(col::REJECTION_REASON);
-        if let Some(i) =
-            (0..outcome.len()).find(|&i| outcome.value(i) == "rejected" && reason.is_null(i))
+        for i in (0..outcome.len())
+            .filter(|&i| outcome.is_valid(i) && outcome.value(i) == "rejected" && reason.is_null(i))
         {
-            return Err(field_err(
-                origin,
+            r.cell(
                 i,
-                "rejection_reason",
+                col::REJECTION_REASON,
+                None,
                 "is null, but outcome is `rejected`",
-            ));
+            );
         }
         let acc = batch.column(col::ACCURACY_M).as_primitive::<Float64Type>();
-        if let Some(i) = (0..acc.len())
-            .find(|&i| acc.is_valid(i) && !(acc.value(i).is_finite() && acc.value(i) >= 0.0))
+        for i in (0..acc.len())
+            .filter(|&i| acc.is_valid(i) && !(acc.value(i).is_finite() && acc.value(i) >= 0.0))
         {
-            return Err(field_err(
-                origin,
+            // `{:?}` is the shortest exact spelling, in exponent form when long.
+            let v = format!("{:?}", acc.value(i));
+            r.cell(
                 i,
-                "accuracy_m",
-                // `{:?}` is the shortest exact spelling, in exponent form when long.
-                format!(
-                    "{:?} is not a finite, non-negative number of metres",
-                    acc.value(i)
-                ),
-            ));
+                col::ACCURACY_M,
+                Some(v.clone()),
+                format!("{v} is not a finite, non-negative number of metres"),
+            );
         }
         let strat = batch
             .column(col::STRATEGY_INDEX)
             .as_primitive::<Int32Type>();
-        if let Some(i) = (0..strat.len()).find(|&i| strat.is_valid(i) && strat.value(i) < 0) {
-            return Err(field_err(
-                origin,
+        for i in (0..strat.len()).filter(|&i| strat.is_valid(i) && strat.value(i) < 0) {
+            r.cell(
                 i,
-                "strategy_index",
+                col::STRATEGY_INDEX,
+                Some(strat.value(i).to_string()),
                 format!("{} is negative", strat.value(i)),
-            ));
+            );
         }
         let mut cols: Vec<ArrayRef> = batch.columns().to_vec();
-        for (ci, name) in [
-            (col::SOURCE_CRS, "source_crs"),
-            (col::TARGET_CRS, "target_crs"),
-        ] {
-            if let Some(canon) = self.canonical_crs(batch.column(ci), origin, name)? {
+        for ci in [col::SOURCE_CRS, col::TARGET_CRS] {
+            if let Some(canon) = self.canonical_crs(batch.column(ci), ci, &mut r) {
                 cols[ci] = canon;
             }
         }
-        Ok(RecordBatch::try_new(version.schema(), cols)?)
+        if r.errors.total() > before {
+            return Ok(None);
+        }
+        Ok(Some(RecordBatch::try_new(version.schema(), cols)?))
     }
 
-    /// The canonical column, or `None` when every value already is canonical.
-    fn canonical_crs(
-        &mut self,
-        arr: &ArrayRef,
-        origin: &Origin,
-        name: &str,
-    ) -> Result<Option<ArrayRef>> {
+    /// The canonical column, or `None` when every value already is canonical (or some
+    /// value is refused: then each refused row is reported).
+    fn canonical_crs(&mut self, arr: &ArrayRef, ci: usize, r: &mut Refuse<'_>) -> Option<ArrayRef> {
         let s = arr.as_string::<i32>();
         let mut changed = false;
+        let mut refused = false;
         for i in 0..s.len() {
-            if s.is_null(i) {
+            if s.is_null(i) || s.value(i).is_empty() {
                 continue;
             }
             let v = s.value(i);
             let canon = match self.crs_cache.get(v) {
                 Some(c) => c,
-                None => {
-                    let c = crs::canonicalize(v).map_err(|m| field_err(origin, i, name, m))?;
-                    self.crs_cache.entry(v.to_string()).or_insert(c)
-                }
+                None => match crs::canonicalize(v) {
+                    Ok(c) => self.crs_cache.entry(v.to_string()).or_insert(c),
+                    Err(why) => {
+                        r.cell(i, ci, Some(cut(v)), why);
+                        refused = true;
+                        continue;
+                    }
+                },
             };
             changed |= canon != v;
         }
-        if !changed {
-            return Ok(None);
+        if !changed || refused {
+            return None;
         }
         let out: StringArray = s
             .iter()
             .map(|v| v.map(|v| self.crs_cache.get(v).map(String::as_str).unwrap_or(v)))
             .collect();
-        Ok(Some(Arc::new(out)))
+        Some(Arc::new(out))
     }
 }

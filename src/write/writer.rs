@@ -82,6 +82,12 @@ impl Writer {
         self.cfg.schema_version = v;
         self
     }
+    /// Errors listed when an input is refused (`append --max-errors`; `0`: all; default
+    /// 20): the whole input is validated either way, and the error counts them all.
+    pub fn with_max_errors(mut self, n: usize) -> Self {
+        self.cfg.max_errors = n;
+        self
+    }
     /// The store written to.
     pub fn store(&self) -> &Arc<dyn AtomicPublisher> {
         &self.cfg.store

@@ -71,12 +71,14 @@ def lineage(*args: str) -> subprocess.CompletedProcess:
 
 
 def cli_error(*args: str) -> str:
-    """The message the CLI prints for a failing command (after `error: `)."""
+    """The message the CLI prints for a failing command: its `error: ` lines without the
+    prefix (refused input has one per error) and its `hint: ` line, one per line."""
     r = lineage(*args)
     assert r.returncode != 0, r.stdout
-    lines = [l for l in r.stderr.splitlines() if l.startswith("error: ")]
-    assert len(lines) == 1, r.stderr
-    return lines[0][len("error: "):]
+    lines = [l[len("error: "):] if l.startswith("error: ") else l
+             for l in r.stderr.splitlines() if l.startswith(("error: ", "hint: "))]
+    assert lines, r.stderr
+    return "\n".join(lines)
 
 
 def snapshot(root: Path) -> dict[str, str]:

@@ -14,7 +14,9 @@
 use arrow_array::RecordBatch;
 
 use crate::base::error::Result;
+use crate::base::rejection::{Collector, DEFAULT_MAX_ERRORS};
 use crate::schema::events::{Origin, SourcedBatch};
+use crate::write::input::BatchSource;
 use crate::write::validate::Validator;
 
 /// The batch in its contract version's schema, as the CLI conforms binary input (see the
@@ -45,15 +47,16 @@ impl BatchValidator {
         self.next_row - 1
     }
 
-    /// Conform, check the schema and every row rule; the batch with canonical CRS columns.
+    /// Conform, check the schema and every row rule; the batch with canonical CRS columns,
+    /// or refused with every error of the batch (the first 20 listed).
     pub fn validate(&mut self, batch: RecordBatch) -> Result<RecordBatch> {
         let rows = batch.num_rows() as u64;
-        let sourced = SourcedBatch {
-            batch: conform(batch)?,
-            origin: Origin::Rows {
+        let sourced = SourcedBatch::new(
+            conform(batch)?,
+            Origin::Rows {
                 first: self.next_row,
             },
-        };
+        );
         let out = self.rules.validate(&sourced)?;
         self.next_row += rows;
         Ok(out)
@@ -66,8 +69,43 @@ impl Default for BatchValidator {
     }
 }
 
-/// Validate every batch (all of them, before anything may be committed).
+/// Validate every batch (all of them, before anything may be committed); refused with
+/// every error of all the batches (the first [`DEFAULT_MAX_ERRORS`] listed, in row order).
+/// A batch whose schema is not the contract refuses the input at once.
 pub fn validate_all(batches: impl IntoIterator<Item = RecordBatch>) -> Result<Vec<RecordBatch>> {
-    let mut v = BatchValidator::new();
-    batches.into_iter().map(|b| v.validate(b)).collect()
+    let mut rules = Validator::new();
+    let mut errors = Collector::new(DEFAULT_MAX_ERRORS);
+    let mut out = Vec::new();
+    let mut first = 1u64;
+    for b in batches {
+        let rows = b.num_rows() as u64;
+        let sourced = SourcedBatch::new(conform(b)?, Origin::Rows { first });
+        out.extend(rules.check(&sourced, &mut errors)?);
+        first += rows;
+    }
+    errors.finish()?;
+    Ok(out)
+}
+
+/// Batches in memory, not validated yet, as an input `check` (or an append) reads: each
+/// conformed as Arrow input is ([`conform`]), rows numbered from 1 across all of them.
+#[derive(Debug, Clone)]
+pub struct InMemory(pub Vec<RecordBatch>);
+
+impl BatchSource for InMemory {
+    fn read_all(&self, f: &mut dyn FnMut(SourcedBatch) -> Result<()>) -> Result<()> {
+        let mut first = 1u64;
+        for b in &self.0 {
+            let rows = b.num_rows() as u64;
+            f(SourcedBatch::new(
+                conform(b.clone())?,
+                Origin::Rows { first },
+            ))?;
+            first += rows;
+        }
+        Ok(())
+    }
+    fn held_in_memory(&self) -> bool {
+        true
+    }
 }

@@ -23,10 +23,7 @@ fn sourced(
         // Columns by name, without the input's metadata: ours is added per commit.
         let b = plan.apply(&b?)?;
         let n = b.num_rows() as u64;
-        emit(SourcedBatch {
-            origin: Origin::Rows { first },
-            batch: b,
-        })?;
+        emit(SourcedBatch::new(b, Origin::Rows { first }))?;
         first += n;
     }
     Ok(())

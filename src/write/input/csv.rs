@@ -1,9 +1,24 @@
 //! CSV: a header naming the 15 fields (in any order), then one event per record. An empty
-//! cell is null; `event_time_utc` is RFC 3339.
+//! cell is null; `event_time_utc` is RFC 3339; spaces around a number or a time are
+//! ignored, other cells are kept as written.
+//!
+//! Lines are counted as an editor counts them: physical lines from 1, the header is line
+//! 1, blank lines and quoted newlines count, CRLF and LF alike ([`Lines`]; the `csv`
+//! crate's own count is one low after CRLF line ends and leaves quoted newlines out). A
+//! record that spans lines is named by the line it starts on. Every refused record is
+//! reported (a short or long record, invalid UTF-8, a number or time that does not parse),
+//! each refused cell of a record on its own; the record's other cells still go through
+//! the row rules.
 
-use crate::base::error::{Error, Result};
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::io::Read;
+
+use crate::base::error::Result;
+use crate::base::rejection::{Collector, InputError, Place};
 use crate::schema::contract::{Kind, COLUMNS};
 use crate::schema::events::{EventRow, LineBatcher, SourcedBatch};
+use crate::schema::rules::cut;
 
 use crate::write::input::ndjson::parse_time_us;
 
@@ -16,7 +31,68 @@ pub(super) fn parse(bytes: &[u8]) -> Result<Vec<SourcedBatch>> {
     Ok(out)
 }
 
-/// Read CSV from `r`, handing each batch to `emit` as it is cut.
+/// A reader that remembers where the line ends were in what it has handed out, so a
+/// byte offset can be turned into the physical line it is on ([`Lines::line_at`]).
+struct Lines<R> {
+    inner: R,
+    /// Bytes handed out so far.
+    offset: u64,
+    /// Offsets of `\n` and `\r` handed out but not passed by a query yet, and whether
+    /// each is `\n`.
+    ends: RefCell<VecDeque<(u64, bool)>>,
+    /// `\n`s before the first entry of `ends`.
+    passed: RefCell<u64>,
+}
+
+impl<R: Read> Read for Lines<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let ends = self.ends.get_mut();
+        for i in memchr::memchr2_iter(b'\n', b'\r', &buf[..n]) {
+            ends.push_back((self.offset + i as u64, buf[i] == b'\n'));
+        }
+        self.offset += n as u64;
+        Ok(n)
+    }
+}
+
+impl<R> Lines<R> {
+    fn new(inner: R) -> Self {
+        Self {
+            inner,
+            offset: 0,
+            ends: RefCell::new(VecDeque::new()),
+            passed: RefCell::new(0),
+        }
+    }
+
+    /// The line (from 1) of the first byte at or after `byte` that is not a line end:
+    /// where a record starting at `byte` begins (the `csv` crate may place a record's
+    /// start on the line end before it). Offsets must not decrease between calls.
+    fn line_at(&self, byte: u64) -> u64 {
+        let mut ends = self.ends.borrow_mut();
+        let mut passed = self.passed.borrow_mut();
+        let mut at = byte;
+        while let Some(&(o, newline)) = ends.front() {
+            if o < at {
+                *passed += u64::from(newline);
+                ends.pop_front();
+            } else if o == at {
+                // A line end where the record is said to start: it ends the line before.
+                *passed += u64::from(newline);
+                ends.pop_front();
+                at += 1;
+            } else {
+                break;
+            }
+        }
+        *passed + 1
+    }
+}
+
+/// Read CSV from `r`, handing each batch to `emit` as it is cut. A header that is not the
+/// contract's refuses the input (every problem of it named); refused records are carried
+/// in the batches (see the module docs).
 pub(super) fn read<R: std::io::Read>(
     r: R,
     emit: &mut dyn FnMut(SourcedBatch) -> Result<()>,
@@ -24,89 +100,77 @@ pub(super) fn read<R: std::io::Read>(
     let mut rdr = csv::ReaderBuilder::new()
         .has_headers(true)
         .flexible(false)
-        .from_reader(r);
-    let headers = rdr
-        .headers()
-        .map_err(|e| csv_err(&e, "the header", None))?
-        .clone();
-    // Column index in the file for each contract column.
-    let mut pos = [usize::MAX; 15];
-    for (i, h) in headers.iter().enumerate() {
-        let h = h.trim_start_matches('\u{feff}');
-        match COLUMNS.iter().position(|c| c.name == h) {
-            Some(ci) if pos[ci] != usize::MAX => {
-                return Err(Error::record(
-                    "line 1",
-                    format!(
-                        "column `{}` appears twice in the header",
-                        crate::schema::rules::cut(h)
-                    ),
-                ))
-            }
-            Some(ci) => pos[ci] = i,
-            None => {
-                return Err(Error::record(
-                    "line 1",
-                    format!(
-                        "column `{}` is not a field of the contract",
-                        crate::schema::rules::cut(h)
-                    ),
-                ))
-            }
+        .from_reader(Lines::new(r));
+    let headers = match rdr.headers() {
+        Ok(h) => h.clone(),
+        Err(e) => {
+            let line = e.position().map_or(1, |p| rdr.get_ref().line_at(p.byte()));
+            return Err(crate::base::error::Error::input(InputError::new(
+                Place::Line(line),
+                None,
+                None,
+                format!("the header cannot be read: {}", csv_reason(&e, None)),
+            )));
         }
-    }
-    if let Some(ci) = pos.iter().position(|&p| p == usize::MAX) {
-        return Err(Error::record(
-            "line 1",
-            format!("the header lacks field `{}`", COLUMNS[ci].name),
-        ));
-    }
+    };
+    let header_line = headers
+        .position()
+        .map_or(1, |p| rdr.get_ref().line_at(p.byte()));
+    let pos = header_columns(&headers, header_line)?;
     let mut batcher = LineBatcher::new();
     let mut rec = csv::StringRecord::new();
     loop {
         match rdr.read_record(&mut rec) {
             Ok(false) => break,
             Ok(true) => {}
-            Err(e) => return Err(csv_err(&e, "input", Some(&headers))),
+            Err(e) => {
+                // The record is skipped; reading goes on at the next one.
+                let line = match e.position() {
+                    Some(p) => rdr.get_ref().line_at(p.byte()),
+                    None => return Err(crate::base::error::Error::Usage(format!("CSV: {e}"))),
+                };
+                let (column, field) = utf8_field(&e, &headers, &pos);
+                batcher.error_in(
+                    line,
+                    column,
+                    field.as_deref(),
+                    None,
+                    csv_reason(&e, Some(&headers)),
+                )?;
+                for b in batcher.take_ready() {
+                    emit(b)?;
+                }
+                continue;
+            }
         }
-        let line = rec.position().map(|p| p.line()).unwrap_or(0);
-        let loc = format!("line {line}");
+        let line = rec
+            .position()
+            .map_or(0, |p| rdr.get_ref().line_at(p.byte()));
         let cell = |ci: usize| -> Option<&str> { rec.get(pos[ci]).filter(|v| !v.is_empty()) };
-        let num_err = |ci: usize, v: &str, what: &str| {
-            Error::record(
-                format!("{loc}, field `{}`", COLUMNS[ci].name),
-                format!("`{}` is not {what}", crate::schema::rules::cut(v)),
-            )
-        };
+        let mut refused = Vec::new();
         let mut row = EventRow::default();
         for (ci, c) in COLUMNS.iter().enumerate() {
-            let v = cell(ci);
-            match (c.kind, v) {
-                (_, None) => {}
-                (Kind::I64, Some(v)) => {
-                    row.sequence = Some(
-                        v.trim()
-                            .parse()
-                            .map_err(|_| num_err(ci, v, "a 64-bit integer"))?,
-                    )
-                }
-                (Kind::I32, Some(v)) => {
-                    row.strategy_index = Some(
-                        v.trim()
-                            .parse()
-                            .map_err(|_| num_err(ci, v, "a 32-bit integer"))?,
-                    )
-                }
-                (Kind::F64, Some(v)) => {
-                    row.accuracy_m = Some(v.trim().parse().map_err(|_| num_err(ci, v, "a number"))?)
-                }
-                (Kind::TimestampUtc, Some(v)) => {
-                    row.event_time_us = Some(
-                        parse_time_us(v)
-                            .map_err(|m| Error::record(format!("{loc}, field `{}`", c.name), m))?,
-                    )
-                }
-                (Kind::Str, Some(_)) => {}
+            let Some(v) = cell(ci) else { continue };
+            let n = v.trim_matches(' ');
+            let got = match c.kind {
+                Kind::Str => Ok(()),
+                Kind::I64 => n
+                    .parse()
+                    .map(|x| row.sequence = Some(x))
+                    .map_err(|_| format!("`{}` is not a 64-bit integer", cut(v))),
+                Kind::I32 => n
+                    .parse()
+                    .map(|x| row.strategy_index = Some(x))
+                    .map_err(|_| format!("`{}` is not a 32-bit integer", cut(v))),
+                Kind::F64 => n
+                    .parse()
+                    .map(|x| row.accuracy_m = Some(x))
+                    .map_err(|_| format!("`{}` is not a number", cut(v))),
+                Kind::TimestampUtc => parse_time_us(v).map(|us| row.event_time_us = Some(us)),
+            };
+            if let Err(why) = got {
+                batcher.error(line, Some(ci), Some(cut(v)), why)?;
+                refused.push(ci);
             }
         }
         row.event_id = cell(0);
@@ -120,7 +184,7 @@ pub(super) fn read<R: std::io::Read>(
         row.rejection_reason = cell(12);
         row.tool_version = cell(13);
         row.audit_tag = cell(14);
-        batcher.push(&row, line)?;
+        batcher.push_refused(&row, line, &refused)?;
         for b in batcher.take_ready() {
             emit(b)?;
         }
@@ -131,14 +195,79 @@ pub(super) fn read<R: std::io::Read>(
     Ok(())
 }
 
-fn csv_err(e: &csv::Error, what: &str, headers: Option<&csv::StringRecord>) -> Error {
-    let loc = e
-        .position()
-        .map(|p| format!("line {}", p.line()))
-        .unwrap_or_else(|| what.to_string());
-    let msg = match e.kind() {
+/// Column index in the file of each contract column; every problem of the header at once.
+fn header_columns(headers: &csv::StringRecord, line: u64) -> Result<[usize; 15]> {
+    let mut pos = [usize::MAX; 15];
+    let mut errors = Collector::new(0);
+    let at =
+        |field: &str, reason: String| InputError::new(Place::Line(line), Some(field), None, reason);
+    for (i, h) in headers.iter().enumerate() {
+        let h = h.trim_start_matches('\u{feff}');
+        match COLUMNS.iter().position(|c| c.name == h) {
+            Some(ci) if pos[ci] != usize::MAX => errors.push(
+                at(
+                    h,
+                    format!(
+                        "appears twice in the header (columns {} and {})",
+                        pos[ci] + 1,
+                        i + 1
+                    ),
+                ),
+                ci,
+            ),
+            Some(ci) => pos[ci] = i,
+            None => {
+                let hint = match crate::schema::rules::meant(h) {
+                    Some(name) => format!("; did you mean `{name}`?"),
+                    None => String::new(),
+                };
+                errors.push(
+                    at(
+                        &cut(h),
+                        format!(
+                            "is not a field of the contract (column {} of the header){hint}",
+                            i + 1
+                        ),
+                    ),
+                    usize::MAX,
+                )
+            }
+        }
+    }
+    for (ci, c) in COLUMNS.iter().enumerate() {
+        if pos[ci] == usize::MAX {
+            errors.push(
+                at(
+                    c.name,
+                    "is missing from the header (every one of the 15 fields must be a column)"
+                        .to_string(),
+                ),
+                ci,
+            );
+        }
+    }
+    errors.finish().map(|()| pos)
+}
+
+/// The contract column and field a UTF-8 error is in.
+fn utf8_field(
+    e: &csv::Error,
+    headers: &csv::StringRecord,
+    pos: &[usize; 15],
+) -> (Option<usize>, Option<String>) {
+    match e.kind() {
+        csv::ErrorKind::Utf8 { err, .. } => {
+            let column = pos.iter().position(|&p| p == err.field());
+            (column, headers.get(err.field()).map(str::to_string))
+        }
+        _ => (None, None),
+    }
+}
+
+fn csv_reason(e: &csv::Error, headers: Option<&csv::StringRecord>) -> String {
+    match e.kind() {
         csv::ErrorKind::Utf8 { err, .. } => match headers.and_then(|h| h.get(err.field())) {
-            Some(name) => format!("invalid UTF-8 in field `{name}`"),
+            Some(_) => "invalid UTF-8".to_string(),
             None => format!("invalid UTF-8 in field {}", err.field() + 1),
         },
         csv::ErrorKind::UnequalLengths {
@@ -147,6 +276,38 @@ fn csv_err(e: &csv::Error, what: &str, headers: Option<&csv::StringRecord>) -> E
             format!("has {len} fields, the header has {expected_len}")
         }
         _ => e.to_string(),
-    };
-    Error::record(loc, msg)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines_of(text: &[u8]) -> Vec<u64> {
+        let mut out = Vec::new();
+        read(text, &mut |b| {
+            if let crate::schema::events::Origin::Lines(l) = &b.origin {
+                out.extend(l);
+            }
+            Ok(())
+        })
+        .unwrap();
+        out
+    }
+
+    const H: &str = "event_id,run_id,sequence,event_time_utc,stage,event_type,feature_id,source_crs,target_crs,outcome,strategy_index,accuracy_m,rejection_reason,tool_version,audit_tag";
+    const R: &str = "e,r,1,2026-07-13T06:00:00Z,s,t,f,,EPSG:4326,transformed,,,,v,";
+
+    #[test]
+    fn records_are_numbered_by_physical_line_with_lf_crlf_blank_lines_and_quoted_newlines() {
+        let lf = format!("{H}\n{R}\n{R}\n");
+        assert_eq!(lines_of(lf.as_bytes()), [2, 3]);
+        let crlf = lf.replace('\n', "\r\n");
+        assert_eq!(lines_of(crlf.as_bytes()), [2, 3]);
+        let quoted =
+            format!("{H}\n{}\n{R}\n", R.replace(",v,", ",\"v\nw\",")).replace('\n', "\r\n");
+        assert_eq!(lines_of(quoted.as_bytes()), [2, 4]);
+        let blank = format!("{H}\r\n\r\n{R}\r\n\n{R}\n");
+        assert_eq!(lines_of(blank.as_bytes()), [3, 5]);
+    }
 }

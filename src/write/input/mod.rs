@@ -11,6 +11,7 @@ use std::path::Path;
 use bytes::Bytes;
 
 use crate::base::error::{Error, Result};
+use crate::base::rejection::{Collector, DEFAULT_MAX_ERRORS};
 use crate::schema::events::SourcedBatch;
 use crate::write::validate::Validator;
 
@@ -24,7 +25,10 @@ mod source;
 pub use format::Format;
 pub use source::{BatchSource, Input};
 
-/// Parse raw input bytes in `format` into contract batches (not yet validated).
+/// Parse raw input bytes in `format` into contract batches (not yet validated). Refused
+/// lines of text input are carried in the batches ([`SourcedBatch::read_errors`]), for
+/// the validator to report with the rows' errors; a refused schema or header, or an
+/// unreadable file, is an error here.
 pub fn parse(bytes: Bytes, format: Format) -> Result<Vec<SourcedBatch>> {
     if crate::write::conform::is_empty_input(&bytes, format) {
         return Ok(Vec::new()); // no events: appending them is a no-op (README, "Input")
@@ -37,13 +41,17 @@ pub fn parse(bytes: Bytes, format: Format) -> Result<Vec<SourcedBatch>> {
     }
 }
 
-/// Parse and validate: the batches, canonical and checked, ready to append.
+/// Parse and validate: the batches, canonical and checked, ready to append; or every error
+/// of the input (the first [`DEFAULT_MAX_ERRORS`] listed, in input order).
 pub fn parse_validated(bytes: Bytes, format: Format) -> Result<Vec<arrow_array::RecordBatch>> {
     let mut v = Validator::new();
-    parse(bytes, format)?
-        .iter()
-        .map(|sb| v.validate(sb))
-        .collect()
+    let mut errors = Collector::new(DEFAULT_MAX_ERRORS);
+    let mut out = Vec::new();
+    for sb in parse(bytes, format)? {
+        out.extend(v.check(&sb, &mut errors)?);
+    }
+    errors.finish()?;
+    Ok(out)
 }
 
 /// Read `path` (or standard input for `None` / `-`), detecting the format from the

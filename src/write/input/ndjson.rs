@@ -1,5 +1,13 @@
 //! NDJSON: one object per line with exactly the 15 field names; `event_time_utc` as
 //! RFC 3339. Blank lines are skipped. Strings without escapes are borrowed, not copied.
+//!
+//! Every refused line is reported, not only the first (the batcher carries the errors to
+//! the row rules, which order them): a line that is not a JSON object makes no row; a line
+//! that is one, with refused fields (unknown, duplicated, missing, of another JSON type, a
+//! time that is not RFC 3339), names each of them and makes a row with those cells null,
+//! so the row rules still check its other fields. Positions are the file's: the line
+//! number, and for a syntax error the column in characters (serde's own "at line 1
+//! column N" describes the one-line buffer and is not shown).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -7,8 +15,10 @@ use std::fmt;
 use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
 
-use crate::base::error::{Error, Result};
+use crate::base::error::Result;
+use crate::schema::contract::{Kind, COLUMNS};
 use crate::schema::events::{EventRow, LineBatcher, SourcedBatch};
+use crate::schema::rules::{cut, shorten};
 
 /// A string that borrows from the input when it can.
 #[derive(Debug)]
@@ -78,35 +88,39 @@ struct Raw<'a> {
     audit_tag: Option<Option<Text<'a>>>,
 }
 
-/// The error of a line that does not parse, naming the field where serde stopped.
-fn located(line: &str, loc: &str, plain: serde_json::Error) -> Error {
-    let mut de = serde_json::Deserializer::from_str(line);
-    match serde_path_to_error::deserialize::<_, Raw<'_>>(&mut de) {
-        Err(e) => {
-            let path = e.path().to_string();
-            let at = if path.is_empty() || path == "." {
-                loc.to_string()
-            } else {
-                format!("{loc}, field `{path}`")
-            };
-            Error::record(at, message(line, &e.into_inner()))
+/// What a serde error says, without serde's position (which describes the line buffer):
+/// a hint for `NaN`/`Infinity` (which Python's `json.dumps` writes), a syntax error's column
+/// in characters of the line, cut to a readable length.
+fn message(line: &str, e: &serde_json::Error) -> String {
+    if e.is_syntax() {
+        if let Some(m) = crate::schema::rules::json_non_number(line, e.column()) {
+            return m;
         }
-        Ok(_) => Error::record(loc, message(line, &plain)),
+    }
+    let text = e.to_string();
+    let suffix = format!(" at line {} column {}", e.line(), e.column());
+    let bare = text.strip_suffix(suffix.as_str()).unwrap_or(&text);
+    if e.line() > 0 && (e.is_syntax() || e.is_eof()) {
+        shorten(format!("{bare} (column {})", char_column(line, e.column())))
+    } else {
+        shorten(bare.to_string())
     }
 }
 
-/// What a serde error says, with a hint for `NaN`/`Infinity` (which Python's `json.dumps`
-/// writes) and cut to a readable length.
-fn message(line: &str, e: &serde_json::Error) -> String {
-    e.is_syntax()
-        .then(|| crate::schema::rules::json_non_number(line, e.column()))
-        .flatten()
-        .unwrap_or_else(|| crate::schema::rules::shorten(e.to_string()))
+/// Serde's 1-based byte column in `line` as the 1-based character column an editor shows.
+fn char_column(line: &str, byte_column: usize) -> usize {
+    let mut at = byte_column.saturating_sub(1).min(line.len());
+    while !line.is_char_boundary(at) {
+        at -= 1;
+    }
+    line[..at].chars().count() + 1
 }
 
-/// Parse an RFC 3339 timestamp into microseconds since the epoch, UTC.
+/// Parse an RFC 3339 timestamp into microseconds since the epoch, UTC. Spaces around it
+/// are ignored; `T`, `t` or a space between date and time, `Z` or `z`, and any offset
+/// (converted to UTC) are accepted (README, "Input").
 pub(crate) fn parse_time_us(s: &str) -> Result<i64, String> {
-    let t = chrono::DateTime::parse_from_rfc3339(s.trim())
+    let t = chrono::DateTime::parse_from_rfc3339(s.trim_matches(' '))
         .map_err(|e| crate::schema::rules::time_parse_problem(s, &e))?;
     if let Some(why) = crate::schema::rules::parsed_time_problem(s, &t) {
         return Err(why);
@@ -114,18 +128,21 @@ pub(crate) fn parse_time_us(s: &str) -> Result<i64, String> {
     Ok(t.timestamp_micros())
 }
 
-fn field<T>(v: Option<Option<T>>, name: &str, line_no: u64) -> Result<Option<T>> {
-    v.ok_or_else(|| {
-        Error::record(
-            format!("line {line_no}, field `{name}`"),
-            "is missing (every one of the 15 fields must be present; use null for no value)",
-        )
-    })
-}
-
 fn s<'b, 'a: 'b>(v: &'b Option<Text<'a>>) -> Option<&'b str> {
     v.as_ref().map(|t| t.0.as_ref())
 }
+
+/// A JSON value as an error shows it: a string as is, anything else as JSON; cut.
+fn shown(v: &serde_json::Value) -> Option<String> {
+    match v {
+        serde_json::Value::Null => None,
+        serde_json::Value::String(s) => Some(cut(s)),
+        other => Some(cut(&other.to_string())),
+    }
+}
+
+const MISSING: &str =
+    "is missing (every one of the 15 fields must be present; use null for no value)";
 
 pub(super) fn parse(bytes: &[u8]) -> Result<Vec<SourcedBatch>> {
     let mut batcher = LineBatcher::new();
@@ -133,12 +150,11 @@ pub(super) fn parse(bytes: &[u8]) -> Result<Vec<SourcedBatch>> {
     batcher.finish()
 }
 
-/// Parse `bytes`, whose first line is input line `first_line`, into `batcher`.
+/// Parse `bytes`, whose first line is input line `first_line`, into `batcher`; refused
+/// lines are recorded in it (see the module docs), not returned.
 pub(super) fn parse_lines(bytes: &[u8], first_line: u64, batcher: &mut LineBatcher) -> Result<()> {
     for (n, raw_line) in bytes.split(|&c| c == b'\n').enumerate() {
         let line_no = first_line + n as u64;
-        // Built only for an error: most lines have none.
-        let loc = || format!("line {line_no}");
         let raw_line = raw_line.strip_suffix(b"\r").unwrap_or(raw_line);
         // A byte-order mark some Windows tools put before the first line.
         let raw_line = if line_no == 1 {
@@ -146,68 +162,266 @@ pub(super) fn parse_lines(bytes: &[u8], first_line: u64, batcher: &mut LineBatch
         } else {
             raw_line
         };
-        let line = std::str::from_utf8(raw_line).map_err(|e| {
-            Error::record(
-                loc(),
-                format!("invalid UTF-8 at byte {} of the line", e.valid_up_to() + 1),
-            )
-        })?;
+        let line = match std::str::from_utf8(raw_line) {
+            Ok(l) => l,
+            Err(e) => {
+                batcher.error(
+                    line_no,
+                    None,
+                    None,
+                    format!("invalid UTF-8 at byte {} of the line", e.valid_up_to() + 1),
+                )?;
+                continue;
+            }
+        };
         if line.trim().is_empty() {
             continue;
         }
         if !line.trim_start().starts_with('{') {
-            return Err(Error::record(
-                loc(),
+            batcher.error(
+                line_no,
+                None,
+                Some(cut(line.trim())),
                 "is not a JSON object (each line holds one object with the 15 fields)",
-            ));
+            )?;
+            continue;
         }
         let mut de = serde_json::Deserializer::from_str(line);
         // Parsed without path tracking (a fifth of the parse time); a line that fails is
-        // parsed again with it, to name the field.
-        let raw: Raw<'_> = match Raw::deserialize(&mut de) {
-            Ok(r) => r,
-            Err(plain) => return Err(located(line, &loc(), plain)),
-        };
-        de.end().map_err(|e| {
-            Error::record(loc(), format!("trailing characters after the object ({e})"))
-        })?;
-        let time = field(raw.event_time_utc, "event_time_utc", line_no)?;
-        let time_us = match &time {
-            Some(t) => Some(
-                parse_time_us(&t.0)
-                    .map_err(|m| Error::record(format!("{}, field `event_time_utc`", loc()), m))?,
-            ),
-            None => None,
-        };
-        let event_id = field(raw.event_id, "event_id", line_no)?;
-        let run_id = field(raw.run_id, "run_id", line_no)?;
-        let stage = field(raw.stage, "stage", line_no)?;
-        let event_type = field(raw.event_type, "event_type", line_no)?;
-        let feature_id = field(raw.feature_id, "feature_id", line_no)?;
-        let source_crs = field(raw.source_crs, "source_crs", line_no)?;
-        let target_crs = field(raw.target_crs, "target_crs", line_no)?;
-        let outcome = field(raw.outcome, "outcome", line_no)?;
-        let rejection_reason = field(raw.rejection_reason, "rejection_reason", line_no)?;
-        let tool_version = field(raw.tool_version, "tool_version", line_no)?;
-        let audit_tag = field(raw.audit_tag, "audit_tag", line_no)?;
-        let row = EventRow {
-            event_id: s(&event_id),
-            run_id: s(&run_id),
-            sequence: field(raw.sequence, "sequence", line_no)?,
-            event_time_us: time_us,
-            stage: s(&stage),
-            event_type: s(&event_type),
-            feature_id: s(&feature_id),
-            source_crs: s(&source_crs),
-            target_crs: s(&target_crs),
-            outcome: s(&outcome),
-            strategy_index: field(raw.strategy_index, "strategy_index", line_no)?,
-            accuracy_m: field(raw.accuracy_m, "accuracy_m", line_no)?,
-            rejection_reason: s(&rejection_reason),
-            tool_version: s(&tool_version),
-            audit_tag: s(&audit_tag),
-        };
-        batcher.push(&row, line_no)?;
+        // parsed again, field by field, to name every refused field.
+        match Raw::deserialize(&mut de) {
+            Ok(raw) => match de.end() {
+                Ok(()) => push_raw(raw, line_no, batcher)?,
+                Err(e) => trailing(line, line_no, &e, batcher)?,
+            },
+            Err(_) => field_by_field(line, line_no, batcher)?,
+        }
     }
     Ok(())
+}
+
+fn trailing(
+    line: &str,
+    line_no: u64,
+    e: &serde_json::Error,
+    batcher: &mut LineBatcher,
+) -> Result<()> {
+    batcher.error(
+        line_no,
+        None,
+        None,
+        format!(
+            "trailing characters after the object (column {})",
+            char_column(line, e.column())
+        ),
+    )
+}
+
+/// A line that parsed as the contract's object: report missing fields and refused times,
+/// and push the row.
+fn push_raw(raw: Raw<'_>, line_no: u64, batcher: &mut LineBatcher) -> Result<()> {
+    let mut refused: Vec<usize> = Vec::new();
+    let mut missing = |v_is_none: bool, ci: usize, batcher: &mut LineBatcher| -> Result<()> {
+        if v_is_none {
+            batcher.error(line_no, Some(ci), None, MISSING)?;
+            refused.push(ci);
+        }
+        Ok(())
+    };
+    use crate::schema::contract::col;
+    missing(raw.event_id.is_none(), col::EVENT_ID, batcher)?;
+    missing(raw.run_id.is_none(), col::RUN_ID, batcher)?;
+    missing(raw.sequence.is_none(), col::SEQUENCE, batcher)?;
+    missing(raw.event_time_utc.is_none(), col::EVENT_TIME_UTC, batcher)?;
+    missing(raw.stage.is_none(), col::STAGE, batcher)?;
+    missing(raw.event_type.is_none(), col::EVENT_TYPE, batcher)?;
+    missing(raw.feature_id.is_none(), col::FEATURE_ID, batcher)?;
+    missing(raw.source_crs.is_none(), col::SOURCE_CRS, batcher)?;
+    missing(raw.target_crs.is_none(), col::TARGET_CRS, batcher)?;
+    missing(raw.outcome.is_none(), col::OUTCOME, batcher)?;
+    missing(raw.strategy_index.is_none(), col::STRATEGY_INDEX, batcher)?;
+    missing(raw.accuracy_m.is_none(), col::ACCURACY_M, batcher)?;
+    missing(
+        raw.rejection_reason.is_none(),
+        col::REJECTION_REASON,
+        batcher,
+    )?;
+    missing(raw.tool_version.is_none(), col::TOOL_VERSION, batcher)?;
+    missing(raw.audit_tag.is_none(), col::AUDIT_TAG, batcher)?;
+    let time = raw.event_time_utc.flatten();
+    let time_us = match &time {
+        Some(t) => match parse_time_us(&t.0) {
+            Ok(us) => Some(us),
+            Err(why) => {
+                batcher.error(line_no, Some(col::EVENT_TIME_UTC), Some(cut(&t.0)), why)?;
+                refused.push(col::EVENT_TIME_UTC);
+                None
+            }
+        },
+        None => None,
+    };
+    refused.sort_unstable();
+    let (event_id, run_id) = (raw.event_id.flatten(), raw.run_id.flatten());
+    let (stage, event_type) = (raw.stage.flatten(), raw.event_type.flatten());
+    let (feature_id, outcome) = (raw.feature_id.flatten(), raw.outcome.flatten());
+    let (source_crs, target_crs) = (raw.source_crs.flatten(), raw.target_crs.flatten());
+    let rejection_reason = raw.rejection_reason.flatten();
+    let (tool_version, audit_tag) = (raw.tool_version.flatten(), raw.audit_tag.flatten());
+    let row = EventRow {
+        event_id: s(&event_id),
+        run_id: s(&run_id),
+        sequence: raw.sequence.flatten(),
+        event_time_us: time_us,
+        stage: s(&stage),
+        event_type: s(&event_type),
+        feature_id: s(&feature_id),
+        source_crs: s(&source_crs),
+        target_crs: s(&target_crs),
+        outcome: s(&outcome),
+        strategy_index: raw.strategy_index.flatten(),
+        accuracy_m: raw.accuracy_m.flatten(),
+        rejection_reason: s(&rejection_reason),
+        tool_version: s(&tool_version),
+        audit_tag: s(&audit_tag),
+    };
+    batcher.push_refused(&row, line_no, &refused)
+}
+
+/// A JSON object's members in the order written (duplicates kept).
+struct Members(Vec<(String, serde_json::Value)>);
+
+impl<'de> Deserialize<'de> for Members {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Members;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, mut m: A) -> Result<Members, A::Error> {
+                let mut out = Vec::new();
+                while let Some(k) = m.next_key::<String>()? {
+                    let v = m.next_value::<serde_json::Value>()?;
+                    out.push((k, v));
+                }
+                Ok(Members(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// A line that did not parse as the contract's object, taken member by member so that
+/// every refused field is named; the row is pushed with those cells null. A line that is
+/// not a JSON object at all is one error.
+fn field_by_field(line: &str, line_no: u64, batcher: &mut LineBatcher) -> Result<()> {
+    let mut de = serde_json::Deserializer::from_str(line);
+    let members = match serde_path_to_error::deserialize::<_, Members>(&mut de) {
+        Ok(m) => m,
+        Err(e) => {
+            let path = e.path().to_string();
+            let field = (!path.is_empty() && path != ".").then_some(path);
+            let column = field
+                .as_deref()
+                .and_then(|f| COLUMNS.iter().position(|c| c.name == f));
+            let why = message(line, e.inner());
+            return batcher.error_in(line_no, column, field.as_deref(), None, why);
+        }
+    };
+    if let Err(e) = de.end() {
+        return trailing(line, line_no, &e, batcher);
+    }
+    let mut values: [Option<serde_json::Value>; 15] = Default::default();
+    for (key, v) in members.0 {
+        match COLUMNS.iter().position(|c| c.name == key) {
+            None => {
+                let hint = match crate::schema::rules::meant(&key) {
+                    Some(name) => format!("; did you mean `{name}`?"),
+                    None => String::new(),
+                };
+                batcher.error_in(
+                    line_no,
+                    None,
+                    Some(&key),
+                    shown(&v),
+                    format!(
+                        "unknown field `{}`: not one of the contract's 15 fields (`lineage schema` lists them){hint}",
+                        cut(&key)
+                    ),
+                )?;
+            }
+            Some(ci) if values[ci].is_some() => {
+                batcher.error(
+                    line_no,
+                    Some(ci),
+                    shown(&v),
+                    format!("duplicate field `{key}`: it appears more than once in the object"),
+                )?;
+            }
+            Some(ci) => values[ci] = Some(v),
+        }
+    }
+    let mut refused = Vec::new();
+    let mut strs: [Option<String>; 15] = Default::default();
+    let mut row = EventRow::default();
+    for (ci, c) in COLUMNS.iter().enumerate() {
+        let Some(v) = &values[ci] else {
+            batcher.error(line_no, Some(ci), None, MISSING)?;
+            refused.push(ci);
+            continue;
+        };
+        let bad = |e: serde_json::Error| message(line, &e);
+        let got: Result<(), String> = match c.kind {
+            Kind::Str => Option::<String>::deserialize(v)
+                .map(|s| strs[ci] = s)
+                .map_err(bad),
+            Kind::I64 => Option::<i64>::deserialize(v)
+                .map(|n| row.sequence = n)
+                .map_err(bad),
+            Kind::I32 => Option::<i32>::deserialize(v)
+                .map(|n| row.strategy_index = n)
+                .map_err(bad),
+            Kind::F64 => Option::<f64>::deserialize(v)
+                .map(|n| row.accuracy_m = n)
+                .map_err(bad),
+            Kind::TimestampUtc => match Option::<String>::deserialize(v).map_err(bad) {
+                Ok(Some(t)) => parse_time_us(&t).map(|us| row.event_time_us = Some(us)),
+                Ok(None) => Ok(()),
+                Err(e) => Err(e),
+            },
+        };
+        if let Err(why) = got {
+            batcher.error(line_no, Some(ci), shown(v), why)?;
+            refused.push(ci);
+        }
+    }
+    let st = |ci: usize| strs[ci].as_deref();
+    use crate::schema::contract::col;
+    let row = EventRow {
+        event_id: st(col::EVENT_ID),
+        run_id: st(col::RUN_ID),
+        stage: st(col::STAGE),
+        event_type: st(col::EVENT_TYPE),
+        feature_id: st(col::FEATURE_ID),
+        source_crs: st(col::SOURCE_CRS),
+        target_crs: st(col::TARGET_CRS),
+        outcome: st(col::OUTCOME),
+        rejection_reason: st(col::REJECTION_REASON),
+        tool_version: st(col::TOOL_VERSION),
+        audit_tag: st(col::AUDIT_TAG),
+        ..row
+    };
+    batcher.push_refused(&row, line_no, &refused)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_are_characters_of_the_line() {
+        assert_eq!(char_column("{\"a\":\"é\"x", 10), 9);
+        assert_eq!(char_column("abc", 1), 1);
+        assert_eq!(char_column("abc", 99), 4);
+    }
 }

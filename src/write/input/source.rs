@@ -67,6 +67,9 @@ pub struct Input {
     backing: Backing,
     format: Format,
     len: u64,
+    /// Standard input read as NDJSON because no format was given: checked for the look of
+    /// another format before it is parsed ([`Format::sniff`]).
+    defaulted: bool,
 }
 
 fn stamp(path: &Path) -> Result<(u64, Option<SystemTime>)> {
@@ -78,11 +81,14 @@ impl Input {
     /// `path` (or standard input for `None` / `-`), its format from the extension unless
     /// `format` says (standard input: NDJSON).
     pub fn open(path: Option<&Path>, format: Option<Format>) -> Result<Input> {
+        let stdin = || -> Result<Input> {
+            let mut input = Self::spool(std::io::stdin().lock(), format.unwrap_or(Format::Ndjson))?;
+            input.defaulted = format.is_none();
+            Ok(input)
+        };
         match path {
-            None => Self::spool(std::io::stdin().lock(), format.unwrap_or(Format::Ndjson)),
-            Some(p) if p == Path::new("-") => {
-                Self::spool(std::io::stdin().lock(), format.unwrap_or(Format::Ndjson))
-            }
+            None => stdin(),
+            Some(p) if p == Path::new("-") => stdin(),
             Some(p) => {
                 let format = format.or_else(|| Format::from_path(p)).ok_or_else(|| {
                     Error::Usage(format!(
@@ -98,6 +104,7 @@ impl Input {
                         stamp,
                     },
                     format,
+                    defaulted: false,
                 })
             }
         }
@@ -132,6 +139,7 @@ impl Input {
             backing: Backing::Spool(file),
             format,
             len: total,
+            defaulted: false,
         })
     }
 
@@ -197,11 +205,32 @@ impl Input {
     }
 }
 
+impl Input {
+    /// Standard input without `--format` is read as NDJSON; one that looks like another
+    /// format is refused with the flag that reads it.
+    fn refuse_other_format(&self, f: &mut File) -> Result<()> {
+        let mut head = vec![0u8; 64 << 10];
+        let n = crate::write::input::binary::read_full(f, &mut head)
+            .map_err(|e| Error::io(self.name(), e))?;
+        f.rewind().map_err(|e| Error::io(self.name(), e))?;
+        match Format::sniff(&head[..n]) {
+            Some((other, why)) => Err(Error::Usage(format!(
+                "standard input is read as NDJSON unless --format says otherwise, and {why}: pass --format {}",
+                other.flag()
+            ))),
+            None => Ok(()),
+        }
+    }
+}
+
 impl BatchSource for Input {
     fn read_all(&self, emit: &mut dyn FnMut(SourcedBatch) -> Result<()>) -> Result<()> {
         let mut f = self.reopen()?;
         if self.holds_no_events(&mut f)? {
             return Ok(()); // no events: appending them is a no-op (README, "Input")
+        }
+        if self.defaulted {
+            self.refuse_other_format(&mut f)?;
         }
         match self.format {
             Format::Ndjson => read_ndjson(f, &self.name(), emit),

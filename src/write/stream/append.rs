@@ -2,7 +2,9 @@
 //! nothing": the input is read twice.
 //!
 //! 1. **Validate** every batch (and with a commit key, digest the payload, see
-//!    `digest`), keeping nothing. A refused row ends the append here. The first batch
+//!    `digest`), keeping nothing. The whole input is read even after a refused row, so
+//!    that every error is reported (the first `max_errors`, and how many in all); any
+//!    refused row ends the append here. The first batch
 //!    fixes the contract version written (`version`: the requested one, a typed input's
 //!    own, or the newest for text), so a version the input cannot be written as is
 //!    refused here too.
@@ -25,6 +27,7 @@ use futures::StreamExt;
 use tokio::sync::mpsc;
 
 use crate::base::error::{Error, Result};
+use crate::base::rejection::Collector;
 use crate::base::time::rfc3339;
 use crate::format::claim::derived_commit_id;
 use crate::format::claim::payload_sha256;
@@ -54,10 +57,7 @@ impl BatchSource for Validated {
         let mut first = 1u64;
         for b in &self.0 {
             let n = b.num_rows() as u64;
-            f(SourcedBatch {
-                batch: b.clone(),
-                origin: Origin::Rows { first },
-            })?;
+            f(SourcedBatch::new(b.clone(), Origin::Rows { first }))?;
             first += n;
         }
         Ok(())
@@ -138,7 +138,7 @@ pub(crate) async fn append(
     if !validated || key.is_some() {
         let src = source.clone();
         let k = key.clone();
-        let (rows, max) = (writer.batch_rows, writer.max_part_bytes);
+        let (rows, max, max_errors) = (writer.batch_rows, writer.max_part_bytes, writer.max_errors);
         // What pass 1 may keep: the memory budget, scaled down for small flushes (whose
         // appends are expected to run in less memory).
         let mut keep = writer
@@ -150,10 +150,11 @@ pub(crate) async fn append(
             keep = 0;
         }
         let pin = version.clone();
-        let pass =
-            tokio::task::spawn_blocking(move || first_pass(src.as_ref(), pin, k, rows, max, keep))
-                .await
-                .map_err(|e| Error::Internal(format!("validation failed: {e}")))??;
+        let pass = tokio::task::spawn_blocking(move || {
+            first_pass(src.as_ref(), pin, k, rows, max, keep, max_errors)
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("validation failed: {e}")))??;
         version = pass.version;
         if let (Some(k), Some(payload)) = (&key, &pass.summary) {
             let how = claim(writer, source.clone(), version.clone(), k, payload).await?;
@@ -230,20 +231,18 @@ struct FirstPass {
 
 fn first_pass(
     source: &dyn BatchSource,
-    mut version: VersionPin,
+    version: VersionPin,
     key: Option<String>,
     batch_rows: usize,
     max_part_bytes: usize,
     keep_budget: usize,
+    max_errors: usize,
 ) -> Result<FirstPass> {
-    let mut v = Validator::new();
-    let (validated, typed) = (source.validated(), source.typed());
+    let validated = source.validated();
     let mut digest = key.map(|k| PayloadDigest::new(&k, batch_rows, max_part_bytes));
     let mut kept = (!validated).then(Vec::new);
     let mut kept_bytes = 0usize;
-    source.read_all(&mut |sb| {
-        let (batch, to) = conform_valid(&version, &mut v, sb, validated, typed)?;
-        version.accept(to);
+    let version = validate_pass(source, version, max_errors, &mut |batch| {
         if let Some(d) = &mut digest {
             d.push(&batch)?;
         }
@@ -264,6 +263,50 @@ fn first_pass(
     })
 }
 
+/// Read all of `source`, conform each batch to the version `version` fixes and validate
+/// it, handing each valid batch to `valid` until the first refused row; every error of
+/// the input is recorded (the first `max_errors` listed, `0`: all) and the input is
+/// refused with all of them at the end. Returns the version written.
+fn validate_pass(
+    source: &dyn BatchSource,
+    mut version: VersionPin,
+    max_errors: usize,
+    valid: &mut dyn FnMut(RecordBatch) -> Result<()>,
+) -> Result<VersionPin> {
+    let mut v = Validator::new();
+    let mut errors = Collector::new(max_errors);
+    let (validated, typed) = (source.validated(), source.typed());
+    source.read_all(&mut |sb| {
+        let (batch, to) = version.conform(sb.batch, typed)?;
+        let sb = SourcedBatch { batch, ..sb };
+        let batch = if validated {
+            Some(sb.batch)
+        } else {
+            v.check(&sb, &mut errors)?
+        };
+        // After the first error only errors matter: nothing will be committed.
+        if let Some(b) = batch.filter(|_| errors.is_empty()) {
+            version.accept(to);
+            valid(b)?;
+        }
+        Ok(())
+    })?;
+    errors.finish()?;
+    Ok(version)
+}
+
+/// [`validate_pass`] writing `requested` (or as the input says), for `check`: the
+/// version the input would be written as.
+pub(crate) fn validate_source(
+    source: &dyn BatchSource,
+    requested: Option<&str>,
+    max_errors: usize,
+    valid: &mut dyn FnMut(RecordBatch) -> Result<()>,
+) -> Result<Option<Arc<crate::schema::contract::ContractVersion>>> {
+    let pin = validate_pass(source, VersionPin::new(requested)?, max_errors, valid)?;
+    Ok(pin.fixed().cloned())
+}
+
 /// `sb` in the version `version` writes, validated unless the source's batches are
 /// already; also the version it came as (for [`VersionPin::accept`]).
 fn conform_valid(
@@ -277,10 +320,7 @@ fn conform_valid(
     if validated {
         return Ok((batch, to));
     }
-    let batch = v.validate(&SourcedBatch {
-        batch,
-        origin: sb.origin,
-    })?;
+    let batch = v.validate(&SourcedBatch { batch, ..sb })?;
     Ok((batch, to))
 }
 

@@ -126,10 +126,7 @@ impl Sink {
     pub async fn write(&mut self, batch: RecordBatch) -> Result<()> {
         self.check_open()?;
         let batch = crate::write::conform::plan(batch.schema().as_ref())?.apply(&batch)?;
-        let sb = SourcedBatch {
-            batch,
-            origin: Origin::Rows { first: 1 },
-        };
+        let sb = SourcedBatch::new(batch, Origin::Rows { first: 1 });
         let valid = self.accept(sb, true)?;
         self.buffer(valid, false).await
     }
@@ -144,10 +141,7 @@ impl Sink {
         for e in events {
             b.push(e);
         }
-        let sb = SourcedBatch {
-            batch: b.finish()?,
-            origin: Origin::Rows { first: 1 },
-        };
+        let sb = SourcedBatch::new(b.finish()?, Origin::Rows { first: 1 });
         // Single events are text-like: written as the newest version unless requested.
         let valid = self.accept(sb, false)?;
         self.buffer(valid, false).await
@@ -180,10 +174,7 @@ impl Sink {
     /// batch accepted (a refused one fixes nothing).
     fn accept(&mut self, sb: SourcedBatch, typed: bool) -> Result<RecordBatch> {
         let (batch, v) = self.version.conform(sb.batch, typed)?;
-        let valid = self.validator.validate(&SourcedBatch {
-            batch,
-            origin: sb.origin,
-        })?;
+        let valid = self.validator.validate(&SourcedBatch { batch, ..sb })?;
         self.version.accept(v);
         Ok(valid)
     }

@@ -210,7 +210,7 @@ fn each_refused_input_exits_2_names_the_place_and_changes_nothing() {
     assert!(
         text(&o)
             .1
-            .contains("line 1: the header lacks field `sequence`"),
+            .contains("line 1, field `sequence`: is missing from the header"),
         "{:?}",
         text(&o)
     );

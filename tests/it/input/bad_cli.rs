@@ -13,7 +13,9 @@ use arrow_array::RecordBatch;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use serde_json::Value;
 
-use crate::support::bad_input::{self, assert_all_passed, by_sequence, ext, validated, Expect};
+use crate::support::bad_input::{
+    self, assert_all_passed, by_sequence, ext, lacks_in_order, validated, Expect,
+};
 use crate::support::sample::snapshot;
 use crate::support::{self, text};
 
@@ -97,14 +99,33 @@ fn every_case_of_the_matrix_through_the_cli() {
             Expect::Refused(wants) => {
                 let o = append(&store_s, &input);
                 let (out, err) = text(&o);
+                // `--json`: stdout is one object listing the errors stderr tells.
+                let listed: Option<Value> = serde_json::from_str(out.trim()).ok();
+                let listed_ok = listed.as_ref().is_some_and(|v| {
+                    v["valid"] == false
+                        && v["error_count"].as_u64().is_some_and(|n| n >= 1)
+                        && v["errors"].as_array().is_some_and(|e| {
+                            !e.is_empty()
+                                && e.iter().all(|x| {
+                                    x["reason"].is_string()
+                                        && err.contains(x["reason"].as_str().unwrap_or("?"))
+                                })
+                        })
+                });
                 if o.status.code() != Some(2) {
                     Err(format!("exit {:?}: {out}{err}", o.status.code()))
-                } else if let Some(w) = wants.iter().find(|w| !err.contains(w.as_str())) {
-                    Err(format!("stderr lacks {w:?}: {err}"))
-                } else if !out.is_empty() {
-                    Err(format!("printed {out}"))
-                } else if err.len() > 2048 {
-                    Err(format!("stderr of {} bytes", err.len()))
+                } else if let Some(w) = lacks_in_order(&err, wants) {
+                    Err(format!("stderr lacks {w:?} (in order): {err}"))
+                } else if !listed_ok || out.trim().lines().count() != 1 {
+                    Err(format!(
+                        "stdout is not one JSON object of the errors: {out}"
+                    ))
+                } else if err.lines().any(|l| l.len() > 1024) || err.lines().count() > 22 {
+                    Err(format!(
+                        "stderr of {} lines, {} bytes",
+                        err.lines().count(),
+                        err.len()
+                    ))
                 } else if snapshot(&store) != before {
                     Err("the store changed".into())
                 } else {

@@ -11,7 +11,9 @@ use lineage_store::MemoryPublisher;
 use lineage_store::{AtomicPublisher, ErrorKind, Writer};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
-use crate::support::bad_input::{self, assert_all_passed, by_sequence, validated, Expect};
+use crate::support::bad_input::{
+    self, assert_all_passed, by_sequence, lacks_in_order, validated, Expect,
+};
 
 /// Append to a fresh memory store and read every part back, rows by sequence.
 async fn stored(b: &RecordBatch) -> RecordBatch {
@@ -48,10 +50,20 @@ async fn every_case_of_the_matrix_through_the_library() {
                 let msg = e.to_string();
                 if e.kind() != ErrorKind::Input {
                     Err(format!("kind {:?}: {msg}", e.kind()))
-                } else if let Some(w) = wants.iter().find(|w| !msg.contains(w.as_str())) {
-                    Err(format!("message lacks {w:?}: {msg}"))
-                } else if msg.len() > 1024 {
-                    Err(format!("message of {} bytes", msg.len()))
+                } else if let Some(w) = lacks_in_order(&msg, wants) {
+                    Err(format!("message lacks {w:?} (in order): {msg}"))
+                } else if msg.lines().any(|l| l.len() > 1024) || msg.lines().count() > 22 {
+                    Err(format!(
+                        "message of {} lines, {} bytes",
+                        msg.lines().count(),
+                        msg.len()
+                    ))
+                } else if e
+                    .rejection()
+                    .is_none_or(|r| r.errors.is_empty() || r.total < r.errors.len() as u64)
+                    && !matches!(e, lineage_store::Error::Usage(_))
+                {
+                    Err(format!("not a rejection listing its errors: {e:?}"))
                 } else {
                     Ok(())
                 }

@@ -1,6 +1,8 @@
-//! Input: every format read into the contract, bad input refused, values kept bit for bit.
+//! Input: every format read into the contract, bad input refused (every error at once),
+//! `lineage check`, values kept bit for bit.
 
 mod bad_cli;
 mod bad_lib;
 mod batches;
+mod check;
 mod float_exact;

@@ -24,10 +24,7 @@ pub fn events(rows: usize, runs: usize, seed: u64) -> Vec<RecordBatch> {
         .map(|b| {
             let n = b.num_rows() as u64;
             let out = v
-                .validate(&SourcedBatch {
-                    batch: b,
-                    origin: Origin::Rows { first },
-                })
+                .validate(&SourcedBatch::new(b, Origin::Rows { first }))
                 .unwrap();
             first += n;
             out

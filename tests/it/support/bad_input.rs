@@ -491,6 +491,77 @@ fn binary_cases() -> Vec<Case> {
             &wants,
         ));
     }
+    // Every column that differs, in one refusal, with the casts that fix it (issue 22):
+    // what DuckDB's read_json, pyarrow's from_pylist and Polars make by default.
+    let uuids =
+        arrow_array::FixedSizeBinaryArray::try_from_iter((0..6u8).map(|i| [i; 16])).unwrap();
+    let times_as_text: arrow_array::StringArray = time
+        .values()
+        .iter()
+        .map(|&us| Some(lineage_store::internal::time::rfc3339_us(us)))
+        .collect();
+    let strat64 = Arc::new(
+        good.column(10)
+            .as_primitive::<Int32Type>()
+            .iter()
+            .map(|v| v.map(i64::from))
+            .collect::<Int64Array>(),
+    ) as ArrayRef;
+    let mut drifted: Vec<(&str, ArrayRef)> = named(&good)
+        .into_iter()
+        .filter(|(n, _)| *n != "audit_tag")
+        .map(|(n, c)| match n {
+            "event_id" => (n, Arc::new(uuids.clone()) as ArrayRef),
+            "event_time_utc" => (n, Arc::new(times_as_text.clone()) as ArrayRef),
+            "strategy_index" => (n, strat64.clone()),
+            _ => (n, c),
+        })
+        .collect();
+    drifted.push(("colour", Arc::new(Int64Array::from(vec![1; 6])) as ArrayRef));
+    let drifted = batch_of(drifted);
+    let castable = with(
+        &with(&good, "strategy_index", strat64.clone()),
+        "event_time_utc",
+        Arc::new(
+            arrow_array::TimestampNanosecondArray::from(
+                time.values().iter().map(|v| v * 1000).collect::<Vec<_>>(),
+            )
+            .with_timezone("UTC"),
+        ),
+    );
+    for (format, bytes, kind) in [
+        (Format::Arrow, ipc_file(&drifted), "arrow file"),
+        (Format::Parquet, parquet(&drifted), "parquet"),
+    ] {
+        cases.push(refused(
+            &format!("{kind}: every drifted column at once"),
+            format,
+            bytes,
+            &[
+                "schema mismatch: field 1 `event_id` has type FixedSizeBinary(16), the contract expects Utf8",
+                "UUID",
+                "field 4 `event_time_utc` has type Utf8",
+                "parse them",
+                "field 11 `strategy_index` has type Int64, the contract expects Int32",
+                "pa.int32()",
+                "lacks field `audit_tag`",
+                "`colour` (Int64) is not in the contract",
+                "hint: the contract (15 columns, version 1.2.0)",
+            ],
+        ));
+    }
+    cases.push(refused(
+        "arrow file: casts conform it, and the hint says how",
+        Format::Arrow,
+        ipc_file(&castable),
+        &[
+            "`event_time_utc` has type Timestamp(ns",
+            "`strategy_index` has type Int64",
+            "hint: ",
+            "table.select(lineage_store.SCHEMA.names).cast(lineage_store.SCHEMA)",
+            "df.cast({\"event_time_utc\": pl.Datetime(\"us\", \"UTC\"), \"strategy_index\": pl.Int32})",
+        ],
+    ));
     // Invalid UTF-8 inside a string column, patched into the encoded bytes.
     let marked = with(
         &good,
@@ -640,8 +711,8 @@ fn ndjson_cases() -> Vec<Case> {
             )),
             &[
                 "line 2, field `run_id`",
-                "longer than 128 bytes",
                 "(5242880 bytes)",
+                "longer than 128 bytes",
             ],
         ),
         refused(
@@ -885,6 +956,123 @@ fn ndjson_cases() -> Vec<Case> {
             &["line 2, field `rejection_reason`"],
         ),
     ];
+    // Several errors: every one named, in input order (issue 22).
+    cases.push(refused(
+        "WGS84 on line 4, a time without zone on line 5",
+        nd,
+        format!(
+            "{}{}\n{}\n",
+            String::from_utf8(good_ndjson(3)).unwrap(),
+            line(4, &[("target_crs", "\"WGS84\"")]),
+            line(5, &[("event_time_utc", "\"2026-07-13T06:10:00\"")])
+        )
+        .into_bytes(),
+        &[
+            "line 4, field `target_crs`: `WGS84` is not an EPSG CRS identifier",
+            "line 5, field `event_time_utc`",
+            "has no UTC offset",
+        ],
+    ));
+    cases.push(refused(
+        "an unknown key on line 300, named without serde's position",
+        nd,
+        format!(
+            "{}{}\n",
+            String::from_utf8(good_ndjson(299)).unwrap(),
+            line(300, &[("target_crs", ABSENT), ("crs", "\"EPSG:4326\"")])
+        )
+        .into_bytes(),
+        &[
+            "line 300, field `target_crs`: is missing",
+            "line 300, field `crs`: unknown field `crs`",
+        ],
+    ));
+    cases.push(refused(
+        "every refused field of one line",
+        nd,
+        second(&line(
+            2,
+            &[
+                ("sequence", "\"two\""),
+                ("stage", ABSENT),
+                ("target_crs", "\"WGS84\""),
+                ("accuracy_m", "-1"),
+                ("colour", "\"red\""),
+            ],
+        )),
+        &[
+            "line 2, field `sequence`: invalid type: string \"two\", expected i64",
+            "line 2, field `stage`: is missing",
+            "line 2, field `target_crs`: `WGS84`",
+            "line 2, field `accuracy_m`: -1.0 is not a finite",
+            "line 2, field `colour`: unknown field `colour`",
+        ],
+    ));
+    cases.push(refused(
+        "a syntax error names its column in characters",
+        nd,
+        second("{\"event_id\":\"é-2\",\"run_id\" \"run-a\"}"),
+        &["line 2: expected `:` (column 28)"],
+    ));
+    cases.push(refused(
+        "30 bad lines: 20 listed, and how many in all",
+        nd,
+        (1..=30)
+            .map(|i| line(i, &[("stage", "\"\"")]) + "\n")
+            .collect::<String>()
+            .into_bytes(),
+        &[
+            "line 1, field `stage`: is an empty string",
+            "line 20, field `stage`",
+            "… and 10 more errors (30 in all)",
+        ],
+    ));
+    // Normalisations (README, "Input"), each decided: spaces around a CRS or a time are
+    // ignored, a space or lower-case `t` may separate date and time, zeros below a
+    // microsecond are exact; a tab or newline is never trimmed.
+    for (name, field, v) in [
+        ("a CRS with spaces around", "target_crs", "\" epsg:4326 \""),
+        (
+            "a CRS with a trailing space",
+            "target_crs",
+            "\"EPSG:4326 \"",
+        ),
+        (
+            "a space between date and time",
+            "event_time_utc",
+            "\"2026-07-13 06:00:00Z\"",
+        ),
+        (
+            "spaces around a time",
+            "event_time_utc",
+            "\" 2026-07-13T06:00:00Z \"",
+        ),
+        (
+            "nanosecond zeros",
+            "event_time_utc",
+            "\"2026-07-13T06:00:00.000000000Z\"",
+        ),
+    ] {
+        cases.push(same_as(
+            name,
+            nd,
+            second(&line(2, &[(field, v)])),
+            good_ndjson(2),
+            nd,
+        ));
+    }
+    cases.push(refused(
+        "a time with a tab after it",
+        nd,
+        second(&line(
+            2,
+            &[("event_time_utc", "\"2026-07-13T06:00:00Z\\t\"")],
+        )),
+        &[
+            "line 2, field `event_time_utc`",
+            "is not an RFC 3339 timestamp",
+        ],
+    ));
     // run_id: traversal, separators, escapes, look-alikes, control characters, length.
     for (name, v, why) in [
         ("../x", "\"../x\"", "contains `..`"),
@@ -990,7 +1178,7 @@ fn csv_cases() -> Vec<Case> {
         ]), &["line 5: has 3 fields, the header has 15"]),
         refused("csv: short row", c, csv(&["e-2,run-a,2".into()]), &["line 3: has 3 fields, the header has 15"]),
         refused("csv: long row", c, csv(&[csv_row(2, &[]) + ",extra"]), &["line 3: has 16 fields, the header has 15"]),
-        refused("csv: invalid UTF-8", c, [csv(&[]), b"e-2,run-a,2,2026-07-13T06:00:00Z,reproject,crs_transform,caf\xe9,EPSG:4258,EPSG:4326,transformed,0,0.5,,geostd/2.4.1,\n".to_vec()].concat(), &["line 3: invalid UTF-8 in field `feature_id`"]),
+        refused("csv: invalid UTF-8", c, [csv(&[]), b"e-2,run-a,2,2026-07-13T06:00:00Z,reproject,crs_transform,caf\xe9,EPSG:4258,EPSG:4326,transformed,0,0.5,,geostd/2.4.1,\n".to_vec()].concat(), &["line 3, field `feature_id`: invalid UTF-8"]),
         refused("csv: NaN", c, csv(&[csv_row(2, &[("accuracy_m", "NaN")])]), &["line 3, field `accuracy_m`: NaN is not a finite"]),
         refused("csv: inf", c, csv(&[csv_row(2, &[("accuracy_m", "inf")])]), &["line 3, field `accuracy_m`: inf is not a finite"]),
         refused("csv: -infinity", c, csv(&[csv_row(2, &[("accuracy_m", "-infinity")])]), &["line 3, field `accuracy_m`: -inf is not a finite"]),
@@ -1000,19 +1188,128 @@ fn csv_cases() -> Vec<Case> {
         refused("csv: leap second", c, csv(&[csv_row(2, &[("event_time_utc", "2016-12-31T23:59:60Z")])]), &["line 3, field `event_time_utc`", "leap second"]),
         refused("csv: run_id look-alike", c, csv(&[csv_row(2, &[("run_id", "a\u{2215}b")])]), &["line 3, field `run_id`", "U+2215"]),
         refused("csv: CRS with a quoted newline", c, csv(&[csv_row(2, &[("target_crs", "\"\"EPSG:4326\n\"\"")])]), &["line 3, field `target_crs`", "U+000A"]),
-        refused("csv: header lacks a field", c, b"event_id,run_id\ne,r\n".to_vec(), &["line 1: the header lacks field `sequence`"]),
-        refused("csv: header has an extra field", c, format!("{h},colour\n").into_bytes(), &["line 1: column `colour` is not a field"]),
-        refused("csv: header names a field twice", c, format!("{h},run_id\n").into_bytes(), &["line 1: column `run_id` appears twice"]),
-        refused("csv: header in another case", c, h.replace("run_id", "Run_ID").into_bytes(), &["line 1: column `Run_ID` is not a field"]),
+        // Every problem of a header at once, in the contract's column order.
+        refused("csv: header lacks fields", c, b"event_id,run_id\ne,r\n".to_vec(), &["line 1, field `sequence`: is missing from the header", "line 1, field `event_time_utc`: is missing", "line 1, field `audit_tag`: is missing"]),
+        refused("csv: header has an extra field", c, format!("{h},colour\n").into_bytes(), &["line 1, field `colour`: is not a field of the contract (column 16 of the header)"]),
+        refused("csv: header names a field twice", c, format!("{h},run_id\n").into_bytes(), &["line 1, field `run_id`: appears twice in the header (columns 2 and 16)"]),
+        refused("csv: header in another case", c, h.replace("run_id", "Run_ID").into_bytes(), &["line 1, field `run_id`: is missing from the header", "line 1, field `Run_ID`: is not a field of the contract (column 2 of the header); did you mean `run_id`?"]),
+        refused("csv: header after a blank line", c, format!("\n{h},colour\n").into_bytes(), &["line 2, field `colour`: is not a field"]),
+        // Physical lines as an editor counts them, CRLF as LF (issue 22).
+        refused("csv: CRLF, bad value on line 3, short row on line 22", c, {
+            let mut rows = vec![csv_row(2, &[("event_time_utc", "\"2026-07-13T06:00:00\"")])];
+            rows.extend((3..=20).map(|i| csv_row(i, &[])));
+            rows.push("e-21,run-a,21".into());
+            String::from_utf8(csv(&rows)).unwrap().replace('\n', "\r\n").into_bytes()
+        }, &["line 3, field `event_time_utc`", "has no UTC offset", "line 22: has 3 fields, the header has 15"]),
+        refused("csv: CRLF, a short row after a quoted newline", c, String::from_utf8(csv(&[
+            csv_row(2, &[("outcome", "\"rejected\""), ("rejection_reason", "\"\"two\nlines\"\"")]),
+            "e-3,run-a,3".into(),
+        ])).unwrap().replace('\n', "\r\n").into_bytes(), &["line 5: has 3 fields, the header has 15"]),
+        refused("csv: None in source_crs on line 5, in strategy_index on line 16", c, {
+            let rows: Vec<String> = (2..=15).map(|i| match i {
+                4 => csv_row(i, &[("source_crs", "None")]),
+                15 => csv_row(i, &[("strategy_index", "None")]),
+                _ => csv_row(i, &[]),
+            }).collect();
+            csv(&rows)
+        }, &["line 5, field `source_crs`: `None` is not an EPSG CRS identifier", "line 16, field `strategy_index`: `None` is not a 32-bit integer"]),
+        refused("csv: every refused cell of a record", c, csv(&[csv_row(2, &[("sequence", "two"), ("event_time_utc", "noon"), ("target_crs", "WGS84"), ("accuracy_m", "-1")])]),
+            &["line 3, field `sequence`: `two` is not a 64-bit integer", "line 3, field `event_time_utc`: `noon`", "line 3, field `target_crs`: `WGS84`", "line 3, field `accuracy_m`: -1.0 is not a finite"]),
+        // Normalisations (README, "Input"): spaces around numbers and times are ignored,
+        // a sign and exponent notation are numbers; nothing else is trimmed.
+        same_as("csv: spaces around numbers and times", c, csv(&[csv_row(2, &[("sequence", " 2 "), ("strategy_index", "0 "), ("accuracy_m", " 0.5"), ("event_time_utc", " 2026-07-13T06:00:00Z ")]), csv_row(3, &[])]), good3.clone(), c),
+        same_as("csv: a plus sign and exponent notation", c, csv(&[csv_row(2, &[("sequence", "+2"), ("accuracy_m", "5e-1")]), csv_row(3, &[])]), good3.clone(), c),
+        refused("csv: a tab before a number", c, csv(&[csv_row(2, &[("sequence", "\t2")])]), &["line 3, field `sequence`", "is not a 64-bit integer"]),
     ]
 }
 
-/// Every case of the matrix.
+/// Every case of the matrix, and each text case that refuses one bad line again with the
+/// same bad line twice (a valid line between): both named, the first first.
 pub fn cases() -> Vec<Case> {
     let mut all = ndjson_cases();
     all.extend(csv_cases());
     all.extend(binary_cases());
+    let twice: Vec<Case> = all.iter().filter_map(twice).collect();
+    all.extend(twice);
     all
+}
+
+/// `c` with its one bad line (NDJSON line 2 after a valid line 1, CSV line 3 after the
+/// header and a valid row) written twice, with a valid line between: the wants of the
+/// first (`line 2`/`line 3`), then the same wants of the second (`line 4`/`line 5`).
+fn twice(c: &Case) -> Option<Case> {
+    let Expect::Refused(wants) = &c.expect else {
+        return None;
+    };
+    if c.input.len() > 1 << 20 {
+        return None;
+    }
+    let lines: Vec<&[u8]> = c.input.split(|&b| b == b'\n').collect();
+    let (input, at, again) = match (c.format, lines.as_slice()) {
+        (Format::Ndjson, [first, bad, b""]) if *first == line(1, &[]).as_bytes() => (
+            [
+                *first,
+                b"\n",
+                bad,
+                b"\n",
+                line(3, &[]).as_bytes(),
+                b"\n",
+                bad,
+                b"\n",
+            ]
+            .concat(),
+            "line 2",
+            "line 4",
+        ),
+        (Format::Csv, [header, first, bad, b""])
+            if *header == csv_header().as_bytes() && *first == csv_row(1, &[]).as_bytes() =>
+        {
+            let row3 = csv_row(3, &[]);
+            (
+                [
+                    *header,
+                    b"\n",
+                    first,
+                    b"\n",
+                    bad,
+                    b"\n",
+                    row3.as_bytes(),
+                    b"\n",
+                    bad,
+                    b"\n",
+                ]
+                .concat(),
+                "line 3",
+                "line 5",
+            )
+        }
+        _ => return None,
+    };
+    if !wants.iter().any(|w| w.contains(at)) {
+        return None;
+    }
+    let mut both = wants.clone();
+    both.extend(wants.iter().map(|w| w.replace(at, again)));
+    Some(Case {
+        name: format!("{} (the same bad line twice)", c.name),
+        format: c.format,
+        input,
+        expect: Expect::Refused(both),
+    })
+}
+
+/// The first of `wants` that `text` does not hold in order (each after the one before),
+/// or that serde's own position (`at line N column M`, of a one-line buffer) appears.
+pub fn lacks_in_order<'a>(text: &str, wants: &'a [String]) -> Option<&'a str> {
+    let mut from = 0;
+    for w in wants {
+        match text[from..].find(w.as_str()) {
+            Some(i) => from += i + w.len(),
+            None => return Some(w),
+        }
+    }
+    text.contains(" at line ")
+        .then_some("(no serde position `at line N column M`)")
 }
 
 /// The validated batches of an input, concatenated (for comparing what is stored).

@@ -1,0 +1,112 @@
+"""`lineage_store.check` (issue 22): validates Arrow data or a file exactly as an append
+would, without a store, and returns every error as `lineage check --json` lists them;
+`InputError.errors` lists the same for a refused append."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pytest
+
+import lineage_store as ls
+from pkg_support import events, lineage, snapshot, write_ipc
+
+
+def with_values(t: pa.Table, name: str, changes: dict[int, object]) -> pa.Table:
+    """`t` with column `name` changed at the 0-based rows in `changes`."""
+    col = t.column(name).to_pylist()
+    for i, v in changes.items():
+        col[i] = v
+    i = t.schema.get_field_index(name)
+    return t.set_column(i, t.schema.field(i), pa.array(col, t.schema.field(i).type))
+
+
+def cli_check(path: Path, *args: str) -> dict:
+    r = lineage("check", "--input", str(path), "--json", *args)
+    return json.loads(r.stdout)
+
+
+def bad_table() -> pa.Table:
+    t = events(40, runs=("run-a",))
+    t = with_values(t, "target_crs", {4: "WGS84", 30: "OGC:CRS84"})
+    return with_values(t, "stage", {17: ""})
+
+
+def test_a_valid_table_and_file_have_no_errors(tmp_path):
+    t = events(50)
+    assert ls.check(t) == []
+    assert ls.check(write_ipc(t, tmp_path / "ok.arrow")) == []
+    assert ls.check(str(write_ipc(t, tmp_path / "ok.arrow"))) == []
+
+
+def test_every_error_of_a_table_in_row_order_as_the_cli_lists_them(tmp_path):
+    bad = bad_table()
+    got = ls.check(bad)
+    assert [(e["row"], e["field"]) for e in got] == [(5, "target_crs"), (18, "stage"), (31, "target_crs")]
+    assert got[0]["line"] is None and got[0]["value"] == "WGS84"
+    assert "is not an EPSG CRS identifier" in got[0]["reason"]
+    # Exactly the objects `lineage check --json` prints for the same events in a file.
+    cli = cli_check(write_ipc(bad, tmp_path / "bad.arrow"))
+    assert cli["valid"] is False and cli["error_count"] == 3
+    assert got == cli["errors"]
+    assert ls.check(bad, max_errors=2) == got[:2]
+    # A refused append lists them too, and publishes nothing.
+    root = tmp_path / "store"
+    store = ls.open(root)
+    with pytest.raises(ls.InputError) as e:
+        store.append(bad)
+    assert e.value.errors == got
+    assert (e.value.row, e.value.field) == (5, "target_crs")
+    assert str(e.value).splitlines()[1].startswith("row 18, field `stage`: is an empty string")
+    assert snapshot(root) == {}
+
+
+def test_files_of_every_text_format_are_checked_with_their_lines(tmp_path):
+    bad = bad_table()
+    ndjson = tmp_path / "bad.ndjson"
+    rows = bad.to_pylist()
+    for r in rows:
+        r["event_time_utc"] = r["event_time_utc"].isoformat()
+    ndjson.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    got = ls.check(ndjson)
+    assert [(e["line"], e["field"]) for e in got] == [(5, "target_crs"), (18, "stage"), (31, "target_crs")]
+    assert got == cli_check(ndjson)["errors"]
+    # CSV with CRLF line ends (what Python's csv module writes): lines as an editor counts.
+    csv = tmp_path / "bad.data"
+    pacsv.write_csv(bad, str(csv), pacsv.WriteOptions(quoting_style="needed"))
+    text = csv.read_text().replace("\n", "\r\n")
+    csv.write_bytes(text.encode())
+    got = ls.check(csv, format="csv")
+    lines = [e["line"] for e in got if e["field"] == "target_crs"]
+    assert lines == [6, 32], got  # the header is line 1
+    assert got == cli_check(csv, "--format", "csv")["errors"]
+    with pytest.raises(ls.InputError, match="cannot tell the format"):
+        ls.check(csv)
+    with pytest.raises(ls.InputError, match='format "xml"'):
+        ls.check(csv, format="xml")
+    with pytest.raises(ls.StoreError):
+        ls.check(tmp_path / "missing.ndjson")
+
+
+def test_a_table_built_the_natural_way_is_told_every_mismatch_and_the_cast_that_fixes_it(tmp_path):
+    rows = events(6).to_pylist()
+    for r in rows:
+        r["audit_tag"] = None
+        r["source_crs"] = None
+    natural = pa.Table.from_pylist(rows)   # no schema: int64 strategy_index, null-typed columns
+    got = ls.check(natural)
+    # Every column at once, in the contract's order: all-None columns are typed null.
+    assert [e["field"] for e in got] == ["source_crs", "strategy_index", "rejection_reason", "audit_tag"]
+    assert all(e["line"] is None and e["row"] is None for e in got)
+    root = tmp_path / "store"
+    with pytest.raises(ls.InputError) as e:
+        ls.open(root).append(natural)
+    message = str(e.value)
+    assert "`strategy_index` has type Int64, the contract expects Int32" in message
+    assert "hint: " in message and "table.select(lineage_store.SCHEMA.names).cast(lineage_store.SCHEMA)" in message
+    # The hint is true: that cast conforms the table, and it is then accepted.
+    fixed = natural.select(ls.SCHEMA.names).cast(ls.SCHEMA)
+    assert ls.check(fixed) == []
+    assert sum(c.row_count for c in ls.open(root).append(fixed)) == 6
