@@ -3,6 +3,7 @@
 
 mod cli;
 mod legacy;
+mod legacy_layout;
 mod races;
 mod seal;
 mod shard;
