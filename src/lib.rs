@@ -115,7 +115,9 @@ pub mod internal {
     pub use crate::format::{claim, keys, pointer};
     pub use crate::history::{complete, frontier, index, merkle, seal, signing, tiles};
     pub use crate::parts::{encode, read as part};
-    pub use crate::publish::{checked, faulty, list_pages, metered, object, posix, store};
+    pub use crate::publish::{
+        checked, disorderly, faulty, list_pages, metered, object, posix, store,
+    };
     pub use crate::schema::events;
     pub use crate::write::{conform, input, validate};
 }

@@ -4,6 +4,7 @@
 mod cli;
 mod legacy;
 mod legacy_layout;
+mod listing_order;
 mod races;
 mod seal;
 mod shard;
