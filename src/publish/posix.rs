@@ -299,32 +299,28 @@ impl Walker<'_> {
     /// The files and directories of `dir` (with whether each is a directory); entries
     /// that vanish before their type is read are skipped, a vanished `dir` is empty.
     fn entries(&self, dir: &Path) -> Result<Vec<(fs::DirEntry, bool)>> {
-        let entries = match fs::read_dir(dir) {
-            Ok(e) => e,
-            Err(e) if e.kind() == IoKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(Error::io(dir, e)),
-        };
         let mut out = Vec::new();
-        for entry in entries {
-            let entry = match entry {
-                Ok(e) => e,
-                Err(e) if e.kind() == IoKind::NotFound => continue,
-                Err(e) => return Err(Error::io(dir, e)),
-            };
-            let path = entry.path();
-            if let Some(hook) = self.hook {
-                hook(&path);
-            }
-            let ft = match entry.file_type() {
-                Ok(t) => t,
-                Err(e) if e.kind() == IoKind::NotFound => continue,
-                Err(e) => return Err(Error::io(&path, e)),
-            };
-            if ft.is_dir() || ft.is_file() {
-                out.push((entry, ft.is_dir()));
+        for entry in read_entries(dir)? {
+            if let Some(t) = self.examine(&entry)? {
+                out.push((entry, t.is_dir()));
             }
         }
         Ok(out)
+    }
+
+    /// The type of an entry read from its directory (after the hook), or `None` when it
+    /// vanished since or is neither a file nor a directory.
+    fn examine(&self, entry: &fs::DirEntry) -> Result<Option<fs::FileType>> {
+        let path = entry.path();
+        if let Some(hook) = self.hook {
+            hook(&path);
+        }
+        match entry.file_type() {
+            Ok(t) if t.is_dir() || t.is_file() => Ok(Some(t)),
+            Ok(_) => Ok(None),
+            Err(e) if e.kind() == IoKind::NotFound => Ok(None),
+            Err(e) => Err(Error::io(&path, e)),
+        }
     }
 
     /// The store key of a path under the root.
@@ -334,6 +330,25 @@ impl Walker<'_> {
             .map_err(|e| Error::Internal(e.to_string()))?;
         Ok(key_of(rel))
     }
+}
+
+/// The entries of `dir` as read (no type asked, nothing stat'ed); a vanished `dir` is
+/// empty, an entry that vanished while being read is skipped.
+fn read_entries(dir: &Path) -> Result<Vec<fs::DirEntry>> {
+    let entries = match fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == IoKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io(dir, e)),
+    };
+    let mut out = Vec::new();
+    for entry in entries {
+        match entry {
+            Ok(e) => out.push(e),
+            Err(e) if e.kind() == IoKind::NotFound => continue,
+            Err(e) => return Err(Error::io(dir, e)),
+        }
+    }
+    Ok(out)
 }
 
 /// A file's listing entry; `None` when it vanished since its directory was read.
@@ -391,39 +406,18 @@ impl Walker<'_> {
     /// sorts after `a-b`, as keys do). Entries that vanish mid-walk are skipped, as in
     /// [`Walker::walk`].
     fn walk_sorted(&self, dir: &Path, page: &Page<'_>, out: &mut Vec<ObjectInfo>) -> Result<()> {
-        let entries = match fs::read_dir(dir) {
-            Ok(e) => e,
-            Err(e) if e.kind() == IoKind::NotFound => return Ok(()),
-            Err(e) => return Err(Error::io(dir, e)),
-        };
         let mut named = Vec::new();
-        for entry in entries {
-            let entry = match entry {
-                Ok(e) => e,
-                Err(e) if e.kind() == IoKind::NotFound => continue,
-                Err(e) => return Err(Error::io(dir, e)),
-            };
-            let path = entry.path();
-            let key = self.key(&path)?;
+        for entry in read_entries(dir)? {
+            let key = self.key(&entry.path())?;
             let as_dir = format!("{key}/");
             let file_wanted = key.as_str() > page.after && key.starts_with(page.prefix);
             if !file_wanted && !page.may_hold(&as_dir) {
                 continue;
             }
-            if let Some(hook) = self.hook {
-                hook(&path);
-            }
-            let ft = match entry.file_type() {
-                Ok(t) => t,
-                Err(e) if e.kind() == IoKind::NotFound => continue,
-                Err(e) => return Err(Error::io(&path, e)),
-            };
-            if ft.is_dir() {
-                if page.may_hold(&as_dir) {
-                    named.push((as_dir, entry));
-                }
-            } else if ft.is_file() && file_wanted {
-                named.push((key, entry));
+            match self.examine(&entry)? {
+                Some(t) if t.is_dir() && page.may_hold(&as_dir) => named.push((as_dir, entry)),
+                Some(t) if t.is_file() && file_wanted => named.push((key, entry)),
+                _ => {}
             }
         }
         named.sort_by(|a, b| a.0.cmp(&b.0));

@@ -6,10 +6,8 @@
 //! beside it; proofs of commits in either layout; shards and `--since-seal` agree.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::Arc;
 
-use lineage_store::internal::encode::sha256_hex;
 use lineage_store::internal::keys::{self, HistoryKey, KeyKind, Layout};
 use lineage_store::internal::shard::merge;
 use lineage_store::{
@@ -17,39 +15,13 @@ use lineage_store::{
     PosixPublisher, ProveAgainst, ShardSpec, SystemClock, VerifyOptions,
 };
 
+use super::legacy::{fixture_copy, snapshot};
 use crate::support::audit::{append, later, verify_later};
 
 const FIXTURE: &str = "tests/fixtures/store-main-cd44522";
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), target).unwrap();
-        }
-    }
-}
-
 fn fixture() -> (tempfile::TempDir, Arc<PosixPublisher>) {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("store");
-    copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join(FIXTURE), &root);
-    (dir, Arc::new(PosixPublisher::new(root)))
-}
-
-async fn snapshot(s: &dyn AtomicPublisher) -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
-    for o in s.list("").await.unwrap() {
-        out.insert(
-            o.key.clone(),
-            sha256_hex(&s.get(&o.key).await.unwrap().unwrap()),
-        );
-    }
-    out
+    fixture_copy(FIXTURE)
 }
 
 /// The history keys of a listing, by layout: (V1, V2) counts of (index, heads, locators).

@@ -245,3 +245,36 @@ async fn object_lock_with_a_default_retention() {
     assert_eq!(problems[0]["kind"], "missing_part", "{r}");
     assert_eq!(problems[0]["key"], first["part_path"], "{r}");
 }
+
+/// SeaweedFS never sets the `s3:if-none-match` condition key, so the bucket policy that
+/// refuses plain overwrites on AWS (`terraform/modules/s3-archive`,
+/// `DenyPutWithoutIfNoneMatch`) refuses every append there, conditional or not
+/// (docs/object-stores.md says what to use instead).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_if_none_match_policy_key_is_never_set() {
+    let Some(ep) = Emulator::SeaweedFs.endpoint("seaweedfs_policy") else {
+        return;
+    };
+    let bucket = format!("policy-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+    boto3(
+        &ep,
+        &bucket,
+        "",
+        "import json\n\
+         s3.create_bucket(Bucket=bucket)\n\
+         s3.put_bucket_policy(Bucket=bucket, Policy=json.dumps({'Version': '2012-10-17', 'Statement': [\n\
+           {'Sid': 'AllowAll', 'Effect': 'Allow', 'Principal': '*', 'Action': ['s3:PutObject', 's3:GetObject', 's3:ListBucket'],\n\
+            'Resource': [f'arn:aws:s3:::{bucket}', f'arn:aws:s3:::{bucket}/*']},\n\
+           {'Sid': 'DenyPutWithoutIfNoneMatch', 'Effect': 'Deny', 'Principal': '*', 'Action': 's3:PutObject',\n\
+            'Resource': f'arn:aws:s3:::{bucket}/*', 'Condition': {'Null': {'s3:if-none-match': 'true'}}}]}))",
+    );
+    let url = format!("s3://{bucket}/store");
+    let input = support::ndjson("run-policy", 5, "policy");
+    let (code, out, err) = run(
+        &ep,
+        &["append", "--store", &url, "--batch-rows", "5"],
+        Some(input.as_bytes()),
+    );
+    assert_eq!(code, Some(2), "a conditional PUT is refused too: {out}\n{err}");
+    assert!(err.contains("AccessDenied") || err.contains("403") || err.contains("denied"), "{err}");
+}
