@@ -10,7 +10,7 @@ test:
 
 # fast inner loop: Rust tests only, emulator tests switched off (they say so)
 unit:
-    LINEAGE_NO_LOCALSTACK=1 LINEAGE_NO_MOTO=1 LINEAGE_NO_AZURITE=1 cargo test
+    LINEAGE_NO_LOCALSTACK=1 LINEAGE_NO_MOTO=1 LINEAGE_NO_AZURITE=1 LINEAGE_NO_SEAWEEDFS=1 cargo test
 
 lint:
     cargo fmt --all -- --check

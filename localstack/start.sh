@@ -3,7 +3,8 @@
 # create the buckets and containers, and write their endpoints to .emulators/env (which
 # scripts/test.sh sources). PIDs go to .emulators/run/*.pid for localstack/stop.sh.
 #
-# Switch one off with LINEAGE_NO_LOCALSTACK=1, LINEAGE_NO_MOTO=1 or LINEAGE_NO_AZURITE=1:
+# Switch one off with LINEAGE_NO_LOCALSTACK=1, LINEAGE_NO_MOTO=1, LINEAGE_NO_AZURITE=1 or
+# LINEAGE_NO_SEAWEEDFS=1:
 # its tests then skip, saying why. Without a switch, a test whose emulator is missing fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -102,6 +103,37 @@ if [ "${LINEAGE_NO_AZURITE:-}" != 1 ]; then
     echo "export AZURE_STORAGE_USE_EMULATOR=true AZURITE_BLOB_STORAGE_URL=http://127.0.0.1:$port"
   } >> .emulators/env
   started+=("Azurite 3.37.0 on 127.0.0.1:$port")
+fi
+
+if [ "${LINEAGE_NO_SEAWEEDFS:-}" != 1 ]; then
+  # SeaweedFS 4.48 (`weed server`: master, volume server, filer and S3 gateway in one
+  # process), a real distributed object store. Every listener on 127.0.0.1 and a free port;
+  # telemetry off (it posts cluster statistics to the internet by default); the Iceberg and
+  # Lance catalog ports and the metrics port off; a fresh data directory per run (a restart
+  # on old data waits ~18 s for its volumes); S3 identities from a config file (the same
+  # test credentials as the emulators).
+  sw=$run/seaweedfs
+  rm -rf "$sw"
+  mkdir -p "$sw/data"
+  cat > "$sw/s3.json" <<'JSON'
+{"identities": [{"name": "test",
+  "credentials": [{"accessKey": "test", "secretKey": "test"}],
+  "actions": ["Admin", "Read", "Write", "List", "Tagging"]}]}
+JSON
+  p_master=$(free_port); p_master_grpc=$(free_port); p_volume=$(free_port)
+  p_volume_grpc=$(free_port); p_filer=$(free_port); p_filer_grpc=$(free_port)
+  port=$(free_port); p_s3_grpc=$(free_port)
+  launch seaweedfs "$run/seaweedfs.log" "$root/.emulators/seaweedfs/bin/weed" server \
+    -dir="$sw/data" -ip=127.0.0.1 -ip.bind=127.0.0.1 -master.telemetry=false -metricsPort=0 \
+    -master.port="$p_master" -master.port.grpc="$p_master_grpc" \
+    -master.volumeSizeLimitMB=256 -volume.max=64 \
+    -volume.port="$p_volume" -volume.port.grpc="$p_volume_grpc" \
+    -filer -filer.port="$p_filer" -filer.port.grpc="$p_filer_grpc" \
+    -s3 -s3.port="$port" -s3.port.grpc="$p_s3_grpc" -s3.port.iceberg=0 -s3.port.lance=0 \
+    -s3.config="$sw/s3.json"
+  wait_http SeaweedFS "http://127.0.0.1:$port/" "$run/seaweedfs.pid" "$run/seaweedfs.log"
+  echo "export LINEAGE_SEAWEEDFS_ENDPOINT=http://127.0.0.1:$port" >> .emulators/env
+  started+=("SeaweedFS 4.48 on 127.0.0.1:$port")
 fi
 
 # Buckets (one with Object Lock) and the container.

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Stop every emulator localstack/start.sh started, by the PIDs it recorded (each was
 # started in its own session, so its process group is ended with it). SIGTERM first;
-# LocalStack may ignore it, so SIGKILL after a grace period.
+# LocalStack may ignore it, so SIGKILL after a grace period. SeaweedFS's graceful stop
+# takes 17-27 s (it drains its volume servers); its data directory is thrown away at the
+# next start, so it gets 2 s before SIGKILL.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 run=.emulators/run
@@ -11,7 +13,9 @@ for f in "$run"/*.pid; do
   name=$(basename "$f" .pid)
   if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
     kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null
-    for _ in $(seq 50); do
+    tries=50
+    [ "$name" = seaweedfs ] && tries=10
+    for _ in $(seq "$tries"); do
       kill -0 "$pid" 2>/dev/null || break
       sleep 0.2
     done

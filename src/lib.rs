@@ -124,7 +124,9 @@ pub mod internal {
     pub use crate::history::identity::ensure_identity;
     pub use crate::history::{complete, frontier, index, merkle, seal, signing, tiles};
     pub use crate::parts::{encode, read as part};
-    pub use crate::publish::{checked, faulty, list_pages, metered, object, posix, store};
+    pub use crate::publish::{
+        checked, disorderly, faulty, list_pages, metered, object, posix, store,
+    };
     pub use crate::schema::events;
     pub use crate::write::{conform, input, validate};
 }

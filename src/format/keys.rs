@@ -7,13 +7,27 @@
 //! _lineage/commits/run_id=<r>/<commit-id>.json                 one pointer per commit
 //! _lineage/seals/<seq, 20 digits>.json                         seals (audit)
 //! _lineage/commit-keys/<sha256 of the key>.json                commit-key claims
-//! _lineage/index/<YYYY-MM-DD>/T<HHMMSS.ffffff>Z.<commit-id>.run_id=<r>   time index (empty)
-//! _lineage/heads/<2^64-1-seq, 20 digits>-<seq, 20 digits>     head markers (empty)
-//! _lineage/tiles/<level>/<N>[.p/<width>]                       Merkle hash tiles
-//! _lineage/leaves/<hh>/<commit-id>.<leaf index, 20 digits>.run_id=<r>   leaf locators (empty)
+//! _lineage/index/<YYYY-MM-DD>/<HH>/<MM>/<SS>/T<HHMMSS.ffffff>Z.<commit-id>.run_id=<r>   time index (empty)
+//! _lineage/heads/<(2^64-1-seq) / 1000, 17 digits>/<2^64-1-seq, 20 digits>-<seq, 20 digits>   head markers (empty)
+//! _lineage/tiles/<level>/[x<NNN>/…]<NNN>[.p/<width>]          Merkle hash tiles
+//! _lineage/leaves/<hh>/<gg>/<commit-id>.<leaf index, 20 digits>.run_id=<r>   leaf locators (empty)
 //! ```
 //!
-//! The last four make the history cheap to read at any age ([`crate::history`]).
+//! The last four make the history cheap to read at any age ([`crate::history`]). Each is
+//! laid out in bounded directories, so that a local disk, where a listing reads whole
+//! directories, also lists only what is new: an index directory holds the commits of one
+//! second, a marker directory 1,000 seals, a tile directory 1,000 tiles, and a locator
+//! directory 1/65,536 of the commits (`hh`, `gg`: the commit id's last four hex digits).
+//!
+//! Stores written before issue 23 hold index entries, head markers and locators in one
+//! directory per day, one for all seals and one per 1/256 of the commits:
+//! `_lineage/index/<YYYY-MM-DD>/T<…>Z.<id>.run_id=<r>`, `_lineage/heads/<inv>-<seq>` and
+//! `_lineage/leaves/<hh>/<id>.<leaf>.run_id=<r>` ([`Layout::V1`]). Those keys are read and
+//! classified as they are; every new object is written in the layout above
+//! ([`Layout::V2`]). The two index layouts are ordered so that a listing from
+//! [`index_bound`] finds every entry of either layout at or after the bound (and, on the
+//! day an older writer was still writing, a few earlier V1 entries, which the caller
+//! drops by time).
 //!
 //! Everything under `_lineage/` is skipped by dataset readers (leading `_`), as are hidden
 //! temps (leading `.`). All keys are relative, `/`-separated, and built only here.
@@ -45,6 +59,17 @@ pub const TILES_PREFIX: &str = "_lineage/tiles/";
 pub const LEAVES_PREFIX: &str = "_lineage/leaves/";
 /// Hashes in a full tile (tiles are 8 levels of the tree high).
 pub const TILE_WIDTH: u64 = 256;
+
+/// Whether every key under the area of `key` has names of fixed widths, so that S3's
+/// byte order and a directory-by-directory order agree on them: the index (dates, hours,
+/// minutes, seconds, then `T<time>Z.` and a 36-character id), head markers, tiles and leaf
+/// locators. Not the runs (a `run_id` may be a prefix of another followed by `-`, `.` or
+/// `+`, which sort before `/`), nor pointers, nor anything foreign.
+pub fn orders_agree_under(key: &str) -> bool {
+    [INDEX_PREFIX, HEADS_PREFIX, TILES_PREFIX, LEAVES_PREFIX]
+        .iter()
+        .any(|p| key.starts_with(p))
+}
 
 /// Why a `run_id` is not acceptable in new input, or `None` when it is: a safe path
 /// segment ([`run_id_segment_problem`]) of ASCII letters, digits and
@@ -145,23 +170,85 @@ pub fn commit_key_claim_key(commit_key: &str) -> String {
     )
 }
 
+/// How history objects are laid out (see the module docs): what this version writes, and
+/// what stores written before hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Layout {
+    /// One directory per day (index), for all seals (markers), per 1/256 of the commits
+    /// (locators): written by versions before issue 23, read as it is.
+    V1,
+    /// Bounded directories: written by this version.
+    V2,
+}
+
 /// The index entry of a commit: its key orders commits by `committed_utc` (then commit id)
 /// across every run, so a listing that starts after a time finds exactly the commits made
-/// since. Everything it says is in the key; the object is empty.
+/// since. Everything it says is in the key; the object is empty. One directory per second.
 pub fn index_key(committed: DateTime<Utc>, commit_id: &str, run_id: &str) -> String {
-    format!("{}.{commit_id}.run_id={run_id}", index_bound(committed))
+    index_key_in(Layout::V2, committed, commit_id, run_id)
+}
+
+/// [`index_key`] in a given layout.
+pub fn index_key_in(
+    layout: Layout,
+    committed: DateTime<Utc>,
+    commit_id: &str,
+    run_id: &str,
+) -> String {
+    format!(
+        "{}.{commit_id}.run_id={run_id}",
+        index_bound_in(layout, committed)
+    )
 }
 
 /// The index key every entry of time `t` or later sorts after, and every earlier one
-/// before: a `start-after` offset.
+/// before: a `start-after` offset. It ends inside the directory of `t`'s second, with part
+/// of a file name (never a directory's name, which some servers' `start-after` would skip:
+/// docs/object-stores.md). Entries of the older layout ([`Layout::V1`]) of `t`'s day and
+/// later also sort after it (their day directory holds `T…` files after the `<HH>/`
+/// directories); a caller keeps those at or after `t` by their time.
 pub fn index_bound(t: DateTime<Utc>) -> String {
-    format!("{INDEX_PREFIX}{}", t.format("%Y-%m-%d/T%H%M%S.%6fZ"))
+    index_bound_in(Layout::V2, t)
+}
+
+fn index_bound_in(layout: Layout, t: DateTime<Utc>) -> String {
+    match layout {
+        Layout::V1 => format!("{INDEX_PREFIX}{}", t.format("%Y-%m-%d/T%H%M%S.%6fZ")),
+        Layout::V2 => format!(
+            "{INDEX_PREFIX}{}",
+            t.format("%Y-%m-%d/%H/%M/%S/T%H%M%S.%6fZ")
+        ),
+    }
+}
+
+/// The index key of an entry in this version's layout, whichever layout `key` is in: what
+/// two index keys are compared by (a seal's `ahead` list, made by any version, against the
+/// listed entries). `None` when `key` is not an index key.
+pub fn canonical_index_key(key: &str) -> Option<String> {
+    match parse_history(key)? {
+        HistoryKey::Index {
+            committed,
+            commit_id,
+            run_id,
+        } => Some(index_key(committed, &commit_id, &run_id)),
+        _ => None,
+    }
 }
 
 /// The head marker of seal `seq`: named by 2^64-1-seq, so the newest seal's marker is the
-/// first key of a listing (one request finds the head, however many seals there are).
+/// first key of a listing (one request finds the head, however many seals there are); a
+/// directory holds the markers of 1,000 seals.
 pub fn head_key(seq: u64) -> String {
-    format!("{HEADS_PREFIX}{:020}-{seq:020}", u64::MAX - seq)
+    head_key_in(Layout::V2, seq)
+}
+
+/// [`head_key`] in a given layout.
+pub fn head_key_in(layout: Layout, seq: u64) -> String {
+    let inv = u64::MAX - seq;
+    match layout {
+        Layout::V1 => format!("{HEADS_PREFIX}{inv:020}-{seq:020}"),
+        Layout::V2 => format!("{HEADS_PREFIX}{:017}/{inv:020}-{seq:020}", inv / 1000),
+    }
 }
 
 /// A hash tile: level `level`, tile `index`, `width` hashes (a full tile is stored without a
@@ -193,17 +280,36 @@ pub fn tile_partials_prefix(level: u8, index: u64) -> String {
 }
 
 /// The locator of a sealed commit: its leaf index in the Merkle tree and its run, found by
-/// commit id alone (bucketed by the id's last two hex digits, which are random or hashed).
+/// commit id alone (bucketed by the id's last four hex digits, which are random or hashed).
 pub fn leaf_key(commit_id: &str, leaf_index: u64, run_id: &str) -> String {
-    format!("{}{leaf_index:020}.run_id={run_id}", leaf_prefix(commit_id))
+    leaf_key_in(Layout::V2, commit_id, leaf_index, run_id)
 }
 
-/// Every locator of a commit id starts with this.
+/// [`leaf_key`] in a given layout.
+pub fn leaf_key_in(layout: Layout, commit_id: &str, leaf_index: u64, run_id: &str) -> String {
+    format!(
+        "{}{leaf_index:020}.run_id={run_id}",
+        leaf_prefix_in(layout, commit_id)
+    )
+}
+
+/// Every locator of a commit id written by this version starts with this.
 pub fn leaf_prefix(commit_id: &str) -> String {
-    let hh = commit_id
-        .get(commit_id.len().saturating_sub(2)..)
-        .unwrap_or("");
-    format!("{LEAVES_PREFIX}{hh}/{commit_id}.")
+    leaf_prefix_in(Layout::V2, commit_id)
+}
+
+/// Every locator of a commit id in `layout` starts with this. The first directory (`hh`,
+/// the id's last two hex digits) is the same in both layouts.
+pub fn leaf_prefix_in(layout: Layout, commit_id: &str) -> String {
+    let tail = |from: usize, to: usize| {
+        commit_id
+            .get(commit_id.len().saturating_sub(from)..commit_id.len().saturating_sub(to))
+            .unwrap_or("")
+    };
+    match layout {
+        Layout::V1 => format!("{LEAVES_PREFIX}{}/{commit_id}.", tail(2, 0)),
+        Layout::V2 => format!("{LEAVES_PREFIX}{}/{}/{commit_id}.", tail(2, 0), tail(4, 2)),
+    }
 }
 
 /// The history objects (see [`crate::history`]), parsed from their keys.
@@ -257,8 +363,9 @@ impl HistoryKey {
 
 fn parse_history(key: &str) -> Option<HistoryKey> {
     if let Some(rest) = key.strip_prefix(INDEX_PREFIX) {
-        // <YYYY-MM-DD>/T<HHMMSS.ffffff>Z.<36-char id>.run_id=<r>
-        let (day, name) = rest.split_once('/')?;
+        // <YYYY-MM-DD>/[<HH>/<MM>/<SS>/]T<HHMMSS.ffffff>Z.<36-char id>.run_id=<r>
+        let (day, _) = rest.split_once('/')?;
+        let (_, name) = rest.rsplit_once('/')?;
         let time = name.get(..15)?;
         let stamp = format!("{day}{time}");
         let committed = chrono::NaiveDateTime::parse_from_str(&stamp, "%Y-%m-%dT%H%M%S%.6fZ")
@@ -270,7 +377,9 @@ fn parse_history(key: &str) -> Option<HistoryKey> {
             && name.as_bytes().get(15) == Some(&b'.')
             && is_commit_id(commit_id)
             && run_id_segment_problem(run_id).is_none()
-            && index_key(committed, commit_id, run_id) == key;
+            && [Layout::V2, Layout::V1]
+                .iter()
+                .any(|&l| index_key_in(l, committed, commit_id, run_id) == key);
         return ok.then(|| HistoryKey::Index {
             committed,
             commit_id: commit_id.to_string(),
@@ -278,8 +387,12 @@ fn parse_history(key: &str) -> Option<HistoryKey> {
         });
     }
     if let Some(rest) = key.strip_prefix(HEADS_PREFIX) {
-        let seq: u64 = rest.get(21..)?.parse().ok()?;
-        return (head_key(seq) == key).then_some(HistoryKey::Head(seq));
+        let (_, name) = rest.rsplit_once('/').unwrap_or(("", rest));
+        let seq: u64 = name.get(21..)?.parse().ok()?;
+        let ok = [Layout::V2, Layout::V1]
+            .iter()
+            .any(|&l| head_key_in(l, seq) == key);
+        return ok.then_some(HistoryKey::Head(seq));
     }
     if let Some(rest) = key.strip_prefix(TILES_PREFIX) {
         let (level, path) = rest.split_once('/')?;
@@ -297,14 +410,16 @@ fn parse_history(key: &str) -> Option<HistoryKey> {
         });
     }
     if let Some(rest) = key.strip_prefix(LEAVES_PREFIX) {
-        // <hh>/<36-char id>.<20 digits>.run_id=<r>
-        let name = rest.get(3..)?;
+        // <hh>/[<gg>/]<36-char id>.<20 digits>.run_id=<r>
+        let (_, name) = rest.rsplit_once('/')?;
         let commit_id = name.get(..36)?;
         let leaf_index: u64 = name.get(37..57)?.parse().ok()?;
         let run_id = name.get(57..)?.strip_prefix(".run_id=")?;
         let ok = is_commit_id(commit_id)
             && run_id_segment_problem(run_id).is_none()
-            && leaf_key(commit_id, leaf_index, run_id) == key;
+            && [Layout::V2, Layout::V1]
+                .iter()
+                .any(|&l| leaf_key_in(l, commit_id, leaf_index, run_id) == key);
         return ok.then(|| HistoryKey::Leaf {
             commit_id: commit_id.to_string(),
             leaf_index,
@@ -515,5 +630,98 @@ mod tests {
             classify("run_id=run-a/target_crs=EPSG:4326/other.parquet"),
             KeyKind::Foreign
         );
+    }
+
+    fn at(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+    }
+
+    #[test]
+    fn history_keys_of_both_layouts_classify_alike() {
+        let id = "0190b2f3-0000-7000-8000-00000000ab12";
+        let t = at("2026-07-13T14:30:12.123456Z");
+        let v2 = index_key(t, id, "run-a");
+        assert_eq!(
+            v2,
+            format!("_lineage/index/2026-07-13/14/30/12/T143012.123456Z.{id}.run_id=run-a")
+        );
+        let v1 = index_key_in(Layout::V1, t, id, "run-a");
+        assert_eq!(
+            v1,
+            format!("_lineage/index/2026-07-13/T143012.123456Z.{id}.run_id=run-a")
+        );
+        let want = KeyKind::History(HistoryKey::Index {
+            committed: t,
+            commit_id: id.into(),
+            run_id: "run-a".into(),
+        });
+        assert_eq!(classify(&v2), want);
+        assert_eq!(classify(&v1), want);
+        assert_eq!(canonical_index_key(&v1).as_deref(), Some(v2.as_str()));
+        // A V2 file name in the wrong second's directory is not ours.
+        let moved = v2.replace("/12/T", "/13/T");
+        assert_eq!(classify(&moved), KeyKind::Foreign);
+
+        assert_eq!(
+            head_key(7),
+            format!(
+                "_lineage/heads/{:017}/{:020}-{:020}",
+                (u64::MAX - 7) / 1000,
+                u64::MAX - 7,
+                7
+            )
+        );
+        for l in [Layout::V1, Layout::V2] {
+            assert_eq!(
+                classify(&head_key_in(l, 7)),
+                KeyKind::History(HistoryKey::Head(7))
+            );
+            let k = leaf_key_in(l, id, 42, "run-a");
+            assert_eq!(
+                classify(&k),
+                KeyKind::History(HistoryKey::Leaf {
+                    commit_id: id.into(),
+                    leaf_index: 42,
+                    run_id: "run-a".into()
+                }),
+                "{k}"
+            );
+            assert!(k.starts_with(&leaf_prefix_in(l, id)));
+        }
+        assert_eq!(leaf_prefix(id), format!("_lineage/leaves/12/ab/{id}."));
+        assert_eq!(
+            leaf_prefix_in(Layout::V1, id),
+            format!("_lineage/leaves/12/{id}.")
+        );
+    }
+
+    #[test]
+    fn a_listing_from_an_index_bound_finds_both_layouts_from_then_on() {
+        let id = "0190b2f3-0000-7000-8000-000000000001";
+        let bound = index_bound(at("2026-07-13T14:30:12.5Z"));
+        let key = |l, s: &str| index_key_in(l, at(s), id, "r");
+        for (l, t, after) in [
+            (Layout::V2, "2026-07-13T14:30:12.5Z", true),
+            (Layout::V2, "2026-07-13T14:30:12.6Z", true),
+            (Layout::V2, "2026-07-13T14:31:00Z", true),
+            (Layout::V2, "2026-07-14T00:00:00Z", true),
+            (Layout::V2, "2026-07-13T14:30:12.4Z", false),
+            (Layout::V2, "2026-07-13T09:00:00Z", false),
+            (Layout::V1, "2026-07-13T14:30:12.6Z", true),
+            (Layout::V1, "2026-07-14T00:00:00Z", true),
+            (Layout::V1, "2026-07-12T23:59:59Z", false),
+            // The bound's day in the older layout: listed, and dropped by time.
+            (Layout::V1, "2026-07-13T09:00:00Z", true),
+        ] {
+            assert_eq!(key(l, t) > bound, after, "{l:?} {t}");
+        }
+        // Newest marker first, across layouts and directories.
+        let mut heads: Vec<String> = [1u64, 999, 1000, 1001, 5000]
+            .iter()
+            .map(|&n| head_key(n))
+            .chain([head_key_in(Layout::V1, 3)])
+            .collect();
+        heads.sort();
+        assert_eq!(heads[0], head_key(5000));
     }
 }

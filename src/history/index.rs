@@ -61,19 +61,26 @@ pub struct Entry {
     pub size: u64,
 }
 
-/// Index entries at or after `since` (every entry when `None`), in key (time) order, except
-/// the keys in `skip`. Objects under the index prefix that are not entries are left to
-/// `verify`.
+/// Index entries at or after `since` (every entry when `None`), in commit-time order
+/// (time, commit id, key), except those in `skip` (index keys of either layout: compared
+/// as [`keys::canonical_index_key`]). Objects under the index prefix that are not entries
+/// are left to `verify`.
+///
+/// One `start-after` listing from [`keys::index_bound`]: it also returns the older
+/// layout's entries of `since`'s day, which are dropped here by their time.
 pub async fn list_since(
     store: &dyn AtomicPublisher,
     since: Option<DateTime<Utc>>,
     skip: &HashSet<String>,
 ) -> Result<Vec<Entry>> {
     let after = since.map(keys::index_bound).unwrap_or_default();
+    let skip: HashSet<String> = skip
+        .iter()
+        .map(|k| keys::canonical_index_key(k).unwrap_or_else(|| k.clone()))
+        .collect();
     let listed = list_pages(store, keys::INDEX_PREFIX, &after, None).await?;
-    Ok(listed
+    let mut out: Vec<Entry> = listed
         .into_iter()
-        .filter(|o| !skip.contains(&o.key))
         .filter_map(|o| match keys::classify(&o.key) {
             KeyKind::History(h @ HistoryKey::Index { .. }) => {
                 let pointer_key = h.pointer_key()?;
@@ -85,6 +92,10 @@ pub async fn list_since(
                 else {
                     return None;
                 };
+                let canonical = keys::index_key(committed, &commit_id, &run_id);
+                if since.is_some_and(|t| committed < t) || skip.contains(&canonical) {
+                    return None;
+                }
                 Some(Entry {
                     key: o.key,
                     committed,
@@ -96,5 +107,9 @@ pub async fn list_since(
             }
             _ => None,
         })
-        .collect())
+        .collect();
+    out.sort_by(|a, b| {
+        (a.committed, &a.commit_id, &a.key).cmp(&(b.committed, &b.commit_id, &b.key))
+    });
+    Ok(out)
 }

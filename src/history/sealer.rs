@@ -257,8 +257,11 @@ async fn draft_incremental(
 
 /// Keys at or after the watermark, sorted, without repeats.
 fn ahead_keys(keys: impl Iterator<Item = String>, watermark: DateTime<Utc>) -> Vec<String> {
+    // In this version's layout, so that an entry named by an older seal in the older
+    // layout is listed once.
     let mut v: Vec<String> = keys
         .filter(|k| index_time(k).is_some_and(|t| t >= watermark))
+        .map(|k| keys::canonical_index_key(&k).unwrap_or(k))
         .collect();
     v.sort();
     v.dedup();

@@ -3,8 +3,9 @@
 //! The write path needs exactly one strong primitive, create-only publish; the audit
 //! path needs reads and listings. Each backend lives in its own module:
 //! [`posix`] (local disk), [`memory`] (tests), and [`object`] (S3, Azure Blob, GCS).
-//! [`faulty`] wraps any of them to inject failures in tests; [`metered`] counts requests
-//! and models an object store's latency for benchmarks.
+//! [`faulty`] wraps any of them to inject failures in tests, [`disorderly`] to list out of
+//! order the way some S3-compatible servers do; [`metered`] counts requests and models an
+//! object store's latency for benchmarks.
 
 use std::fmt::Debug;
 use std::ops::Range;
@@ -16,6 +17,7 @@ use chrono::{DateTime, Utc};
 use crate::base::error::Result;
 
 pub mod checked;
+pub mod disorderly;
 pub mod faulty;
 pub(crate) mod memory;
 pub mod metered;
@@ -108,7 +110,9 @@ pub trait AtomicPublisher: Send + Sync + Debug {
     /// `list_with_offset`) skip everything up to `after` on the server, so a page costs
     /// one request however many keys sort before it. Backends without such a listing
     /// (the local disk) must still return exactly the same page. Callers page with
-    /// [`list_pages`] rather than by hand.
+    /// [`list_pages`] rather than by hand: some S3-compatible servers return pages in
+    /// another order, or skip keys after certain offsets, and [`list_pages`] checks every
+    /// page and falls back to a plain listing rather than trust one.
     async fn list_after(&self, prefix: &str, after: &str, limit: usize) -> Result<Vec<ObjectInfo>>;
 
     /// Remove a stale temporary object. Implementations refuse any key that is not a temp
@@ -123,17 +127,100 @@ pub(crate) const LIST_PAGE: usize = 1000;
 /// bound), in key order, fetched one [`LIST_PAGE`] at a time with
 /// [`AtomicPublisher::list_after`]; stops at the first page that reaches `before`, so a
 /// bounded range costs requests in proportion to what is in it.
+///
+/// **No server's listing order is trusted.** S3 returns pages in byte order, but not every
+/// S3-compatible server does (docs/object-stores.md): SeaweedFS lists an unversioned
+/// bucket directory by directory (`a/x` before `a-b`), and its `start-after` skips a
+/// whole directory when the offset is that directory's name or just past it. So every
+/// page is checked: its keys must be under `prefix`, strictly ascending and after the
+/// offset. A page that is not is never used: the range is then read from a plain prefix
+/// listing (continuation tokens, whatever its order), filtered and sorted here, which
+/// costs the whole prefix but gives the same answer.
+///
+/// What such a server leaves out cannot be seen in a page: the keys after `after` in
+/// bytes but before it directory by directory. Those are exactly the keys under
+/// `after[..i]/` for each position `i` where `after` holds a byte below `/` (`run_id=a/…`
+/// sorts after `run_id=a-b/` in bytes, before it by directory), and under `after/`
+/// itself. Each such directory that can hold a key of the range is listed by prefix as
+/// well (concurrently, one request each when empty), except in the history's areas, whose
+/// names have fixed widths so that the two orders agree there
+/// ([`crate::format::keys::orders_agree_under`]).
 pub async fn list_pages(
     store: &dyn AtomicPublisher,
     prefix: &str,
     after: &str,
     before: Option<&str>,
 ) -> Result<Vec<ObjectInfo>> {
+    let hidden = futures::future::try_join_all(
+        hidden_dirs(prefix, after, before)
+            .into_iter()
+            .map(|d| async move { list_whole(store, &d, after, before).await }),
+    );
+    let (paged, hidden) =
+        futures::future::try_join(paged(store, prefix, after, before), hidden).await?;
+    let mut out = match paged {
+        Some(v) => v,
+        None => return list_whole(store, prefix, after, before).await,
+    };
+    let extra: Vec<ObjectInfo> = hidden
+        .into_iter()
+        .flatten()
+        .filter(|o| o.key.starts_with(prefix))
+        .collect();
+    if !extra.is_empty() {
+        out.extend(extra);
+        out.sort_by(|a, b| a.key.cmp(&b.key));
+        out.dedup_by(|a, b| a.key == b.key);
+    }
+    Ok(out)
+}
+
+/// The directories whose keys sort after `after` in bytes but before it directory by
+/// directory (see [`list_pages`]), that can hold a key under `prefix` before `before`.
+fn hidden_dirs(prefix: &str, after: &str, before: Option<&str>) -> Vec<String> {
+    if after.is_empty() || crate::format::keys::orders_agree_under(after) {
+        return Vec::new();
+    }
+    let mut dirs: Vec<String> = after
+        .char_indices()
+        .filter(|&(_, c)| c < '/')
+        .map(|(i, _)| format!("{}/", &after[..i]))
+        .collect();
+    if !after.ends_with('/') {
+        dirs.push(format!("{after}/"));
+    }
+    dirs.retain(|d| {
+        !d.ends_with("//")
+            && (d.starts_with(prefix) || prefix.starts_with(d.as_str()))
+            && before.is_none_or(|b| d.as_str() < b)
+    });
+    // Where the prefix is inside such a directory, list the prefix.
+    for d in &mut dirs {
+        if prefix.starts_with(d.as_str()) {
+            *d = prefix.to_string();
+        }
+    }
+    dirs.sort();
+    dirs.dedup();
+    dirs
+}
+
+/// The paged listing itself; `None` when a page broke its contract.
+async fn paged(
+    store: &dyn AtomicPublisher,
+    prefix: &str,
+    after: &str,
+    before: Option<&str>,
+) -> Result<Option<Vec<ObjectInfo>>> {
     let mut out: Vec<ObjectInfo> = Vec::new();
     let mut from = after.to_string();
     loop {
         let page = store.list_after(prefix, &from, LIST_PAGE).await?;
-        let full = page.len() == LIST_PAGE;
+        if let Some(why) = out_of_order(&page, prefix, &from) {
+            warn_once(store, prefix, &why);
+            return Ok(None);
+        }
+        let full = page.len() >= LIST_PAGE;
         let Some(last) = page.last() else { break };
         from = last.key.clone();
         let mut reached_end = false;
@@ -148,7 +235,47 @@ pub async fn list_pages(
             break;
         }
     }
-    Ok(out)
+    Ok(Some(out))
+}
+
+/// Why a `list_after` page breaks its contract (under `prefix`, strictly ascending, after
+/// `after`), or `None`.
+fn out_of_order(page: &[ObjectInfo], prefix: &str, after: &str) -> Option<String> {
+    let mut prev = after;
+    for o in page {
+        if !o.key.starts_with(prefix) {
+            return Some(format!("{} is outside the prefix", o.key));
+        }
+        if o.key.as_str() <= prev {
+            return Some(format!("{} came after {prev}", o.key));
+        }
+        prev = o.key.as_str();
+    }
+    None
+}
+
+/// The range [`list_pages`] asks for, from a plain prefix listing.
+async fn list_whole(
+    store: &dyn AtomicPublisher,
+    prefix: &str,
+    after: &str,
+    before: Option<&str>,
+) -> Result<Vec<ObjectInfo>> {
+    let mut v = store.list(prefix).await?;
+    v.retain(|o| o.key.as_str() > after && before.is_none_or(|b| o.key.as_str() < b));
+    v.sort_by(|a, b| a.key.cmp(&b.key));
+    v.dedup_by(|a, b| a.key == b.key);
+    Ok(v)
+}
+
+/// Say once per process (at `warn`; then at `debug`) that a store lists out of order.
+fn warn_once(store: &dyn AtomicPublisher, prefix: &str, why: &str) {
+    static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        tracing::debug!(store = %store.describe(), prefix, why, "listing out of S3's byte order; listing the prefix whole");
+    } else {
+        tracing::warn!(store = %store.describe(), prefix, why, "this store lists out of S3's byte order (see docs/object-stores.md); listing the prefix whole instead, which gives the same answer at a higher cost");
+    }
 }
 
 /// Refuse keys that are absolute, empty, or walk out of the root.

@@ -352,11 +352,17 @@ impl AtomicPublisher for ObjectStorePublisher {
         // object_store's list_with_offset sends the offset to the service (S3 `start-after`,
         // Azure `startFrom`, GCS `startOffset`), which answers in key order; the stream is
         // dropped after `limit` matches, so only the pages needed are fetched.
-        // An `after` that is no valid path (a bound ending in `/`) is filtered client-side
-        // below: slower, never wrong.
+        // An `after` that is no valid path is filtered client-side below: slower, never
+        // wrong. One that ends with `/` (a directory: `run_id=<r>/`) cannot be a path, and
+        // without its `/` it would name the directory, which some servers' `start-after`
+        // then skips whole (SeaweedFS); the offset sent is just below the directory's name
+        // instead, and the few keys between it and `after` are filtered out below.
         let offset = match after {
             "" => None,
-            a => Path::parse(self.full_key(a)).ok(),
+            a => match a.strip_suffix('/') {
+                Some(dir) => below_name(dir).and_then(|o| Path::parse(self.full_key(&o)).ok()),
+                None => Path::parse(self.full_key(a)).ok(),
+            },
         };
         let stream = match &offset {
             Some(o) => self.store.list_with_offset(base.as_ref(), o),
@@ -392,4 +398,16 @@ impl AtomicPublisher for ObjectStorePublisher {
             Err(e) => Err(self.err(key, e)),
         }
     }
+}
+
+/// A string just below the name `dir` (its last character one lower, then the highest
+/// character): every key under `dir/` sorts after it, and it names no directory. `None`
+/// when there is no such string (an empty name, or one ending in U+0000).
+fn below_name(dir: &str) -> Option<String> {
+    let mut chars: Vec<char> = dir.chars().collect();
+    let last = chars.pop()?;
+    let lower = char::from_u32(u32::from(last).checked_sub(1)?)?;
+    chars.push(lower);
+    chars.push(char::MAX);
+    Some(chars.into_iter().collect())
 }

@@ -299,32 +299,28 @@ impl Walker<'_> {
     /// The files and directories of `dir` (with whether each is a directory); entries
     /// that vanish before their type is read are skipped, a vanished `dir` is empty.
     fn entries(&self, dir: &Path) -> Result<Vec<(fs::DirEntry, bool)>> {
-        let entries = match fs::read_dir(dir) {
-            Ok(e) => e,
-            Err(e) if e.kind() == IoKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(Error::io(dir, e)),
-        };
         let mut out = Vec::new();
-        for entry in entries {
-            let entry = match entry {
-                Ok(e) => e,
-                Err(e) if e.kind() == IoKind::NotFound => continue,
-                Err(e) => return Err(Error::io(dir, e)),
-            };
-            let path = entry.path();
-            if let Some(hook) = self.hook {
-                hook(&path);
-            }
-            let ft = match entry.file_type() {
-                Ok(t) => t,
-                Err(e) if e.kind() == IoKind::NotFound => continue,
-                Err(e) => return Err(Error::io(&path, e)),
-            };
-            if ft.is_dir() || ft.is_file() {
-                out.push((entry, ft.is_dir()));
+        for entry in read_entries(dir)? {
+            if let Some(t) = self.examine(&entry)? {
+                out.push((entry, t.is_dir()));
             }
         }
         Ok(out)
+    }
+
+    /// The type of an entry read from its directory (after the hook), or `None` when it
+    /// vanished since or is neither a file nor a directory.
+    fn examine(&self, entry: &fs::DirEntry) -> Result<Option<fs::FileType>> {
+        let path = entry.path();
+        if let Some(hook) = self.hook {
+            hook(&path);
+        }
+        match entry.file_type() {
+            Ok(t) if t.is_dir() || t.is_file() => Ok(Some(t)),
+            Ok(_) => Ok(None),
+            Err(e) if e.kind() == IoKind::NotFound => Ok(None),
+            Err(e) => Err(Error::io(&path, e)),
+        }
     }
 
     /// The store key of a path under the root.
@@ -334,6 +330,25 @@ impl Walker<'_> {
             .map_err(|e| Error::Internal(e.to_string()))?;
         Ok(key_of(rel))
     }
+}
+
+/// The entries of `dir` as read (no type asked, nothing stat'ed); a vanished `dir` is
+/// empty, an entry that vanished while being read is skipped.
+fn read_entries(dir: &Path) -> Result<Vec<fs::DirEntry>> {
+    let entries = match fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == IoKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io(dir, e)),
+    };
+    let mut out = Vec::new();
+    for entry in entries {
+        match entry {
+            Ok(e) => out.push(e),
+            Err(e) if e.kind() == IoKind::NotFound => continue,
+            Err(e) => return Err(Error::io(dir, e)),
+        }
+    }
+    Ok(out)
 }
 
 /// A file's listing entry; `None` when it vanished since its directory was read.
@@ -382,17 +397,28 @@ struct Page<'a> {
 impl Walker<'_> {
     /// A directory walk in key order that skips every subtree sorting wholly before
     /// `page.after` or outside `page.prefix`, and stops once `limit` keys are found: the
-    /// local emulation of a `start-after` listing. Each directory is read and sorted by the
-    /// key its entries stand for (`name/` for a directory, so that `a/x` sorts after `a-b`,
-    /// as keys do). Entries that vanish mid-walk are skipped, as in [`Walker::walk`].
+    /// local emulation of a `start-after` listing. Each directory is read once; an entry is
+    /// judged by its name first, and one that can be neither a key of the page nor a
+    /// directory holding one is dropped there, before its type is asked for or its
+    /// metadata read (so a page after a bound costs the names of the directories on the way
+    /// and one `statx` per key returned, however many entries sort before the bound). The
+    /// rest are sorted by the key they stand for (`name/` for a directory, so that `a/x`
+    /// sorts after `a-b`, as keys do). Entries that vanish mid-walk are skipped, as in
+    /// [`Walker::walk`].
     fn walk_sorted(&self, dir: &Path, page: &Page<'_>, out: &mut Vec<ObjectInfo>) -> Result<()> {
         let mut named = Vec::new();
-        for (entry, is_dir) in self.entries(dir)? {
-            let mut key = self.key(&entry.path())?;
-            if is_dir {
-                key.push('/');
+        for entry in read_entries(dir)? {
+            let key = self.key(&entry.path())?;
+            let as_dir = format!("{key}/");
+            let file_wanted = key.as_str() > page.after && key.starts_with(page.prefix);
+            if !file_wanted && !page.may_hold(&as_dir) {
+                continue;
             }
-            named.push((key, entry));
+            match self.examine(&entry)? {
+                Some(t) if t.is_dir() && page.may_hold(&as_dir) => named.push((as_dir, entry)),
+                Some(t) if t.is_file() && file_wanted => named.push((key, entry)),
+                _ => {}
+            }
         }
         named.sort_by(|a, b| a.0.cmp(&b.0));
         for (key, entry) in named {
@@ -400,18 +426,23 @@ impl Walker<'_> {
                 break;
             }
             if key.ends_with('/') {
-                // Every key inside starts with `key`: skip the subtree when it cannot hold
-                // a key of the prefix, or when all its keys sort before `after`.
-                let in_prefix = key.starts_with(page.prefix) || page.prefix.starts_with(&key);
-                let all_before = page.after > key.as_str() && !page.after.starts_with(&key);
-                if in_prefix && !all_before {
-                    self.walk_sorted(&entry.path(), page, out)?;
-                }
-            } else if key.as_str() > page.after && key.starts_with(page.prefix) {
+                self.walk_sorted(&entry.path(), page, out)?;
+            } else {
                 out.extend(object(&entry, key)?);
             }
         }
         Ok(())
+    }
+}
+
+impl Page<'_> {
+    /// Whether the subtree of the directory key `dir` (ending in `/`) can hold a key of
+    /// the page: every key inside starts with `dir`, so it cannot when `dir` is outside
+    /// the prefix, or when all of it sorts before `after`.
+    fn may_hold(&self, dir: &str) -> bool {
+        let in_prefix = dir.starts_with(self.prefix) || self.prefix.starts_with(dir);
+        let all_before = self.after > dir && !self.after.starts_with(dir);
+        in_prefix && !all_before
     }
 }
 

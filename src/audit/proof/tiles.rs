@@ -13,26 +13,32 @@ use crate::history::tiles;
 use crate::parts::encode::sha256_hex;
 use crate::publish::AtomicPublisher;
 
-/// The sealed place of a commit: (leaf index, run id), from its locator.
+/// The sealed place of a commit: (leaf index, run id), from its locator (written in this
+/// version's layout, or in the older one by an earlier version).
 pub(crate) async fn locate(
     store: &dyn AtomicPublisher,
     commit_id: &str,
 ) -> Result<Option<(u64, String)>> {
-    let mut found: Vec<(u64, String)> = store
-        .list(&keys::leaf_prefix(commit_id))
-        .await?
-        .into_iter()
-        .filter_map(|o| match keys::classify(&o.key) {
-            KeyKind::History(HistoryKey::Leaf {
-                commit_id: c,
-                leaf_index,
-                run_id,
-            }) if c == commit_id && o.size == 0 => Some((leaf_index, run_id)),
-            _ => None,
-        })
-        .collect();
-    found.sort();
-    Ok(found.into_iter().next())
+    for layout in [keys::Layout::V2, keys::Layout::V1] {
+        let mut found: Vec<(u64, String)> = store
+            .list(&keys::leaf_prefix_in(layout, commit_id))
+            .await?
+            .into_iter()
+            .filter_map(|o| match keys::classify(&o.key) {
+                KeyKind::History(HistoryKey::Leaf {
+                    commit_id: c,
+                    leaf_index,
+                    run_id,
+                }) if c == commit_id && o.size == 0 => Some((leaf_index, run_id)),
+                _ => None,
+            })
+            .collect();
+        found.sort();
+        if let Some(f) = found.into_iter().next() {
+            return Ok(Some(f));
+        }
+    }
+    Ok(None)
 }
 
 /// The seal to prove against, without listing the seals.

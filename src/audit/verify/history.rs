@@ -67,7 +67,7 @@ pub(crate) async fn check(
     objects: &[&ObjectInfo],
 ) -> Result<Checked> {
     let mut out = Vec::new();
-    let mut index_keys: HashSet<&str> = HashSet::new();
+    let mut index_keys: HashSet<String> = HashSet::new();
     let mut locators: HashSet<u64> = HashSet::new();
     let mut heads: Vec<(u64, &ObjectInfo)> = Vec::new();
     let mut tile_objs: Vec<(u8, u64, u64, &ObjectInfo)> = Vec::new();
@@ -81,7 +81,7 @@ pub(crate) async fn check(
         }
         match h {
             HistoryKey::Index { .. } => {
-                index_keys.insert(o.key.as_str());
+                index_keys.extend(keys::canonical_index_key(&o.key));
                 if let Some(p) = check_index_entry(store, cx, o, &h).await? {
                     out.push(p);
                 }
@@ -296,7 +296,7 @@ pub(crate) fn index_entry_problem(
 async fn missed(
     store: &dyn AtomicPublisher,
     cx: &Context<'_>,
-    listed_index: &HashSet<&str>,
+    listed_index: &HashSet<String>,
 ) -> Result<Vec<Problem>> {
     // Only a newest seal of the new format seals from the index; after an older one the
     // next seal reads every pointer anyway. A broken chain does not say what is sealed.
@@ -317,7 +317,12 @@ async fn missed(
         .as_deref()
         .and_then(|w| DateTime::parse_from_rfc3339(w).ok())
         .map(|t| t.with_timezone(&Utc));
-    let ahead: HashSet<&str> = newest.ahead.iter().flatten().map(String::as_str).collect();
+    let ahead: HashSet<String> = newest
+        .ahead
+        .iter()
+        .flatten()
+        .map(|k| keys::canonical_index_key(k).unwrap_or_else(|| k.clone()))
+        .collect();
     let candidates: Vec<(&str, &Pointer)> = cx
         .pointers
         .iter()
@@ -336,7 +341,16 @@ async fn missed(
                     )));
                 };
                 // Not listed (or another shard's range): look it up, it may have landed since.
-                let present = listed_index.contains(ik.as_str()) || store.get(&ik).await?.is_some();
+                let present = listed_index.contains(ik.as_str())
+                    || store.get(&ik).await?.is_some()
+                    || match index::committed(p) {
+                        // An entry an older version wrote, in its layout.
+                        Some(t) => store
+                            .get(&keys::index_key_in(keys::Layout::V1, t, &p.commit_id, &p.run_id))
+                            .await?
+                            .is_some(),
+                        None => false,
+                    };
                 let late = watermark.is_some_and(|w| index::committed(p).is_some_and(|t| t < w));
                 Ok(if !present {
                     Some(Problem::new(
@@ -413,7 +427,17 @@ async fn missing_locators(
             continue;
         }
         let key = keys::leaf_key(&commit_id, i as u64, &run_id);
-        if store.get(&key).await?.is_some() {
+        if store.get(&key).await?.is_some()
+            || store
+                .get(&keys::leaf_key_in(
+                    keys::Layout::V1,
+                    &commit_id,
+                    i as u64,
+                    &run_id,
+                ))
+                .await?
+                .is_some()
+        {
             continue;
         }
         out.push(Problem::new(

@@ -68,13 +68,15 @@ impl Plan {
             Some(n) => n,
             None => chain.head().map_or(0, |(n, _)| n),
         };
-        // The runs of the sealed commits (with repetition, so quantiles weigh commits).
-        let mut runs: Vec<&str> = chain
+        // The runs of the sealed commits (with repetition, so quantiles weigh commits), as
+        // the bounds they become (`run_id=<r>/`), sorted as such: `run_id=a-b/` sorts
+        // before `run_id=a/`, although `run_id=a` sorts before `run_id=a-b`.
+        let mut runs: Vec<String> = chain
             .leaves
             .iter()
             .filter(|l| l.seq <= upto)
             .filter_map(|l| l.key.strip_prefix(keys::COMMITS_PREFIX))
-            .filter_map(|k| k.split_once('/').map(|(r, _)| r))
+            .filter_map(|k| k.split_once('/').map(|(r, _)| format!("{r}/")))
             .collect();
         runs.sort_unstable();
         // The commit time a leaf position reaches: the watermark (or time) of its seal.
@@ -100,7 +102,8 @@ impl Plan {
         for i in 1..n {
             let run = runs
                 .get(runs.len() * i / n)
-                .map_or(RUNS_AREA.1.to_string(), |r| format!("{r}/"));
+                .cloned()
+                .unwrap_or_else(|| RUNS_AREA.1.to_string());
             plan.runs.push(run);
             let pos = total * i as u64 / n as u64;
             let t = ends
@@ -258,7 +261,17 @@ impl Scope {
             if before.is_some_and(|b| b <= from.as_str()) {
                 continue;
             }
-            let mut page = list_pages(store, prefix, &just_below(&from), before).await?;
+            // The offset is `from` itself when it names a directory (`run_id=<r>/`: no key
+            // of a store equals it), else just below it. Never just below a directory's
+            // name: `run_id=b.\u{10FFFF}` sorts before every `run_id=b/…` key, but some
+            // servers' `start-after` (SeaweedFS) then skips the directory `run_id=b`
+            // (docs/object-stores.md).
+            let after = if from.ends_with('/') {
+                from.clone()
+            } else {
+                just_below(&from)
+            };
+            let mut page = list_pages(store, prefix, &after, before).await?;
             page.retain(|o| o.key.as_str() >= from.as_str());
             out.extend(page);
         }

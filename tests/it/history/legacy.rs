@@ -36,7 +36,7 @@ use crate::support::audit::{append, later, verify_later};
 
 const FIXTURE: &str = "tests/fixtures/store-main-27ef7d0";
 
-fn copy_dir(from: &Path, to: &Path) {
+pub(super) fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap() {
         let e = e.unwrap();
@@ -51,14 +51,19 @@ fn copy_dir(from: &Path, to: &Path) {
 
 /// A fresh copy of the fixture.
 fn fixture() -> (tempfile::TempDir, Arc<PosixPublisher>) {
+    fixture_copy(FIXTURE)
+}
+
+/// A fresh copy of a fixture store (`tests/fixtures/…`) in a temporary directory.
+pub(super) fn fixture_copy(fixture: &str) -> (tempfile::TempDir, Arc<PosixPublisher>) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("store");
-    copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join(FIXTURE), &root);
+    copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join(fixture), &root);
     (dir, Arc::new(PosixPublisher::new(root)))
 }
 
 /// Every object: key → sha256.
-async fn snapshot(s: &dyn AtomicPublisher) -> BTreeMap<String, String> {
+pub(super) async fn snapshot(s: &dyn AtomicPublisher) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     for o in s.list("").await.unwrap() {
         out.insert(

@@ -3,6 +3,8 @@
 
 mod cli;
 mod legacy;
+mod legacy_layout;
+mod listing_order;
 mod races;
 mod seal;
 mod shard;

@@ -340,6 +340,19 @@ async fn cli_moto() {
     check_concurrent_processes(&s3_cli(Emulator::Moto, "cli_moto_procs").unwrap()).await;
 }
 
+/// SeaweedFS, a real distributed S3 server with its own listing order
+/// (docs/object-stores.md): the same end-to-end checks as on LocalStack.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_seaweedfs() {
+    let Some(cli) = s3_cli(Emulator::SeaweedFs, "cli_seaweedfs") else {
+        return;
+    };
+    check_all(&cli).await;
+    let cli = s3_cli(Emulator::SeaweedFs, "cli_seaweedfs_key").unwrap();
+    check_commit_key_retries(&cli).await;
+    check_concurrent_processes(&s3_cli(Emulator::SeaweedFs, "cli_seaweedfs_procs").unwrap()).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cli_azurite() {
     let Some(cli) = azurite_cli("cli_azurite") else {

@@ -11,3 +11,4 @@ mod object_store_wiring;
 mod posix_listing;
 mod posix_reads;
 mod s3_checksums;
+mod seaweedfs;

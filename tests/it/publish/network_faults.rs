@@ -124,7 +124,11 @@ impl Target {
 }
 
 async fn localstack_target(test: &str) -> Option<Target> {
-    let endpoint = Emulator::LocalStack.endpoint(test)?;
+    s3_target(Emulator::LocalStack, "LocalStack", test).await
+}
+
+async fn s3_target(emu: Emulator, name: &'static str, test: &str) -> Option<Target> {
+    let endpoint = emu.endpoint(test)?;
     let proxy = FaultProxy::start(&endpoint).await.unwrap();
     let url = support::s3_url(&support::s3_bucket(), test);
     let direct = store::open_with(
@@ -136,7 +140,7 @@ async fn localstack_target(test: &str) -> Option<Target> {
     .await
     .unwrap();
     Some(Target {
-        name: "LocalStack",
+        name,
         url,
         direct,
         cli_args: vec!["--endpoint-url".into(), proxy.url()],
@@ -505,6 +509,13 @@ fn report(t: &Target, o: &Outcomes, c: &Counts, adopted: usize, orphans: u64) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn appends_through_faults_to_localstack() {
     if let Some(t) = localstack_target("faults_localstack").await {
+        exercise(t).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn appends_through_faults_to_seaweedfs() {
+    if let Some(t) = s3_target(Emulator::SeaweedFs, "SeaweedFS", "faults_seaweedfs").await {
         exercise(t).await;
     }
 }

@@ -189,3 +189,58 @@ fn keys_of(l: &[lineage_store::ObjectInfo]) -> Vec<String> {
     k.sort();
     k
 }
+
+/// `list_after` on local disk judges entries by name: in a directory of 2,000 index-like
+/// files and 20 subdirectories, a page after a bound near the end looks at (asks the type
+/// of, and stats) only the entries that can be in the page, not the ones it skips
+/// (issue 23: `log --since-seal` made one `statx` per entry of the day's directory).
+#[tokio::test]
+async fn list_after_examines_only_what_can_be_in_the_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("_lineage/index/2026-07-13");
+    std::fs::create_dir_all(&big).unwrap();
+    for i in 0..2000 {
+        std::fs::write(big.join(format!("T{i:06}")), b"").unwrap();
+    }
+    for i in 0..20 {
+        let sub = big.join(format!("S{i:02}"));
+        std::fs::create_dir_all(&sub).unwrap();
+        std::fs::write(sub.join("x"), b"").unwrap();
+    }
+    let examined = Arc::new(AtomicUsize::new(0));
+    let e = examined.clone();
+    let store = PosixPublisher::new(dir.path()).with_list_hook(Arc::new(move |_: &Path| {
+        e.fetch_add(1, Ordering::SeqCst);
+    }));
+    let page = store
+        .list_after("_lineage/index/", "_lineage/index/2026-07-13/T001995", 1000)
+        .await
+        .unwrap();
+    let keys: Vec<&str> = page.iter().map(|o| o.key.as_str()).collect();
+    assert_eq!(
+        keys,
+        [1996, 1997, 1998, 1999]
+            .iter()
+            .map(|i| format!("_lineage/index/2026-07-13/T{i:06}"))
+            .collect::<Vec<_>>()
+    );
+    // The day directory, `T001995` (a directory of that name would hold keys after the
+    // bound: its type is asked) and the four files after the bound; the 1,995 files
+    // before it and the subdirectories `S..` are skipped by name.
+    assert_eq!(examined.load(Ordering::SeqCst), 6, "{keys:?}");
+    // A bound before the subdirectories: they are walked, in key order.
+    examined.store(0, Ordering::SeqCst);
+    let page = store
+        .list_after("_lineage/index/", "_lineage/index/2026-07-13/S18", 3)
+        .await
+        .unwrap();
+    let keys: Vec<&str> = page.iter().map(|o| o.key.as_str()).collect();
+    assert_eq!(
+        keys,
+        [
+            "_lineage/index/2026-07-13/S18/x",
+            "_lineage/index/2026-07-13/S19/x",
+            "_lineage/index/2026-07-13/T000000"
+        ]
+    );
+}

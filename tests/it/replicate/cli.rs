@@ -297,6 +297,7 @@ enum Backend {
     LocalStack,
     Moto,
     Azurite,
+    SeaweedFs,
 }
 
 async fn side(b: Backend, dir: &std::path::Path, test: &str) -> Option<Side> {
@@ -305,6 +306,7 @@ async fn side(b: Backend, dir: &std::path::Path, test: &str) -> Option<Side> {
         Backend::LocalStack => Side::s3(Emulator::LocalStack, test).await,
         Backend::Moto => Side::s3(Emulator::Moto, test).await,
         Backend::Azurite => Side::azurite(test).await,
+        Backend::SeaweedFs => Side::s3(Emulator::SeaweedFs, test).await,
     }
 }
 
@@ -351,6 +353,13 @@ async fn azurite_to_local_disk() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn moto_to_localstack() {
     backends(Backend::Moto, Backend::LocalStack, "repl_moto_ls").await;
+}
+
+/// SeaweedFS (a real S3 server that lists in its own order) as destination and source.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_disk_to_seaweedfs_to_local_disk() {
+    backends(Backend::Local, Backend::SeaweedFs, "repl_local_sw").await;
+    backends(Backend::SeaweedFs, Backend::Local, "repl_sw_local").await;
 }
 
 /// Nothing half-published after a signal: every part at the destination has its pointer,

@@ -13,7 +13,8 @@
 //! An emulator's endpoint comes from the variable localstack/start.sh writes into
 //! .emulators/env (scripts/test.sh sources it). A missing variable fails the test loudly,
 //! unless the emulator is explicitly switched off (`LINEAGE_NO_LOCALSTACK=1`,
-//! `LINEAGE_NO_MOTO=1`, `LINEAGE_NO_AZURITE=1`): then the test prints why and skips.
+//! `LINEAGE_NO_MOTO=1`, `LINEAGE_NO_AZURITE=1`, `LINEAGE_NO_SEAWEEDFS=1`): then the test
+//! prints why and skips.
 
 pub mod audit;
 pub mod bad_input;
@@ -40,6 +41,9 @@ pub enum Emulator {
     Moto,
     /// Azurite's blob service on `LINEAGE_AZURITE_BLOB_URL`.
     Azurite,
+    /// SeaweedFS's S3 gateway on `LINEAGE_SEAWEEDFS_ENDPOINT`: a real distributed object
+    /// store, not an emulator (its lock bucket has a default retention).
+    SeaweedFs,
 }
 
 impl Emulator {
@@ -48,6 +52,7 @@ impl Emulator {
             Emulator::LocalStack => ("LINEAGE_LOCALSTACK_ENDPOINT", "LINEAGE_NO_LOCALSTACK"),
             Emulator::Moto => ("LINEAGE_MOTO_ENDPOINT", "LINEAGE_NO_MOTO"),
             Emulator::Azurite => ("LINEAGE_AZURITE_BLOB_URL", "LINEAGE_NO_AZURITE"),
+            Emulator::SeaweedFs => ("LINEAGE_SEAWEEDFS_ENDPOINT", "LINEAGE_NO_SEAWEEDFS"),
         }
     }
 

@@ -162,6 +162,19 @@ async fn local_disk_witnessed_in_localstack() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seaweedfs_witnessed_in_local_disk_and_local_disk_in_seaweedfs() {
+    let dir = tempfile::tempdir().unwrap();
+    let (Some(store), Some(wit)) = (
+        Side::s3(Emulator::SeaweedFs, "witness_sw_store").await,
+        Side::s3(Emulator::SeaweedFs, "witness_sw").await,
+    ) else {
+        return;
+    };
+    scenario(store, Side::posix(dir.path(), "witness")).await;
+    scenario(Side::posix(dir.path(), "store"), wit).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn azurite_witnessed_in_moto() {
     let (Some(store), Some(wit)) = (
         Side::azurite("witness_az").await,
