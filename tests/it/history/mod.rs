@@ -6,5 +6,6 @@ mod legacy;
 mod races;
 mod seal;
 mod shard;
+mod shard_platform;
 mod tamper;
 mod tiles;
