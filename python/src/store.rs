@@ -133,10 +133,7 @@ impl Store {
         batch_rows: usize,
         commit_key: Option<String>,
     ) -> PyResult<Vec<Commit>> {
-        let format = format
-            .map(|f| parse_format(&f))
-            .transpose()
-            .py_err(py)?;
+        let format = format.map(|f| parse_format(&f)).transpose().py_err(py)?;
         // A file named `-` is that file, never standard input.
         let path = if path.as_os_str() == "-" {
             PathBuf::from("./-")

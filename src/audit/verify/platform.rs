@@ -224,10 +224,19 @@ mod tests {
         assert_eq!(r.spec, ShardSpec { index: 0, count: 4 });
         let r = auto(
             None,
-            &[("CLOUD_RUN_TASK_INDEX", "9"), ("CLOUD_RUN_TASK_COUNT", "10")],
+            &[
+                ("CLOUD_RUN_TASK_INDEX", "9"),
+                ("CLOUD_RUN_TASK_COUNT", "10"),
+            ],
         )
         .unwrap();
-        assert_eq!(r.spec, ShardSpec { index: 9, count: 10 });
+        assert_eq!(
+            r.spec,
+            ShardSpec {
+                index: 9,
+                count: 10
+            }
+        );
         assert_eq!(
             r.to_string(),
             "shard 9/10 (CLOUD_RUN_TASK_INDEX=9 (Cloud Run job), CLOUD_RUN_TASK_COUNT=10)"
@@ -235,10 +244,19 @@ mod tests {
         // --shards agreeing with Cloud Run's count is fine.
         let r = auto(
             Some(10),
-            &[("CLOUD_RUN_TASK_INDEX", "2"), ("CLOUD_RUN_TASK_COUNT", "10")],
+            &[
+                ("CLOUD_RUN_TASK_INDEX", "2"),
+                ("CLOUD_RUN_TASK_COUNT", "10"),
+            ],
         )
         .unwrap();
-        assert_eq!(r.spec, ShardSpec { index: 2, count: 10 });
+        assert_eq!(
+            r.spec,
+            ShardSpec {
+                index: 2,
+                count: 10
+            }
+        );
     }
 
     #[test]
@@ -259,7 +277,10 @@ mod tests {
     fn disagreements_and_bad_values_are_refused() {
         let m = refused(
             Some(4),
-            &[("AWS_BATCH_JOB_ARRAY_INDEX", "1"), ("JOB_COMPLETION_INDEX", "2")],
+            &[
+                ("AWS_BATCH_JOB_ARRAY_INDEX", "1"),
+                ("JOB_COMPLETION_INDEX", "2"),
+            ],
         );
         assert!(
             m.contains("AWS_BATCH_JOB_ARRAY_INDEX=1 and JOB_COMPLETION_INDEX=2 disagree"),
@@ -268,13 +289,19 @@ mod tests {
         // The same index from two variables is one index.
         let r = auto(
             Some(4),
-            &[("AWS_BATCH_JOB_ARRAY_INDEX", "1"), ("JOB_COMPLETION_INDEX", "1")],
+            &[
+                ("AWS_BATCH_JOB_ARRAY_INDEX", "1"),
+                ("JOB_COMPLETION_INDEX", "1"),
+            ],
         )
         .unwrap();
         assert_eq!(r.spec, ShardSpec { index: 1, count: 4 });
         let m = refused(
             Some(8),
-            &[("CLOUD_RUN_TASK_INDEX", "1"), ("CLOUD_RUN_TASK_COUNT", "10")],
+            &[
+                ("CLOUD_RUN_TASK_INDEX", "1"),
+                ("CLOUD_RUN_TASK_COUNT", "10"),
+            ],
         );
         assert!(m.contains("CLOUD_RUN_TASK_COUNT=10 but --shards 8"), "{m}");
         let m = refused(None, &[("AWS_BATCH_JOB_ARRAY_INDEX", "1")]);

@@ -146,7 +146,10 @@ pub async fn read_shard_reports(dir: &dyn AtomicPublisher) -> Result<Vec<Report>
     let mut reports = Vec::new();
     for (index, (_, key)) in shards {
         let bytes = dir.get(&key).await?.ok_or_else(|| {
-            Error::NotFound(format!("{} {key}: listed, but gone when read", dir.describe()))
+            Error::NotFound(format!(
+                "{} {key}: listed, but gone when read",
+                dir.describe()
+            ))
         })?;
         let report: Report = serde_json::from_slice(&bytes).map_err(|e| {
             Error::Usage(format!(

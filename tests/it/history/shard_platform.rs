@@ -215,13 +215,17 @@ fn cloud_run_tasks_find_problems_and_still_publish_their_reports() {
                 &rdir,
                 "--json",
             ],
-            &[("CLOUD_RUN_TASK_INDEX", &idx), ("CLOUD_RUN_TASK_COUNT", "4")],
+            &[
+                ("CLOUD_RUN_TASK_INDEX", &idx),
+                ("CLOUD_RUN_TASK_COUNT", "4"),
+            ],
         );
         let r = json(&o);
         assert_eq!(r["shard"]["index"], i);
-        assert!(r["report_written"].as_str().unwrap().contains(&format!(
-            "verify-shard-0000{i}-of-00004-"
-        )));
+        assert!(r["report_written"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("verify-shard-0000{i}-of-00004-")));
         exits.push(code(&o).unwrap());
     }
     assert_eq!(exits.iter().filter(|c| **c == 1).count(), 1, "{exits:?}");
@@ -306,9 +310,17 @@ fn refusals_name_the_variables_and_publish_nothing() {
     ];
     for (o, want) in cases {
         assert_eq!(code(&o), Some(2), "{want}: {}{}", stdout(&o), stderr(&o));
-        assert!(stderr(&o).contains(want), "want {want:?}, got {}", stderr(&o));
+        assert!(
+            stderr(&o).contains(want),
+            "want {want:?}, got {}",
+            stderr(&o)
+        );
     }
-    assert!(!reports.exists(), "a refused task wrote {:?}", reports_in(&reports));
+    assert!(
+        !reports.exists(),
+        "a refused task wrote {:?}",
+        reports_in(&reports)
+    );
 
     // Reports of two verifications in one directory (3 and 2 shards): refused, named.
     for (i, n) in [("0", "3"), ("1", "3"), ("2", "3"), ("0", "2")] {
