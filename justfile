@@ -8,6 +8,24 @@ demo:
 test:
     scripts/test.sh
 
+# portable x86_64 artefacts into dist/: the glibc-2.17 `lineage` binary, the abi3
+# manylinux2014 wheel, the Lambda zip (docs/deploy.md, "Building")
+dist profile="release":
+    scripts/dist.sh --profile {{profile}} --out dist
+
+# sizing of the Lambda writer (docs/deploy.md, "Sizing for Lambda"): the release wheel
+# of `dist` and boto3 in a venv outside the repository, LocalStack started and stopped here
+lambda-size events="10000,100000,1000000":
+    #!/usr/bin/env bash
+    set -euo pipefail
+    scripts/dist.sh --out dist
+    v=../lambda-size-venv
+    [ -x "$v/bin/python" ] || python3 -m venv "$v"
+    "$v/bin/pip" install -q --force-reinstall --no-deps dist/lineage_store-*.whl
+    "$v/bin/pip" install -q boto3==1.44.8
+    localstack/start.sh && . .emulators/env; trap localstack/stop.sh EXIT
+    "$v/bin/python" examples/lambda/size.py --python "$v/bin/python" --endpoint "$LINEAGE_LOCALSTACK_ENDPOINT" --events {{events}}
+
 # fast inner loop: Rust tests only, emulator tests switched off (they say so)
 unit:
     LINEAGE_NO_LOCALSTACK=1 LINEAGE_NO_MOTO=1 LINEAGE_NO_AZURITE=1 LINEAGE_NO_SEAWEEDFS=1 cargo test

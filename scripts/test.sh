@@ -26,3 +26,9 @@ cargo test --locked
 # The Python package (python/), built in debug from this target dir into the test venv.
 VIRTUAL_ENV="$PWD/.venv" .venv/bin/maturin develop --locked -q -m python/Cargo.toml
 LINEAGE_BIN="$PWD/target/debug/lineage" .venv/bin/python -m pytest -q tests/python
+# The portable artefacts (docs/deploy.md, "Building portable artefacts"): the glibc-2.17
+# binary, the manylinux2014 wheel and the Lambda zip, built by the release script with the
+# dev profile (same toolchain and linking; no optimiser), then checked as a user on an old
+# distribution would meet them.
+scripts/dist.sh --profile dev --out target/dist-dev
+LINEAGE_DIST="$PWD/target/dist-dev" .venv-dist/bin/python -m pytest -q tests/dist

@@ -110,6 +110,7 @@ pub use audit::repair::{repair, RepairOutcome};
 pub use audit::report::{InFlight, InFlightKind, Problem, ProblemKind, Progress, Report};
 pub use audit::sweep::{sweep, sweep_all, SweepOutcome};
 pub use audit::verify::options::{ShardSpec, VerifyOptions};
+pub use audit::verify::platform::{ResolvedShard, ShardRequest};
 pub use audit::verify::{verify, verify_with};
 pub use base::digest::Check as DigestCheck;
 pub use base::time::parse_duration;
@@ -118,7 +119,7 @@ pub use base::time::parse_duration;
 /// API above: the layers' inner pieces. No stability promise; not for other users.
 #[doc(hidden)]
 pub mod internal {
-    pub use crate::audit::{chain, verify::shard};
+    pub use crate::audit::{chain, verify::platform, verify::report_dir, verify::shard};
     pub use crate::base::{digest, time};
     pub use crate::format::{claim, identity, keys, pointer};
     pub use crate::history::identity::ensure_identity;

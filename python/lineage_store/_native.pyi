@@ -73,6 +73,18 @@ class Store:
     ) -> list[Commit]:
         """Validate all of ``data``, then commit it (one part per flush of at most
         ``batch_rows`` rows per (run_id, target_crs)). ``InputError`` publishes nothing."""
+    def append_file(
+        self,
+        path: StrPath,
+        *,
+        format: Optional[str] = None,
+        batch_rows: int = 100000,
+        commit_key: Optional[str] = None,
+    ) -> list[Commit]:
+        """Append a file's events (NDJSON, CSV, Arrow IPC or Parquet; ``format`` from the
+        extension unless given) as ``lineage append --input`` does: validated whole, then
+        committed with bounded memory. ``InputError`` names the line or row and field and
+        publishes nothing. Needs no pyarrow."""
     def writer(
         self,
         *,

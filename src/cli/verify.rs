@@ -8,11 +8,14 @@ use std::sync::Arc;
 
 use crate::audit::report::{Progress, Report};
 use crate::audit::verify::options::DEFAULT_GRACE_MINUTES;
+use crate::audit::verify::platform::{ResolvedShard, ShardRequest};
+use crate::audit::verify::report_dir::{read_shard_reports, write_shard_report};
 use crate::audit::verify::{verify_with, VerifyOptions};
 use crate::base::error::{Error, Result};
 use crate::base::time::parse_duration;
 use crate::cli::common::{json_line, out, Status, StoreArg};
 use crate::history::signing::read_public_key;
+use crate::publish::store::{open_plain, CloudOptions};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -46,14 +49,26 @@ pub(crate) struct Args {
     #[arg(long, value_name = "N", default_value_t = crate::history::pointers::READ_CONCURRENCY)]
     concurrency: usize,
     /// Check shard I of N (from 0) of a full verify; `--merge` combines the N JSON reports.
-    #[arg(long, value_name = "I/N", conflicts_with_all = ["since_seal", "merge"])]
-    shard: Option<crate::audit::verify::options::ShardSpec>,
+    /// `auto`: the index from the batch platform's environment (AWS_BATCH_JOB_ARRAY_INDEX,
+    /// JOB_COMPLETION_INDEX, CLOUD_RUN_TASK_INDEX), the count from --shards N or
+    /// CLOUD_RUN_TASK_COUNT.
+    #[arg(long, value_name = "I/N|auto", conflicts_with_all = ["since_seal", "merge"])]
+    shard: Option<ShardRequest>,
+    /// How many shards (tasks) a `--shard auto` verification has.
+    #[arg(long, value_name = "N", requires = "shard")]
+    shards: Option<u32>,
+    /// With --shard: also publish this shard's JSON report into URL (any store URL; never
+    /// overwriting, a retried task adds its next attempt). With --merge: merge the newest
+    /// attempt of every shard report found there.
+    #[arg(long, value_name = "URL")]
+    report_dir: Option<String>,
     /// Cut the shards from the commits of seal SEQ (give every shard the same one).
     #[arg(long, value_name = "SEQ", requires = "shard")]
     plan_seal: Option<u64>,
-    /// Combine the JSON reports of every shard (`--shard I/N --json`) into one.
-    #[arg(long, value_name = "REPORT", num_args = 1..)]
-    merge: Vec<PathBuf>,
+    /// Combine the JSON reports of every shard (`--shard I/N --json`) into one: the files
+    /// given, and those in --report-dir.
+    #[arg(long, value_name = "REPORT", num_args = 0..)]
+    merge: Option<Vec<PathBuf>>,
     /// Every seal must carry a valid signature by this key (made by `lineage keygen`).
     #[arg(long, value_name = "FILE")]
     public_key: Option<PathBuf>,
@@ -84,9 +99,30 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
 }
 
 async fn check(a: Args) -> Result<Status> {
-    if !a.merge.is_empty() {
-        return merge(&a);
+    if let Some(files) = &a.merge {
+        return merge(&a, files).await;
     }
+    let shard = shard_of(&a)?;
+    if let Some(s) = &shard {
+        tracing::info!("verifying {s}");
+    }
+    let report_dir = match (&a.report_dir, &shard) {
+        (Some(_), None) => {
+            return Err(Error::Usage(
+                "--report-dir: give --shard I/N or --shard auto (each shard publishes its report there), or --merge (to read them)".into(),
+            ))
+        }
+        (Some(url), Some(_)) => Some(
+            open_plain(
+                url,
+                &CloudOptions {
+                    endpoint_url: a.endpoint_url.clone(),
+                },
+            )
+            .await?,
+        ),
+        (None, _) => None,
+    };
     let public_key = a.public_key.as_deref().map(read_public_key).transpose()?;
     if let Some(h) = &a.expect_head {
         if crate::history::merkle::parse_hash(h).is_none() {
@@ -111,7 +147,7 @@ async fn check(a: Args) -> Result<Status> {
         expect_head: a.expect_head.clone(),
         progress: Some(progress.clone()),
         concurrency: a.concurrency.max(1),
-        shard: a.shard,
+        shard: shard.as_ref().map(|s| s.spec),
         plan_seal: a.plan_seal,
         digest: a.digest,
         ..VerifyOptions::default()
@@ -129,12 +165,25 @@ async fn check(a: Args) -> Result<Status> {
     let witness = a.witness.check(store.as_ref()).await?;
     let more = replica.as_ref().map_or(0, |r| r.problems.len())
         + witness.as_ref().map_or(0, |w| w.problems.len());
+    // Published before anything is printed: a task that could not leave its report fails
+    // (exit 2) and is retried by its platform.
+    let written = match &report_dir {
+        Some(dir) => Some(format!(
+            "{} {}",
+            dir.describe(),
+            write_shard_report(dir.as_ref(), &report).await?
+        )),
+        None => None,
+    };
     if a.json {
         let mut v = serde_json::to_value(&report).map_err(|e| Error::Internal(e.to_string()))?;
         v["replica"] =
             serde_json::to_value(&replica).map_err(|e| Error::Internal(e.to_string()))?;
         v["witness"] =
             serde_json::to_value(&witness).map_err(|e| Error::Internal(e.to_string()))?;
+        if let Some(w) = &written {
+            v["report_written"] = serde_json::Value::String(w.clone());
+        }
         out(&json_line(&v)?)?;
     } else {
         let mut lines = replica
@@ -147,15 +196,43 @@ async fn check(a: Args) -> Result<Status> {
                 .map(crate::cli::witness::witness_lines)
                 .unwrap_or_default(),
         );
+        if let Some(s) = &shard {
+            lines.push(format!("{s}"));
+        }
+        if let Some(w) = &written {
+            lines.push(format!("shard report written: {w}"));
+        }
         print_report(&report, &lines, more)?;
     }
     Ok(if report.is_clean() && more == 0 { 0 } else { 1 })
 }
 
-/// `--merge`: one report from the shards' JSON reports.
-fn merge(a: &Args) -> Result<Status> {
+/// The shard `--shard` asks for (`auto`: from the platform's environment).
+fn shard_of(a: &Args) -> Result<Option<ResolvedShard>> {
+    a.shard
+        .map(|r| r.resolve(a.shards, &|k| std::env::var(k).ok()))
+        .transpose()
+}
+
+/// `--merge`: one report from the shards' JSON reports (files, and `--report-dir`).
+async fn merge(a: &Args, files: &[PathBuf]) -> Result<Status> {
     let mut reports = Vec::new();
-    for path in &a.merge {
+    if files.is_empty() && a.report_dir.is_none() {
+        return Err(Error::Usage(
+            "--merge: give the shards' REPORT.json files, or --report-dir URL where they published them".into(),
+        ));
+    }
+    if let Some(url) = &a.report_dir {
+        let dir = open_plain(
+            url,
+            &CloudOptions {
+                endpoint_url: a.endpoint_url.clone(),
+            },
+        )
+        .await?;
+        reports.extend(read_shard_reports(dir.as_ref()).await?);
+    }
+    for path in files {
         let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
         let r: Report = serde_json::from_str(text.trim()).map_err(|e| {
             Error::Usage(format!(

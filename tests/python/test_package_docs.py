@@ -79,7 +79,7 @@ def test_the_stubs_describe_every_name_and_signature_of_the_extension():
     # Docstrings are there for help().
     for name in ("open", "canonical_crs", "verify_proof", "keygen"):
         assert getattr(_native, name).__doc__
-    for method in ("append", "writer", "log", "verify", "seal", "prove"):
+    for method in ("append", "append_file", "writer", "log", "verify", "seal", "prove"):
         assert getattr(ls.Store, method).__doc__
 
 

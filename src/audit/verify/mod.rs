@@ -26,7 +26,9 @@ pub(crate) mod history;
 pub(crate) mod options;
 mod parts;
 mod pipeline;
+pub mod platform;
 mod pointers;
+pub mod report_dir;
 pub mod shard;
 mod since;
 

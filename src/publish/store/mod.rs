@@ -35,6 +35,23 @@ pub async fn open_side(
     opts: &CloudOptions,
     env: &SideEnv,
 ) -> Result<Arc<dyn AtomicPublisher>> {
+    resolve(url, opts, env, true).await
+}
+
+/// A location named like a store that holds other objects of ours (the shard reports of
+/// `verify --report-dir`): the same URLs and credentials as [`open_with`], without
+/// [`check_local_root`] (such a directory is not a store, and is not refused for holding
+/// files). Still create-only: nothing in it is ever overwritten.
+pub async fn open_plain(url: &str, opts: &CloudOptions) -> Result<Arc<dyn AtomicPublisher>> {
+    resolve(url, opts, &SideEnv::plain(), false).await
+}
+
+async fn resolve(
+    url: &str,
+    opts: &CloudOptions,
+    env: &SideEnv,
+    store: bool,
+) -> Result<Arc<dyn AtomicPublisher>> {
     let url = url.trim();
     if url.is_empty() {
         return Err(Error::Usage(
@@ -50,7 +67,7 @@ pub async fn open_side(
                 "{url}: a file:// URL needs an absolute path (file:///...)"
             )));
         }
-        return local(PathBuf::from(rest));
+        return local(PathBuf::from(rest), store);
     }
     if let Some(p) = cloud::open_side(url, opts, env).await? {
         return Ok(Arc::new(p));
@@ -60,12 +77,14 @@ pub async fn open_side(
             "unsupported store scheme `{scheme}://` in {url}"
         )));
     }
-    local(PathBuf::from(url))
+    local(PathBuf::from(url), store)
 }
 
-/// The local-disk store at `root`, after [`check_local_root`].
-fn local(root: PathBuf) -> Result<Arc<dyn AtomicPublisher>> {
-    check_local_root(&root)?;
+/// The local-disk publisher at `root`, after [`check_local_root`] when it is a store.
+fn local(root: PathBuf, store: bool) -> Result<Arc<dyn AtomicPublisher>> {
+    if store {
+        check_local_root(&root)?;
+    }
     Ok(Arc::new(PosixPublisher::new(root)))
 }
 

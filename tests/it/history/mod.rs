@@ -8,5 +8,6 @@ mod listing_order;
 mod races;
 mod seal;
 mod shard;
+mod shard_platform;
 mod tamper;
 mod tiles;
