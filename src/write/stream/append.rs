@@ -331,7 +331,8 @@ async fn claim(
     key: &str,
     payload: &PayloadSummary,
 ) -> Result<PartEncoding> {
-    writer.store_identity().await?;
+    // The store's identity is created with the first part (`publish_flush`), not here:
+    // a claim refused as a conflict publishes nothing at all.
     let store = writer.store.as_ref();
     let now = rfc3339(writer.clock.now());
     match commit_key::claim(store, key, payload, PartEncoding::default(), now).await? {

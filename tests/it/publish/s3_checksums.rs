@@ -68,8 +68,9 @@ async fn every_s3_upload_carries_a_sha256_checksum() {
     };
     let store = lineage_store::open_with(&url, &opts).await.unwrap();
     let objects = store.list("").await.unwrap();
-    // 4 parts, 4 pointers, 4 commit-index entries (empty objects, checksummed too)
-    assert_eq!(objects.len(), 3 * 4, "{objects:?}");
+    // 4 parts, 4 pointers, 4 commit-index entries (empty objects, checksummed too) and
+    // the store's identity
+    assert_eq!(objects.len(), 3 * 4 + 1, "{objects:?}");
     let prefix = url
         .trim_start_matches(&format!("s3://{bucket}/"))
         .to_string();

@@ -81,9 +81,9 @@ async fn pair(src: Side, dst: Side) {
     let ctx = format!("{} → {} (LINEAGE_TEST_SEED={seed})", src.name, dst.name);
     let mut rng = Rng::new(seed);
     let total = build_source(&src).await;
-    // 10 parts, 10 pointers, a claim, 2 seals; 10 index entries, 10 leaf locators, a
-    // level-0 tile per seal and 2 head markers.
-    assert_eq!(total, 10 + 10 + 1 + 2 + 10 + 10 + 2 + 2, "{ctx}");
+    // The store's identity, 10 parts, 10 pointers, a claim, 2 seals; 10 index entries, 10
+    // leaf locators, a level-0 tile per seal and 2 head markers.
+    assert_eq!(total, 1 + 10 + 10 + 1 + 2 + 10 + 10 + 2 + 2, "{ctx}");
 
     // Interrupted twice by SIGKILL at seeded points (concurrency 1, then 4), resumed.
     for (round, conc) in [(1, "1"), (2, "4")] {
@@ -384,7 +384,8 @@ async fn sigterm_stops_follow_once_the_commit_in_flight_is_published() {
         Side::posix(dir.path(), "dst"),
     );
     build_source(&src).await;
-    // Held right after the first part: the signal comes between a part and its pointer.
+    // Held right after the first part (the second object, after the store's identity):
+    // the signal comes between a part and its pointer.
     let args = replicate_args(
         &src,
         &dst,
@@ -397,7 +398,7 @@ async fn sigterm_stops_follow_once_the_commit_in_flight_is_published() {
             "--json",
         ],
     );
-    let mut r = Running::held(&args, 1);
+    let mut r = Running::held(&args, 2);
     r.signal("TERM");
     r.until("replicate: stopping once the objects in flight are published");
     let (code, out, err) = r.finish();

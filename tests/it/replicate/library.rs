@@ -464,8 +464,12 @@ async fn a_stop_lets_the_commit_in_flight_finish_and_starts_nothing_new() {
         on_published: Some(Arc::new(move |n, key| {
             let stop = hook_stop.clone();
             Box::pin(async move {
-                // The first object created is a part: stop right after it.
+                // The first object created is the store's identity, the second a part:
+                // stop right after the part.
                 if n == 1 {
+                    assert_eq!(key, "_lineage/store.json");
+                }
+                if n == 2 {
                     assert!(key.ends_with(".parquet"), "{key}");
                     stop.request();
                 }

@@ -315,14 +315,16 @@ async fn lost_response_on_create_is_read_back_and_accepted_when_ours() {
         let mem = Arc::new(MemoryPublisher::new());
         let faulty = Arc::new(FaultyPublisher::new(mem.clone()));
         faulty.fail(".parquet", fault.clone(), 1);
-        faulty.fail(".json", fault.clone(), 1);
+        faulty.fail("_lineage/commits/", fault.clone(), 1);
+        faulty.fail("_lineage/store.json", fault.clone(), 1);
         let ps = det_writer(faulty.clone())
             .append(&batches(5), |_| {})
             .await
             .unwrap();
-        assert_eq!(faulty.fired().len(), 2, "{fault:?}");
-        // A part, a pointer and an index entry per commit, each once.
-        assert_eq!(mem.list("").await.unwrap().len(), 3 * ps.len());
+        assert_eq!(faulty.fired().len(), 3, "{fault:?}");
+        // The store's identity once; a part, a pointer and an index entry per commit,
+        // each once.
+        assert_eq!(mem.list("").await.unwrap().len(), 1 + 3 * ps.len());
         assert!(verify(mem.as_ref()).await.unwrap().is_clean());
     }
 }
