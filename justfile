@@ -79,9 +79,17 @@ bench-python:
     "{{bench_venv}}/bin/python" python/bench/bench_append.py --events "$(realpath "{{bench_data}}")/ev-1m.arrow" \
       --shared-bench "$(realpath "{{shared_bench}}")" --lineage-bin "$PWD/target/release/lineage"
 
+# the history at scale on local disk, through the CLI (docs/performance.md, section 6;
+# benches/history_disk.rs): log/verify --since-seal, seal and prove of 100 new commits as
+# processes, with strace counts; stores of up to 20,000 commits are built with the CLI,
+# larger ones through the library (10^6 one-row commits take hours and ~4 M files)
+bench-history-disk sizes="1000,20000,100000":
+    cargo build --release --locked --bin lineage
+    cargo bench --bench history_disk -- --sizes {{sizes}} --lineage-bin target/release/lineage
+
 # every table of docs/performance.md from one run: the write path (above) and the history
-# at scale (benches/history.rs)
-bench-all: bench
+# at scale (benches/history.rs in memory, benches/history_disk.rs on local disk)
+bench-all: bench bench-history-disk
     cargo bench --bench history
 
 # fuzz each cargo-fuzz target for SECS seconds (not in CI; needs `cargo install cargo-fuzz`)

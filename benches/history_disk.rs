@@ -4,7 +4,11 @@
 //!
 //! cargo bench --bench history_disk -- [--sizes 1000,20000,100000,1000000]
 //!     [--cli-build-max 20000] [--rounds 5] [--new 100] [--seal-every 1000]
-//!     [--dir DIR] [--lineage-bin target/debug/lineage] [--keep]
+//!     [--dir DIR] [--lineage-bin BIN] [--keep]
+//!
+//! `--lineage-bin` defaults to `target/release/lineage` if it exists (build it first:
+//! `cargo build --release --bin lineage`; `just bench-history-disk` does), else to
+//! `target/debug/lineage`.
 //!
 //! A store of up to `--cli-build-max` commits is built with the `lineage` binary, as a
 //! user would: `append --batch-rows 10` of 10 × `--seal-every` rows, then `seal`, again
@@ -16,8 +20,8 @@
 //!
 //! Then each round appends `--new` commits with the CLI (`--batch-rows 10`, not timed)
 //! and times, each as a whole process, `log --since-seal`, `verify --since-seal`,
-//! `seal` (of those commits) and `prove` (of the store's first commit against the newest
-//! seal). The table gives the fastest of `--rounds` rounds, and, from one more round run
+//! `seal` (of those commits) and `prove` (of the store's first commit, leaf 0, against the
+//! newest seal). The table gives the fastest of `--rounds` rounds, and, from one more round run
 //! under `strace -f -c`, the system calls each made (all, `statx`/`newfstatat`,
 //! `getdents64`, `openat`). The first round after building is not measured (it seals the
 //! store's tail with the real clock).
@@ -201,23 +205,38 @@ async fn build_library(size: usize, s: &Settings, root: &Path) {
     );
 }
 
-/// The store's first commit (to prove).
+/// The store's first commit: leaf 0 of its Merkle tree (what `prove` proves, against the
+/// newest seal). Seals add commits in index order, so it is the first entry of the time
+/// index (found by descending to the smallest name at each level); its leaf-0 locator
+/// must exist, or this is not the first commit and the bench stops.
 fn first_commit(root: &Path) -> String {
-    let commits = root.join("_lineage/commits");
-    let run = std::fs::read_dir(&commits)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap();
-    let f = std::fs::read_dir(run.path())
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap();
-    f.file_name()
-        .to_string_lossy()
-        .trim_end_matches(".json")
-        .to_string()
+    use lineage_store::internal::keys::{self, HistoryKey, KeyKind};
+    let mut key = keys::INDEX_PREFIX.to_string();
+    loop {
+        let dir = root.join(&key);
+        let least = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .min()
+            .expect("a directory of the index is empty");
+        key.push_str(&least);
+        if !root.join(&key).is_dir() {
+            break;
+        }
+        key.push('/');
+    }
+    let KeyKind::History(HistoryKey::Index {
+        commit_id, run_id, ..
+    }) = keys::classify(&key)
+    else {
+        unreachable!("{key} is not an index entry");
+    };
+    let locator = keys::leaf_key(&commit_id, 0, &run_id);
+    assert!(
+        root.join(&locator).is_file(),
+        "{key} is the first index entry, but {locator} (leaf 0) is missing"
+    );
+    commit_id
 }
 
 const OPS: [&str; 4] = ["log --since-seal", "verify --since-seal", "seal", "prove"];
@@ -314,6 +333,21 @@ fn run_size(size: usize, s: &Settings, base: &Path, rt: &tokio::runtime::Runtime
     rows
 }
 
+/// `target/release/lineage` when it was built, else `target/debug/lineage` (said on
+/// stderr: an unoptimised binary's times are not the ones to publish).
+fn default_bin(root: &Path) -> PathBuf {
+    let release = root.join("target/release/lineage");
+    if release.exists() {
+        return release;
+    }
+    let debug = root.join("target/debug/lineage");
+    eprintln!(
+        "no target/release/lineage: timing {} (a debug build)",
+        debug.display()
+    );
+    debug
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let sizes: Vec<usize> = arg(&args, "--sizes")
@@ -327,12 +361,11 @@ fn main() {
         seal_every: arg(&args, "--seal-every").map_or(1000, |v| v.parse().unwrap()),
         rounds: arg(&args, "--rounds").map_or(5, |v| v.parse().unwrap()),
         cli_build_max: arg(&args, "--cli-build-max").map_or(20_000, |v| v.parse().unwrap()),
-        bin: arg(&args, "--lineage-bin")
-            .map_or_else(|| root.join("target/debug/lineage"), PathBuf::from),
+        bin: arg(&args, "--lineage-bin").map_or_else(|| default_bin(&root), PathBuf::from),
     };
     assert!(
         s.bin.exists(),
-        "{} missing: cargo build --bin lineage (or --lineage-bin)",
+        "{} missing: cargo build --release --bin lineage (or --lineage-bin)",
         s.bin.display()
     );
     let base =

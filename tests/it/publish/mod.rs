@@ -8,6 +8,7 @@ mod local_disk_faults;
 mod lost_responses;
 mod network_faults;
 mod object_store_wiring;
+mod paged_listing;
 mod posix_listing;
 mod posix_reads;
 mod s3_checksums;

@@ -8,7 +8,8 @@
 //! - [`replica`]: the stores on both sides of a replication, for the CLI tests;
 //! - [`bad_input`]: the bad-input matrix;
 //! - [`fault_proxy`], [`gcs_fake`]: a TCP fault proxy, and a fake of GCS's XML API;
-//! - [`own_process`]: a test that changes process-wide state runs in a child process.
+//! - [`own_process`]: a test that changes process-wide state runs in a child process;
+//! - [`listings`]: a publisher wrapper recording every listing request.
 //!
 //! An emulator's endpoint comes from the variable localstack/start.sh writes into
 //! .emulators/env (scripts/test.sh sources it). A missing variable fails the test loudly,
@@ -20,6 +21,7 @@ pub mod audit;
 pub mod bad_input;
 pub mod fault_proxy;
 pub mod gcs_fake;
+pub mod listings;
 pub mod own_process;
 pub mod replica;
 pub mod sample;
