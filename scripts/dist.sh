@@ -15,11 +15,18 @@
 # and checks the artefacts (tests/dist); the toolchain is the same, the optimiser is not.
 # zig and cargo-zigbuild come pinned from PyPI (scripts/dist-requirements.txt) into
 # .venv-dist; the Rust target is the host's own (x86_64-unknown-linux-gnu), so nothing
-# but the toolchain already here is needed. Each build keeps its own target directory
-# (target/zig-bin, target/zig-wheel), so a second run rebuilds only what changed: maturin
-# runs zig through its own wrappers and cargo-zigbuild through others, and in one
-# directory every C build script (zstd, aws-lc, ring, blake3) would rerun for the other
-# and rebuild most of the tree each time.
+# but the toolchain already here is needed.
+#
+# Both builds share one target directory, target/zig, and reuse each other's dependencies:
+# for the same target they resolve the same features for every crate they share (all
+# but clap and tracing-subscriber for the binary, pyo3 and arrow-pyarrow for the wheel),
+# and both run zig through the same wrapper scripts. maturin 1.16.0 embeds the
+# cargo-zigbuild 0.24.0 pinned here, which writes its wrappers (the CC_/CXX_/AR_ and
+# linker settings of every C build script: zstd, aws-lc, ring, blake3) into a directory
+# named after the executable that runs it; CARGO_BIN_EXE_cargo-zigbuild names the same
+# executable for both, so the wrapper paths match. Without it every C build script reruns
+# for the other tool and most of the tree is rebuilt each time. Keep the two pins in step
+# (another cargo-zigbuild version writes elsewhere). tests/dist runs after this script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -42,23 +49,26 @@ scripts/python-env.sh .venv-dist scripts/dist-requirements.txt
 venv=$PWD/.venv-dist
 # cargo-zigbuild and maturin find zig through `python3 -m ziglang` (the venv's python).
 export PATH="$venv/bin:$PATH"
+# One set of zig wrappers for both tools (above); `env` because of the dash in the name.
+zig_env=("CARGO_BIN_EXE_cargo-zigbuild=$venv/bin/cargo-zigbuild")
 target=x86_64-unknown-linux-gnu
 glibc=2.17
+tdir=target/zig
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 started=$SECONDS
 
 # The CLI. The target's glibc suffix makes zig link against glibc 2.17's symbol versions:
 # a symbol newer than that fails the link instead of raising the floor.
-cargo zigbuild --locked --profile "$profile" --target "$target.$glibc" --bin lineage \
-  --target-dir target/zig-bin
-cp "target/zig-bin/$target/$dir/lineage" "$out/lineage-$target"
+env "${zig_env[@]}" cargo zigbuild --locked --profile "$profile" --target "$target.$glibc" --bin lineage \
+  --target-dir "$tdir"
+cp "$tdir/$target/$dir/lineage" "$out/lineage-$target"
 echo "dist: lineage-$target ($(( $(stat -c %s "$out/lineage-$target") / 1024 )) KiB) after $((SECONDS - started)) s" >&2
 
 # The wheel (abi3: no interpreter is linked; the Python package builds without `cli`).
 rm -f "$out"/lineage_store-*.whl
-maturin build --locked --zig --compatibility manylinux2014 --target "$target" \
-  --profile "$profile" -m python/Cargo.toml --target-dir target/zig-wheel --out "$out" -q
+env "${zig_env[@]}" maturin build --locked --zig --compatibility manylinux2014 --target "$target" \
+  --profile "$profile" -m python/Cargo.toml --target-dir "$tdir" --out "$out"
 wheel=$(ls "$out"/lineage_store-*.whl)
 auditwheel show "$wheel"
 echo "dist: $(basename "$wheel") ($(( $(stat -c %s "$wheel") / 1024 )) KiB) after $((SECONDS - started)) s" >&2

@@ -14,24 +14,29 @@ Triggers (docs/deploy.md, "An AWS Lambda writer"; terraform/modules/lambda-write
   in ``batchItemFailures``; SQS deletes the others.
 
 Refused input (a line that breaks the contract) is logged as one JSON line with the
-object or message, the line, the field and why, and publishes nothing. An S3 object is
-then not retried (retrying cannot change its bytes): the invocation succeeds and says
-``refused``. A refused SQS message is reported in ``batchItemFailures``, so it stays in the
-queue until the queue's redrive policy (``maxReceiveCount``; the terraform module sets
-one) moves it to the dead-letter queue, where it can be read and replayed once fixed.
-Failures of the store or of S3 are raised (S3) or reported (SQS), so the platform retries
-them; the commit keys make every retry safe.
+object or message, the line, the field and why, and publishes nothing. Retrying cannot
+change its bytes, so it is never handed back for a retry: an S3 object is not raised (the
+invocation succeeds and says ``refused``; the object stays in its bucket), and a refused
+SQS message is not reported in ``batchItemFailures``. The handler sends it itself to
+``LINEAGE_REFUSED_QUEUE_URL`` (the terraform module sets the event queue's dead-letter
+queue), with the refusal in its message attributes, where it can be read and replayed once
+fixed; without that variable it is logged and dropped. So a refusal does not depend on
+the queue's redrive policy; only a failure to set the message aside reports it for
+redelivery. Failures of the store or of S3 are raised (S3) or reported (SQS), so the
+platform retries them; the commit keys make every retry safe.
 
 Environment: ``LINEAGE_STORE`` (``s3://bucket/prefix``; required), ``LINEAGE_BATCH_ROWS``
 (rows per part, default 100000), ``LINEAGE_FORMAT`` (force ``ndjson``, ``csv`` or
 ``parquet`` for S3 objects), ``LINEAGE_MIN_REMAINING_MS`` (SQS: stop starting messages when
 less time than this is left, default 10000; the rest are reported for redelivery),
+``LINEAGE_REFUSED_QUEUE_URL`` (SQS: where refused messages go; unset: logged and dropped),
 ``TMPDIR`` (where objects are spooled; Lambda's ``/tmp``, sized by its ephemeral storage).
 Credentials and region come from the function's role, as for every AWS SDK.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -49,6 +54,7 @@ log.setLevel(os.environ.get("LINEAGE_HANDLER_LOG", "INFO"))
 _store: Optional[lineage_store.Store] = None
 _store_url: Optional[str] = None
 _s3 = None
+_sqs = None
 
 FORMATS = {".ndjson": "ndjson", ".jsonl": "ndjson", ".json": "ndjson", ".csv": "csv",
            ".parquet": "parquet", ".pq": "parquet"}
@@ -81,6 +87,15 @@ def s3_client():
 
         _s3 = boto3.client("s3")
     return _s3
+
+
+def sqs_client():
+    global _sqs
+    if _sqs is None:
+        import boto3
+
+        _sqs = boto3.client("sqs")
+    return _sqs
 
 
 def batch_rows() -> int:
@@ -177,8 +192,35 @@ def sqs_commit_key(record: dict[str, Any]) -> str:
     return f"sqs:{record.get('eventSourceARN', '')}:{record['messageId']}"
 
 
-def append_sqs_message(record: dict[str, Any]) -> Optional[str]:
-    """Append one message; returns None when done, or why it must come back."""
+def _attribute(value: Any, limit: int = 1024) -> dict[str, str]:
+    if isinstance(value, int):
+        return {"DataType": "Number", "StringValue": str(value)}
+    return {"DataType": "String", "StringValue": str(value)[:limit]}
+
+
+def set_aside(record: dict[str, Any], refusal: dict[str, Any]) -> dict[str, Any]:
+    """Take a refused message out of the retry loop: send it to ``LINEAGE_REFUSED_QUEUE_URL``
+    with the refusal as message attributes (the original body unchanged, ready to be
+    fixed and replayed), or, without that queue, only log it. Raises if the queue refuses
+    the message (it then comes back and is set aside again)."""
+    queue = os.environ.get("LINEAGE_REFUSED_QUEUE_URL", "").strip()
+    body = record.get("body", "")
+    digest = {"body_bytes": len(body.encode("utf-8")),
+              "body_sha256": hashlib.sha256(body.encode("utf-8")).hexdigest()}
+    if not queue:
+        return {"set_aside": "dropped", **digest}
+    fields = {"lineage.source.message_id": record["messageId"],
+              "lineage.source.queue_arn": record.get("eventSourceARN", ""),
+              "lineage.refused.line": refusal.get("line"), "lineage.refused.field": refusal.get("field"),
+              "lineage.refused.reason": refusal.get("reason"), "lineage.refused.error": refusal.get("error")}
+    attributes = {k: _attribute(v) for k, v in fields.items() if v not in (None, "")}
+    sent = sqs_client().send_message(QueueUrl=queue, MessageBody=body, MessageAttributes=attributes)
+    return {"set_aside": queue, "dead_letter_message_id": sent.get("MessageId"), **digest}
+
+
+def append_sqs_message(record: dict[str, Any]) -> str:
+    """Append one message: ``appended``, ``refused`` (set aside, not to be retried) or
+    ``failed`` (must come back: reported in ``batchItemFailures``)."""
     message_id = record["messageId"]
     commit_key = sqs_commit_key(record)
     receives = record.get("attributes", {}).get("ApproximateReceiveCount")
@@ -190,15 +232,23 @@ def append_sqs_message(record: dict[str, Any]) -> Optional[str]:
             commits = store().append_file(path, format="ndjson", commit_key=commit_key,
                                           batch_rows=batch_rows())
         except (lineage_store.InputError, lineage_store.ConflictError) as e:
+            refusal = _refusal(e)
+            try:
+                aside = set_aside(record, refusal)
+            except Exception as sent:  # the refused queue is a store failure like any other
+                _emit(logging.ERROR, "failed", message_id=message_id, commit_key=commit_key,
+                      receive_count=receives, error=f"refused, and could not be set aside: {sent}",
+                      kind=type(sent).__name__, refusal=refusal)
+                return "failed"
             _emit(logging.ERROR, "refused", message_id=message_id, commit_key=commit_key,
-                  receive_count=receives, **_refusal(e))
+                  receive_count=receives, **refusal, **aside)
             return "refused"
         except lineage_store.LineageError as e:
             _emit(logging.ERROR, "failed", message_id=message_id, commit_key=commit_key,
                   receive_count=receives, error=str(e), kind=type(e).__name__)
             return "failed"
     _emit(logging.INFO, "appended", message_id=message_id, commit_key=commit_key, **_summary(commits))
-    return None
+    return "appended"
 
 
 def handle_sqs(records: list[dict[str, Any]], context: Any) -> dict[str, Any]:
@@ -212,7 +262,7 @@ def handle_sqs(records: list[dict[str, Any]], context: Any) -> dict[str, Any]:
             _emit(logging.WARNING, "deferred", message_ids=rest, remaining_ms=remaining)
             failures.extend(rest)
             break
-        if append_sqs_message(record) is not None:
+        if append_sqs_message(record) == "failed":
             failures.append(record["messageId"])
     return {"batchItemFailures": [{"itemIdentifier": m} for m in failures]}
 

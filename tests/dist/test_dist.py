@@ -169,9 +169,28 @@ print(json.dumps([len(lineage_store.open({str(tmp_path / 'store')!r}).commits())
     r = run([sys.executable, "-I", "-c", script], input=json.dumps(bodies),
             env={"LINEAGE_STORE": str(tmp_path / "store"), "PATH": os.environ.get("PATH", "")})
     first, counts = r.stdout.splitlines()
-    assert json.loads(first) == [{"batchItemFailures": [{"itemIdentifier": "m-1"}]}] * 2, first
+    # The bad message is refused, logged and (no LINEAGE_REFUSED_QUEUE_URL here) dropped:
+    # never reported for a retry.
+    assert json.loads(first) == [{"batchItemFailures": []}] * 2, first
+    assert r.stderr.count('"what": "refused"') == 2 and '"set_aside": "dropped"' in r.stderr, r.stderr[-2000:]
     commits, module = json.loads(counts)
     assert commits == 1 and module.startswith(str(task)), counts
+
+
+# Lambda's quotas for a zip package: 50 MB uploaded directly (zipped), 250 MB unzipped
+# (function and layers together). https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html
+LAMBDA_ZIP_DIRECT_UPLOAD = 50 * 1024 * 1024
+LAMBDA_UNZIPPED = 250 * 1024 * 1024
+
+
+def test_the_lambda_zip_fits_lambdas_size_limits() -> None:
+    path = artefact("lambda-writer.zip")
+    zipped = path.stat().st_size
+    with zipfile.ZipFile(path) as z:
+        unzipped = sum(i.file_size for i in z.infolist())
+    print(f"{path}: {zipped:,} bytes zipped, {unzipped:,} unzipped")
+    assert zipped < LAMBDA_ZIP_DIRECT_UPLOAD, f"{path}: {zipped:,} bytes, over Lambda's 50 MB direct upload"
+    assert unzipped < LAMBDA_UNZIPPED, f"{path}: {unzipped:,} bytes unzipped, over Lambda's 250 MB"
 
 
 def test_the_portable_binary_runs_demo_and_verify(tmp_path: Path) -> None:

@@ -8,17 +8,24 @@ answers with `batchItemFailures`.
 What each test proves: the first invocation appends; the same event again (Lambda's
 retry, S3's duplicate notification, SQS's redelivery) publishes nothing new (the store's
 object listing is unchanged, byte for byte); a refused object publishes nothing and is not
-raised (so not retried), logging line and field; an SQS batch with one bad message reports
-exactly that message in `batchItemFailures`; a store failure is raised (S3) or reported
-(SQS), so the platform retries it.
+raised (so not retried), logging line and field; an SQS batch with one bad message sets
+exactly that message aside in the refused-messages queue and reports nothing in
+`batchItemFailures` (so it is not retried, whatever the queue's redrive policy); a store
+failure is raised (S3) or reported (SQS), so the platform retries it.
+
+The tests of what happens to a refused SQS message (set aside, dropped, or back when it
+cannot be set aside) need no LocalStack: a local-disk store and an in-process stand-in
+for the SQS client's `send_message`.
 """
 from __future__ import annotations
 
 import csv
+import hashlib
 import importlib.util
 import io
 import json
 import logging
+import os
 import secrets
 import sys
 import urllib.parse
@@ -188,7 +195,29 @@ def env(monkeypatch) -> Env:
     # The handler's own client: path-style, as LocalStack on 127.0.0.1 needs.
     handler._s3 = boto3.client("s3", region_name="us-east-1",
                                config=Config(s3={"addressing_style": "path"}))
+    # Refused SQS messages go to the event queue's DLQ (the module sets the URL); the
+    # client is the in-process stand-in: the handler needs no queue to read the event.
+    monkeypatch.setenv("LINEAGE_REFUSED_QUEUE_URL", REFUSED_QUEUE)
+    handler._sqs = RefusedQueue()
     return Env(endpoint, s3, versioned, plain, store_url, s3_bucket(), prefix, handler)
+
+
+class RefusedQueue:
+    """Stands in for the handler's SQS client: records what `send_message` was given, or
+    fails as SQS can (throttled, access denied, message too large)."""
+
+    def __init__(self, fail: Exception | None = None) -> None:
+        self.sent: list[dict] = []
+        self.fail = fail
+
+    def send_message(self, **kw) -> dict:
+        if self.fail is not None:
+            raise self.fail
+        self.sent.append(kw)
+        return {"MessageId": f"dlq-{len(self.sent)}"}
+
+
+REFUSED_QUEUE = "https://sqs.us-east-1.amazonaws.com/000000000000/lineage-writer-events-dlq"
 
 
 def logged(caplog, what: str) -> list[dict]:
@@ -291,7 +320,7 @@ def test_a_bad_object_is_refused_cleanly_logged_with_line_and_field_and_not_rais
     assert env.store_objects() == {}
 
 
-def test_sqs_batch_with_one_bad_message_reports_exactly_it(env: Env, caplog) -> None:
+def test_sqs_batch_with_one_bad_message_sets_exactly_it_aside(env: Env, caplog) -> None:
     caplog.set_level(logging.INFO, logger="lineage_writer")
     good1 = ndjson([event_row(i, "stream-a") for i in range(1, 31)]).decode()
     bad_rows = [event_row(i, "stream-a") for i in range(31, 34)]
@@ -301,19 +330,25 @@ def test_sqs_batch_with_one_bad_message_reports_exactly_it(env: Env, caplog) -> 
     event = sqs_event([good1, bad, good2])
     ids = [r["messageId"] for r in event["Records"]]
     out = env.handler.handler(event, LambdaContext())
-    assert out == {"batchItemFailures": [{"itemIdentifier": ids[1]}]}
+    # Not reported: SQS deletes it with the others; it went to the refused queue instead.
+    assert out == {"batchItemFailures": []}
+    [sent] = env.handler._sqs.sent
+    assert sent["QueueUrl"] == REFUSED_QUEUE and sent["MessageBody"] == bad
+    assert sent["MessageAttributes"]["lineage.source.message_id"]["StringValue"] == ids[1]
     [refused] = logged(caplog, "refused")
     assert (refused["message_id"], refused["line"], refused["field"]) == (ids[1], 2, "accuracy_m")
     assert refused["commit_key"] == f"sqs:arn:aws:sqs:us-east-1:000000000000:lineage-events:{ids[1]}"
+    assert refused["set_aside"] == REFUSED_QUEUE
     store = env.store()
     assert sorted(c.row_count for c in store.commits()) == [20, 30]
     before = env.store_objects()
-    # SQS redelivers the batch (the whole of it, as after a timeout): nothing new, and the
-    # bad message is reported again until the redrive policy moves it to the DLQ.
+    # SQS redelivers the batch (the whole of it, as after a timeout): nothing new is
+    # published, and the bad message is set aside again, never reported.
     for r in event["Records"]:
         r["attributes"]["ApproximateReceiveCount"] = "2"
     again = env.handler.handler(event, LambdaContext())
     assert again == out
+    assert len(env.handler._sqs.sent) == 2
     assert env.store_objects() == before
     assert store.verify().clean
 
@@ -346,3 +381,76 @@ def test_events_it_cannot_take_are_configuration_errors(env: Env, monkeypatch) -
     monkeypatch.delenv("LINEAGE_STORE")
     with pytest.raises(env.handler.RefusedEvent, match="LINEAGE_STORE"):
         env.handler.handler(sqs_event(["{}"]), LambdaContext())
+
+
+# --- refused SQS messages, without LocalStack (a local-disk store) -----------------------
+
+@pytest.fixture()
+def local(monkeypatch, tmp_path: Path):
+    """The handler on a local-disk store, its SQS client the in-process stand-in."""
+    monkeypatch.setenv("LINEAGE_STORE", str(tmp_path / "store"))
+    monkeypatch.delenv("LINEAGE_REFUSED_QUEUE_URL", raising=False)
+    handler = load_handler()
+    handler._sqs = RefusedQueue()
+    return handler
+
+
+def mixed_batch() -> tuple[dict, str]:
+    bad_rows = [event_row(i, "stream-c") for i in range(1, 5)]
+    bad_rows[3]["target_crs"] = "EPSG:99999"
+    bad = ndjson(bad_rows).decode()
+    return sqs_event([ndjson([event_row(i, "stream-c") for i in range(5, 17)]).decode(), bad]), bad
+
+
+def test_a_refused_sqs_message_goes_to_the_refused_queue_with_its_refusal(local, monkeypatch, caplog) -> None:
+    caplog.set_level(logging.INFO, logger="lineage_writer")
+    monkeypatch.setenv("LINEAGE_REFUSED_QUEUE_URL", REFUSED_QUEUE)
+    event, bad = mixed_batch()
+    ids = [r["messageId"] for r in event["Records"]]
+    for receive in ("1", "2", "3", "4"):  # however often SQS redelivers it: never reported
+        for r in event["Records"]:
+            r["attributes"]["ApproximateReceiveCount"] = receive
+        assert local.handler(event, LambdaContext()) == {"batchItemFailures": []}
+    sent = local._sqs.sent
+    assert len(sent) == 4 and {s["MessageBody"] for s in sent} == {bad}
+    attrs = {k: v["StringValue"] for k, v in sent[0]["MessageAttributes"].items()}
+    assert attrs["lineage.source.message_id"] == ids[1]
+    assert attrs["lineage.source.queue_arn"] == "arn:aws:sqs:us-east-1:000000000000:lineage-events"
+    assert (attrs["lineage.refused.line"], attrs["lineage.refused.field"]) == ("4", "target_crs")
+    assert sent[0]["MessageAttributes"]["lineage.refused.line"]["DataType"] == "Number"
+    assert "EPSG code 99999" in attrs["lineage.refused.error"], attrs
+    refused = logged(caplog, "refused")
+    assert [(r["line"], r["field"], r["set_aside"]) for r in refused] == [(4, "target_crs", REFUSED_QUEUE)] * 4
+    assert refused[0]["dead_letter_message_id"] == "dlq-1"
+    # The good message was appended once; the bad one published nothing.
+    store = ls.open(os.environ["LINEAGE_STORE"])
+    assert [c.row_count for c in store.commits()] == [12]
+    assert store.verify().clean
+
+
+def test_without_a_refused_queue_a_refused_sqs_message_is_logged_and_dropped(local, caplog) -> None:
+    caplog.set_level(logging.INFO, logger="lineage_writer")
+    event, bad = mixed_batch()
+    assert local.handler(event, LambdaContext()) == {"batchItemFailures": []}
+    assert local._sqs.sent == []
+    [refused] = logged(caplog, "refused")
+    assert (refused["line"], refused["field"], refused["set_aside"]) == (4, "target_crs", "dropped")
+    assert refused["body_sha256"] == hashlib.sha256(bad.encode()).hexdigest()
+    assert refused["body_bytes"] == len(bad.encode())
+
+
+def test_a_refused_sqs_message_that_cannot_be_set_aside_comes_back(local, monkeypatch, caplog) -> None:
+    caplog.set_level(logging.INFO, logger="lineage_writer")
+    monkeypatch.setenv("LINEAGE_REFUSED_QUEUE_URL", REFUSED_QUEUE)
+    local._sqs = RefusedQueue(fail=ConnectionError("sqs.us-east-1.amazonaws.com: timed out"))
+    event, _ = mixed_batch()
+    out = local.handler(event, LambdaContext())
+    assert out == {"batchItemFailures": [{"itemIdentifier": event["Records"][1]["messageId"]}]}
+    assert logged(caplog, "refused") == []
+    [failed] = logged(caplog, "failed")
+    assert "could not be set aside" in failed["error"] and failed["kind"] == "ConnectionError"
+    assert (failed["refusal"]["line"], failed["refusal"]["field"]) == (4, "target_crs")
+    # Once the queue takes it again, the next delivery sets it aside.
+    local._sqs = RefusedQueue()
+    assert local.handler(event, LambdaContext()) == {"batchItemFailures": []}
+    assert len(local._sqs.sent) == 1

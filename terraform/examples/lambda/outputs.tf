@@ -14,7 +14,7 @@ output "queue_url" {
 }
 
 output "dead_letter_queue_url" {
-  description = "Messages refused max_receive_count times."
+  description = "Refused messages (set aside by the function) and messages that failed max_receive_count times."
   value       = module.writer.dead_letter_queue_url
 }
 

@@ -19,6 +19,8 @@ locals {
   environment = merge(
     { LINEAGE_STORE = local.store_url },
     var.batch_rows == null ? {} : { LINEAGE_BATCH_ROWS = tostring(var.batch_rows) },
+    # Refused messages: the handler sends them here itself (not back to the event queue).
+    var.sqs_trigger == null ? {} : { LINEAGE_REFUSED_QUEUE_URL = aws_sqs_queue.dead_letter[0].url },
   )
 }
 
@@ -130,6 +132,14 @@ data "aws_iam_policy_document" "function" {
       sid       = "ConsumeEventQueue"
       actions   = ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ChangeMessageVisibility"]
       resources = [aws_sqs_queue.events[0].arn]
+    }
+  }
+  dynamic "statement" {
+    for_each = var.sqs_trigger == null ? [] : [1]
+    content {
+      sid       = "SetRefusedMessagesAside"
+      actions   = ["sqs:SendMessage"]
+      resources = [aws_sqs_queue.dead_letter[0].arn]
     }
   }
 }
@@ -247,6 +257,10 @@ resource "aws_s3_bucket_notification" "this" {
 }
 
 # --- SQS trigger (batches; failed messages come back, refused ones end in the DLQ) ------
+# A refused message (bad input: retrying cannot change it) is sent to the DLQ by the
+# handler itself, with the refusal in its attributes, and not reported in
+# batchItemFailures; the redrive policy (max_receive_count) bounds only the messages that
+# keep failing for other reasons (the store unreachable, the DLQ refusing the message).
 
 resource "aws_sqs_queue" "dead_letter" {
   count                     = var.sqs_trigger == null ? 0 : 1

@@ -29,7 +29,7 @@ output "queue_url" {
 }
 
 output "dead_letter_queue_url" {
-  description = "URL of the event queue's dead-letter queue (messages refused max_receive_count times), or null."
+  description = "URL of the event queue's dead-letter queue (messages the function refused, with the refusal in their attributes, and messages that failed max_receive_count times), or null."
   value       = try(aws_sqs_queue.dead_letter[0].url, null)
 }
 

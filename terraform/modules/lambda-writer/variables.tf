@@ -93,7 +93,7 @@ variable "s3_trigger" {
 }
 
 variable "sqs_trigger" {
-  description = "Make a queue (and its dead-letter queue) whose messages (NDJSON bodies) the function appends, reporting failed messages in batchItemFailures. A message refused `max_receive_count` times moves to the dead-letter queue. null: no queue."
+  description = "Make a queue (and its dead-letter queue) whose messages (NDJSON bodies) the function appends. A refused message (bad input) is sent to the dead-letter queue by the function itself (LINEAGE_REFUSED_QUEUE_URL) and not retried; a message that fails otherwise (store unreachable) is reported in batchItemFailures and moves to the dead-letter queue after `max_receive_count` receives. null: no queue."
   type = object({
     batch_size                         = optional(number, 10)
     maximum_batching_window_in_seconds = optional(number, 0)
