@@ -62,6 +62,16 @@ pub enum ProblemKind {
     BadTile,
     /// The store's identity object (`_lineage/store.json`) cannot be parsed.
     BadIdentity,
+    /// A Delta version (`_delta_log/<N>.json`) that is not what seal N gives: an `add`
+    /// changed, missing or added, other provenance, protocol or metadata; or a version no
+    /// seal has.
+    BadDeltaVersion,
+    /// A seal without its Delta version (or the table's version 0 missing): Delta readers
+    /// stop at the version before the gap. `lineage seal` writes it.
+    MissingDeltaVersion,
+    /// An object under `_delta_log/` that lineage-store does not write (a checkpoint,
+    /// `_last_checkpoint`, a planted file).
+    UnknownDeltaObject,
 }
 
 /// One problem, naming the object.

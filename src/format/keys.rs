@@ -11,12 +11,13 @@
 //! _lineage/heads/<2^64-1-seq, 20 digits>-<seq, 20 digits>     head markers (empty)
 //! _lineage/tiles/<level>/<N>[.p/<width>]                       Merkle hash tiles
 //! _lineage/leaves/<hh>/<commit-id>.<leaf index, 20 digits>.run_id=<r>   leaf locators (empty)
+//! _delta_log/<version, 20 digits>.json                         Delta Lake versions (one per seal)
 //! ```
 //!
 //! The last four make the history cheap to read at any age ([`crate::history`]).
 //!
-//! Everything under `_lineage/` is skipped by dataset readers (leading `_`), as are hidden
-//! temps (leading `.`). All keys are relative, `/`-separated, and built only here.
+//! Everything under `_lineage/` and `_delta_log/` is skipped by dataset readers (leading
+//! `_`), as are hidden temps (leading `.`). The Delta log is [`crate::format::delta`]. All keys are relative, `/`-separated, and built only here.
 
 use chrono::{DateTime, Utc};
 
@@ -341,6 +342,11 @@ pub enum KeyKind {
     History(HistoryKey),
     /// The store's identity, `_lineage/store.json`.
     Identity,
+    /// A Delta version of ours, `_delta_log/<20 digits>.json` ([`crate::format::delta`]).
+    DeltaVersion(u64),
+    /// Anything else under `_delta_log/` (a checkpoint, `_last_checkpoint`, a planted
+    /// file): not ours, and named by `verify`.
+    DeltaOther,
     /// Anything else under `_lineage/`: ours, but not a pointer or seal (e.g. keys).
     Meta,
     /// Anything else: not written by lineage-store.
@@ -355,6 +361,10 @@ pub fn classify(key: &str) -> KeyKind {
     }
     if key == IDENTITY_KEY {
         return KeyKind::Identity;
+    }
+    if key.starts_with(crate::format::delta::DELTA_LOG_PREFIX) {
+        return crate::format::delta::parse_version_key(key)
+            .map_or(KeyKind::DeltaOther, KeyKind::DeltaVersion);
     }
     if let Some(rest) = key.strip_prefix(COMMITS_PREFIX) {
         if let Some((dir, file)) = rest.split_once('/') {
