@@ -43,8 +43,10 @@ use crate::base::error::{Error, Result};
 use crate::format::pointer::Pointer;
 use crate::schema::contract::{Column, Kind, PARTITION_KEYS};
 
-/// Prefix of the Delta log.
-pub const DELTA_LOG_PREFIX: &str = "_delta_log/";
+pub use crate::format::keys::{
+    delta_version_key as version_key, parse_delta_version_key as parse_version_key,
+    DELTA_LOG_PREFIX,
+};
 /// The `txn` application id of every seal's version (its `version` is the seal's sequence).
 pub const SEAL_APP_ID: &str = "lineage-store/seal";
 /// Our writer feature: readers ignore it, foreign writers refuse the table.
@@ -54,20 +56,6 @@ pub const WRITER_FEATURE: &str = "lineageStoreSeals";
 pub const RETENTION: &str = "interval 36500 days";
 /// Longest string statistic written; a longer min or max is left out (unknown).
 pub const MAX_STAT_STRING: usize = 64;
-
-/// The key of version `v`.
-pub fn version_key(v: u64) -> String {
-    format!("{DELTA_LOG_PREFIX}{v:020}.json")
-}
-
-/// The version a key names, when it is exactly a version key of ours.
-pub fn parse_version_key(key: &str) -> Option<u64> {
-    let digits = key.strip_prefix(DELTA_LOG_PREFIX)?.strip_suffix(".json")?;
-    if digits.len() != 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    digits.parse().ok()
-}
 
 /// The table's `metaData.id`: a UUID (version 8) from the sha256 of the store id, so a store
 /// and its replicas name one table, and two stores never do.

@@ -17,11 +17,29 @@
 //! The last four make the history cheap to read at any age ([`crate::history`]).
 //!
 //! Everything under `_lineage/` and `_delta_log/` is skipped by dataset readers (leading
-//! `_`), as are hidden temps (leading `.`). The Delta log is [`crate::format::delta`]. All keys are relative, `/`-separated, and built only here.
+//! `_`), as are hidden temps (leading `.`). The Delta log's contents are
+//! [`crate::format::delta`]. All keys are relative, `/`-separated, and built only here.
 
 use chrono::{DateTime, Utc};
 
 use crate::base::error::{Error, Result};
+
+/// Prefix of the Delta log ([`crate::format::delta`]).
+pub const DELTA_LOG_PREFIX: &str = "_delta_log/";
+
+/// The key of Delta version `v` (version N is seal N; version 0 creates the table).
+pub fn delta_version_key(v: u64) -> String {
+    format!("{DELTA_LOG_PREFIX}{v:020}.json")
+}
+
+/// The version a key names, when it is exactly a Delta version key of ours.
+pub fn parse_delta_version_key(key: &str) -> Option<u64> {
+    let digits = key.strip_prefix(DELTA_LOG_PREFIX)?.strip_suffix(".json")?;
+    if digits.len() != 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
 
 /// Longest accepted `run_id`, in bytes.
 pub const MAX_RUN_ID_BYTES: usize = 128;
@@ -362,9 +380,8 @@ pub fn classify(key: &str) -> KeyKind {
     if key == IDENTITY_KEY {
         return KeyKind::Identity;
     }
-    if key.starts_with(crate::format::delta::DELTA_LOG_PREFIX) {
-        return crate::format::delta::parse_version_key(key)
-            .map_or(KeyKind::DeltaOther, KeyKind::DeltaVersion);
+    if key.starts_with(DELTA_LOG_PREFIX) {
+        return parse_delta_version_key(key).map_or(KeyKind::DeltaOther, KeyKind::DeltaVersion);
     }
     if let Some(rest) = key.strip_prefix(COMMITS_PREFIX) {
         if let Some((dir, file)) = rest.split_once('/') {

@@ -37,6 +37,8 @@ pub(crate) struct Builder {
     table: Table,
     /// Seal 1's tool version (version 0's engine), when known.
     created_by: Option<String>,
+    /// Whether `table.created_ms` is known (seal 1 read): only a `metaData` needs it.
+    created_known: bool,
 }
 
 fn parsed(s: &StoredSeal) -> Result<&Seal> {
@@ -72,16 +74,12 @@ impl Builder {
                 contract: SCHEMA_VERSION.to_string(),
             },
             created_by: Some(s.tool_version.clone()),
+            created_known: true,
         })
     }
 
     /// The table after version `prev`, from its bytes (the contract version it records).
-    async fn after(
-        store: &dyn AtomicPublisher,
-        store_id: &str,
-        prev: u64,
-        bytes: &[u8],
-    ) -> Result<Self> {
+    fn after(store_id: &str, prev: u64, bytes: &[u8]) -> Result<Self> {
         let key = version_key(prev);
         let actions = parse_actions(&key, bytes)?;
         let contract = recorded_contract(&actions).ok_or_else(|| Error::Corrupt {
@@ -89,12 +87,15 @@ impl Builder {
             key: key.clone(),
             message: "records no lineageStore.contractVersion; run `lineage verify`".into(),
         })?;
-        let seal1 = read_seal(store, 1)
-            .await?
-            .ok_or_else(|| Error::NotFound(keys::seal_key(1)))?;
-        let mut b = Builder::new(store_id, &seal1)?;
-        b.table.contract = contract;
-        Ok(b)
+        Ok(Builder {
+            table: Table {
+                id: delta::table_id(store_id),
+                created_ms: 0,
+                contract,
+            },
+            created_by: None,
+            created_known: false,
+        })
     }
 
     /// Follow a version whose expected bytes could not be built: take the contract version
@@ -174,6 +175,13 @@ impl Builder {
         let mut new_columns = None;
         if let Some((r, v)) = newest {
             if rank(&self.table.contract).is_none_or(|have| r > have) {
+                if !self.created_known {
+                    let seal1 = read_seal(store, 1)
+                        .await?
+                        .ok_or_else(|| Error::NotFound(keys::seal_key(1)))?;
+                    self.table.created_ms = millis(&parsed(&seal1)?.sealed_utc, "sealed_utc")?;
+                    self.created_known = true;
+                }
                 self.table.contract = v.clone();
                 new_columns = Some(registered(v)?.columns.clone());
             }
@@ -220,13 +228,15 @@ pub(crate) async fn complete_log(store: &dyn AtomicPublisher, seq: u64) -> Resul
     if seq == 0 {
         return Ok(0);
     }
+    // Only seals that exist get versions (a completion with no seal behind it writes none).
+    let Some(seal) = read_seal(store, seq).await? else {
+        tracing::debug!(seq, "no seal {seq}: no Delta version to write");
+        return Ok(0);
+    };
     let id = ensure_identity(store, &SystemClock).await?;
     // Usually the version before is there: write only this seal's.
     if let Some(prev) = store.get(&version_key(seq - 1)).await? {
-        let mut b = Builder::after(store, &id.store_id, seq - 1, &prev).await?;
-        let seal = read_seal(store, seq)
-            .await?
-            .ok_or_else(|| Error::NotFound(keys::seal_key(seq)))?;
+        let mut b = Builder::after(&id.store_id, seq - 1, &prev)?;
         let (bytes, _) = b.seal(store, &seal).await?;
         publish_version(store, seq, bytes).await?;
         return Ok(1);
@@ -260,7 +270,7 @@ pub(crate) async fn complete_log(store: &dyn AtomicPublisher, seq: u64) -> Resul
             .get(&version_key(first - 1))
             .await?
             .ok_or_else(|| Error::NotFound(version_key(first - 1)))?;
-        Builder::after(store, &id.store_id, first - 1, &prev).await?
+        Builder::after(&id.store_id, first - 1, &prev)?
     };
     for v in first.max(1)..=seq {
         let seal = read_seal(store, v)

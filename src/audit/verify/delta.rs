@@ -4,12 +4,16 @@
 //! is diagnosed action by action, naming each `add` that is changed (size, path,
 //! partition values, tags, stats), missing or not the seal's:
 //!
-//! - `missing_delta_version`: a seal without its version, or version 0 missing (the newest
-//!   seal's, while its sealer has not finished it, is not: `unfinished_seal`);
+//! - `missing_delta_version`: a seal without its version while later versions exist (a
+//!   gap: readers stop before it). Versions after the newest one are not problems: they
+//!   are not written yet (a sealer finishing, a seal by a lineage-store without Delta
+//!   versions; the report's `delta_version` says where the table is), and a store with no
+//!   Delta log at all was sealed before Delta versions existed;
 //! - `bad_delta_version`: a version that is not what its seal gives, or one no seal has;
 //! - `unknown_delta_object`: anything else under `_delta_log/`.
 //!
-//! Stats of an `add` whose part is itself reported (missing, changed) are not judged again.
+//! Stats of an `add` whose part is itself reported (missing, changed), and the version of
+//! a seal the chain walk reported, are not judged again.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -32,14 +36,20 @@ pub(crate) struct Context<'a> {
     pub versions: BTreeMap<u64, &'a ObjectInfo>,
     /// Everything else listed under `_delta_log/`.
     pub others: Vec<&'a ObjectInfo>,
-    /// The newest seal, when its sealer has not finished it.
-    pub unfinished_seal: Option<u64>,
     /// Parts already reported (their stats are not judged again).
     pub bad_parts: HashSet<String>,
 }
 
+/// What the check found: the problems, and the newest version with every version before
+/// it there (`None`: no Delta log at all).
+#[derive(Debug, Default)]
+pub(crate) struct Checked {
+    pub problems: Vec<Problem>,
+    pub newest: Option<u64>,
+}
+
 /// Check the Delta log against the chain.
-pub(crate) async fn check(store: &dyn AtomicPublisher, cx: &Context<'_>) -> Result<Vec<Problem>> {
+pub(crate) async fn check(store: &dyn AtomicPublisher, cx: &Context<'_>) -> Result<Checked> {
     let mut out = Vec::new();
     for o in &cx.others {
         out.push(Problem::new(
@@ -70,8 +80,22 @@ pub(crate) async fn check(store: &dyn AtomicPublisher, cx: &Context<'_>) -> Resu
             ));
         }
     }
+    // No version at all: a store sealed only before Delta versions existed (its next seal
+    // writes the log). Versions missing after the newest one are not written yet (a seal
+    // by a lineage-store without Delta versions, or a sealer finishing); missing ones
+    // before it are a gap Delta readers stop at.
+    let Some(&last) = cx.versions.range(..=head).next_back().map(|(v, _)| v) else {
+        return Ok(Checked {
+            problems: out,
+            newest: None,
+        });
+    };
+    let newest = (0..=last)
+        .take_while(|v| cx.versions.contains_key(v))
+        .last();
+    let done = |problems| Ok(Checked { problems, newest });
     if head == 0 || cx.chain.broken {
-        return Ok(out);
+        return done(out);
     }
     let Some(id) = read_identity(store).await.ok().flatten() else {
         out.push(Problem::new(
@@ -79,25 +103,26 @@ pub(crate) async fn check(store: &dyn AtomicPublisher, cx: &Context<'_>) -> Resu
             &version_key(0),
             "the store has no readable identity (_lineage/store.json), from which the table id derives",
         ));
-        return Ok(out);
+        return done(out);
     };
     let Some(seal1) = cx.chain.seals.first().filter(|s| s.key_seq == 1) else {
-        return Ok(out);
+        return done(out);
     };
     let Ok(mut b) = Builder::new(&id.store_id, seal1) else {
-        return Ok(out);
+        return done(out);
     };
-    // Version 0, then one per seal.
+    // Seals the chain walk reported: their versions are not judged again.
+    let reported: HashSet<&str> = cx.chain.problems.iter().map(|p| p.key.as_str()).collect();
     let mut judge = |v: u64, have: Option<bytes::Bytes>, want: Option<Vec<u8>>| {
         let key = version_key(v);
         match have {
-            None if cx.unfinished_seal == Some(v.max(1)) => {}
+            None if v > last => {}
             None => out.push(Problem::new(
                 ProblemKind::MissingDeltaVersion,
                 &key,
                 format!(
-                    "seal {} has no Delta version: Delta readers stop at version {}; \
-                         `lineage seal` writes it",
+                    "seal {} has no Delta version, but later versions exist: Delta readers stop \
+                     at version {}; `lineage seal` cannot fill a gap behind the newest version",
                     v.max(1),
                     v.saturating_sub(1)
                 ),
@@ -123,23 +148,30 @@ pub(crate) async fn check(store: &dyn AtomicPublisher, cx: &Context<'_>) -> Resu
     judge(0, read(0).await?, b.create().ok());
     for s in &cx.chain.seals {
         let v = s.key_seq;
-        let have = read(v).await?;
-        let want = match b.seal(store, s).await {
-            Ok((bytes, _)) => Some(bytes),
-            Err(e) => {
-                // A sealed pointer missing or changed: reported as such; judge the rest.
-                tracing::info!(version = v, error = %e, "Delta version not rebuilt");
-                if let Some(h) = &have {
-                    if let Ok(actions) = parse_actions(&version_key(v), h) {
-                        b.follow(&actions);
-                    }
+        let have = if v <= last { read(v).await? } else { None };
+        let rebuilt = if reported.contains(s.key.as_str()) {
+            None
+        } else {
+            match b.seal(store, s).await {
+                Ok((bytes, _)) => Some(bytes),
+                Err(e) => {
+                    // A sealed pointer missing or changed: reported as such.
+                    tracing::info!(version = v, error = %e, "Delta version not rebuilt");
+                    None
                 }
-                None
             }
         };
-        judge(v, have, want);
+        if rebuilt.is_none() {
+            // Judge the versions after it from the contract version this one records.
+            if let Some(h) = &have {
+                if let Ok(actions) = parse_actions(&version_key(v), h) {
+                    b.follow(&actions);
+                }
+            }
+        }
+        judge(v, have, rebuilt);
     }
-    Ok(out)
+    done(out)
 }
 
 fn action_lists(actions: Vec<(String, Value)>) -> (BTreeMap<String, Vec<Value>>, Vec<Value>) {
@@ -207,7 +239,11 @@ fn diagnose(key: &str, have: &[u8], want: &[u8], bad_parts: &HashSet<String>) ->
         }
         let extra: Vec<&String> = h
             .as_object()
-            .map(|o| o.keys().filter(|k| w.get(k.as_str()).is_none()).collect())
+            .map(|o| {
+                o.keys()
+                    .filter(|k| *k != "stats" && w.get(k.as_str()).is_none())
+                    .collect()
+            })
             .unwrap_or_default();
         if !extra.is_empty() {
             why.push(format!(

@@ -220,11 +220,11 @@ impl Strategy for Full {
                 chain: &self.chain,
                 versions,
                 others,
-                unfinished_seal: report.unfinished_seal,
                 bad_parts: report.problems.iter().map(|p| p.key.clone()).collect(),
             };
             let found = delta::check(store, &cx).await?;
-            report.problems.extend(found);
+            report.problems.extend(found.problems);
+            report.delta_version = found.newest;
         }
         Ok(())
     }
