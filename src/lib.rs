@@ -33,7 +33,7 @@
 //!    (streamed digests, the footer, single column chunks).
 //! 6. `history`: the seal chain's objects (seals, Merkle trees, frontiers, hash tiles, leaf
 //!    locators, head markers, the commit-time index), signing keys, reading pointers, and
-//!    sealing.
+//!    sealing, with each seal's Delta Lake version.
 //! 7. `write`: input formats, validation, streaming appends with bounded memory, commit
 //!    keys, committing one flush, and the [`Writer`] façade.
 //! 8. `audit`: the report vocabulary, the chain walk, `log`, `verify` (one pipeline, full or
@@ -97,6 +97,9 @@ pub use history::identity::read_identity;
 pub use history::pointers::{read_pointers, StoredPointer};
 pub use history::seal::{Seal, SealEntry, StoredSeal};
 pub use history::sealer::{seal, seal_with, SealOptions, SealOutcome};
+
+// The Delta Lake table the seals make.
+pub use history::delta::delta_version;
 pub use history::signing::{key_id, keygen, read_public_key, read_signing_key};
 
 // Auditing.

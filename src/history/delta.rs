@@ -281,3 +281,19 @@ pub(crate) async fn complete_log(store: &dyn AtomicPublisher, seq: u64) -> Resul
     }
     Ok(seq + 1 - first)
 }
+
+/// The table's newest Delta version that Delta readers see: the newest version such that
+/// versions 0..=it are all there (`None`: the store has no Delta log, e.g. it was sealed
+/// only before Delta versions existed, or never). One listing of `_delta_log/`.
+pub async fn delta_version(store: &dyn AtomicPublisher) -> Result<Option<u64>> {
+    let listed: BTreeSet<u64> = store
+        .list(delta::DELTA_LOG_PREFIX)
+        .await?
+        .into_iter()
+        .filter_map(|o| match keys::classify(&o.key) {
+            KeyKind::DeltaVersion(v) => Some(v),
+            _ => None,
+        })
+        .collect();
+    Ok((0..).take_while(|v| listed.contains(v)).last())
+}

@@ -217,3 +217,45 @@ public class ParsePaths {
     decoded = r.stdout.splitlines()
     want = sorted(p["part_path"] for ps in sealed_parts(store).values() for p in ps)
     assert sorted(decoded) == want
+
+
+def test_the_python_package_names_the_table_version(store: Path, tmp_path: Path) -> None:
+    import lineage_store
+
+    assert lineage_store.open(store).delta_version() == DeltaTable(str(store)).version() == 3
+    from pkg_support import events
+
+    fresh = lineage_store.open(tmp_path / "fresh")
+    fresh.append(events(10))
+    assert fresh.delta_version() is None  # appended, never sealed: no table yet
+    fresh.seal()
+    assert fresh.delta_version() == 1
+
+
+DUCKDB_DELTA = os.environ.get("LINEAGE_DUCKDB_DELTA_PYTHON")
+DUCKDB_SCRIPT = """
+import duckdb, json, os, sys, duckdb_extension_delta as m
+ext = os.path.join(os.path.dirname(m.__file__), "extensions", "v" + duckdb.__version__, "delta.duckdb_extension")
+con = duckdb.connect(config={"allow_unsigned_extensions": "true"})
+con.execute(f"LOAD '{ext}'")
+root, run = sys.argv[1], sys.argv[2]
+q = lambda s, *p: con.execute(s, list(p)).fetchone()[0]
+print(json.dumps({
+    "rows": q("SELECT count(*) FROM delta_scan(?)", root),
+    "run": q("SELECT count(*) FROM delta_scan(?) WHERE run_id = ?", root, run),
+    "crs": q("SELECT count(*) FROM delta_scan(?) WHERE target_crs = 'EPSG:25832'", root),
+}))
+"""
+
+
+@pytest.mark.skipif(not DUCKDB_DELTA, reason="LINEAGE_DUCKDB_DELTA_PYTHON not set (scripts/test.sh sets it)")
+def test_duckdb_delta_scan_reads_the_sealed_commits(store: Path) -> None:
+    r = subprocess.run([DUCKDB_DELTA, "-c", DUCKDB_SCRIPT, str(store), SCHEDULED], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    every = pl.from_arrow(brute_force(store))
+    assert got == {
+        "rows": every.height,
+        "run": every.filter(pl.col("run_id") == SCHEDULED).height,
+        "crs": every.filter(pl.col("target_crs") == "EPSG:25832").height,
+    }
