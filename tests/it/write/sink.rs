@@ -216,7 +216,8 @@ impl AtomicPublisher for Gated {
 async fn write_waits_while_max_in_flight_commits_are_in_flight() {
     let store = Arc::new(Gated {
         inner: MemoryPublisher::new(),
-        gate: tokio::sync::Semaphore::new(0),
+        // One permit: the store's identity, created before the first commit's objects.
+        gate: tokio::sync::Semaphore::new(1),
         creates: Mutex::new(Vec::new()),
     });
     let mut sink = Writer::new(store.clone())
@@ -245,9 +246,10 @@ async fn write_waits_while_max_in_flight_commits_are_in_flight() {
     assert_eq!(ps.len(), 2);
     let creates = store.creates.lock().unwrap().clone();
     assert!(
-        creates[0].starts_with("run_id=run-a/")
-            && creates[2].starts_with("_lineage/index/")
-            && creates[3].starts_with("run_id=run-b/"),
+        creates[0] == "_lineage/store.json"
+            && creates[1].starts_with("run_id=run-a/")
+            && creates[3].starts_with("_lineage/index/")
+            && creates[4].starts_with("run_id=run-b/"),
         "{creates:?}"
     );
 }
