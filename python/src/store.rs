@@ -88,7 +88,10 @@ impl Store {
     /// sealed only before Delta versions existed: the next seal writes it).
     fn delta_version(&self, py: Python<'_>) -> PyResult<Option<u64>> {
         let store = self.inner.clone();
-        block_on(py, async move { lineage_store::delta_version(store.as_ref()).await }).py_err(py)
+        block_on(py, async move {
+            lineage_store::delta_version(store.as_ref()).await
+        })
+        .py_err(py)
     }
 
     /// Validate all of `data`, then commit it, one part per flush of at most `batch_rows`

@@ -79,7 +79,7 @@ impl Builder {
     }
 
     /// The table after version `prev`, from its bytes (the contract version it records).
-    fn after(store_id: &str, prev: u64, bytes: &[u8]) -> Result<Self> {
+    pub(crate) fn after(store_id: &str, prev: u64, bytes: &[u8]) -> Result<Self> {
         let key = version_key(prev);
         let actions = parse_actions(&key, bytes)?;
         let contract = recorded_contract(&actions).ok_or_else(|| Error::Corrupt {

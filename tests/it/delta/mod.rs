@@ -416,3 +416,38 @@ async fn a_replica_holds_the_same_log_byte_for_byte() {
     let r = verify_later(dst.as_ref()).await;
     assert!(r.is_clean(), "{:#?}", r.problems);
 }
+
+#[tokio::test]
+async fn verify_since_seal_checks_the_versions_of_the_seals_it_looks_at() {
+    let (mem, _, _) = sealed_store().await;
+    append(mem.clone(), 40, 20, 5).await;
+    seal(mem.as_ref(), &SystemClock, None).await.unwrap();
+    let since = |n: u64| lineage_store::VerifyOptions {
+        since_seal: Some(Some(n)),
+        ..crate::support::audit::later()
+    };
+    let clean = lineage_store::verify_with(mem.as_ref(), &since(2))
+        .await
+        .unwrap();
+    assert!(clean.is_clean(), "{:#?}", clean.problems);
+    let part = edit_add(&mem, 4, "size", Value::from(7)).await;
+    mem.tamper_remove(&version_key(3));
+    let r = lineage_store::verify_with(mem.as_ref(), &since(2))
+        .await
+        .unwrap();
+    assert_eq!(
+        of_kind(&r, K::MissingDeltaVersion)
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect::<Vec<_>>(),
+        [version_key(3)]
+    );
+    let bad = of_kind(&r, K::BadDeltaVersion);
+    assert_eq!(bad.len(), 1, "{:#?}", r.problems);
+    assert_eq!(bad[0].0, version_key(4));
+    assert!(
+        bad[0].1.contains(&format!("add of {part}: size 7")),
+        "{}",
+        bad[0].1
+    );
+}
