@@ -10,6 +10,8 @@ scripts/python-env.sh
 export LINEAGE_PYTHON="$PWD/.venv/bin/python"
 scripts/python-env.sh .venv-checkov terraform/checkov-requirements.txt  # tests/python/test_terraform.py
 export LINEAGE_CHECKOV="$PWD/.venv-checkov/bin/checkov"
+scripts/python-env.sh .venv-duckdb-delta tests/python/duckdb-delta-requirements.txt  # tests/python/test_delta.py
+export LINEAGE_DUCKDB_DELTA_PYTHON="$PWD/.venv-duckdb-delta/bin/python"
 
 # Emulators: started here, stopped by PID on any exit.
 trap 'localstack/stop.sh' EXIT

@@ -34,7 +34,7 @@
 //!    (streamed digests, the footer, single column chunks).
 //! 6. `history`: the seal chain's objects (seals, Merkle trees, frontiers, hash tiles, leaf
 //!    locators, head markers, the commit-time index), signing keys, reading pointers, and
-//!    sealing.
+//!    sealing, with each seal's Delta Lake version.
 //! 7. `write`: input formats, validation (every error of an input at once), checking an
 //!    input without a store ([`check`]), streaming appends with bounded memory, commit
 //!    keys, committing one flush, and the [`Writer`] façade.
@@ -101,6 +101,9 @@ pub use history::identity::read_identity;
 pub use history::pointers::{read_pointers, StoredPointer};
 pub use history::seal::{Seal, SealEntry, StoredSeal};
 pub use history::sealer::{seal, seal_with, SealOptions, SealOutcome};
+
+// The Delta Lake table the seals make.
+pub use history::delta::delta_version;
 pub use history::signing::{key_id, keygen, read_public_key, read_signing_key};
 
 // Auditing.
@@ -121,7 +124,7 @@ pub use base::time::parse_duration;
 pub mod internal {
     pub use crate::audit::{chain, verify::platform, verify::report_dir, verify::shard};
     pub use crate::base::{digest, time};
-    pub use crate::format::{claim, identity, keys, pointer};
+    pub use crate::format::{claim, delta, identity, keys, pointer};
     pub use crate::history::identity::ensure_identity;
     pub use crate::history::{complete, frontier, index, merkle, seal, signing, tiles};
     pub use crate::parts::{encode, read as part};

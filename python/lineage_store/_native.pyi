@@ -112,6 +112,8 @@ class Store:
         """Verify the store as ``lineage verify`` does; ``check=True`` raises
         ``VerifyError`` when the report is not clean. ``digest="all"`` recomputes every
         digest a pointer records (sha256 always), as ``lineage verify --digest all``."""
+    def delta_version(self) -> Optional[int]:
+        """The newest Delta Lake version (version N is seal N), or None without a Delta log."""
     def seal(self, signing_key: Optional[StrPath] = None) -> Seal:
         """Seal every commit not sealed yet; keep the returned head outside the store."""
     def prove(

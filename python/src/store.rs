@@ -96,6 +96,17 @@ impl Store {
         self.url.clone()
     }
 
+    /// The newest version of the Delta Lake table the seals make (version N is seal N), as
+    /// Delta readers see it; `None` when the store has no Delta log (never sealed, or
+    /// sealed only before Delta versions existed: the next seal writes it).
+    fn delta_version(&self, py: Python<'_>) -> PyResult<Option<u64>> {
+        let store = self.inner.clone();
+        block_on(py, async move {
+            lineage_store::delta_version(store.as_ref()).await
+        })
+        .py_err(py)
+    }
+
     /// Validate all of `data`, then commit it, one part per flush of at most `batch_rows`
     /// rows per (run_id, target_crs). Refused input raises `InputError` and publishes
     /// nothing. With `commit_key`, a retried job re-publishes the same commits.

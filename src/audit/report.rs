@@ -62,6 +62,16 @@ pub enum ProblemKind {
     BadTile,
     /// The store's identity object (`_lineage/store.json`) cannot be parsed.
     BadIdentity,
+    /// A Delta version (`_delta_log/<N>.json`) that is not what seal N gives: an `add`
+    /// changed, missing or added, other provenance, protocol or metadata; or a version no
+    /// seal has.
+    BadDeltaVersion,
+    /// A seal without its Delta version (or the table's version 0 missing): Delta readers
+    /// stop at the version before the gap. `lineage seal` writes it.
+    MissingDeltaVersion,
+    /// An object under `_delta_log/` that lineage-store does not write (a checkpoint,
+    /// `_last_checkpoint`, a planted file).
+    UnknownDeltaObject,
 }
 
 /// One problem, naming the object.
@@ -213,6 +223,13 @@ pub struct Report {
     /// problem; `lineage seal` finishes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unfinished_seal: Option<u64>,
+    /// The newest Delta version such that versions 0..=it are all there (a full verify):
+    /// what Delta readers see as the table's newest version. Behind `head_seq` when seals
+    /// were made since by a lineage-store that wrote no Delta versions, or while a sealer
+    /// is finishing (`lineage seal` writes the rest); absent when the store has no Delta
+    /// log (sealed only before Delta versions existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delta_version: Option<u64>,
     /// What was checked by `--since-seal`: the seal it started from (older commits were
     /// not looked at).
     #[serde(default, skip_serializing_if = "Option::is_none")]

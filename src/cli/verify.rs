@@ -282,6 +282,13 @@ fn print_report(r: &Report, more: &[String], extra: usize) -> Result<()> {
             "seal {n} is not finished (no head marker yet): `lineage seal` finishes it; its tiles and locators are checked once it is"
         ))?;
     }
+    if let (Some(v), Some(h)) = (r.delta_version, r.head_seq) {
+        if v < h {
+            out(&format!(
+                "Delta table at version {v}, behind seal {h}: `lineage seal` writes the versions after it"
+            ))?;
+        }
+    }
     if let Some(n) = r.since_seal {
         out(&format!(
             "since seal {n}: checked the seals from {n} on and the commits after it; everything sealed by seal {n} or earlier was not looked at"

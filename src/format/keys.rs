@@ -11,9 +11,10 @@
 //! _lineage/heads/<(2^64-1-seq) / 1000, 17 digits>/<2^64-1-seq, 20 digits>-<seq, 20 digits>   head markers (empty)
 //! _lineage/tiles/<level>/[x<NNN>/…]<NNN>[.p/<width>]          Merkle hash tiles
 //! _lineage/leaves/<hh>/<gg>/<commit-id>.<leaf index, 20 digits>.run_id=<r>   leaf locators (empty)
+//! _delta_log/<version, 20 digits>.json                         Delta Lake versions (one per seal)
 //! ```
 //!
-//! The last four make the history cheap to read at any age ([`crate::history`]). Each is
+//! The index entries, head markers, tiles and locators make the history cheap to read at any age ([`crate::history`]). Each is
 //! laid out in bounded directories, so that a local disk, where a listing reads whole
 //! directories, also lists only what is new: an index directory holds the commits of one
 //! second, a marker directory 1,000 seals, a tile directory 1,000 tiles, and a locator
@@ -29,12 +30,30 @@
 //! day an older writer was still writing, a few earlier V1 entries, which the caller
 //! drops by time).
 //!
-//! Everything under `_lineage/` is skipped by dataset readers (leading `_`), as are hidden
-//! temps (leading `.`). All keys are relative, `/`-separated, and built only here.
+//! Everything under `_lineage/` and `_delta_log/` is skipped by dataset readers (leading
+//! `_`), as are hidden temps (leading `.`). The Delta log's contents are
+//! [`crate::format::delta`]. All keys are relative, `/`-separated, and built only here.
 
 use chrono::{DateTime, Utc};
 
 use crate::base::error::{Error, Result};
+
+/// Prefix of the Delta log ([`crate::format::delta`]).
+pub const DELTA_LOG_PREFIX: &str = "_delta_log/";
+
+/// The key of Delta version `v` (version N is seal N; version 0 creates the table).
+pub fn delta_version_key(v: u64) -> String {
+    format!("{DELTA_LOG_PREFIX}{v:020}.json")
+}
+
+/// The version a key names, when it is exactly a Delta version key of ours.
+pub fn parse_delta_version_key(key: &str) -> Option<u64> {
+    let digits = key.strip_prefix(DELTA_LOG_PREFIX)?.strip_suffix(".json")?;
+    if digits.len() != 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
 
 /// Longest accepted `run_id`, in bytes.
 pub const MAX_RUN_ID_BYTES: usize = 128;
@@ -456,6 +475,11 @@ pub enum KeyKind {
     History(HistoryKey),
     /// The store's identity, `_lineage/store.json`.
     Identity,
+    /// A Delta version of ours, `_delta_log/<20 digits>.json` ([`crate::format::delta`]).
+    DeltaVersion(u64),
+    /// Anything else under `_delta_log/` (a checkpoint, `_last_checkpoint`, a planted
+    /// file): not ours, and named by `verify`.
+    DeltaOther,
     /// Anything else under `_lineage/`: ours, but not a pointer or seal (e.g. keys).
     Meta,
     /// Anything else: not written by lineage-store.
@@ -470,6 +494,9 @@ pub fn classify(key: &str) -> KeyKind {
     }
     if key == IDENTITY_KEY {
         return KeyKind::Identity;
+    }
+    if key.starts_with(DELTA_LOG_PREFIX) {
+        return parse_delta_version_key(key).map_or(KeyKind::DeltaOther, KeyKind::DeltaVersion);
     }
     if let Some(rest) = key.strip_prefix(COMMITS_PREFIX) {
         if let Some((dir, file)) = rest.split_once('/') {

@@ -1,6 +1,6 @@
 //! Completing a seal: after a seal object lands, its sealer writes what makes the new tree
-//! cheap to read (a locator per new leaf, the hash tiles the tree grows by) and then, last,
-//! the seal's head marker. Everything written is a function of the seals alone, so any
+//! cheap to read (a locator per new leaf, the hash tiles the tree grows by), the seal's
+//! Delta version ([`crate::history::delta`]) and then, last, the seal's head marker. Everything written is a function of the seals alone, so any
 //! sealer can complete a seal another one crashed in the middle of, and two completing the
 //! same seal write identical objects (create-only: the second finds the first's bytes).
 
@@ -93,8 +93,8 @@ pub async fn rebuild(store: &dyn AtomicPublisher, seq: u64) -> Result<Completed>
     Ok(c)
 }
 
-/// Write locators and tiles for `leaves` appended to a tree of `old_size` leaves, then the
-/// head marker of seal `seq`.
+/// Write locators and tiles for `leaves` appended to a tree of `old_size` leaves, the Delta
+/// versions up to `seq`, then the head marker of seal `seq`.
 pub async fn complete_growth(
     store: &dyn AtomicPublisher,
     seq: u64,
@@ -131,6 +131,9 @@ pub async fn complete_growth(
         .buffer_unordered(WRITES)
         .try_collect::<()>()
         .await?;
+    // The seal's Delta version (and any before it the log lacks), before the marker: a
+    // marked seal always has its version.
+    crate::history::delta::complete_log(store, seq).await?;
     store.put_create(&keys::head_key(seq), Bytes::new()).await?;
     tracing::info!(
         seq,

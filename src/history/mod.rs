@@ -19,6 +19,7 @@
 //! whole history.
 
 pub mod complete;
+pub(crate) mod delta;
 pub mod frontier;
 pub(crate) mod head;
 pub(crate) mod identity;

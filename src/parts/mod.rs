@@ -3,3 +3,4 @@
 pub mod encode;
 pub mod read;
 pub(crate) mod scan;
+pub(crate) mod stats;

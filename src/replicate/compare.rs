@@ -239,6 +239,8 @@ pub async fn compare(
                 "not written by lineage-store, so `lineage replicate` does not copy it: see `lineage verify` of the source".to_string(),
             ),
             Kind::Seal(n) => (n <= rmax).then(|| format!("the replica holds later seals (up to {rmax})")),
+            Kind::Delta(v) => (v.max(1) <= rmax)
+                .then(|| format!("the replica holds seal {}, which this version is", v.max(1))),
             Kind::Pointer { .. } => {
                 let why = vouched(k);
                 if why.is_none() {

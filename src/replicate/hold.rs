@@ -2,7 +2,7 @@
 //! copies: only those whose subjects the destination holds, so that a replica stays a
 //! valid store when a commit or a seal was refused or the pass stopped early. An index
 //! entry waits for its pointer; a locator or a tile for the seals of its tree (a tile no
-//! wider than the destination's tree); a head marker for its seal. What waits is copied by
+//! wider than the destination's tree); a head marker and a Delta version for its seal. What waits is copied by
 //! a later pass, once its subject has landed.
 
 use crate::format::keys::{self, HistoryKey, KeyKind};
@@ -30,10 +30,16 @@ impl<'a> AtDestination<'a> {
 
     /// Why the object cannot be copied yet, if it cannot.
     fn waits(&self, key: &str) -> Option<String> {
-        let KeyKind::History(h) = keys::classify(key) else {
-            return None;
-        };
         let (seq, size) = self.head.unwrap_or((0, 0));
+        let h = match keys::classify(key) {
+            KeyKind::History(h) => h,
+            // Version N is seal N (version 0 comes with seal 1).
+            KeyKind::DeltaVersion(v) => {
+                return (v.max(1) > seq)
+                    .then(|| format!("seal {} is not at the destination yet", v.max(1)))
+            }
+            _ => return None,
+        };
         match h {
             HistoryKey::Index { .. } => {
                 let p = h.pointer_key()?;

@@ -32,6 +32,9 @@ pub enum Stage {
     Seals,
     /// Hash tiles and leaf locators (derived from the seals).
     SealAux,
+    /// Delta versions, one after another in version order (version N is seal N and names
+    /// the parts it seals; Delta readers need the versions dense).
+    Delta,
     /// Head markers, last: a marker says its seal's tiles and locators are all there.
     Heads,
     /// `_lineage/` objects this version does not know: copied verbatim, last, since they
@@ -41,13 +44,14 @@ pub enum Stage {
 
 impl Stage {
     /// Every stage, in publication order.
-    pub const ALL: [Stage; 8] = [
+    pub const ALL: [Stage; 9] = [
         Stage::Identity,
         Stage::Commits,
         Stage::Index,
         Stage::Claims,
         Stage::Seals,
         Stage::SealAux,
+        Stage::Delta,
         Stage::Heads,
         Stage::Unknown,
     ];
@@ -63,8 +67,8 @@ impl Stage {
             | Stage::Seals
             | Stage::SealAux
             | Stage::Heads => false,
-            // Unknown kinds may be chains: key order is the safe guess.
-            Stage::Unknown => true,
+            // Delta versions and unknown kinds (which may be chains) in key order.
+            Stage::Delta | Stage::Unknown => true,
         }
     }
 }
@@ -93,6 +97,8 @@ pub enum Kind {
     SealAux,
     /// A head marker (`_lineage/heads/`).
     Head,
+    /// A Delta version (`_delta_log/<20 digits>.json`).
+    Delta(u64),
     /// Some other `_lineage/` object: ours, but unknown to this version.
     Unknown,
     /// A temp of a publish in flight: never copied (the finished object will be).
@@ -112,6 +118,7 @@ impl Kind {
             Kind::Index => Some(Stage::Index),
             Kind::SealAux => Some(Stage::SealAux),
             Kind::Head => Some(Stage::Heads),
+            Kind::Delta(_) => Some(Stage::Delta),
             Kind::Unknown => Some(Stage::Unknown),
             Kind::Temp | Kind::Foreign => None,
         }
@@ -128,6 +135,7 @@ impl Kind {
             Kind::Index => "index entry",
             Kind::SealAux => "tile or locator",
             Kind::Head => "head marker",
+            Kind::Delta(_) => "Delta version",
             Kind::Unknown => "other",
             Kind::Temp => "temp",
             Kind::Foreign => "foreign",
@@ -149,7 +157,9 @@ pub fn kind_of(key: &str) -> Kind {
         },
         KeyKind::Meta if key.starts_with(keys::COMMIT_KEYS_PREFIX) => Kind::Claim,
         KeyKind::Meta => Kind::Unknown,
+        KeyKind::DeltaVersion(v) => Kind::Delta(v),
         KeyKind::Temp => Kind::Temp,
-        KeyKind::Foreign => Kind::Foreign,
+        // Not ours (a checkpoint, `_last_checkpoint`, a planted file): never copied.
+        KeyKind::Foreign | KeyKind::DeltaOther => Kind::Foreign,
     }
 }

@@ -676,6 +676,7 @@ fn tally(s: &mut Summary, h: Handled) {
                 Kind::Index
                 | Kind::SealAux
                 | Kind::Head
+                | Kind::Delta(_)
                 | Kind::Unknown
                 | Kind::Temp
                 | Kind::Foreign => c.other += 1,

@@ -18,6 +18,7 @@ mod support;
 
 mod audit;
 mod cli;
+mod delta;
 mod export;
 mod fuzz;
 mod history;

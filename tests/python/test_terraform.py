@@ -338,6 +338,8 @@ def test_bucket_policy_semantics_statement_by_statement(archive: Archive) -> Non
     pointer = f"{arn}/_lineage/commits/run_id=r1/0.json"
     claim = f"{arn}/_lineage/commit-keys/0.json"
     seal = f"{arn}/_lineage/seals/00000000000000000002.json"
+    version = f"{arn}/_delta_log/00000000000000000002.json"
+    tile = f"{arn}/_lineage/tiles/0/000"
     temp = f"{arn}/run_id=r1/target_crs=EPSG:4326/.part-0.parquet.0123456789ab.tmp"
     put, inm = "s3:PutObject", {"s3:if-none-match": "*", "s3:ObjectCreationOperation": "true"}
     plain, part_upload = {"s3:ObjectCreationOperation": "true"}, {"s3:ObjectCreationOperation": "false"}
@@ -351,6 +353,14 @@ def test_bucket_policy_semantics_statement_by_statement(archive: Archive) -> Non
         ("writer", put, part, part_upload, True, "Allow (CreateAndReadParts)"),  # UploadPart: exempt
         ("writer", put, seal, inm, True, "ImplicitDeny"),
         ("sealer", put, seal, inm, True, "Allow (CreateSeals)"),
+        ("sealer", put, version, inm, True, "Allow (CreateSeals)"),
+        ("sealer", put, tile, inm, True, "Allow (CreateSeals)"),
+        ("sealer", put, version, plain, True, "ExplicitDeny (DenyPutWithoutIfNoneMatch)"),
+        ("admin", put, version, plain, True, "ExplicitDeny (DenyPutWithoutIfNoneMatch)"),
+        ("writer", put, version, inm, True, "ImplicitDeny"),
+        ("sealer", "s3:GetObject", version, {}, True, "Allow (ReadPointersAndSeals)"),
+        ("sealer", "s3:GetObject", part, {}, True, "Allow (ReadPointersAndSeals)"),
+        ("admin", "s3:DeleteObject", version, {}, True, "ExplicitDeny (DenyDeleteExceptTemps)"),
         ("sealer", put, part, inm, True, "ImplicitDeny"),
         ("sealer", "s3:GetObject", pointer, {}, True, "Allow (ReadPointersAndSeals)"),
         ("writer", "s3:DeleteObject", part, {}, True, "ExplicitDeny (DenyDeleteExceptTemps)"),

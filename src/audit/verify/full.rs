@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::audit::chain::{self, Chain};
 use crate::audit::report::{Problem, ProblemKind, Report};
+use crate::audit::verify::delta;
 use crate::audit::verify::flight::{self, Window};
 use crate::audit::verify::history;
 use crate::audit::verify::options::VerifyOptions;
@@ -42,6 +43,8 @@ pub(crate) struct Full {
     history: Vec<usize>,
     /// Whether the store's identity object was listed.
     identity: bool,
+    /// Listed objects under `_delta_log/` (indexes into `listing`).
+    delta: Vec<usize>,
 }
 
 impl Strategy for Full {
@@ -117,6 +120,7 @@ impl Strategy for Full {
                 ),
                 KeyKind::History(_) => self.history.push(i),
                 KeyKind::Identity => self.identity = true,
+                KeyKind::DeltaVersion(_) | KeyKind::DeltaOther => self.delta.push(i),
                 KeyKind::Seal(_) | KeyKind::Meta => {}
             }
         }
@@ -199,6 +203,29 @@ impl Strategy for Full {
             flight::judge_pointerless_parts(store, &window(opts), parts, &self.listing).await;
         flying.into_iter().for_each(|f| report.fly(f));
         report.problems.extend(problems);
+        // The Delta log: once, by the first shard (it is small: one version per seal).
+        if self.scope.as_ref().is_none_or(Scope::first) {
+            let mut versions = BTreeMap::new();
+            let mut others = Vec::new();
+            for &i in &self.delta {
+                let o = &self.listing[i];
+                match keys::classify(&o.key) {
+                    KeyKind::DeltaVersion(v) => {
+                        versions.insert(v, o);
+                    }
+                    _ => others.push(o),
+                }
+            }
+            let cx = delta::Context {
+                chain: &self.chain,
+                versions,
+                others,
+                bad_parts: report.problems.iter().map(|p| p.key.clone()).collect(),
+            };
+            let found = delta::check(store, &cx).await?;
+            report.problems.extend(found.problems);
+            report.delta_version = found.newest;
+        }
         Ok(())
     }
 }

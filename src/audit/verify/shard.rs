@@ -336,6 +336,7 @@ pub fn merge(reports: Vec<Report>) -> Result<Report> {
             merged.head = r.head.clone();
             merged.head_sealed_utc = r.head_sealed_utc.clone();
             merged.unfinished_seal = r.unfinished_seal;
+            merged.delta_version = r.delta_version;
             merged.sealed_commits = r.sealed_commits;
             merged.sample_seed = r.sample_seed;
         }

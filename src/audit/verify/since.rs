@@ -48,6 +48,8 @@ pub(crate) struct Since {
     sealed_after: Vec<String>,
     /// Index entries of commits not sealed yet.
     entries: Vec<index::Entry>,
+    /// The seals from SEQ on, in order (their Delta versions are checked).
+    checked_seals: Vec<StoredSeal>,
 }
 
 impl Since {
@@ -87,6 +89,7 @@ impl Since {
             since,
             sealed_after: Vec::new(),
             entries: Vec::new(),
+            checked_seals: Vec::new(),
         }))
     }
 }
@@ -134,6 +137,10 @@ impl Strategy for Since {
             }
         }
         check_seals(opts, &seals, since, report);
+        self.checked_seals = seals
+            .range(since.max(1)..)
+            .map(|(_, s)| s.clone())
+            .collect();
         if let Some(want) = &opts.expect_head {
             if let Some(p) = find_head(store, &seals, from, want).await? {
                 report.push_problem(p);
@@ -232,10 +239,15 @@ impl Strategy for Since {
 
     async fn after_parts(
         &mut self,
-        _store: &dyn AtomicPublisher,
+        store: &dyn AtomicPublisher,
         _opts: &VerifyOptions,
-        _report: &mut Report,
+        report: &mut Report,
     ) -> Result<()> {
+        // The Delta versions of the seals from SEQ on, each against the version before.
+        let seals: Vec<&StoredSeal> = self.checked_seals.iter().collect();
+        let bad_parts = report.problems.iter().map(|p| p.key.clone()).collect();
+        let found = super::delta::check_since(store, &seals, &bad_parts).await?;
+        report.problems.extend(found.problems);
         Ok(())
     }
 }

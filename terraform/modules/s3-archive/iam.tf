@@ -10,6 +10,11 @@ locals {
     pointers    = "${local.bucket_arn}/${local.key_prefix}_lineage/commits/*"
     commit_keys = "${local.bucket_arn}/${local.key_prefix}_lineage/commit-keys/*"
     seals       = "${local.bucket_arn}/${local.key_prefix}_lineage/seals/*"
+    heads       = "${local.bucket_arn}/${local.key_prefix}_lineage/heads/*"
+    tiles       = "${local.bucket_arn}/${local.key_prefix}_lineage/tiles/*"
+    leaves      = "${local.bucket_arn}/${local.key_prefix}_lineage/leaves/*"
+    identity    = "${local.bucket_arn}/${local.key_prefix}_lineage/store.json"
+    delta       = "${local.bucket_arn}/${local.key_prefix}_delta_log/*"
     meta        = "${local.bucket_arn}/${local.key_prefix}_lineage/*"
     all         = "${local.bucket_arn}/${local.key_prefix}*"
     temps       = "${local.bucket_arn}/${local.key_prefix}*/.*.tmp"
@@ -63,18 +68,21 @@ data "aws_iam_policy_document" "writer" {
   }
 }
 
-# `lineage seal`: read every pointer and seal, create the next seal.
+# `lineage seal`: read every pointer and seal, create the next seal and what finishes it
+# (hash tiles, leaf locators, its Delta version, its head marker; the store identity when
+# a store written before identities has none); read the footers of the parts it seals
+# (the Delta version's stats) and the Delta log.
 data "aws_iam_policy_document" "sealer" {
   source_policy_documents = [data.aws_iam_policy_document.list.json, data.aws_iam_policy_document.encrypt.json]
   statement {
     sid       = "CreateSeals"
     actions   = ["s3:PutObject"]
-    resources = [local.keys.seals]
+    resources = [local.keys.seals, local.keys.heads, local.keys.tiles, local.keys.leaves, local.keys.identity, local.keys.delta]
   }
   statement {
     sid       = "ReadPointersAndSeals"
     actions   = ["s3:GetObject"]
-    resources = [local.keys.meta]
+    resources = [local.keys.meta, local.keys.delta, local.keys.data]
   }
 }
 

@@ -81,9 +81,9 @@ async fn pair(src: Side, dst: Side) {
     let ctx = format!("{} → {} (LINEAGE_TEST_SEED={seed})", src.name, dst.name);
     let mut rng = Rng::new(seed);
     let total = build_source(&src).await;
-    // The store's identity, 10 parts, 10 pointers, a claim, 2 seals; 10 index entries, 10
-    // leaf locators, a level-0 tile per seal and 2 head markers.
-    assert_eq!(total, 1 + 10 + 10 + 1 + 2 + 10 + 10 + 2 + 2, "{ctx}");
+    // The identity, 10 parts, 10 pointers, a claim, 2 seals; 10 index entries, 10 leaf
+    // locators, a level-0 tile per seal, 3 Delta versions and 2 head markers.
+    assert_eq!(total, 1 + 10 + 10 + 1 + 2 + 10 + 10 + 2 + 3 + 2, "{ctx}");
 
     // Interrupted twice by SIGKILL at seeded points (concurrency 1, then 4), resumed.
     for (round, conc) in [(1, "1"), (2, "4")] {
@@ -162,9 +162,9 @@ async fn pair(src: Side, dst: Side) {
         (new as u64, new as u64, 1, 0),
         "{ctx}: {s}"
     );
-    // Per commit a part, a pointer, an index entry and a locator; the seal, its tile and
-    // its head marker.
-    assert_eq!(copied(&s, "objects"), 4 * new as u64 + 3);
+    // Per commit a part, a pointer, an index entry and a locator; the seal, its tile, its
+    // Delta version and its head marker.
+    assert_eq!(copied(&s, "objects"), 4 * new as u64 + 4);
 
     // Behind is not a problem, and is said.
     src.append("run-d", 4, 5, None).await; // 2 commits
@@ -439,9 +439,9 @@ async fn follow_copies_new_commits_as_they_land_until_sigterm() {
     // Passes before the append copy nothing; the one after copies exactly the new objects.
     let next = r.until("replicate: pass: copied");
     assert!(
-        // Per commit a part, a pointer, an index entry and a locator; the seal, its tile
-        // and its head marker.
-        next.contains(&format!("copied {} objects", 4 * new + 3)),
+        // Per commit a part, a pointer, an index entry and a locator; the seal, its tile,
+        // its Delta version and its head marker.
+        next.contains(&format!("copied {} objects", 4 * new + 4)),
         "{next}"
     );
     r.signal("TERM");

@@ -216,7 +216,8 @@ impl AtomicPublisher for Gated {
 async fn write_waits_while_max_in_flight_commits_are_in_flight() {
     let store = Arc::new(Gated {
         inner: MemoryPublisher::new(),
-        gate: tokio::sync::Semaphore::new(0),
+        // One permit: the store's identity, created before the first commit's objects.
+        gate: tokio::sync::Semaphore::new(1),
         creates: Mutex::new(Vec::new()),
     });
     let mut sink = Writer::new(store.clone())

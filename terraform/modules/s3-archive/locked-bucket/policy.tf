@@ -6,11 +6,13 @@
 locals {
   s3_arn     = "arn:${data.aws_partition.current.partition}:s3:::"
   bucket_arn = aws_s3_bucket.this.arn
-  # Every key lineage writes to an object store: data parts and _lineage/ (pointers,
-  # seals, commit-key claims).
+  # Every key lineage writes to an object store: data parts, _lineage/ (pointers, seals,
+  # commit-key claims, history objects) and the Delta log _delta_log/ (one version per
+  # seal, create-only like everything else; never a _last_checkpoint).
   store_keys = [
     "${local.bucket_arn}/${local.key_prefix}run_id=*",
     "${local.bucket_arn}/${local.key_prefix}_lineage/*",
+    "${local.bucket_arn}/${local.key_prefix}_delta_log/*",
   ]
   # The only deletable keys: hidden temps `.<name>.<nonce>.tmp` beside their target (only
   # the POSIX publisher writes them; `lineage sweep` removes them). No data key, pointer

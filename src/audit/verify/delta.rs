@@ -1,0 +1,346 @@
+//! What a full `verify` checks of the Delta log ([`crate::format::delta`]): every seal has
+//! its version and nothing else is under `_delta_log/`; each version holds exactly the
+//! bytes its seal gives (rebuilt by the sealer's own [`Builder`]). A version that differs
+//! is diagnosed action by action, naming each `add` that is changed (size, path,
+//! partition values, tags, stats), missing or not the seal's:
+//!
+//! - `missing_delta_version`: a seal without its version while later versions exist (a
+//!   gap: readers stop before it). Versions after the newest one are not problems: they
+//!   are not written yet (a sealer finishing, a seal by a lineage-store without Delta
+//!   versions; the report's `delta_version` says where the table is), and a store with no
+//!   Delta log at all was sealed before Delta versions existed;
+//! - `bad_delta_version`: a version that is not what its seal gives, or one no seal has;
+//! - `unknown_delta_object`: anything else under `_delta_log/`.
+//!
+//! Stats of an `add` whose part is itself reported (missing, changed), and the version of
+//! a seal the chain walk reported, are not judged again.
+
+use std::collections::{BTreeMap, HashSet};
+
+use serde_json::Value;
+
+use crate::audit::chain::Chain;
+use crate::audit::report::{Problem, ProblemKind};
+use crate::base::error::Result;
+use crate::format::delta::{decode_path, parse_actions, version_key, TAG_COMMIT_ID};
+use crate::history::delta::Builder;
+use crate::history::identity::read_identity;
+use crate::publish::{AtomicPublisher, ObjectInfo};
+
+/// What the check needs from the rest of the verify.
+#[derive(Debug)]
+pub(crate) struct Context<'a> {
+    /// The walked chain.
+    pub chain: &'a Chain,
+    /// The listed Delta versions.
+    pub versions: BTreeMap<u64, &'a ObjectInfo>,
+    /// Everything else listed under `_delta_log/`.
+    pub others: Vec<&'a ObjectInfo>,
+    /// Parts already reported (their stats are not judged again).
+    pub bad_parts: HashSet<String>,
+}
+
+/// What the check found: the problems, and the newest version with every version before
+/// it there (`None`: no Delta log at all).
+#[derive(Debug, Default)]
+pub(crate) struct Checked {
+    pub problems: Vec<Problem>,
+    pub newest: Option<u64>,
+}
+
+/// Check the Delta log against the chain.
+pub(crate) async fn check(store: &dyn AtomicPublisher, cx: &Context<'_>) -> Result<Checked> {
+    let mut out = Vec::new();
+    for o in &cx.others {
+        out.push(Problem::new(
+            ProblemKind::UnknownDeltaObject,
+            &o.key,
+            format!(
+                "{} bytes under _delta_log/ that lineage-store did not write (it writes only \
+                 <20-digit version>.json, never checkpoints or _last_checkpoint)",
+                o.size
+            ),
+        ));
+    }
+    let head = cx.chain.head().map_or(0, |(n, _)| n);
+    // Versions beyond the walked chain: a seal may have landed since the walk.
+    for (&v, o) in cx.versions.range(head.saturating_add(1)..) {
+        if v == 0 {
+            continue;
+        }
+        let seal_now = store.get(&crate::format::keys::seal_key(v)).await?;
+        if seal_now.is_none() {
+            out.push(Problem::new(
+                ProblemKind::BadDeltaVersion,
+                &o.key,
+                format!(
+                    "version {v} has no seal {v}: not written by lineage-store (a foreign Delta \
+                     writer?); Delta readers see it as part of the table"
+                ),
+            ));
+        }
+    }
+    // No version at all: a store sealed only before Delta versions existed (its next seal
+    // writes the log). Versions missing after the newest one are not written yet (a seal
+    // by a lineage-store without Delta versions, or a sealer finishing); missing ones
+    // before it are a gap Delta readers stop at.
+    let Some(&last) = cx.versions.range(..=head).next_back().map(|(v, _)| v) else {
+        return Ok(Checked {
+            problems: out,
+            newest: None,
+        });
+    };
+    let newest = (0..=last)
+        .take_while(|v| cx.versions.contains_key(v))
+        .last();
+    let done = |problems| Ok(Checked { problems, newest });
+    if head == 0 || cx.chain.broken {
+        return done(out);
+    }
+    let Some(id) = read_identity(store).await.ok().flatten() else {
+        out.push(Problem::new(
+            ProblemKind::BadDeltaVersion,
+            &version_key(0),
+            "the store has no readable identity (_lineage/store.json), from which the table id derives",
+        ));
+        return done(out);
+    };
+    let Some(seal1) = cx.chain.seals.first().filter(|s| s.key_seq == 1) else {
+        return done(out);
+    };
+    let Ok(mut b) = Builder::new(&id.store_id, seal1) else {
+        return done(out);
+    };
+    // Seals the chain walk reported: their versions are not judged again.
+    let reported: HashSet<&str> = cx.chain.problems.iter().map(|p| p.key.as_str()).collect();
+    let mut judge = |v: u64, have: Option<bytes::Bytes>, want: Option<Vec<u8>>| {
+        let key = version_key(v);
+        match have {
+            None if v > last => {}
+            None => out.push(Problem::new(
+                ProblemKind::MissingDeltaVersion,
+                &key,
+                format!(
+                    "seal {} has no Delta version, but later versions exist: Delta readers stop \
+                     at version {}; `lineage seal` cannot fill a gap behind the newest version",
+                    v.max(1),
+                    v.saturating_sub(1)
+                ),
+            )),
+            Some(have) => {
+                if let Some(want) = want {
+                    if have.as_ref() != want.as_slice() {
+                        let why = diagnose(&key, &have, &want, &cx.bad_parts, true);
+                        if !why.is_empty() {
+                            out.push(Problem::new(
+                                ProblemKind::BadDeltaVersion,
+                                &key,
+                                why.join("; "),
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+    };
+    // Read whether listed or not: an unlisted one may have landed since the listing.
+    let read = |v: u64| async move { store.get(&version_key(v)).await };
+    judge(0, read(0).await?, b.create().ok());
+    for s in &cx.chain.seals {
+        let v = s.key_seq;
+        let have = if v <= last { read(v).await? } else { None };
+        let rebuilt = if reported.contains(s.key.as_str()) {
+            None
+        } else {
+            match b.seal(store, s).await {
+                Ok((bytes, _)) => Some(bytes),
+                Err(e) => {
+                    // A sealed pointer missing or changed: reported as such.
+                    tracing::info!(version = v, error = %e, "Delta version not rebuilt");
+                    None
+                }
+            }
+        };
+        if rebuilt.is_none() {
+            // Judge the versions after it from the contract version this one records.
+            if let Some(h) = &have {
+                if let Ok(actions) = parse_actions(&version_key(v), h) {
+                    b.follow(&actions);
+                }
+            }
+        }
+        judge(v, have, rebuilt);
+    }
+    done(out)
+}
+
+/// `verify --since-seal`: the versions of `seals` (those from SEQ on, in order), each
+/// rebuilt from the version before it (everything but the stats, which come from sealed
+/// parts `--since-seal` does not read). Versions after the newest one written are not
+/// problems (as in a full verify); a store without the version before the first is left
+/// alone (sealed before Delta versions, or only partly: a full verify judges it).
+pub(crate) async fn check_since(
+    store: &dyn AtomicPublisher,
+    seals: &[&crate::history::seal::StoredSeal],
+    bad_parts: &HashSet<String>,
+) -> Result<Checked> {
+    let mut out = Vec::new();
+    let Some(first) = seals.first() else {
+        return Ok(Checked::default());
+    };
+    let Some(id) = read_identity(store).await.ok().flatten() else {
+        return Ok(Checked::default());
+    };
+    let before = first.key_seq.saturating_sub(1);
+    let Some(prev) = store.get(&version_key(before)).await? else {
+        return Ok(Checked::default());
+    };
+    let Ok(mut b) = Builder::after(&id.store_id, before, &prev) else {
+        return Ok(Checked::default());
+    };
+    let mut have: Vec<(u64, Option<bytes::Bytes>)> = Vec::new();
+    for s in seals {
+        have.push((s.key_seq, store.get(&version_key(s.key_seq)).await?));
+    }
+    let last = have
+        .iter()
+        .filter(|(_, h)| h.is_some())
+        .map(|(v, _)| *v)
+        .max();
+    for (s, (v, h)) in seals.iter().zip(have) {
+        let key = version_key(v);
+        match h {
+            None if last.is_none_or(|l| v > l) => break,
+            None => {
+                out.push(Problem::new(
+                    ProblemKind::MissingDeltaVersion,
+                    &key,
+                    format!("seal {v} has no Delta version, but later versions exist: Delta readers stop at version {}", v - 1),
+                ));
+            }
+            Some(h) => {
+                match b.seal(store, s).await {
+                    Ok((want, _)) if h.as_ref() != want.as_slice() => {
+                        // Sealed parts are not read by --since-seal: stats unjudged.
+                        let why = diagnose(&key, &h, &want, bad_parts, false);
+                        if !why.is_empty() {
+                            out.push(Problem::new(
+                                ProblemKind::BadDeltaVersion,
+                                &key,
+                                why.join("; "),
+                            ));
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(_) => {
+                        if let Ok(actions) = parse_actions(&key, &h) {
+                            b.follow(&actions);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // Whether versions 0..SEQ are all there is not looked at: no `delta_version`.
+    Ok(Checked {
+        problems: out,
+        newest: None,
+    })
+}
+
+fn action_lists(actions: Vec<(String, Value)>) -> (BTreeMap<String, Vec<Value>>, Vec<Value>) {
+    let mut other: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    let mut adds = Vec::new();
+    for (k, v) in actions {
+        if k == "add" {
+            adds.push(v);
+        } else {
+            other.entry(k).or_default().push(v);
+        }
+    }
+    (other, adds)
+}
+
+fn part_of(add: &Value) -> String {
+    let raw = add["path"].as_str().unwrap_or_default();
+    decode_path(raw).unwrap_or_else(|| raw.to_string())
+}
+
+/// Why `have` is not `want`, action by action (empty when the only differences are stats
+/// of parts already reported).
+fn diagnose(
+    key: &str,
+    have: &[u8],
+    want: &[u8],
+    bad_parts: &HashSet<String>,
+    judge_stats: bool,
+) -> Vec<String> {
+    let (have, want) = match (parse_actions(key, have), parse_actions(key, want)) {
+        (Ok(h), Ok(w)) => (h, w),
+        (Err(e), _) => return vec![e.to_string()],
+        (_, Err(e)) => return vec![format!("cannot rebuild: {e}")],
+    };
+    let (h_other, h_adds) = action_lists(have);
+    let (w_other, w_adds) = action_lists(want);
+    let mut why = Vec::new();
+    let names: std::collections::BTreeSet<&String> = h_other.keys().chain(w_other.keys()).collect();
+    for n in names {
+        if h_other.get(n) != w_other.get(n) {
+            why.push(format!("its {n} is not what the seal gives"));
+        }
+    }
+    let h_by: BTreeMap<String, &Value> = h_adds.iter().map(|a| (part_of(a), a)).collect();
+    let w_by: BTreeMap<String, &Value> = w_adds.iter().map(|a| (part_of(a), a)).collect();
+    for (p, w) in &w_by {
+        let Some(h) = h_by.get(p) else {
+            why.push(format!(
+                "no add for {p} (commit {}), which the seal seals",
+                w["tags"][TAG_COMMIT_ID].as_str().unwrap_or("?")
+            ));
+            continue;
+        };
+        for field in [
+            "path",
+            "size",
+            "partitionValues",
+            "modificationTime",
+            "dataChange",
+            "tags",
+        ] {
+            if h[field] != w[field] {
+                why.push(format!(
+                    "add of {p}: {field} {}, the seal's pointer gives {}",
+                    h[field], w[field]
+                ));
+            }
+        }
+        if h["stats"] != w["stats"] && judge_stats && !bad_parts.contains(p) {
+            why.push(format!("add of {p}: stats are not the part footer's"));
+        }
+        let extra: Vec<&String> = h
+            .as_object()
+            .map(|o| {
+                o.keys()
+                    .filter(|k| *k != "stats" && w.get(k.as_str()).is_none())
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !extra.is_empty() {
+            why.push(format!(
+                "add of {p}: fields {extra:?} lineage-store does not write"
+            ));
+        }
+    }
+    for p in h_by.keys().filter(|p| !w_by.contains_key(*p)) {
+        why.push(format!("add of {p}: not a part the seal seals"));
+    }
+    if h_adds.len() != h_by.len() {
+        why.push("adds a part twice".into());
+    }
+    let only_stats = why.is_empty();
+    let stats_unjudged = !judge_stats || w_adds.iter().any(|a| bad_parts.contains(&part_of(a)));
+    if only_stats && !stats_unjudged {
+        why.push("bytes differ from what the seal gives (order or formatting)".into());
+    }
+    why
+}

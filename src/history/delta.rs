@@ -1,0 +1,299 @@
+//! Writing the Delta log ([`crate::format::delta`]): version N is seal N, written by the
+//! sealer while it finishes the seal, before its head marker ([`crate::history::complete`]).
+//!
+//! [`complete_log`] makes versions 0..=N exist for seal N. Usually version N-1 is there
+//! (one read) and only version N is written; otherwise (a sealer cut off before its
+//! version, or a store sealed before Delta versions existed) the log is listed and every
+//! missing version from the first gap on is written, in order. Each version is a pure
+//! function of the store's identity, the seals and what they name ([`Builder`]), published
+//! create-only; one already there is accepted only when its bytes are exactly these.
+
+use std::collections::BTreeSet;
+
+use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt};
+
+use crate::base::clock::SystemClock;
+use crate::base::error::{Error, Result};
+use crate::format::delta::{
+    self, millis, parse_actions, recorded_contract, version_bytes, version_key, AddFile, SealFacts,
+    Table, Version,
+};
+use crate::format::keys::{self, KeyKind};
+use crate::format::pointer::Pointer;
+use crate::history::head::read_seal;
+use crate::history::identity::ensure_identity;
+use crate::history::pointers::READ_CONCURRENCY;
+use crate::history::seal::{Seal, StoredSeal};
+use crate::parts::encode::sha256_hex;
+use crate::parts::stats::footer_stats;
+use crate::publish::checked::publish_checked;
+use crate::publish::AtomicPublisher;
+use crate::schema::contract::{self, ContractVersion, SCHEMA_VERSION};
+
+/// Builds version after version: the table as of the last one built.
+#[derive(Debug, Clone)]
+pub(crate) struct Builder {
+    table: Table,
+    /// Seal 1's tool version (version 0's engine), when known.
+    created_by: Option<String>,
+    /// Whether `table.created_ms` is known (seal 1 read): only a `metaData` needs it.
+    created_known: bool,
+}
+
+fn parsed(s: &StoredSeal) -> Result<&Seal> {
+    s.seal.as_ref().map_err(|m| Error::Corrupt {
+        what: "seal",
+        key: s.key.clone(),
+        message: format!("{m}; run `lineage verify`"),
+    })
+}
+
+fn registered(v: &str) -> Result<std::sync::Arc<ContractVersion>> {
+    contract::version(v).map_err(|e| {
+        Error::Schema(format!(
+            "{e}: this lineage-store cannot describe that contract version in the Delta log; \
+             seal with the lineage-store that wrote it"
+        ))
+    })
+}
+
+/// Position of a registered version in the registry (oldest first).
+fn rank(v: &str) -> Option<usize> {
+    contract::versions().iter().position(|c| c.version == v)
+}
+
+impl Builder {
+    /// The table before version 0: seal 1 gives its creation time.
+    pub(crate) fn new(store_id: &str, seal1: &StoredSeal) -> Result<Self> {
+        let s = parsed(seal1)?;
+        Ok(Builder {
+            table: Table {
+                id: delta::table_id(store_id),
+                created_ms: millis(&s.sealed_utc, "sealed_utc")?,
+                contract: SCHEMA_VERSION.to_string(),
+            },
+            created_by: Some(s.tool_version.clone()),
+            created_known: true,
+        })
+    }
+
+    /// The table after version `prev`, from its bytes (the contract version it records).
+    pub(crate) fn after(store_id: &str, prev: u64, bytes: &[u8]) -> Result<Self> {
+        let key = version_key(prev);
+        let actions = parse_actions(&key, bytes)?;
+        let contract = recorded_contract(&actions).ok_or_else(|| Error::Corrupt {
+            what: "Delta version",
+            key: key.clone(),
+            message: "records no lineageStore.contractVersion; run `lineage verify`".into(),
+        })?;
+        Ok(Builder {
+            table: Table {
+                id: delta::table_id(store_id),
+                created_ms: 0,
+                contract,
+            },
+            created_by: None,
+            created_known: false,
+        })
+    }
+
+    /// Follow a version whose expected bytes could not be built: take the contract version
+    /// it records, so the versions after it are still checked.
+    pub(crate) fn follow(&mut self, actions: &[(String, serde_json::Value)]) {
+        if let Some(c) = recorded_contract(actions) {
+            self.table.contract = c;
+        }
+    }
+
+    /// Version 0's bytes.
+    pub(crate) fn create(&self) -> Result<Vec<u8>> {
+        let columns = registered(&self.table.contract)?.columns.clone();
+        version_bytes(&Version::Create {
+            table: &self.table,
+            columns: &columns,
+            tool_version: self.created_by.as_deref().unwrap_or_default(),
+        })
+    }
+
+    /// Seal `seal`'s version: its bytes and its adds. Reads every pointer it seals (each
+    /// must still be the pointer sealed) and each part's footer (a part that cannot be
+    /// read gets an `add` without stats).
+    pub(crate) async fn seal(
+        &mut self,
+        store: &dyn AtomicPublisher,
+        seal: &StoredSeal,
+    ) -> Result<(Vec<u8>, Vec<AddFile>)> {
+        let s = parsed(seal)?;
+        let seal_key = seal.key.clone();
+        let seal_key = &seal_key;
+        let adds: Vec<AddFile> = futures::stream::iter(s.entries.clone())
+            .map(|e| async move {
+                let bytes = store.get(&e.key).await?.ok_or_else(|| Error::Corrupt {
+                    what: "pointer",
+                    key: e.key.clone(),
+                    message: format!(
+                        "sealed by {seal_key} but missing: its Delta version cannot be written; run `lineage verify`"
+                    ),
+                })?;
+                let digest = sha256_hex(&bytes);
+                if !digest.eq_ignore_ascii_case(&e.sha256) {
+                    return Err(Error::Corrupt {
+                        what: "pointer",
+                        key: e.key.clone(),
+                        message: format!(
+                            "sha256 {digest}, sealed by {seal_key} as {}: its Delta version cannot be written; run `lineage verify`",
+                            e.sha256
+                        ),
+                    });
+                }
+                let pointer = Pointer::from_bytes(&e.key, &bytes)?;
+                let columns = registered(&pointer.schema_version)?.columns.clone();
+                let stats =
+                    match footer_stats(store, &pointer.part_path, pointer.size_bytes, &columns)
+                        .await
+                    {
+                        Ok(s) => Some(s),
+                        Err(err) => {
+                            tracing::warn!(part = %pointer.part_path, error = %err, "part footer unreadable; its Delta add has no stats (see `lineage verify`)");
+                            None
+                        }
+                    };
+                Ok::<_, Error>(AddFile {
+                    pointer,
+                    pointer_sha256: e.sha256.to_lowercase(),
+                    stats,
+                })
+            })
+            .buffered(READ_CONCURRENCY)
+            .try_collect()
+            .await?;
+        let newest = adds
+            .iter()
+            .filter_map(|a| rank(&a.pointer.schema_version).map(|r| (r, &a.pointer.schema_version)))
+            .max();
+        let mut new_columns = None;
+        if let Some((r, v)) = newest {
+            if rank(&self.table.contract).is_none_or(|have| r > have) {
+                if !self.created_known {
+                    let seal1 = read_seal(store, 1)
+                        .await?
+                        .ok_or_else(|| Error::NotFound(keys::seal_key(1)))?;
+                    self.table.created_ms = millis(&parsed(&seal1)?.sealed_utc, "sealed_utc")?;
+                    self.created_known = true;
+                }
+                self.table.contract = v.clone();
+                new_columns = Some(registered(v)?.columns.clone());
+            }
+        }
+        let facts = SealFacts {
+            seq: seal.key_seq,
+            sha256: seal.digest.clone(),
+            tree_size: s.tree_size,
+            root: s.root.clone(),
+            sealed_ms: millis(&s.sealed_utc, "sealed_utc")?,
+            tool_version: s.tool_version.clone(),
+        };
+        let bytes = version_bytes(&Version::Seal {
+            seal: &facts,
+            table: &self.table,
+            new_columns: new_columns.as_deref(),
+            adds: &adds,
+        })?;
+        Ok((bytes, adds))
+    }
+}
+
+/// Publish one version create-only; an object already there must hold exactly `bytes`.
+async fn publish_version(store: &dyn AtomicPublisher, v: u64, bytes: Vec<u8>) -> Result<()> {
+    let want = Bytes::from(bytes);
+    let cmp = want.clone();
+    publish_checked(store, &version_key(v), want, move |have| {
+        if have == cmp.as_ref() {
+            Ok(())
+        } else {
+            Err(format!(
+                "holds other bytes than seal {v} gives (a foreign Delta writer, or an edit); \
+                 run `lineage verify`"
+            ))
+        }
+    })
+    .await
+    .map(|_| ())
+}
+
+/// Make Delta versions 0..=`seq` exist (see the module docs). Returns how many versions
+/// were written (or found already written by another sealer) from the first missing one.
+pub(crate) async fn complete_log(store: &dyn AtomicPublisher, seq: u64) -> Result<u64> {
+    if seq == 0 {
+        return Ok(0);
+    }
+    // Only seals that exist get versions (a completion with no seal behind it writes none).
+    let Some(seal) = read_seal(store, seq).await? else {
+        tracing::debug!(seq, "no seal {seq}: no Delta version to write");
+        return Ok(0);
+    };
+    let id = ensure_identity(store, &SystemClock).await?;
+    // Usually the version before is there: write only this seal's.
+    if let Some(prev) = store.get(&version_key(seq - 1)).await? {
+        let mut b = Builder::after(&id.store_id, seq - 1, &prev)?;
+        let (bytes, _) = b.seal(store, &seal).await?;
+        publish_version(store, seq, bytes).await?;
+        return Ok(1);
+    }
+    let listed: BTreeSet<u64> = store
+        .list(delta::DELTA_LOG_PREFIX)
+        .await?
+        .into_iter()
+        .filter_map(|o| match keys::classify(&o.key) {
+            KeyKind::DeltaVersion(v) => Some(v),
+            _ => None,
+        })
+        .collect();
+    let Some(first) = (0..=seq).find(|v| !listed.contains(v)) else {
+        return Ok(0);
+    };
+    tracing::info!(
+        from = first,
+        to = seq,
+        "writing the Delta versions the log lacks"
+    );
+    let mut b = if first == 0 {
+        let seal1 = read_seal(store, 1)
+            .await?
+            .ok_or_else(|| Error::NotFound(keys::seal_key(1)))?;
+        let b = Builder::new(&id.store_id, &seal1)?;
+        publish_version(store, 0, b.create()?).await?;
+        b
+    } else {
+        let prev = store
+            .get(&version_key(first - 1))
+            .await?
+            .ok_or_else(|| Error::NotFound(version_key(first - 1)))?;
+        Builder::after(&id.store_id, first - 1, &prev)?
+    };
+    for v in first.max(1)..=seq {
+        let seal = read_seal(store, v)
+            .await?
+            .ok_or_else(|| Error::NotFound(keys::seal_key(v)))?;
+        let (bytes, _) = b.seal(store, &seal).await?;
+        publish_version(store, v, bytes).await?;
+    }
+    Ok(seq + 1 - first)
+}
+
+/// The table's newest Delta version that Delta readers see: the newest version such that
+/// versions 0..=it are all there (`None`: the store has no Delta log, e.g. it was sealed
+/// only before Delta versions existed, or never). One listing of `_delta_log/`.
+pub async fn delta_version(store: &dyn AtomicPublisher) -> Result<Option<u64>> {
+    let listed: BTreeSet<u64> = store
+        .list(delta::DELTA_LOG_PREFIX)
+        .await?
+        .into_iter()
+        .filter_map(|o| match keys::classify(&o.key) {
+            KeyKind::DeltaVersion(v) => Some(v),
+            _ => None,
+        })
+        .collect();
+    Ok((0..).take_while(|v| listed.contains(v)).last())
+}

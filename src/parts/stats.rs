@@ -1,0 +1,127 @@
+//! A part's column statistics as a Delta `add` states them ([`FileStats`]), from the
+//! footer alone: the exact min/max and null counts our writer puts in every column
+//! chunk. A column without exact statistics in every row group (e.g. `event_id` and
+//! `feature_id`, written without them) is left out, which readers take as "unknown".
+
+use std::cmp::Ordering;
+
+use parquet::file::metadata::ParquetMetaData;
+use parquet::file::statistics::Statistics;
+use serde_json::Value;
+
+use crate::base::error::Result;
+use crate::format::delta::{timestamp_stat, FileStats, MAX_STAT_STRING};
+use crate::parts::read::{fetch_footer, Source};
+use crate::publish::AtomicPublisher;
+use crate::schema::contract::{Column, Kind, PARTITION_KEYS};
+
+/// The statistics of the part at `key` of `size` bytes (two ranged reads), for a part of
+/// the contract version with `columns`.
+pub(crate) async fn footer_stats(
+    store: &dyn AtomicPublisher,
+    key: &str,
+    size: u64,
+    columns: &[Column],
+) -> Result<FileStats> {
+    let f = fetch_footer(&Source::Store(store), key, size).await?;
+    Ok(stats_of(&f.meta, columns))
+}
+
+/// A typed bound of one column chunk.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
+enum Bound<'a> {
+    Int(i64),
+    Float(f64),
+    Text(&'a [u8]),
+}
+
+fn bounds(s: &Statistics) -> Option<(Bound<'_>, Bound<'_>)> {
+    if !(s.min_is_exact() && s.max_is_exact()) {
+        return None;
+    }
+    Some(match s {
+        Statistics::Int32(s) => (
+            Bound::Int(i64::from(*s.min_opt()?)),
+            Bound::Int(i64::from(*s.max_opt()?)),
+        ),
+        Statistics::Int64(s) => (Bound::Int(*s.min_opt()?), Bound::Int(*s.max_opt()?)),
+        Statistics::Double(s) => (Bound::Float(*s.min_opt()?), Bound::Float(*s.max_opt()?)),
+        Statistics::ByteArray(s) => (
+            Bound::Text(s.min_opt()?.data()),
+            Bound::Text(s.max_opt()?.data()),
+        ),
+        _ => return None,
+    })
+}
+
+fn json(b: Bound<'_>, kind: Kind, up: bool) -> Option<Value> {
+    match (b, kind) {
+        (Bound::Int(v), Kind::TimestampUtc) => timestamp_stat(v, up).map(Value::String),
+        (Bound::Int(v), Kind::I64 | Kind::I32) => Some(Value::from(v)),
+        (Bound::Float(v), Kind::F64) if v.is_finite() => {
+            serde_json::Number::from_f64(v).map(Value::Number)
+        }
+        (Bound::Text(t), Kind::Str) if t.len() <= MAX_STAT_STRING => {
+            std::str::from_utf8(t).ok().map(|s| Value::String(s.into()))
+        }
+        _ => None,
+    }
+}
+
+/// The statistics of a footer (see the module docs).
+pub(crate) fn stats_of(meta: &ParquetMetaData, columns: &[Column]) -> FileStats {
+    let mut out = FileStats {
+        num_records: u64::try_from(meta.file_metadata().num_rows()).unwrap_or(0),
+        ..FileStats::default()
+    };
+    let descr = meta.file_metadata().schema_descr();
+    for (i, c) in columns.iter().enumerate() {
+        if PARTITION_KEYS.contains(&c.name)
+            || i >= descr.num_columns()
+            || descr.column(i).name() != c.name
+        {
+            continue;
+        }
+        let mut nulls: Option<u64> = Some(0);
+        let mut range: Option<Option<(Bound<'_>, Bound<'_>)>> = Some(None);
+        for rg in meta.row_groups().iter().filter(|rg| rg.num_rows() > 0) {
+            let Some(s) = rg.column(i).statistics() else {
+                nulls = None;
+                range = None;
+                break;
+            };
+            let n = s.null_count_opt();
+            nulls = nulls.zip(n).map(|(a, b)| a + b);
+            let all_null = n.is_some_and(|n| i64::try_from(n).ok() == Some(rg.num_rows()));
+            if all_null {
+                continue;
+            }
+            range = match (range, bounds(s)) {
+                (Some(None), Some(b)) => Some(Some(b)),
+                (Some(Some((lo, hi))), Some((l, h))) => Some(Some((
+                    if l.partial_cmp(&lo) == Some(Ordering::Less) {
+                        l
+                    } else {
+                        lo
+                    },
+                    if h.partial_cmp(&hi) == Some(Ordering::Greater) {
+                        h
+                    } else {
+                        hi
+                    },
+                ))),
+                _ => None,
+            };
+        }
+        if let Some(n) = nulls {
+            out.null_count.insert(c.name.to_string(), n);
+        }
+        if let Some(Some((lo, hi))) = range {
+            if let (Some(lo), Some(hi)) = (json(lo, c.kind, false), json(hi, c.kind, true)) {
+                out.min_values.insert(c.name.to_string(), lo);
+                out.max_values.insert(c.name.to_string(), hi);
+            }
+        }
+    }
+    out
+}
