@@ -93,8 +93,8 @@ impl<W: Write + Send> Writer<W> {
             Writer::Parquet(w) => w.write(b)?,
             Writer::File(w) => w.write(b)?,
             Writer::Stream(w) => w.write(b)?,
-            Writer::Json(w) => w.write(b)?,
-            Writer::Csv(w) => w.write(b)?,
+            Writer::Json(w) => w.write(&utc_as_offset(b)?)?,
+            Writer::Csv(w) => w.write(&utc_as_offset(b)?)?,
         }
         Ok(())
     }
@@ -117,6 +117,40 @@ impl<W: Write + Send> Writer<W> {
             Writer::Csv(w) => w.into_inner(),
         })
     }
+}
+
+/// `b` with its `UTC` timestamps labelled `+00:00` (the same instants): the text writers
+/// format a named zone only with a time-zone database, an offset without one.
+fn utc_as_offset(b: &RecordBatch) -> Result<RecordBatch> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::TimestampMicrosecondType;
+    use arrow_schema::{DataType, Field, Schema, TimeUnit};
+    let mut fields = Vec::new();
+    let mut columns = Vec::new();
+    for (f, c) in b.schema().fields().iter().zip(b.columns()) {
+        match f.data_type() {
+            DataType::Timestamp(TimeUnit::Microsecond, Some(_)) => {
+                let a = c
+                    .as_primitive::<TimestampMicrosecondType>()
+                    .clone()
+                    .with_timezone("+00:00");
+                fields.push(Field::new(
+                    f.name(),
+                    arrow_array::Array::data_type(&a).clone(),
+                    f.is_nullable(),
+                ));
+                columns.push(std::sync::Arc::new(a) as arrow_array::ArrayRef);
+            }
+            _ => {
+                fields.push(f.as_ref().clone());
+                columns.push(c.clone());
+            }
+        }
+    }
+    Ok(RecordBatch::try_new(
+        std::sync::Arc::new(Schema::new(fields)),
+        columns,
+    )?)
 }
 
 /// Rows written.
