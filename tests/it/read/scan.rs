@@ -112,3 +112,40 @@ fn a_planted_part_is_never_scanned() {
     let rows = ndjson_rows(&s, &["--include-unsealed"]);
     assert_eq!(rows.len() as u64, ALL_ROWS);
 }
+
+#[test]
+fn a_feature_lookup_skips_parts_by_their_bloom_filters() {
+    let s = Store::new();
+    let out = s.dir.path().join("f.ndjson");
+    let o = s.run(&[
+        "scan",
+        "--feature-id",
+        "buildings:00000042",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let (_, err) = support::text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let parts = s.files_json(&[]).len();
+    // "<read> parts read and checked (...), <skipped> skipped by ..."
+    let read: usize = err
+        .split(" parts read")
+        .next()
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let skipped: usize = err
+        .split("), ")
+        .nth(1)
+        .and_then(|t| t.split(" skipped").next())
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(read + skipped, parts, "{err}");
+    assert!(
+        read <= 2,
+        "one part holds it (a false positive at most): {err}"
+    );
+    assert_eq!(std::fs::read_to_string(&out).unwrap().lines().count(), 1);
+}
