@@ -92,6 +92,10 @@ pub(crate) struct Args {
     /// rule it out are skipped unread.
     #[arg(long, value_name = "F")]
     feature_id: Option<String>,
+    /// With --feature-id: read and check every part anyway (the parts skipped otherwise
+    /// are judged by their footers and bloom filters, which no digest is checked over).
+    #[arg(long, requires = "feature_id")]
+    no_prune: bool,
     /// Only these columns, in this order (comma-separated).
     #[arg(long, value_name = "A,B", value_delimiter = ',')]
     columns: Option<Vec<String>>,
@@ -127,6 +131,7 @@ async fn read(a: Args) -> Result<Status> {
     let opts = ScanOptions {
         columns: a.columns.clone(),
         feature_id: a.feature_id.clone(),
+        prune: !a.no_prune,
         digest: a.read.digest,
         concurrency: a.read.concurrency,
     };

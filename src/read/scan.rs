@@ -39,8 +39,12 @@ pub struct ScanOptions {
     /// Only these columns, in this order (default: every column of the newest version).
     pub columns: Option<Vec<String>>,
     /// Only the rows of this `feature_id`; parts whose footer statistics or bloom filter
-    /// rule it out are skipped unread ([`crate::read::prune`]).
+    /// rule it out are skipped unread ([`crate::read::prune`]) unless `prune` is off.
     pub feature_id: Option<String>,
+    /// Skip parts by their footers and bloom filters for `feature_id` (default on). Off:
+    /// every part is read and checked, so the absence of the feature from the parts not
+    /// returned rests on their digests, not on their (unhashed) filters.
+    pub prune: bool,
     /// Which recorded digests to recompute.
     pub digest: Check,
     /// Parts in flight at once (each held whole while it is hashed and decoded).
@@ -52,6 +56,7 @@ impl Default for ScanOptions {
         ScanOptions {
             columns: None,
             feature_id: None,
+            prune: true,
             digest: Check::Fastest,
             concurrency: default_concurrency(),
         }
@@ -256,7 +261,7 @@ async fn read_part(
     opts: &ScanOptions,
     stats: &ScanStats,
 ) -> Result<Vec<RecordBatch>> {
-    if let Some(f) = &opts.feature_id {
+    if let Some(f) = opts.feature_id.as_ref().filter(|_| opts.prune) {
         if prune::feature_verdict(store.as_ref(), &part.pointer, f).await? == Verdict::Absent {
             stats.parts_skipped.fetch_add(1, Ordering::Relaxed);
             return Ok(Vec::new());

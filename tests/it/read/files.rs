@@ -91,3 +91,35 @@ fn a_store_without_a_seal_has_nothing_to_vouch_for() {
     let o = crate::support::lineage(&["files", "--store", p, "--include-unsealed"], None);
     assert_eq!(ok(&o).lines().count(), 3, "one part per run and target CRS");
 }
+
+/// The README's synopsis of `files` and `scan` names every flag their `--help` lists
+/// (`--endpoint-url`, which every command takes, is said once above the synopsis).
+#[test]
+fn the_readme_synopsis_lists_every_flag_of_files_and_scan() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    for cmd in ["files", "scan"] {
+        let line = readme
+            .lines()
+            .find(|l| l.starts_with(&format!("lineage {cmd} ")))
+            .unwrap_or_else(|| panic!("no synopsis of {cmd}"));
+        let help = ok(&crate::support::lineage(&[cmd, "--help"], None));
+        for flag in help
+            .split_whitespace()
+            .filter(|w| w.starts_with("--"))
+            .map(|w| w.trim_end_matches([',', '.', ')', ':']))
+        {
+            if ["--help", "--endpoint-url"].contains(&flag)
+                || !flag[2..]
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c == '-')
+            {
+                continue;
+            }
+            assert!(
+                line.contains(flag),
+                "README's `lineage {cmd}` lacks {flag}: {line}"
+            );
+        }
+    }
+}
