@@ -37,7 +37,9 @@
 //!    sealing, with each seal's Delta Lake version.
 //! 7. `write`: input formats, validation (every error of an input at once), checking an
 //!    input without a store ([`check`]), streaming appends with bounded memory, commit
-//!    keys, committing one flush, and the [`Writer`] façade.
+//!    keys, committing one flush, and the [`Writer`] façade. Beside it, `read`: the
+//!    trusted read path, a [`snapshot`] as of a seal and a [`scan`] of it that checks
+//!    every part against its sealed pointer.
 //! 8. `audit`: the report vocabulary, the chain walk, `log`, `verify` (one pipeline, full or
 //!    since a seal, sharded), inclusion proofs, `repair` and `sweep`.
 //! 9. Applications, each on its own: [`replicate`], [`witness`], [`export`].
@@ -60,13 +62,14 @@ mod format;
 mod history;
 mod parts;
 mod publish;
+mod read;
 pub mod replicate;
 mod schema;
 pub mod witness;
 mod write;
 
 // Errors.
-pub use base::error::{Error, ErrorKind, Result};
+pub use base::error::{Error, ErrorKind, Failed, Result};
 pub use base::rejection::{InputError, Place, Rejection, DEFAULT_MAX_ERRORS};
 
 // Injected time and ids.
@@ -106,6 +109,14 @@ pub use history::sealer::{seal, seal_with, SealOptions, SealOutcome};
 pub use history::delta::delta_version;
 pub use history::signing::{key_id, keygen, read_public_key, read_signing_key};
 
+// Reading: a store as of a seal, every part checked against its sealed pointer.
+pub use read::location::part_location;
+pub use read::out::{write_file as write_scan_file, write_stream as write_scan_stream, OutFormat};
+pub use read::{
+    check_all, scan, snapshot, ReadOptions, Scan, ScanOptions, ScanReader, ScanStats, SealRef,
+    Snapshot, SnapshotPart, SnapshotSeal,
+};
+
 // Auditing.
 pub use audit::log::since_seal;
 pub use audit::proof::{prove, verify_proof, Proof, ProofSummary, ProveAgainst};
@@ -131,6 +142,7 @@ pub mod internal {
     pub use crate::publish::{
         checked, disorderly, faulty, list_pages, metered, object, posix, store,
     };
+    pub use crate::read::prune;
     pub use crate::schema::events;
     pub use crate::write::{conform, input, validate};
 }

@@ -120,6 +120,29 @@ class Store:
         self, commit_id: str, head: Optional[str] = None, *, seal: Optional[int] = None
     ) -> Proof:
         """An inclusion proof of a commit in a seal."""
+    def files(
+        self,
+        as_of_seal: Optional[int] = None,
+        run_id: Optional[str] = None,
+        *,
+        include_unsealed: bool = False,
+    ) -> list[str]:
+        """The parts of exactly the commits sealed by seals 1..as_of_seal (default: the
+        newest), each checked against its sealed pointer first: paths or URLs for
+        duckdb.read_parquet, Polars, pyarrow. Raises ConflictError naming a part or
+        pointer that is not as sealed."""
+    def scan(
+        self,
+        as_of_seal: Optional[int] = None,
+        run_id: Optional[str] = None,
+        columns: Optional[list[str]] = None,
+        filter: Optional[dict[str, str]] = None,
+        *,
+        include_unsealed: bool = False,
+    ) -> pyarrow.RecordBatchReader:
+        """The rows of exactly the commits sealed by seals 1..as_of_seal (default: the
+        newest), each part checked against its sealed pointer before its rows are handed
+        on. filter: {"target_crs": ..., "feature_id": ...}."""
 
 class Writer:
     """Streams batches into a store: ``with store.writer() as w: w.write(batch)``."""

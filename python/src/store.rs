@@ -1,13 +1,16 @@
-//! `lineage_store.open(url)` and the `Store` it returns: append, log, verify, seal, prove.
+//! `lineage_store.open(url)` and the `Store` it returns: append, log, verify, seal, prove,
+//! and the trusted read path: files, scan.
 //! Every method releases the GIL while it reads Arrow data, validates, encodes, hashes or
 //! talks to the store, so Python threads can append to one store (or several) at once.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use arrow_pyarrow::IntoPyArrow;
 use lineage_store::internal::merkle;
 use lineage_store::{
     open_with, parse_duration, prove, read_pointers, read_public_key, read_signing_key, seal,
+    check_all, part_location, snapshot, ReadOptions, ScanOptions,
     validate_all, verify_with, AtomicPublisher, CloudOptions, DigestCheck, Error, Format, Input,
     ProveAgainst, SystemClock, VerifyOptions, Writer, DEFAULT_BATCH_ROWS, DEFAULT_CONCURRENCY,
 };
@@ -325,6 +328,92 @@ impl Store {
         })
         .py_err(py)?;
         Ok(Proof { inner: p })
+    }
+
+    /// The parts of exactly the commits sealed by seals 1..`as_of_seal` (default: the
+    /// newest seal), of one run if given, each checked against its sealed pointer (size and
+    /// digest) before any is named: paths (local disk) or URLs (object stores) for
+    /// `duckdb.read_parquet([...])`, Polars and pyarrow. A part that fails raises
+    /// `ConflictError` naming it; a part planted beside them is never listed.
+    #[pyo3(signature = (as_of_seal=None, run_id=None, *, include_unsealed=false))]
+    fn files(
+        &self,
+        py: Python<'_>,
+        as_of_seal: Option<u64>,
+        run_id: Option<String>,
+        include_unsealed: bool,
+    ) -> PyResult<Vec<String>> {
+        let opts = ReadOptions {
+            as_of_seal,
+            run_id,
+            include_unsealed,
+            ..ReadOptions::default()
+        };
+        let store = self.inner.clone();
+        block_on_local(py, move || async move {
+            let snap = snapshot(store.as_ref(), &opts).await?;
+            let concurrency = ScanOptions::default().concurrency;
+            check_all(store.as_ref(), &snap, DigestCheck::Fastest, concurrency).await?;
+            Ok(snap
+                .parts
+                .iter()
+                .map(|p| part_location(store.as_ref(), &p.pointer.part_path))
+                .collect())
+        })
+        .py_err(py)
+    }
+
+    /// The rows of exactly the commits sealed by seals 1..`as_of_seal` (default: the
+    /// newest), as a `pyarrow.RecordBatchReader` (through the Arrow C stream: DuckDB
+    /// queries it, `polars.from_arrow` reads it). Each part is read once and checked
+    /// against its sealed pointer before any of its rows is handed on; a part that fails
+    /// ends the stream with an error naming it. `columns`: only these, in this order.
+    /// `filter`: a dict of `target_crs` and/or `feature_id` values rows must have
+    /// (`feature_id` skips parts by their bloom filters).
+    #[pyo3(signature = (as_of_seal=None, run_id=None, columns=None, filter=None, *, include_unsealed=false))]
+    fn scan<'py>(
+        &self,
+        py: Python<'py>,
+        as_of_seal: Option<u64>,
+        run_id: Option<String>,
+        columns: Option<Vec<String>>,
+        filter: Option<std::collections::HashMap<String, String>>,
+        include_unsealed: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let mut opts = ReadOptions {
+            as_of_seal,
+            run_id,
+            include_unsealed,
+            ..ReadOptions::default()
+        };
+        let mut scan_opts = ScanOptions {
+            columns,
+            ..ScanOptions::default()
+        };
+        for (k, v) in filter.unwrap_or_default() {
+            match k.as_str() {
+                "target_crs" => opts.target_crs = Some(v),
+                "feature_id" => scan_opts.feature_id = Some(v),
+                other => {
+                    return Err(errors::to_py(
+                        py,
+                        Error::Usage(format!(
+                            "filter: no filter on {other:?} (filters: target_crs, feature_id; run_id is an argument)"
+                        )),
+                    ))
+                }
+            }
+        }
+        let store = self.inner.clone();
+        let scan = block_on_local(py, move || async move {
+            let snap = snapshot(store.as_ref(), &opts).await?;
+            lineage_store::scan(store, &snap, &scan_opts)
+        })
+        .py_err(py)?;
+        let rt = crate::runtime::runtime().py_err(py)?;
+        let reader: Box<dyn arrow_array::RecordBatchReader + Send> =
+            Box::new(scan.into_reader(rt.handle()));
+        reader.into_pyarrow(py)
     }
 
     fn __repr__(&self) -> String {

@@ -113,9 +113,46 @@ pub enum Error {
     /// A signature or key problem.
     #[error("signature: {0}")]
     Signature(String),
+    /// What the store recorded does not hold: a part whose size or digest is not what its
+    /// sealed pointer records, a sealed pointer missing or changed, a seal that does not
+    /// chain. Each failing object is named.
+    #[error("{}", integrity_text(.0))]
+    Integrity(Vec<Failed>),
     /// Anything that should not happen.
     #[error("internal error: {0}")]
     Internal(String),
+}
+
+/// One object that failed a check of the trusted read path ([`Error::Integrity`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failed {
+    /// The object key (a part, a pointer, a seal).
+    pub key: String,
+    /// What is wrong with it.
+    pub detail: String,
+}
+
+impl Failed {
+    /// A failure of `key`.
+    pub fn new(key: impl Into<String>, detail: impl Into<String>) -> Self {
+        Failed {
+            key: key.into(),
+            detail: detail.into(),
+        }
+    }
+}
+
+fn integrity_text(failed: &[Failed]) -> String {
+    let each: Vec<String> = failed
+        .iter()
+        .map(|f| format!("{}: {}", f.key, f.detail))
+        .collect();
+    let n = failed.len();
+    format!(
+        "integrity: {n} object{} not as sealed: {} (`lineage verify` reports the store)",
+        if n == 1 { "" } else { "s" },
+        each.join("; ")
+    )
 }
 
 impl Error {
@@ -127,7 +164,9 @@ impl Error {
             | Error::Rejected(_)
             | Error::Usage(_)
             | Error::Signature(_) => ErrorKind::Input,
-            Error::Conflict { .. } | Error::Corrupt { .. } => ErrorKind::Conflict,
+            Error::Conflict { .. } | Error::Corrupt { .. } | Error::Integrity(_) => {
+                ErrorKind::Conflict
+            }
             Error::NotFound(_) => ErrorKind::NotFound,
             Error::Io { .. } | Error::Delivery { .. } => ErrorKind::Io,
             Error::ObjectStore { source, .. } => match source.as_ref() {
@@ -139,6 +178,13 @@ impl Error {
             Error::Parquet(_) | Error::Arrow(_) => ErrorKind::Input,
             Error::Internal(_) => ErrorKind::Internal,
         }
+    }
+
+    /// True when the store does not hold what it recorded ([`Error::Integrity`]): a
+    /// command that reads data (`files`, `scan`) reports it as problems found, exit 1, as
+    /// `verify` does; everywhere else it is a conflict (exit 3).
+    pub fn is_integrity(&self) -> bool {
+        matches!(self, Error::Integrity(_))
     }
 
     /// Shorthand for an I/O error on a path.

@@ -1,7 +1,8 @@
 //! The `lineage` command line: one file per command; this file parses arguments, sets up
 //! logging and the runtime, and maps errors to exit codes (via [`ErrorKind`]).
 //!
-//! Exit codes: 0 success; 1 `verify` found problems; 2 refused input, usage or access
+//! Exit codes: 0 success; 1 `verify` found problems, or `files`/`scan` found a part or
+//! pointer that is not as sealed; 2 refused input, usage or access
 //! error (nothing was published); 3 conflict in the store; 4 internal error.
 
 use std::io::Write;
@@ -17,12 +18,14 @@ mod check;
 mod common;
 mod demo;
 mod export;
+mod files;
 mod keygen;
 mod log;
 mod progress;
 mod prove;
 mod repair;
 mod replicate;
+mod scan;
 mod schema;
 mod seal;
 mod sweep;
@@ -75,6 +78,11 @@ enum Command {
     Sweep(sweep::Args),
     /// Export lineage: OpenLineage events, ISO 19115-3 / ISO 19139 records.
     Export(export::Args),
+    /// List the parts of the commits sealed up to a seal, each checked against its sealed
+    /// pointer: paths or URLs for DuckDB's read_parquet, Polars, pyarrow.
+    Files(files::Args),
+    /// Write the rows of the store as of a seal, every part checked while it is read.
+    Scan(scan::Args),
     /// Copy every object another store lacks, checked, create-only, in order.
     Replicate(replicate::Args),
     /// Record the store's newest seal in a witness store.
@@ -107,6 +115,8 @@ pub fn main() -> ExitCode {
             Command::Repair(a) => repair::run(a).await,
             Command::Sweep(a) => sweep::run(a).await,
             Command::Export(a) => export::run(a).await,
+            Command::Files(a) => files::run(a).await,
+            Command::Scan(a) => scan::run(a).await,
             Command::Replicate(a) => replicate::run(a).await,
             Command::Witness(a) => witness::run(a).await,
         }

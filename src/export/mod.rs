@@ -1,11 +1,13 @@
 //! Lineage out to the tools people read it in: OpenLineage run events ([`openlineage`],
 //! posted with [`post`]) and ISO 19115-3 / ISO 19139 lineage metadata ([`iso19115`]).
 //!
-//! Both start from one [`Snapshot`] of the store: the commit pointers (of one run, or
-//! every run), the seal that covers each commit (checked against the pointer's exact
-//! bytes), and per commit the counts that only the part's rows hold (outcomes, rejection
-//! reasons, source CRSs, tools, event-time range per stage), read column by column, one
-//! row group at a time ([`crate::parts::scan`]), never a whole part.
+//! Both start from one [`Snapshot`] of the store, read through the trusted read path
+//! ([`crate::read`]): the commits the newest seal covers (each pointer the bytes its seal
+//! recorded) and those not sealed yet, of one run or every run, and per commit the counts
+//! that only the part's rows hold (outcomes, rejection reasons, source CRSs, tools,
+//! event-time range per stage), counted from the part's bytes after they were checked
+//! against its pointer ([`crate::parts::scan`]). Export ids (OpenLineage run ids, ISO
+//! metadata identifiers) include the store's identity.
 //!
 //! Everything an export writes is a function of the store's content: re-exporting an
 //! unchanged store gives the same bytes, so a re-post after a failure is safe.
@@ -14,11 +16,14 @@ use std::collections::BTreeMap;
 
 use futures::{StreamExt, TryStreamExt};
 
-use crate::audit::chain::{self, Chain};
-use crate::base::error::{Error, Result};
+use crate::base::digest::Check as DigestCheck;
+use crate::base::error::{Error, Failed, Result};
 use crate::format::pointer::Pointer;
-use crate::history::pointers::{read_stored_pointers, StoredPointer};
+use crate::history::identity::read_identity;
+use crate::history::pointers::commit_order;
 use crate::publish::AtomicPublisher;
+use crate::read::scan::fetch_checked;
+use crate::read::{ReadOptions, SnapshotPart};
 
 pub mod iso19115;
 mod iso19139;
@@ -32,14 +37,7 @@ pub use crate::parts::scan::{PartStats, StageStats};
 /// Parts scanned at once: each holds at most one row group's projected column chunks.
 const SCAN_CONCURRENCY: usize = 4;
 
-/// The seal that added a commit to the chain.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SealRef {
-    /// Its sequence number.
-    pub seq: u64,
-    /// sha256 of its exact bytes: a head digest under which the commit can be proven.
-    pub sha256: String,
-}
+pub use crate::read::SealRef;
 
 /// The newest seal at export time.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,7 +63,7 @@ pub struct ExportedCommit {
     pub stats: PartStats,
 }
 
-/// The commits of one run, in commit-id order.
+/// The commits of one run, in commit order.
 #[derive(Debug, Clone)]
 pub struct RunExport {
     /// The store's `run_id`.
@@ -131,32 +129,41 @@ pub struct Selection {
 pub struct Snapshot {
     /// The store URL as given (names the datasets).
     pub store_url: String,
+    /// The store's identity (`_lineage/store.json`), part of every export id; `None` for
+    /// a store written before identities and not appended to since.
+    pub store_id: Option<String>,
     /// Runs in the order of their first commit.
     pub runs: Vec<RunExport>,
     /// The newest seal, if any.
     pub head: Option<Head>,
 }
 
-/// Read what an export needs. Refuses a seal chain that does not verify, and a pointer
-/// whose bytes differ from what its seal recorded: an export never cites a seal for
-/// records the seal does not prove (`lineage verify` names the problem).
+/// Read what an export needs, through the trusted read path ([`crate::read`]): the
+/// commits sealed by the newest seal (each pointer the bytes its seal recorded) and those
+/// not sealed yet (reported as such), every part fetched once and checked against its
+/// pointer before its rows are counted. Refuses, naming every object, a seal chain that
+/// does not hold, a sealed pointer missing or changed, and a part that is missing, of
+/// another size or digest: an export never cites a seal for records the seal does not
+/// prove, nor counts rows no pointer vouches for.
 pub async fn collect(
     store: &dyn AtomicPublisher,
     store_url: &str,
     sel: &Selection,
 ) -> Result<Snapshot> {
-    let chain = chain::walk(store, None).await?;
-    if let Some(p) = chain.problems.first() {
-        return Err(Error::Corrupt {
-            what: "seal chain",
-            key: p.key.clone(),
-            message: format!(
-                "{}; nothing is exported from a chain that does not verify (run `lineage verify`)",
-                p.detail
-            ),
-        });
-    }
-    let head = head_of(&chain);
+    let read = crate::read::snapshot(
+        store,
+        &ReadOptions {
+            run_id: sel.run_id.clone(),
+            include_unsealed: true,
+            ..ReadOptions::default()
+        },
+    )
+    .await?;
+    let head = read.seal.as_ref().map(|s| Head {
+        seq: s.seq,
+        sha256: s.sha256.clone(),
+        tree_size: s.tree_size,
+    });
     if let Some(s) = sel.since_seal {
         let newest = head.as_ref().map_or(0, |h| h.seq);
         if s > newest {
@@ -165,37 +172,55 @@ pub async fn collect(
             )));
         }
     }
-    let mut selected = Vec::new();
-    for sp in read_stored_pointers(store, sel.run_id.as_deref()).await? {
-        let sealed_by = sealed_by(&chain, &sp)?;
-        let keep = match (sel.since_seal, &sealed_by) {
+    let selected: Vec<SnapshotPart> = read
+        .parts
+        .into_iter()
+        .filter(|p| match (sel.since_seal, &p.sealed_by) {
             (None, _) => true,
             (Some(s), Some(by)) => by.seq > s,
             (Some(_), None) => false,
-        };
-        if keep {
-            selected.push((sp, sealed_by));
-        }
-    }
+        })
+        .collect();
     if let (Some(r), true) = (&sel.run_id, selected.is_empty()) {
         return Err(match sel.since_seal {
             None => Error::NotFound(format!("no commits of run_id {r}")),
             Some(s) => Error::NotFound(format!("no commits of run_id {r} sealed after seal {s}")),
         });
     }
-    let commits: Vec<ExportedCommit> =
-        futures::stream::iter(selected.into_iter().map(|(sp, sealed_by)| async move {
-            let stats = crate::parts::scan::part_stats(store, &sp.pointer).await?;
-            Ok::<_, Error>(ExportedCommit {
-                pointer: sp.pointer,
-                pointer_sha256: sp.sha256,
-                sealed_by,
+    // Every part is checked; all that fail are named together.
+    let checked: Vec<std::result::Result<ExportedCommit, Vec<Failed>>> =
+        futures::stream::iter(selected.into_iter().map(|p| async move {
+            let bytes = match fetch_checked(store, &p, DigestCheck::Fastest).await {
+                Ok(b) => b,
+                Err(Error::Integrity(f)) => return Ok(Err(f)),
+                Err(e) => return Err(e),
+            };
+            let key = p.pointer.part_path.clone();
+            let stats = crate::base::pool::run(move || crate::parts::scan::part_stats(&key, bytes))
+                .await??;
+            Ok::<_, Error>(Ok(ExportedCommit {
+                pointer: p.pointer,
+                pointer_sha256: p.pointer_sha256,
+                sealed_by: p.sealed_by,
                 stats,
-            })
+            }))
         }))
         .buffered(SCAN_CONCURRENCY)
         .try_collect()
         .await?;
+    let mut failed = Vec::new();
+    let mut commits = Vec::new();
+    for c in checked {
+        match c {
+            Ok(c) => commits.push(c),
+            Err(f) => failed.extend(f),
+        }
+    }
+    if !failed.is_empty() {
+        return Err(Error::Integrity(failed));
+    }
+    // Runs in the order of their first commit, commits in commit order within a run.
+    commits.sort_by(|a, b| commit_order(&a.pointer, &b.pointer));
     let mut runs: Vec<RunExport> = Vec::new();
     let mut index: BTreeMap<String, usize> = BTreeMap::new();
     for c in commits {
@@ -210,45 +235,10 @@ pub async fn collect(
     }
     Ok(Snapshot {
         store_url: canonical_store_url(store_url),
+        store_id: read_identity(store).await?.map(|i| i.store_id),
         runs,
         head,
     })
-}
-
-fn head_of(chain: &Chain) -> Option<Head> {
-    let s = chain.seals.last()?;
-    Some(Head {
-        seq: s.key_seq,
-        sha256: s.digest.clone(),
-        tree_size: s.seal.as_ref().map_or(0, |seal| seal.tree_size),
-    })
-}
-
-fn sealed_by(chain: &Chain, sp: &StoredPointer) -> Result<Option<SealRef>> {
-    let Some(&i) = chain.by_key.get(&sp.key) else {
-        return Ok(None);
-    };
-    let leaf = &chain.leaves[i];
-    if leaf.digest != sp.sha256 {
-        return Err(Error::Corrupt {
-            what: "pointer",
-            key: sp.key.clone(),
-            message: format!(
-                "has sha256 {}, but seal {} sealed {}: it changed after sealing (run `lineage verify`)",
-                sp.sha256, leaf.seq, leaf.digest
-            ),
-        });
-    }
-    let sha256 = chain
-        .seals
-        .iter()
-        .find(|s| s.key_seq == leaf.seq)
-        .map(|s| s.digest.clone())
-        .ok_or_else(|| Error::Internal(format!("seal {} vanished from the chain", leaf.seq)))?;
-    Ok(Some(SealRef {
-        seq: leaf.seq,
-        sha256,
-    }))
 }
 
 /// Merge the statistics of several commits, per stage.

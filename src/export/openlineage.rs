@@ -7,8 +7,9 @@
 //! `OTHER`, `eventTime` the commit's) suits an incremental feed (`--since-seal`), where
 //! each commit should arrive exactly once.
 //!
-//! - `run.runId`: [`run_uuid`], a UUIDv5 of the store's `run_id`, so re-exports of a run
-//!   (and its per-commit events) share one OpenLineage run.
+//! - `run.runId`: [`run_uuid`], a UUIDv5 of the store's identity and its `run_id`, so
+//!   re-exports of a run (and its per-commit events) share one OpenLineage run, and two
+//!   stores' runs of one name do not.
 //! - datasets: the partitions `run_id=<r>/target_crs=<c>` named by [`crate::export::dataset_id`];
 //!   `inputs` is empty (the store records features, not the data sets they came from:
 //!   source CRSs are counted in the outcome facet).
@@ -51,10 +52,17 @@ pub fn producer() -> String {
     format!("{PROJECT_URL}/releases/v{}", env!("CARGO_PKG_VERSION"))
 }
 
-/// The OpenLineage run id of a store `run_id`: UUIDv5 (RFC 9562) in a fixed namespace,
-/// so any UUID library recomputes it and re-exports are stable.
-pub fn run_uuid(run_id: &str) -> Uuid {
-    Uuid::new_v5(&RUN_ID_NAMESPACE, run_id.as_bytes())
+/// The OpenLineage run id of a store `run_id` in the store whose identity is `store_id`:
+/// UUIDv5 (RFC 9562) of `<store_id>/<run_id>` in a fixed namespace, so any UUID library
+/// recomputes it, re-exports are stable, and the same `run_id` in two stores gives two
+/// ids (a replica shares its store's identity, so it exports the same ids). A store
+/// without an identity (written before them, not appended to since) keeps the id of
+/// `run_id` alone.
+pub fn run_uuid(store_id: Option<&str>, run_id: &str) -> Uuid {
+    match store_id {
+        Some(s) => Uuid::new_v5(&RUN_ID_NAMESPACE, format!("{s}/{run_id}").as_bytes()),
+        None => Uuid::new_v5(&RUN_ID_NAMESPACE, run_id.as_bytes()),
+    }
 }
 
 /// One event per run, or per commit.
@@ -189,6 +197,9 @@ fn event(
         "rowCount": rows,
         "unsealedCommits": commits.iter().filter(|c| c.sealed_by.is_none()).count(),
     });
+    if let Some(id) = &snap.store_id {
+        run_facet["storeId"] = json!(id);
+    }
     if let (Some(lo), Some(hi)) = (
         commits.iter().map(|c| &c.pointer.min_event_time_utc).min(),
         commits.iter().map(|c| &c.pointer.max_event_time_utc).max(),
@@ -222,7 +233,7 @@ fn event(
         "producer": producer(),
         "schemaURL": RUN_EVENT_SCHEMA_URL,
         "run": {
-            "runId": run_uuid(&run.run_id).to_string(),
+            "runId": run_uuid(snap.store_id.as_deref(), &run.run_id).to_string(),
             "facets": {
                 format!("{FACET_PREFIX}run"): with(facet("LineageStoreRunFacet"), run_facet),
             },

@@ -143,7 +143,7 @@ impl Record {
         };
         Ok(Record {
             run_id: run.run_id.clone(),
-            identifier: run_uuid(&run.run_id).to_string(),
+            identifier: run_uuid(snap.store_id.as_deref(), &run.run_id).to_string(),
             store: snap.store_url.clone(),
             title: opts
                 .title

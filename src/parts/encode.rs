@@ -51,9 +51,22 @@ pub enum PartEncoding {
     /// instead of per page (min/max of every column in the footer, what `verify` and
     /// readers' row-group pruning use) except for `event_id` and `feature_id`, random
     /// strings whose min/max prune nothing (their string comparisons were ~8 %).
-    #[default]
+    /// Kept byte-for-byte for retries of keyed appends claimed under it.
     V2,
+    /// Since issue 19: [`Self::V2`] plus a Parquet split-block bloom filter on each of
+    /// [`BLOOM_COLUMNS`] (`feature_id`, `event_id`: the lookups auditors make), sized for
+    /// the part's rows at [`BLOOM_FPP`] false positives, so DuckDB, pyarrow, Spark and
+    /// `lineage scan --feature-id` skip parts that cannot hold a value
+    /// (docs/performance.md: the size cost per part and what it saves).
+    #[default]
+    V3,
 }
+
+/// Columns given a bloom filter by [`PartEncoding::V3`].
+pub const BLOOM_COLUMNS: [&str; 2] = ["feature_id", "event_id"];
+/// The false-positive rate the filters are sized for: a lookup reads about one part in
+/// a hundred that does not hold the value.
+pub const BLOOM_FPP: f64 = 0.01;
 
 impl PartEncoding {
     /// The tag a commit-key claim records (`part_encoding`); `None` for [`Self::V1`],
@@ -62,6 +75,7 @@ impl PartEncoding {
         match self {
             PartEncoding::V1 => None,
             PartEncoding::V2 => Some(2),
+            PartEncoding::V3 => Some(3),
         }
     }
 
@@ -70,6 +84,7 @@ impl PartEncoding {
         match tag {
             None | Some(1) => Ok(PartEncoding::V1),
             Some(2) => Ok(PartEncoding::V2),
+            Some(3) => Ok(PartEncoding::V3),
             Some(t) => Err(Error::Usage(format!(
                 "part encoding {t} is newer than this lineage-store ({}): upgrade to retry this commit key",
                 env!("CARGO_PKG_VERSION")
@@ -90,8 +105,9 @@ pub const UNIQUE_COLUMNS: [&str; 5] = [
 /// Writer settings. The schema version and commit id go into the footer's key-value
 /// metadata here (what `pq.read_metadata` shows) and, through the Arrow schema, into the
 /// embedded `ARROW:schema` (what `pq.read_schema` shows); arrow-rs does not copy one into
-/// the other, so both are set. zstd level 1 in both encodings.
-fn props(commit_id: &str, version: &str, encoding: PartEncoding) -> WriterProperties {
+/// the other, so both are set. zstd level 1 in every encoding. `rows`: the part's rows
+/// (what [`PartEncoding::V3`] sizes its bloom filters for).
+fn props(commit_id: &str, version: &str, encoding: PartEncoding, rows: usize) -> WriterProperties {
     let mut b = WriterProperties::builder()
         .set_key_value_metadata(Some(vec![
             KeyValue::new(
@@ -104,7 +120,7 @@ fn props(commit_id: &str, version: &str, encoding: PartEncoding) -> WriterProper
         .set_created_by(format!("lineage-store {}", env!("CARGO_PKG_VERSION")));
     match encoding {
         PartEncoding::V1 => b = b.set_statistics_enabled(EnabledStatistics::Page),
-        PartEncoding::V2 => {
+        PartEncoding::V2 | PartEncoding::V3 => {
             b = b.set_statistics_enabled(EnabledStatistics::Chunk);
             for c in UNIQUE_COLUMNS {
                 b = b.set_column_dictionary_enabled(ColumnPath::from(c), false);
@@ -112,6 +128,14 @@ fn props(commit_id: &str, version: &str, encoding: PartEncoding) -> WriterProper
             for c in ["event_id", "feature_id"] {
                 b = b.set_column_statistics_enabled(ColumnPath::from(c), EnabledStatistics::None);
             }
+        }
+    }
+    if encoding == PartEncoding::V3 {
+        for c in BLOOM_COLUMNS {
+            b = b
+                .set_column_bloom_filter_enabled(ColumnPath::from(c), true)
+                .set_column_bloom_filter_fpp(ColumnPath::from(c), BLOOM_FPP)
+                .set_column_bloom_filter_max_ndv(ColumnPath::from(c), rows.max(1) as u64);
         }
     }
     b.build()
@@ -142,7 +166,7 @@ pub fn encode_with(
     let mut writer = ArrowWriter::try_new(
         Vec::with_capacity(rows * 48 + 4096),
         schema,
-        Some(props(commit_id, &version.version, encoding)),
+        Some(props(commit_id, &version.version, encoding, rows)),
     )?;
     writer.write(&batch)?;
     let buf = writer.into_inner()?;

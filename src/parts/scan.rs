@@ -1,28 +1,22 @@
 //! What a part's rows say, for the exports: per stage, the counts of outcomes, rejection
 //! reasons, event types, source CRSs, tools and audit tags, and the event-time range.
 //!
-//! Read through ranged reads only: the footer, then for each row group just the column
-//! chunks of the columns counted, decoded in batches. Memory is bounded by one row group's
-//! chunks of those columns (a 100k-row part's are a few hundred KiB), whatever the part's
-//! size. Columns are found by name, so a part of any registered contract version is read.
+//! Counted from the part's bytes as the trusted read path fetched and checked them
+//! ([`crate::read`]): only the counted columns are decoded, a batch at a time. Columns are
+//! found by name, so a part of any registered contract version is read.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::TimestampMicrosecondType;
 use arrow_array::{Array, RecordBatch, StringArray};
-use parquet::arrow::arrow_reader::{
-    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
-};
+use bytes::Bytes;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ProjectionMask;
-use parquet::file::metadata::PageIndexPolicy;
 use serde::Serialize;
 
 use crate::base::error::Result;
-use crate::format::pointer::Pointer;
-use crate::parts::read::{corrupt, fetch_footer, Source, Sparse, MAX_FETCH_BYTES};
-use crate::publish::AtomicPublisher;
+use crate::parts::read::corrupt;
 
 /// Rows decoded at a time.
 const BATCH_ROWS: usize = 8192;
@@ -129,21 +123,18 @@ fn bump(map: &mut BTreeMap<String, u64>, key: &str) {
     }
 }
 
-/// Count the rows of the part a pointer names.
-pub(crate) async fn part_stats(store: &dyn AtomicPublisher, p: &Pointer) -> Result<PartStats> {
-    let key = p.part_path.as_str();
-    let size = p.size_bytes;
+/// Count the rows of a part, from its bytes (already checked against its pointer by the
+/// trusted read path: the counts are of the bytes the digest covers). Only the counted
+/// columns are decoded, a batch at a time.
+pub(crate) fn part_stats(key: &str, bytes: Bytes) -> Result<PartStats> {
     let bad = |m: String| corrupt(key, m);
-    let footer = fetch_footer(&Source::Store(store), key, size).await?;
-    let meta = Arc::new(footer.meta);
-    let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Skip);
-    let arrow_meta = ArrowReaderMetadata::try_new(meta.clone(), options)
-        .map_err(|e| bad(format!("no Arrow schema in the footer: {e}")))?;
+    let builder =
+        ParquetRecordBatchReaderBuilder::try_new(bytes).map_err(|e| bad(e.to_string()))?;
     // Leaf index of each counted column (the contract is flat: one leaf per field).
     let leaves: Vec<usize> = COLUMNS
         .iter()
         .map(|name| {
-            arrow_meta
+            builder
                 .parquet_schema()
                 .columns()
                 .iter()
@@ -151,35 +142,16 @@ pub(crate) async fn part_stats(store: &dyn AtomicPublisher, p: &Pointer) -> Resu
                 .ok_or_else(|| bad(format!("has no column `{name}`")))
         })
         .collect::<Result<_>>()?;
-    let mut stats = PartStats::default();
-    for (rg_index, rg) in meta.row_groups().iter().enumerate() {
-        let mut pieces = vec![(footer.start, footer.bytes.clone())];
-        for &leaf in &leaves {
-            let (start, len) = rg.column(leaf).byte_range();
-            if start.checked_add(len).is_none_or(|end| end > size) {
-                return Err(bad(format!("column chunk {leaf} lies outside the file")));
-            }
-            if len > MAX_FETCH_BYTES {
-                return Err(bad(format!(
-                    "column chunk {leaf} of {len} bytes is over the {MAX_FETCH_BYTES}-byte limit"
-                )));
-            }
-            pieces.push((start, store.get_range(key, start..start + len).await?));
-        }
-        let mask = ProjectionMask::leaves(arrow_meta.parquet_schema(), leaves.iter().copied());
-        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(
-            Sparse::new(size, pieces),
-            arrow_meta.clone(),
-        )
+    let mask = ProjectionMask::leaves(builder.parquet_schema(), leaves);
+    let reader = builder
         .with_projection(mask)
-        .with_row_groups(vec![rg_index])
         .with_batch_size(BATCH_ROWS)
         .build()
         .map_err(|e| bad(e.to_string()))?;
-        for batch in reader {
-            let batch = batch.map_err(|e| bad(format!("unreadable column data: {e}")))?;
-            count_batch(&batch, &mut stats).map_err(bad)?;
-        }
+    let mut stats = PartStats::default();
+    for batch in reader {
+        let batch = batch.map_err(|e| bad(format!("unreadable column data: {e}")))?;
+        count_batch(&batch, &mut stats).map_err(bad)?;
     }
     Ok(stats)
 }

@@ -25,6 +25,7 @@ mod history;
 mod input;
 mod layering;
 mod publish;
+mod read;
 mod replicate;
 mod witness;
 mod write;

@@ -52,6 +52,12 @@ from test_interop import PARTITIONING, event, lineage, ndjson
 ROOT = Path(__file__).resolve().parents[2]
 FACETS = ROOT / "docs/openlineage/facets/1-0-0"
 OL_RUN_NS = uuid.uuid5(uuid.NAMESPACE_URL, "urn:lineage-store:run_id")
+
+
+def run_uuid(store, run_id: str) -> str:
+    """An export's run id: the UUIDv5 of the store's identity and the run_id."""
+    store_id = json.loads((Path(store) / "_lineage/store.json").read_text())["store_id"]
+    return str(uuid.uuid5(OL_RUN_NS, f"{store_id}/{run_id}"))
 NS3 = {
     "mdb": "http://standards.iso.org/iso/19115/-3/mdb/2.0",
     "mrl": "http://standards.iso.org/iso/19115/-3/mrl/2.0",
@@ -240,7 +246,8 @@ def test_openlineage_events_parse_with_the_official_model_and_match_the_store(st
         model = Serde.to_dict(rebuild(ours))
         assert drop_model_defaults(model, ours) == ours
         run = ours["run"]["facets"]["lineageStore_run"]["runId"]
-        assert ours["run"]["runId"] == str(uuid.uuid5(OL_RUN_NS, run))
+        assert ours["run"]["runId"] == run_uuid(store, run)
+        assert ours["run"]["facets"]["lineageStore_run"]["storeId"] in (store / "_lineage/store.json").read_text()
         custom = [ours["run"]["facets"]["lineageStore_run"]] + [
             o["outputFacets"][k] for o in ours["outputs"] for k in ("lineageStore_commits", "lineageStore_outcomes")
         ]
@@ -346,7 +353,7 @@ def test_iso19115_3_is_schema_valid_and_has_one_step_per_stage_and_crs(store, st
         ids = [i.text for i in ps.findall("mrl:reference//mcc:code/gco:CharacterString", NS3)]
         assert head in ids
     md = MD_Metadata3(doc.getroot())
-    assert md.identifier == str(uuid.uuid5(OL_RUN_NS, "r1"))
+    assert md.identifier == run_uuid(store, "r1")
     assert md.referencesystem.code == "EPSG:25832"
 
 
@@ -360,7 +367,7 @@ def test_iso19139_reads_back_with_owslib_and_is_schema_valid(store, steps, tmp_p
     md = MD_Metadata(root)
     t = table(store).filter(pc.field("run_id") == "r1")
     times = t.column("event_time_utc").to_pylist()
-    assert md.identifier == str(uuid.uuid5(OL_RUN_NS, "r1"))
+    assert md.identifier == run_uuid(store, "r1")
     assert md.referencesystem.code == "EPSG:25832" and md.referencesystem.codeSpace == "EPSG"
     ident = md.identification[0]
     assert ident.title == "Lineage of run r1"

@@ -33,6 +33,8 @@ def test_the_worked_example_in_docs_python_md_runs(tmp_path, monkeypatch, capsys
     assert "1.2.0" in out
     assert "[('EPSG:25832', 400), ('EPSG:25832', 400), ('EPSG:25832', 200)]" in out
     assert "1 target_crs" in out and "[500, 100]" in out and "6 1900" in out and "True True" in out
+    assert "[(1900,)]" in out and "[('rejected', 76), ('transformed', 1824)]" in out
+    assert "2 ['nightly-2026-07-13', 'stream-2026-07-13']" in out
     assert namespace["store"].verify().clean
 
 

@@ -105,11 +105,25 @@ fn one_event_per_run_carries_commits_seals_and_counts_from_the_store() {
         let run = e["run"]["facets"]["lineageStore_run"]["runId"]
             .as_str()
             .unwrap();
+        // The store's identity is part of the id: the same run_id in two stores differs.
+        let id: Value = serde_json::from_slice(
+            &std::fs::read(dir.path().join("store/_lineage/store.json")).unwrap(),
+        )
+        .unwrap();
+        let store_id = id["store_id"].as_str().unwrap();
+        assert_eq!(
+            e["run"]["facets"]["lineageStore_run"]["storeId"].as_str(),
+            Some(store_id)
+        );
         let want = uuid::Uuid::new_v5(
             &uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_URL, b"urn:lineage-store:run_id"),
-            run.as_bytes(),
+            format!("{store_id}/{run}").as_bytes(),
         );
-        assert_eq!(e["run"]["runId"], want.to_string(), "UUIDv5 of the run_id");
+        assert_eq!(
+            e["run"]["runId"],
+            want.to_string(),
+            "UUIDv5 of store_id/run_id"
+        );
         assert_eq!(e["job"]["name"], "geostd", "the tool name of tool_version");
         let mine: Vec<&Value> = pointers.iter().filter(|p| p["run_id"] == run).collect();
         let last = mine

@@ -48,7 +48,7 @@ async fn claim(mem: &MemoryPublisher) -> Claim {
 async fn new_parts_skip_dictionaries_of_unique_columns_and_keep_chunk_statistics() {
     let mem = Arc::new(MemoryPublisher::new());
     let ps = keyed(mem.clone(), 300).await;
-    assert_eq!(claim(&mem).await.part_encoding, Some(2));
+    assert_eq!(claim(&mem).await.part_encoding, Some(3));
     let bytes = mem.get(&ps[0].part_path).await.unwrap().unwrap();
     let r = SerializedFileReader::new(bytes).unwrap();
     let rg = r.metadata().row_group(0);
@@ -97,11 +97,22 @@ async fn new_parts_skip_dictionaries_of_unique_columns_and_keep_chunk_statistics
 /// bytes, else every part conflicts at read-back.
 #[tokio::test]
 async fn a_claim_without_part_encoding_is_retried_with_the_old_encoder() {
+    retried_under(None, PartEncoding::V1).await;
+}
+
+/// The same for a claim of the encoding before bloom filters (issue 19): its retry
+/// publishes parts without them, byte-identical to the first attempt's.
+#[tokio::test]
+async fn a_claim_of_encoding_2_is_retried_without_bloom_filters() {
+    retried_under(Some(2), PartEncoding::V2).await;
+}
+
+async fn retried_under(tag: Option<u32>, encoding: PartEncoding) {
     // The payload's flushes and commit ids, from a run on another store.
     let scratch = Arc::new(MemoryPublisher::new());
     let ps = keyed(scratch.clone(), 700).await;
     let mut old = claim(&scratch).await;
-    old.part_encoding = None;
+    old.part_encoding = tag;
     let mem = Arc::new(MemoryPublisher::new());
     mem.put_create(
         &keys::commit_key_claim_key("job-1"),
@@ -111,20 +122,20 @@ async fn a_claim_without_part_encoding_is_retried_with_the_old_encoder() {
     .unwrap();
     let mut want = Vec::new();
     for p in &ps {
-        let v2 = scratch.get(&p.part_path).await.unwrap().unwrap();
-        let rows: Vec<_> = ParquetRecordBatchReaderBuilder::try_new(v2.clone())
+        let new = scratch.get(&p.part_path).await.unwrap().unwrap();
+        let rows: Vec<_> = ParquetRecordBatchReaderBuilder::try_new(new.clone())
             .unwrap()
             .build()
             .unwrap()
             .map(Result::unwrap)
             .collect();
         let batch = arrow_select::concat::concat_batches(&rows[0].schema(), &rows).unwrap();
-        let v1 = encode::encode_with(&batch, &p.commit_id, PartEncoding::V1).unwrap();
-        assert_ne!(v1.sha256, p.sha256, "the encodings differ");
-        mem.put_create(&p.part_path, v1.bytes.clone())
+        let before = encode::encode_with(&batch, &p.commit_id, encoding).unwrap();
+        assert_ne!(before.sha256, p.sha256, "the encodings differ");
+        mem.put_create(&p.part_path, before.bytes.clone())
             .await
             .unwrap();
-        want.push((p.commit_id.clone(), v1.sha256));
+        want.push((p.commit_id.clone(), before.sha256));
     }
     let mut got: Vec<_> = keyed(mem.clone(), 700)
         .await
@@ -136,9 +147,59 @@ async fn a_claim_without_part_encoding_is_retried_with_the_old_encoder() {
     assert_eq!(got, want);
     assert_eq!(
         claim(&mem).await.part_encoding,
-        None,
+        tag,
         "the claim is left as it was"
     );
+}
+
+/// New parts carry a bloom filter on feature_id and event_id, sized for their rows: every
+/// value of the part is in it, and values of other parts mostly are not.
+#[tokio::test]
+async fn new_parts_carry_bloom_filters_sized_for_their_rows() {
+    use parquet::bloom_filter::Sbbf;
+    let mem = Arc::new(MemoryPublisher::new());
+    let ps = keyed(mem.clone(), 600).await;
+    let bytes = mem.get(&ps[0].part_path).await.unwrap().unwrap();
+    let r = SerializedFileReader::new(bytes.clone()).unwrap();
+    let rg = r.metadata().row_group(0);
+    for (i, name) in encode::BLOOM_COLUMNS.iter().enumerate() {
+        let c = (0..rg.num_columns())
+            .map(|i| rg.column(i))
+            .find(|c| c.column_path().string() == *name)
+            .unwrap();
+        let f = Sbbf::read_from_column_chunk(c, &bytes).unwrap().unwrap();
+        let rows: Vec<_> = ParquetRecordBatchReaderBuilder::try_new(bytes.clone())
+            .unwrap()
+            .build()
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let mut inside = 0;
+        for b in &rows {
+            let a = b
+                .column_by_name(name)
+                .unwrap()
+                .as_any()
+                .downcast_ref::<arrow_array::StringArray>()
+                .unwrap();
+            for v in a.iter().flatten() {
+                assert!(f.check(v), "{name} {v} is in the part");
+                inside += 1;
+            }
+        }
+        assert_eq!(inside, ps[0].row_count);
+        let outside = (0..1000)
+            .filter(|k| f.check(format!("elsewhere-{i}-{k}").as_str()))
+            .count();
+        assert!(outside < 50, "{name}: {outside} of 1000 false positives");
+        // Sized for the part's rows, not the writer's default of a million values.
+        assert!(
+            (c.bloom_filter_length().unwrap() as u64) < 64 * ps[0].row_count + 4096,
+            "{name}: {} bytes for {} rows",
+            c.bloom_filter_length().unwrap(),
+            ps[0].row_count
+        );
+    }
 }
 
 #[test]
@@ -146,8 +207,7 @@ fn unknown_part_encodings_are_refused_with_a_reason() {
     let e = PartEncoding::from_tag(Some(9)).unwrap_err();
     assert!(e.to_string().contains("part encoding 9 is newer"), "{e}");
     assert_eq!(PartEncoding::from_tag(None).unwrap(), PartEncoding::V1);
-    assert_eq!(
-        PartEncoding::from_tag(PartEncoding::V2.tag()).unwrap(),
-        PartEncoding::V2
-    );
+    for e in [PartEncoding::V2, PartEncoding::V3] {
+        assert_eq!(PartEncoding::from_tag(e.tag()).unwrap(), e);
+    }
 }

@@ -1,0 +1,153 @@
+//! `lineage scan`: the rows of a store as of a seal, every part checked against its
+//! sealed pointer while it is read; any part that fails stops the scan (exit 1, naming
+//! it) and no `--out` file is created.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use crate::base::error::{Error, Result};
+use crate::cli::common::{Status, StoreArg, STDOUT};
+use crate::read::scan::{default_concurrency, scan, ScanOptions, ScanStats};
+use crate::read::snapshot::{snapshot, ReadOptions, Snapshot};
+
+/// What `files` and `scan` read.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ReadArgs {
+    /// Read the store as of seal SEQ: the commits sealed by seals 1..SEQ (default: the
+    /// newest seal).
+    #[arg(long, value_name = "SEQ")]
+    as_of_seal: Option<u64>,
+    /// Only this run.
+    #[arg(long)]
+    run_id: Option<String>,
+    /// Only this target CRS.
+    #[arg(long, value_name = "CRS")]
+    target_crs: Option<String>,
+    /// Also the commits no seal covers yet, each checked against its own pointer only
+    /// (said so on standard error).
+    #[arg(long)]
+    include_unsealed: bool,
+    /// Which digests of each part to recompute: `fastest` (BLAKE3 where the pointer
+    /// records one, else sha256) or `all`.
+    #[arg(long, value_name = "WHICH", default_value = "fastest")]
+    pub(crate) digest: crate::base::digest::Check,
+    /// Parts read at once (each held whole while it is checked).
+    #[arg(long, value_name = "N", default_value_t = default_concurrency())]
+    pub(crate) concurrency: usize,
+}
+
+impl ReadArgs {
+    pub(crate) fn options(&self) -> ReadOptions {
+        ReadOptions {
+            as_of_seal: self.as_of_seal,
+            run_id: self.run_id.clone(),
+            target_crs: self.target_crs.clone(),
+            include_unsealed: self.include_unsealed,
+        }
+    }
+
+    /// What was read, on standard error.
+    pub(crate) fn say(&self, snap: &Snapshot, stats: Option<&ScanStats>) {
+        let seal = match &snap.seal {
+            Some(s) => format!(
+                "as of seal {} (sha256 {}, {} commits sealed)",
+                s.seq, s.sha256, s.tree_size
+            ),
+            None => "no seal".into(),
+        };
+        let mut line = format!(
+            "{} parts ({} rows, {} bytes) checked against their pointers, {seal}",
+            snap.parts.len(),
+            snap.rows(),
+            snap.bytes()
+        );
+        if let Some(st) = stats {
+            line = format!(
+                "{} parts read and checked ({} bytes), {} skipped by footer statistics or bloom filters, {} rows, {seal}",
+                st.parts_read.load(Ordering::Relaxed),
+                st.bytes_read.load(Ordering::Relaxed),
+                st.parts_skipped.load(Ordering::Relaxed),
+                st.rows.load(Ordering::Relaxed),
+            );
+        }
+        let unsealed = snap.unsealed();
+        if unsealed > 0 {
+            line.push_str(&format!(
+                "; {unsealed} of them unsealed (checked against their own pointers only: no seal vouches for them)"
+            ));
+        }
+        let _ = writeln!(std::io::stderr(), "{line}");
+    }
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    #[command(flatten)]
+    store: StoreArg,
+    #[command(flatten)]
+    read: ReadArgs,
+    /// Only the rows of this feature_id; parts whose footer statistics or bloom filter
+    /// rule it out are skipped unread.
+    #[arg(long, value_name = "F")]
+    feature_id: Option<String>,
+    /// With --feature-id: read and check every part anyway (the parts skipped otherwise
+    /// are judged by their footers and bloom filters, which no digest is checked over).
+    #[arg(long, requires = "feature_id")]
+    no_prune: bool,
+    /// Only these columns, in this order (comma-separated).
+    #[arg(long, value_name = "A,B", value_delimiter = ',')]
+    columns: Option<Vec<String>>,
+    /// Where to write the rows: the extension names the format (.parquet, .arrow,
+    /// .ndjson, .csv); `-`: an Arrow IPC stream on standard output.
+    #[arg(long, value_name = "FILE")]
+    out: PathBuf,
+}
+
+/// An integrity failure is "problems found" (exit 1, as `verify`); other errors go on
+/// to the one mapping.
+pub(crate) fn integrity_is_problems(r: Result<Status>) -> Result<Status> {
+    match r {
+        Err(e) if e.is_integrity() => {
+            let _ = writeln!(std::io::stderr(), "error: {e}");
+            Ok(1)
+        }
+        r => r,
+    }
+}
+
+pub(crate) async fn run(a: Args) -> Result<Status> {
+    integrity_is_problems(read(a).await)
+}
+
+async fn read(a: Args) -> Result<Status> {
+    let to_stdout = a.out.as_os_str() == "-";
+    if !to_stdout {
+        crate::read::out::OutFormat::of_path(&a.out)?;
+    }
+    let store = a.store.open().await?;
+    let snap = snapshot(store.as_ref(), &a.read.options()).await?;
+    let opts = ScanOptions {
+        columns: a.columns.clone(),
+        feature_id: a.feature_id.clone(),
+        prune: !a.no_prune,
+        digest: a.read.digest,
+        concurrency: a.read.concurrency,
+    };
+    let s = scan(store, &snap, &opts)?;
+    let stats: Arc<ScanStats> = s.stats();
+    if to_stdout {
+        let w = std::io::BufWriter::with_capacity(1 << 20, std::io::stdout());
+        crate::read::out::write_stream(s, w)
+            .await
+            .map_err(|e| match e {
+                Error::Io { source, .. } => Error::io(STDOUT, source),
+                e => e,
+            })?;
+    } else {
+        crate::read::out::write_file(s, &a.out).await?;
+    }
+    a.read.say(&snap, Some(&stats));
+    Ok(0)
+}

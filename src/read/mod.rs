@@ -1,0 +1,24 @@
+//! The trusted read path: a store as of a seal, every part checked against its sealed
+//! pointer while it is read (the design of delta-kernel-rs: a snapshot, then a scan).
+//!
+//! - [`snapshot`]: the commits sealed by seals 1..N (default: the newest), read from the
+//!   seals, never from a listing; each sealed pointer must be the bytes its seal recorded.
+//!   Unsealed commits only when asked for, checked against their own keys.
+//! - [`scan`]: the snapshot's parts, each fetched once, its size and digest checked before
+//!   any of its rows is handed on; a failure ends the scan naming the part.
+//! - [`prune`]: skipping parts a feature lookup cannot match (footer statistics, bloom
+//!   filters).
+//! - [`location`]: where a part is, as DuckDB, Polars and pyarrow take it.
+//! - [`out`]: a scan written as Parquet, Arrow IPC, NDJSON or CSV.
+//!
+//! Beside `write`, on the layers below both: the formats, the publisher, the parts and the
+//! history objects. `export` reads through it.
+
+pub(crate) mod location;
+pub(crate) mod out;
+pub mod prune;
+pub mod scan;
+pub mod snapshot;
+
+pub use scan::{check_all, scan, Scan, ScanOptions, ScanReader, ScanStats};
+pub use snapshot::{snapshot, ReadOptions, SealRef, Snapshot, SnapshotPart, SnapshotSeal};

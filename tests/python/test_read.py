@@ -1,0 +1,133 @@
+"""The trusted read path with real clients: `lineage files` into DuckDB's read_parquet,
+`Store.files()` / `Store.scan()` into DuckDB, Polars and pyarrow give the exact sealed
+rows; a planted part, which raw globs read, is never read; a flipped byte or a deleted
+sealed pointer is refused by files, scan and the exports, naming the object."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import lineage_store as ls
+from pkg_support import events, lineage
+
+SEALED = 300
+UNSEALED = 40
+
+
+@pytest.fixture()
+def store(tmp_path: Path) -> Path:
+    root = tmp_path / "store"
+    s = ls.open(str(root))
+    s.append(events(200), batch_rows=25)
+    s.seal()
+    s.append(events(100, start=201), batch_rows=25)
+    s.seal()
+    s.append(events(UNSEALED, start=301), batch_rows=25)
+    return root
+
+
+def ok(*args: str) -> str:
+    r = lineage(*args)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def duck_count(files: list[str]) -> int:
+    return duckdb.sql(f"select count(*) from read_parquet({files})").fetchall()[0][0]
+
+
+def a_sealed_part(root: Path) -> tuple[Path, Path]:
+    seal = json.loads((root / "_lineage/seals/00000000000000000001.json").read_text())
+    ptr = root / seal["entries"][0]["key"]
+    return ptr, root / json.loads(ptr.read_text())["part_path"]
+
+
+def plant(root: Path, part: Path) -> None:
+    shutil.copy(part, part.parent / "part-01a00000-0000-7000-8000-000000000001.parquet")
+    shutil.copy(part, root / "_lineage/stash.parquet")
+
+
+def test_lineage_files_into_duckdb_gives_the_sealed_counts(store: Path) -> None:
+    files = ok("files", "--store", str(store)).split()
+    assert duck_count(files) == SEALED
+    assert duck_count(ok("files", "--store", str(store), "--as-of-seal", "1").split()) == 200
+    run_a = ok("files", "--store", str(store), "--run-id", "run-a").split()
+    want = duckdb.sql(f"select count(*) from read_parquet({files}) where run_id = 'run-a'").fetchall()[0][0]
+    assert duck_count(run_a) == want == 150
+    # pyarrow and Polars take the same list.
+    # The parts hold run_id and target_crs as columns: no hive partitioning from the paths.
+    assert pq.ParquetDataset(files, partitioning=None).read().num_rows == SEALED
+    assert pl.scan_parquet(files).select(pl.len()).collect().item() == SEALED
+    assert ls.open(str(store)).files() == files
+
+
+def test_scan_is_a_record_batch_reader_for_duckdb_and_polars(store: Path) -> None:
+    s = ls.open(str(store))
+    reader = s.scan()
+    assert isinstance(reader, pa.RecordBatchReader)
+    assert reader.schema == ls.SCHEMA.remove_metadata() or reader.schema.names == ls.SCHEMA.names
+    got = duckdb.sql("select count(*), count(distinct event_id) from reader").fetchall()[0]
+    assert got == (SEALED, SEALED)
+    frame = pl.from_arrow(s.scan(as_of_seal=1, columns=["sequence", "run_id"]))
+    assert frame.columns == ["sequence", "run_id"] and frame.height == 200
+    assert s.scan(include_unsealed=True).read_all().num_rows == SEALED + UNSEALED
+    crs = s.scan(filter={"target_crs": "EPSG:4326"}).read_all()
+    assert crs.num_rows > 0 and set(crs.column("target_crs").to_pylist()) == {"EPSG:4326"}
+    one = s.scan(filter={"feature_id": "flurstücke:00000042"}).read_all()
+    assert one.column("sequence").to_pylist() == [42]
+    with pytest.raises(ls.InputError, match="no filter on"):
+        s.scan(filter={"outcome": "rejected"})
+
+
+def test_a_planted_part_is_read_by_globs_but_not_by_the_trusted_path(store: Path) -> None:
+    _, part = a_sealed_part(store)
+    plant(store, part)
+    extra = pq.read_metadata(part).num_rows
+    glob = str(store / "run_id=*/target_crs=*/*.parquet")
+    assert duckdb.sql(f"select count(*) from read_parquet('{glob}')").fetchall()[0][0] == SEALED + UNSEALED + extra
+    everything = str(store / "**/*.parquet")
+    assert duckdb.sql(f"select count(*) from read_parquet('{everything}')").fetchall()[0][0] == SEALED + UNSEALED + 2 * extra
+    s = ls.open(str(store))
+    assert duck_count(s.files()) == SEALED
+    assert s.scan().read_all().num_rows == SEALED
+    assert duck_count(ok("files", "--store", str(store)).split()) == SEALED
+
+
+@pytest.mark.parametrize("tamper", ["flip", "delete_pointer"])
+def test_a_tampered_store_is_refused_naming_the_object(store: Path, tmp_path: Path, tamper: str) -> None:
+    ptr, part = a_sealed_part(store)
+    if tamper == "flip":
+        b = bytearray(part.read_bytes())
+        b[len(b) // 2] ^= 0x01
+        part.write_bytes(bytes(b))
+        name = part.name
+    else:
+        ptr.unlink()
+        name = ptr.name
+    s = ls.open(str(store))
+    with pytest.raises(ls.ConflictError, match=name):
+        s.files()
+    if tamper == "flip":
+        with pytest.raises(Exception, match=name):
+            s.scan().read_all()
+    else:
+        with pytest.raises(ls.ConflictError, match=name):
+            s.scan()
+    for args, code in [
+        (["files"], 1),
+        (["scan", "--out", str(tmp_path / "o.parquet")], 1),
+        (["export", "openlineage"], 3),
+    ]:
+        cmd = args[:1] + (["openlineage"] if args[0] == "export" else []) + ["--store", str(store)] + args[2 if args[0] == "export" else 1:]
+        r = lineage(*cmd)
+        assert r.returncode == code, (cmd, r.stderr)
+        assert name in r.stderr, r.stderr
+        assert r.stdout == ""
+    assert not (tmp_path / "o.parquet").exists()
