@@ -117,5 +117,5 @@ pub mod internal {
     pub use crate::parts::{encode, read as part};
     pub use crate::publish::{checked, faulty, list_pages, metered, object, posix, store};
     pub use crate::schema::events;
-    pub use crate::write::{conform, input, validate};
+    pub use crate::write::{conform, input, lossless, validate};
 }

@@ -1,21 +1,33 @@
-//! Binary input (Arrow IPC, Parquet) matched to a registered contract version by column
-//! names, and what counts as empty input.
+//! Binary input (Arrow IPC, Parquet, batches in memory) matched to a registered contract
+//! version by column names, and what counts as empty input.
 //!
 //! Accepted where the values are the same, re-encoded losslessly:
 //! - columns by name, in any order (a table built from a dict in another order);
 //! - a string column as `LargeUtf8`, `Utf8View` or dictionary-encoded (of any of the three),
 //!   as pyarrow and Polars write them; stored as `Utf8`;
-//! - `event_time_utc` as microseconds with its zone spelled `UTC`, `+00:00`, `Z` or
-//!   `Etc/UTC`; stored as `UTC`;
+//! - `event_time_utc` as microseconds with any valid zone (`UTC`, `+00:00`, `Z`,
+//!   `Etc/UTC`, `Europe/Berlin`, `+05:30`, ...): an Arrow timestamp with a zone holds UTC
+//!   instants whatever zone labels it (DuckDB labels `TIMESTAMPTZ` with its session's
+//!   zone), so the values are kept and relabelled `UTC`;
+//! - a column of type `Null` (pyarrow's and Polars' type for a column that is all `None`):
+//!   it can hold nothing but nulls, so it is the contract's type, all null; a required
+//!   field then fails the row rule (`row 1, field ...: is null, but the contract requires
+//!   a value`);
 //! - non-nullable fields (stricter than the contract).
 //!
-//! Refused, naming the field and both types: a missing, extra or duplicated column, and any
-//! other type (an `Int32` sequence, milliseconds, a time without zone): casting those could
-//! change a value or hide a drifted producer.
+//! Refused, naming every differing field at once with both types: a missing, extra or
+//! duplicated column, and any other type (an `Int32` sequence, milliseconds, a time
+//! without zone): casting those could change a value or hide a drifted producer. A caller
+//! who wants the lossless conversions made says so ([`crate::write::lossless`]).
+//!
+//! The schema is checked even when the input has no rows (an Arrow file or stream with a
+//! schema and no batches, an empty table): one rule for the CLI and the Python package.
+//! Only input without any schema (no bytes at all) is "no events" without a check.
 
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
+use arrow_array::timezone::Tz;
 use arrow_array::types::TimestampMicrosecondType;
 use arrow_array::{Array, ArrayRef, RecordBatch, StringArray};
 use arrow_schema::{DataType, Schema, TimeUnit};
@@ -24,8 +36,15 @@ use crate::base::error::{Error, Result};
 use crate::schema::contract::{self, ContractVersion};
 use crate::write::input::format::Format;
 
-/// Zone names that mean UTC, for `event_time_utc`.
+/// Zone names that mean UTC, for `event_time_utc` (also those Arrow's zone parser does not
+/// know, such as `Z`).
 const UTC_NAMES: [&str; 4] = ["UTC", "+00:00", "Z", "Etc/UTC"];
+
+/// Whether `tz` is a zone an Arrow timestamp may carry: a UTC spelling, an IANA name or a
+/// fixed offset (`+05:30`).
+pub fn is_valid_zone(tz: &str) -> bool {
+    UTC_NAMES.contains(&tz) || tz.parse::<Tz>().is_ok()
+}
 
 /// Whether `bytes` hold no events at all: nothing, or (for the text formats) only white
 /// space after an optional byte-order mark. Appending no events is a no-op.
@@ -47,8 +66,10 @@ enum Take {
     Same,
     /// A string column in another encoding, re-encoded as `Utf8`.
     Str,
-    /// A UTC timestamp whose zone is spelled differently, relabelled `UTC`.
+    /// A timestamp in microseconds labelled with another zone, relabelled `UTC`.
     Utc,
+    /// A `Null` column: the contract's type, all null.
+    Null,
 }
 
 /// Where each contract column comes from in an input schema, and which registered
@@ -59,13 +80,94 @@ pub struct Plan {
     version: Arc<ContractVersion>,
 }
 
+/// One way an input schema differs from the contract.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mismatch {
+    /// A column name appears more than once (`index`: 0-based, of the repetition).
+    Duplicate {
+        /// Position in the input.
+        index: usize,
+        /// The name.
+        name: String,
+    },
+    /// A column the contract does not have.
+    Extra {
+        /// Position in the input.
+        index: usize,
+        /// The name.
+        name: String,
+        /// Its type.
+        got: DataType,
+    },
+    /// A contract column the input lacks.
+    Missing {
+        /// The name.
+        name: String,
+        /// The contract's type.
+        want: DataType,
+    },
+    /// A column of another type.
+    Type {
+        /// Position in the input.
+        index: usize,
+        /// The name.
+        name: String,
+        /// Its type.
+        got: DataType,
+        /// The contract's type.
+        want: DataType,
+    },
+}
+
+impl Mismatch {
+    /// The field it is about.
+    pub fn field(&self) -> &str {
+        match self {
+            Mismatch::Duplicate { name, .. }
+            | Mismatch::Extra { name, .. }
+            | Mismatch::Missing { name, .. }
+            | Mismatch::Type { name, .. } => name,
+        }
+    }
+}
+
+impl std::fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let cut = |s: &str| crate::schema::rules::cut(s);
+        match self {
+            Mismatch::Duplicate { index, name } => {
+                write!(f, "field {} `{}` appears twice", index + 1, cut(name))
+            }
+            Mismatch::Extra { index, name, got } => write!(
+                f,
+                "field {} `{}` ({got}) is not in the contract",
+                index + 1,
+                cut(name)
+            ),
+            Mismatch::Missing { name, want } => {
+                write!(f, "the input lacks field `{name}` ({want})")
+            }
+            Mismatch::Type {
+                index,
+                name,
+                got,
+                want,
+            } => write!(
+                f,
+                "field {} `{name}` has type {got}, the contract expects {want}",
+                index + 1
+            ),
+        }
+    }
+}
+
 fn is_string(t: &DataType) -> bool {
     matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
 }
 
 /// The registered version whose column names are closest to `names` (exactly them when the
 /// input is well-formed); on a tie the newest, so errors speak of the current contract.
-fn closest_version(names: &[&str]) -> Arc<ContractVersion> {
+pub(crate) fn closest_version(names: &[&str]) -> Arc<ContractVersion> {
     contract::versions()
         .into_iter()
         .rev()
@@ -84,61 +186,110 @@ fn closest_version(names: &[&str]) -> Arc<ContractVersion> {
         .unwrap_or_else(contract::newest)
 }
 
-/// Match `input` to a registered contract version by column names (see the module docs),
-/// or say why it cannot be.
-pub fn plan(input: &Schema) -> Result<Plan> {
-    let fields = input.fields();
-    for (i, f) in fields.iter().enumerate() {
-        if fields[..i].iter().any(|g| g.name() == f.name()) {
-            return Err(Error::Schema(format!(
-                "field {} `{}` appears twice",
-                i + 1,
-                crate::schema::rules::cut(f.name())
-            )));
-        }
+/// How a column of type `got` is taken as the contract's `want`, if it can be as it is.
+fn take(want: &DataType, got: &DataType) -> Option<Take> {
+    Some(match (want, got) {
+        (w, g) if w == g => Take::Same,
+        (_, DataType::Null) => Take::Null,
+        (DataType::Utf8, g) if is_string(g) => Take::Str,
+        (DataType::Utf8, DataType::Dictionary(_, v)) if is_string(v) => Take::Str,
+        (
+            DataType::Timestamp(TimeUnit::Microsecond, _),
+            DataType::Timestamp(TimeUnit::Microsecond, Some(tz)),
+        ) if is_valid_zone(tz) => Take::Utc,
+        _ => return None,
+    })
+}
+
+/// Every way `input` differs from the registered contract version closest to it (nothing
+/// when it can be taken as it is, see the module docs), and that version. Duplicates and
+/// extra columns first (in input order), then missing columns and other types (in the
+/// contract's order).
+pub fn mismatches(input: &Schema) -> (Arc<ContractVersion>, Vec<Mismatch>) {
+    match check(input) {
+        Ok(plan) => (plan.version, Vec::new()),
+        Err((version, found)) => (version, found),
     }
+}
+
+fn check(input: &Schema) -> std::result::Result<Plan, (Arc<ContractVersion>, Vec<Mismatch>)> {
+    let fields = input.fields();
     let names: Vec<&str> = fields.iter().map(|f| f.name().as_str()).collect();
     let version = closest_version(&names);
-    let n = version.columns.len();
+    let mut found = Vec::new();
     for (i, f) in fields.iter().enumerate() {
-        if !version.columns.iter().any(|c| c.name == f.name()) {
-            return Err(Error::Schema(format!(
-                "field {} `{}` ({}) is not in the contract, which has {n} fields",
-                i + 1,
-                crate::schema::rules::cut(f.name()),
-                f.data_type(),
-            )));
+        if fields[..i].iter().any(|g| g.name() == f.name()) {
+            found.push(Mismatch::Duplicate {
+                index: i,
+                name: f.name().clone(),
+            });
+        } else if !version.columns.iter().any(|c| c.name == f.name()) {
+            found.push(Mismatch::Extra {
+                index: i,
+                name: f.name().clone(),
+                got: f.data_type().clone(),
+            });
         }
     }
     let ours = version.schema();
-    let mut from = Vec::with_capacity(n);
+    let mut from = Vec::with_capacity(ours.fields().len());
     for want in ours.fields() {
         let Some((i, got)) = input.column_with_name(want.name()) else {
-            return Err(Error::Schema(format!(
-                "the input lacks field `{}` ({}): every one of the {n} fields must be present (all null for no values)",
-                want.name(),
-                want.data_type(),
-            )));
+            found.push(Mismatch::Missing {
+                name: want.name().clone(),
+                want: want.data_type().clone(),
+            });
+            continue;
         };
-        let take = match (want.data_type(), got.data_type()) {
-            (w, g) if w == g => Take::Same,
-            (DataType::Utf8, g) if is_string(g) => Take::Str,
-            (DataType::Utf8, DataType::Dictionary(_, v)) if is_string(v) => Take::Str,
-            (
-                DataType::Timestamp(TimeUnit::Microsecond, _),
-                DataType::Timestamp(TimeUnit::Microsecond, Some(tz)),
-            ) if UTC_NAMES.contains(&tz.as_ref()) => Take::Utc,
-            (w, g) => {
-                return Err(Error::Schema(format!(
-                "field {} `{}` has type {g}, the contract expects {w} (no implicit cast is made)",
-                i + 1,
-                want.name()
-            )))
-            }
-        };
-        from.push((i, take));
+        match take(want.data_type(), got.data_type()) {
+            Some(t) => from.push((i, t)),
+            None => found.push(Mismatch::Type {
+                index: i,
+                name: want.name().clone(),
+                got: got.data_type().clone(),
+                want: want.data_type().clone(),
+            }),
+        }
     }
-    Ok(Plan { from, version })
+    if found.is_empty() {
+        Ok(Plan { from, version })
+    } else {
+        Err((version, found))
+    }
+}
+
+/// The error for `found` (not empty): every difference at once, one line.
+pub fn mismatch_error(version: &ContractVersion, found: &[Mismatch]) -> Error {
+    let n = version.columns.len();
+    let list: Vec<String> = found.iter().map(ToString::to_string).collect();
+    let typed = found.iter().any(|m| matches!(m, Mismatch::Type { .. }));
+    let note = if typed {
+        " (no implicit cast is made)"
+    } else {
+        ""
+    };
+    Error::Schema(match list.as_slice() {
+        [one] => match &found[0] {
+            Mismatch::Extra { .. } => format!("{one}, which has {n} fields"),
+            Mismatch::Missing { .. } => format!(
+                "{one}: every one of the {n} fields must be present (all null for no values)"
+            ),
+            _ => format!("{one}{note}"),
+        },
+        _ => format!(
+            "{} fields differ from the contract {} ({}its {n} fields are matched by name, in any order, all null for no values): {}",
+            list.len(),
+            version.version,
+            if typed { "no implicit cast is made; " } else { "" },
+            list.join("; ")
+        ),
+    })
+}
+
+/// Match `input` to a registered contract version by column names (see the module docs),
+/// or say every way it differs.
+pub fn plan(input: &Schema) -> Result<Plan> {
+    check(input).map_err(|(version, found)| mismatch_error(&version, &found))
 }
 
 impl Plan {
@@ -152,7 +303,8 @@ impl Plan {
         let cols = self
             .from
             .iter()
-            .map(|&(i, take)| {
+            .enumerate()
+            .map(|(out, &(i, take))| {
                 let col = batch.column(i);
                 match take {
                     Take::Same => Ok(col.clone()),
@@ -162,6 +314,10 @@ impl Plan {
                             .clone()
                             .with_timezone("UTC"),
                     ) as ArrayRef),
+                    Take::Null => Ok(arrow_array::new_null_array(
+                        self.version.schema().field(out).data_type(),
+                        col.len(),
+                    )),
                 }
             })
             .collect::<Result<Vec<_>>>()?;

@@ -5,6 +5,7 @@ pub mod conform;
 pub(crate) mod demo;
 pub(crate) mod flush;
 pub mod input;
+pub mod lossless;
 pub(crate) mod stream;
 pub mod validate;
 pub(crate) mod writer;
