@@ -22,6 +22,7 @@ StrPath = Union[str, "os.PathLike[str]"]
 
 SCHEMA_VERSION: str
 DEFAULT_BATCH_ROWS: int
+DEFAULT_MAX_IN_FLIGHT: int
 
 def open(url: StrPath, *, endpoint_url: Optional[str] = None) -> Store:
     """Open the store a URL names: a directory, ``file:///abs``, ``memory://``,
@@ -33,6 +34,12 @@ def canonical_crs(value: str) -> str:
 
 def contract_schema() -> pyarrow.Schema:
     """The contract as a ``pyarrow.Schema`` (use ``lineage_store.SCHEMA``)."""
+
+def conform(data: ArrowData) -> Conformed:
+    """Convert ``data`` to the contract's types where no value can change (integers checked
+    for range, nanoseconds without a sub-microsecond part, any time zone to UTC, ``Null``
+    columns, exact decimals and floats); ``InputError`` names the row and field of a lossy
+    value, or every field that cannot be converted at all."""
 
 def keygen(prefix: StrPath) -> str:
     """Write ``<prefix>.key`` (secret, 0600) and ``<prefix>.pub``; return the key id."""
@@ -52,6 +59,8 @@ class Store:
 
     @property
     def url(self) -> str: ...
+    @property
+    def endpoint_url(self) -> Optional[str]: ...
     def append(
         self,
         data: ArrowData,
@@ -60,13 +69,15 @@ class Store:
         commit_key: Optional[str] = None,
     ) -> list[Commit]:
         """Validate all of ``data``, then commit it (one part per flush of at most
-        ``batch_rows`` rows per (run_id, target_crs)). ``InputError`` publishes nothing."""
+        ``batch_rows`` rows per (run_id, target_crs)). ``InputError`` publishes nothing. A
+        stream (``RecordBatchReader``, DuckDB relation) is spooled to a temp file first, so
+        memory stays bounded."""
     def writer(
         self,
         *,
         batch_rows: int = 100000,
         max_delay: Union[float, timedelta, None] = None,
-        max_in_flight: Optional[int] = None,
+        max_in_flight: int = 8,
     ) -> Writer:
         """A streaming writer for jobs that emit events as they go (a context manager)."""
     def log(self, run_id: Optional[str] = None) -> pyarrow.Table:
@@ -117,6 +128,20 @@ class Writer:
         """Rows buffered, not committed yet."""
     @property
     def closed(self) -> bool: ...
+
+class Conformed:
+    """``conform``'s result: Arrow data in the contract's schema (pass it to ``append``),
+    and what was done to each column whose type was not the contract's."""
+
+    @property
+    def changes(self) -> list[str]:
+        """One line per converted column, e.g. ``\`strategy_index\`: Int64 → Int32 (every value fits)``."""
+    @property
+    def num_rows(self) -> int: ...
+    def to_pyarrow(self) -> pyarrow.Table:
+        """The conformed data as a ``pyarrow.Table`` (needs pyarrow)."""
+    def __arrow_c_stream__(self, requested_schema: object = None) -> object: ...
+    def __len__(self) -> int: ...
 
 class Commit:
     """One commit: a part and its pointer."""
