@@ -2,9 +2,10 @@
 
 import os
 from datetime import timedelta
-from typing import Any, Optional, Protocol, Union
+from typing import Any, Optional, Protocol, Union, final
 
 import pyarrow
+from typing_extensions import disjoint_base
 
 class ArrowStreamExportable(Protocol):
     """Anything exporting an Arrow C stream (pyarrow Table/RecordBatchReader, Polars
@@ -41,6 +42,9 @@ def conform(data: ArrowData) -> Conformed:
     columns, exact decimals and floats); ``InputError`` names the row and field of a lossy
     value, or every field that cannot be converted at all."""
 
+def _arrow_import_check(data: ArrowData) -> int:
+    """Benchmark diagnostics: take ``data`` as ``append`` does first; its rows."""
+
 def keygen(prefix: StrPath) -> str:
     """Write ``<prefix>.key`` (secret, 0600) and ``<prefix>.pub``; return the key id."""
 
@@ -54,6 +58,8 @@ def verify_proof(
     """Check an inclusion proof offline against a head digest; ``VerifyError`` when it
     does not hold. ``proof`` is a ``Proof``, JSON text, or the path of a proof file."""
 
+@final
+@disjoint_base
 class Store:
     """A lineage store. Safe to share between threads; calls release the GIL."""
 
@@ -106,6 +112,8 @@ class Store:
     ) -> Proof:
         """An inclusion proof of a commit in a seal."""
 
+@final
+@disjoint_base
 class Writer:
     """Streams batches into a store: ``with store.writer() as w: w.write(batch)``."""
 
@@ -129,6 +137,8 @@ class Writer:
     @property
     def closed(self) -> bool: ...
 
+@final
+@disjoint_base
 class Conformed:
     """``conform``'s result: Arrow data in the contract's schema (pass it to ``append``),
     and what was done to each column whose type was not the contract's."""
@@ -143,6 +153,8 @@ class Conformed:
     def __arrow_c_stream__(self, requested_schema: object = None) -> object: ...
     def __len__(self) -> int: ...
 
+@final
+@disjoint_base
 class Commit:
     """One commit: a part and its pointer."""
 
@@ -184,6 +196,8 @@ class Commit:
         """The pointer as one JSON line (as ``lineage append --json`` prints it)."""
     def to_dict(self) -> dict[str, Any]: ...
 
+@final
+@disjoint_base
 class Problem:
     """One problem found by ``verify``."""
 
@@ -194,6 +208,8 @@ class Problem:
     @property
     def message(self) -> str: ...
 
+@final
+@disjoint_base
 class VerifyReport:
     """The result of ``Store.verify()``."""
 
@@ -247,6 +263,8 @@ class VerifyReport:
         """The report as ``lineage verify --json`` prints it."""
     def to_dict(self) -> dict[str, Any]: ...
 
+@final
+@disjoint_base
 class Seal:
     """What ``Store.seal()`` made."""
 
@@ -265,6 +283,8 @@ class Seal:
     @property
     def key_id(self) -> Optional[str]: ...
 
+@final
+@disjoint_base
 class Proof:
     """An inclusion proof of one commit in one seal."""
 
@@ -281,6 +301,8 @@ class Proof:
     def to_json(self) -> str:
         """The proof as ``lineage prove`` writes it."""
 
+@final
+@disjoint_base
 class ProofSummary:
     """What a valid proof establishes."""
 

@@ -39,6 +39,10 @@ pub struct Store {
     inner: Arc<dyn AtomicPublisher>,
 }
 
+// The defaults in `#[pyo3(signature)]` are literals, so that the signature Python sees
+// (`inspect.signature`, the stub test) shows them; these keep them the library's.
+const _: () = assert!(DEFAULT_BATCH_ROWS == 100000 && DEFAULT_CONCURRENCY == 8);
+
 /// The URL that reopens `url` from any working directory: a local path made absolute;
 /// `None` for `memory://`, which exists in this process only.
 fn reopen_url(url: &str) -> Option<String> {
@@ -132,7 +136,7 @@ impl Store {
     /// data frame is read where it is; a stream (a `RecordBatchReader`, a DuckDB relation)
     /// is spooled to a temp file first, as the CLI spools standard input, so memory stays
     /// bounded whatever its size.
-    #[pyo3(signature = (data, *, batch_rows=DEFAULT_BATCH_ROWS, commit_key=None))]
+    #[pyo3(signature = (data, *, batch_rows=100000, commit_key=None))]
     fn append(
         &self,
         py: Python<'_>,
@@ -187,7 +191,7 @@ impl Store {
     /// `timedelta`); at most `max_in_flight` commits run at once (`write` waits beyond).
     /// Leaving the block publishes the rest; an exception in it publishes nothing of the
     /// rows still buffered.
-    #[pyo3(signature = (*, batch_rows=DEFAULT_BATCH_ROWS, max_delay=None, max_in_flight=DEFAULT_CONCURRENCY))]
+    #[pyo3(signature = (*, batch_rows=100000, max_delay=None, max_in_flight=8))]
     fn writer(
         &self,
         py: Python<'_>,
