@@ -5,7 +5,6 @@ from datetime import timedelta
 from typing import Any, Optional, Protocol, Union, final
 
 import pyarrow
-from typing_extensions import disjoint_base
 
 class ArrowStreamExportable(Protocol):
     """Anything exporting an Arrow C stream (pyarrow Table/RecordBatchReader, Polars
@@ -59,7 +58,6 @@ def verify_proof(
     does not hold. ``proof`` is a ``Proof``, JSON text, or the path of a proof file."""
 
 @final
-@disjoint_base
 class Store:
     """A lineage store. Safe to share between threads; calls release the GIL."""
 
@@ -113,7 +111,6 @@ class Store:
         """An inclusion proof of a commit in a seal."""
 
 @final
-@disjoint_base
 class Writer:
     """Streams batches into a store: ``with store.writer() as w: w.write(batch)``."""
 
@@ -138,14 +135,13 @@ class Writer:
     def closed(self) -> bool: ...
 
 @final
-@disjoint_base
 class Conformed:
     """``conform``'s result: Arrow data in the contract's schema (pass it to ``append``),
     and what was done to each column whose type was not the contract's."""
 
     @property
     def changes(self) -> list[str]:
-        """One line per converted column, e.g. ``\`strategy_index\`: Int64 → Int32 (every value fits)``."""
+        """One line per converted column, e.g. "`strategy_index`: Int64 -> Int32 (every value fits)"."""
     @property
     def num_rows(self) -> int: ...
     def to_pyarrow(self) -> pyarrow.Table:
@@ -154,7 +150,6 @@ class Conformed:
     def __len__(self) -> int: ...
 
 @final
-@disjoint_base
 class Commit:
     """One commit: a part and its pointer."""
 
@@ -197,7 +192,6 @@ class Commit:
     def to_dict(self) -> dict[str, Any]: ...
 
 @final
-@disjoint_base
 class Problem:
     """One problem found by ``verify``."""
 
@@ -209,7 +203,6 @@ class Problem:
     def message(self) -> str: ...
 
 @final
-@disjoint_base
 class VerifyReport:
     """The result of ``Store.verify()``."""
 
@@ -264,7 +257,6 @@ class VerifyReport:
     def to_dict(self) -> dict[str, Any]: ...
 
 @final
-@disjoint_base
 class Seal:
     """What ``Store.seal()`` made."""
 
@@ -284,7 +276,6 @@ class Seal:
     def key_id(self) -> Optional[str]: ...
 
 @final
-@disjoint_base
 class Proof:
     """An inclusion proof of one commit in one seal."""
 
@@ -302,7 +293,6 @@ class Proof:
         """The proof as ``lineage prove`` writes it."""
 
 @final
-@disjoint_base
 class ProofSummary:
     """What a valid proof establishes."""
 
