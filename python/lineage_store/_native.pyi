@@ -116,7 +116,9 @@ class Writer:
 
     def __enter__(self) -> Writer: ...
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
-        """Close on success; abort (publish nothing buffered) when the block raised."""
+        """Close on success. When the block raised: the commits cut before the exception
+        (partitions that filled, waited ``max_delay`` or were flushed) stay published,
+        each complete, and are in ``commits``; the rows still buffered are discarded."""
     def write(self, data: ArrowData) -> None:
         """Validate ``data`` whole and buffer it; commits the partitions it fills."""
     def flush(self) -> list[Commit]:
@@ -127,7 +129,8 @@ class Writer:
         """Discard the buffered rows, publishing nothing more; returns the commits landed."""
     @property
     def commits(self) -> list[Commit]:
-        """Every commit this writer has published so far."""
+        """Every commit this writer has published so far (also those the ``max_delay``
+        timer cut)."""
     @property
     def buffered_rows(self) -> int:
         """Rows buffered, not committed yet."""

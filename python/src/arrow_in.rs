@@ -75,12 +75,6 @@ enum From {
     Batch(Option<RecordBatch>),
 }
 
-// SAFETY: the stream is only ever used by one thread at a time (`&mut self`); the C data
-// interface lets a consumer call a stream from any thread (producers that need the GIL,
-// pyarrow's Python-backed readers, take it themselves).
-#[allow(unsafe_code)]
-unsafe impl Send for From {}
-
 fn type_of(data: &Bound<'_, PyAny>) -> (String, String) {
     let t = data.get_type();
     let module = t

@@ -166,24 +166,16 @@ fn other_type_differences_are_refused_as_the_cli_refuses_them() {
 #[test]
 fn every_difference_is_named_at_once() {
     let b = sample(5);
-    let mut fields: Vec<Field> = b
-        .schema()
-        .fields()
-        .iter()
-        .map(|f| f.as_ref().clone())
-        .collect();
-    let mut cols = b.columns().to_vec();
-    // pyarrow's Table.from_pylist: strategy_index Int64; Polars: sequence fine; DuckDB's
-    // 0.02: DECIMAL(3,2); a naive time.
+    // pyarrow's Table.from_pylist: strategy_index Int64; DuckDB's 0.02: DECIMAL(3,2).
     let si: arrow_array::Int64Array = (0..5).map(Some).collect();
-    fields[col::STRATEGY_INDEX] = Field::new("strategy_index", DataType::Int64, true);
-    cols[col::STRATEGY_INDEX] = Arc::new(si);
     let acc = arrow_array::Decimal128Array::from(vec![2i128; 5])
         .with_precision_and_scale(3, 2)
         .unwrap();
-    fields[col::ACCURACY_M] = Field::new("accuracy_m", acc.data_type().clone(), true);
-    cols[col::ACCURACY_M] = Arc::new(acc);
-    let odd = RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).unwrap();
+    let odd = with_column(
+        &with_column(&b, col::STRATEGY_INDEX, Arc::new(si)),
+        col::ACCURACY_M,
+        Arc::new(acc),
+    );
     let e = batches::validate_all([odd.clone()]).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Input);
     assert_eq!(
