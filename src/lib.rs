@@ -129,5 +129,5 @@ pub mod internal {
         checked, disorderly, faulty, list_pages, metered, object, posix, store,
     };
     pub use crate::schema::events;
-    pub use crate::write::{conform, input, validate};
+    pub use crate::write::{conform, input, lossless, validate};
 }

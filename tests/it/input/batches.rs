@@ -147,19 +147,132 @@ fn other_type_differences_are_refused_as_the_cli_refuses_them() {
     cols[col::FEATURE_ID] = Arc::new(large);
     let renamed = RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).unwrap();
     let msg = batches::validate_all([renamed]).unwrap_err().to_string();
-    assert!(
-        msg.contains("field 7 `feature` (LargeUtf8) is not in the contract, which has 15 fields"),
-        "{msg}"
+    assert_eq!(
+        msg,
+        "schema mismatch: 2 fields differ from the contract 1.2.0 (its 15 fields are matched by name, in any order, all null for no values): field 7 `feature` (LargeUtf8) is not in the contract; the input lacks field `feature_id` (Utf8)"
     );
-    // A zone that is not UTC is refused, as in an Arrow IPC or Parquet file.
-    let paris = TimestampMicrosecondArray::new(times.values().clone(), times.nulls().cloned())
-        .with_timezone("Europe/Paris");
-    let msg = batches::validate_all([with_column(&b, col::EVENT_TIME_UTC, Arc::new(paris))])
+    // A zone that is not a zone is refused, as in an Arrow IPC or Parquet file.
+    let mars = TimestampMicrosecondArray::new(times.values().clone(), times.nulls().cloned())
+        .with_timezone("Mars/Olympus_Mons");
+    let msg = batches::validate_all([with_column(&b, col::EVENT_TIME_UTC, Arc::new(mars))])
         .unwrap_err()
         .to_string();
     assert!(
-        msg.contains("field 4 `event_time_utc` has type Timestamp(µs, \"Europe/Paris\")"),
+        msg.contains("field 4 `event_time_utc` has type Timestamp(µs, \"Mars/Olympus_Mons\")"),
         "{msg}"
+    );
+}
+
+#[test]
+fn every_difference_is_named_at_once() {
+    let b = sample(5);
+    // pyarrow's Table.from_pylist: strategy_index Int64; DuckDB's 0.02: DECIMAL(3,2).
+    let si: arrow_array::Int64Array = (0..5).map(Some).collect();
+    let acc = arrow_array::Decimal128Array::from(vec![2i128; 5])
+        .with_precision_and_scale(3, 2)
+        .unwrap();
+    let odd = with_column(
+        &with_column(&b, col::STRATEGY_INDEX, Arc::new(si)),
+        col::ACCURACY_M,
+        Arc::new(acc),
+    );
+    let e = batches::validate_all([odd.clone()]).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Input);
+    assert_eq!(
+        e.to_string(),
+        "schema mismatch: 2 fields differ from the contract 1.2.0 (no implicit cast is made; its 15 fields are matched by name, in any order, all null for no values): field 11 `strategy_index` has type Int64, the contract expects Int32; field 12 `accuracy_m` has type Decimal128(3, 2), the contract expects Float64"
+    );
+    let (_, found) = lineage_store::internal::conform::mismatches(odd.schema().as_ref());
+    let names: Vec<&str> = found.iter().map(|m| m.field()).collect();
+    assert_eq!(names, ["strategy_index", "accuracy_m"]);
+    // The explicit, lossless conversion takes both: the same values.
+    let plan = lineage_store::internal::lossless::plan(odd.schema().as_ref()).unwrap();
+    let changes: Vec<String> = plan.changes().iter().map(ToString::to_string).collect();
+    assert_eq!(
+        changes,
+        [
+            "`strategy_index`: Int64 → Int32 (every value fits)",
+            "`accuracy_m`: Decimal128(3, 2) → Float64 (every value is exactly the float64 written the same way)",
+        ]
+    );
+    let out = plan.apply(&odd, 1).unwrap();
+    let valid = batches::validate_all([out]).unwrap();
+    let acc = valid[0]
+        .column(col::ACCURACY_M)
+        .as_primitive::<arrow_array::types::Float64Type>();
+    assert!(acc.values().iter().all(|v| *v == 0.02));
+    let si = valid[0]
+        .column(col::STRATEGY_INDEX)
+        .as_primitive::<arrow_array::types::Int32Type>();
+    assert_eq!(si.values().to_vec(), vec![0, 1, 2, 3, 4]);
+}
+
+#[test]
+fn any_valid_zone_is_the_same_instants() {
+    let b = sample(5);
+    let want = batches::validate_all([b.clone()]).unwrap();
+    let times = b
+        .column(col::EVENT_TIME_UTC)
+        .as_primitive::<TimestampMicrosecondType>();
+    // DuckDB labels TIMESTAMPTZ with its session's zone; Arrow's values are UTC instants.
+    for zone in [
+        "Europe/Berlin",
+        "America/New_York",
+        "+05:30",
+        "-08:00",
+        "Etc/UTC",
+    ] {
+        let zoned = TimestampMicrosecondArray::new(times.values().clone(), times.nulls().cloned())
+            .with_timezone(zone);
+        let out = batches::validate_all([with_column(&b, col::EVENT_TIME_UTC, Arc::new(zoned))])
+            .unwrap_or_else(|e| panic!("{zone}: {e}"));
+        assert_eq!(out, want, "{zone}: the same instants, labelled UTC");
+    }
+}
+
+#[test]
+fn a_null_typed_column_is_all_null_of_the_contracts_type() {
+    let b = sample(5);
+    let want_null = |c: usize| {
+        let out =
+            batches::validate_all([with_column(&b, c, Arc::new(arrow_array::NullArray::new(5)))]);
+        out
+    };
+    // An optional field all None (pyarrow's from_pylist, Polars' pl.lit(None)): taken.
+    let out = want_null(col::AUDIT_TAG).unwrap();
+    assert_eq!(out[0].column(col::AUDIT_TAG).data_type(), &DataType::Utf8);
+    assert_eq!(out[0].column(col::AUDIT_TAG).null_count(), 5);
+    let out = want_null(col::STRATEGY_INDEX).unwrap();
+    assert_eq!(
+        out[0].column(col::STRATEGY_INDEX).data_type(),
+        &DataType::Int32
+    );
+    // A required one: the contract's field message, naming the row.
+    let e = want_null(col::FEATURE_ID).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "row 1, field `feature_id`: is null, but the contract requires a value"
+    );
+}
+
+#[test]
+fn a_schema_without_rows_is_checked_all_the_same() {
+    let b = sample(1);
+    assert!(batches::check_schema(b.schema().as_ref()).is_ok());
+    let odd = with_column(&b, col::SEQUENCE, Arc::new(Int32Array::from(vec![1])));
+    let e = batches::check_schema(odd.schema().as_ref()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Input);
+    assert!(
+        e.to_string()
+            .contains("field 3 `sequence` has type Int32, the contract expects Int64"),
+        "{e}"
+    );
+    // A batch without rows says the same.
+    assert_eq!(
+        batches::validate_all([odd.slice(0, 0)])
+            .unwrap_err()
+            .to_string(),
+        e.to_string()
     );
 }
 
