@@ -97,9 +97,13 @@ def test_a_table_built_the_natural_way_is_told_every_mismatch_and_the_cast_that_
         r["source_crs"] = None
     natural = pa.Table.from_pylist(rows)   # no schema: int64 strategy_index, null-typed columns
     got = ls.check(natural)
-    # Every column at once, in the contract's order: all-None columns are typed null.
-    assert [e["field"] for e in got] == ["source_crs", "strategy_index", "rejection_reason", "audit_tag"]
+    # Every column at once, in the contract's order. The all-None columns are typed null:
+    # they can hold nothing but nulls, so they are taken as all null of the contract's type.
+    assert [e["field"] for e in got] == ["strategy_index"]
     assert all(e["line"] is None and e["row"] is None for e in got)
+    assert [natural.schema.field(f).type for f in ("source_crs", "rejection_reason", "audit_tag")] == [pa.null()] * 3
+    i = natural.schema.get_field_index("strategy_index")
+    assert ls.check(natural.set_column(i, "strategy_index", natural.column(i).cast(pa.int32()))) == []
     root = tmp_path / "store"
     with pytest.raises(ls.InputError) as e:
         ls.open(root).append(natural)

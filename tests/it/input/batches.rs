@@ -147,9 +147,13 @@ fn other_type_differences_are_refused_as_the_cli_refuses_them() {
     cols[col::FEATURE_ID] = Arc::new(large);
     let renamed = RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).unwrap();
     let msg = batches::validate_all([renamed]).unwrap_err().to_string();
+    // Both at once, one line each in the contract's order (columns it lacks by their
+    // place, columns it does not have last), then the hint.
     assert_eq!(
         msg,
-        "schema mismatch: 2 fields differ from the contract 1.2.0 (its 15 fields are matched by name, in any order, all null for no values): field 7 `feature` (LargeUtf8) is not in the contract; the input lacks field `feature_id` (Utf8)"
+        "schema mismatch: the input lacks field `feature_id` (Utf8): every one of the 15 fields must be present (all null for no values)\n\
+         schema mismatch: field 7 `feature` (LargeUtf8) is not in the contract, which has 15 fields\n\
+         hint: the contract (15 columns, version 1.2.0) is what `lineage schema` prints; nothing is cast implicitly"
     );
     // A zone that is not a zone is refused, as in an Arrow IPC or Parquet file.
     let mars = TimestampMicrosecondArray::new(times.values().clone(), times.nulls().cloned())
@@ -161,6 +165,12 @@ fn other_type_differences_are_refused_as_the_cli_refuses_them() {
         msg.contains("field 4 `event_time_utc` has type Timestamp(µs, \"Mars/Olympus_Mons\")"),
         "{msg}"
     );
+    // Its fix says what is wrong with it; no cast is offered for the whole table.
+    assert!(
+        msg.contains(": `Mars/Olympus_Mons` is not a time zone (an IANA name such as `Europe/Berlin`, an offset such as `+05:30`, or `UTC`)"),
+        "{msg}"
+    );
+    assert!(!msg.contains("A pyarrow table conforms"), "{msg}");
 }
 
 #[test]
@@ -178,10 +188,20 @@ fn every_difference_is_named_at_once() {
     );
     let e = batches::validate_all([odd.clone()]).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Input);
+    // One line per field with the cast that fixes it, then the hint for the whole table.
     assert_eq!(
         e.to_string(),
-        "schema mismatch: 2 fields differ from the contract 1.2.0 (no implicit cast is made; its 15 fields are matched by name, in any order, all null for no values): field 11 `strategy_index` has type Int64, the contract expects Int32; field 12 `accuracy_m` has type Decimal128(3, 2), the contract expects Float64"
+        "schema mismatch: field 11 `strategy_index` has type Int64, the contract expects Int32: cast it; a safe cast refuses values that do not fit (pyarrow `pa.int32()`, Polars `pl.Int32`, SQL `INTEGER`)\n\
+         schema mismatch: field 12 `accuracy_m` has type Decimal128(3, 2), the contract expects Float64: cast it (pyarrow `pa.float64()`, Polars `pl.Float64`, SQL `DOUBLE`)\n\
+         hint: the contract (15 columns, version 1.2.0) is what `lineage schema` prints; nothing is cast implicitly. A pyarrow table conforms with `table.select(lineage_store.SCHEMA.names).cast(lineage_store.SCHEMA)`, a Polars frame with `df.cast({\"strategy_index\": pl.Int32, \"accuracy_m\": pl.Float64})`"
     );
+    let rejection = e.rejection().unwrap();
+    let fields: Vec<Option<&str>> = rejection
+        .errors
+        .iter()
+        .map(|x| x.field.as_deref())
+        .collect();
+    assert_eq!(fields, [Some("strategy_index"), Some("accuracy_m")]);
     let (_, found) = lineage_store::internal::conform::mismatches(odd.schema().as_ref());
     let names: Vec<&str> = found.iter().map(|m| m.field()).collect();
     assert_eq!(names, ["strategy_index", "accuracy_m"]);
@@ -205,6 +225,45 @@ fn every_difference_is_named_at_once() {
         .column(col::STRATEGY_INDEX)
         .as_primitive::<arrow_array::types::Int32Type>();
     assert_eq!(si.values().to_vec(), vec![0, 1, 2, 3, 4]);
+}
+
+#[test]
+fn mismatches_and_the_refusal_list_the_same_fields_in_the_same_order() {
+    let b = sample(2);
+    // An extra column first, an Int32 sequence, no audit_tag, run_id twice.
+    let mut fields = vec![Field::new("colour", DataType::Int64, true)];
+    for f in b.schema().fields() {
+        match f.name().as_str() {
+            "audit_tag" => {}
+            "sequence" => fields.push(Field::new("sequence", DataType::Int32, true)),
+            _ => fields.push(f.as_ref().clone()),
+        }
+    }
+    fields.push(Field::new("run_id", DataType::Utf8, true));
+    let schema = Schema::new(fields);
+    let (_, found) = lineage_store::internal::conform::mismatches(&schema);
+    let names: Vec<&str> = found.iter().map(|m| m.field()).collect();
+    // The contract's order (a duplicate at its field), then what the contract lacks.
+    assert_eq!(names, ["run_id", "sequence", "audit_tag", "colour"]);
+    let e = batches::check_schema(&schema).unwrap_err();
+    let listed: Vec<&str> = e
+        .rejection()
+        .unwrap()
+        .errors
+        .iter()
+        .filter_map(|x| x.field.as_deref())
+        .collect();
+    assert_eq!(listed, names);
+    let msg = e.to_string();
+    assert!(
+        msg.starts_with("schema mismatch: field 16 `run_id` appears twice (also field 3)\n"),
+        "{msg}"
+    );
+    // A duplicate and a missing column are not fixed by a cast: the hint offers none.
+    assert!(
+        msg.ends_with("\nhint: the contract (15 columns, version 1.2.0) is what `lineage schema` prints; nothing is cast implicitly"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -234,9 +293,7 @@ fn any_valid_zone_is_the_same_instants() {
 fn a_null_typed_column_is_all_null_of_the_contracts_type() {
     let b = sample(5);
     let want_null = |c: usize| {
-        let out =
-            batches::validate_all([with_column(&b, c, Arc::new(arrow_array::NullArray::new(5)))]);
-        out
+        batches::validate_all([with_column(&b, c, Arc::new(arrow_array::NullArray::new(5)))])
     };
     // An optional field all None (pyarrow's from_pylist, Polars' pl.lit(None)): taken.
     let out = want_null(col::AUDIT_TAG).unwrap();
@@ -247,12 +304,12 @@ fn a_null_typed_column_is_all_null_of_the_contracts_type() {
         out[0].column(col::STRATEGY_INDEX).data_type(),
         &DataType::Int32
     );
-    // A required one: the contract's field message, naming the row.
+    // A required one: the contract's field message, naming every row.
     let e = want_null(col::FEATURE_ID).unwrap_err();
-    assert_eq!(
-        e.to_string(),
-        "row 1, field `feature_id`: is null, but the contract requires a value"
-    );
+    let want: Vec<String> = (1..=5)
+        .map(|r| format!("row {r}, field `feature_id`: is null, but the contract requires a value"))
+        .collect();
+    assert_eq!(e.to_string(), want.join("\n"));
 }
 
 #[test]
