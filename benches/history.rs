@@ -24,8 +24,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use async_trait::async_trait;
-use common::{arg, validated, SimClock};
 use bytes::Bytes;
+use common::{arg, validated, SimClock};
 use lineage_store::internal::metered::Latency;
 use lineage_store::internal::metered::MeteredPublisher;
 use lineage_store::internal::metered::Snapshot;
@@ -41,7 +41,6 @@ use lineage_store::Report;
 use lineage_store::SealOptions;
 use lineage_store::VerifyOptions;
 use lineage_store::{Outcome, Result, Writer};
-
 
 /// The bench's store: in memory, each object compressed with zstd against a dictionary of
 /// its class (a sample part, a sample pointer), because one-row parts are mostly metadata

@@ -34,13 +34,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use async_trait::async_trait;
-use common::{arg, validated, SimClock};
 use bytes::Bytes;
+use common::{arg, validated, SimClock};
 use lineage_store::{
-    seal_with, AtomicPublisher, ObjectInfo, Outcome, PosixPublisher, Result, SealOptions,
-    Writer,
+    seal_with, AtomicPublisher, ObjectInfo, Outcome, PosixPublisher, Result, SealOptions, Writer,
 };
-
 
 /// The bench's bulk loader: a local-disk store whose creates are exclusive but not
 /// fsynced (a generated store need not survive a power cut); reads and listings are the

@@ -9,7 +9,7 @@ use lineage_store::internal::validate::Validator;
 use lineage_store::Clock;
 
 /// The value after `name` on the command line.
-pub fn arg(args: &[String], name: &str) -> Option<String> {
+pub(crate) fn arg(args: &[String], name: &str) -> Option<String> {
     args.iter()
         .position(|a| a == name)
         .and_then(|i| args.get(i + 1).cloned())
@@ -17,7 +17,7 @@ pub fn arg(args: &[String], name: &str) -> Option<String> {
 
 /// Simulated time: every reading advances it by `step_us`.
 #[derive(Debug)]
-pub struct SimClock {
+pub(crate) struct SimClock {
     /// Now, in microseconds since the epoch.
     pub us: AtomicI64,
     /// Microseconds each reading advances it by.
@@ -32,7 +32,7 @@ impl Clock for SimClock {
 }
 
 /// `rows` demo events of one run, validated (as `append` would commit them).
-pub fn validated(rows: usize, seed: u64) -> Vec<arrow_array::RecordBatch> {
+pub(crate) fn validated(rows: usize, seed: u64) -> Vec<arrow_array::RecordBatch> {
     let mut v = Validator::new();
     lineage_store::generate_demo_events(rows, 1, seed)
         .unwrap()

@@ -78,10 +78,9 @@ pub(crate) fn judge_temp(key: &str, w: &Window) -> Result<InFlight, String> {
         format!("{dir}/{}", name.target)
     };
     let publishes_here = match keys::classify(&target) {
-        KeyKind::Part { .. }
-        | KeyKind::Pointer { .. }
-        | KeyKind::Seal(_)
-        | KeyKind::Identity => true,
+        KeyKind::Part { .. } | KeyKind::Pointer { .. } | KeyKind::Seal(_) | KeyKind::Identity => {
+            true
+        }
         // Hash tiles go through a temp; the empty history objects do not.
         KeyKind::History(h) => matches!(h, keys::HistoryKey::Tile { .. }),
         KeyKind::Meta => keys::is_claim_key(&target),

@@ -24,8 +24,8 @@ use crate::audit::verify::pointers::{ReadBack, SealedAs, Wanted};
 use crate::audit::verify::shard::Scope;
 use crate::base::error::{Error, Result};
 use crate::format::keys::{self, KeyKind, IDENTITY_KEY};
-use crate::history::identity::read_identity;
 use crate::format::pointer::Pointer;
+use crate::history::identity::read_identity;
 use crate::publish::{AtomicPublisher, ObjectInfo};
 
 /// The full strategy's state between the steps.

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use lineage_store::internal::keys::{self, HistoryKey, KeyKind, Layout};
 use lineage_store::internal::shard::merge;
 use lineage_store::{
-    prove, read_pointers, seal, since_seal, verify_proof, verify_with, AtomicPublisher,
-    PosixPublisher, ProveAgainst, ShardSpec, SystemClock, VerifyOptions,
+    prove, read_pointers, seal, since_seal, verify_proof, verify_with, PosixPublisher,
+    ProveAgainst, ShardSpec, SystemClock, VerifyOptions,
 };
 
 use super::legacy::{fixture_copy, snapshot};

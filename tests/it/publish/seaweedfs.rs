@@ -255,7 +255,10 @@ async fn the_if_none_match_policy_key_is_never_set() {
     let Some(ep) = Emulator::SeaweedFs.endpoint("seaweedfs_policy") else {
         return;
     };
-    let bucket = format!("policy-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+    let bucket = format!(
+        "policy-{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..12]
+    );
     boto3(
         &ep,
         &bucket,
@@ -275,6 +278,13 @@ async fn the_if_none_match_policy_key_is_never_set() {
         &["append", "--store", &url, "--batch-rows", "5"],
         Some(input.as_bytes()),
     );
-    assert_eq!(code, Some(2), "a conditional PUT is refused too: {out}\n{err}");
-    assert!(err.contains("AccessDenied") || err.contains("403") || err.contains("denied"), "{err}");
+    assert_eq!(
+        code,
+        Some(2),
+        "a conditional PUT is refused too: {out}\n{err}"
+    );
+    assert!(
+        err.contains("AccessDenied") || err.contains("403") || err.contains("denied"),
+        "{err}"
+    );
 }
