@@ -20,6 +20,7 @@ mod conformed;
 mod errors;
 mod log;
 mod log_table;
+mod refusal;
 mod runtime;
 mod store;
 mod types;

@@ -158,7 +158,7 @@ impl Store {
     ) -> PyResult<Vec<Commit>> {
         let mut source = arrow_in::import(py, data)?;
         // The schema first, also when no row follows (the CLI's rule for an Arrow file).
-        if let Some(e) = errors::schema_error(py, source.producer, &source.schema) {
+        if let Some(e) = crate::refusal::schema_error(py, source.producer, &source.schema) {
             return Err(e);
         }
         let writer = Writer::new(self.inner.clone())

@@ -214,7 +214,7 @@ impl Writer {
     fn write(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
         let source = arrow_in::import(py, data)?;
         // The schema first, also when no row follows (the CLI's rule for an Arrow file).
-        if let Some(e) = crate::errors::schema_error(py, source.producer, &source.schema) {
+        if let Some(e) = crate::refusal::schema_error(py, source.producer, &source.schema) {
             return Err(e);
         }
         let batches = crate::runtime::detached(py, move || prepare(source)).py_err(py)?;
