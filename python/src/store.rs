@@ -202,7 +202,7 @@ impl Store {
     /// bounded memory whatever the file's size: the file is read twice, validated whole
     /// first (refused input raises `InputError` naming the line or row and field, and
     /// publishes nothing), then committed flush by flush. pyarrow is not needed.
-    #[pyo3(signature = (path, *, format=None, batch_rows=DEFAULT_BATCH_ROWS, commit_key=None))]
+    #[pyo3(signature = (path, *, format=None, batch_rows=100000, commit_key=None))]
     fn append_file(
         &self,
         py: Python<'_>,
