@@ -144,5 +144,5 @@ pub mod internal {
     };
     pub use crate::read::prune;
     pub use crate::schema::events;
-    pub use crate::write::{conform, input, validate};
+    pub use crate::write::{conform, input, lossless, validate};
 }

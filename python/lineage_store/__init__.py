@@ -11,6 +11,10 @@ byte-identical.
 >>> store.verify().clean
 True
 
+``append`` is strict: it casts nothing. ``lineage_store.conform(data)`` makes the
+conversions that change no value (``int64`` to ``int32`` checked, nanoseconds without a
+sub-microsecond part, any zone to UTC, ...) when asked, and says what it changed.
+
 Arrow data crosses through the Arrow C data interface (``__arrow_c_stream__`` /
 ``__arrow_c_array__``): nothing imports pyarrow unless you ask for ``SCHEMA`` or
 ``Store.log()``. Calls release the GIL while they read, validate, encode, hash and write.
@@ -24,8 +28,10 @@ from typing import TYPE_CHECKING, Any
 from ._errors import ConflictError, InputError, LineageError, StoreError, VerifyError
 from ._native import (
     DEFAULT_BATCH_ROWS,
+    DEFAULT_MAX_IN_FLIGHT,
     SCHEMA_VERSION,
     Commit,
+    Conformed,
     Problem,
     Proof,
     ProofSummary,
@@ -35,6 +41,7 @@ from ._native import (
     Writer,
     canonical_crs,
     check,
+    conform,
     keygen,
     open,
     verify_proof,
@@ -49,9 +56,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_BATCH_ROWS",
+    "DEFAULT_MAX_IN_FLIGHT",
     "SCHEMA",
     "SCHEMA_VERSION",
     "Commit",
+    "Conformed",
     "ConflictError",
     "InputError",
     "LineageError",
@@ -66,6 +75,7 @@ __all__ = [
     "Writer",
     "canonical_crs",
     "check",
+    "conform",
     "keygen",
     "open",
     "verify_proof",

@@ -1,32 +1,35 @@
 """The exceptions of lineage_store, one per kind of the library's errors.
 
-``str(e)`` is exactly the message the ``lineage`` CLI prints after ``error: `` for the
-same failure.
+``str(e)`` is the message the ``lineage`` CLI prints for the same failure (its ``error: ``
+lines without the prefix, one per error of refused input, then its ``hint: `` line), in
+the caller's language: a usage error names the keyword argument (``batch_rows``) where
+the CLI names its flag (``--batch-rows``), and a refused schema adds, after the CLI's
+lines, the lines that fix it in the library the data came from.
 """
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 
 class LineageError(Exception):
     """Base class of every lineage_store error (raised as such for internal errors)."""
 
     def __reduce__(self) -> Any:
-        # Keeps row/field/reason across processes (a worker's error pickled to its pool);
-        # a VerifyError's report object stays behind.
-        state = {k: v for k, v in self.__dict__.items() if k != "report"}
-        return (type(self), self.args, state)
+        # Keeps row/field/reason (and a VerifyError's report, which pickles as data)
+        # across processes: a worker's error pickled to its pool.
+        return (type(self), self.args, dict(self.__dict__))
 
 
 class InputError(LineageError, ValueError):
     """Refused input, usage or key-file error (the CLI's exit code 2). Nothing was published.
 
     For a refused row, ``row`` is its 1-based number in the input, ``field`` the column
-    and ``reason`` why; for a schema mismatch ``field`` names the first differing field.
-    ``errors`` lists every error found (the first 20), each a dict with ``line``, ``row``,
-    ``field``, ``value`` and ``reason`` (as ``lineage_store.check`` returns them); ``row``,
-    ``field`` and ``reason`` are the first one's.
+    and ``reason`` why; for a schema mismatch ``field`` names the first differing field
+    and ``fields`` every one of them. ``errors`` lists every error found (the first 20),
+    each a dict with ``line``, ``row``, ``field``, ``value`` and ``reason`` (as
+    ``lineage_store.check`` returns them); ``row``, ``field`` and ``reason`` are the first
+    one's.
     """
 
     def __init__(
@@ -36,13 +39,15 @@ class InputError(LineageError, ValueError):
         row: Optional[int] = None,
         field: Optional[str] = None,
         reason: Optional[str] = None,
-        errors: Optional[list] = None,
+        errors: Optional[List[Dict[str, Any]]] = None,
+        fields: Optional[Sequence[str]] = None,
     ) -> None:
         super().__init__(message)
         self.row = row
         self.field = field
         self.reason = message if reason is None else reason
-        self.errors = [] if errors is None else errors
+        self.errors: List[Dict[str, Any]] = [] if errors is None else errors
+        self.fields: List[str] = list(fields) if fields is not None else ([field] if field else [])
 
 
 class ConflictError(LineageError):

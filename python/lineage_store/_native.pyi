@@ -2,7 +2,7 @@
 
 import os
 from datetime import timedelta
-from typing import Any, Optional, Protocol, Union
+from typing import Any, Optional, Protocol, Union, final
 
 import pyarrow
 
@@ -22,6 +22,7 @@ StrPath = Union[str, "os.PathLike[str]"]
 
 SCHEMA_VERSION: str
 DEFAULT_BATCH_ROWS: int
+DEFAULT_MAX_IN_FLIGHT: int
 
 def open(url: StrPath, *, endpoint_url: Optional[str] = None) -> Store:
     """Open the store a URL names: a directory, ``file:///abs``, ``memory://``,
@@ -46,6 +47,15 @@ def check(
 def contract_schema() -> pyarrow.Schema:
     """The contract as a ``pyarrow.Schema`` (use ``lineage_store.SCHEMA``)."""
 
+def conform(data: ArrowData) -> Conformed:
+    """Convert ``data`` to the contract's types where no value can change (integers checked
+    for range, nanoseconds without a sub-microsecond part, any time zone to UTC, ``Null``
+    columns, exact decimals and floats); ``InputError`` names the row and field of a lossy
+    value, or every field that cannot be converted at all."""
+
+def _arrow_import_check(data: ArrowData) -> int:
+    """Benchmark diagnostics: take ``data`` as ``append`` does first; its rows."""
+
 def keygen(prefix: StrPath) -> str:
     """Write ``<prefix>.key`` (secret, 0600) and ``<prefix>.pub``; return the key id."""
 
@@ -59,11 +69,14 @@ def verify_proof(
     """Check an inclusion proof offline against a head digest; ``VerifyError`` when it
     does not hold. ``proof`` is a ``Proof``, JSON text, or the path of a proof file."""
 
+@final
 class Store:
     """A lineage store. Safe to share between threads; calls release the GIL."""
 
     @property
     def url(self) -> str: ...
+    @property
+    def endpoint_url(self) -> Optional[str]: ...
     def append(
         self,
         data: ArrowData,
@@ -72,7 +85,9 @@ class Store:
         commit_key: Optional[str] = None,
     ) -> list[Commit]:
         """Validate all of ``data``, then commit it (one part per flush of at most
-        ``batch_rows`` rows per (run_id, target_crs)). ``InputError`` publishes nothing."""
+        ``batch_rows`` rows per (run_id, target_crs)). ``InputError`` publishes nothing. A
+        stream (``RecordBatchReader``, DuckDB relation) is spooled to a temp file first, so
+        memory stays bounded."""
     def append_file(
         self,
         path: StrPath,
@@ -90,7 +105,7 @@ class Store:
         *,
         batch_rows: int = 100000,
         max_delay: Union[float, timedelta, None] = None,
-        max_in_flight: Optional[int] = None,
+        max_in_flight: int = 8,
     ) -> Writer:
         """A streaming writer for jobs that emit events as they go (a context manager)."""
     def log(self, run_id: Optional[str] = None) -> pyarrow.Table:
@@ -144,12 +159,15 @@ class Store:
         newest), each part checked against its sealed pointer before its rows are handed
         on. filter: {"target_crs": ..., "feature_id": ...}."""
 
+@final
 class Writer:
     """Streams batches into a store: ``with store.writer() as w: w.write(batch)``."""
 
     def __enter__(self) -> Writer: ...
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
-        """Close on success; abort (publish nothing buffered) when the block raised."""
+        """Close on success. When the block raised: the commits cut before the exception
+        (partitions that filled, waited ``max_delay`` or were flushed) stay published,
+        each complete, and are in ``commits``; the rows still buffered are discarded."""
     def write(self, data: ArrowData) -> None:
         """Validate ``data`` whole and buffer it; commits the partitions it fills."""
     def flush(self) -> list[Commit]:
@@ -160,13 +178,30 @@ class Writer:
         """Discard the buffered rows, publishing nothing more; returns the commits landed."""
     @property
     def commits(self) -> list[Commit]:
-        """Every commit this writer has published so far."""
+        """Every commit this writer has published so far (also those the ``max_delay``
+        timer cut)."""
     @property
     def buffered_rows(self) -> int:
         """Rows buffered, not committed yet."""
     @property
     def closed(self) -> bool: ...
 
+@final
+class Conformed:
+    """``conform``'s result: Arrow data in the contract's schema (pass it to ``append``),
+    and what was done to each column whose type was not the contract's."""
+
+    @property
+    def changes(self) -> list[str]:
+        """One line per converted column, e.g. "`strategy_index`: Int64 -> Int32 (every value fits)"."""
+    @property
+    def num_rows(self) -> int: ...
+    def to_pyarrow(self) -> pyarrow.Table:
+        """The conformed data as a ``pyarrow.Table`` (needs pyarrow)."""
+    def __arrow_c_stream__(self, requested_schema: object = None) -> object: ...
+    def __len__(self) -> int: ...
+
+@final
 class Commit:
     """One commit: a part and its pointer."""
 
@@ -208,6 +243,7 @@ class Commit:
         """The pointer as one JSON line (as ``lineage append --json`` prints it)."""
     def to_dict(self) -> dict[str, Any]: ...
 
+@final
 class Problem:
     """One problem found by ``verify``."""
 
@@ -218,6 +254,7 @@ class Problem:
     @property
     def message(self) -> str: ...
 
+@final
 class VerifyReport:
     """The result of ``Store.verify()``."""
 
@@ -271,6 +308,7 @@ class VerifyReport:
         """The report as ``lineage verify --json`` prints it."""
     def to_dict(self) -> dict[str, Any]: ...
 
+@final
 class Seal:
     """What ``Store.seal()`` made."""
 
@@ -289,6 +327,7 @@ class Seal:
     @property
     def key_id(self) -> Optional[str]: ...
 
+@final
 class Proof:
     """An inclusion proof of one commit in one seal."""
 
@@ -305,6 +344,7 @@ class Proof:
     def to_json(self) -> str:
         """The proof as ``lineage prove`` writes it."""
 
+@final
 class ProofSummary:
     """What a valid proof establishes."""
 

@@ -1,9 +1,13 @@
 //! Library errors → the package's exceptions (defined in `lineage_store/_errors.py`), by
 //! the library's one kind mapping: `Input` → `InputError`, `Conflict` → `ConflictError`,
-//! `Io`/`NotFound` → `StoreError`, `Internal` → `LineageError`. The message is exactly
-//! what the CLI prints after `error: `.
+//! `Io`/`NotFound` → `StoreError`, `Internal` → `LineageError`. The message is what the
+//! CLI prints (its `error: ` lines without the prefix, one per error of refused input, and
+//! its `hint: ` line), in the caller's language: a usage error names the keyword
+//! argument the caller passed (`batch_rows`), not the CLI's flag (`--batch-rows`), and a
+//! schema mismatch adds the lines that fix it in the caller's library
+//! ([`crate::refusal::schema_error`]).
 
-use lineage_store::{Error, ErrorKind, InputError};
+use lineage_store::{Error, ErrorKind, InputError, Place};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -27,37 +31,75 @@ pub fn raise(
     }
 }
 
+/// The CLI's flags in a usage message, as the keyword arguments a Python caller passed.
+/// Only usage messages are rewritten (never one that quotes a value of the input).
+const FLAGS: [(&str, &str); 9] = [
+    (
+        "use append with --commit-key",
+        "use Store.append(commit_key=...)",
+    ),
+    ("--store ", "store "),
+    ("--endpoint-url", "endpoint_url"),
+    ("--since-seal ", "since_seal="),
+    ("--public-key", "public_key="),
+    ("--batch-rows", "batch_rows"),
+    ("--commit-key", "commit_key"),
+    ("--expect-head ", "expect_head="),
+    ("--grace ", "grace="),
+];
+
+/// `message` with the CLI's flags spelled as Python keyword arguments.
+pub fn pythonic(message: &str) -> String {
+    FLAGS
+        .iter()
+        .fold(message.to_string(), |m, (flag, kw)| m.replace(flag, kw))
+}
+
 /// The exception for a library error.
 pub fn to_py(py: Python<'_>, e: Error) -> PyErr {
-    let message = e.to_string();
+    let message = match &e {
+        Error::Usage(m) => pythonic(m),
+        other => other.to_string(),
+    };
     match e.kind() {
-        ErrorKind::Input => {
-            let kwargs = PyDict::new(py);
-            let (row, field, reason) = locate(&e);
-            let listed = e.rejection().map(|r| {
-                r.errors
-                    .iter()
-                    .map(|x| error_dict(py, x))
-                    .collect::<PyResult<Vec<_>>>()
-            });
-            let set = kwargs
-                .set_item("row", row)
-                .and_then(|()| kwargs.set_item("field", field))
-                .and_then(|()| kwargs.set_item("reason", reason))
-                .and_then(|()| match listed {
-                    Some(l) => kwargs.set_item("errors", l?),
-                    None => Ok(()),
-                });
-            match set {
-                Ok(()) => raise(py, "InputError", message, Some(&kwargs)),
-                Err(err) => err,
-            }
-        }
+        ErrorKind::Input => match input_kwargs(py, &e) {
+            Ok(kwargs) => raise(py, "InputError", message, Some(&kwargs)),
+            Err(err) => err,
+        },
         ErrorKind::Conflict => raise(py, "ConflictError", message, None),
         ErrorKind::Io | ErrorKind::NotFound => raise(py, "StoreError", message, None),
         // Internal, and any kind a later version adds: the base class.
         _ => raise(py, "LineageError", message, None),
     }
+}
+
+/// `InputError`'s keyword attributes for refused input: `row`, `field` and `reason` (of
+/// the first error), `errors` (every error listed, as `lineage_store.check` returns them)
+/// and, for a refused schema, `fields` (every differing field, in the refusal's order).
+pub fn input_kwargs<'py>(py: Python<'py>, e: &Error) -> PyResult<Bound<'py, PyDict>> {
+    let kwargs = PyDict::new(py);
+    let (row, field, reason) = locate(e);
+    kwargs.set_item("row", row)?;
+    kwargs.set_item("field", field)?;
+    kwargs.set_item("reason", reason)?;
+    if let Some(r) = e.rejection() {
+        let listed = r
+            .errors
+            .iter()
+            .map(|x| error_dict(py, x))
+            .collect::<PyResult<Vec<_>>>()?;
+        kwargs.set_item("errors", listed)?;
+        let fields: Vec<&str> = r
+            .errors
+            .iter()
+            .filter(|x| x.place == Place::Schema)
+            .filter_map(|x| x.field.as_deref())
+            .collect();
+        if !fields.is_empty() {
+            kwargs.set_item("fields", fields)?;
+        }
+    }
+    Ok(kwargs)
 }
 
 /// One error as a dict: `line`, `row`, `field`, `value`, `reason` (`None` where they do
@@ -94,6 +136,7 @@ fn locate(e: &Error) -> (Option<u64>, Option<String>, String) {
             (row, first_backticked(location), message.clone())
         }
         Error::Schema(m) => (None, first_backticked(m), m.clone()),
+        Error::Usage(m) => (None, None, pythonic(m)),
         other => (None, None, other.to_string()),
     }
 }

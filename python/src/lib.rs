@@ -16,9 +16,11 @@ use pyo3::prelude::*;
 
 mod arrow_in;
 mod check;
+mod conformed;
 mod errors;
 mod log;
 mod log_table;
+mod refusal;
 mod runtime;
 mod store;
 mod types;
@@ -139,6 +141,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     log::init();
     m.add("SCHEMA_VERSION", contract::SCHEMA_VERSION)?;
     m.add("DEFAULT_BATCH_ROWS", lineage_store::DEFAULT_BATCH_ROWS)?;
+    m.add("DEFAULT_MAX_IN_FLIGHT", lineage_store::DEFAULT_CONCURRENCY)?;
     m.add_function(wrap_pyfunction!(store::open, m)?)?;
     m.add_function(wrap_pyfunction!(canonical_crs, m)?)?;
     m.add_function(wrap_pyfunction!(check::check, m)?)?;
@@ -146,6 +149,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(keygen, m)?)?;
     m.add_function(wrap_pyfunction!(verify_proof, m)?)?;
     m.add_function(wrap_pyfunction!(_arrow_import_check, m)?)?;
+    m.add_function(wrap_pyfunction!(conformed::conform, m)?)?;
+    m.add_function(wrap_pyfunction!(store::_reopen, m)?)?;
+    m.add_function(wrap_pyfunction!(types::_restore, m)?)?;
+    m.add_class::<conformed::Conformed>()?;
     m.add_class::<store::Store>()?;
     m.add_class::<writer::Writer>()?;
     m.add_class::<types::Commit>()?;

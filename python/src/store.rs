@@ -1,7 +1,12 @@
 //! `lineage_store.open(url)` and the `Store` it returns: append, log, verify, seal, prove,
 //! and the trusted read path: files, scan.
 //! Every method releases the GIL while it reads Arrow data, validates, encodes, hashes or
-//! talks to the store, so Python threads can append to one store (or several) at once.
+//! talks to the store, so Python threads can append to one store (or several) at once, and
+//! looks for Ctrl-C while it waits ([`crate::runtime`]).
+//!
+//! A `Store` pickles as what reopens it: its URL (a local path made absolute when opened)
+//! and `endpoint_url`; credentials always come from the environment of the process that
+//! unpickles it. A `memory://` store lives in one process and refuses to be pickled.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -9,12 +14,14 @@ use std::sync::Arc;
 use arrow_pyarrow::IntoPyArrow;
 use lineage_store::internal::merkle;
 use lineage_store::{
-    open_with, parse_duration, prove, read_pointers, read_public_key, read_signing_key, seal,
-    check_all, part_location, snapshot, ReadOptions, ScanOptions,
-    validate_all, verify_with, AtomicPublisher, CloudOptions, DigestCheck, Error, Format, Input,
-    ProveAgainst, SystemClock, VerifyOptions, Writer, DEFAULT_BATCH_ROWS, DEFAULT_CONCURRENCY,
+    check_all, open_with, parse_duration, part_location, prove, read_pointers, read_public_key,
+    read_signing_key, seal, snapshot, validate_all, verify_with, AtomicPublisher, CloudOptions,
+    DigestCheck, Error, Format, Input, ProveAgainst, ReadOptions, ScanOptions, SystemClock,
+    VerifyOptions, Writer, DEFAULT_BATCH_ROWS, DEFAULT_CONCURRENCY,
 };
 use pyo3::prelude::*;
+
+use lineage_store::internal::conform;
 
 use crate::arrow_in;
 use crate::errors::{self, IntoPyResult, LResult};
@@ -28,7 +35,32 @@ use crate::types::{Commit, Proof, Seal, VerifyReport};
 #[derive(Debug)]
 pub struct Store {
     url: String,
+    endpoint_url: Option<String>,
+    /// What reopens it in another process (`None`: a memory store).
+    reopen: Option<String>,
     inner: Arc<dyn AtomicPublisher>,
+}
+
+// The defaults in `#[pyo3(signature)]` are literals, so that the signature Python sees
+// (`inspect.signature`, the stub test) shows them; these keep them the library's.
+const _: () = assert!(DEFAULT_BATCH_ROWS == 100000 && DEFAULT_CONCURRENCY == 8);
+
+/// The URL that reopens `url` from any working directory: a local path made absolute;
+/// `None` for `memory://`, which exists in this process only.
+fn reopen_url(url: &str) -> Option<String> {
+    if url.starts_with("memory:") {
+        return None;
+    }
+    let is_url = url.contains("://");
+    if is_url {
+        return Some(url.to_string());
+    }
+    Some(
+        std::path::absolute(url)
+            .ok()
+            .and_then(|p| p.to_str().map(str::to_string))
+            .unwrap_or_else(|| url.to_string()),
+    )
 }
 
 /// A path or URL argument as text.
@@ -45,10 +77,24 @@ pub fn path_text(p: &std::path::Path) -> LResult<String> {
 #[pyo3(signature = (url, *, endpoint_url=None))]
 pub fn open(py: Python<'_>, url: PathBuf, endpoint_url: Option<String>) -> PyResult<Store> {
     let url = path_text(&url).py_err(py)?;
-    let opts = CloudOptions { endpoint_url };
+    let opts = CloudOptions {
+        endpoint_url: endpoint_url.clone(),
+    };
     let u = url.clone();
-    let inner = block_on(py, async move { open_with(&u, &opts).await }).py_err(py)?;
-    Ok(Store { url, inner })
+    let inner = block_on(py, async move { open_with(&u, &opts).await })?.py_err(py)?;
+    Ok(Store {
+        reopen: reopen_url(&url),
+        url,
+        endpoint_url,
+        inner,
+    })
+}
+
+/// What a pickled `Store` calls to come back: `open(url, endpoint_url=...)`.
+#[pyfunction]
+#[pyo3(signature = (url, endpoint_url=None))]
+pub fn _reopen(py: Python<'_>, url: PathBuf, endpoint_url: Option<String>) -> PyResult<Store> {
+    open(py, url, endpoint_url)
 }
 
 /// A `grace` argument: "15m"-style text, seconds, or a `datetime.timedelta`.
@@ -64,7 +110,7 @@ fn grace(py: Python<'_>, g: &Bound<'_, PyAny>) -> PyResult<chrono::Duration> {
         return Err(errors::to_py(
             py,
             Error::Usage(format!(
-                "grace {secs} s: expected a duration of at least 0 s"
+                "grace={secs} s: expected a duration of at least 0 s"
             )),
         ));
     }
@@ -106,14 +152,17 @@ impl Store {
         let store = self.inner.clone();
         block_on(py, async move {
             lineage_store::delta_version(store.as_ref()).await
-        })
+        })?
         .py_err(py)
     }
 
     /// Validate all of `data`, then commit it, one part per flush of at most `batch_rows`
     /// rows per (run_id, target_crs). Refused input raises `InputError` and publishes
-    /// nothing. With `commit_key`, a retried job re-publishes the same commits.
-    #[pyo3(signature = (data, *, batch_rows=DEFAULT_BATCH_ROWS, commit_key=None))]
+    /// nothing. With `commit_key`, a retried job re-publishes the same commits. A table or
+    /// data frame is read where it is; a stream (a `RecordBatchReader`, a DuckDB relation)
+    /// is spooled to a temp file first, as the CLI spools standard input, so memory stays
+    /// bounded whatever its size.
+    #[pyo3(signature = (data, *, batch_rows=100000, commit_key=None))]
     fn append(
         &self,
         py: Python<'_>,
@@ -121,16 +170,45 @@ impl Store {
         batch_rows: usize,
         commit_key: Option<String>,
     ) -> PyResult<Vec<Commit>> {
-        let source = arrow_in::import(py, data)?;
-        // Everything is read and validated before the first commit.
-        let validated =
-            detached(py, move || source.read_all().and_then(validate_all)).py_err(py)?;
+        let mut source = arrow_in::import(py, data)?;
+        // The schema first, also when no row follows (the CLI's rule for an Arrow file).
+        if let Some(e) = crate::refusal::schema_error(py, source.producer, &source.schema) {
+            return Err(e);
+        }
         let writer = Writer::new(self.inner.clone())
             .with_batch_rows(batch_rows)
             .with_commit_key(commit_key);
-        let pointers =
-            block_on(py, async move { writer.append(&validated, |_| {}).await }).py_err(py)?;
-        Ok(pointers.into_iter().map(Commit::from).collect())
+        if source.held {
+            // Everything is read and validated before the first commit; the batches refer
+            // to the producer's buffers (no copy).
+            let validated =
+                detached(py, move || source.read_all().and_then(validate_all)).py_err(py)?;
+            let pointers =
+                block_on(py, async move { writer.append(&validated, |_| {}).await })?.py_err(py)?;
+            return Ok(pointers.into_iter().map(Commit::from).collect());
+        }
+        // A stream is read once, into the spool; the append reads the spool twice.
+        let plan = conform::plan(&source.schema).py_err(py)?;
+        let schema = plan.version().schema();
+        let mut interrupted = None;
+        let spooled = detached(py, || {
+            Input::spool_arrow(&schema, || {
+                if let Err(e) = crate::runtime::signalled() {
+                    interrupted = Some(e);
+                    return Err(Error::Internal("interrupted".into()));
+                }
+                source.next_batch()?.map(|b| plan.apply(&b)).transpose()
+            })
+        });
+        if let Some(e) = interrupted {
+            return Err(e);
+        }
+        let input = Arc::new(spooled.py_err(py)?);
+        let done = block_on(py, async move {
+            writer.append_source(input, true, |_| {}).await
+        })?
+        .py_err(py)?;
+        Ok(done.pointers.into_iter().map(Commit::from).collect())
     }
 
     /// Append the events of a file (NDJSON, CSV, Arrow IPC or Parquet; the format from the
@@ -138,7 +216,7 @@ impl Store {
     /// bounded memory whatever the file's size: the file is read twice, validated whole
     /// first (refused input raises `InputError` naming the line or row and field, and
     /// publishes nothing), then committed flush by flush. pyarrow is not needed.
-    #[pyo3(signature = (path, *, format=None, batch_rows=DEFAULT_BATCH_ROWS, commit_key=None))]
+    #[pyo3(signature = (path, *, format=None, batch_rows=100000, commit_key=None))]
     fn append_file(
         &self,
         py: Python<'_>,
@@ -160,7 +238,7 @@ impl Store {
             .with_commit_key(commit_key);
         let done = block_on(py, async move {
             writer.append_source(Arc::new(input), true, |_| {}).await
-        })
+        })?
         .py_err(py)?;
         Ok(done.pointers.into_iter().map(Commit::from).collect())
     }
@@ -171,7 +249,7 @@ impl Store {
     /// `timedelta`); at most `max_in_flight` commits run at once (`write` waits beyond).
     /// Leaving the block publishes the rest; an exception in it publishes nothing of the
     /// rows still buffered.
-    #[pyo3(signature = (*, batch_rows=DEFAULT_BATCH_ROWS, max_delay=None, max_in_flight=DEFAULT_CONCURRENCY))]
+    #[pyo3(signature = (*, batch_rows=100000, max_delay=None, max_in_flight=8))]
     fn writer(
         &self,
         py: Python<'_>,
@@ -195,7 +273,7 @@ impl Store {
         let store = self.inner.clone();
         let pointers = block_on(py, async move {
             read_pointers(store.as_ref(), run_id.as_deref()).await
-        })
+        })?
         .py_err(py)?;
         log_table::to_pyarrow(py, &pointers)
     }
@@ -206,7 +284,7 @@ impl Store {
         let store = self.inner.clone();
         let pointers = block_on(py, async move {
             read_pointers(store.as_ref(), run_id.as_deref()).await
-        })
+        })?
         .py_err(py)?;
         Ok(pointers.into_iter().map(Commit::from).collect())
     }
@@ -240,9 +318,7 @@ impl Store {
             if merkle::parse_hash(h).is_none() {
                 return Err(errors::to_py(
                     py,
-                    Error::Usage(format!(
-                        "--expect-head {h:?} is not a sha256 (64 hex digits)"
-                    )),
+                    Error::Usage(format!("expect_head={h:?} is not a sha256 (64 hex digits)")),
                 ));
             }
         }
@@ -269,7 +345,7 @@ impl Store {
         let store = self.inner.clone();
         let report = block_on_local(py, move || async move {
             verify_with(store.as_ref(), &opts).await
-        })
+        })?
         .py_err(py)?;
         let report = VerifyReport { inner: report };
         if check && !report.inner.is_clean() {
@@ -296,7 +372,7 @@ impl Store {
         let store = self.inner.clone();
         let out = block_on(py, async move {
             seal(store.as_ref(), &SystemClock, key.as_ref()).await
-        })
+        })?
         .py_err(py)?;
         Ok(out.into())
     }
@@ -325,7 +401,7 @@ impl Store {
         let store = self.inner.clone();
         let p = block_on(py, async move {
             prove(store.as_ref(), &commit_id, &against).await
-        })
+        })?
         .py_err(py)?;
         Ok(Proof { inner: p })
     }
@@ -359,7 +435,7 @@ impl Store {
                 .iter()
                 .map(|p| part_location(store.as_ref(), &p.pointer.part_path))
                 .collect())
-        })
+        })?
         .py_err(py)
     }
 
@@ -408,12 +484,34 @@ impl Store {
         let scan = block_on_local(py, move || async move {
             let snap = snapshot(store.as_ref(), &opts).await?;
             lineage_store::scan(store, &snap, &scan_opts)
-        })
+        })?
         .py_err(py)?;
         let rt = crate::runtime::runtime().py_err(py)?;
         let reader: Box<dyn arrow_array::RecordBatchReader + Send> =
             Box::new(scan.into_reader(rt.handle()));
         reader.into_pyarrow(py)
+    }
+
+    /// The `endpoint_url` this store was opened with.
+    #[getter]
+    fn endpoint_url(&self) -> Option<String> {
+        self.endpoint_url.clone()
+    }
+
+    /// Pickled as what reopens it: the URL (a local path made absolute) and
+    /// `endpoint_url`, never credentials. A `memory://` store refuses.
+    #[allow(clippy::type_complexity)]
+    fn __reduce__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(Bound<'py, PyAny>, (String, Option<String>))> {
+        let Some(url) = &self.reopen else {
+            return Err(pyo3::exceptions::PyTypeError::new_err(
+                "cannot pickle a memory:// store: it exists in this process only (open a directory or a bucket to share a store between processes)",
+            ));
+        };
+        let reopen = py.import("lineage_store._native")?.getattr("_reopen")?;
+        Ok((reopen, (url.clone(), self.endpoint_url.clone())))
     }
 
     fn __repr__(&self) -> String {

@@ -1,5 +1,9 @@
 //! What the library returns, as immutable Python objects: a commit, a verify report and
 //! its problems, a seal, an inclusion proof and what a valid proof establishes.
+//!
+//! Each pickles as plain data (its JSON, rebuilt by [`_restore`]), so a
+//! `multiprocessing.Pool` / `ProcessPoolExecutor` / Dask / Ray worker can return what
+//! `append`, `verify`, `seal` or `prove` gave it, with fork and spawn alike.
 
 use lineage_store::{Pointer, Problem as LibProblem, Report, SealOutcome};
 use lineage_store::{Proof as LibProof, ProofSummary as LibSummary};
@@ -17,7 +21,7 @@ fn to_json<T: serde::Serialize>(v: &T) -> PyResult<String> {
 
 /// One commit: a part and its pointer, as `lineage log --json` prints it.
 #[pyclass(module = "lineage_store", frozen, eq, get_all, skip_from_py_object)]
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Commit {
     /// UUIDv7 (or UUIDv8 derived from a commit key), also in the part's footer.
     pub commit_id: String,
@@ -106,6 +110,13 @@ impl Commit {
 
 #[pymethods]
 impl Commit {
+    /// Pickled as plain data (its JSON).
+    fn __reduce__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(Bound<'py, PyAny>, (&'static str, String))> {
+        reduce(py, "Commit", to_json(self)?)
+    }
     /// The pointer as one JSON line, exactly as `lineage append --json` prints it.
     fn to_json(&self) -> PyResult<String> {
         to_json(&self.pointer())
@@ -126,7 +137,7 @@ impl Commit {
 
 /// One problem `verify` found, naming the object.
 #[pyclass(module = "lineage_store", frozen, eq, get_all, skip_from_py_object)]
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Problem {
     /// The kind, as `lineage verify --json` spells it (`missing_part`, `digest_mismatch`, ...).
     pub kind: String,
@@ -152,6 +163,13 @@ impl From<&LibProblem> for Problem {
 
 #[pymethods]
 impl Problem {
+    /// Pickled as plain data (its JSON).
+    fn __reduce__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(Bound<'py, PyAny>, (&'static str, String))> {
+        reduce(py, "Problem", to_json(self)?)
+    }
     fn __repr__(&self) -> String {
         format!(
             "Problem(kind={:?}, key={:?}, message={:?})",
@@ -174,6 +192,13 @@ pub struct VerifyReport {
 
 #[pymethods]
 impl VerifyReport {
+    /// Pickled as plain data (its JSON).
+    fn __reduce__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(Bound<'py, PyAny>, (&'static str, String))> {
+        reduce(py, "VerifyReport", to_json(&self.inner)?)
+    }
     /// True when no problem was found (`lineage verify` exits 0).
     #[getter]
     fn clean(&self) -> bool {
@@ -320,8 +345,8 @@ impl VerifyReport {
 }
 
 /// What `Store.seal()` made.
-#[pyclass(module = "lineage_store", frozen, get_all, skip_from_py_object)]
-#[derive(Debug, Clone)]
+#[pyclass(module = "lineage_store", frozen, eq, get_all, skip_from_py_object)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Seal {
     /// Sequence number of the new seal.
     pub seq: u64,
@@ -355,6 +380,13 @@ impl From<SealOutcome> for Seal {
 
 #[pymethods]
 impl Seal {
+    /// Pickled as plain data (its JSON).
+    fn __reduce__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(Bound<'py, PyAny>, (&'static str, String))> {
+        reduce(py, "Seal", to_json(self)?)
+    }
     fn __repr__(&self) -> String {
         format!(
             "Seal(seq={}, head={:?}, added={}, tree_size={})",
@@ -372,6 +404,13 @@ pub struct Proof {
 
 #[pymethods]
 impl Proof {
+    /// Pickled as plain data (its JSON).
+    fn __reduce__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(Bound<'py, PyAny>, (&'static str, String))> {
+        reduce(py, "Proof", to_json(&self.inner)?)
+    }
     /// The commit proven.
     #[getter]
     fn commit_id(&self) -> String {
@@ -416,8 +455,8 @@ impl Proof {
 }
 
 /// What a valid proof establishes (`lineage verify-proof`).
-#[pyclass(module = "lineage_store", frozen, get_all, skip_from_py_object)]
-#[derive(Debug, Clone)]
+#[pyclass(module = "lineage_store", frozen, eq, get_all, skip_from_py_object)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ProofSummary {
     /// The commit.
     pub commit_id: String,
@@ -460,6 +499,13 @@ impl From<LibSummary> for ProofSummary {
 
 #[pymethods]
 impl ProofSummary {
+    /// Pickled as plain data (its JSON).
+    fn __reduce__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(Bound<'py, PyAny>, (&'static str, String))> {
+        reduce(py, "ProofSummary", to_json(self)?)
+    }
     fn __repr__(&self) -> String {
         format!(
             "ProofSummary(commit_id={:?}, seal_seq={}, rows={}, part_file_checked={})",
@@ -473,6 +519,50 @@ impl ProofSummary {
             }
         )
     }
+}
+
+/// `(_restore, (kind, json))`: what a value object pickles as.
+fn reduce<'py>(
+    py: Python<'py>,
+    kind: &'static str,
+    json: String,
+) -> PyResult<(Bound<'py, PyAny>, (&'static str, String))> {
+    let restore = py.import("lineage_store._native")?.getattr("_restore")?;
+    Ok((restore, (kind, json)))
+}
+
+fn from_json<T: serde::de::DeserializeOwned>(text: &str) -> PyResult<T> {
+    serde_json::from_str(text).map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
+}
+
+/// Rebuild a pickled value object (see the module docs).
+#[pyfunction]
+pub fn _restore(py: Python<'_>, kind: &str, json: &str) -> PyResult<Py<PyAny>> {
+    Ok(match kind {
+        "Commit" => Py::new(py, from_json::<Commit>(json)?)?.into_any(),
+        "Problem" => Py::new(py, from_json::<Problem>(json)?)?.into_any(),
+        "VerifyReport" => Py::new(
+            py,
+            VerifyReport {
+                inner: from_json(json)?,
+            },
+        )?
+        .into_any(),
+        "Seal" => Py::new(py, from_json::<Seal>(json)?)?.into_any(),
+        "Proof" => Py::new(
+            py,
+            Proof {
+                inner: from_json(json)?,
+            },
+        )?
+        .into_any(),
+        "ProofSummary" => Py::new(py, from_json::<ProofSummary>(json)?)?.into_any(),
+        other => {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "no lineage_store value is called {other:?}"
+            )))
+        }
+    })
 }
 
 /// Keyword arguments for an exception, from pairs.

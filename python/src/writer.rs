@@ -4,6 +4,11 @@
 //! row has waited `max_delay`, `close` (leaving the block) publishes the rest, and
 //! `abort` (an exception in the block) publishes nothing of the rows still buffered.
 //!
+//! What an exception inside the block leaves published: every commit cut before it
+//! (partitions that reached `batch_rows`, or waited `max_delay`, or were `flush`ed) is
+//! complete (part, then pointer) and stays; the rows still buffered are discarded. A
+//! writer cannot be pickled (its buffered rows live in this process).
+//!
 //! The sink lives behind an async mutex shared with a ticker task on the runtime, which
 //! calls [`Sink::tick`] at [`Sink::next_deadline`], so a partition is committed after
 //! `max_delay` even while the job is quiet (the sink itself only looks at the clock
@@ -107,7 +112,7 @@ impl Writer {
         Fut: std::future::Future<Output = LResult<Vec<Pointer>>> + Send,
     {
         let shared = self.shared.clone();
-        let r = block_on(py, async move {
+        block_on(py, async move {
             let sink = shared.sink.lock().await.take();
             shared.closed.store(true, Ordering::SeqCst);
             shared.wake.notify_one();
@@ -126,8 +131,8 @@ impl Writer {
                     Err(e)
                 }
             }
-        });
-        r.py_err(py)?;
+        })?
+        .py_err(py)?;
         Ok(self.done().into_iter().map(Commit::from).collect())
     }
 }
@@ -208,6 +213,10 @@ impl Writer {
     /// flight. Refused data raises `InputError` and nothing of it is kept.
     fn write(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
         let source = arrow_in::import(py, data)?;
+        // The schema first, also when no row follows (the CLI's rule for an Arrow file).
+        if let Some(e) = crate::refusal::schema_error(py, source.producer, &source.schema) {
+            return Err(e);
+        }
         let batches = crate::runtime::detached(py, move || prepare(source)).py_err(py)?;
         let shared = self.shared.clone();
         block_on(py, async move {
@@ -220,7 +229,7 @@ impl Writer {
             }
             shared.wake.notify_one();
             Ok(())
-        })
+        })?
         .py_err(py)
     }
 
@@ -235,7 +244,7 @@ impl Writer {
                 .ok_or_else(|| Error::Usage("the writer is closed".into()))?;
             sink.flush().await?;
             Ok(sink.committed().to_vec())
-        })
+        })?
         .py_err(py)?;
         Ok(landed.into_iter().map(Commit::from).collect())
     }
@@ -251,18 +260,20 @@ impl Writer {
         self.end(py, |s| s.abort())
     }
 
-    /// Every commit landed so far.
+    /// Every commit landed so far, also those the `max_delay` timer cut.
     #[getter]
     fn commits(&self, py: Python<'_>) -> PyResult<Vec<Commit>> {
         let shared = self.shared.clone();
         let open = block_on(py, async move {
-            Ok(shared
-                .sink
-                .lock()
-                .await
-                .as_ref()
-                .map(|s| s.committed().to_vec()))
-        })
+            let mut guard = shared.sink.lock().await;
+            match guard.as_mut() {
+                Some(s) => {
+                    s.collect_landed().await?;
+                    Ok(Some(s.committed().to_vec()))
+                }
+                None => Ok(None),
+            }
+        })?
         .py_err(py)?;
         Ok(open
             .unwrap_or_else(|| self.done())
@@ -282,7 +293,7 @@ impl Writer {
                 .await
                 .as_ref()
                 .map_or(0, |s| s.buffered_rows()))
-        })
+        })?
         .py_err(py)
     }
 
@@ -290,6 +301,13 @@ impl Writer {
     #[getter]
     fn closed(&self) -> bool {
         self.shared.closed.load(Ordering::SeqCst)
+    }
+
+    /// A writer is not data: its buffered rows and commits in flight live in this process.
+    fn __reduce__(&self) -> PyResult<()> {
+        Err(pyo3::exceptions::PyTypeError::new_err(
+            "cannot pickle a Writer: its buffered rows live in this process; pickle the Store and open a writer where the rows are made",
+        ))
     }
 
     fn __repr__(&self) -> String {

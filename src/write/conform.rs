@@ -1,23 +1,37 @@
-//! Binary input (Arrow IPC, Parquet) matched to a registered contract version by column
-//! names, and what counts as empty input.
+//! Binary input (Arrow IPC, Parquet, batches in memory) matched to a registered contract
+//! version by column names, and what counts as empty input.
 //!
 //! Accepted where the values are the same, re-encoded losslessly:
 //! - columns by name, in any order (a table built from a dict in another order);
 //! - a string column as `LargeUtf8`, `Utf8View` or dictionary-encoded (of any of the three),
 //!   as pyarrow and Polars write them; stored as `Utf8`;
-//! - `event_time_utc` as microseconds with its zone spelled `UTC`, `+00:00`, `Z` or
-//!   `Etc/UTC`; stored as `UTC`;
+//! - `event_time_utc` as microseconds with any valid zone (`UTC`, `+00:00`, `Z`,
+//!   `Etc/UTC`, `Europe/Berlin`, `+05:30`, ...): an Arrow timestamp with a zone holds UTC
+//!   instants whatever zone labels it (DuckDB labels `TIMESTAMPTZ` with its session's
+//!   zone), so the values are kept and relabelled `UTC`;
+//! - a column of type `Null` (pyarrow's and Polars' type for a column that is all `None`):
+//!   it can hold nothing but nulls, so it is the contract's type, all null; a required
+//!   field then fails the row rule (`row 1, field ...: is null, but the contract requires
+//!   a value`);
 //! - non-nullable fields (stricter than the contract).
 //!
-//! Refused, naming the field and both types: a missing, extra or duplicated column, and any
-//! other type (an `Int32` sequence, milliseconds, a time without zone): casting those could
-//! change a value or hide a drifted producer. Every column that differs is named in one
-//! refusal, each with the cast (pyarrow, Polars, SQL) that makes it the contract's type,
-//! and a hint for conforming the whole table when casts would.
+//! Refused, naming every differing field at once with both types: a missing, extra or
+//! duplicated column, and any other type (an `Int32` sequence, milliseconds, a time
+//! without zone): casting those could change a value or hide a drifted producer. Each
+//! differing column is one error of the refusal (through the rejection collector, as the
+//! text readers report lines), with the cast (pyarrow, Polars, SQL) that makes it the
+//! contract's type, and the refusal ends with a hint for conforming the whole table when
+//! casts would. A caller who wants the lossless conversions made says so
+//! ([`crate::write::lossless`]).
+//!
+//! The schema is checked even when the input has no rows (an Arrow file or stream with a
+//! schema and no batches, an empty table): one rule for the CLI and the Python package.
+//! Only input without any schema (no bytes at all) is "no events" without a check.
 
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
+use arrow_array::timezone::Tz;
 use arrow_array::types::TimestampMicrosecondType;
 use arrow_array::{Array, ArrayRef, RecordBatch, StringArray};
 use arrow_schema::{DataType, Schema, TimeUnit};
@@ -28,8 +42,15 @@ use crate::schema::contract::{self, ContractVersion, Kind};
 use crate::schema::rules::cut;
 use crate::write::input::format::Format;
 
-/// Zone names that mean UTC, for `event_time_utc`.
+/// Zone names that mean UTC, for `event_time_utc` (also those Arrow's zone parser does not
+/// know, such as `Z`).
 const UTC_NAMES: [&str; 4] = ["UTC", "+00:00", "Z", "Etc/UTC"];
+
+/// Whether `tz` is a zone an Arrow timestamp may carry: a UTC spelling, an IANA name or a
+/// fixed offset (`+05:30`).
+pub fn is_valid_zone(tz: &str) -> bool {
+    UTC_NAMES.contains(&tz) || tz.parse::<Tz>().is_ok()
+}
 
 /// Whether `bytes` hold no events at all: nothing, or (for the text formats) only white
 /// space after an optional byte-order mark. Appending no events is a no-op.
@@ -51,8 +72,10 @@ enum Take {
     Same,
     /// A string column in another encoding, re-encoded as `Utf8`.
     Str,
-    /// A UTC timestamp whose zone is spelled differently, relabelled `UTC`.
+    /// A timestamp in microseconds labelled with another zone, relabelled `UTC`.
     Utc,
+    /// A `Null` column: the contract's type, all null.
+    Null,
 }
 
 /// Where each contract column comes from in an input schema, and which registered
@@ -63,13 +86,120 @@ pub struct Plan {
     version: Arc<ContractVersion>,
 }
 
+/// One way an input schema differs from the contract.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mismatch {
+    /// A column name appears more than once (`index`: 0-based, of the repetition).
+    Duplicate {
+        /// Position in the input.
+        index: usize,
+        /// Position of its first appearance.
+        first: usize,
+        /// The name.
+        name: String,
+    },
+    /// A column the contract does not have.
+    Extra {
+        /// Position in the input.
+        index: usize,
+        /// The name.
+        name: String,
+        /// Its type.
+        got: DataType,
+        /// The contract's field it is probably a misspelling of, when the input lacks
+        /// that field.
+        meant: Option<&'static str>,
+    },
+    /// A contract column the input lacks.
+    Missing {
+        /// The name.
+        name: String,
+        /// The contract's type.
+        want: DataType,
+    },
+    /// A column of another type.
+    Type {
+        /// Position in the input.
+        index: usize,
+        /// The name.
+        name: String,
+        /// Its type.
+        got: DataType,
+        /// The contract's type.
+        want: DataType,
+    },
+}
+
+impl Mismatch {
+    /// The field it is about.
+    pub fn field(&self) -> &str {
+        match self {
+            Mismatch::Duplicate { name, .. }
+            | Mismatch::Extra { name, .. }
+            | Mismatch::Missing { name, .. }
+            | Mismatch::Type { name, .. } => name,
+        }
+    }
+
+    /// The difference in words; with `fields` (the contract's number of fields), as the
+    /// refusal words it.
+    fn describe(&self, fields: Option<usize>) -> String {
+        match self {
+            Mismatch::Duplicate { index, first, name } => format!(
+                "field {} `{}` appears twice (also field {})",
+                index + 1,
+                cut(name),
+                first + 1
+            ),
+            Mismatch::Extra {
+                index,
+                name,
+                got,
+                meant,
+            } => {
+                let which = fields.map(|n| format!(", which has {n} fields")).unwrap_or_default();
+                let meant = meant
+                    .map(|m| format!("; did you mean `{m}`?"))
+                    .unwrap_or_default();
+                format!(
+                    "field {} `{}` ({got}) is not in the contract{which}{meant}",
+                    index + 1,
+                    cut(name)
+                )
+            }
+            Mismatch::Missing { name, want } => match fields {
+                Some(n) => format!(
+                    "the input lacks field `{name}` ({want}): every one of the {n} fields must be present (all null for no values)"
+                ),
+                None => format!("the input lacks field `{name}` ({want})"),
+            },
+            Mismatch::Type {
+                index,
+                name,
+                got,
+                want,
+            } => format!(
+                "field {} `{name}` has type {got}, the contract expects {want}",
+                index + 1
+            ),
+        }
+    }
+}
+
+/// The difference in a few words (the refusal adds how to fix it).
+impl std::fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.describe(None))
+    }
+}
+
 fn is_string(t: &DataType) -> bool {
     matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
 }
 
 /// The registered version whose column names are closest to `names` (exactly them when the
 /// input is well-formed); on a tie the newest, so errors speak of the current contract.
-fn closest_version(names: &[&str]) -> Arc<ContractVersion> {
+pub(crate) fn closest_version(names: &[&str]) -> Arc<ContractVersion> {
     contract::versions()
         .into_iter()
         .rev()
@@ -88,112 +218,131 @@ fn closest_version(names: &[&str]) -> Arc<ContractVersion> {
         .unwrap_or_else(contract::newest)
 }
 
-/// Match `input` to a registered contract version by column names (see the module docs),
-/// or refuse it naming every column that differs at once (missing, extra, duplicated,
-/// of another type: the type found, the type expected and the cast that would fix it),
-/// with a hint for conforming the whole table when casts would.
-pub fn plan(input: &Schema) -> Result<Plan> {
+/// How a column of type `got` is taken as the contract's `want`, if it can be as it is.
+fn take(want: &DataType, got: &DataType) -> Option<Take> {
+    Some(match (want, got) {
+        (w, g) if w == g => Take::Same,
+        (_, DataType::Null) => Take::Null,
+        (DataType::Utf8, g) if is_string(g) => Take::Str,
+        (DataType::Utf8, DataType::Dictionary(_, v)) if is_string(v) => Take::Str,
+        (
+            DataType::Timestamp(TimeUnit::Microsecond, _),
+            DataType::Timestamp(TimeUnit::Microsecond, Some(tz)),
+        ) if is_valid_zone(tz) => Take::Utc,
+        _ => return None,
+    })
+}
+
+/// Every way `input` differs from the registered contract version closest to it (nothing
+/// when it can be taken as it is, see the module docs), and that version; in the order the
+/// refusal lists them: by the contract's column order (a duplicated column at its
+/// field), then the columns the contract does not have, in input order.
+pub fn mismatches(input: &Schema) -> (Arc<ContractVersion>, Vec<Mismatch>) {
+    match check(input) {
+        Ok(plan) => (plan.version, Vec::new()),
+        Err((version, found)) => (version, found),
+    }
+}
+
+/// The contract column a mismatch is about, for ordering (`usize::MAX`: not in it).
+fn column_of(version: &ContractVersion, name: &str) -> usize {
+    version
+        .columns
+        .iter()
+        .position(|c| c.name == name)
+        .unwrap_or(usize::MAX)
+}
+
+fn check(input: &Schema) -> std::result::Result<Plan, (Arc<ContractVersion>, Vec<Mismatch>)> {
     let fields = input.fields();
-    let mut errors = Collector::new(0);
-    let schema_error =
-        |field: &str, reason: String| InputError::new(Place::Schema, Some(field), None, reason);
     let names: Vec<&str> = fields.iter().map(|f| f.name().as_str()).collect();
     let version = closest_version(&names);
-    let n = version.columns.len();
-    let column_of = |name: &str| version.columns.iter().position(|c| c.name == name);
-    let mut castable = true;
-    let mut extra = false;
+    let mut found = Vec::new();
     for (i, f) in fields.iter().enumerate() {
         if let Some(first) = fields[..i].iter().position(|g| g.name() == f.name()) {
-            castable = false;
-            errors.push(
-                schema_error(
-                    f.name(),
-                    format!(
-                        "field {} `{}` appears twice (also field {})",
-                        i + 1,
-                        cut(f.name()),
-                        first + 1
-                    ),
-                ),
-                column_of(f.name()).unwrap_or(usize::MAX),
-            );
-        } else if column_of(f.name()).is_none() {
-            extra = true;
-            let hint = match crate::schema::rules::meant(f.name()) {
-                Some(name) if !names.contains(&name) => format!("; did you mean `{name}`?"),
-                _ => String::new(),
-            };
-            errors.push(
-                schema_error(
-                    &cut(f.name()),
-                    format!(
-                        "field {} `{}` ({}) is not in the contract, which has {n} fields{hint}",
-                        i + 1,
-                        cut(f.name()),
-                        f.data_type(),
-                    ),
-                ),
-                usize::MAX,
-            );
+            found.push(Mismatch::Duplicate {
+                index: i,
+                first,
+                name: f.name().clone(),
+            });
+        } else if !version.columns.iter().any(|c| c.name == f.name()) {
+            found.push(Mismatch::Extra {
+                index: i,
+                name: f.name().clone(),
+                got: f.data_type().clone(),
+                meant: crate::schema::rules::meant(f.name()).filter(|m| !names.contains(m)),
+            });
         }
     }
     let ours = version.schema();
-    let mut from = Vec::with_capacity(n);
-    let mut casts: Vec<(&str, &'static str)> = Vec::new();
-    for (ci, want) in ours.fields().iter().enumerate() {
+    let mut from = Vec::with_capacity(ours.fields().len());
+    for want in ours.fields() {
         let Some((i, got)) = input.column_with_name(want.name()) else {
-            castable = false;
-            errors.push(
-                schema_error(
-                    want.name(),
-                    format!(
-                        "the input lacks field `{}` ({}): every one of the {n} fields must be present (all null for no values)",
-                        want.name(),
-                        want.data_type(),
-                    ),
-                ),
-                ci,
-            );
+            found.push(Mismatch::Missing {
+                name: want.name().clone(),
+                want: want.data_type().clone(),
+            });
             continue;
         };
-        let take = match (want.data_type(), got.data_type()) {
-            (w, g) if w == g => Take::Same,
-            (DataType::Utf8, g) if is_string(g) => Take::Str,
-            (DataType::Utf8, DataType::Dictionary(_, v)) if is_string(v) => Take::Str,
-            (
-                DataType::Timestamp(TimeUnit::Microsecond, _),
-                DataType::Timestamp(TimeUnit::Microsecond, Some(tz)),
-            ) if UTC_NAMES.contains(&tz.as_ref()) => Take::Utc,
-            (w, g) => {
-                let kind = version.columns[ci].kind;
-                let fix = cast_fix(g, kind);
+        match take(want.data_type(), got.data_type()) {
+            Some(t) => from.push((i, t)),
+            None => found.push(Mismatch::Type {
+                index: i,
+                name: want.name().clone(),
+                got: got.data_type().clone(),
+                want: want.data_type().clone(),
+            }),
+        }
+    }
+    if found.is_empty() {
+        Ok(Plan { from, version })
+    } else {
+        // Stable: duplicates before the type of the same column, extras in input order.
+        found.sort_by_key(|m| column_of(&version, m.field()));
+        Err((version, found))
+    }
+}
+
+/// The refusal of `found` (not empty): every difference at once, one [`InputError`] each
+/// (the type found, the type expected and the cast that would fix it in pyarrow, Polars
+/// and SQL), with a hint for conforming the whole table when casts would
+/// ([`Error::Rejected`]).
+pub fn mismatch_error(version: &ContractVersion, found: &[Mismatch]) -> Error {
+    let n = version.columns.len();
+    let mut errors = Collector::new(0);
+    let mut castable = true;
+    let mut extra = false;
+    let mut casts: Vec<(&str, &'static str)> = Vec::new();
+    for m in found {
+        let column = column_of(version, m.field());
+        let mut reason = m.describe(Some(n));
+        let mut field = m.field().to_string();
+        match m {
+            Mismatch::Duplicate { .. } | Mismatch::Missing { .. } => castable = false,
+            Mismatch::Extra { name, .. } => {
+                extra = true;
+                field = cut(name);
+            }
+            Mismatch::Type { name, got, .. } => {
+                let kind = version.columns[column].kind;
+                let fix = cast_fix(got, kind);
                 castable &= fix.cast;
                 if fix.cast {
-                    casts.push((want.name().as_str(), polars_type(kind)));
+                    casts.push((name.as_str(), polars_type(kind)));
                 }
-                errors.push(
-                    schema_error(
-                        want.name(),
-                        format!(
-                            "field {} `{}` has type {g}, the contract expects {w}: {}",
-                            i + 1,
-                            want.name(),
-                            fix.how
-                        ),
-                    ),
-                    ci,
-                );
-                continue;
+                reason = format!("{reason}: {}", fix.how);
             }
-        };
-        from.push((i, take));
+        }
+        errors.push(
+            InputError::new(Place::Schema, Some(&field), None, reason),
+            column,
+        );
     }
-    if !errors.is_empty() {
-        errors.hint(conform_hint(&version, castable, extra, &casts));
+    errors.hint(conform_hint(version, castable, extra, &casts));
+    match errors.finish() {
+        Err(e) => e,
+        Ok(()) => Error::Internal("conform: a refusal without a difference".into()),
     }
-    errors.finish()?;
-    Ok(Plan { from, version })
 }
 
 /// How a column of type `got` becomes the contract's `kind`, and whether a plain cast
@@ -222,6 +371,8 @@ fn polars_type(kind: Kind) -> &'static str {
     type_names(kind).1
 }
 
+/// The fix for a column of type `got` (never `Null`, nor a type taken as it is: those are
+/// accepted, see the module docs).
 fn cast_fix(got: &DataType, kind: Kind) -> Fix {
     let (pa, pl, sql) = type_names(kind);
     let cast = |what: &str| Fix {
@@ -229,7 +380,6 @@ fn cast_fix(got: &DataType, kind: Kind) -> Fix {
         cast: true,
     };
     match (got, kind) {
-        (DataType::Null, _) => cast("an all-null column of type null; cast it"),
         (DataType::FixedSizeBinary(16), Kind::Str) => Fix {
             how: "16 bytes, a UUID? Write its text form (SQL `CAST(… AS VARCHAR)`, Python `str(uuid.UUID(bytes=b))`)".into(),
             cast: false,
@@ -240,6 +390,13 @@ fn cast_fix(got: &DataType, kind: Kind) -> Fix {
         },
         (DataType::Timestamp(_, None), Kind::TimestampUtc) => Fix {
             how: "times without a zone are ambiguous; if they are UTC, say so (pyarrow `pc.assume_timezone(col, \"UTC\")`, Polars `.dt.replace_time_zone(\"UTC\")`) and cast to microseconds".into(),
+            cast: false,
+        },
+        (DataType::Timestamp(_, Some(tz)), Kind::TimestampUtc) if !is_valid_zone(tz) => Fix {
+            how: format!(
+                "`{}` is not a time zone (an IANA name such as `Europe/Berlin`, an offset such as `+05:30`, or `UTC`); label the times with the zone they are in",
+                cut(tz)
+            ),
             cast: false,
         },
         (DataType::Timestamp(_, Some(_)), Kind::TimestampUtc) => {
@@ -290,6 +447,12 @@ fn conform_hint(
     fix
 }
 
+/// Match `input` to a registered contract version by column names (see the module docs),
+/// or refuse it naming every column that differs at once ([`mismatch_error`]).
+pub fn plan(input: &Schema) -> Result<Plan> {
+    check(input).map_err(|(version, found)| mismatch_error(&version, &found))
+}
+
 impl Plan {
     /// The registered contract version the input is.
     pub fn version(&self) -> &Arc<ContractVersion> {
@@ -301,7 +464,8 @@ impl Plan {
         let cols = self
             .from
             .iter()
-            .map(|&(i, take)| {
+            .enumerate()
+            .map(|(out, &(i, take))| {
                 let col = batch.column(i);
                 match take {
                     Take::Same => Ok(col.clone()),
@@ -311,6 +475,10 @@ impl Plan {
                             .clone()
                             .with_timezone("UTC"),
                     ) as ArrayRef),
+                    Take::Null => Ok(arrow_array::new_null_array(
+                        self.version.schema().field(out).data_type(),
+                        col.len(),
+                    )),
                 }
             })
             .collect::<Result<Vec<_>>>()?;

@@ -6,6 +6,7 @@ pub mod conform;
 pub(crate) mod demo;
 pub(crate) mod flush;
 pub mod input;
+pub mod lossless;
 pub(crate) mod stream;
 pub mod validate;
 pub(crate) mod writer;

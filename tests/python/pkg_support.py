@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -34,7 +35,7 @@ TIMES = [
 ]
 
 
-def event(i: int, run_id: str = "run-a", target_crs: str | None = None) -> dict:
+def event(i: int, run_id: str = "run-a", target_crs: str | None = None) -> dict[str, Any]:
     rejected = i % 10 == 7
     return {
         "event_id": f"00000000-0000-4000-8000-{i:012d}",
@@ -66,7 +67,7 @@ def write_ipc(table: pa.Table, path: Path) -> Path:
     return path
 
 
-def lineage(*args: str) -> subprocess.CompletedProcess:
+def lineage(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([LINEAGE, *args], capture_output=True, text=True, check=False)
 
 
@@ -81,6 +82,14 @@ def cli_error(*args: str) -> str:
     return "\n".join(lines)
 
 
+def added_lines(message: str, cli: str) -> list[str]:
+    """The lines the package's `message` adds after the CLI's message `cli` for the same
+    failure (a refused schema's fix in the caller's library), checking that it begins
+    with exactly the CLI's message, every line of it."""
+    assert message == cli or message.startswith(cli + "\n"), (message, cli)
+    return message[len(cli):].splitlines()[1:]
+
+
 def snapshot(root: Path) -> dict[str, str]:
     """Every file under root (temps too) → sha256."""
     if not root.exists():
@@ -91,11 +100,11 @@ def snapshot(root: Path) -> dict[str, str]:
     }
 
 
-def without_commit_time(pointer: dict) -> dict:
+def without_commit_time(pointer: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in pointer.items() if k != "committed_utc"}
 
 
-def cli_pointers(out: str) -> list[dict]:
+def cli_pointers(out: str) -> list[dict[str, Any]]:
     return [json.loads(l) for l in out.splitlines() if l.strip()]
 
 
@@ -139,3 +148,20 @@ def flush_count(table: pa.Table, batch_rows: int) -> int:
         k = (run, ls.canonical_crs(crs))
         sizes[k] = sizes.get(k, 0) + 1
     return sum(-(-n // batch_rows) for n in sizes.values())
+
+
+def results_worker(store: ls.Store, key_prefix: str, run_id: str) -> dict[str, Any]:
+    """Run in another process (the store pickled to it): every kind of result the package
+    gives, returned to the parent by pickling."""
+    commits = store.append(events(30, runs=(run_id,)), batch_rows=10)
+    report = store.verify()
+    seal = store.seal(f"{key_prefix}.key")
+    proof = store.prove(commits[0].commit_id, seal.head)
+    summary = ls.verify_proof(proof, seal.head, public_key=f"{key_prefix}.pub")
+    return {"store": store, "commits": commits, "report": report, "seal": seal, "proof": proof,
+            "summary": summary}
+
+
+def append_and_return(store: ls.Store, run_id: str) -> list[ls.Commit]:
+    """A pool task that returns what `append` gave it."""
+    return store.append(events(20, runs=(run_id,)), batch_rows=7)

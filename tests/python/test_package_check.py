@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
@@ -23,9 +24,10 @@ def with_values(t: pa.Table, name: str, changes: dict[int, object]) -> pa.Table:
     return t.set_column(i, t.schema.field(i), pa.array(col, t.schema.field(i).type))
 
 
-def cli_check(path: Path, *args: str) -> dict:
+def cli_check(path: Path, *args: str) -> dict[str, Any]:
     r = lineage("check", "--input", str(path), "--json", *args)
-    return json.loads(r.stdout)
+    got: dict[str, Any] = json.loads(r.stdout)
+    return got
 
 
 def bad_table() -> pa.Table:
@@ -34,14 +36,14 @@ def bad_table() -> pa.Table:
     return with_values(t, "stage", {17: ""})
 
 
-def test_a_valid_table_and_file_have_no_errors(tmp_path):
+def test_a_valid_table_and_file_have_no_errors(tmp_path: Path) -> None:
     t = events(50)
     assert ls.check(t) == []
     assert ls.check(write_ipc(t, tmp_path / "ok.arrow")) == []
     assert ls.check(str(write_ipc(t, tmp_path / "ok.arrow"))) == []
 
 
-def test_every_error_of_a_table_in_row_order_as_the_cli_lists_them(tmp_path):
+def test_every_error_of_a_table_in_row_order_as_the_cli_lists_them(tmp_path: Path) -> None:
     bad = bad_table()
     got = ls.check(bad)
     assert [(e["row"], e["field"]) for e in got] == [(5, "target_crs"), (18, "stage"), (31, "target_crs")]
@@ -63,7 +65,7 @@ def test_every_error_of_a_table_in_row_order_as_the_cli_lists_them(tmp_path):
     assert snapshot(root) == {}
 
 
-def test_files_of_every_text_format_are_checked_with_their_lines(tmp_path):
+def test_files_of_every_text_format_are_checked_with_their_lines(tmp_path: Path) -> None:
     bad = bad_table()
     ndjson = tmp_path / "bad.ndjson"
     rows = bad.to_pylist()
@@ -90,16 +92,20 @@ def test_files_of_every_text_format_are_checked_with_their_lines(tmp_path):
         ls.check(tmp_path / "missing.ndjson")
 
 
-def test_a_table_built_the_natural_way_is_told_every_mismatch_and_the_cast_that_fixes_it(tmp_path):
+def test_a_table_built_the_natural_way_is_told_every_mismatch_and_the_cast_that_fixes_it(tmp_path: Path) -> None:
     rows = events(6).to_pylist()
     for r in rows:
         r["audit_tag"] = None
         r["source_crs"] = None
     natural = pa.Table.from_pylist(rows)   # no schema: int64 strategy_index, null-typed columns
     got = ls.check(natural)
-    # Every column at once, in the contract's order: all-None columns are typed null.
-    assert [e["field"] for e in got] == ["source_crs", "strategy_index", "rejection_reason", "audit_tag"]
+    # Every column at once, in the contract's order. The all-None columns are typed null:
+    # they can hold nothing but nulls, so they are taken as all null of the contract's type.
+    assert [e["field"] for e in got] == ["strategy_index"]
     assert all(e["line"] is None and e["row"] is None for e in got)
+    assert [natural.schema.field(f).type for f in ("source_crs", "rejection_reason", "audit_tag")] == [pa.null()] * 3
+    i = natural.schema.get_field_index("strategy_index")
+    assert ls.check(natural.set_column(i, "strategy_index", natural.column(i).cast(pa.int32()))) == []
     root = tmp_path / "store"
     with pytest.raises(ls.InputError) as e:
         ls.open(root).append(natural)

@@ -43,7 +43,7 @@ def write(kind: str, path: Path) -> Path:
 
 
 @pytest.mark.parametrize("kind", ["ndjson", "csv", "arrow", "parquet"])
-def test_a_file_makes_the_clis_parts_byte_for_byte_and_a_retry_adds_nothing(kind, tmp_path):
+def test_a_file_makes_the_clis_parts_byte_for_byte_and_a_retry_adds_nothing(kind: str, tmp_path: Path) -> None:
     src = write(kind, tmp_path / "events")
     r = lineage("append", "--store", str(tmp_path / "cli"), "--input", str(src), "--batch-rows", str(BATCH),
                 "--commit-key", KEY, "--json")
@@ -63,7 +63,7 @@ def test_a_file_makes_the_clis_parts_byte_for_byte_and_a_retry_adds_nothing(kind
     assert store.verify().clean
 
 
-def test_refused_input_names_line_and_field_as_the_cli_and_publishes_nothing(tmp_path):
+def test_refused_input_names_line_and_field_as_the_cli_and_publishes_nothing(tmp_path: Path) -> None:
     src = write("ndjson", tmp_path / "events")
     lines = src.read_text(encoding="utf-8").splitlines(keepends=True)
     bad = json.loads(lines[6])
@@ -78,7 +78,7 @@ def test_refused_input_names_line_and_field_as_the_cli_and_publishes_nothing(tmp
     assert snapshot(tmp_path / "store") == {}
 
 
-def test_format_from_the_argument_or_the_extension_and_empty_input(tmp_path):
+def test_format_from_the_argument_or_the_extension_and_empty_input(tmp_path: Path) -> None:
     src = write("ndjson", tmp_path / "events")
     plain = tmp_path / "events.txt"
     plain.write_bytes(src.read_bytes())

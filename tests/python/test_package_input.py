@@ -9,6 +9,7 @@ import math
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, Callable, Iterator, Optional
 
 import duckdb
 import polars as pl
@@ -18,6 +19,7 @@ import pytest
 
 import lineage_store as ls
 from pkg_support import (
+    added_lines,
     cli_error,
     cli_pointers,
     event,
@@ -39,7 +41,7 @@ class StreamOnly:
     def __init__(self, table: pa.Table) -> None:
         self._t = table
 
-    def __arrow_c_stream__(self, requested_schema=None):
+    def __arrow_c_stream__(self, requested_schema: object = None) -> object:
         return self._t.__arrow_c_stream__(requested_schema)
 
 
@@ -49,11 +51,12 @@ class ArrayOnly:
     def __init__(self, table: pa.Table) -> None:
         self._b = table.combine_chunks().to_batches()[0]
 
-    def __arrow_c_array__(self, requested_schema=None):
-        return self._b.__arrow_c_array__(requested_schema)
+    def __arrow_c_array__(self, requested_schema: object = None) -> tuple[object, object]:
+        pair: tuple[object, object] = self._b.__arrow_c_array__(requested_schema)
+        return pair
 
 
-def duckdb_relation(table: pa.Table):
+def duckdb_relation(table: pa.Table) -> duckdb.DuckDBPyRelation:
     con = duckdb.connect()
     return con.from_arrow(table)
 
@@ -81,7 +84,7 @@ def table() -> pa.Table:
 
 
 @pytest.fixture(scope="module")
-def cli_store(tmp_path_factory, table) -> tuple[Path, list[dict]]:
+def cli_store(tmp_path_factory: pytest.TempPathFactory, table: pa.Table) -> tuple[Path, list[dict[str, Any]]]:
     """The CLI's store for the same events, same flushes, same commit key."""
     d = tmp_path_factory.mktemp("cli")
     src = write_ipc(table, d / "events.arrow")
@@ -93,7 +96,8 @@ def cli_store(tmp_path_factory, table) -> tuple[Path, list[dict]]:
 
 
 @pytest.mark.parametrize("kind", list(INPUTS))
-def test_every_input_kind_writes_the_clis_parts_byte_for_byte(kind, table, cli_store, tmp_path):
+def test_every_input_kind_writes_the_clis_parts_byte_for_byte(kind: str, table: pa.Table, cli_store: tuple[Path, list[dict[str, Any]]],
+                                                             tmp_path: Path) -> None:
     cli_root, cli_ptrs = cli_store
     store = ls.open(tmp_path / "store")
     commits = store.append(INPUTS[kind](table), batch_rows=BATCH, commit_key=KEY)
@@ -110,13 +114,13 @@ def test_every_input_kind_writes_the_clis_parts_byte_for_byte(kind, table, cli_s
     assert store.verify().clean
 
 
-def test_every_value_reads_back_and_unkeyed_appends_equal_the_clis_rows(table, tmp_path):
+def test_every_value_reads_back_and_unkeyed_appends_equal_the_clis_rows(table: pa.Table, tmp_path: Path) -> None:
     src = write_ipc(table, tmp_path / "events.arrow")
     r = lineage("append", "--store", str(tmp_path / "cli"), "--input", str(src), "--batch-rows", "100")
     assert r.returncode == 0, r.stderr
     ls.open(tmp_path / "py").append(pl.from_arrow(table), batch_rows=100)
 
-    def rows(root: Path) -> list[dict]:
+    def rows(root: Path) -> list[dict[str, Any]]:
         t = ds.dataset(root, format="parquet").to_table(columns=table.column_names)
         return sorted(t.to_pylist(), key=lambda r: r["event_id"])
 
@@ -131,7 +135,7 @@ def test_every_value_reads_back_and_unkeyed_appends_equal_the_clis_rows(table, t
             assert got[k] == w[k], k
 
 
-def test_polars_without_pyarrow_imported(tmp_path):
+def test_polars_without_pyarrow_imported(tmp_path: Path) -> None:
     """Another producer needs no pyarrow: Polars data is appended, logged and verified
     in a process that never imports pyarrow."""
     code = f"""
@@ -163,13 +167,13 @@ print("ok")
     assert r.stdout.strip() == "ok"
 
 
-def test_an_empty_input_commits_nothing(tmp_path):
+def test_an_empty_input_commits_nothing(tmp_path: Path) -> None:
     store = ls.open(tmp_path / "store")
     assert store.append(events(0)) == []
     assert store.commits() == []
 
 
-def test_a_commit_key_reused_for_other_events_is_a_conflict(tmp_path):
+def test_a_commit_key_reused_for_other_events_is_a_conflict(tmp_path: Path) -> None:
     store = ls.open(tmp_path / "store")
     first = store.append(events(20), commit_key="job-1")
     # A retry of the same job re-publishes the same commits.
@@ -187,14 +191,14 @@ def test_a_commit_key_reused_for_other_events_is_a_conflict(tmp_path):
 ROW = 13  # 1-based row the row-rule cases break (index 12)
 
 
-def set_value(t: pa.Table, name: str, value) -> pa.Table:
+def set_value(t: pa.Table, name: str, value: Any) -> pa.Table:
     col = t.column(name).to_pylist()
     col[ROW - 1] = value
     i = t.schema.get_field_index(name)
     return t.set_column(i, t.schema.field(i), pa.array(col, t.schema.field(i).type))
 
 
-def retype(t: pa.Table, name: str, typ: pa.DataType, values=None) -> pa.Table:
+def retype(t: pa.Table, name: str, typ: pa.DataType, values: Optional[list[Any]] = None) -> pa.Table:
     i = t.schema.get_field_index(name)
     arr = pa.array(values, typ) if values is not None else t.column(name).cast(typ)
     return t.set_column(i, pa.field(name, typ), arr)
@@ -230,7 +234,7 @@ REFUSED = [
 
 
 @pytest.fixture()
-def used_store(tmp_path) -> tuple[ls.Store, Path]:
+def used_store(tmp_path: Path) -> tuple[ls.Store, Path]:
     """A store that already holds a commit (refusals must leave it byte for byte)."""
     root = tmp_path / "store"
     store = ls.open(root)
@@ -239,8 +243,9 @@ def used_store(tmp_path) -> tuple[ls.Store, Path]:
 
 
 @pytest.mark.parametrize("name,make,field,row", REFUSED, ids=[r[0] for r in REFUSED])
-def test_refused_input_names_row_and_field_as_the_cli_and_publishes_nothing(name, make, field, row, used_store,
-                                                                            tmp_path):
+def test_refused_input_names_row_and_field_as_the_cli_and_publishes_nothing(
+        name: str, make: Callable[[], pa.Table], field: str, row: Optional[int], used_store: tuple[ls.Store, Path],
+        tmp_path: Path) -> None:
     store, root = used_store
     bad = make()
     before = snapshot(root)
@@ -249,10 +254,23 @@ def test_refused_input_names_row_and_field_as_the_cli_and_publishes_nothing(name
     assert e.value.field == field
     assert e.value.row == row
     assert e.value.reason and e.value.reason in str(e.value)
-    # Exactly the message the CLI prints for the same events in an Arrow IPC file.
-    assert str(e.value) == cli_error("append", "--store", str(root), "--input",
-                                     str(write_ipc(bad, tmp_path / "bad.arrow")))
+    # Exactly the message the CLI prints for the same events in an Arrow IPC file (every
+    # line: one per error, and its hint); a refused schema then says how to fix it in
+    # pyarrow (the code runs as written).
+    fix = added_lines(str(e.value), cli_error("append", "--store", str(root), "--input",
+                                              str(write_ipc(bad, tmp_path / "bad.arrow"))))
     assert snapshot(root) == before
+    if row is None:
+        code = [l.split(": ", 1)[1] for l in fix if l.startswith("fix in pyarrow: ")]
+        assert code, fix
+        if name != "naive timestamp":  # which zone a naive time is in is the caller's call
+            namespace = {"pa": pa, "lineage_store": ls, "table": bad}
+            for c in code:
+                exec(c, namespace)
+            store.append(namespace["table"])
+            before = snapshot(root)
+    else:
+        assert fix == []
     # The same through a Polars DataFrame, where Polars can express it.
     with pytest.raises(ls.InputError):
         store.append(pl.from_arrow(bad) if name != "naive timestamp" else bad)
@@ -265,10 +283,11 @@ def test_refused_input_names_row_and_field_as_the_cli_and_publishes_nothing(name
                                           base().column("stage").to_pylist())),
     ("large strings", lambda: retype(base(), "feature_id", pa.large_string())),
 ])
-def test_columns_by_name_and_lossless_string_encodings_are_taken_as_the_cli_takes_them(name, make, tmp_path):
+def test_columns_by_name_and_lossless_string_encodings_are_taken_as_the_cli_takes_them(
+        name: str, make: Callable[[], pa.Table], tmp_path: Path) -> None:
     """The CLI matches Arrow IPC columns by name and re-encodes strings losslessly: so does
     the package, and both store the same values as for the plain contract table."""
-    def stored(root: Path) -> list[dict]:
+    def stored(root: Path) -> list[dict[str, Any]]:
         import pyarrow.parquet as pq
         rows = [r for p in sorted(root.glob("run_id=*/target_crs=*/part-*.parquet"))
                 for r in pq.ParquetFile(p).read().to_pylist()]
@@ -287,7 +306,7 @@ def test_columns_by_name_and_lossless_string_encodings_are_taken_as_the_cli_take
     assert stored(tmp_path / "cli") == want
 
 
-def test_a_bad_row_in_a_later_batch_is_numbered_across_the_input(used_store):
+def test_a_bad_row_in_a_later_batch_is_numbered_across_the_input(used_store: tuple[ls.Store, Path]) -> None:
     store, root = used_store
     t = events(300, runs=("run-a",))
     col = t.column("target_crs").to_pylist()
@@ -302,14 +321,14 @@ def test_a_bad_row_in_a_later_batch_is_numbered_across_the_input(used_store):
 
 
 class Raises:
-    def __arrow_c_stream__(self, requested_schema=None):
+    def __arrow_c_stream__(self, requested_schema: object = None) -> object:
         raise RuntimeError("the producer broke")
 
 
 def failing_reader() -> pa.RecordBatchReader:
     t = events(100, runs=("run-a",))
 
-    def gen():
+    def gen() -> Iterator[pa.RecordBatch]:
         yield t.to_batches()[0]
         raise OSError("the upstream file vanished")
 
@@ -330,7 +349,8 @@ def invalid_utf8() -> pa.Table:
     (failing_reader(), "reading the Arrow stream failed"),
     (invalid_utf8(), "the producer's Arrow data for field `feature_id` is invalid"),
 ], ids=["int", "dict", "raising producer", "stream failing midway", "invalid UTF-8"])
-def test_what_is_not_valid_arrow_is_refused_and_publishes_nothing(data, message, used_store):
+def test_what_is_not_valid_arrow_is_refused_and_publishes_nothing(data: Any, message: str,
+                                                                   used_store: tuple[ls.Store, Path]) -> None:
     store, root = used_store
     before = snapshot(root)
     with pytest.raises(ls.InputError) as e:
@@ -339,12 +359,28 @@ def test_what_is_not_valid_arrow_is_refused_and_publishes_nothing(data, message,
     assert snapshot(root) == before
 
 
-def test_usage_errors_are_input_errors_with_the_clis_message(used_store, tmp_path):
+def test_usage_errors_are_input_errors_with_the_clis_message(used_store: tuple[ls.Store, Path], tmp_path: Path) -> None:
     store, root = used_store
     with pytest.raises(ls.InputError) as e:
         store.append(events(3), batch_rows=0)
-    assert str(e.value) == cli_error("append", "--store", str(root), "--batch-rows", "0",
-                                     "--input", str(write_ipc(events(3), tmp_path / "e.arrow")))
+    # The CLI's message, naming the keyword argument the caller passed, not the CLI's flag.
+    cli = cli_error("append", "--store", str(root), "--batch-rows", "0",
+                    "--input", str(write_ipc(events(3), tmp_path / "e.arrow")))
+    assert cli == "--batch-rows must be at least 1"
+    assert str(e.value) == "batch_rows must be at least 1"
+    calls: list[tuple[Callable[[], object], str]] = [
+        (lambda: store.append(events(3), commit_key=""), "commit_key must be 1 to 256 printable characters"),
+        (lambda: store.append(events(3).to_reader(), batch_rows=0), "batch_rows must be at least 1"),
+        (lambda: store.verify(since_seal=7), "since_seal=7: the store has no seal 7"),
+        (lambda: store.verify(expect_head="x"), 'expect_head="x" is not a sha256 (64 hex digits)'),
+        (lambda: ls.open(tmp_path / "e.arrow"), f"store {tmp_path / 'e.arrow'}: is a file"),
+        (lambda: ls.open("s3://b/p", endpoint_url="ftp://x"), "S3 endpoint \"ftp://x\" (from endpoint_url,"),
+    ]
+    for call, said in calls:
+        with pytest.raises(ls.InputError) as e:
+            call()
+        assert str(e.value).startswith(said), str(e.value)
+        assert "--" not in str(e.value), str(e.value)
     with pytest.raises(ls.InputError, match="not an EPSG CRS identifier"):
         ls.canonical_crs("WGS 84")
     assert ls.canonical_crs("urn:ogc:def:crs:EPSG::4326") == "EPSG:4326"
@@ -352,7 +388,7 @@ def test_usage_errors_are_input_errors_with_the_clis_message(used_store, tmp_pat
         ls.open("ftp://example/x")
 
 
-def test_the_schema_is_the_contract_with_its_version():
+def test_the_schema_is_the_contract_with_its_version() -> None:
     assert ls.SCHEMA_VERSION == "1.2.0"
     assert ls.SCHEMA.metadata == {b"lineage_schema_version": b"1.2.0"}
     r = lineage("schema", "--json")
@@ -363,7 +399,7 @@ def test_the_schema_is_the_contract_with_its_version():
     assert str(ls.SCHEMA.field("event_time_utc").type) == "timestamp[us, tz=UTC]"
 
 
-def test_the_benchmarks_boundary_probe_takes_the_data_and_publishes_nothing(tmp_path):
+def test_the_benchmarks_boundary_probe_takes_the_data_and_publishes_nothing(tmp_path: Path) -> None:
     from lineage_store import _native
 
     for kind in ("pyarrow.Table (many chunks)", "polars.DataFrame", "__arrow_c_array__ only"):

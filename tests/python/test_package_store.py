@@ -12,6 +12,7 @@ import urllib.parse
 import uuid
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any, Callable
 
 import polars as pl
 import pyarrow as pa
@@ -58,15 +59,16 @@ class Backend:
             p.chmod(0o644)
             p.write_bytes(body)
         else:
+            assert self.endpoint is not None
             unsigned_put(self.endpoint, s3_bucket(), f"{self.prefix}/{key}", body)
 
 
 @pytest.fixture(params=["local", "localstack"])
-def backend(request, tmp_path) -> Backend:
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
     return Backend(request.param, tmp_path)
 
 
-def test_log_and_verify(backend):
+def test_log_and_verify(backend: Backend) -> None:
     store = backend.open()
     a = store.append(events(120, runs=("run-a", "run-b")), batch_rows=50)
     b = store.append(pl.from_arrow(events(30, runs=("run-b",), start=500)), batch_rows=50)
@@ -112,7 +114,7 @@ def test_log_and_verify(backend):
         store.verify(digest="md5")
 
 
-def test_objects_in_flight_are_named_as_the_cli_names_them(tmp_path):
+def test_objects_in_flight_are_named_as_the_cli_names_them(tmp_path: Path) -> None:
     root = tmp_path / "store"
     store = ls.open(str(root))
     c = store.append(events(10, runs=("run-a",)))[0]
@@ -133,7 +135,7 @@ def test_objects_in_flight_are_named_as_the_cli_names_them(tmp_path):
     assert cli["summary"] == report.summary
 
 
-def test_seal_prove_and_a_tampered_part(backend, tmp_path):
+def test_seal_prove_and_a_tampered_part(backend: Backend, tmp_path: Path) -> None:
     store = backend.open()
     commits = store.append(events(80), batch_rows=30)
     key_id = ls.keygen(tmp_path / "seal")
@@ -174,11 +176,11 @@ def test_seal_prove_and_a_tampered_part(backend, tmp_path):
     assert str(report.problems[0]) in str(e.value)
 
 
-def test_errors_are_mapped_by_kind_and_carry_the_clis_message(tmp_path):
+def test_errors_are_mapped_by_kind_and_carry_the_clis_message(tmp_path: Path) -> None:
     root = str(tmp_path / "store")
     store = ls.open(root)
     commit = "019b76da-a800-7000-8000-000000000001"
-    cases = [
+    cases: list[tuple[Callable[[], object], type[ls.LineageError], tuple[str, ...]]] = [
         # (call, exception, the same through the CLI)
         (lambda: store.prove(commit), ls.InputError, ("prove", "--store", root, commit)),
         (lambda: store.prove("not-a-commit"), ls.InputError, ("prove", "--store", root, "not-a-commit")),
@@ -205,7 +207,7 @@ def test_errors_are_mapped_by_kind_and_carry_the_clis_message(tmp_path):
         (ls.InputError, str(e.value), 2, "run_id", e.value.reason)
 
 
-def test_threads_append_to_one_store_at_once(tmp_path):
+def test_threads_append_to_one_store_at_once(tmp_path: Path) -> None:
     store = ls.open(tmp_path / "store")
     jobs = [(f"run-{i % 3}", 1000 * i) for i in range(12)]
     with ThreadPoolExecutor(max_workers=6) as pool:
@@ -222,7 +224,7 @@ def test_threads_append_to_one_store_at_once(tmp_path):
 
 @pytest.mark.parametrize("start_method", ["fork", "spawn"])
 @pytest.mark.parametrize("where", ["local", "localstack"])
-def test_processes_append_to_one_store_at_once(start_method, where, tmp_path):
+def test_processes_append_to_one_store_at_once(start_method: str, where: str, tmp_path: Path) -> None:
     b = Backend(where, tmp_path)
     store = b.open()
     # The parent has used its runtime before forking: each child must build its own.
@@ -264,11 +266,11 @@ class HoldingS3(http.server.BaseHTTPRequestHandler):
 
     do_PUT = do_GET = do_HEAD = do_POST = _any
 
-    def log_message(self, *args) -> None:
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
 
-def test_the_gil_is_released_while_the_store_is_written(monkeypatch):
+def test_the_gil_is_released_while_the_store_is_written(monkeypatch: pytest.MonkeyPatch) -> None:
     """The store's I/O runs without the GIL: an S3 endpoint served by a Python thread of
     this very process receives the append's first request (reading the store's identity,
     which comes before the part's PUT) while `append` is still inside the call.

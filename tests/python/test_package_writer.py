@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+from pathlib import Path
 from concurrent.futures import ThreadPoolExecutor
 
 import duckdb
@@ -21,14 +22,14 @@ def one_partition(n: int, start: int = 1, run: str = "run-w") -> pa.Table:
     return t.set_column(8, "target_crs", pa.array(["EPSG:25832"] * n))
 
 
-def stored_ids(root) -> list[str]:
+def stored_ids(root: Path) -> list[str]:
     if not root.exists():
         return []
     t = ds.dataset(root, format="parquet").to_table(columns=["event_id"])
     return sorted(t.column("event_id").to_pylist())
 
 
-def test_partitions_commit_as_they_fill_and_closing_publishes_the_rest(tmp_path):
+def test_partitions_commit_as_they_fill_and_closing_publishes_the_rest(tmp_path: Path) -> None:
     root = tmp_path / "store"
     store = ls.open(root)
     with store.writer(batch_rows=50) as w:
@@ -48,7 +49,7 @@ def test_partitions_commit_as_they_fill_and_closing_publishes_the_rest(tmp_path)
     assert store.verify().clean
 
 
-def test_an_exception_in_the_block_publishes_none_of_the_buffered_rows(tmp_path):
+def test_an_exception_in_the_block_publishes_none_of_the_buffered_rows(tmp_path: Path) -> None:
     root = tmp_path / "store"
     store = ls.open(root)
     with pytest.raises(RuntimeError, match="the job failed"):
@@ -62,7 +63,7 @@ def test_an_exception_in_the_block_publishes_none_of_the_buffered_rows(tmp_path)
     assert store.verify().clean
 
 
-def test_a_refused_write_keeps_nothing_of_it_and_the_writer_goes_on(tmp_path):
+def test_a_refused_write_keeps_nothing_of_it_and_the_writer_goes_on(tmp_path: Path) -> None:
     root = tmp_path / "store"
     store = ls.open(root)
     good = one_partition(10)
@@ -85,7 +86,7 @@ def test_a_refused_write_keeps_nothing_of_it_and_the_writer_goes_on(tmp_path):
                                       + one_partition(5, start=200).column("event_id").to_pylist())
 
 
-def test_max_delay_commits_a_quiet_partition(tmp_path):
+def test_max_delay_commits_a_quiet_partition(tmp_path: Path) -> None:
     root = tmp_path / "store"
     store = ls.open(root)
     with store.writer(batch_rows=1000, max_delay=0) as w:
@@ -97,15 +98,19 @@ def test_max_delay_commits_a_quiet_partition(tmp_path):
     w = store.writer(batch_rows=1000, max_delay=dt.timedelta(milliseconds=200))
     w.write(one_partition(4, start=10))
     assert w.buffered_rows == 4
+    # The writer's own `commits` lists what the timer committed (it once missed it: the
+    # commit landed after the timer's tick returned and was never collected).
     deadline = time.monotonic() + 60
-    while len(store.commits()) < 2 and time.monotonic() < deadline:
-        time.sleep(0.05)  # polling the store for the outcome, not timing it
+    while not w.commits and time.monotonic() < deadline:
+        time.sleep(0.05)  # polling for the outcome, not timing it
+    assert [c.row_count for c in w.commits] == [4]
     assert [c.row_count for c in store.commits()] == [3, 4]
+    assert w.commits[0].commit_id == store.commits()[1].commit_id
     assert w.buffered_rows == 0
     assert [c.row_count for c in w.close()] == [4]
 
 
-def test_one_writer_shared_by_threads(tmp_path):
+def test_one_writer_shared_by_threads(tmp_path: Path) -> None:
     root = tmp_path / "store"
     store = ls.open(root)
     with store.writer(batch_rows=64, max_in_flight=2) as w:
@@ -116,7 +121,7 @@ def test_one_writer_shared_by_threads(tmp_path):
     assert store.verify().clean
 
 
-def test_a_writer_per_thread(tmp_path):
+def test_a_writer_per_thread(tmp_path: Path) -> None:
     root = tmp_path / "store"
     store = ls.open(root)
 
@@ -131,7 +136,7 @@ def test_a_writer_per_thread(tmp_path):
     assert store.verify().clean and store.verify().rows == 400
 
 
-def test_misuse_is_refused(tmp_path):
+def test_misuse_is_refused(tmp_path: Path) -> None:
     root = tmp_path / "store"
     store = ls.open(root)
     with pytest.raises(ls.InputError, match="batch_rows must be at least 1"):

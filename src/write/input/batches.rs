@@ -10,8 +10,14 @@
 //! version, only lossless re-encodings accepted (large offsets narrowed without copying the
 //! strings, views copied once, a UTC zone relabelled), everything else refused with the
 //! field and both types, exactly as `lineage append` refuses it in a file.
+//!
+//! Input with a schema and no rows is held to the same rule as a file ([`check_schema`]):
+//! an empty table in the contract appends nothing; an empty table of another schema is
+//! refused, as `lineage append` refuses an Arrow file without batches whose schema is not
+//! the contract.
 
 use arrow_array::RecordBatch;
+use arrow_schema::Schema;
 
 use crate::base::error::Result;
 use crate::base::rejection::{Collector, DEFAULT_MAX_ERRORS};
@@ -23,6 +29,14 @@ use crate::write::validate::Validator;
 /// module docs). Columns already in the contract's type are passed through (no copy).
 pub fn conform(batch: RecordBatch) -> Result<RecordBatch> {
     crate::write::conform::plan(batch.schema().as_ref())?.apply(&batch)
+}
+
+/// The one rule for a schema, also when no batch (or no row) follows it: the schema of an
+/// Arrow stream or table is checked as the CLI checks an Arrow or Parquet file's before
+/// reading its batches, so empty input of the wrong schema is refused, naming every
+/// difference, and empty input in the contract is a no-op.
+pub fn check_schema(schema: &Schema) -> Result<()> {
+    crate::write::conform::plan(schema).map(|_| ())
 }
 
 /// Validates a stream of in-memory batches with the CLI's rules, numbering rows from 1

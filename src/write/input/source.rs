@@ -143,6 +143,36 @@ impl Input {
         })
     }
 
+    /// Arrow batches of one schema, handed over one at a time by `next` (a stream that can
+    /// be read only once: a Python `RecordBatchReader`, a DuckDB query), copied to an
+    /// unnamed temp file (in `TMPDIR`) as an Arrow IPC stream, so that an append reads
+    /// them twice (validate all, then commit) in bounded memory, as `lineage append`
+    /// reads standard input. An error from `next` refuses the whole input.
+    pub fn spool_arrow(
+        schema: &arrow_schema::Schema,
+        mut next: impl FnMut() -> Result<Option<arrow_array::RecordBatch>>,
+    ) -> Result<Input> {
+        let tmp_err = |e| Error::io(std::env::temp_dir().join("<Arrow stream spool>"), e);
+        let mut file = tempfile::tempfile().map_err(tmp_err)?;
+        {
+            let out = std::io::BufWriter::with_capacity(1 << 20, &file);
+            let mut w = arrow_ipc::writer::StreamWriter::try_new(out, schema)?;
+            while let Some(b) = next()? {
+                w.write(&b)?;
+            }
+            w.finish()?;
+            w.into_inner()?.flush().map_err(tmp_err)?;
+        }
+        let len = file.stream_position().map_err(tmp_err)?;
+        file.rewind().map_err(tmp_err)?;
+        Ok(Input {
+            backing: Backing::Spool(file),
+            format: Format::Arrow,
+            len,
+            defaulted: false,
+        })
+    }
+
     /// The input's format.
     pub fn format(&self) -> Format {
         self.format

@@ -113,7 +113,7 @@ impl Committer {
     }
 
     /// Collect the commits that have landed at the front of the queue.
-    async fn collect_ready(&mut self) -> Result<()> {
+    pub(crate) async fn collect_ready(&mut self) -> Result<()> {
         if self.failed.load(Ordering::SeqCst) {
             return self.drain().await;
         }

@@ -251,6 +251,16 @@ impl Sink {
         &self.pointers
     }
 
+    /// Collect the commits that have landed since the sink was last called, without
+    /// waiting for any: a commit cut by [`tick`](Self::tick) (or by a `write`) lands after
+    /// the call that cut it returned, and shows in [`committed`](Self::committed) once
+    /// collected. After a failed commit: waits for the commits in flight, then the error.
+    pub async fn collect_landed(&mut self) -> Result<()> {
+        let r = self.committer.collect_ready().await;
+        self.pointers.extend(self.committer.take_landed());
+        r.inspect_err(|e| self.fail(e))
+    }
+
     /// Commits that landed since the last call (used by `append` to print and forget them).
     pub(crate) fn take_landed(&mut self) -> Vec<Pointer> {
         self.pointers.extend(self.committer.take_landed());

@@ -1,0 +1,113 @@
+//! `lineage_store.conform(data)`: the lossless conversions a caller asks for (the
+//! library's `write::lossless`), and the `Conformed` table it returns.
+//!
+//! `Conformed` holds the converted batches (in the contract's schema) and what was done to
+//! each column; it is Arrow data itself (`__arrow_c_stream__`), so
+//! `store.append(lineage_store.conform(df))` needs no pyarrow, and `to_pyarrow()` gives a
+//! `pyarrow.Table`.
+
+use arrow_array::ffi_stream::FFI_ArrowArrayStream;
+use arrow_array::{RecordBatch, RecordBatchIterator};
+use arrow_pyarrow::{IntoPyArrow, Table};
+use arrow_schema::SchemaRef;
+use lineage_store::internal::lossless;
+use pyo3::prelude::*;
+use pyo3::types::PyCapsule;
+
+use crate::arrow_in;
+use crate::errors::IntoPyResult;
+use crate::runtime::detached;
+
+/// An input conformed to the contract: Arrow data (`__arrow_c_stream__`) in the contract's
+/// schema, and `changes`, what was done to each column whose type was not the contract's.
+#[pyclass(module = "lineage_store", frozen)]
+#[derive(Debug)]
+pub struct Conformed {
+    schema: SchemaRef,
+    batches: Vec<RecordBatch>,
+    changes: Vec<String>,
+}
+
+/// Convert `data` (any Arrow producer) to the contract's types where no value can change:
+/// integers checked for range, nanoseconds with no sub-microsecond part, any time zone to
+/// UTC, `Null` columns, exact decimals and floats (see docs/python.md). Anything lossy
+/// raises `InputError` naming the row and field; a column that cannot be converted
+/// whatever its values (a missing or extra column, a time without zone, a string for a
+/// number) is named with the others at once. Row rules are not checked here: `append`
+/// checks them.
+#[pyfunction]
+pub fn conform(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Conformed> {
+    let mut source = arrow_in::import(py, data)?;
+    let plan = lossless::plan(&source.schema).py_err(py)?;
+    let changes = plan.changes().iter().map(ToString::to_string).collect();
+    let schema = plan.version().schema();
+    let batches = detached(py, move || {
+        let mut out = Vec::new();
+        let mut row = 1u64;
+        while let Some(b) = source.next_batch()? {
+            let n = b.num_rows() as u64;
+            out.push(plan.apply(&b, row)?);
+            row += n;
+        }
+        Ok(out)
+    })
+    .py_err(py)?;
+    Ok(Conformed {
+        schema,
+        batches,
+        changes,
+    })
+}
+
+#[pymethods]
+impl Conformed {
+    /// What was done to each column whose type was not the contract's, one line each
+    /// (`` `strategy_index`: Int64 → Int32 (every value fits) ``); empty when nothing was.
+    #[getter]
+    fn changes(&self) -> Vec<String> {
+        self.changes.clone()
+    }
+
+    /// Rows.
+    #[getter]
+    fn num_rows(&self) -> usize {
+        self.batches.iter().map(RecordBatch::num_rows).sum()
+    }
+
+    /// The conformed data as a `pyarrow.Table` (needs pyarrow).
+    fn to_pyarrow<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        Table::try_new(self.batches.clone(), self.schema.clone())
+            .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?
+            .into_pyarrow(py)
+    }
+
+    /// The Arrow PyCapsule stream protocol: any Arrow consumer (`append`, pyarrow, Polars,
+    /// DuckDB) takes the conformed batches. `requested_schema` is not supported and ignored,
+    /// as the protocol allows.
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let _ = requested_schema;
+        let reader = RecordBatchIterator::new(
+            self.batches.clone().into_iter().map(Ok),
+            self.schema.clone(),
+        );
+        let stream = FFI_ArrowArrayStream::new(Box::new(reader));
+        PyCapsule::new_with_value(py, stream, c"arrow_array_stream")
+    }
+
+    fn __len__(&self) -> usize {
+        self.num_rows()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Conformed(num_rows={}, changes={:?})",
+            self.num_rows(),
+            self.changes
+        )
+    }
+}
