@@ -11,7 +11,12 @@
 //! _lineage/heads/<2^64-1-seq, 20 digits>-<seq, 20 digits>     head markers (empty)
 //! _lineage/tiles/<level>/<N>[.p/<width>]                       Merkle hash tiles
 //! _lineage/leaves/<hh>/<commit-id>.<leaf index, 20 digits>.run_id=<r>   leaf locators (empty)
+//! _lineage/witness/<store id>/<seq, 20 digits>.json            witness records (in a witness store)
 //! ```
+//!
+//! Nothing else under `_lineage/` is ours: any other object there is
+//! [`KeyKind::Unknown`], which `verify` reports (`unknown_lineage_object`) and
+//! `replicate` does not copy.
 //!
 //! The last four make the history cheap to read at any age ([`crate::history`]).
 //!
@@ -34,6 +39,9 @@ pub const COMMITS_PREFIX: &str = "_lineage/commits/";
 pub const SEALS_PREFIX: &str = "_lineage/seals/";
 /// Prefix of commit-key claims (see [`crate::write::commit_key`]).
 pub const COMMIT_KEYS_PREFIX: &str = "_lineage/commit-keys/";
+/// Prefix of the records a witness store holds (see [`crate::witness`]'s `record_key`):
+/// `_lineage/witness/<store id>/<seq, 20 digits>.json`.
+pub const WITNESS_PREFIX: &str = "_lineage/witness/";
 
 /// Prefix of the time-ordered commit index.
 pub const INDEX_PREFIX: &str = "_lineage/index/";
@@ -341,8 +349,14 @@ pub enum KeyKind {
     History(HistoryKey),
     /// The store's identity, `_lineage/store.json`.
     Identity,
-    /// Anything else under `_lineage/`: ours, but not a pointer or seal (e.g. keys).
-    Meta,
+    /// A commit-key claim, `_lineage/commit-keys/<64 hex>.json`.
+    Claim,
+    /// A witness record, `_lineage/witness/<store id>/<seq, 20 digits>.json`.
+    Witness,
+    /// Anything else under `_lineage/`: a name lineage-store never writes there (a copy of
+    /// a part, notes, a file under a pointer's directory that is not a pointer): reported
+    /// by `verify`, never copied by `replicate`.
+    Unknown,
     /// Anything else: not written by lineage-store.
     Foreign,
 }
@@ -369,7 +383,7 @@ pub fn classify(key: &str) -> KeyKind {
                 }
             }
         }
-        return KeyKind::Meta;
+        return KeyKind::Unknown;
     }
     if let Some(rest) = key.strip_prefix(SEALS_PREFIX) {
         if let Some(seq) = rest.strip_suffix(".json") {
@@ -379,7 +393,13 @@ pub fn classify(key: &str) -> KeyKind {
                 }
             }
         }
-        return KeyKind::Meta;
+        return KeyKind::Unknown;
+    }
+    if is_claim_key(key) {
+        return KeyKind::Claim;
+    }
+    if is_witness_key(key) {
+        return KeyKind::Witness;
     }
     for p in [INDEX_PREFIX, HEADS_PREFIX, TILES_PREFIX, LEAVES_PREFIX] {
         if key.starts_with(p) {
@@ -388,7 +408,7 @@ pub fn classify(key: &str) -> KeyKind {
         }
     }
     if key.starts_with(META_PREFIX) {
-        return KeyKind::Meta;
+        return KeyKind::Unknown;
     }
     let mut parts = key.split('/');
     if let (Some(r), Some(t), Some(f), None) =
@@ -477,6 +497,26 @@ pub fn is_claim_key(key: &str) -> bool {
         .is_some_and(|h| h.len() == 64 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
 }
 
+/// Whether `key` is a witness record: `_lineage/witness/<store id>/<20 digits>.json`, the
+/// store id a lower-case hex sha256 or UUID (see [`crate::witness`]).
+pub fn is_witness_key(key: &str) -> bool {
+    let Some((id, file)) = key
+        .strip_prefix(WITNESS_PREFIX)
+        .and_then(|r| r.split_once('/'))
+    else {
+        return false;
+    };
+    let id_ok = !id.is_empty()
+        && id.len() <= 64
+        && id
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f' | b'-'));
+    let seq_ok = file
+        .strip_suffix(".json")
+        .is_some_and(|s| s.len() == 20 && s.bytes().all(|b| b.is_ascii_digit()));
+    id_ok && seq_ok
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -515,5 +555,31 @@ mod tests {
             classify("run_id=run-a/target_crs=EPSG:4326/other.parquet"),
             KeyKind::Foreign
         );
+    }
+
+    #[test]
+    fn only_our_names_under_lineage_are_ours() {
+        let claim = commit_key_claim_key("job-1");
+        assert_eq!(classify(&claim), KeyKind::Claim);
+        assert_eq!(
+            classify(&format!(
+                "_lineage/witness/{}/{:020}.json",
+                "ab".repeat(32),
+                3
+            )),
+            KeyKind::Witness
+        );
+        assert_eq!(classify(IDENTITY_KEY), KeyKind::Identity);
+        for planted in [
+            "_lineage/stash.parquet",
+            "_lineage/notes.txt",
+            "_lineage/commits/run_id=X/x.parquet",
+            "_lineage/commit-keys/short.json",
+            "_lineage/seals/1.json",
+            "_lineage/witness/notes.txt",
+            "_lineage/keys/seal.pub",
+        ] {
+            assert_eq!(classify(planted), KeyKind::Unknown, "{planted}");
+        }
     }
 }

@@ -6,7 +6,8 @@
 //! names commits, a seal names pointers and the seal before it) always lands after them,
 //! and a replica interrupted at any point is a valid store.
 //!
-//! Adding a create-only kind (e.g. checkpoints or tiles under `_lineage/`): a [`Kind`]
+//! Adding a create-only kind (e.g. checkpoints or tiles under `_lineage/`): its name in
+//! [`crate::format::keys::classify`] (until then it is `Unknown`: reported, not copied), a [`Kind`]
 //! variant and its arm in [`kind_of`]; its [`Stage`] (a new variant placed after the
 //! stages of every object it names, and in [`Stage::ALL`]; [`Stage::sequential`] when its
 //! objects name each other in key order, as a chain does); and, when its content can be
@@ -32,11 +33,10 @@ pub enum Stage {
     Seals,
     /// Hash tiles and leaf locators (derived from the seals).
     SealAux,
-    /// Head markers, last: a marker says its seal's tiles and locators are all there.
+    /// Head markers: a marker says its seal's tiles and locators are all there.
     Heads,
-    /// `_lineage/` objects this version does not know: copied verbatim, last, since they
-    /// may name anything before them.
-    Unknown,
+    /// Witness records (a witness store's), last, in key order: each names the one before.
+    Witness,
 }
 
 impl Stage {
@@ -49,7 +49,7 @@ impl Stage {
         Stage::Seals,
         Stage::SealAux,
         Stage::Heads,
-        Stage::Unknown,
+        Stage::Witness,
     ];
 
     /// Whether the objects of a verbatim stage must land one at a time in key order
@@ -63,8 +63,8 @@ impl Stage {
             | Stage::Seals
             | Stage::SealAux
             | Stage::Heads => false,
-            // Unknown kinds may be chains: key order is the safe guess.
-            Stage::Unknown => true,
+            // Each record names the record before it.
+            Stage::Witness => true,
         }
     }
 }
@@ -93,7 +93,10 @@ pub enum Kind {
     SealAux,
     /// A head marker (`_lineage/heads/`).
     Head,
-    /// Some other `_lineage/` object: ours, but unknown to this version.
+    /// A witness record (`_lineage/witness/`).
+    Witness,
+    /// Some other `_lineage/` object: not a kind lineage-store writes, never copied
+    /// (`verify` names it `unknown_lineage_object`).
     Unknown,
     /// A temp of a publish in flight: never copied (the finished object will be).
     Temp,
@@ -112,8 +115,8 @@ impl Kind {
             Kind::Index => Some(Stage::Index),
             Kind::SealAux => Some(Stage::SealAux),
             Kind::Head => Some(Stage::Heads),
-            Kind::Unknown => Some(Stage::Unknown),
-            Kind::Temp | Kind::Foreign => None,
+            Kind::Witness => Some(Stage::Witness),
+            Kind::Temp | Kind::Foreign | Kind::Unknown => None,
         }
     }
 
@@ -128,7 +131,8 @@ impl Kind {
             Kind::Index => "index entry",
             Kind::SealAux => "tile or locator",
             Kind::Head => "head marker",
-            Kind::Unknown => "other",
+            Kind::Witness => "witness record",
+            Kind::Unknown => "unknown",
             Kind::Temp => "temp",
             Kind::Foreign => "foreign",
         }
@@ -147,8 +151,9 @@ pub fn kind_of(key: &str) -> Kind {
             keys::HistoryKey::Tile { .. } | keys::HistoryKey::Leaf { .. } => Kind::SealAux,
             keys::HistoryKey::Head(_) => Kind::Head,
         },
-        KeyKind::Meta if key.starts_with(keys::COMMIT_KEYS_PREFIX) => Kind::Claim,
-        KeyKind::Meta => Kind::Unknown,
+        KeyKind::Claim => Kind::Claim,
+        KeyKind::Witness => Kind::Witness,
+        KeyKind::Unknown => Kind::Unknown,
         KeyKind::Temp => Kind::Temp,
         KeyKind::Foreign => Kind::Foreign,
     }

@@ -24,8 +24,8 @@ use crate::audit::verify::pointers::{ReadBack, SealedAs, Wanted};
 use crate::audit::verify::shard::Scope;
 use crate::base::error::{Error, Result};
 use crate::format::keys::{self, KeyKind, IDENTITY_KEY};
-use crate::history::identity::read_identity;
 use crate::format::pointer::Pointer;
+use crate::history::identity::read_identity;
 use crate::publish::{AtomicPublisher, ObjectInfo};
 
 /// The full strategy's state between the steps.
@@ -42,6 +42,8 @@ pub(crate) struct Full {
     history: Vec<usize>,
     /// Whether the store's identity object was listed.
     identity: bool,
+    /// The store's id, when its identity could be read (parts must name it).
+    store_id: Option<String>,
 }
 
 impl Strategy for Full {
@@ -115,9 +117,17 @@ impl Strategy for Full {
                     &o.key,
                     "not written by lineage-store",
                 ),
+                KeyKind::Unknown => report.push(
+                    ProblemKind::UnknownLineageObject,
+                    &o.key,
+                    format!(
+                        "{} bytes under `_lineage/`, not an object lineage-store writes there",
+                        o.size
+                    ),
+                ),
                 KeyKind::History(_) => self.history.push(i),
                 KeyKind::Identity => self.identity = true,
-                KeyKind::Seal(_) | KeyKind::Meta => {}
+                KeyKind::Seal(_) | KeyKind::Claim | KeyKind::Witness => {}
             }
         }
         // Sealed pointers that were not listed: read, so that a missing one is named.
@@ -157,9 +167,13 @@ impl Strategy for Full {
             scope: self.scope.as_ref(),
         };
         let checked = history::check(store, &cx, &objects).await?;
-        if self.identity && self.scope.as_ref().is_none_or(Scope::first) {
-            if let Err(e) = read_identity(store).await {
-                report.push(ProblemKind::BadIdentity, IDENTITY_KEY, e.to_string());
+        if self.identity {
+            match read_identity(store).await {
+                Ok(id) => self.store_id = id.map(|i| i.store_id),
+                Err(e) if self.scope.as_ref().is_none_or(Scope::first) => {
+                    report.push(ProblemKind::BadIdentity, IDENTITY_KEY, e.to_string())
+                }
+                Err(_) => {}
             }
         }
         report.problems.extend(checked.problems);
@@ -169,6 +183,27 @@ impl Strategy for Full {
         for p in read.parsed.values() {
             self.pointerless.remove(p.part_path.as_str());
         }
+        // Nor when a seal, an index entry or a leaf locator records its pointer: that
+        // commit was complete, its pointer is gone (reported as such), and the part is
+        // neither in flight nor an orphan to adopt.
+        let recorded: BTreeSet<String> = self
+            .history
+            .iter()
+            .filter_map(|&i| match keys::classify(&self.listing[i].key) {
+                KeyKind::History(h) => h.pointer_key(),
+                _ => None,
+            })
+            .collect();
+        let chain = &self.chain;
+        self.pointerless.retain(|k, _| match keys::classify(k) {
+            KeyKind::Part {
+                run_id, commit_id, ..
+            } => {
+                let pk = keys::pointer_key(&run_id, &commit_id);
+                !chain.by_key.contains_key(&pk) && !recorded.contains(&pk)
+            }
+            _ => true,
+        });
         self.pointerless.retain(|k, _| match keys::classify(k) {
             KeyKind::Part {
                 run_id, commit_id, ..
@@ -195,8 +230,14 @@ impl Strategy for Full {
             .iter()
             .map(|(k, &i)| (k.as_str(), &self.listing[i]))
             .collect();
-        let (flying, problems): (_, Vec<Problem>) =
-            flight::judge_pointerless_parts(store, &window(opts), parts, &self.listing).await;
+        let (flying, problems): (_, Vec<Problem>) = flight::judge_pointerless_parts(
+            store,
+            &window(opts),
+            parts,
+            &self.listing,
+            self.store_id.as_deref(),
+        )
+        .await;
         flying.into_iter().for_each(|f| report.fly(f));
         report.problems.extend(problems);
         Ok(())
