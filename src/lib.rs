@@ -102,7 +102,7 @@ pub use history::signing::{key_id, keygen, read_public_key, read_signing_key};
 // Auditing.
 pub use audit::log::since_seal;
 pub use audit::proof::{prove, verify_proof, Proof, ProofSummary, ProveAgainst};
-pub use audit::repair::{repair, RepairOutcome};
+pub use audit::repair::{repair, repair_with, RepairOptions, RepairOutcome};
 pub use audit::report::{InFlight, InFlightKind, Problem, ProblemKind, Progress, Report};
 pub use audit::sweep::{sweep, sweep_all, SweepOutcome};
 pub use audit::verify::options::{ShardSpec, VerifyOptions};

@@ -67,10 +67,19 @@ mod tests {
         let id = StoreIdentity::new("2026-12-01T00:00:00.000000Z".into());
         let back = StoreIdentity::from_bytes("k", &id.to_bytes().unwrap()).unwrap();
         assert_eq!(back, id);
-        assert_eq!(uuid::Uuid::parse_str(&id.store_id).unwrap().get_version_num(), 4);
-        let e = StoreIdentity::from_bytes("k", br#"{"format":"x","store_id":"y","created_utc":"z"}"#)
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("corrupt store identity k: unknown format"), "{e}");
+        assert_eq!(
+            uuid::Uuid::parse_str(&id.store_id)
+                .unwrap()
+                .get_version_num(),
+            4
+        );
+        let e =
+            StoreIdentity::from_bytes("k", br#"{"format":"x","store_id":"y","created_utc":"z"}"#)
+                .unwrap_err()
+                .to_string();
+        assert!(
+            e.contains("corrupt store identity k: unknown format"),
+            "{e}"
+        );
     }
 }

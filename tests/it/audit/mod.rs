@@ -4,8 +4,10 @@
 mod clean;
 mod cli;
 mod in_flight;
+mod lineage_dir;
 mod partition_values;
 mod races;
+mod repair_history;
 mod repair_sweep;
 mod seal;
 mod tamper;
