@@ -95,7 +95,7 @@ pub use history::identity::read_identity;
 
 // Sealing and keys.
 pub use history::pointers::{read_pointers, StoredPointer};
-pub use history::seal::{Seal, SealEntry, StoredSeal};
+pub use history::seal::{Seal, SealEntry, StoredSeal, Trust};
 pub use history::sealer::{seal, seal_with, SealOptions, SealOutcome};
 pub use history::signing::{key_id, keygen, read_public_key, read_signing_key};
 

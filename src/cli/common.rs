@@ -28,6 +28,15 @@ impl StoreArg {
         };
         crate::publish::store::open_with(&self.store, &opts).await
     }
+
+    /// Open the store, refusing one that holds no objects (exit 2, nothing created): only
+    /// `append` (and `demo` into a new store) may create a store; on any other command an
+    /// empty store is a mistyped URL.
+    pub(crate) async fn open_existing(&self) -> Result<std::sync::Arc<dyn crate::AtomicPublisher>> {
+        let store = self.open().await?;
+        crate::publish::require_objects(store.as_ref()).await?;
+        Ok(store)
+    }
 }
 
 /// What a command reports back: exit code 0 or 1 (problems found).
@@ -45,4 +54,43 @@ pub(crate) fn out(line: &str) -> Result<()> {
 /// JSON of a serialisable value on one line.
 pub(crate) fn json_line<T: serde::Serialize>(v: &T) -> Result<String> {
     serde_json::to_string(v).map_err(|e| Error::Internal(e.to_string()))
+}
+
+/// Write `bytes` to the file an `--out` names, by the one rule every `--out` follows: an
+/// existing file is refused (exit 2, left as it was) unless `force`, which replaces it
+/// whole (a temp beside it, renamed over it: a reader never sees half a file). `-` is
+/// standard output.
+pub(crate) fn write_out_file(path: &std::path::Path, bytes: &[u8], force: bool) -> Result<()> {
+    if path == std::path::Path::new("-") {
+        let mut o = std::io::stdout().lock();
+        return o
+            .write_all(bytes)
+            .and_then(|()| o.flush())
+            .map_err(|e| Error::io(STDOUT, e));
+    }
+    if !force {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::AlreadyExists => Error::Usage(format!(
+                    "--out {}: the file exists; pass --force to replace it",
+                    path.display()
+                )),
+                _ => Error::io(path, e),
+            })?;
+        return f.write_all(bytes).map_err(|e| Error::io(path, e));
+    }
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(crate::format::keys::temp_name(&name));
+    std::fs::write(&tmp, bytes)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            Error::io(path, e)
+        })
 }

@@ -53,7 +53,7 @@ impl Strategy for Full {
         opts: &VerifyOptions,
         report: &mut Report,
     ) -> Result<Vec<Wanted>> {
-        self.chain = chain::walk(store, opts.public_key.as_ref()).await?;
+        self.chain = chain::walk(store, Some(&opts.trust())).await?;
         let chain = &self.chain;
         self.scope = Scope::of(opts, chain)?;
         let scope = self.scope.as_ref();

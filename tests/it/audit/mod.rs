@@ -10,4 +10,5 @@ mod races;
 mod repair_history;
 mod repair_sweep;
 mod seal;
+mod signing;
 mod tamper;

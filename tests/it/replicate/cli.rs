@@ -81,9 +81,9 @@ async fn pair(src: Side, dst: Side) {
     let ctx = format!("{} → {} (LINEAGE_TEST_SEED={seed})", src.name, dst.name);
     let mut rng = Rng::new(seed);
     let total = build_source(&src).await;
-    // 10 parts, 10 pointers, a claim, 2 seals; 10 index entries, 10 leaf locators, a
-    // level-0 tile per seal and 2 head markers.
-    assert_eq!(total, 10 + 10 + 1 + 2 + 10 + 10 + 2 + 2, "{ctx}");
+    // The identity, 10 parts, 10 pointers, a claim, 2 seals; 10 index entries, 10 leaf
+    // locators, a level-0 tile per seal and 2 head markers.
+    assert_eq!(total, 1 + 10 + 10 + 1 + 2 + 10 + 10 + 2 + 2, "{ctx}");
 
     // Interrupted twice by SIGKILL at seeded points (concurrency 1, then 4), resumed.
     for (round, conc) in [(1, "1"), (2, "4")] {
@@ -388,7 +388,8 @@ async fn sigterm_stops_follow_once_the_commit_in_flight_is_published() {
             "--json",
         ],
     );
-    let mut r = Running::held(&args, 1);
+    // Held after the identity and the first part.
+    let mut r = Running::held(&args, 2);
     r.signal("TERM");
     r.until("replicate: stopping once the objects in flight are published");
     let (code, out, err) = r.finish();
