@@ -57,7 +57,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     // Every commit is published: a reader that went away (`append | head -1`) did not stop
     // anything, so the exit code says the append succeeded (141 would tell a wrapper that
     // retries on it to append everything again). The lost lines are what `lineage log` shows.
-    let closed = |e: &crate::base::error::Error| crate::cli::closed_stdout(e);
+    let closed = |e: &crate::base::error::Error| crate::cli::common::closed_stdout(e);
     match print_err {
         Some(e) if closed(&e) => {
             return stdout_gone(done.commits, done.rows);

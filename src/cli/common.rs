@@ -45,6 +45,12 @@ pub(crate) type Status = u8;
 /// The path an error on standard output names (a closed pipe ends the command quietly).
 pub(crate) const STDOUT: &str = "<stdout>";
 
+/// Whether `e` is a write to a standard output whose reader went away.
+pub(crate) fn closed_stdout(e: &Error) -> bool {
+    matches!(e, Error::Io { path, source }
+        if path.as_os_str() == STDOUT && source.kind() == std::io::ErrorKind::BrokenPipe)
+}
+
 /// Write a line to stdout; a closed pipe (e.g. `| head`) is not an error worth a panic.
 pub(crate) fn out(line: &str) -> Result<()> {
     let mut o = std::io::stdout().lock();

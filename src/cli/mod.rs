@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use crate::base::error::{Error, ErrorKind};
-use common::STDOUT;
+use common::closed_stdout;
 
 mod append;
 mod common;
@@ -115,12 +115,6 @@ pub fn main() -> ExitCode {
 /// either: the reader chose to stop. `append` is the exception: it publishes every commit
 /// whether or not its lines are read, so it exits 0 (see `cli::append`).
 pub const STDOUT_CLOSED: u8 = 141;
-
-/// Whether `e` is a write to a standard output whose reader went away.
-pub(crate) fn closed_stdout(e: &Error) -> bool {
-    matches!(e, Error::Io { path, source }
-        if path.as_os_str() == STDOUT && source.kind() == std::io::ErrorKind::BrokenPipe)
-}
 
 fn fail(e: &Error) -> ExitCode {
     let _ = writeln!(std::io::stderr(), "error: {}", with_causes(e));

@@ -152,8 +152,8 @@ fn append_prior(store: &Path) {
     assert!(o.status.success(), "{:?}", text(&o));
     assert_eq!(
         snapshot(store).0.len(),
-        6,
-        "2 parts, 2 pointers, 2 commit-index entries"
+        7,
+        "the identity, 2 parts, 2 pointers, 2 commit-index entries"
     );
 }
 

@@ -53,10 +53,10 @@ async fn the_writer_reads_back_after_lost_and_retried_creates() {
     let report = verify(p.as_ref()).await.unwrap();
     assert!(report.is_clean(), "{:?}", report.problems);
     assert_eq!((report.commits, report.parts_ok, report.rows), (4, 4, 40));
-    // Exactly 12 objects (4 parts, 4 pointers, 4 index entries): nothing was published
-    // twice under another name.
+    // Exactly 13 objects (the identity, 4 parts, 4 pointers, 4 index entries): nothing
+    // was published twice under another name.
     let listed = p.list("").await.unwrap();
-    assert_eq!(listed.len(), 12, "{listed:?}");
+    assert_eq!(listed.len(), 13, "{listed:?}");
     let index = listed
         .iter()
         .filter(|o| {

@@ -194,6 +194,11 @@ async fn append_groups_flushes_and_writes_parts_and_pointers() {
 async fn encoding_is_deterministic_for_the_same_commit() {
     let a = Arc::new(MemoryPublisher::new());
     let b = Arc::new(MemoryPublisher::new());
+    // One identity in both: parts name their store.
+    let id = lineage_store::StoreIdentity::new("2026-12-01T00:00:00.000000Z".into());
+    for s in [&a, &b] {
+        s.tamper_put("_lineage/store.json", Bytes::from(id.to_bytes().unwrap()));
+    }
     let pa = det_writer(a).append(&batches(9), |_| {}).await.unwrap();
     let pb = det_writer(b).append(&batches(9), |_| {}).await.unwrap();
     assert_eq!(pa, pb);
@@ -315,14 +320,14 @@ async fn lost_response_on_create_is_read_back_and_accepted_when_ours() {
         let mem = Arc::new(MemoryPublisher::new());
         let faulty = Arc::new(FaultyPublisher::new(mem.clone()));
         faulty.fail(".parquet", fault.clone(), 1);
-        faulty.fail(".json", fault.clone(), 1);
+        faulty.fail("_lineage/commits/", fault.clone(), 1);
         let ps = det_writer(faulty.clone())
             .append(&batches(5), |_| {})
             .await
             .unwrap();
         assert_eq!(faulty.fired().len(), 2, "{fault:?}");
-        // A part, a pointer and an index entry per commit, each once.
-        assert_eq!(mem.list("").await.unwrap().len(), 3 * ps.len());
+        // The identity, then a part, a pointer and an index entry per commit, each once.
+        assert_eq!(mem.list("").await.unwrap().len(), 1 + 3 * ps.len());
         assert!(verify(mem.as_ref()).await.unwrap().is_clean());
     }
 }
@@ -364,7 +369,16 @@ async fn a_flush_over_the_single_put_limit_is_refused_before_publishing() {
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Input);
     assert!(e.to_string().contains("lower --batch-rows"), "{e}");
-    assert!(mem.list("").await.unwrap().is_empty());
+    // No part, pointer or index entry: only the store's identity, which every first
+    // append creates before encoding (parts carry its id).
+    let left: Vec<String> = mem
+        .list("")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|o| o.key)
+        .collect();
+    assert_eq!(left, vec!["_lineage/store.json".to_string()]);
 }
 
 #[test]

@@ -235,9 +235,9 @@ async fn write_waits_while_max_in_flight_commits_are_in_flight() {
             futures::poll!(second.as_mut()).is_pending(),
             "write must wait for a slot"
         );
-        // Part, pointer and commit-index entry of the first commit may pass: the second
-        // write proceeds.
-        store.gate.add_permits(3);
+        // The store's identity, then part, pointer and commit-index entry of the first
+        // commit may pass: the second write proceeds.
+        store.gate.add_permits(4);
         second.await.unwrap();
     }
     store.gate.add_permits(3);
@@ -245,9 +245,10 @@ async fn write_waits_while_max_in_flight_commits_are_in_flight() {
     assert_eq!(ps.len(), 2);
     let creates = store.creates.lock().unwrap().clone();
     assert!(
-        creates[0].starts_with("run_id=run-a/")
-            && creates[2].starts_with("_lineage/index/")
-            && creates[3].starts_with("run_id=run-b/"),
+        creates[0] == "_lineage/store.json"
+            && creates[1].starts_with("run_id=run-a/")
+            && creates[3].starts_with("_lineage/index/")
+            && creates[4].starts_with("run_id=run-b/"),
         "{creates:?}"
     );
 }
