@@ -1,6 +1,8 @@
 //! `lineage repair`: restore what the store's records prove is missing from a replica or
 //! backup (`--from`), and adopt orphan parts nothing vouches for by writing their pointers
 //! from their own footers.
+// The doc comments of the argument structs are clap help texts, not rustdoc.
+#![allow(rustdoc::broken_intra_doc_links)]
 
 use crate::audit::repair::{repair_with, RepairOptions};
 use crate::audit::verify::options::DEFAULT_GRACE_MINUTES;
