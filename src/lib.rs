@@ -102,7 +102,7 @@ pub use history::identity::read_identity;
 
 // Sealing and keys.
 pub use history::pointers::{read_pointers, StoredPointer};
-pub use history::seal::{Seal, SealEntry, StoredSeal};
+pub use history::seal::{Seal, SealEntry, StoredSeal, Trust};
 pub use history::sealer::{seal, seal_with, SealOptions, SealOutcome};
 
 // The Delta Lake table the seals make.
@@ -120,7 +120,7 @@ pub use read::{
 // Auditing.
 pub use audit::log::since_seal;
 pub use audit::proof::{prove, verify_proof, Proof, ProofSummary, ProveAgainst};
-pub use audit::repair::{repair, RepairOutcome};
+pub use audit::repair::{repair, repair_with, RepairOptions, RepairOutcome};
 pub use audit::report::{InFlight, InFlightKind, Problem, ProblemKind, Progress, Report};
 pub use audit::sweep::{sweep, sweep_all, SweepOutcome};
 pub use audit::verify::options::{ShardSpec, VerifyOptions};

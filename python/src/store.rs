@@ -334,7 +334,7 @@ impl Store {
             sample,
             sample_seed,
             since_seal,
-            public_key,
+            public_keys: public_key.into_iter().collect(),
             expect_head,
             digest,
             ..VerifyOptions::default()

@@ -7,15 +7,13 @@
 
 use std::collections::HashMap;
 
-use ed25519_dalek::VerifyingKey;
-
 use crate::audit::report::{Problem, ProblemKind};
 use crate::base::error::Result;
 use crate::format::keys;
 use crate::format::keys::seal_key;
 use crate::history::frontier::Frontier;
 use crate::history::merkle::{self, Hash};
-use crate::history::seal::{read_seals, StoredSeal};
+use crate::history::seal::{read_seals, StoredSeal, Trust};
 use crate::publish::AtomicPublisher;
 
 /// One sealed commit, in leaf order.
@@ -70,8 +68,12 @@ impl Chain {
     }
 }
 
-/// Read and check every seal. `trusted`: the key every seal must be signed with.
-pub async fn walk(store: &dyn AtomicPublisher, trusted: Option<&VerifyingKey>) -> Result<Chain> {
+/// Read and check every seal. `trust`: the keys seals must be signed with, and from which
+/// seal on (`None`: signatures checked against the key each seal names, unsigned seals
+/// accepted).
+pub async fn walk(store: &dyn AtomicPublisher, trust: Option<&Trust>) -> Result<Chain> {
+    let default = Trust::default();
+    let trust = trust.unwrap_or(&default);
     let mut chain = Chain {
         seals: read_seals(store).await?,
         ..Chain::default()
@@ -208,15 +210,10 @@ pub async fn walk(store: &dyn AtomicPublisher, trusted: Option<&VerifyingKey>) -
             }
             watermark = seal.watermark_utc.clone();
         }
-        match seal.check_signature(trusted) {
-            Ok(true) => chain.signed += 1,
-            Ok(false) if trusted.is_some() => chain.push(
-                ProblemKind::BadSignature,
-                &s.key,
-                "is not signed, but a public key was given",
-            ),
-            Ok(false) => {}
-            Err(e) => chain.push(ProblemKind::BadSignature, &s.key, e.to_string()),
+        match trust.judge(s.key_seq, seal) {
+            Ok(Some(_)) => chain.signed += 1,
+            Ok(None) => {}
+            Err(why) => chain.push(ProblemKind::BadSignature, &s.key, why),
         }
     }
     chain.seals = seals;

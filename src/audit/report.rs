@@ -48,6 +48,10 @@ pub enum ProblemKind {
     MalformedPart,
     /// An object lineage-store did not write.
     ForeignObject,
+    /// An object under `_lineage/` that is none of the kinds lineage-store writes there
+    /// (a copy of a part, notes, a file in a pointer's directory that is not a pointer):
+    /// readers skip `_lineage/`, so nothing else would ever show it.
+    UnknownLineageObject,
     /// A temp left by an interrupted publish.
     StaleTemp,
     /// An index entry that holds bytes, names a missing pointer or another commit time.

@@ -72,8 +72,16 @@ async fn append(a: Args) -> Result<Status> {
             }
         })
         .await?;
-    if let Some(e) = print_err {
-        return Err(e);
+    // Every commit is published: a reader that went away (`append | head -1`) did not stop
+    // anything, so the exit code says the append succeeded (141 would tell a wrapper that
+    // retries on it to append everything again). The lost lines are what `lineage log` shows.
+    let closed = |e: &crate::base::error::Error| crate::cli::common::closed_stdout(e);
+    match print_err {
+        Some(e) if closed(&e) => {
+            return stdout_gone(done.commits, done.rows);
+        }
+        Some(e) => return Err(e),
+        None => {}
     }
     if done.commits == 0 {
         // Empty input is a no-op, not an error (README, "Input"), and says so.
@@ -88,7 +96,10 @@ async fn append(a: Args) -> Result<Status> {
         .map(|()| 0);
     }
     if !a.json {
-        out(&format!("{} commits, {} rows", done.commits, done.rows))?;
+        match out(&format!("{} commits, {} rows", done.commits, done.rows)) {
+            Err(e) if closed(&e) => return stdout_gone(done.commits, done.rows),
+            r => r?,
+        }
     }
     // What a memory-limited platform (Lambda, Batch) must provision; the benchmark reads it.
     tracing::info!(
@@ -96,6 +107,16 @@ async fn append(a: Args) -> Result<Status> {
         rows = done.rows,
         peak_rss_kib = peak_rss_kib(),
         "append done"
+    );
+    Ok(0)
+}
+
+/// Say on stderr that the output was cut, not the append; exit 0.
+fn stdout_gone(commits: u64, rows: u64) -> Result<Status> {
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stderr(),
+        "standard output was closed: the append finished ({commits} commits, {rows} rows published); `lineage log` lists them"
     );
     Ok(0)
 }

@@ -28,6 +28,15 @@ impl StoreArg {
         };
         crate::publish::store::open_with(&self.store, &opts).await
     }
+
+    /// Open the store, refusing one that holds no objects (exit 2, nothing created): only
+    /// `append` (and `demo` into a new store) may create a store; on any other command an
+    /// empty store is a mistyped URL.
+    pub(crate) async fn open_existing(&self) -> Result<std::sync::Arc<dyn crate::AtomicPublisher>> {
+        let store = self.open().await?;
+        crate::publish::require_objects(store.as_ref()).await?;
+        Ok(store)
+    }
 }
 
 /// What a command reports back: exit code 0 or 1 (problems found).
@@ -35,6 +44,12 @@ pub(crate) type Status = u8;
 
 /// The path an error on standard output names (a closed pipe ends the command quietly).
 pub(crate) const STDOUT: &str = "<stdout>";
+
+/// Whether `e` is a write to a standard output whose reader went away.
+pub(crate) fn closed_stdout(e: &Error) -> bool {
+    matches!(e, Error::Io { path, source }
+        if path.as_os_str() == STDOUT && source.kind() == std::io::ErrorKind::BrokenPipe)
+}
 
 /// Write a line to stdout; a closed pipe (e.g. `| head`) is not an error worth a panic.
 pub(crate) fn out(line: &str) -> Result<()> {
@@ -65,4 +80,43 @@ pub(crate) fn refusal_json(e: &Error) -> Option<serde_json::Value> {
         ))
         .to_json()
     })
+}
+
+/// Write `bytes` to the file an `--out` names, by the one rule every `--out` follows: an
+/// existing file is refused (exit 2, left as it was) unless `force`, which replaces it
+/// whole (a temp beside it, renamed over it: a reader never sees half a file). `-` is
+/// standard output.
+pub(crate) fn write_out_file(path: &std::path::Path, bytes: &[u8], force: bool) -> Result<()> {
+    if path == std::path::Path::new("-") {
+        let mut o = std::io::stdout().lock();
+        return o
+            .write_all(bytes)
+            .and_then(|()| o.flush())
+            .map_err(|e| Error::io(STDOUT, e));
+    }
+    if !force {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::AlreadyExists => Error::Usage(format!(
+                    "--out {}: the file exists; pass --force to replace it",
+                    path.display()
+                )),
+                _ => Error::io(path, e),
+            })?;
+        return f.write_all(bytes).map_err(|e| Error::io(path, e));
+    }
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(crate::format::keys::temp_name(&name));
+    std::fs::write(&tmp, bytes)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            Error::io(path, e)
+        })
 }

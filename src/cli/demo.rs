@@ -1,25 +1,31 @@
 //! `lineage demo`: generate, append, seal, verify, summarise: the main job on the
 //! local-disk default, so a newcomer sees the whole write and audit path in one command.
+//!
+//! It writes fake events, so it writes only into a new or empty store (any URL `--store`
+//! takes): a store holding anything, or a directory that is not a store, is refused
+//! (exit 2) and left as it was.
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
-use std::sync::Arc;
 
 use crate::audit::verify::{verify_with, VerifyOptions};
 use crate::base::clock::SystemClock;
-use crate::base::error::Result;
+use crate::base::error::{Error, Result};
 use crate::cli::common::{out, Status};
 use crate::history::sealer::seal;
-use crate::publish::posix::PosixPublisher;
+use crate::publish::store::{open_with, CloudOptions};
 use crate::schema::events::{Origin, SourcedBatch};
 use crate::write::validate::Validator;
 use crate::write::writer::Writer;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// Directory of the store (created if missing; appended to if it exists).
-    #[arg(long, default_value = "lineage-store-demo")]
-    store: PathBuf,
+    /// A new or empty store (a directory or any URL `--store` takes); a store holding
+    /// anything is refused: the demo never mixes fake events into real ones.
+    #[arg(long, value_name = "URL", default_value = "lineage-store-demo")]
+    store: String,
+    /// S3 endpoint (LocalStack, moto, MinIO...); default: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL.
+    #[arg(long, value_name = "URL")]
+    endpoint_url: Option<String>,
     /// Number of events.
     #[arg(long, default_value_t = 50_000)]
     events: usize,
@@ -38,6 +44,17 @@ pub(crate) struct Args {
 }
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
+    let opts = CloudOptions {
+        endpoint_url: a.endpoint_url.clone(),
+    };
+    let store = open_with(&a.store, &opts).await?;
+    if let Some(o) = store.list_after("", "", 1).await?.first() {
+        return Err(Error::Usage(format!(
+            "{}: not empty (it holds {}): the demo writes fake events only into a new or empty store; give a new directory or an empty prefix",
+            store.describe(),
+            crate::schema::rules::quote(&o.key)
+        )));
+    }
     let started = std::time::Instant::now();
     let raw = crate::write::demo::generate(a.events, a.runs, a.seed)?;
     let mut v = Validator::new();
@@ -48,7 +65,6 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         batches.push(v.validate(&SourcedBatch::new(b, Origin::Rows { first }))?);
         first += n;
     }
-    let store = Arc::new(PosixPublisher::new(&a.store));
     let writer = Writer::new(store.clone()).with_batch_rows(a.batch_rows);
     let pointers = writer.append(&batches, |_| {}).await?;
     let write_s = started.elapsed().as_secs_f64();
@@ -69,7 +85,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         .map(|p| (p.run_id.clone(), p.target_crs.clone()))
         .collect();
     let runs: BTreeSet<_> = pointers.iter().map(|p| p.run_id.clone()).collect();
-    out(&format!("store: {}", a.store.display()))?;
+    out(&format!("store: {}", store.describe()))?;
     out(&format!(
         "appended {rows} events as {} commits in {} partitions ({} runs), {bytes} bytes of Parquet, in {write_s:.2} s",
         pointers.len(),
@@ -94,7 +110,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     let head = sealed.map_or(String::new(), |s| format!(" --expect-head {}", s.head));
     out(&format!(
         "next: lineage log --store {0}   |   lineage verify --store {0}{head}",
-        a.store.display()
+        a.store
     ))?;
     Ok(if report.is_clean() { 0 } else { 1 })
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::base::error::{Error, Result};
-use crate::cli::common::{out, Status, StoreArg};
+use crate::cli::common::{out, write_out_file, Status, StoreArg};
 use crate::export::iso19115::{self, IsoFormat, IsoOptions};
 use crate::export::openlineage::{self, Granularity, JobNaming};
 use crate::export::post::{self, PostConfig, Secret};
@@ -39,9 +39,13 @@ struct OlArgs {
     /// One event per run (COMPLETE) or per commit (OTHER).
     #[arg(long, value_enum, default_value_t = Granularity::Run)]
     per: Granularity,
-    /// Write the events here (`-`: standard output; the default unless --post is given).
+    /// Write the events here (`-`: standard output; the default unless --post is given);
+    /// an existing file is refused.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// With --out: replace an existing file.
+    #[arg(long, requires = "out")]
+    force: bool,
     /// Job namespace.
     #[arg(long, default_value = "lineage-store")]
     job_namespace: String,
@@ -76,9 +80,13 @@ struct IsoArgs {
     /// ISO 19115-3 (mdb/mrl) or ISO 19139 (gmd).
     #[arg(long, value_enum, default_value_t = IsoFormat::Iso19115_3)]
     format: IsoFormat,
-    /// Write the record here (`-`: standard output, the default).
+    /// Write the record here (`-`: standard output, the default); an existing file is
+    /// refused.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// With --out: replace an existing file.
+    #[arg(long, requires = "out")]
+    force: bool,
     /// Title of the described data set.
     #[arg(long)]
     title: Option<String>,
@@ -112,7 +120,7 @@ async fn openlineage(a: OlArgs) -> Result<Status> {
         }),
         None => None,
     };
-    let store = a.store.open().await?;
+    let store = a.store.open_existing().await?;
     let sel = Selection {
         run_id: a.run_id.clone(),
         since_seal: a.since_seal,
@@ -125,8 +133,8 @@ async fn openlineage(a: OlArgs) -> Result<Status> {
     let events = openlineage::events(&snap, a.per, &job)?;
     let ndjson = openlineage::to_ndjson(&events)?;
     match (&a.out, &post_cfg) {
-        (Some(p), _) => write_out(p, &ndjson)?,
-        (None, None) => write_out(&PathBuf::from("-"), &ndjson)?,
+        (Some(p), _) => write_out_file(p, ndjson.as_bytes(), a.force)?,
+        (None, None) => write_out_file("-".as_ref(), ndjson.as_bytes(), false)?,
         (None, Some(_)) => {}
     }
     if let Some(cfg) = post_cfg {
@@ -177,7 +185,7 @@ fn label(e: &serde_json::Value) -> String {
 }
 
 async fn iso(a: IsoArgs) -> Result<Status> {
-    let store = a.store.open().await?;
+    let store = a.store.open_existing().await?;
     let sel = Selection {
         run_id: Some(a.run_id.clone()),
         since_seal: None,
@@ -188,19 +196,10 @@ async fn iso(a: IsoArgs) -> Result<Status> {
         contact: a.contact,
     };
     let doc = iso19115::document(&snap, a.format, &opts)?;
-    write_out(a.out.as_deref().unwrap_or("-".as_ref()), &doc)?;
+    write_out_file(
+        a.out.as_deref().unwrap_or("-".as_ref()),
+        doc.as_bytes(),
+        a.force,
+    )?;
     Ok(0)
-}
-
-/// Write `text` to a file (created or truncated) or, for `-`, to standard output.
-fn write_out(path: &std::path::Path, text: &str) -> Result<()> {
-    use std::io::Write;
-    if path == std::path::Path::new("-") {
-        let mut o = std::io::stdout().lock();
-        return o
-            .write_all(text.as_bytes())
-            .and_then(|()| o.flush())
-            .map_err(|e| Error::io(crate::cli::common::STDOUT, e));
-    }
-    std::fs::write(path, text).map_err(|e| Error::io(path, e))
 }

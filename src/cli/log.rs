@@ -1,6 +1,10 @@
 //! `lineage log`: the commits in commit-time order (`--since-seal`: only the new ones).
+//!
+//! A selection that matches nothing says so on stderr: `--run-id` naming a run with no
+//! commit at all is a mistake (exit 2, like `export --run-id`); `--since-seal` with
+//! nothing new is an answer (exit 0).
 
-use crate::base::error::Result;
+use crate::base::error::{Error, Result};
 use crate::cli::common::{json_line, out, Status, StoreArg};
 use crate::history::pointers::read_pointers;
 
@@ -20,13 +24,35 @@ pub(crate) struct Args {
 }
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
-    let store = a.store.open().await?;
+    let store = a.store.open_existing().await?;
     let pointers = match a.since_seal {
         Some(since) => {
             crate::audit::log::since_seal(store.as_ref(), since, a.run_id.as_deref()).await?
         }
         None => read_pointers(store.as_ref(), a.run_id.as_deref()).await?,
     };
+    if pointers.is_empty() {
+        if let Some(r) = &a.run_id {
+            let prefix = format!("{}run_id={r}/", crate::format::keys::COMMITS_PREFIX);
+            if store.list_after(&prefix, "", 1).await?.is_empty() {
+                return Err(Error::NotFound(format!(
+                    "no commits of run_id {r} in {}",
+                    store.describe()
+                )));
+            }
+        }
+        let what = a
+            .run_id
+            .as_ref()
+            .map_or(String::new(), |r| format!(" of run_id {r}"));
+        let since = match a.since_seal {
+            Some(Some(n)) => format!(" after seal {n}"),
+            Some(None) => " after the newest seal".to_string(),
+            None => String::new(),
+        };
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "no commits{what}{since}");
+    }
     for p in pointers {
         if a.json {
             out(&json_line(&p)?)?;

@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use crate::base::error::{Error, ErrorKind};
-use common::STDOUT;
+use common::closed_stdout;
 
 mod append;
 mod check;
@@ -132,13 +132,9 @@ pub fn main() -> ExitCode {
 /// 128 + SIGPIPE, what a shell reports for a command ended by a closed pipe. Not 0: the
 /// command stopped before it finished (a `verify` whose output was cut did not verify
 /// everything, and `set -o pipefail` must not take it for a pass); not an error message
-/// either: the reader chose to stop.
+/// either: the reader chose to stop. `append` is the exception: it publishes every commit
+/// whether or not its lines are read, so it exits 0 (see `cli::append`).
 pub const STDOUT_CLOSED: u8 = 141;
-
-fn closed_stdout(e: &Error) -> bool {
-    matches!(e, Error::Io { path, source }
-        if path.as_os_str() == STDOUT && source.kind() == std::io::ErrorKind::BrokenPipe)
-}
 
 fn fail(e: &Error) -> ExitCode {
     let mut err = std::io::stderr().lock();

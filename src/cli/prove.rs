@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use crate::audit::proof::{prove, ProveAgainst};
 use crate::base::error::{Error, Result};
-use crate::cli::common::{out, Status, StoreArg};
+use crate::cli::common::{out, write_out_file, Status, StoreArg};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -18,13 +18,16 @@ pub(crate) struct Args {
     /// Prove against the seal with this digest (the head digest the auditor holds).
     #[arg(long, value_name = "DIGEST")]
     head: Option<String>,
-    /// Write the proof to FILE (create-only) instead of stdout.
+    /// Write the proof to FILE instead of stdout (an existing FILE is refused).
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
+    /// With --out: replace an existing file.
+    #[arg(long, requires = "out")]
+    force: bool,
 }
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
-    let store = a.store.open().await?;
+    let store = a.store.open_existing().await?;
     let against = match (a.seal, a.head) {
         (Some(n), _) => ProveAgainst::Seq(n),
         (None, Some(h)) => ProveAgainst::Head(h),
@@ -35,16 +38,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         serde_json::to_string_pretty(&proof).map_err(|e| Error::Internal(e.to_string()))?;
     text.push('\n');
     match a.out {
-        Some(path) => {
-            use std::io::Write;
-            let mut f = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&path)
-                .map_err(|e| Error::io(&path, e))?;
-            f.write_all(text.as_bytes())
-                .map_err(|e| Error::io(&path, e))?;
-        }
+        Some(path) => write_out_file(&path, text.as_bytes(), a.force)?,
         None => out(text.trim_end())?,
     }
     Ok(0)

@@ -1,19 +1,37 @@
-//! `lineage repair`: adopt orphan parts by writing their pointers from their own footers.
+//! `lineage repair`: restore what the store's records prove is missing from a replica or
+//! backup (`--from`), and adopt orphan parts nothing vouches for by writing their pointers
+//! from their own footers.
+// The doc comments of the argument structs are clap help texts, not rustdoc.
+#![allow(rustdoc::broken_intra_doc_links)]
 
-use crate::audit::repair::repair;
+use crate::audit::repair::{repair_with, RepairOptions};
 use crate::audit::verify::options::DEFAULT_GRACE_MINUTES;
 use crate::base::error::Result;
 use crate::base::time::parse_duration;
 use crate::cli::common::{json_line, out, Status, StoreArg};
+use crate::publish::store::{open_side, CloudOptions, SideEnv};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     #[command(flatten)]
     store: StoreArg,
+    /// A replica or backup of this store (any URL `--store` takes): seals, pointers and
+    /// parts the store's records prove are missing are copied back from it byte-identical,
+    /// each checked against the digest its seal or pointer records. Its own settings:
+    /// `LINEAGE_FROM_<NAME>` override `<NAME>`.
+    #[arg(long, value_name = "URL")]
+    from: Option<String>,
+    /// S3 endpoint of the --from store (default: LINEAGE_FROM_AWS_ENDPOINT_URL[_S3], then AWS_ENDPOINT_URL[_S3]).
+    #[arg(long, value_name = "URL", requires = "from")]
+    from_endpoint_url: Option<String>,
     /// Leave orphans younger than this alone (their writer may still publish the pointer).
     #[arg(long, value_name = "DURATION", default_value_t = format!("{DEFAULT_GRACE_MINUTES}m"))]
     grace: String,
-    /// Only say what would be adopted.
+    /// Also adopt orphan parts whose footer names no store (written before parts named
+    /// their store): repair cannot tell them from parts copied in from another store.
+    #[arg(long)]
+    adopt_unidentified: bool,
+    /// Only say what would be restored and adopted.
     #[arg(long)]
     dry_run: bool,
     /// The outcome as one JSON object.
@@ -24,20 +42,46 @@ pub(crate) struct Args {
 pub(crate) async fn run(a: Args) -> Result<Status> {
     let grace = parse_duration(&a.grace)?;
     let store = a.store.open().await?;
-    let r = repair(store.as_ref(), chrono::Utc::now(), grace, a.dry_run).await?;
+    let from = match &a.from {
+        Some(url) => {
+            let opts = CloudOptions {
+                endpoint_url: a.from_endpoint_url.clone(),
+            };
+            Some(open_side(url, &opts, &SideEnv::prefixed("LINEAGE_FROM_")).await?)
+        }
+        None => None,
+    };
+    let opts = RepairOptions {
+        now: chrono::Utc::now(),
+        grace,
+        dry_run: a.dry_run,
+        adopt_unidentified: a.adopt_unidentified,
+    };
+    let r = repair_with(store.as_ref(), from.as_deref(), &opts).await?;
     if a.json {
         out(&json_line(&r)?)?;
     } else {
-        let verb = if a.dry_run { "would adopt" } else { "adopted" };
+        let (restore, adopt) = match a.dry_run {
+            true => ("would restore", "would adopt"),
+            false => ("restored", "adopted"),
+        };
+        for k in &r.restored {
+            out(&format!("{restore}: {k}"))?;
+        }
         for k in &r.adopted {
-            out(&format!("{verb}: {k}"))?;
+            out(&format!("{adopt}: {k}"))?;
+        }
+        for (k, why) in &r.missing {
+            out(&format!("missing: {k}: {why}"))?;
         }
         for (k, why) in &r.refused {
             out(&format!("refused: {k}: {why}"))?;
         }
         out(&format!(
-            "{} {verb}, {} refused, {} in flight (left alone)",
+            "{} {restore}, {} {adopt}, {} missing, {} refused, {} in flight (left alone)",
+            r.restored.len(),
             r.adopted.len(),
+            r.missing.len(),
             r.refused.len(),
             r.in_flight
         ))?;
@@ -46,6 +90,6 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
             out("next: lineage seal --rescan (seals the adopted commits)")?;
         }
     }
-    // Refused orphans are still problems an auditor must look at.
-    Ok(if r.refused.is_empty() { 0 } else { 1 })
+    // Refused orphans and missing history are still problems an auditor must look at.
+    Ok(if r.is_complete() { 0 } else { 1 })
 }

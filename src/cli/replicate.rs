@@ -88,6 +88,8 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         .to_std()
         .map_err(|_| Error::Usage("--interval must be positive".into()))?;
     let src = open_prefixed(&a.from, a.from_endpoint_url.as_deref(), "LINEAGE_FROM_").await?;
+    // A mistyped source must not make an empty replica.
+    crate::publish::require_objects(src.as_ref()).await?;
     let dst = open_prefixed(&a.to, a.to_endpoint_url.as_deref(), "LINEAGE_TO_").await?;
     let progress = Arc::new(Progress::default());
     let opts = ReplicateOptions {

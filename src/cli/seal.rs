@@ -19,6 +19,13 @@ pub(crate) struct Args {
     /// The outcome as one JSON object.
     #[arg(long)]
     json: bool,
+    /// Publish a seal even when nothing was committed since the newest one (a heartbeat,
+    /// e.g. to show a witness the log is alive). Without it, nothing new publishes nothing.
+    #[arg(long)]
+    allow_empty: bool,
+    /// Publish an unsigned seal although the newest seal is signed (refused without it).
+    #[arg(long, conflicts_with = "signing_key")]
+    unsigned: bool,
     /// Read every seal and list every pointer (seals commits the index misses: see
     /// `verify`'s `missed_by_seals`), and rewrite any missing tile or locator.
     #[arg(long)]
@@ -31,14 +38,26 @@ pub(crate) struct Args {
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
     let key = a.signing_key.as_deref().map(read_signing_key).transpose()?;
-    let store = a.store.open().await?;
+    let store = a.store.open_existing().await?;
     let opts = SealOptions {
         lookback: crate::base::time::parse_duration(&a.lookback)?,
         rescan: a.rescan,
+        allow_empty: a.allow_empty,
+        allow_unsigned: a.unsigned,
     };
     let s = seal_with(store.as_ref(), &SystemClock, key.as_ref(), &opts).await?;
     if a.json {
         out(&json_line(&s)?)?;
+    } else if s.nothing_new {
+        match s.seq {
+            0 => out("nothing to seal: the store has no commits and no seal")?,
+            n => {
+                out(&format!(
+                    "nothing new since seal {n}: no seal published (--allow-empty publishes one anyway)"
+                ))?;
+                out(&format!("head {}", s.head))?;
+            }
+        }
     } else {
         out(&format!(
             "sealed {}: seal {} adds {} commits, covers {} (root {}){}{}",

@@ -30,7 +30,7 @@ const DEFAULT_OLDER_THAN: &str = "1h";
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
     let older = parse_duration(a.older_than.as_deref().unwrap_or(DEFAULT_OLDER_THAN))?;
-    let store = a.store.open().await?;
+    let store = a.store.open_existing().await?;
     let r = if a.i_know_no_writer_is_running {
         sweep_all(store.as_ref(), a.dry_run).await?
     } else {

@@ -69,9 +69,15 @@ pub(crate) struct Args {
     /// given, and those in --report-dir.
     #[arg(long, value_name = "REPORT", num_args = 0..)]
     merge: Option<Vec<PathBuf>>,
-    /// Every seal must carry a valid signature by this key (made by `lineage keygen`).
+    /// A trusted public key (made by `lineage keygen`); repeat it for every key in use
+    /// (old and new during a key rotation). Every signed seal must verify under one of
+    /// them, and every seal (from --signed-from on) must be signed.
     #[arg(long, value_name = "FILE")]
-    public_key: Option<PathBuf>,
+    public_key: Vec<PathBuf>,
+    /// Seals before SEQ may be unsigned (signing started at seal SEQ); SEQ and every later
+    /// seal must be signed.
+    #[arg(long, value_name = "SEQ")]
+    signed_from: Option<u64>,
     /// A head digest printed by `lineage seal` and kept outside the store: detects that
     /// the newest seals were cut off.
     #[arg(long, value_name = "DIGEST")]
@@ -123,7 +129,11 @@ async fn check(a: Args) -> Result<Status> {
         ),
         (None, _) => None,
     };
-    let public_key = a.public_key.as_deref().map(read_public_key).transpose()?;
+    let public_keys = a
+        .public_key
+        .iter()
+        .map(|p| read_public_key(p))
+        .collect::<Result<Vec<_>>>()?;
     if let Some(h) = &a.expect_head {
         if crate::history::merkle::parse_hash(h).is_none() {
             return Err(Error::Usage(format!(
@@ -135,7 +145,7 @@ async fn check(a: Args) -> Result<Status> {
         store: a.store.clone().unwrap_or_default(),
         endpoint_url: a.endpoint_url.clone(),
     }
-    .open()
+    .open_existing()
     .await?;
     let progress = Arc::new(Progress::default());
     let opts = VerifyOptions {
@@ -143,7 +153,8 @@ async fn check(a: Args) -> Result<Status> {
         sample: a.sample,
         sample_seed: a.sample_seed,
         since_seal: a.since_seal,
-        public_key,
+        public_keys,
+        signed_from: a.signed_from,
         expect_head: a.expect_head.clone(),
         progress: Some(progress.clone()),
         concurrency: a.concurrency.max(1),

@@ -30,7 +30,7 @@ pub(crate) struct Args {
 }
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
-    let store = a.store.open().await?;
+    let store = a.store.open_existing().await?;
     let w = open_prefixed(
         &a.witness,
         a.witness_endpoint_url.as_deref(),

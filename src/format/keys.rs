@@ -11,8 +11,13 @@
 //! _lineage/heads/<(2^64-1-seq) / 1000, 17 digits>/<2^64-1-seq, 20 digits>-<seq, 20 digits>   head markers (empty)
 //! _lineage/tiles/<level>/[x<NNN>/…]<NNN>[.p/<width>]          Merkle hash tiles
 //! _lineage/leaves/<hh>/<gg>/<commit-id>.<leaf index, 20 digits>.run_id=<r>   leaf locators (empty)
+//! _lineage/witness/<store id>/<seq, 20 digits>.json            witness records (in a witness store)
 //! _delta_log/<version, 20 digits>.json                         Delta Lake versions (one per seal)
 //! ```
+//!
+//! Nothing else under `_lineage/` is ours: any other object there is
+//! [`KeyKind::Unknown`], which `verify` reports (`unknown_lineage_object`) and
+//! `replicate` does not copy.
 //!
 //! The index entries, head markers, tiles and locators make the history cheap to read at any age ([`crate::history`]). Each is
 //! laid out in bounded directories, so that a local disk, where a listing reads whole
@@ -67,6 +72,9 @@ pub const COMMITS_PREFIX: &str = "_lineage/commits/";
 pub const SEALS_PREFIX: &str = "_lineage/seals/";
 /// Prefix of commit-key claims (see [`crate::write::commit_key`]).
 pub const COMMIT_KEYS_PREFIX: &str = "_lineage/commit-keys/";
+/// Prefix of the records a witness store holds (see [`crate::witness`]'s `record_key`):
+/// `_lineage/witness/<store id>/<seq, 20 digits>.json`.
+pub const WITNESS_PREFIX: &str = "_lineage/witness/";
 
 /// Prefix of the time-ordered commit index.
 pub const INDEX_PREFIX: &str = "_lineage/index/";
@@ -475,13 +483,19 @@ pub enum KeyKind {
     History(HistoryKey),
     /// The store's identity, `_lineage/store.json`.
     Identity,
+    /// A commit-key claim, `_lineage/commit-keys/<64 hex>.json`.
+    Claim,
+    /// A witness record, `_lineage/witness/<store id>/<seq, 20 digits>.json`.
+    Witness,
     /// A Delta version of ours, `_delta_log/<20 digits>.json` ([`crate::format::delta`]).
     DeltaVersion(u64),
     /// Anything else under `_delta_log/` (a checkpoint, `_last_checkpoint`, a planted
     /// file): not ours, and named by `verify`.
     DeltaOther,
-    /// Anything else under `_lineage/`: ours, but not a pointer or seal (e.g. keys).
-    Meta,
+    /// Anything else under `_lineage/`: a name lineage-store never writes there (a copy of
+    /// a part, notes, a file under a pointer's directory that is not a pointer): reported
+    /// by `verify`, never copied by `replicate`.
+    Unknown,
     /// Anything else: not written by lineage-store.
     Foreign,
 }
@@ -511,7 +525,7 @@ pub fn classify(key: &str) -> KeyKind {
                 }
             }
         }
-        return KeyKind::Meta;
+        return KeyKind::Unknown;
     }
     if let Some(rest) = key.strip_prefix(SEALS_PREFIX) {
         if let Some(seq) = rest.strip_suffix(".json") {
@@ -521,7 +535,13 @@ pub fn classify(key: &str) -> KeyKind {
                 }
             }
         }
-        return KeyKind::Meta;
+        return KeyKind::Unknown;
+    }
+    if is_claim_key(key) {
+        return KeyKind::Claim;
+    }
+    if is_witness_key(key) {
+        return KeyKind::Witness;
     }
     for p in [INDEX_PREFIX, HEADS_PREFIX, TILES_PREFIX, LEAVES_PREFIX] {
         if key.starts_with(p) {
@@ -530,7 +550,7 @@ pub fn classify(key: &str) -> KeyKind {
         }
     }
     if key.starts_with(META_PREFIX) {
-        return KeyKind::Meta;
+        return KeyKind::Unknown;
     }
     let mut parts = key.split('/');
     if let (Some(r), Some(t), Some(f), None) =
@@ -617,6 +637,26 @@ pub fn is_claim_key(key: &str) -> bool {
     key.strip_prefix(COMMIT_KEYS_PREFIX)
         .and_then(|r| r.strip_suffix(".json"))
         .is_some_and(|h| h.len() == 64 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
+}
+
+/// Whether `key` is a witness record: `_lineage/witness/<store id>/<20 digits>.json`, the
+/// store id a lower-case hex sha256 or UUID (see [`crate::witness`]).
+pub fn is_witness_key(key: &str) -> bool {
+    let Some((id, file)) = key
+        .strip_prefix(WITNESS_PREFIX)
+        .and_then(|r| r.split_once('/'))
+    else {
+        return false;
+    };
+    let id_ok = !id.is_empty()
+        && id.len() <= 64
+        && id
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f' | b'-'));
+    let seq_ok = file
+        .strip_suffix(".json")
+        .is_some_and(|s| s.len() == 20 && s.bytes().all(|b| b.is_ascii_digit()));
+    id_ok && seq_ok
 }
 
 #[cfg(test)]
@@ -750,5 +790,31 @@ mod tests {
             .collect();
         heads.sort();
         assert_eq!(heads[0], head_key(5000));
+    }
+
+    #[test]
+    fn only_our_names_under_lineage_are_ours() {
+        let claim = commit_key_claim_key("job-1");
+        assert_eq!(classify(&claim), KeyKind::Claim);
+        assert_eq!(
+            classify(&format!(
+                "_lineage/witness/{}/{:020}.json",
+                "ab".repeat(32),
+                3
+            )),
+            KeyKind::Witness
+        );
+        assert_eq!(classify(IDENTITY_KEY), KeyKind::Identity);
+        for planted in [
+            "_lineage/stash.parquet",
+            "_lineage/notes.txt",
+            "_lineage/commits/run_id=X/x.parquet",
+            "_lineage/commit-keys/short.json",
+            "_lineage/seals/1.json",
+            "_lineage/witness/notes.txt",
+            "_lineage/keys/seal.pub",
+        ] {
+            assert_eq!(classify(planted), KeyKind::Unknown, "{planted}");
+        }
     }
 }

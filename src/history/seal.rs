@@ -86,6 +86,12 @@ pub struct Seal {
     /// Ed25519 public key (base64) the seal is signed with, when signed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub public_key: Option<String>,
+    /// The id of that key ([`crate::history::signing::key_id`]), so a reader sees which
+    /// key signed without decoding it (seals signed since key rotation was supported). Not
+    /// part of the signed message: older readers ignore it and still verify the signature;
+    /// it must name the key `public_key` holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_id: Option<String>,
     /// Ed25519 signature (base64) over [`Seal::signed_message`], when signed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<String>,
@@ -140,6 +146,7 @@ impl Seal {
     pub fn signed_message(&self) -> Result<Vec<u8>> {
         let mut unsigned = self.clone();
         unsigned.signature = None;
+        unsigned.key_id = None;
         let mut m = SIGNED_PREFIX.to_vec();
         m.extend(serde_json::to_vec(&unsigned).map_err(|e| Error::Internal(e.to_string()))?);
         Ok(m)
@@ -156,6 +163,14 @@ impl Seal {
             return Ok(false);
         };
         let named = parse_public_key(pk)?;
+        if let Some(id) = &self.key_id {
+            if *id != key_id(&named) {
+                return Err(Error::Signature(format!(
+                    "names key id {id}, but carries key {}",
+                    key_id(&named)
+                )));
+            }
+        }
         if let Some(t) = trusted {
             if t != &named {
                 return Err(Error::Signature(format!(
@@ -174,6 +189,61 @@ impl Seal {
             .verify_strict(&self.signed_message()?, &sig)
             .map_err(|_| Error::Signature(format!("bad signature by key {}", key_id(&named))))?;
         Ok(true)
+    }
+}
+
+/// Which signatures seals must carry (`verify --public-key`, repeated, and
+/// `--signed-from`): every signed seal must verify under one of `keys` (when any are given),
+/// and every seal from `signed_from` on (from seal 1 when only keys are given) must be
+/// signed. With neither, signatures are checked against the key each seal names
+/// (integrity, not authorship) and unsigned seals are accepted.
+#[derive(Debug, Clone, Default)]
+pub struct Trust {
+    /// The trusted public keys (old and new ones during a key rotation).
+    pub keys: Vec<VerifyingKey>,
+    /// The first seal that must be signed (signing started later, at this seal).
+    pub signed_from: Option<u64>,
+}
+
+impl Trust {
+    /// Whether seal `seq` must be signed.
+    pub fn requires(&self, seq: u64) -> bool {
+        match self.signed_from {
+            Some(n) => seq >= n,
+            None => !self.keys.is_empty(),
+        }
+    }
+
+    /// Judge seal `seq`'s signature: `Ok(Some(key id))` when validly signed by a trusted
+    /// key (any key when none are given), `Ok(None)` when unsigned and allowed to be, else
+    /// the problem in words.
+    pub fn judge(&self, seq: u64, seal: &Seal) -> std::result::Result<Option<String>, String> {
+        if seal.signature.is_none() && seal.public_key.is_none() {
+            if !self.requires(seq) {
+                return Ok(None);
+            }
+            return Err(match self.signed_from {
+                Some(n) => format!("is not signed, but every seal from {n} on must be (--signed-from {n})"),
+                None => "is not signed, but a public key was given (seals signed only from a later seal on: --signed-from SEQ)".into(),
+            });
+        }
+        seal.check_signature(None).map_err(|e| e.to_string())?;
+        let named = seal
+            .public_key
+            .as_deref()
+            .map(parse_public_key)
+            .transpose()
+            .map_err(|e| e.to_string())?
+            .ok_or("a signature without a public_key")?;
+        let id = key_id(&named);
+        if !self.keys.is_empty() && !self.keys.contains(&named) {
+            let given: Vec<String> = self.keys.iter().map(key_id).collect();
+            return Err(format!(
+                "signed by key {id}, which is not a key given (--public-key: {})",
+                given.join(", ")
+            ));
+        }
+        Ok(Some(id))
     }
 }
 

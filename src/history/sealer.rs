@@ -58,6 +58,14 @@ pub struct SealOptions {
     pub lookback: Duration,
     /// Read every seal and list every pointer (commits the index misses).
     pub rescan: bool,
+    /// Publish a seal even when no commit is new (a heartbeat, e.g. to show a witness the
+    /// log is alive). Without it, nothing new publishes nothing and the outcome is the
+    /// current head ([`SealOutcome::nothing_new`]).
+    pub allow_empty: bool,
+    /// Publish an unsigned seal after a signed one. Without it, sealing without a key a
+    /// store whose newest seal is signed is refused: signing that stops unnoticed is what
+    /// `verify --signed-from` would then report forever.
+    pub allow_unsigned: bool,
 }
 
 impl Default for SealOptions {
@@ -65,6 +73,8 @@ impl Default for SealOptions {
         Self {
             lookback: Duration::minutes(DEFAULT_LOOKBACK_MINUTES),
             rescan: false,
+            allow_empty: false,
+            allow_unsigned: false,
         }
     }
 }
@@ -99,6 +109,21 @@ pub async fn seal_with(
     for lost in 0..MAX_SEAL_ATTEMPTS as u64 {
         let heads = head::find(store).await?;
         let newest = complete_pending(store, &heads).await?;
+        if signing.is_none() && !opts.allow_unsigned {
+            if let Some(Ok(s)) = newest.as_ref().map(|n| &n.seal) {
+                if s.signature.is_some() {
+                    let id = s
+                        .public_key
+                        .as_deref()
+                        .and_then(|k| crate::history::signing::parse_public_key(k).ok())
+                        .map_or_else(|| "?".to_string(), |k| key_id(&k));
+                    return Err(Error::Usage(format!(
+                        "the newest seal, {}, is signed (key id {id}): sign this one too (--signing-key), or pass --unsigned to publish an unsigned seal after signed ones (verify --signed-from then reports it)",
+                        s.seq
+                    )));
+                }
+            }
+        }
         let incremental = match &newest {
             Some(s) if !opts.rescan => s.seal.as_ref().is_ok_and(Seal::is_v2),
             _ => false,
@@ -114,6 +139,9 @@ pub async fn seal_with(
             draft_full(store, clock, opts, all).await?
         };
         let full = draft.all_leaves.is_some();
+        if draft.new.is_empty() && !opts.allow_empty {
+            return Ok(nothing_new(draft.prev.as_ref(), full, lost));
+        }
         let (seal, bytes) = build(draft_seal(&draft, clock)?, signing)?;
         let key = seal_key(seal.seq);
         if !crate::publish::checked::publish_racing(store, &key, bytes.clone()).await? {
@@ -149,12 +177,33 @@ pub async fn seal_with(
             key_id: signing.map(|k| key_id(&k.verifying_key())),
             lost_races: lost,
             full_scan: full,
+            nothing_new: false,
         });
     }
     Err(Error::Conflict {
         key: keys::SEALS_PREFIX.to_string(),
         message: format!("lost {MAX_SEAL_ATTEMPTS} sealing races in a row; try again"),
     })
+}
+
+/// The outcome of a seal with nothing new to add: the current head, nothing published.
+fn nothing_new(prev: Option<&StoredSeal>, full: bool, lost: u64) -> SealOutcome {
+    let parsed = prev.and_then(|p| p.seal.as_ref().ok());
+    SealOutcome {
+        seq: prev.map_or(0, |p| p.key_seq),
+        key: prev.map_or_else(String::new, |p| p.key.clone()),
+        head: prev.map_or_else(String::new, |p| p.digest.clone()),
+        added: 0,
+        tree_size: parsed.map_or(0, |s| s.tree_size),
+        root: parsed.map_or_else(String::new, |s| s.root.clone()),
+        key_id: parsed
+            .and_then(|s| s.public_key.as_deref())
+            .and_then(|k| crate::history::signing::parse_public_key(k).ok())
+            .map(|k| key_id(&k)),
+        lost_races: lost,
+        full_scan: full,
+        nothing_new: true,
+    }
 }
 
 /// Complete every seal after the newest marker (a sealer that crashed before its marker,
@@ -413,6 +462,7 @@ fn draft_seal(d: &Draft, clock: &dyn Clock) -> Result<Seal> {
         watermark_utc: Some(rfc3339(d.watermark)),
         ahead: Some(d.ahead.clone()),
         public_key: None,
+        key_id: None,
         signature: None,
     })
 }
@@ -423,6 +473,7 @@ fn build(mut s: Seal, signing: Option<&SigningKey>) -> Result<(Seal, Bytes)> {
     let b64 = base64::engine::general_purpose::STANDARD;
     if let Some(k) = signing {
         s.public_key = Some(b64.encode(k.verifying_key().as_bytes()));
+        s.key_id = Some(key_id(&k.verifying_key()));
         s.signature = Some(b64.encode(k.sign(&s.signed_message()?).to_bytes()));
     }
     let bytes = Bytes::from(s.to_bytes()?);
@@ -451,6 +502,10 @@ pub struct SealOutcome {
     /// True when the seal read every seal and listed every pointer (the first seal of
     /// this format, or `--rescan`), false when it read only what was new.
     pub full_scan: bool,
+    /// True when no commit was new and nothing was published (without
+    /// [`SealOptions::allow_empty`]): the other fields describe the current head (`seq` 0
+    /// and empty digests when the store has no seal).
+    pub nothing_new: bool,
 }
 
 /// Write the next seal over every commit not sealed yet, with the default options of

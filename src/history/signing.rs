@@ -33,26 +33,49 @@ const PUBLIC_TAG: &str = "lineage-ed25519-public:";
 /// Make a key pair: `<prefix>.key` (secret, mode 0600) and `<prefix>.pub`. Refuses to
 /// overwrite either file. Returns the key id.
 pub fn keygen(prefix: &Path) -> Result<String> {
+    keygen_with(prefix, false)
+}
+
+/// [`keygen`]; with `replace`, existing key files at `prefix` are replaced (each written
+/// whole beside it and renamed over it) instead of refused.
+pub fn keygen_with(prefix: &Path, replace: bool) -> Result<String> {
     let mut seed = [0u8; 32];
     getrandom::fill(&mut seed).map_err(|e| Error::Internal(format!("no randomness: {e}")))?;
     let sk = SigningKey::from_bytes(&seed);
     let vk = sk.verifying_key();
     let secret = prefix.with_extension("key");
     let public = prefix.with_extension("pub");
-    for p in [&secret, &public] {
-        if p.exists() {
-            return Err(Error::Usage(format!(
-                "{} exists; refusing to overwrite a key",
-                p.display()
-            )));
+    if !replace {
+        for p in [&secret, &public] {
+            if p.exists() {
+                return Err(Error::Usage(format!(
+                    "{} exists; refusing to overwrite a key (--force replaces it)",
+                    p.display()
+                )));
+            }
         }
     }
-    write_new(
+    let put = |path: &Path, bytes: &[u8], is_secret: bool| -> Result<()> {
+        if !replace {
+            return write_new(path, bytes, is_secret);
+        }
+        let tmp = path.with_extension(format!(
+            "{}.{}.tmp",
+            path.extension().and_then(|e| e.to_str()).unwrap_or(""),
+            uuid::Uuid::new_v4().simple()
+        ));
+        write_new(&tmp, bytes, is_secret)
+            .and_then(|()| std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e)))
+            .inspect_err(|_| {
+                let _ = std::fs::remove_file(&tmp);
+            })
+    };
+    put(
         &secret,
         format!("{SECRET_TAG}{}\n", B64.encode(seed)).as_bytes(),
         true,
     )?;
-    write_new(
+    put(
         &public,
         format!("{PUBLIC_TAG}{}\n", B64.encode(vk.as_bytes())).as_bytes(),
         false,

@@ -53,11 +53,14 @@ pub enum PartEncoding {
     /// strings whose min/max prune nothing (their string comparisons were ~8 %).
     /// Kept byte-for-byte for retries of keyed appends claimed under it.
     V2,
-    /// Since issue 19: [`Self::V2`] plus a Parquet split-block bloom filter on each of
-    /// [`BLOOM_COLUMNS`] (`feature_id`, `event_id`: the lookups auditors make), sized for
-    /// the part's rows at [`BLOOM_FPP`] false positives, so DuckDB, pyarrow, Spark and
-    /// `lineage scan --feature-id` skip parts that cannot hold a value
-    /// (docs/performance.md: the size cost per part and what it saves).
+    /// Now (issues 19 and 21): [`Self::V2`] plus a Parquet split-block bloom filter on
+    /// each of [`BLOOM_COLUMNS`] (`feature_id`, `event_id`: the lookups auditors make),
+    /// sized for the part's rows at [`BLOOM_FPP`] false positives, so DuckDB, pyarrow,
+    /// Spark and `lineage scan --feature-id` skip parts that cannot hold a value
+    /// (docs/performance.md: the size cost per part and what it saves); and the footer
+    /// also names the store the part is written to ([`contract::META_STORE_ID`], the id of
+    /// its `_lineage/store.json`), so `repair` never adopts a part copied in from another
+    /// store.
     #[default]
     V3,
 }
@@ -77,6 +80,11 @@ impl PartEncoding {
             PartEncoding::V2 => Some(2),
             PartEncoding::V3 => Some(3),
         }
+    }
+
+    /// Whether parts of this encoding name their store in the footer.
+    pub fn names_store(self) -> bool {
+        matches!(self, PartEncoding::V3)
     }
 
     /// The encoding a claim's `part_encoding` tag names (absent: [`Self::V1`]).
@@ -107,15 +115,28 @@ pub const UNIQUE_COLUMNS: [&str; 5] = [
 /// embedded `ARROW:schema` (what `pq.read_schema` shows); arrow-rs does not copy one into
 /// the other, so both are set. zstd level 1 in every encoding. `rows`: the part's rows
 /// (what [`PartEncoding::V3`] sizes its bloom filters for).
-fn props(commit_id: &str, version: &str, encoding: PartEncoding, rows: usize) -> WriterProperties {
+fn props(
+    commit_id: &str,
+    version: &str,
+    encoding: PartEncoding,
+    rows: usize,
+    store_id: Option<&str>,
+) -> WriterProperties {
+    let mut kv = vec![
+        KeyValue::new(
+            contract::META_SCHEMA_VERSION.to_string(),
+            version.to_string(),
+        ),
+        KeyValue::new(contract::META_COMMIT_ID.to_string(), commit_id.to_string()),
+    ];
+    if let Some(id) = store_id {
+        kv.push(KeyValue::new(
+            contract::META_STORE_ID.to_string(),
+            id.to_string(),
+        ));
+    }
     let mut b = WriterProperties::builder()
-        .set_key_value_metadata(Some(vec![
-            KeyValue::new(
-                contract::META_SCHEMA_VERSION.to_string(),
-                version.to_string(),
-            ),
-            KeyValue::new(contract::META_COMMIT_ID.to_string(), commit_id.to_string()),
-        ]))
+        .set_key_value_metadata(Some(kv))
         .set_compression(Compression::ZSTD(ZstdLevel::default()))
         .set_created_by(format!("lineage-store {}", env!("CARGO_PKG_VERSION")));
     match encoding {
@@ -149,24 +170,38 @@ pub fn encode(batch: &RecordBatch, commit_id: &str) -> Result<EncodedPart> {
     encode_with(batch, commit_id, PartEncoding::default())
 }
 
-/// [`encode`] with the given settings.
+/// [`encode`] with the given settings (a [`PartEncoding::V3`] part then names no store:
+/// the writer uses [`encode_for_store`]).
 pub fn encode_with(
     batch: &RecordBatch,
     commit_id: &str,
     encoding: PartEncoding,
 ) -> Result<EncodedPart> {
+    encode_for_store(batch, commit_id, encoding, None)
+}
+
+/// [`encode_with`], naming the store `store_id` in the footer when the encoding does
+/// ([`PartEncoding::names_store`]; ignored by the encodings before it, so a retry under an
+/// older claim stays byte-identical).
+pub fn encode_for_store(
+    batch: &RecordBatch,
+    commit_id: &str,
+    encoding: PartEncoding,
+    store_id: Option<&str>,
+) -> Result<EncodedPart> {
+    let store_id = store_id.filter(|_| encoding.names_store());
     let rows = batch.num_rows();
     if rows == 0 {
         return Err(Error::Internal("refusing to encode an empty flush".into()));
     }
     let version = contract::version_of_schema(batch.schema().as_ref())?;
-    let schema = version.schema_for_commit(commit_id);
+    let schema = version.schema_for_part(commit_id, store_id);
     let batch = RecordBatch::try_new(schema.clone(), batch.columns().to_vec())?;
     // Parquet with zstd comes to ~45 bytes per event; start near that to avoid regrowth.
     let mut writer = ArrowWriter::try_new(
         Vec::with_capacity(rows * 48 + 4096),
         schema,
-        Some(props(commit_id, &version.version, encoding, rows)),
+        Some(props(commit_id, &version.version, encoding, rows, store_id)),
     )?;
     writer.write(&batch)?;
     let buf = writer.into_inner()?;

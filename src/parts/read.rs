@@ -176,6 +176,9 @@ pub struct PartFacts {
     pub commit_id: Option<String>,
     /// `lineage_schema_version` from the footer, if present.
     pub schema_version: Option<String>,
+    /// `lineage_store_id` from the footer: the store the part was written to (parts of
+    /// encoding 3 and later; `None` before).
+    pub store_id: Option<String>,
     /// Why the Arrow schema is not the contract, if it is not.
     pub schema_problem: Option<String>,
     /// Rows, from the footer.
@@ -241,6 +244,25 @@ impl PartFacts {
             ));
         }
         (!why.is_empty()).then(|| why.join("; "))
+    }
+
+    /// Why this part is not one written to the store whose identity is `store_id`, or
+    /// `None` when its footer names that store. A part that names no store (written before
+    /// parts named their store, or not by lineage-store) is `Some` too: nothing in it ties
+    /// it to this store.
+    pub fn store_mismatch(&self, store_id: Option<&str>) -> Option<String> {
+        match (&self.store_id, store_id) {
+            (Some(p), Some(s)) if p == s => None,
+            (Some(p), Some(s)) => Some(format!(
+                "its footer names store {p}, but this store is {s}: it was written to another store and copied in"
+            )),
+            (Some(p), None) => Some(format!(
+                "its footer names store {p}, but this store has no identity (_lineage/store.json)"
+            )),
+            (None, _) => Some(
+                "its footer names no store (written before parts named their store, or not by lineage-store), so nothing ties it to this store".into(),
+            ),
+        }
     }
 }
 
@@ -325,6 +347,7 @@ async fn facts_from(
     let mut facts = PartFacts {
         commit_id: kv(contract::META_COMMIT_ID),
         schema_version: kv(contract::META_SCHEMA_VERSION),
+        store_id: kv(contract::META_STORE_ID),
         schema_problem: None,
         rows: u64::try_from(meta.file_metadata().num_rows()).unwrap_or(0),
         run_ids: Vec::new(),
@@ -342,6 +365,7 @@ async fn facts_from(
     let from_schema = |name: &str| arrow_meta.schema().metadata().get(name).cloned();
     facts.commit_id = from_schema(contract::META_COMMIT_ID).or(facts.commit_id);
     facts.schema_version = from_schema(contract::META_SCHEMA_VERSION).or(facts.schema_version);
+    facts.store_id = from_schema(contract::META_STORE_ID).or(facts.store_id);
     // The schema must be the one of the version the footer declares (1.2.0 when it
     // declares none or an unknown one: that is reported above).
     let declared = facts

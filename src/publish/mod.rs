@@ -123,6 +123,19 @@ pub trait AtomicPublisher: Send + Sync + Debug {
 /// Keys per page of [`list_pages`]: what one S3 `ListObjectsV2` request returns.
 pub(crate) const LIST_PAGE: usize = 1000;
 
+/// Refuse a store that holds no objects: every command but `append` (and `demo` into a new
+/// store) works on an existing store, and an empty one is most likely a mistyped URL.
+/// One listing request of one key.
+pub(crate) async fn require_objects(store: &dyn AtomicPublisher) -> Result<()> {
+    if store.list_after("", "", 1).await?.is_empty() {
+        return Err(crate::base::error::Error::NotFound(format!(
+            "{}: the store holds no objects (empty, or not where the URL points)",
+            store.describe()
+        )));
+    }
+    Ok(())
+}
+
 /// Every object under `prefix` after `after` and before `before` (exclusive, `None` for no
 /// bound), in key order, fetched one [`LIST_PAGE`] at a time with
 /// [`AtomicPublisher::list_after`]; stops at the first page that reaches `before`, so a

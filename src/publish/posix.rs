@@ -121,8 +121,13 @@ fn open_at(path: &Path, start: u64) -> Result<File> {
 
 #[async_trait]
 impl AtomicPublisher for PosixPublisher {
+    /// A valid `file:///` URL of the absolute root (a relative `--store lake` is not shown
+    /// as `file://lake`, which would name a host "lake").
     fn describe(&self) -> String {
-        format!("file://{}", self.root.display())
+        let abs = std::path::absolute(&self.root).unwrap_or_else(|_| self.root.clone());
+        url::Url::from_file_path(&abs)
+            .map(String::from)
+            .unwrap_or_else(|()| format!("file://{}", abs.display()))
     }
 
     async fn put_create(&self, key: &str, bytes: Bytes) -> Result<Outcome> {

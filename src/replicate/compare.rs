@@ -238,6 +238,9 @@ pub async fn compare(
             Kind::Foreign => Some(
                 "not written by lineage-store, so `lineage replicate` does not copy it: see `lineage verify` of the source".to_string(),
             ),
+            Kind::Unknown => Some(
+                "not an object lineage-store writes under `_lineage/`, so `lineage replicate` does not copy it: see `lineage verify` of the source".to_string(),
+            ),
             Kind::Seal(n) => (n <= rmax).then(|| format!("the replica holds later seals (up to {rmax})")),
             Kind::Delta(v) => (v.max(1) <= rmax)
                 .then(|| format!("the replica holds seal {}, which this version is", v.max(1))),
@@ -266,7 +269,7 @@ pub async fn compare(
             | Kind::Index
             | Kind::SealAux
             | Kind::Head
-            | Kind::Unknown
+            | Kind::Witness
             | Kind::Temp => None,
         };
         match why {

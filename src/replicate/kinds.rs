@@ -6,7 +6,8 @@
 //! names commits, a seal names pointers and the seal before it) always lands after them,
 //! and a replica interrupted at any point is a valid store.
 //!
-//! Adding a create-only kind (e.g. checkpoints or tiles under `_lineage/`): a [`Kind`]
+//! Adding a create-only kind (e.g. checkpoints or tiles under `_lineage/`): its name in
+//! [`crate::format::keys::classify`] (until then it is `Unknown`: reported, not copied), a [`Kind`]
 //! variant and its arm in [`kind_of`]; its [`Stage`] (a new variant placed after the
 //! stages of every object it names, and in [`Stage::ALL`]; [`Stage::sequential`] when its
 //! objects name each other in key order, as a chain does); and, when its content can be
@@ -35,11 +36,10 @@ pub enum Stage {
     /// Delta versions, one after another in version order (version N is seal N and names
     /// the parts it seals; Delta readers need the versions dense).
     Delta,
-    /// Head markers, last: a marker says its seal's tiles and locators are all there.
+    /// Head markers: a marker says its seal's tiles and locators are all there.
     Heads,
-    /// `_lineage/` objects this version does not know: copied verbatim, last, since they
-    /// may name anything before them.
-    Unknown,
+    /// Witness records (a witness store's), last, in key order: each names the one before.
+    Witness,
 }
 
 impl Stage {
@@ -53,7 +53,7 @@ impl Stage {
         Stage::SealAux,
         Stage::Delta,
         Stage::Heads,
-        Stage::Unknown,
+        Stage::Witness,
     ];
 
     /// Whether the objects of a verbatim stage must land one at a time in key order
@@ -67,8 +67,8 @@ impl Stage {
             | Stage::Seals
             | Stage::SealAux
             | Stage::Heads => false,
-            // Delta versions and unknown kinds (which may be chains) in key order.
-            Stage::Delta | Stage::Unknown => true,
+            // Delta versions in key order; each witness record names the one before it.
+            Stage::Delta | Stage::Witness => true,
         }
     }
 }
@@ -99,7 +99,10 @@ pub enum Kind {
     Head,
     /// A Delta version (`_delta_log/<20 digits>.json`).
     Delta(u64),
-    /// Some other `_lineage/` object: ours, but unknown to this version.
+    /// A witness record (`_lineage/witness/`).
+    Witness,
+    /// Some other `_lineage/` object: not a kind lineage-store writes, never copied
+    /// (`verify` names it `unknown_lineage_object`).
     Unknown,
     /// A temp of a publish in flight: never copied (the finished object will be).
     Temp,
@@ -119,8 +122,8 @@ impl Kind {
             Kind::SealAux => Some(Stage::SealAux),
             Kind::Head => Some(Stage::Heads),
             Kind::Delta(_) => Some(Stage::Delta),
-            Kind::Unknown => Some(Stage::Unknown),
-            Kind::Temp | Kind::Foreign => None,
+            Kind::Witness => Some(Stage::Witness),
+            Kind::Temp | Kind::Foreign | Kind::Unknown => None,
         }
     }
 
@@ -136,7 +139,8 @@ impl Kind {
             Kind::SealAux => "tile or locator",
             Kind::Head => "head marker",
             Kind::Delta(_) => "Delta version",
-            Kind::Unknown => "other",
+            Kind::Witness => "witness record",
+            Kind::Unknown => "unknown",
             Kind::Temp => "temp",
             Kind::Foreign => "foreign",
         }
@@ -155,8 +159,9 @@ pub fn kind_of(key: &str) -> Kind {
             keys::HistoryKey::Tile { .. } | keys::HistoryKey::Leaf { .. } => Kind::SealAux,
             keys::HistoryKey::Head(_) => Kind::Head,
         },
-        KeyKind::Meta if key.starts_with(keys::COMMIT_KEYS_PREFIX) => Kind::Claim,
-        KeyKind::Meta => Kind::Unknown,
+        KeyKind::Claim => Kind::Claim,
+        KeyKind::Witness => Kind::Witness,
+        KeyKind::Unknown => Kind::Unknown,
         KeyKind::DeltaVersion(v) => Kind::Delta(v),
         KeyKind::Temp => Kind::Temp,
         // Not ours (a checkpoint, `_last_checkpoint`, a planted file): never copied.

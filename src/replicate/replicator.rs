@@ -377,6 +377,10 @@ async fn run(r: &mut Replicator) -> Result<Summary> {
                 key: o.key,
                 reason: "not written by lineage-store".into(),
             }),
+            Kind::Unknown => summary.skipped.push(NotCopied {
+                key: o.key,
+                reason: "under `_lineage/` but not an object lineage-store writes there (`lineage verify` names it)".into(),
+            }),
             // Seals come from the chain walk; temps are publishes in flight.
             Kind::Seal(_) | Kind::Temp => {}
             _ => {
@@ -677,6 +681,7 @@ fn tally(s: &mut Summary, h: Handled) {
                 | Kind::SealAux
                 | Kind::Head
                 | Kind::Delta(_)
+                | Kind::Witness
                 | Kind::Unknown
                 | Kind::Temp
                 | Kind::Foreign => c.other += 1,

@@ -33,6 +33,10 @@ pub const SCHEMA_VERSION: &str = "1.2.0";
 pub const META_SCHEMA_VERSION: &str = "lineage_schema_version";
 /// Footer key for the commit id.
 pub const META_COMMIT_ID: &str = "lineage_commit_id";
+/// Footer key for the id of the store the part was written to (its
+/// `_lineage/store.json`), in parts written since part encoding 3: what lets `repair`
+/// tell a part of this store from one copied in from another.
+pub const META_STORE_ID: &str = "lineage_store_id";
 /// The Hive partition keys, in path order.
 pub const PARTITION_KEYS: [&str; 2] = ["run_id", "target_crs"];
 
@@ -318,10 +322,19 @@ impl ContractVersion {
 
     /// Its schema carrying a part's footer metadata (this version and the commit id).
     pub fn schema_for_commit(&self, commit_id: &str) -> SchemaRef {
-        let meta = HashMap::from([
+        self.schema_for_part(commit_id, None)
+    }
+
+    /// Its schema carrying a part's footer metadata: this version, the commit id and, when
+    /// given, the id of the store the part is written to.
+    pub fn schema_for_part(&self, commit_id: &str, store_id: Option<&str>) -> SchemaRef {
+        let mut meta = HashMap::from([
             (META_SCHEMA_VERSION.to_string(), self.version.clone()),
             (META_COMMIT_ID.to_string(), commit_id.to_string()),
         ]);
+        if let Some(id) = store_id {
+            meta.insert(META_STORE_ID.to_string(), id.to_string());
+        }
         Arc::new(Schema::new_with_metadata(
             self.schema.fields().clone(),
             meta,

@@ -48,7 +48,7 @@ pub const RECORD_FORMAT: &str = "lineage-witness/1";
 /// Where records live in the witness store: under `_lineage/`, so that a local witness
 /// directory is recognised as one of ours by `--store`'s check (a mistyped path is
 /// refused), and so that dataset readers of a bucket shared with data skip it.
-pub const HEADS_PREFIX: &str = "_lineage/witness/";
+pub const HEADS_PREFIX: &str = crate::format::keys::WITNESS_PREFIX;
 
 /// The identity of a store: the sha256 of its first seal (`None` without a seal 1).
 pub fn store_identity(chain: &Chain) -> Option<String> {

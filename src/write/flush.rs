@@ -132,9 +132,15 @@ impl WriteConfig {
         } = f;
         let id = commit_id.to_string();
         let how = self.part_encoding;
-        let enc: EncodedPart =
-            crate::base::pool::run(move || encode::encode_with(&rows.into_batch()?, &id, how))
-                .await??;
+        // The part names this store (its identity is created first when it has none).
+        let store_id = match how.names_store() {
+            true => Some(self.store_identity().await?.store_id.clone()),
+            false => None,
+        };
+        let enc: EncodedPart = crate::base::pool::run(move || {
+            encode::encode_for_store(&rows.into_batch()?, &id, how, store_id.as_deref())
+        })
+        .await??;
         drop(permit);
         if enc.bytes.len() > self.max_part_bytes {
             return Err(Error::Usage(format!(

@@ -85,8 +85,8 @@ pub(crate) fn judge_temp(key: &str, w: &Window) -> Result<InFlight, String> {
         | KeyKind::Identity => true,
         // Hash tiles go through a temp; the empty history objects do not.
         KeyKind::History(h) => matches!(h, keys::HistoryKey::Tile { .. }),
-        KeyKind::Meta => keys::is_claim_key(&target),
-        KeyKind::Temp | KeyKind::Foreign | KeyKind::DeltaOther => false,
+        KeyKind::Claim | KeyKind::Witness => true,
+        KeyKind::Temp | KeyKind::Foreign | KeyKind::Unknown | KeyKind::DeltaOther => false,
     };
     if !publishes_here {
         return Err(format!(
@@ -219,6 +219,7 @@ pub(crate) async fn judge_pointerless_parts(
     w: &Window,
     parts: BTreeMap<&str, &ObjectInfo>,
     listing: &[ObjectInfo],
+    store_id: Option<&str>,
 ) -> (Vec<InFlight>, Vec<Problem>) {
     let mut flying = Vec::new();
     let mut problems = Vec::new();
@@ -237,9 +238,19 @@ pub(crate) async fn judge_pointerless_parts(
         };
         let when = commit_time(&commit_id, &run_id, &target_crs, &claims);
         let claim = when.as_ref().ok().and_then(|(_, c)| *c);
-        let malformed = well_formed(store, key, o.size, &run_id, &target_crs, &commit_id, claim)
-            .await
-            .err();
+        let facts = well_formed(store, key, o.size, &run_id, &target_crs, &commit_id, claim).await;
+        let (malformed, unidentified) = match facts {
+            Err(why) => (Some(why), false),
+            // A part naming another store was copied in: never one of ours in flight.
+            Ok(Some(named)) if Some(named.as_str()) != store_id => (
+                Some(format!(
+                    "its footer names store {named}, but this store is {}: written to another store and copied in",
+                    store_id.unwrap_or("without an identity")
+                )),
+                false,
+            ),
+            Ok(named) => (None, named.is_none() && store_id.is_some()),
+        };
         if let Some(why) = malformed {
             problems.push(Problem::new(
                 ProblemKind::MalformedPart,
@@ -282,11 +293,16 @@ pub(crate) async fn judge_pointerless_parts(
             });
             continue;
         }
+        let adopt = if unidentified {
+            "its footer matches its path but names no store (written before parts named their store): `lineage repair --adopt-unidentified` adopts it if you know it is this store's"
+        } else {
+            "its footer matches its path and names this store: `lineage repair` can adopt it"
+        };
         problems.push(Problem::new(
             ProblemKind::OrphanPart,
             key,
             format!(
-                "{} bytes, no pointer records it and none can still be coming ({why_not_in_flight}); its footer matches its path: `lineage repair` can adopt it",
+                "{} bytes, no pointer records it and none can still be coming ({why_not_in_flight}); {adopt}",
                 o.size
             ),
         ));
@@ -294,7 +310,8 @@ pub(crate) async fn judge_pointerless_parts(
     (flying, problems)
 }
 
-/// `Ok` when the object under a part's name is a well-formed part at its place; else why.
+/// `Ok` (with the store its footer names, if any) when the object under a part's name is
+/// a well-formed part at its place; else why.
 async fn well_formed(
     store: &dyn AtomicPublisher,
     key: &str,
@@ -303,7 +320,7 @@ async fn well_formed(
     target_crs: &str,
     commit_id: &str,
     claim: Option<ClaimRef<'_>>,
-) -> Result<(), String> {
+) -> Result<Option<String>, String> {
     // A format-2 claim records the payload's content digest, not each part's bytes: the
     // commit id derived from its key (checked when the claim was found) is all it vouches for.
     let format1 = claim.filter(|(_, c)| c.format == crate::format::claim::CLAIM_FORMAT_V1);
@@ -313,7 +330,7 @@ async fn well_formed(
             .map_err(|e| e.to_string())?;
         return facts
             .mismatch(run_id, target_crs, commit_id)
-            .map_or(Ok(()), Err);
+            .map_or(Ok(facts.store_id), Err);
     };
     let (sha, facts) = hash_and_facts(store, key, size, Want::SHA256, false, &|_| {}).await;
     let facts = facts.map_err(|e| e.to_string())?;
@@ -323,7 +340,9 @@ async fn well_formed(
     let sha = sha.map_err(|e| e.to_string())?.sha256.unwrap_or_default();
     let claimed = claim.commits.iter().find(|c| c.commit_id == commit_id);
     match claimed {
-        Some(c) if c.sha256 == sha && c.run_id == run_id && c.target_crs == target_crs => Ok(()),
+        Some(c) if c.sha256 == sha && c.run_id == run_id && c.target_crs == target_crs => {
+            Ok(facts.store_id)
+        }
         Some(c) => Err(format!(
             "sha256 {sha} at run_id={run_id}/target_crs={target_crs}, but commit-key claim {claim_key} records sha256 {} at run_id={}/target_crs={}",
             c.sha256, c.run_id, c.target_crs

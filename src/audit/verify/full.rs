@@ -45,6 +45,8 @@ pub(crate) struct Full {
     identity: bool,
     /// Listed objects under `_delta_log/` (indexes into `listing`).
     delta: Vec<usize>,
+    /// The store's id, when its identity could be read (parts must name it).
+    store_id: Option<String>,
 }
 
 impl Strategy for Full {
@@ -54,7 +56,7 @@ impl Strategy for Full {
         opts: &VerifyOptions,
         report: &mut Report,
     ) -> Result<Vec<Wanted>> {
-        self.chain = chain::walk(store, opts.public_key.as_ref()).await?;
+        self.chain = chain::walk(store, Some(&opts.trust())).await?;
         let chain = &self.chain;
         self.scope = Scope::of(opts, chain)?;
         let scope = self.scope.as_ref();
@@ -118,10 +120,18 @@ impl Strategy for Full {
                     &o.key,
                     "not written by lineage-store",
                 ),
+                KeyKind::Unknown => report.push(
+                    ProblemKind::UnknownLineageObject,
+                    &o.key,
+                    format!(
+                        "{} bytes under `_lineage/`, not an object lineage-store writes there",
+                        o.size
+                    ),
+                ),
                 KeyKind::History(_) => self.history.push(i),
                 KeyKind::Identity => self.identity = true,
                 KeyKind::DeltaVersion(_) | KeyKind::DeltaOther => self.delta.push(i),
-                KeyKind::Seal(_) | KeyKind::Meta => {}
+                KeyKind::Seal(_) | KeyKind::Claim | KeyKind::Witness => {}
             }
         }
         // Sealed pointers that were not listed: read, so that a missing one is named.
@@ -161,9 +171,13 @@ impl Strategy for Full {
             scope: self.scope.as_ref(),
         };
         let checked = history::check(store, &cx, &objects).await?;
-        if self.identity && self.scope.as_ref().is_none_or(Scope::first) {
-            if let Err(e) = read_identity(store).await {
-                report.push(ProblemKind::BadIdentity, IDENTITY_KEY, e.to_string());
+        if self.identity {
+            match read_identity(store).await {
+                Ok(id) => self.store_id = id.map(|i| i.store_id),
+                Err(e) if self.scope.as_ref().is_none_or(Scope::first) => {
+                    report.push(ProblemKind::BadIdentity, IDENTITY_KEY, e.to_string())
+                }
+                Err(_) => {}
             }
         }
         report.problems.extend(checked.problems);
@@ -173,6 +187,27 @@ impl Strategy for Full {
         for p in read.parsed.values() {
             self.pointerless.remove(p.part_path.as_str());
         }
+        // Nor when a seal, an index entry or a leaf locator records its pointer: that
+        // commit was complete, its pointer is gone (reported as such), and the part is
+        // neither in flight nor an orphan to adopt.
+        let recorded: BTreeSet<String> = self
+            .history
+            .iter()
+            .filter_map(|&i| match keys::classify(&self.listing[i].key) {
+                KeyKind::History(h) => h.pointer_key(),
+                _ => None,
+            })
+            .collect();
+        let chain = &self.chain;
+        self.pointerless.retain(|k, _| match keys::classify(k) {
+            KeyKind::Part {
+                run_id, commit_id, ..
+            } => {
+                let pk = keys::pointer_key(&run_id, &commit_id);
+                !chain.by_key.contains_key(&pk) && !recorded.contains(&pk)
+            }
+            _ => true,
+        });
         self.pointerless.retain(|k, _| match keys::classify(k) {
             KeyKind::Part {
                 run_id, commit_id, ..
@@ -199,8 +234,14 @@ impl Strategy for Full {
             .iter()
             .map(|(k, &i)| (k.as_str(), &self.listing[i]))
             .collect();
-        let (flying, problems): (_, Vec<Problem>) =
-            flight::judge_pointerless_parts(store, &window(opts), parts, &self.listing).await;
+        let (flying, problems): (_, Vec<Problem>) = flight::judge_pointerless_parts(
+            store,
+            &window(opts),
+            parts,
+            &self.listing,
+            self.store_id.as_deref(),
+        )
+        .await;
         flying.into_iter().for_each(|f| report.fly(f));
         report.problems.extend(problems);
         // The Delta log: once, by the first shard (it is small: one version per seal).

@@ -286,7 +286,7 @@ pub(crate) fn index_entry_problem(
             p.committed_utc
         ),
         _ if size != 0 => format!("holds {size} bytes; an index entry is empty (its key says everything)"),
-        None => format!("names {pk}, which is not in the store: the commit's pointer was removed after its index entry was written"),
+        None => format!("names {pk}, which is not in the store: the commit's pointer was removed after its index entry was written; `lineage repair --from <replica or backup>` restores it"),
         Some(_) => return None,
     };
     Some(Problem::new(ProblemKind::BadIndexEntry, key, why))

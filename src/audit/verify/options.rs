@@ -30,8 +30,12 @@ pub struct VerifyOptions {
     /// Skip hashing parts of commits sealed by this seal or earlier whose pointers are
     /// unchanged; `Some(None)` means the newest seal.
     pub since_seal: Option<Option<u64>>,
-    /// Every seal must carry a valid signature by this key.
-    pub public_key: Option<VerifyingKey>,
+    /// Every signed seal must verify under one of these keys (old and new during a key
+    /// rotation); with any given, every seal from [`Self::signed_from`] (default: seal 1)
+    /// must be signed.
+    pub public_keys: Vec<VerifyingKey>,
+    /// Seals before this one may be unsigned; this one and every later one must be signed.
+    pub signed_from: Option<u64>,
     /// A head digest kept outside the store; some seal must have it.
     pub expect_head: Option<String>,
     /// Progress counters to update.
@@ -46,6 +50,16 @@ pub struct VerifyOptions {
     pub digest: Check,
 }
 
+impl VerifyOptions {
+    /// The signature rules these options ask for.
+    pub fn trust(&self) -> crate::history::seal::Trust {
+        crate::history::seal::Trust {
+            keys: self.public_keys.clone(),
+            signed_from: self.signed_from,
+        }
+    }
+}
+
 impl Default for VerifyOptions {
     fn default() -> Self {
         Self {
@@ -54,7 +68,8 @@ impl Default for VerifyOptions {
             sample: None,
             sample_seed: None,
             since_seal: None,
-            public_key: None,
+            public_keys: Vec::new(),
+            signed_from: None,
             expect_head: None,
             progress: None,
             concurrency: READ_CONCURRENCY,

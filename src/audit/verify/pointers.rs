@@ -66,7 +66,10 @@ pub(crate) async fn read(
                     report.push_problem(Problem::new(
                         ProblemKind::SealedPointerMissing,
                         &w.key,
-                        format!("sealed by seal {} but no longer in the store", s.seq),
+                        format!(
+                            "sealed by seal {} but no longer in the store; `lineage repair --from <replica or backup>` restores it byte-identical (never adopt its part: a new pointer would differ from the sealed one)",
+                            s.seq
+                        ),
                     ));
                 }
                 continue;

@@ -157,7 +157,7 @@ impl Strategy for Since {
             .filter(|s| {
                 s.seal
                     .as_ref()
-                    .is_ok_and(|x| x.check_signature(opts.public_key.as_ref()).unwrap_or(false))
+                    .is_ok_and(|x| matches!(opts.trust().judge(s.key_seq, x), Ok(Some(_))))
             })
             .count() as u64;
         report.sealed_commits = head_seal.tree_size;
@@ -313,18 +313,8 @@ fn check_seals(
                 report.push_problem(Problem::new(ProblemKind::SealCorrupt, &s.key, w));
             }
         }
-        match seal.check_signature(opts.public_key.as_ref()) {
-            Ok(false) if opts.public_key.is_some() => report.push_problem(Problem::new(
-                ProblemKind::BadSignature,
-                &s.key,
-                "is not signed, but a public key was given",
-            )),
-            Ok(_) => {}
-            Err(e) => report.push_problem(Problem::new(
-                ProblemKind::BadSignature,
-                &s.key,
-                e.to_string(),
-            )),
+        if let Err(why) = opts.trust().judge(s.key_seq, seal) {
+            report.push_problem(Problem::new(ProblemKind::BadSignature, &s.key, why));
         }
     }
 }

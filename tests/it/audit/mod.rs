@@ -4,8 +4,11 @@
 mod clean;
 mod cli;
 mod in_flight;
+mod lineage_dir;
 mod partition_values;
 mod races;
+mod repair_history;
 mod repair_sweep;
 mod seal;
+mod signing;
 mod tamper;

@@ -45,10 +45,15 @@ impl AtomicPublisher for EarlierListing {
         Ok(l)
     }
     async fn list_after(&self, prefix: &str, after: &str, limit: usize) -> Result<Vec<ObjectInfo>> {
-        let mut l = self.inner.list_after(prefix, after, limit).await?;
+        // A full page stays full: the hidden keys are not counted.
+        let mut l = self
+            .inner
+            .list_after(prefix, after, limit + self.hidden.len())
+            .await?;
         if prefix.is_empty() {
             l.retain(|o| !self.hidden.contains(&o.key));
         }
+        l.truncate(limit);
         Ok(l)
     }
     async fn delete_temp(&self, key: &str) -> Result<()> {
@@ -56,14 +61,23 @@ impl AtomicPublisher for EarlierListing {
     }
 }
 
+/// The index entry of a commit (written after its pointer).
+fn index_key(p: &lineage_store::Pointer) -> String {
+    let t = chrono::DateTime::parse_from_rfc3339(&p.committed_utc)
+        .unwrap()
+        .with_timezone(&Utc);
+    keys::index_key(t, &p.commit_id, &p.run_id)
+}
+
 #[tokio::test]
 async fn a_pointer_that_lands_after_the_listing_is_not_an_orphan() {
     let mem = Arc::new(MemoryPublisher::new());
     let ptrs = append(mem.clone(), 90, 30, 1).await;
     let pkey = keys::pointer_key(&ptrs[0].run_id, &ptrs[0].commit_id);
+    // Listed before the pointer (and so its index entry) landed.
     let view = EarlierListing {
         inner: mem.clone(),
-        hidden: vec![pkey.clone()],
+        hidden: vec![pkey.clone(), index_key(&ptrs[0])],
     };
     let r = verify_with(&view, &later()).await.unwrap();
     assert!(r.is_clean(), "{:#?}", r.problems);
@@ -110,7 +124,7 @@ async fn repair_does_not_overwrite_a_different_pointer_that_took_the_key() {
     mem.tamper_put(&pkey, Bytes::from(other.to_bytes().unwrap()));
     let view = EarlierListing {
         inner: mem.clone(),
-        hidden: vec![pkey.clone()],
+        hidden: vec![pkey.clone(), index_key(&ptrs[0])],
     };
     let out = repair(
         &view,

@@ -40,7 +40,16 @@ async fn concurrent_sealers_each_get_their_own_sequence_number() {
     let sealers: Vec<_> = (0..6)
         .map(|_| {
             let m = mem.clone();
-            tokio::spawn(async move { seal(m.as_ref(), &SystemClock, None).await.unwrap() })
+            // Heartbeat seals: every sealer publishes one, so they race for numbers.
+            let beat = lineage_store::SealOptions {
+                allow_empty: true,
+                ..lineage_store::SealOptions::default()
+            };
+            tokio::spawn(async move {
+                lineage_store::seal_with(m.as_ref(), &SystemClock, None, &beat)
+                    .await
+                    .unwrap()
+            })
         })
         .collect();
     let mut seqs = Vec::new();
@@ -105,7 +114,7 @@ async fn signatures_are_checked_against_the_trusted_key() {
     append(mem.clone(), 60, 30, 2).await;
     seal(mem.as_ref(), &SystemClock, Some(&sk)).await.unwrap();
     let with = |k| VerifyOptions {
-        public_key: Some(k),
+        public_keys: vec![k],
         ..later()
     };
     let r = verify_with(mem.as_ref(), &with(pk)).await.unwrap();
@@ -115,7 +124,11 @@ async fn signatures_are_checked_against_the_trusted_key() {
     // The wrong trusted key: every seal is named.
     let r = verify_with(mem.as_ref(), &with(other_pk)).await.unwrap();
     assert_kinds(&r, &[K::BadSignature, K::BadSignature]);
-    assert!(r.problems[0].detail.contains("not by the trusted key"));
+    assert!(
+        r.problems[0].detail.contains("which is not a key given"),
+        "{:#?}",
+        r.problems
+    );
 
     // A forged signature (flipped bit) on seal 2.
     let orig = mem.get(&seal_key(2)).await.unwrap().unwrap();
@@ -136,12 +149,17 @@ async fn signatures_are_checked_against_the_trusted_key() {
     let mut s = Seal::from_bytes("2", &orig).unwrap();
     s.sealed_utc = "2030-01-01T00:00:00.000000Z".into();
     s.public_key = Some(b64.encode(other_sk.verifying_key().as_bytes()));
+    s.key_id = Some(lineage_store::key_id(&other_sk.verifying_key()));
     s.signature = None;
     s.signature = Some(b64.encode(other_sk.sign(&s.signed_message().unwrap()).to_bytes()));
     mem.tamper_put(&seal_key(2), Bytes::from(s.to_bytes().unwrap()));
     let r = verify_with(mem.as_ref(), &with(pk)).await.unwrap();
     assert_kinds(&r, &[K::BadSignature]);
-    assert!(r.problems[0].detail.contains("not by the trusted key"));
+    assert!(
+        r.problems[0].detail.contains("which is not a key given"),
+        "{:#?}",
+        r.problems
+    );
 
     // Unsigned seals fail when a key is required.
     let mem = Arc::new(MemoryPublisher::new());

@@ -52,7 +52,23 @@ fn since_seal_shards_and_merge_through_the_cli() {
         serde_json::from_str(&ok(&lineage(&["seal", "--store", &store, "--json"]))).unwrap();
     assert_eq!(s["full_scan"], true);
     let sealed = s["tree_size"].as_u64().unwrap();
-    demo(&store, "120");
+    // More commits (the demo writes only into a new store): 120 events of one run.
+    let o = Command::new(env!("CARGO_BIN_EXE_lineage"))
+        .args(["append", "--store", &store, "--batch-rows", "50"])
+        .env_remove("LINEAGE_STORE")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write;
+            c.stdin
+                .take()
+                .unwrap()
+                .write_all(crate::support::ndjson("run-more", 120, "more").as_bytes())?;
+            c.wait_with_output()
+        })
+        .unwrap();
+    ok(&o);
     // log --since-seal: only the commits after seal 1, in commit-time order.
     let log = ok(&lineage(&[
         "log",
@@ -107,6 +123,11 @@ fn since_seal_shards_and_merge_through_the_cli() {
         (s["full_scan"].as_bool(), s["added"].as_u64()),
         (Some(true), Some(0))
     );
+    // Nothing new: no seal 3 (`--allow-empty` would publish one).
+    assert_eq!(
+        (s["nothing_new"].as_bool(), s["seq"].as_u64()),
+        (Some(true), Some(2))
+    );
 
     // Three shards, each a JSON report; merged: the full verify's counts.
     let full: Value = serde_json::from_str(&ok(&lineage(&[
@@ -129,7 +150,7 @@ fn since_seal_shards_and_merge_through_the_cli() {
             "--shard",
             &format!("{i}/3"),
             "--plan-seal",
-            "3",
+            "2",
         ]));
         std::fs::write(&f, r).unwrap();
         files.push(f.display().to_string());

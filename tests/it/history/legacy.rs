@@ -265,6 +265,7 @@ async fn seal_as_older_version(store: &dyn AtomicPublisher) -> String {
         watermark_utc: None,
         ahead: None,
         public_key: None,
+        key_id: None,
         signature: None,
     };
     let bytes = s.to_bytes().unwrap();

@@ -104,8 +104,8 @@ async fn index_entries_tampered_are_named() {
             (K::BadIndexEntry, &fake),
             (K::MissedBySeals, &d_ptr),
             (K::CorruptPointer, &e_ptr),
-            // The removed pointer's part has no pointer now.
-            (K::OrphanPart, &unsealed[1].part_path),
+            // The removed pointer's part is no orphan: its index entry records that the
+            // commit had a pointer (named above), which `repair --from` restores.
         ],
     );
     assert!(of_kind(&r, K::BadIndexEntry)

@@ -398,6 +398,7 @@ async fn sigterm_stops_follow_once_the_commit_in_flight_is_published() {
             "--json",
         ],
     );
+    // Held after the identity and the first part.
     let mut r = Running::held(&args, 2);
     r.signal("TERM");
     r.until("replicate: stopping once the objects in flight are published");

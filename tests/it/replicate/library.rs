@@ -111,15 +111,24 @@ fn opts(concurrency: usize) -> ReplicateOptions {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn objects_land_in_publication_order_and_the_replica_is_the_source_byte_for_byte() {
     let src = source().await;
-    // A history object of a kind this version does not know (as a newer writer may add).
-    let future = "_lineage/checkpoints/00000000000000000001.json";
-    src.tamper_put(future, Bytes::from_static(b"{\"covers\": \"seal 3\"}\n"));
+    // An object under `_lineage/` of no kind lineage-store writes: named, never copied.
+    let planted = "_lineage/checkpoints/00000000000000000001.json";
+    src.tamper_put(planted, Bytes::from_static(b"{\"covers\": \"seal 3\"}\n"));
     let dst_mem = Arc::new(MemoryPublisher::new());
     let dst = Recording::new(dst_mem.clone());
     let s = replicate(src.clone(), dst.clone(), opts(8)).await.unwrap();
     assert!(s.is_complete(), "{s:#?}");
-    // "Other": the unknown kind, and the history objects (index entries, tiles, locators,
-    // head markers).
+    assert_eq!(s.skipped.len(), 1, "{s:#?}");
+    assert_eq!(s.skipped[0].key, planted);
+    assert!(
+        s.skipped[0]
+            .reason
+            .contains("not an object lineage-store writes"),
+        "{s:#?}"
+    );
+    assert!(dst_mem.get(planted).await.unwrap().is_none());
+    assert!(src.tamper_remove(planted));
+    // "Other": the history objects (index entries, tiles, locators, head markers).
     let history = src
         .list("")
         .await
@@ -128,8 +137,8 @@ async fn objects_land_in_publication_order_and_the_replica_is_the_source_byte_fo
         .filter(|o| matches!(keys::classify(&o.key), KeyKind::History(_)))
         .count() as u64;
     assert!(history > 0);
-    // ... and the Delta versions (0 and one per seal).
-    assert_eq!(s.copied.other, 1 + history + 4);
+    // ... and the Delta versions (0 and one per seal); the planted object is not copied.
+    assert_eq!(s.copied.other, history + 4);
     let want = snapshot(src.as_ref()).await;
     assert_eq!(snapshot(dst_mem.as_ref()).await, want);
     assert_eq!(s.copied.objects as usize, want.len());
@@ -181,11 +190,7 @@ async fn objects_land_in_publication_order_and_the_replica_is_the_source_byte_fo
                     }
                 }
             }
-            KeyKind::Meta if k == future => {
-                // Unknown kinds land last: after every seal.
-                assert_eq!(i, order.len() - 1, "{order:?}");
-            }
-            KeyKind::Meta => {
+            KeyKind::Claim => {
                 let claim: lineage_store::internal::claim::Claim =
                     serde_json::from_slice(&src.get(k).await.unwrap().unwrap()).unwrap();
                 for c in &claim.commits {

@@ -90,6 +90,66 @@ async fn new_parts_skip_dictionaries_of_unique_columns_and_keep_chunk_statistics
         Some(ps[0].commit_id.as_str())
     );
     assert!(get("lineage_schema_version").is_some());
+    // Encoding 3: the footer names the store the part was written to.
+    let id = lineage_store::read_identity(mem.as_ref())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        get("lineage_store_id").as_deref(),
+        Some(id.store_id.as_str())
+    );
+}
+
+/// A job whose first attempt claimed its key under encoding 2 (before parts named their
+/// store) and published its parts, then died: the retry publishes the same bytes, with no
+/// store id in the footer.
+#[tokio::test]
+async fn a_claim_of_encoding_2_is_retried_byte_identical_without_a_store_id() {
+    let scratch = Arc::new(MemoryPublisher::new());
+    let ps = keyed(scratch.clone(), 700).await;
+    let mut old = claim(&scratch).await;
+    old.part_encoding = Some(2);
+    let mem = Arc::new(MemoryPublisher::new());
+    mem.put_create(
+        &keys::commit_key_claim_key("job-1"),
+        Bytes::from(serde_json::to_vec_pretty(&old).unwrap()),
+    )
+    .await
+    .unwrap();
+    let mut want = Vec::new();
+    for p in &ps {
+        let v3 = scratch.get(&p.part_path).await.unwrap().unwrap();
+        let rows: Vec<_> = ParquetRecordBatchReaderBuilder::try_new(v3.clone())
+            .unwrap()
+            .build()
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let batch = arrow_select::concat::concat_batches(&rows[0].schema(), &rows).unwrap();
+        let v2 = encode::encode_with(&batch, &p.commit_id, PartEncoding::V2).unwrap();
+        assert_ne!(v2.sha256, p.sha256, "the footers differ");
+        // Only half the parts landed before the first attempt died.
+        if want.len() % 2 == 0 {
+            mem.put_create(&p.part_path, v2.bytes.clone())
+                .await
+                .unwrap();
+        }
+        want.push((p.commit_id.clone(), v2.sha256));
+    }
+    let mut got: Vec<_> = keyed(mem.clone(), 700)
+        .await
+        .into_iter()
+        .map(|p| (p.commit_id, p.sha256))
+        .collect();
+    got.sort();
+    want.sort();
+    assert_eq!(got, want);
+    assert_eq!(claim(&mem).await.part_encoding, Some(2), "the claim stands");
+    let part = mem.get(&ps[1].part_path).await.unwrap().unwrap();
+    let r = SerializedFileReader::new(part).unwrap();
+    let kv = r.metadata().file_metadata().key_value_metadata().unwrap();
+    assert!(kv.iter().all(|x| x.key != "lineage_store_id"));
 }
 
 /// A job whose first attempt (before part encodings were recorded) claimed its key and
@@ -210,4 +270,5 @@ fn unknown_part_encodings_are_refused_with_a_reason() {
     for e in [PartEncoding::V2, PartEncoding::V3] {
         assert_eq!(PartEncoding::from_tag(e.tag()).unwrap(), e);
     }
+    assert_eq!(PartEncoding::default(), PartEncoding::V3);
 }

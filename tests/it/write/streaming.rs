@@ -104,10 +104,17 @@ async fn streamed_flushes_are_the_whole_input_flushes_byte_for_byte() {
         let got = keyed_append(mem.clone(), &batches, batch_rows, budget).await;
         let want = reference_flushes(&batches, batch_rows);
         assert_eq!(got.len(), want.len(), "batch_rows {batch_rows}");
+        // Parts name the store they were written to.
+        let store_id = lineage_store::read_identity(mem.as_ref())
+            .await
+            .unwrap()
+            .unwrap()
+            .store_id;
         let by_id: HashMap<String, _> = got.iter().map(|p| (p.commit_id.clone(), p)).collect();
         for (run, crs, i, b) in want {
             let id = derived_commit_id(&run, &crs, "job-1", i).to_string();
-            let enc = encode::encode(&b, &id).unwrap();
+            let enc = encode::encode_for_store(&b, &id, encode::PartEncoding::V3, Some(&store_id))
+                .unwrap();
             let p = by_id
                 .get(&id)
                 .unwrap_or_else(|| panic!("no commit {id} ({run} {crs} #{i})"));
@@ -411,7 +418,18 @@ async fn another_payload_under_an_old_format_claim_publishes_nothing() {
             .contains(&format!("existing payload sha256 {old}")),
         "{e}"
     );
-    assert_eq!(mem.list("").await.unwrap(), before);
+    // Nothing but the store's identity (a store written before identities gets one).
+    let after: Vec<String> = mem
+        .list("")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|o| o.key)
+        .collect();
+    let mut want: Vec<String> = before.into_iter().map(|o| o.key).collect();
+    want.push("_lineage/store.json".into());
+    want.sort();
+    assert_eq!(after, want);
 }
 
 #[tokio::test]
@@ -455,8 +473,14 @@ async fn a_file_read_twice_or_kept_from_the_first_pass_commits_the_same_parts() 
     write_inputs(dir.path(), &sample::events(900));
     let mut seen = Vec::new();
     // Budget 0: nothing kept (the file is read again) and every buffered row spills.
+    // Both stores have one identity: parts name their store.
+    let id = lineage_store::StoreIdentity::new("2026-12-01T00:00:00.000000Z".into());
     for budget in [usize::MAX, 0] {
         let mem = Arc::new(MemoryPublisher::new());
+        mem.tamper_put(
+            "_lineage/store.json",
+            bytes::Bytes::from(id.to_bytes().unwrap()),
+        );
         let w = Writer::new(mem.clone())
             .with_batch_rows(50)
             .with_max_buffered_bytes(budget)
