@@ -224,7 +224,7 @@ async fn publish_version(store: &dyn AtomicPublisher, v: u64, bytes: Vec<u8>) ->
 
 /// Make Delta versions 0..=`seq` exist (see the module docs). Returns how many versions
 /// were written (or found already written by another sealer) from the first missing one.
-pub(crate) async fn complete_log(store: &dyn AtomicPublisher, seq: u64) -> Result<u64> {
+pub async fn complete_log(store: &dyn AtomicPublisher, seq: u64) -> Result<u64> {
     if seq == 0 {
         return Ok(0);
     }
