@@ -476,5 +476,8 @@ async fn a_seals_delta_version_costs_three_reads_a_put_and_three_requests_per_co
         (3 + n, 2 * n, 1, 0),
         "{s:?}"
     );
-    println!("Delta version of a seal of {n} commits: {s:?}, {} bytes", want.len());
+    println!(
+        "Delta version of a seal of {n} commits: {s:?}, {} bytes",
+        want.len()
+    );
 }
