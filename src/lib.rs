@@ -136,6 +136,7 @@ pub mod internal {
     pub use crate::audit::{chain, verify::platform, verify::report_dir, verify::shard};
     pub use crate::base::{digest, time};
     pub use crate::format::{claim, delta, identity, keys, pointer};
+    pub use crate::history::delta::complete_log as complete_delta_log;
     pub use crate::history::identity::ensure_identity;
     pub use crate::history::{complete, frontier, index, merkle, seal, signing, tiles};
     pub use crate::parts::{encode, read as part};

@@ -224,7 +224,7 @@ async fn publish_version(store: &dyn AtomicPublisher, v: u64, bytes: Vec<u8>) ->
 
 /// Make Delta versions 0..=`seq` exist (see the module docs). Returns how many versions
 /// were written (or found already written by another sealer) from the first missing one.
-pub(crate) async fn complete_log(store: &dyn AtomicPublisher, seq: u64) -> Result<u64> {
+pub async fn complete_log(store: &dyn AtomicPublisher, seq: u64) -> Result<u64> {
     if seq == 0 {
         return Ok(0);
     }
@@ -241,15 +241,7 @@ pub(crate) async fn complete_log(store: &dyn AtomicPublisher, seq: u64) -> Resul
         publish_version(store, seq, bytes).await?;
         return Ok(1);
     }
-    let listed: BTreeSet<u64> = store
-        .list(delta::DELTA_LOG_PREFIX)
-        .await?
-        .into_iter()
-        .filter_map(|o| match keys::classify(&o.key) {
-            KeyKind::DeltaVersion(v) => Some(v),
-            _ => None,
-        })
-        .collect();
+    let listed = listed_versions(store).await?;
     let Some(first) = (0..=seq).find(|v| !listed.contains(v)) else {
         return Ok(0);
     };
@@ -286,7 +278,13 @@ pub(crate) async fn complete_log(store: &dyn AtomicPublisher, seq: u64) -> Resul
 /// versions 0..=it are all there (`None`: the store has no Delta log, e.g. it was sealed
 /// only before Delta versions existed, or never). One listing of `_delta_log/`.
 pub async fn delta_version(store: &dyn AtomicPublisher) -> Result<Option<u64>> {
-    let listed: BTreeSet<u64> = store
+    let listed = listed_versions(store).await?;
+    Ok((0..).take_while(|v| listed.contains(v)).last())
+}
+
+/// The versions listed under `_delta_log/`.
+async fn listed_versions(store: &dyn AtomicPublisher) -> Result<BTreeSet<u64>> {
+    Ok(store
         .list(delta::DELTA_LOG_PREFIX)
         .await?
         .into_iter()
@@ -294,6 +292,5 @@ pub async fn delta_version(store: &dyn AtomicPublisher) -> Result<Option<u64>> {
             KeyKind::DeltaVersion(v) => Some(v),
             _ => None,
         })
-        .collect();
-    Ok((0..).take_while(|v| listed.contains(v)).last())
+        .collect())
 }

@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable, write_deltalake
+from test_interop import event
 
 LINEAGE = os.environ.get("LINEAGE_BIN") or str(Path(__file__).resolve().parents[2] / "target/debug/lineage")
 SCHEDULED = "scheduled__2026-07-13T06:00:00+00:00"
@@ -28,27 +29,6 @@ def lineage(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProce
     r = subprocess.run([LINEAGE, *args], input=stdin, capture_output=True, check=False)
     assert r.returncode == 0, r.stderr.decode()
     return r
-
-
-def event(i: int, run_id: str, crs: str) -> dict:
-    rejected = i % 10 == 7
-    return {
-        "event_id": f"00000000-0000-4000-8000-{i:012d}",
-        "run_id": run_id,
-        "sequence": i,
-        "event_time_utc": f"2026-07-13T06:{i // 60 % 60:02d}:{i % 60:02d}.{i:06d}Z",
-        "stage": "reproject",
-        "event_type": "crs_transform",
-        "feature_id": f"parcels:{i:08d}",
-        "source_crs": "EPSG:31467",
-        "target_crs": crs,
-        "outcome": "rejected" if rejected else "transformed",
-        "strategy_index": None if rejected else i % 4,
-        "accuracy_m": None if rejected else 0.5 * i,
-        "rejection_reason": "outside_area_of_use" if rejected else None,
-        "tool_version": "geostd/2.4.1",
-        "audit_tag": None if i % 2 else "inspire-tg:2026Q3",
-    }
 
 
 def append(store: Path, rows: list[dict], batch_rows: int = 40) -> None:
@@ -142,7 +122,7 @@ def brute_force(store: Path) -> pa.Table:
 
 def test_partition_and_time_filters_give_the_brute_force_counts(store: Path) -> None:
     every = pl.from_arrow(brute_force(store))
-    t0 = dt.datetime(2026, 7, 13, 6, 1, 0, tzinfo=dt.timezone.utc)
+    t0 = dt.datetime(2026, 7, 13, 6, 0, 30, tzinfo=dt.timezone.utc)
     cases = [
         (pl.col("run_id") == SCHEDULED, "run_id"),
         (pl.col("target_crs") == "EPSG:25832", "target_crs"),
