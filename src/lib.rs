@@ -38,7 +38,7 @@
 //! 7. `write`: input formats, validation (every error of an input at once), checking an
 //!    input without a store ([`check`]), streaming appends with bounded memory, commit
 //!    keys, committing one flush, and the [`Writer`] façade. Beside it, `read`: the
-//!    trusted read path, a [`snapshot`] as of a seal and a [`scan`] of it that checks
+//!    trusted read path, a [`snapshot()`] as of a seal and a [`scan()`] of it that checks
 //!    every part against its sealed pointer.
 //! 8. `audit`: the report vocabulary, the chain walk, `log`, `verify` (one pipeline, full or
 //!    since a seal, sharded), inclusion proofs, `repair` and `sweep`.

@@ -1,10 +1,10 @@
 //! The trusted read path: a store as of a seal, every part checked against its sealed
 //! pointer while it is read (the design of delta-kernel-rs: a snapshot, then a scan).
 //!
-//! - [`snapshot`]: the commits sealed by seals 1..N (default: the newest), read from the
+//! - [`mod@snapshot`]: the commits sealed by seals 1..N (default: the newest), read from the
 //!   seals, never from a listing; each sealed pointer must be the bytes its seal recorded.
 //!   Unsealed commits only when asked for, checked against their own keys.
-//! - [`scan`]: the snapshot's parts, each fetched once, its size and digest checked before
+//! - [`mod@scan`]: the snapshot's parts, each fetched once, its size and digest checked before
 //!   any of its rows is handed on; a failure ends the scan naming the part.
 //! - [`prune`]: skipping parts a feature lookup cannot match (footer statistics, bloom
 //!   filters).
