@@ -180,7 +180,8 @@ def test_errors_are_mapped_by_kind_and_carry_the_clis_message(tmp_path):
     commit = "019b76da-a800-7000-8000-000000000001"
     cases = [
         # (call, exception, the same through the CLI)
-        (lambda: store.prove(commit), ls.InputError, ("prove", "--store", root, commit)),
+        # An empty store (a mistyped path): "the store holds no objects", as the CLI says.
+        (lambda: store.prove(commit), ls.StoreError, ("prove", "--store", root, commit)),
         (lambda: store.prove("not-a-commit"), ls.InputError, ("prove", "--store", root, "not-a-commit")),
         (lambda: store.seal(tmp_path / "missing.key"), ls.StoreError,
          ("seal", "--store", root, "--signing-key", str(tmp_path / "missing.key"))),
@@ -289,9 +290,11 @@ def test_the_gil_is_released_while_the_store_is_written(monkeypatch):
 
         t = threading.Thread(target=append)
         t.start()
-        assert HoldingS3.arrived.wait(60), "the part's PUT never reached the Python server"
+        # The first request of an append reads the store's identity (`_lineage/store.json`).
+        assert HoldingS3.arrived.wait(60), "the append's first request never reached the Python server"
         assert t.is_alive(), "append returned before the store answered"
-        assert any(r.startswith("PUT /held/prefix/run_id=run-a/") for r in HoldingS3.requests), HoldingS3.requests
+        assert any(r.startswith("GET /held/prefix/_lineage/store.json") for r in HoldingS3.requests), \
+            HoldingS3.requests
         HoldingS3.release.set()
         t.join(120)
         assert not t.is_alive()
