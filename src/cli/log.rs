@@ -24,6 +24,10 @@ pub(crate) struct Args {
 }
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
+    // The arguments first: a bad run id is named whatever the store holds.
+    if let Some(r) = &a.run_id {
+        crate::format::keys::check_run_id(r)?;
+    }
     let store = a.store.open_existing().await?;
     let pointers = match a.since_seal {
         Some(since) => {

@@ -27,7 +27,7 @@ pub(crate) struct Args {
 }
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
-    let store = a.store.open_existing().await?;
+    let store = a.store.open().await?;
     let against = match (a.seal, a.head) {
         (Some(n), _) => ProveAgainst::Seq(n),
         (None, Some(h)) => ProveAgainst::Head(h),

@@ -99,6 +99,10 @@ def cli_store(tmp_path_factory: pytest.TempPathFactory, table: pa.Table) -> tupl
 def test_every_input_kind_writes_the_clis_parts_byte_for_byte(kind: str, table: pa.Table, cli_store: tuple[Path, list[dict[str, Any]]],
                                                              tmp_path: Path) -> None:
     cli_root, cli_ptrs = cli_store
+    # Parts name the store they are written to: both stores share the CLI store's identity.
+    (tmp_path / "store" / "_lineage").mkdir(parents=True)
+    (tmp_path / "store" / "_lineage" / "store.json").write_bytes(
+        (cli_root / "_lineage" / "store.json").read_bytes())
     store = ls.open(tmp_path / "store")
     commits = store.append(INPUTS[kind](table), batch_rows=BATCH, commit_key=KEY)
     # The same commits (ids derived from the key, per partition and flush index); the

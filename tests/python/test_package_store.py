@@ -182,7 +182,8 @@ def test_errors_are_mapped_by_kind_and_carry_the_clis_message(tmp_path: Path) ->
     commit = "019b76da-a800-7000-8000-000000000001"
     cases: list[tuple[Callable[[], object], type[ls.LineageError], tuple[str, ...]]] = [
         # (call, exception, the same through the CLI)
-        (lambda: store.prove(commit), ls.InputError, ("prove", "--store", root, commit)),
+        # An empty store (a mistyped path): "the store holds no objects", as the CLI says.
+        (lambda: store.prove(commit), ls.StoreError, ("prove", "--store", root, commit)),
         (lambda: store.prove("not-a-commit"), ls.InputError, ("prove", "--store", root, "not-a-commit")),
         (lambda: store.seal(tmp_path / "missing.key"), ls.StoreError,
          ("seal", "--store", root, "--signing-key", str(tmp_path / "missing.key"))),

@@ -29,6 +29,7 @@ pub async fn prove(
             "{commit_id:?} is not a commit id (a lower-case hyphenated UUID)"
         )));
     }
+    crate::publish::require_objects(store).await?;
     if let Some(p) = crate::audit::proof::tiles::prove_from_tiles(store, commit_id, against).await?
     {
         return Ok(p);
