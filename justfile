@@ -26,6 +26,19 @@ lambda-size events="10000,100000,1000000":
     localstack/start.sh && . .emulators/env; trap localstack/stop.sh EXIT
     "$v/bin/python" examples/lambda/size.py --python "$v/bin/python" --endpoint "$LINEAGE_LOCALSTACK_ENDPOINT" --events {{events}}
 
+# the same without LocalStack (the table in docs/deploy.md): a local-disk store, the
+# S3 objects local files served by a stand-in for get_object; peak RSS from /usr/bin/time -v
+lambda-size-local events="10000,100000,1000000":
+    #!/usr/bin/env bash
+    set -euo pipefail
+    scripts/dist.sh --out dist
+    v=../lambda-size-venv
+    [ -x "$v/bin/python" ] || python3 -m venv "$v"
+    "$v/bin/pip" install -q --force-reinstall --no-deps dist/lineage_store-*.whl
+    "$v/bin/pip" install -q boto3==1.44.8
+    d=$(mktemp -d); trap 'rm -rf "$d"' EXIT
+    "$v/bin/python" examples/lambda/size.py --python "$v/bin/python" --local "$d" --events {{events}}
+
 # fast inner loop: Rust tests only, emulator tests switched off (they say so)
 unit:
     LINEAGE_NO_LOCALSTACK=1 LINEAGE_NO_MOTO=1 LINEAGE_NO_AZURITE=1 LINEAGE_NO_SEAWEEDFS=1 cargo test

@@ -53,19 +53,19 @@ variable "runtime" {
 }
 
 variable "memory_size" {
-  description = "Memory in MB. docs/deploy.md (Sizing) measured the handler's peak: 1024 covers objects up to 1 M events at the default batch_rows; more memory also buys CPU (1769 MB = one vCPU)."
+  description = "Memory in MB. docs/deploy.md (Sizing for Lambda) measured the handler's peak RSS: 128-143 MiB for a 100 k-event object, 410-429 MiB for 1 M events at the default batch_rows, so 1024 covers objects up to 1 M events with 2.4 times headroom; more memory also buys CPU (1769 MB = one vCPU)."
   type        = number
   default     = 1024
 }
 
 variable "ephemeral_storage_mb" {
-  description = "Size of /tmp in MB (512-10240): each S3 object is spooled there once (NDJSON: about 450 MB per million events; Parquet: about 50 MB)."
+  description = "Size of /tmp in MB (512-10240): each S3 object is spooled there once (NDJSON: 418 MB for the million events of docs/deploy.md's sizing; Parquet: about 50 MB)."
   type        = number
   default     = 2048
 }
 
 variable "timeout_seconds" {
-  description = "Function timeout. docs/deploy.md (Sizing) has the measured durations."
+  description = "Function timeout. docs/deploy.md (Sizing for Lambda): a 1 M-event object took 40.8-44.6 CPU-seconds (unoptimised build, an upper bound), about 80 s at 1024 MB's 0.58 vCPU plus the S3 transfer; 300 s leaves more than half spare."
   type        = number
   default     = 300
 }
