@@ -12,16 +12,26 @@ use lineage_store::internal::encode::sha256_hex;
 use lineage_store::internal::faulty::{Fault, FaultyPublisher};
 use lineage_store::internal::keys::{self, KeyKind};
 use lineage_store::replicate::{replicate, ReplicateOptions};
-use lineage_store::seal;
 use lineage_store::AtomicPublisher;
 use lineage_store::MemoryPublisher;
 use lineage_store::Pointer;
 use lineage_store::ProblemKind as K;
 use lineage_store::Seal;
 use lineage_store::SystemClock;
+use lineage_store::{seal_with, SealOptions, SealOutcome};
 use serde_json::Value;
 
 use crate::support::audit::{append, of_kind, verify_later};
+
+/// A seal also when nothing is new (`seal --allow-empty`): these tests count one Delta
+/// version per seal they make.
+async fn seal(store: &dyn AtomicPublisher) -> lineage_store::Result<SealOutcome> {
+    let opts = SealOptions {
+        allow_empty: true,
+        ..SealOptions::default()
+    };
+    seal_with(store, &SystemClock, None, &opts).await
+}
 
 /// Every object under `_delta_log/`, by key.
 async fn log(store: &dyn AtomicPublisher) -> BTreeMap<String, Bytes> {
@@ -57,10 +67,10 @@ async fn sealed_store() -> (Arc<MemoryPublisher>, Vec<Pointer>, Vec<Pointer>) {
     let mem = Arc::new(MemoryPublisher::new());
     let mut sealed = append(mem.clone(), 300, 50, 1).await;
     sealed.extend(append(mem.clone(), 100, 50, 2).await);
-    seal(mem.as_ref(), &SystemClock, None).await.unwrap();
+    seal(mem.as_ref()).await.unwrap();
     sealed.extend(append(mem.clone(), 120, 40, 3).await);
-    seal(mem.as_ref(), &SystemClock, None).await.unwrap();
-    seal(mem.as_ref(), &SystemClock, None).await.unwrap();
+    seal(mem.as_ref()).await.unwrap();
+    seal(mem.as_ref()).await.unwrap();
     let unsealed = append(mem.clone(), 60, 30, 4).await;
     (mem, sealed, unsealed)
 }
@@ -192,7 +202,7 @@ async fn a_store_sealed_before_delta_gains_the_whole_log_on_its_next_seal_byte_i
     let r = verify_later(old.as_ref()).await;
     assert!(r.is_clean(), "{:#?}", r.problems);
     assert_eq!(r.delta_version, None);
-    let s = seal(old.as_ref(), &SystemClock, None).await.unwrap();
+    let s = seal(old.as_ref()).await.unwrap();
     assert_eq!(s.seq, 4);
     let after = log(old.as_ref()).await;
     assert_eq!(after.len(), 5);
@@ -209,7 +219,7 @@ async fn resealing_retries_and_concurrent_sealers_leave_every_version_byte_ident
     let (mem, _, _) = sealed_store().await;
     let before = log(mem.as_ref()).await;
     // Re-sealing (nothing new) adds version 4 and leaves 0..3 as they were.
-    seal(mem.as_ref(), &SystemClock, None).await.unwrap();
+    seal(mem.as_ref()).await.unwrap();
     let after = log(mem.as_ref()).await;
     for (k, b) in &before {
         assert_eq!(after.get(k), Some(b));
@@ -218,25 +228,22 @@ async fn resealing_retries_and_concurrent_sealers_leave_every_version_byte_ident
     append(mem.clone(), 40, 20, 9).await;
     let f = Arc::new(FaultyPublisher::new(mem.clone()));
     f.fail(&version_key(5), Fault::After, 1);
-    seal(f.as_ref(), &SystemClock, None).await.unwrap();
+    seal(f.as_ref()).await.unwrap();
     append(mem.clone(), 40, 20, 10).await;
     f.fail(&version_key(6), Fault::AfterAsExisting, 1);
-    seal(f.as_ref(), &SystemClock, None).await.unwrap();
+    seal(f.as_ref()).await.unwrap();
     assert_eq!(f.fired(), [version_key(5), version_key(6)]);
     // Two sealers at once: whoever takes seal 7 and 8, each version is written once, and
     // equals what a fresh completion of the same seals writes.
     append(mem.clone(), 40, 20, 11).await;
-    let (a, b) = tokio::join!(
-        seal(mem.as_ref(), &SystemClock, None),
-        seal(mem.as_ref(), &SystemClock, None)
-    );
+    let (a, b) = tokio::join!(seal(mem.as_ref()), seal(mem.as_ref()));
     let mut seqs = [a.unwrap().seq, b.unwrap().seq];
     seqs.sort();
     assert_eq!(seqs, [7, 8]);
     let whole = log(mem.as_ref()).await;
     assert_eq!(whole.len(), 9);
     let again = without_log(&mem).await;
-    seal(again.as_ref(), &SystemClock, None).await.unwrap();
+    seal(again.as_ref()).await.unwrap();
     let rebuilt = log(again.as_ref()).await;
     for (k, b) in &whole {
         assert_eq!(
@@ -254,7 +261,7 @@ async fn a_sealer_stopped_between_its_seal_and_its_version_is_completed_by_the_n
     let (mem, _, _) = sealed_store().await;
     let f = Arc::new(FaultyPublisher::new(mem.clone()));
     f.fail(&version_key(4), Fault::Before, 1);
-    let e = seal(f.as_ref(), &SystemClock, None).await.unwrap_err();
+    let e = seal(f.as_ref()).await.unwrap_err();
     assert!(e.to_string().contains("injected"), "{e}");
     assert!(mem.get(&keys::seal_key(4)).await.unwrap().is_some());
     assert!(mem.get(&version_key(4)).await.unwrap().is_none());
@@ -264,7 +271,7 @@ async fn a_sealer_stopped_between_its_seal_and_its_version_is_completed_by_the_n
     assert!(r.is_clean(), "{:#?}", r.problems);
     assert_eq!(r.unfinished_seal, Some(4));
     assert_eq!((r.delta_version, r.head_seq), (Some(3), Some(4)));
-    let s = seal(mem.as_ref(), &SystemClock, None).await.unwrap();
+    let s = seal(mem.as_ref()).await.unwrap();
     assert_eq!(s.seq, 5);
     let listed: Vec<String> = log(mem.as_ref()).await.into_keys().collect();
     assert_eq!(listed, (0..=5).map(version_key).collect::<Vec<_>>());
@@ -372,7 +379,7 @@ async fn verify_names_an_edited_add_a_missing_version_and_planted_objects() {
     // A foreign writer's version 4 takes the number seal 4 needs: the sealer refuses to go
     // on over it (create-only: it cannot be replaced), naming it.
     mem.tamper_put(&version_key(4), Bytes::from_static(b"{\"add\":{}}\n"));
-    let e = seal(mem.as_ref(), &SystemClock, None).await.unwrap_err();
+    let e = seal(mem.as_ref()).await.unwrap_err();
     assert!(e.to_string().contains(&version_key(4)), "{e}");
     assert!(
         e.to_string().contains("other bytes than seal 4 gives"),
@@ -421,7 +428,7 @@ async fn a_replica_holds_the_same_log_byte_for_byte() {
 async fn verify_since_seal_checks_the_versions_of_the_seals_it_looks_at() {
     let (mem, _, _) = sealed_store().await;
     append(mem.clone(), 40, 20, 5).await;
-    seal(mem.as_ref(), &SystemClock, None).await.unwrap();
+    seal(mem.as_ref()).await.unwrap();
     let since = |n: u64| lineage_store::VerifyOptions {
         since_seal: Some(Some(n)),
         ..crate::support::audit::later()
@@ -458,7 +465,7 @@ async fn a_seals_delta_version_costs_three_reads_a_put_and_three_requests_per_co
     use lineage_store::internal::metered::MeteredPublisher;
     let (mem, _, _) = sealed_store().await;
     let new = append(mem.clone(), 100, 1, 8).await;
-    seal(mem.as_ref(), &SystemClock, None).await.unwrap();
+    seal(mem.as_ref()).await.unwrap();
     let v = version_key(4);
     let want = mem.get(&v).await.unwrap().unwrap();
     mem.tamper_remove(&v);

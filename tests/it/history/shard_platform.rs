@@ -39,27 +39,39 @@ fn ok(o: &Output) -> String {
     stdout(o)
 }
 
-/// A sealed store of 600 demo events in 50-row parts, then 120 more not sealed.
+/// A sealed store of 600 demo events in 50-row parts, then 120 more events appended and
+/// not sealed (the demo writes only into a new store).
 fn store(dir: &Path) -> String {
     let store = dir.join("store").display().to_string();
-    for events in ["600", "120"] {
-        ok(&task(
-            &[
-                "demo",
-                "--no-seal",
-                "--store",
-                &store,
-                "--events",
-                events,
-                "--batch-rows",
-                "50",
-            ],
-            &[],
-        ));
-        if events == "600" {
-            ok(&task(&["seal", "--store", &store], &[]));
-        }
-    }
+    ok(&task(
+        &[
+            "demo",
+            "--no-seal",
+            "--store",
+            &store,
+            "--events",
+            "600",
+            "--batch-rows",
+            "50",
+        ],
+        &[],
+    ));
+    ok(&task(&["seal", "--store", &store], &[]));
+    let more = dir.join("more.ndjson");
+    std::fs::write(&more, crate::support::ndjson("later", 120, "later")).unwrap();
+    let more = more.display().to_string();
+    ok(&task(
+        &[
+            "append",
+            "--store",
+            &store,
+            "--input",
+            &more,
+            "--batch-rows",
+            "50",
+        ],
+        &[],
+    ));
     store
 }
 
