@@ -53,7 +53,9 @@ async fn build(
     let mut seed = 1;
     while left > 0 {
         let n = left.min(1_000_000);
-        let batches = lineage_store::generate_demo_events(n, 4, seed).unwrap();
+        let batches =
+            lineage_store::validate_all(lineage_store::generate_demo_events(n, 4, seed).unwrap())
+                .unwrap();
         Writer::new(store.clone())
             .with_batch_rows(batch_rows)
             .append(&batches, |_| {})
@@ -209,7 +211,9 @@ fn main() {
 
     // 3. Size cost of the filters.
     for rows in [lookup_rows, batch_rows] {
-        let batches = lineage_store::generate_demo_events(rows, 1, 9).unwrap();
+        let batches =
+            lineage_store::validate_all(lineage_store::generate_demo_events(rows, 1, 9).unwrap())
+                .unwrap();
         let batch = arrow_select::concat::concat_batches(&batches[0].schema(), &batches).unwrap();
         let id = "01a00000-0000-7000-8000-000000000001";
         let v2 = encode_with(&batch, id, PartEncoding::V2)
