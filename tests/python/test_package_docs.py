@@ -36,8 +36,7 @@ def test_the_worked_example_in_docs_python_md_runs(tmp_path: Path, monkeypatch: 
     # The outputs the page shows in its comments.
     assert "1.2.0" in out
     assert "[('EPSG:25832', 400), ('EPSG:25832', 400), ('EPSG:25832', 200)]" in out
-    assert "1 target_crs" in out and "[500, 100]" in out and "6 1900" in out and "True True" in out
-    assert "[(1900,)]" in out and "[('rejected', 76), ('transformed', 1824)]" in out
+    assert "[(1990,)]" in out and "[('rejected', 77), ('transformed', 1913)]" in out
     assert "2 ['nightly-2026-07-13', 'stream-2026-07-13']" in out
     assert "1 target_crs" in out and "[500, 100]" in out and "10 1990" in out and "True True" in out
     assert "['strategy_index']" in out and "20 strategy_index" in out

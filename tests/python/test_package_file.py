@@ -49,6 +49,10 @@ def test_a_file_makes_the_clis_parts_byte_for_byte_and_a_retry_adds_nothing(kind
                 "--commit-key", KEY, "--json")
     assert r.returncode == 0, r.stderr
     by_id = {p["commit_id"]: p for p in cli_pointers(r.stdout)}
+    # Parts name their store: the package's store takes the CLI store's identity, so the
+    # same input makes the same bytes.
+    (tmp_path / "pkg" / "_lineage").mkdir(parents=True)
+    (tmp_path / "pkg" / "_lineage" / "store.json").write_bytes((tmp_path / "cli" / "_lineage" / "store.json").read_bytes())
     store = ls.open(tmp_path / "pkg")
     commits = store.append_file(src, batch_rows=BATCH, commit_key=KEY)
     assert sorted(c.commit_id for c in commits) == sorted(by_id)
