@@ -75,11 +75,17 @@ def test_values_pickle_as_plain_data(tmp_path: Path) -> None:
     assert str(back) == str(e.value) and back.report.to_json() == report.to_json()
     # The pickle holds the URL and nothing else of the process: no credentials.
     s3 = ls.open("s3://bucket/prefix", endpoint_url="http://127.0.0.1:1")
+    # (The variable is put back as it was: the emulator tests that run later in this
+    # process take their credentials from it.)
+    had = os.environ.get("AWS_SECRET_ACCESS_KEY")
     os.environ["AWS_SECRET_ACCESS_KEY"] = "SECRET-must-not-be-pickled"
     try:
         data = pickle.dumps(s3)
     finally:
-        del os.environ["AWS_SECRET_ACCESS_KEY"]
+        if had is None:
+            del os.environ["AWS_SECRET_ACCESS_KEY"]
+        else:
+            os.environ["AWS_SECRET_ACCESS_KEY"] = had
     assert b"SECRET" not in data
     back = pickle.loads(data)
     assert (back.url, back.endpoint_url) == ("s3://bucket/prefix", "http://127.0.0.1:1")
