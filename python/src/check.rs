@@ -37,10 +37,11 @@ pub fn check<'py>(
     let is_arrow = data.hasattr("__arrow_c_stream__")? || data.hasattr("__arrow_c_array__")?;
     let result = if is_arrow {
         let source = arrow_in::import(py, data)?;
+        let schema = source.schema.clone();
         detached(py, move || {
             source
                 .read_all()
-                .and_then(|batches| check_batches(batches, &opts))
+                .and_then(|batches| check_batches(&schema, batches, &opts))
         })
     } else {
         let path: PathBuf = data.extract()?;

@@ -131,9 +131,14 @@ pub fn check(source: &dyn BatchSource, opts: &CheckOptions) -> Result<CheckRepor
 }
 
 /// [`check`] of batches in memory (the Python package's `check`), conformed as Arrow input.
+/// `schema` is the table's or stream's own: it is held to the contract first, also when no
+/// batch (or no row) follows, as `append` holds it, so an empty table of another schema is
+/// refused naming every difference rather than passing for want of a row to look at.
 pub fn check_batches(
+    schema: &arrow_schema::Schema,
     batches: Vec<arrow_array::RecordBatch>,
     opts: &CheckOptions,
 ) -> Result<CheckReport> {
+    crate::write::input::batches::check_schema(schema)?;
     check(&crate::write::input::batches::InMemory(batches), opts)
 }

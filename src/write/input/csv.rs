@@ -38,9 +38,13 @@ struct Lines<R> {
     /// Bytes handed out so far.
     offset: u64,
     /// Offsets of `\n` and `\r` handed out but not passed by a query yet, and whether
-    /// each is `\n`.
+    /// each ends a line: every `\r` does and every `\n` not right after a `\r`, so LF,
+    /// CRLF and lone CR (old Mac) line ends each count once, as editors count them.
     ends: RefCell<VecDeque<(u64, bool)>>,
-    /// `\n`s before the first entry of `ends`.
+    /// Whether the last byte handed out was `\r` (a `\n` first in the next read is then
+    /// the second half of a CRLF).
+    after_cr: bool,
+    /// Line ends before the first entry of `ends`.
     passed: RefCell<u64>,
 }
 
@@ -49,7 +53,15 @@ impl<R: Read> Read for Lines<R> {
         let n = self.inner.read(buf)?;
         let ends = self.ends.get_mut();
         for i in memchr::memchr2_iter(b'\n', b'\r', &buf[..n]) {
-            ends.push_back((self.offset + i as u64, buf[i] == b'\n'));
+            let after_cr = if i == 0 {
+                self.after_cr
+            } else {
+                buf[i - 1] == b'\r'
+            };
+            ends.push_back((self.offset + i as u64, buf[i] == b'\r' || !after_cr));
+        }
+        if n > 0 {
+            self.after_cr = buf[n - 1] == b'\r';
         }
         self.offset += n as u64;
         Ok(n)
@@ -62,6 +74,7 @@ impl<R> Lines<R> {
             inner,
             offset: 0,
             ends: RefCell::new(VecDeque::new()),
+            after_cr: false,
             passed: RefCell::new(0),
         }
     }
@@ -73,13 +86,13 @@ impl<R> Lines<R> {
         let mut ends = self.ends.borrow_mut();
         let mut passed = self.passed.borrow_mut();
         let mut at = byte;
-        while let Some(&(o, newline)) = ends.front() {
+        while let Some(&(o, ends_line)) = ends.front() {
             if o < at {
-                *passed += u64::from(newline);
+                *passed += u64::from(ends_line);
                 ends.pop_front();
             } else if o == at {
                 // A line end where the record is said to start: it ends the line before.
-                *passed += u64::from(newline);
+                *passed += u64::from(ends_line);
                 ends.pop_front();
                 at += 1;
             } else {
@@ -309,5 +322,38 @@ mod tests {
         assert_eq!(lines_of(quoted.as_bytes()), [2, 4]);
         let blank = format!("{H}\r\n\r\n{R}\r\n\n{R}\n");
         assert_eq!(lines_of(blank.as_bytes()), [3, 5]);
+    }
+
+    /// One byte per read: a CRLF split between reads still counts once.
+    struct Dribble<'a>(&'a [u8]);
+    impl std::io::Read for Dribble<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            match (self.0.split_first(), buf.first_mut()) {
+                (Some((b, rest)), Some(slot)) => {
+                    *slot = *b;
+                    self.0 = rest;
+                    Ok(1)
+                }
+                _ => Ok(0),
+            }
+        }
+    }
+
+    #[test]
+    fn lone_cr_line_ends_count_as_lines_and_a_crlf_split_between_reads_counts_once() {
+        let lf = format!("{H}\n{R}\n{R}\n");
+        assert_eq!(lines_of(lf.replace('\n', "\r").as_bytes()), [2, 3]);
+        let mixed = format!("{H}\r{R}\r\n\r{R}\n{R}\r");
+        assert_eq!(lines_of(mixed.as_bytes()), [2, 4, 5]);
+        let crlf = lf.replace('\n', "\r\n");
+        let mut out: Vec<u64> = Vec::new();
+        read(Dribble(crlf.as_bytes()), &mut |b| {
+            if let crate::schema::events::Origin::Lines(l) = &b.origin {
+                out.extend(l);
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(out, [2, 3]);
     }
 }

@@ -403,7 +403,7 @@ fn the_library_check_lists_what_append_refuses_and_counts_partitions() {
         .map(|i| Some(if i == 5 { "WGS84" } else { "EPSG:4326" }))
         .collect();
     let bad = bad_input::with(&good, "target_crs", std::sync::Arc::new(crs));
-    let e = check_batches(vec![good.clone(), bad.clone()], &all).unwrap_err();
+    let e = check_batches(&good.schema(), vec![good.clone(), bad.clone()], &all).unwrap_err();
     let r = e.rejection().unwrap();
     assert_eq!(
         (r.errors[0].row(), r.errors[0].field.as_deref()),
@@ -413,6 +413,7 @@ fn the_library_check_lists_what_append_refuses_and_counts_partitions() {
     let v = validate_all([good.clone(), bad]).unwrap_err();
     assert_eq!(v.to_string(), e.to_string(), "append refuses the same");
     let report = check_batches(
+        &good.schema(),
         vec![good.clone(), good],
         &CheckOptions {
             batch_rows: 5,

@@ -520,6 +520,8 @@ fn binary_cases() -> Vec<Case> {
         })
         .collect();
     drifted.push(("colour", Arc::new(Int64Array::from(vec![1; 6])) as ArrayRef));
+    let run_id = good.column_by_name("run_id").unwrap().clone();
+    drifted.push(("run_id", run_id));
     let drifted = batch_of(drifted);
     let castable = with(
         &with(&good, "strategy_index", strat64.clone()),
@@ -533,6 +535,7 @@ fn binary_cases() -> Vec<Case> {
     );
     for (format, bytes, kind) in [
         (Format::Arrow, ipc_file(&drifted), "arrow file"),
+        (Format::Arrow, ipc_stream(&drifted), "arrow stream"),
         (Format::Parquet, parquet(&drifted), "parquet"),
     ] {
         cases.push(refused(
@@ -542,6 +545,7 @@ fn binary_cases() -> Vec<Case> {
             &[
                 "schema mismatch: field 1 `event_id` has type FixedSizeBinary(16), the contract expects Utf8",
                 "UUID",
+                "field 16 `run_id` appears twice (also field 2)",
                 "field 4 `event_time_utc` has type Utf8",
                 "parse them",
                 "field 11 `strategy_index` has type Int64, the contract expects Int32",
@@ -660,6 +664,31 @@ fn ndjson_cases() -> Vec<Case> {
                 .into_bytes(),
             good_ndjson(3),
             nd,
+        ),
+        refused(
+            "CRLF line ends, a bad line 2",
+            nd,
+            String::from_utf8(second(&line(2, &[("stage", "\"\"")])))
+                .unwrap()
+                .replace('\n', "\r\n")
+                .into_bytes(),
+            &["line 2, field `stage`: is an empty string"],
+        ),
+        refused(
+            "CRLF line ends, bad lines 2 and 4",
+            nd,
+            format!(
+                "{}\r\n{}\r\n{}\r\n{}\r\n",
+                line(1, &[]),
+                line(2, &[("stage", "\"\"")]),
+                line(3, &[]),
+                line(4, &[("target_crs", "\"WGS84\"")])
+            )
+            .into_bytes(),
+            &[
+                "line 2, field `stage`: is an empty string",
+                "line 4, field `target_crs`: `WGS84`",
+            ],
         ),
         same_as(
             "offset +02:00 converted to UTC",
@@ -1162,6 +1191,13 @@ fn csv_cases() -> Vec<Case> {
         Case { name: "csv: header only".into(), format: c, input: format!("{h}\n").into_bytes(), expect: Expect::Empty },
         same_as("csv: BOM", c, [b"\xef\xbb\xbf".as_slice(), &good3].concat(), good3.clone(), c),
         same_as("csv: CRLF", c, String::from_utf8(good3.clone()).unwrap().replace('\n', "\r\n").into_bytes(), good3.clone(), c),
+        refused("csv: CRLF, bad value on line 3", c, String::from_utf8(csv(&[csv_row(2, &[("target_crs", "WGS84")])])).unwrap().replace('\n', "\r\n").into_bytes(), &["line 3, field `target_crs`: `WGS84`"]),
+        same_as("csv: lone CR line ends (old Mac)", c, String::from_utf8(good3.clone()).unwrap().replace('\n', "\r").into_bytes(), good3.clone(), c),
+        refused("csv: lone CR, bad value on line 3, short row on line 5", c, String::from_utf8(csv(&[
+            csv_row(2, &[("target_crs", "WGS84")]),
+            csv_row(3, &[]),
+            "e-4,run-a,4".into(),
+        ])).unwrap().replace('\n', "\r").into_bytes(), &["line 3, field `target_crs`: `WGS84`", "line 5: has 3 fields, the header has 15"]),
         same_as("csv: columns in another order", c, {
             // Reverse every record's cells and the header alike.
             let text = String::from_utf8(good3.clone()).unwrap();
@@ -1232,6 +1268,21 @@ pub fn cases() -> Vec<Case> {
     all.extend(csv_cases());
     all.extend(binary_cases());
     let twice: Vec<Case> = all.iter().filter_map(twice).collect();
+    // The doubling must keep finding its shapes: a change to a case's layout that made
+    // `twice` skip it would otherwise silently shrink the matrix.
+    let count = |unit: &str| twice.iter().filter(|c| c.name.ends_with(unit)).count();
+    let crlf = twice
+        .iter()
+        .filter(|c| c.input.windows(2).any(|w| w == b"\r\n"))
+        .count();
+    assert!(
+        count("(the same bad line twice)") >= 50
+            && count("(the same bad row twice)") >= 4
+            && crlf >= 2,
+        "twice() doubled {} line cases ({crlf} CRLF) and {} row cases",
+        count("(the same bad line twice)"),
+        count("(the same bad row twice)")
+    );
     all.extend(twice);
     all
 }
@@ -1246,7 +1297,20 @@ fn twice(c: &Case) -> Option<Case> {
     if c.input.len() > 1 << 20 {
         return None;
     }
-    let lines: Vec<&[u8]> = c.input.split(|&b| b == b'\n').collect();
+    if matches!(c.format, Format::Arrow | Format::Parquet) {
+        return twice_binary(c, wants);
+    }
+    // CRLF files are doubled as LF and written back with CRLF: the lines are the same.
+    let crlf = c.input.windows(2).any(|w| w == b"\r\n");
+    let text = if crlf {
+        String::from_utf8(c.input.clone())
+            .ok()?
+            .replace("\r\n", "\n")
+            .into_bytes()
+    } else {
+        c.input.clone()
+    };
+    let lines: Vec<&[u8]> = text.split(|&b| b == b'\n').collect();
     let (input, at, again) = match (c.format, lines.as_slice()) {
         (Format::Ndjson, [first, bad, b""]) if *first == line(1, &[]).as_bytes() => (
             [
@@ -1290,10 +1354,69 @@ fn twice(c: &Case) -> Option<Case> {
     if !wants.iter().any(|w| w.contains(at)) {
         return None;
     }
+    let input = if crlf {
+        String::from_utf8(input)
+            .ok()?
+            .replace('\n', "\r\n")
+            .into_bytes()
+    } else {
+        input
+    };
     let mut both = wants.clone();
     both.extend(wants.iter().map(|w| w.replace(at, again)));
     Some(Case {
         name: format!("{} (the same bad line twice)", c.name),
+        format: c.format,
+        input,
+        expect: Expect::Refused(both),
+    })
+}
+
+/// A binary case whose wants name one refused row (`row K`): its rows written twice, one
+/// file of both, so row K and row K + n (n its rows) are both named, the first first.
+fn twice_binary(c: &Case, wants: &[String]) -> Option<Case> {
+    let rows_named: Vec<u64> = wants
+        .iter()
+        .filter_map(|w| {
+            let rest = w.strip_prefix("row ")?;
+            rest.split(|ch: char| !ch.is_ascii_digit())
+                .next()?
+                .parse()
+                .ok()
+        })
+        .collect();
+    let k = *rows_named.first()?;
+    if rows_named.iter().any(|&r| r != k) {
+        return None;
+    }
+    let batches: Vec<RecordBatch> = match c.format {
+        Format::Arrow => {
+            arrow_ipc::reader::FileReader::try_new(std::io::Cursor::new(c.input.clone()), None)
+                .ok()?
+                .collect::<Result<_, _>>()
+                .ok()?
+        }
+        _ => parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(Bytes::from(
+            c.input.clone(),
+        ))
+        .ok()?
+        .build()
+        .ok()?
+        .collect::<Result<_, _>>()
+        .ok()?,
+    };
+    let one = arrow_select::concat::concat_batches(&batches.first()?.schema(), &batches).ok()?;
+    let n = one.num_rows() as u64;
+    let two = arrow_select::concat::concat_batches(&one.schema(), [&one, &one]).ok()?;
+    let input = match c.format {
+        Format::Arrow => ipc_file(&two),
+        _ => parquet(&two),
+    };
+    let (at, again) = (format!("row {k}"), format!("row {}", k + n));
+    let mut both = wants.to_vec();
+    both.extend(wants.iter().map(|w| w.replacen(&at, &again, 1)));
+    Some(Case {
+        name: format!("{} (the same bad row twice)", c.name),
         format: c.format,
         input,
         expect: Expect::Refused(both),
