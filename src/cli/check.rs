@@ -1,6 +1,7 @@
 //! `lineage check`: validate an input exactly as `append` would, without a store, and say
 //! what the append would do (see [`crate::write::check`]). Exit 0 valid, 2 refused (every
-//! error listed on standard error, as `append` lists them).
+//! error listed on standard error, as `append` lists them) or not readable (standard output
+//! then says `not checked:`, and `--json` has `"checked": false`).
 
 use std::path::PathBuf;
 
@@ -64,9 +65,20 @@ pub(crate) fn run(a: Args) -> Result<Status> {
         }
         Err(e) => {
             if a.json {
-                if let Some(v) = refusal_json(&e) {
-                    out(&json_line(&v)?)?;
-                }
+                // Every outcome is one JSON object, also when the input could not be read
+                // at all: `checked: false` tells that apart from an input found invalid.
+                let v = refusal_json(&e).unwrap_or_else(|| {
+                    json!({
+                        "valid": false,
+                        "checked": false,
+                        "error_count": 1,
+                        "errors": [{"line": null, "row": null, "field": null, "value": null, "reason": e.to_string()}],
+                        "hint": null,
+                    })
+                });
+                out(&json_line(&v)?)?;
+            } else if e.rejection().is_none() && e.kind() != crate::base::error::ErrorKind::Input {
+                out(&format!("not checked: {e}"))?;
             } else if let Some(r) = e.rejection() {
                 out(&format!(
                     "invalid: {} (listed on standard error{}); an append would publish nothing",

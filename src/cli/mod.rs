@@ -54,7 +54,9 @@ enum Command {
     /// store: nothing is written anywhere. Exit 0 when valid, with what an append would
     /// do (rows, partitions, commits at --batch-rows, contract version); exit 2 when
     /// refused, every error listed on standard error in input order (line and field, or
-    /// row and field, and why) exactly as `append` lists them. For a pipeline's own CI.
+    /// row and field, and why) exactly as `append` lists them; exit 2 too when the input
+    /// cannot be read at all, standard output then saying `not checked:` (`--json`:
+    /// `"checked": false`). For a pipeline's own CI.
     Check(check::Args),
     /// List the commits, from their pointers.
     Log(log::Args),

@@ -6,3 +6,4 @@ mod bad_lib;
 mod batches;
 mod check;
 mod float_exact;
+mod one_round;

@@ -316,3 +316,59 @@ fn a_store_mixing_versions_is_written_verified_and_exported() {
         support::text(&o).0
     );
 }
+
+/// `check --schema-version` with a registered version (issue 22): the summary names the
+/// version an append would write, through the CLI (the test-only binary knows 1.3.0, the
+/// plain `lineage` does not) and through the library.
+#[test]
+fn check_with_a_registered_schema_version_says_which_version_an_append_would_write() {
+    if !own_process::here(
+        module_path!(),
+        "check_with_a_registered_schema_version_says_which_version_an_append_would_write",
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.ndjson");
+    std::fs::write(&input, crate::support::bad_input::good_ndjson(3)).unwrap();
+    let input_s = input.to_str().unwrap();
+    let bin = test_cli();
+    for (v, want) in [("1.3.0", "1.3.0"), ("1.2.0", "1.2.0")] {
+        let args = ["check", "--input", input_s, "--schema-version", v];
+        let text = ok(&run(&bin, &args));
+        assert!(
+            text.starts_with(&format!("valid: 3 rows, contract {want};")),
+            "{v}: {text}"
+        );
+        let mut args = args.to_vec();
+        args.push("--json");
+        let j: Value = serde_json::from_str(ok(&run(&bin, &args)).trim()).unwrap();
+        assert_eq!(j["schema_version"], want, "{j}");
+        assert_eq!(j["rows"], 3);
+    }
+    let plain = Path::new(env!("CARGO_BIN_EXE_lineage"));
+    let o = run(
+        plain,
+        &["check", "--input", input_s, "--schema-version", "1.3.0"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        support::text(&o).1.contains("1.3.0"),
+        "{:?}",
+        support::text(&o)
+    );
+    // The library, with 1.3.0 registered in this process.
+    v130();
+    let source = lineage_store::Input::open(Some(&input), None).unwrap();
+    for v in ["1.3.0", "1.2.0"] {
+        let report = lineage_store::check(
+            &source,
+            &lineage_store::CheckOptions {
+                schema_version: Some(v.into()),
+                ..lineage_store::CheckOptions::default()
+            },
+        )
+        .unwrap();
+        assert_eq!((report.schema_version.as_str(), report.rows), (v, 3));
+    }
+}
