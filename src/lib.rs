@@ -90,7 +90,7 @@ pub use publish::{AtomicPublisher, ObjectInfo, Outcome};
 pub use format::pointer::{Pointer, POINTER_FORMAT};
 pub use write::check::{check, check_batches, CheckOptions, CheckReport, PartitionSummary};
 pub use write::demo::generate as generate_demo_events;
-pub use write::input::batches::{validate_all, BatchValidator};
+pub use write::input::batches::{validate_all, validate_all_listing, BatchValidator};
 pub use write::input::{BatchSource, Format, Input};
 pub use write::stream::append::AppendSummary;
 pub use write::stream::{Sink, SinkOptions, DEFAULT_MAX_BUFFERED_BYTES};

@@ -83,9 +83,11 @@ class Store:
         *,
         batch_rows: int = 100000,
         commit_key: Optional[str] = None,
+        max_errors: int = 20,
     ) -> list[Commit]:
         """Validate all of ``data``, then commit it (one part per flush of at most
-        ``batch_rows`` rows per (run_id, target_crs)). ``InputError`` publishes nothing. A
+        ``batch_rows`` rows per (run_id, target_crs)). ``InputError`` publishes nothing and
+        lists the first ``max_errors`` errors (0: all) in ``.errors``. A
         stream (``RecordBatchReader``, DuckDB relation) is spooled to a temp file first, so
         memory stays bounded."""
     def append_file(
@@ -95,6 +97,7 @@ class Store:
         format: Optional[str] = None,
         batch_rows: int = 100000,
         commit_key: Optional[str] = None,
+        max_errors: int = 20,
     ) -> list[Commit]:
         """Append a file's events (NDJSON, CSV, Arrow IPC or Parquet; ``format`` from the
         extension unless given) as ``lineage append --input`` does: validated whole, then

@@ -15,9 +15,9 @@ use arrow_pyarrow::IntoPyArrow;
 use lineage_store::internal::merkle;
 use lineage_store::{
     check_all, open_with, parse_duration, part_location, prove, read_pointers, read_public_key,
-    read_signing_key, seal, snapshot, validate_all, verify_with, AtomicPublisher, CloudOptions,
-    DigestCheck, Error, Format, Input, ProveAgainst, ReadOptions, ScanOptions, SystemClock,
-    VerifyOptions, Writer, DEFAULT_BATCH_ROWS, DEFAULT_CONCURRENCY,
+    read_signing_key, seal, snapshot, validate_all_listing, verify_with, AtomicPublisher,
+    CloudOptions, DigestCheck, Error, Format, Input, ProveAgainst, ReadOptions, ScanOptions,
+    SystemClock, VerifyOptions, Writer, DEFAULT_BATCH_ROWS, DEFAULT_CONCURRENCY,
 };
 use pyo3::prelude::*;
 
@@ -162,13 +162,16 @@ impl Store {
     /// data frame is read where it is; a stream (a `RecordBatchReader`, a DuckDB relation)
     /// is spooled to a temp file first, as the CLI spools standard input, so memory stays
     /// bounded whatever its size.
-    #[pyo3(signature = (data, *, batch_rows=100000, commit_key=None))]
+    /// `max_errors`: how many errors a refused input's `InputError.errors` lists (`0`:
+    /// all; `InputError` counts them all either way), as `lineage append --max-errors`.
+    #[pyo3(signature = (data, *, batch_rows=100000, commit_key=None, max_errors=20))]
     fn append(
         &self,
         py: Python<'_>,
         data: &Bound<'_, PyAny>,
         batch_rows: usize,
         commit_key: Option<String>,
+        max_errors: usize,
     ) -> PyResult<Vec<Commit>> {
         let mut source = arrow_in::import(py, data)?;
         // The schema first, also when no row follows (the CLI's rule for an Arrow file).
@@ -177,12 +180,17 @@ impl Store {
         }
         let writer = Writer::new(self.inner.clone())
             .with_batch_rows(batch_rows)
-            .with_commit_key(commit_key);
+            .with_commit_key(commit_key)
+            .with_max_errors(max_errors);
         if source.held {
             // Everything is read and validated before the first commit; the batches refer
             // to the producer's buffers (no copy).
-            let validated =
-                detached(py, move || source.read_all().and_then(validate_all)).py_err(py)?;
+            let validated = detached(py, move || {
+                source
+                    .read_all()
+                    .and_then(|b| validate_all_listing(b, max_errors))
+            })
+            .py_err(py)?;
             let pointers =
                 block_on(py, async move { writer.append(&validated, |_| {}).await })?.py_err(py)?;
             return Ok(pointers.into_iter().map(Commit::from).collect());
@@ -216,7 +224,7 @@ impl Store {
     /// bounded memory whatever the file's size: the file is read twice, validated whole
     /// first (refused input raises `InputError` naming the line or row and field, and
     /// publishes nothing), then committed flush by flush. pyarrow is not needed.
-    #[pyo3(signature = (path, *, format=None, batch_rows=100000, commit_key=None))]
+    #[pyo3(signature = (path, *, format=None, batch_rows=100000, commit_key=None, max_errors=20))]
     fn append_file(
         &self,
         py: Python<'_>,
@@ -224,6 +232,7 @@ impl Store {
         format: Option<String>,
         batch_rows: usize,
         commit_key: Option<String>,
+        max_errors: usize,
     ) -> PyResult<Vec<Commit>> {
         let format = format.map(|f| parse_format(&f)).transpose().py_err(py)?;
         // A file named `-` is that file, never standard input.
@@ -235,7 +244,8 @@ impl Store {
         let input = detached(py, move || Input::open(Some(&path), format)).py_err(py)?;
         let writer = Writer::new(self.inner.clone())
             .with_batch_rows(batch_rows)
-            .with_commit_key(commit_key);
+            .with_commit_key(commit_key)
+            .with_max_errors(max_errors);
         let done = block_on(py, async move {
             writer.append_source(Arc::new(input), true, |_| {}).await
         })?

@@ -116,3 +116,79 @@ def test_a_table_built_the_natural_way_is_told_every_mismatch_and_the_cast_that_
     fixed = natural.select(ls.SCHEMA.names).cast(ls.SCHEMA)
     assert ls.check(fixed) == []
     assert sum(c.row_count for c in ls.open(root).append(fixed)) == 6
+
+
+def test_an_empty_table_of_another_schema_is_refused_as_append_refuses_it(tmp_path: Path) -> None:
+    import polars as pl
+
+    good = events(6)
+    i = good.schema.get_field_index("strategy_index")
+    wrong = good.set_column(i, "strategy_index", good.column(i).cast(pa.int64()))
+    # No rows to look at: the schema alone is held to the contract, as `append` holds it.
+    for empty in (wrong.slice(0, 0), pl.from_arrow(wrong).clear()):
+        got = ls.check(empty)
+        assert [e["field"] for e in got] == ["strategy_index"], got
+        assert "has type Int64, the contract expects Int32" in got[0]["reason"]
+        with pytest.raises(ls.InputError) as e:
+            ls.open(tmp_path / "store").append(empty)
+        assert [x["field"] for x in e.value.errors] == ["strategy_index"]
+    # The same file without rows is refused by `lineage check` too.
+    cli = cli_check(write_ipc(wrong.slice(0, 0), tmp_path / "empty.arrow"))
+    assert [e["field"] for e in cli["errors"]] == ["strategy_index"]
+    # An empty table in the contract is valid: an append would do nothing.
+    assert ls.check(good.slice(0, 0)) == []
+    assert not (tmp_path / "store").exists()
+
+
+def test_check_takes_the_schema_version_an_append_would_write(tmp_path: Path) -> None:
+    t = events(5)
+    assert ls.check(t, schema_version="1.2.0") == []
+    assert ls.check(write_ipc(t, tmp_path / "ok.arrow"), schema_version="1.2.0") == []
+    with pytest.raises(ls.InputError, match="9.0.0"):
+        ls.check(t, schema_version="9.0.0")
+
+
+def test_append_lists_max_errors_and_counts_them_all(tmp_path: Path) -> None:
+    bad = bad_table()  # rows 5, 18, 31
+    every = ls.check(bad)
+    store = ls.open(tmp_path / "store")
+    with pytest.raises(ls.InputError) as e:
+        store.append(bad)
+    assert e.value.errors == every, "the default lists 20"
+    for max_errors, listed in ((2, 2), (0, 3), (1, 1)):
+        with pytest.raises(ls.InputError) as e:
+            store.append(bad, max_errors=max_errors)
+        assert e.value.errors == every[:listed], max_errors
+        if listed < 3:
+            assert f"and {3 - listed} more" in str(e.value), str(e.value)
+    # A file: the same, through append_file.
+    path = write_ipc(bad, tmp_path / "bad.arrow")
+    with pytest.raises(ls.InputError) as e:
+        store.append_file(path, max_errors=1)
+    assert e.value.errors == every[:1]
+    assert "3 in all" in str(e.value)
+    assert snapshot(tmp_path / "store") == {}
+
+
+def test_the_polars_fix_in_a_refusal_is_code_that_works(tmp_path: Path) -> None:
+    import re
+
+    import polars as pl
+
+    df = pl.from_arrow(events(8))
+    assert isinstance(df, pl.DataFrame)
+    # Polars' defaults: a plain Int64 index and nanosecond times.
+    natural = df.with_columns(
+        pl.col("strategy_index").cast(pl.Int64),
+        pl.col("event_time_utc").cast(pl.Datetime("ns", "UTC")),
+    )
+    store = ls.open(tmp_path / "store")
+    with pytest.raises(ls.InputError) as e:
+        store.append(natural)
+    message = str(e.value)
+    found = re.search(r"df\.cast\((\{[^}]*\})\)", message)
+    assert found, message
+    # Run the fix exactly as the message writes it.
+    fixed = eval(f"df.cast({found.group(1)})", {"pl": pl, "df": natural})
+    assert ls.check(fixed) == []
+    assert sum(c.row_count for c in store.append(fixed)) == 8

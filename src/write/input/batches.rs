@@ -87,8 +87,17 @@ impl Default for BatchValidator {
 /// every error of all the batches (the first [`DEFAULT_MAX_ERRORS`] listed, in row order).
 /// A batch whose schema is not the contract refuses the input at once.
 pub fn validate_all(batches: impl IntoIterator<Item = RecordBatch>) -> Result<Vec<RecordBatch>> {
+    validate_all_listing(batches, DEFAULT_MAX_ERRORS)
+}
+
+/// [`validate_all`], listing the first `max_errors` errors of a refused input (`0`: all;
+/// the refusal counts them all either way), as `append --max-errors` does.
+pub fn validate_all_listing(
+    batches: impl IntoIterator<Item = RecordBatch>,
+    max_errors: usize,
+) -> Result<Vec<RecordBatch>> {
     let mut rules = Validator::new();
-    let mut errors = Collector::new(DEFAULT_MAX_ERRORS);
+    let mut errors = Collector::new(max_errors);
     let mut out = Vec::new();
     let mut first = 1u64;
     for b in batches {
