@@ -135,6 +135,16 @@ async fn read(a: Args) -> Result<Status> {
         digest: a.read.digest,
         concurrency: a.read.concurrency,
     };
+    let copying = !to_stdout
+        && crate::read::out::OutFormat::of_path(&a.out)? == crate::read::out::OutFormat::Parquet
+        && crate::read::copy::copyable(&opts);
+    if copying {
+        // Every column and row to Parquet: the checked parts' column chunks are copied.
+        let stats = ScanStats::default();
+        crate::read::out::copy_file(store, &snap, &opts, &stats, &a.out).await?;
+        a.read.say(&snap, Some(&stats));
+        return Ok(0);
+    }
     let s = scan(store, &snap, &opts)?;
     let stats: Arc<ScanStats> = s.stats();
     if to_stdout {

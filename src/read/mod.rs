@@ -10,10 +10,13 @@
 //!   filters).
 //! - [`location`]: where a part is, as DuckDB, Polars and pyarrow take it.
 //! - [`out`]: a scan written as Parquet, Arrow IPC, NDJSON or CSV.
+//! - [`copy`]: a scan of every column and row written to Parquet by copying the checked
+//!   parts' column chunks (no decode, no re-encode).
 //!
 //! Beside `write`, on the layers below both: the formats, the publisher, the parts and the
 //! history objects. `export` reads through it.
 
+pub(crate) mod copy;
 pub(crate) mod location;
 pub(crate) mod out;
 pub mod prune;

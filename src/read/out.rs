@@ -196,6 +196,38 @@ async fn drain<W: Write + Send>(
 /// not there before.
 pub async fn write_file(scan: Scan, path: &Path) -> Result<Rows> {
     let format = OutFormat::of_path(path)?;
+    to_file(path, |w| drain(scan, format, w, |_| {})).await
+}
+
+/// Write the parts of `snap` to the Parquet file `path` by copying their checked column
+/// chunks ([`crate::read::copy`]; the scan must be [`crate::read::copy::copyable`]), by
+/// the same temp-and-rename rule as [`write_file`].
+pub(crate) async fn copy_file(
+    store: std::sync::Arc<dyn crate::publish::AtomicPublisher>,
+    snap: &crate::read::snapshot::Snapshot,
+    opts: &crate::read::scan::ScanOptions,
+    stats: &crate::read::scan::ScanStats,
+    path: &Path,
+) -> Result<Rows> {
+    if OutFormat::of_path(path)? != OutFormat::Parquet {
+        return Err(Error::Internal(format!(
+            "copy_file to {}: only Parquet is copied",
+            path.display()
+        )));
+    }
+    to_file(path, |w| {
+        crate::read::copy::copy_parquet(store, snap, opts, stats, w)
+    })
+    .await
+}
+
+/// Run `body` on a buffered temp file beside `path`, then sync it and rename it to `path`;
+/// on error the temp is removed and `path` left as it was.
+async fn to_file<F, Fut>(path: &Path, body: F) -> Result<Rows>
+where
+    F: FnOnce(std::io::BufWriter<std::fs::File>) -> Fut,
+    Fut: std::future::Future<Output = Result<(Rows, std::io::BufWriter<std::fs::File>)>>,
+{
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => std::path::PathBuf::from("."),
@@ -207,7 +239,7 @@ pub async fn write_file(scan: Scan, path: &Path) -> Result<Rows> {
         .map_err(|e| Error::io(&dir, e))?;
     let (file, tmp_path) = tmp.into_parts();
     let w = std::io::BufWriter::with_capacity(1 << 20, file);
-    let (rows, w) = drain(scan, format, w, |_| {}).await?;
+    let (rows, w) = body(w).await?;
     let file = w
         .into_inner()
         .map_err(|e| Error::io(path, e.into_error()))?;

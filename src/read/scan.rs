@@ -283,7 +283,7 @@ async fn read_part(
 
 /// Decode a checked part into batches of `schema` (its columns by name; a column its
 /// version lacks is null), keeping only the rows of `feature` when given.
-fn decode(
+pub(crate) fn decode(
     key: &str,
     bytes: Bytes,
     schema: &SchemaRef,

@@ -294,6 +294,36 @@ fn a_store_mixing_versions_is_written_verified_and_exported() {
         out.contains("footer schema version 1.3.0 is not registered (registered: 1.2.0)"),
         "{out}"
     );
+    // A scan to Parquet of both versions: the 1.3.0 parts' column chunks copied, the
+    // 1.2.0 parts decoded, widened with a null `transform_pipeline` and encoded into the
+    // same file; the same rows as the decoded scan to Arrow IPC.
+    let pq = dir.path().join("scan.parquet");
+    ok(&run(
+        &cli,
+        &["scan", "--store", s, "--out", pq.to_str().unwrap()],
+    ));
+    let ipc = dir.path().join("scan.arrow");
+    ok(&run(
+        &cli,
+        &["scan", "--store", s, "--out", ipc.to_str().unwrap()],
+    ));
+    let b = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
+        std::fs::File::open(&pq).unwrap(),
+    )
+    .unwrap();
+    let schema = b.schema().clone();
+    assert_eq!(schema.fields().len(), 16);
+    let got: Vec<RecordBatch> = b.build().unwrap().map(|b| b.unwrap()).collect();
+    let got = arrow_select::concat::concat_batches(&schema, &got).unwrap();
+    let r =
+        arrow_ipc::reader::FileReader::try_new(std::fs::File::open(&ipc).unwrap(), None).unwrap();
+    let want: Vec<RecordBatch> = r.map(|b| b.unwrap()).collect();
+    let want = arrow_select::concat::concat_batches(&want[0].schema(), &want).unwrap();
+    assert_eq!(got, want);
+    assert_eq!(got.num_rows(), 20 + 20 + 30 + 30);
+    let pipelines = arrow_array::Array::len(got.column(15).as_ref())
+        - arrow_array::Array::null_count(got.column(15).as_ref());
+    assert_eq!(pipelines, 30, "only the 1.3.0 Arrow input has pipelines");
     // The exports read both versions; the schema facet shows the union.
     let ev = ok(&run(&cli, &["export", "openlineage", "--store", s]));
     assert!(ev.contains("\"name\":\"transform_pipeline\""));

@@ -1,0 +1,166 @@
+//! A scan written to Parquet by copying column chunks: each part, checked against its
+//! pointer exactly as [`mod@crate::read::scan`] checks it (fetched whole, size and digest), has
+//! its row groups spliced into the output as they are encoded, with their statistics,
+//! page indexes and bloom filters, without decoding a value or encoding one again.
+//!
+//! Parts already hold the contract's columns in the contract's Parquet types, compressed
+//! with zstd; a scan of every column and every row of them to Parquet would only decode
+//! and re-encode the same values. Copying makes the check (the digest) the cost, not the
+//! codec. A part whose Parquet schema is not the output's (a part of an older contract
+//! version, which lacks the columns later versions append) is decoded, widened with null
+//! columns and encoded into the same file instead, so the output always has one schema.
+//!
+//! Used for `.parquet` output of a scan that keeps every column and every row (no
+//! `--columns`, no `--feature-id`); other scans decode ([`crate::read::out`]).
+
+use std::io::Write;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use arrow_schema::SchemaRef;
+use bytes::Bytes;
+use futures::StreamExt;
+use parquet::arrow::arrow_writer::{compute_leaves, ArrowRowGroupWriterFactory};
+use parquet::arrow::{add_encoded_arrow_schema_to_metadata, ArrowSchemaConverter};
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::bloom_filter::Sbbf;
+use parquet::column::writer::ColumnCloseResult;
+use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader};
+use parquet::file::properties::WriterProperties;
+use parquet::file::writer::SerializedFileWriter;
+
+use crate::base::error::{Error, Result};
+use crate::publish::AtomicPublisher;
+use crate::read::scan::{decode, fetch_checked, scan_schema, ScanOptions, ScanStats};
+use crate::read::snapshot::Snapshot;
+
+/// Whether a scan with `opts` can be written to Parquet by copying: it keeps every column
+/// and every row of every part.
+pub(crate) fn copyable(opts: &ScanOptions) -> bool {
+    opts.columns.is_none() && opts.feature_id.is_none()
+}
+
+/// A checked part and its footer.
+struct Fetched {
+    key: String,
+    bytes: Bytes,
+    meta: ParquetMetaData,
+}
+
+fn corrupt(key: &str, m: impl std::fmt::Display) -> Error {
+    Error::Corrupt {
+        what: "part",
+        key: key.to_string(),
+        message: m.to_string(),
+    }
+}
+
+/// Write every part of `snap` to `w` as one Parquet file (see the module docs), parts in
+/// snapshot order, `opts.concurrency` fetched and checked at once; the rows written. The
+/// first failing part stops it (nothing of that part is written), as a scan stops.
+pub(crate) async fn copy_parquet<W: Write + Send>(
+    store: Arc<dyn AtomicPublisher>,
+    snap: &Snapshot,
+    opts: &ScanOptions,
+    stats: &ScanStats,
+    w: W,
+) -> Result<(u64, W)> {
+    let schema: SchemaRef = scan_schema(snap, None)?;
+    let mut props = WriterProperties::builder()
+        .set_compression(Compression::ZSTD(ZstdLevel::default()))
+        .set_created_by(format!("lineage-store {}", env!("CARGO_PKG_VERSION")))
+        .build();
+    add_encoded_arrow_schema_to_metadata(&schema, &mut props);
+    let descr = ArrowSchemaConverter::new().convert(&schema)?;
+    let mut writer = SerializedFileWriter::new(w, descr.root_schema_ptr(), Arc::new(props))?;
+    let factory = ArrowRowGroupWriterFactory::new(&writer, schema.clone());
+    let check = opts.digest;
+    let mut parts = futures::stream::iter(snap.parts.clone())
+        .map(|part| {
+            let store = store.clone();
+            async move {
+                let bytes = fetch_checked(store.as_ref(), &part, check).await?;
+                let key = part.pointer.part_path.clone();
+                crate::base::pool::run(move || {
+                    let meta = ParquetMetaDataReader::new()
+                        .with_page_index_policy(PageIndexPolicy::Optional)
+                        .parse_and_finish(&bytes)
+                        .map_err(|e| corrupt(&key, format!("unreadable footer: {e}")))?;
+                    Ok::<_, Error>(Fetched { key, bytes, meta })
+                })
+                .await?
+            }
+        })
+        .buffered(opts.concurrency.max(1));
+    let (mut rows, mut row_groups) = (0u64, 0usize);
+    while let Some(part) = parts.next().await {
+        let part = part?;
+        stats.parts_read.fetch_add(1, Ordering::Relaxed);
+        stats
+            .bytes_read
+            .fetch_add(part.bytes.len() as u64, Ordering::Relaxed);
+        let n = if part.meta.file_metadata().schema_descr().root_schema() == descr.root_schema() {
+            splice(&mut writer, &part, &mut row_groups)?
+        } else {
+            let (key, bytes, s) = (part.key.clone(), part.bytes.clone(), schema.clone());
+            let batches = crate::base::pool::run(move || decode(&key, bytes, &s, None)).await??;
+            let mut n = 0;
+            for b in batches {
+                let mut writers = factory.create_column_writers(row_groups)?;
+                let mut leaf = 0;
+                for (field, column) in schema.fields().iter().zip(b.columns()) {
+                    for l in compute_leaves(field, column)? {
+                        let w = writers
+                            .get_mut(leaf)
+                            .ok_or_else(|| Error::Internal("more leaves than writers".into()))?;
+                        w.write(&l)?;
+                        leaf += 1;
+                    }
+                }
+                let mut rg = writer.next_row_group()?;
+                for w in writers {
+                    w.close()?.append_to_row_group(&mut rg)?;
+                }
+                rg.close()?;
+                row_groups += 1;
+                n += b.num_rows() as u64;
+            }
+            n
+        };
+        rows += n;
+        stats.rows.fetch_add(n, Ordering::Relaxed);
+    }
+    Ok((rows, writer.into_inner()?))
+}
+
+/// Splice the row groups of a checked part whose schema is the output's; its rows.
+fn splice<W: Write + Send>(
+    writer: &mut SerializedFileWriter<W>,
+    part: &Fetched,
+    row_groups: &mut usize,
+) -> Result<u64> {
+    let mut rows = 0u64;
+    for (i, rg) in part.meta.row_groups().iter().enumerate() {
+        let index = part.meta.page_index_for_row_group(i);
+        let mut out = writer.next_row_group()?;
+        for (j, column) in rg.columns().iter().enumerate() {
+            let bloom_filter = Sbbf::read_from_column_chunk(column, &part.bytes)
+                .map_err(|e| corrupt(&part.key, format!("unreadable bloom filter: {e}")))?;
+            let close = ColumnCloseResult {
+                bytes_written: u64::try_from(column.compressed_size())
+                    .map_err(|_| corrupt(&part.key, "a column chunk of negative size"))?,
+                rows_written: u64::try_from(rg.num_rows())
+                    .map_err(|_| corrupt(&part.key, "a row group of negative rows"))?,
+                metadata: column.clone(),
+                bloom_filter,
+                column_index: index.column_index(j).cloned(),
+                offset_index: index.offset_index(j).cloned(),
+            };
+            out.append_column(&part.bytes, close)?;
+        }
+        out.close()?;
+        *row_groups += 1;
+        rows += u64::try_from(rg.num_rows()).unwrap_or(0);
+    }
+    Ok(rows)
+}
