@@ -3,6 +3,7 @@
 //!
 //! cargo bench --bench read -- [--events 4000000] [--batch-rows 100000]
 //!     [--lookup-parts 2000] [--lookup-rows 1000] [--repeat 3] [--dir DIR]
+//!     [--lineage-bin target/release/lineage]
 //!
 //! 1. **scan throughput**: a store of `--events` demo events in parts of `--batch-rows`
 //!    rows is appended and sealed, read once to warm the page cache, then (median of
@@ -15,6 +16,11 @@
 //!    part fetched and checked), parts opened and time (median of `--repeat`).
 //! 3. **size cost**: the same rows encoded with part encoding 2 (no filters) and 3
 //!    (filters on feature_id and event_id), at `--lookup-rows` and `--batch-rows` rows.
+//! 4. **through the CLI** (with `--lineage-bin target/release/lineage`): whole processes
+//!    on the store of 1, page cache hot: `files`, `scan --out F.parquet` (every column and
+//!    row: the parts' column chunks copied), `scan --out F.arrow` (decoded) and
+//!    `scan --columns ... --out F.parquet` (decoded and encoded again); each run writes a
+//!    new file, nothing is deleted between timed runs; median of `--repeat`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::atomic::Ordering;
@@ -100,6 +106,11 @@ fn main() {
     let lookup_parts: usize = arg(&args, "--lookup-parts", 2_000);
     let lookup_rows: usize = arg(&args, "--lookup-rows", 1_000);
     let repeat: usize = arg(&args, "--repeat", 3).max(1);
+    let lineage_bin = args
+        .iter()
+        .position(|a| a == "--lineage-bin")
+        .and_then(|i| args.get(i + 1))
+        .map(std::path::PathBuf::from);
     let base = args
         .iter()
         .position(|a| a == "--dir")
@@ -151,6 +162,49 @@ fn main() {
                 bytes as f64 / s / 1e9,
                 rows as f64 / s / 1e6
             );
+        }
+
+        // 4. Through the CLI, whole processes.
+        if let Some(bin) = &lineage_bin {
+            let root = tmp.path().join("big");
+            let root = root.to_str().unwrap();
+            let out = tmp.path().join("out");
+            std::fs::create_dir_all(&out).unwrap();
+            let runs: [(&str, Vec<&str>, Option<&str>); 4] = [
+                ("files (checked, nothing decoded)", vec!["files"], None),
+                ("scan --out F.parquet (chunks copied)", vec!["scan"], Some("parquet")),
+                ("scan --out F.arrow (decoded)", vec!["scan"], Some("arrow")),
+                (
+                    "scan --columns (all 15 named) --out F.parquet (decoded, encoded)",
+                    vec!["scan", "--columns", "event_id,run_id,sequence,event_time_utc,stage,event_type,feature_id,source_crs,target_crs,outcome,strategy_index,accuracy_m,rejection_reason,tool_version,audit_tag"],
+                    Some("parquet"),
+                ),
+            ];
+            for (k, (name, cmd, ext)) in runs.iter().enumerate() {
+                let mut secs = Vec::new();
+                for i in 0..=repeat {
+                    let mut c = std::process::Command::new(bin);
+                    c.args(cmd).args(["--store", root]);
+                    if let Some(ext) = ext {
+                        let f = out.join(format!("r{k}-{i}.{ext}"));
+                        c.args(["--out", f.to_str().unwrap()]);
+                    }
+                    c.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+                    let t = Instant::now();
+                    let status = c.status().unwrap();
+                    let s = t.elapsed().as_secs_f64();
+                    assert!(status.success(), "{name}: {status}");
+                    if i > 0 {
+                        secs.push(s); // run 0 warms the cache and the binary
+                    }
+                }
+                let s = median(secs);
+                println!(
+                    "CLI {name}: {parts} parts, {:.1} MB in {s:.3} s = {:.2} GB/s",
+                    bytes as f64 / 1e6,
+                    bytes as f64 / s / 1e9
+                );
+            }
         }
 
         // 2. Feature lookup over many small parts.

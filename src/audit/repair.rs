@@ -25,6 +25,12 @@
 //! against the digest its seal records, a pointer only an index entry names against the
 //! index entry (same commit, run and time) and against its part, a part against the sha256,
 //! BLAKE3 and size its pointer records. The other store must have this store's identity.
+//!
+//! **Delta versions** the log lacks are written again, create-only, with or without
+//! `from`: a version is a pure function of its seal, the pointers it seals and their
+//! parts' footers ([`crate::history::delta::restore_missing`]), so once those are back the
+//! rebuilt bytes are the bytes that were there; a version whose parts are still missing is
+//! reported, not written.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
@@ -168,6 +174,24 @@ pub async fn repair_with(
         &mut out,
     )
     .await?;
+    // The Delta versions the log lacks, rebuilt from the (restored) seals, pointers and
+    // parts: a version is a pure function of them, so the bytes are the ones that were there.
+    if let Some((head, _)) = chain.head() {
+        let delta = crate::history::delta::restore_missing(store, head, opts.dry_run).await?;
+        out.restored.extend(
+            delta
+                .restored
+                .iter()
+                .map(|&v| crate::format::delta::version_key(v)),
+        );
+        out.missing
+            .extend(delta.missing.into_iter().map(|(v, why)| {
+                (
+                    crate::format::delta::version_key(v),
+                    format!("Delta version {v} cannot be rebuilt byte-identical: {why}"),
+                )
+            }));
+    }
     Ok(out)
 }
 

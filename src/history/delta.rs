@@ -274,6 +274,108 @@ pub async fn complete_log(store: &dyn AtomicPublisher, seq: u64) -> Result<u64> 
     Ok(seq + 1 - first)
 }
 
+/// What [`restore_missing`] did.
+#[derive(Debug, Default)]
+pub(crate) struct DeltaRestore {
+    /// Versions written again (with `dry_run`: that would be).
+    pub restored: Vec<u64>,
+    /// Versions missing that could not be written again byte-identical, with why.
+    pub missing: Vec<(u64, String)>,
+}
+
+/// Write again, create-only, every Delta version 0..=`head` the log lacks (`repair`).
+/// A version is a pure function of its seal, the pointers it seals and their parts'
+/// footers, so the bytes rebuilt are the bytes that were there: built by the sealer's own
+/// [`Builder`], from the version before the first missing one. A version whose pointers or
+/// part footers cannot all be read (a part still missing) would not be those bytes: it is
+/// reported, not written, and nothing after it is. A store with no Delta log at all (sealed
+/// before Delta versions existed) is left to its next `seal`.
+pub(crate) async fn restore_missing(
+    store: &dyn AtomicPublisher,
+    head: u64,
+    dry_run: bool,
+) -> Result<DeltaRestore> {
+    let mut out = DeltaRestore::default();
+    let listed = listed_versions(store).await?;
+    if listed.is_empty() || head == 0 {
+        return Ok(out);
+    }
+    let Some(first) = (0..=head).find(|v| !listed.contains(v)) else {
+        return Ok(out);
+    };
+    let Some(id) = crate::history::identity::read_identity(store).await? else {
+        out.missing.push((first, "the store has no identity (`_lineage/store.json`): its Delta versions cannot be rebuilt".into()));
+        return Ok(out);
+    };
+    let mut builder = match first {
+        0 => {
+            let Some(seal1) = read_seal(store, 1).await? else {
+                out.missing
+                    .push((0, "seal 1 is missing: restore it first".into()));
+                return Ok(out);
+            };
+            let b = Builder::new(&id.store_id, &seal1)?;
+            if !dry_run {
+                publish_version(store, 0, b.create()?).await?;
+            }
+            out.restored.push(0);
+            b
+        }
+        _ => {
+            let prev = store
+                .get(&version_key(first - 1))
+                .await?
+                .ok_or_else(|| Error::NotFound(version_key(first - 1)))?;
+            Builder::after(&id.store_id, first - 1, &prev)?
+        }
+    };
+    for v in first.max(1)..=head {
+        let built = match read_seal(store, v).await? {
+            None => Err(format!("seal {v} is missing: restore it first")),
+            Some(seal) => match builder.seal(store, &seal).await {
+                Err(e) => Err(e.to_string()),
+                Ok((_, adds)) if adds.iter().any(|a| a.stats.is_none()) => {
+                    let unread: Vec<&str> = adds
+                        .iter()
+                        .filter(|a| a.stats.is_none())
+                        .map(|a| a.pointer.part_path.as_str())
+                        .collect();
+                    Err(format!(
+                        "the footers of {} cannot be read (restore the parts first): {}",
+                        unread.len(),
+                        unread.join(", ")
+                    ))
+                }
+                Ok((bytes, _)) => Ok(bytes),
+            },
+        };
+        match built {
+            Ok(bytes) if !listed.contains(&v) => {
+                if !dry_run {
+                    publish_version(store, v, bytes).await?;
+                }
+                out.restored.push(v);
+            }
+            Ok(_) => {}
+            Err(why) => {
+                // Every missing version from here on depends on this one's table state.
+                for m in (v..=head).filter(|m| !listed.contains(m)) {
+                    out.missing.push((
+                        m,
+                        if m == v {
+                            why.clone()
+                        } else {
+                            format!("version {v} cannot be rebuilt first")
+                        },
+                    ));
+                }
+                break;
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// The table's newest Delta version that Delta readers see: the newest version such that
 /// versions 0..=it are all there (`None`: the store has no Delta log, e.g. it was sealed
 /// only before Delta versions existed, or never). One listing of `_delta_log/`.
