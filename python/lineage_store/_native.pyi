@@ -2,7 +2,7 @@
 
 import os
 from datetime import timedelta
-from typing import Any, Optional, Protocol, Union, final
+from typing import Any, Optional, Protocol, Sequence, Union, final
 
 import pyarrow
 
@@ -118,7 +118,7 @@ class Store:
     def verify(
         self,
         *,
-        public_key: Optional[StrPath] = None,
+        public_key: Union[StrPath, Sequence[StrPath], None] = None,
         expect_head: Optional[str] = None,
         sample: Optional[int] = None,
         sample_seed: Optional[int] = None,
@@ -126,14 +126,25 @@ class Store:
         grace: Union[str, float, timedelta, None] = None,
         check: bool = False,
         digest: str = "fastest",
+        signed_from: Optional[int] = None,
     ) -> VerifyReport:
         """Verify the store as ``lineage verify`` does; ``check=True`` raises
         ``VerifyError`` when the report is not clean. ``digest="all"`` recomputes every
-        digest a pointer records (sha256 always), as ``lineage verify --digest all``."""
+        digest a pointer records (sha256 always), as ``lineage verify --digest all``.
+        ``public_key``: one key file or several (every signed seal must verify under one);
+        ``signed_from``: every seal from that number on must be signed."""
     def delta_version(self) -> Optional[int]:
         """The newest Delta Lake version (version N is seal N), or None without a Delta log."""
-    def seal(self, signing_key: Optional[StrPath] = None) -> Seal:
-        """Seal every commit not sealed yet; keep the returned head outside the store."""
+    def seal(
+        self,
+        signing_key: Optional[StrPath] = None,
+        *,
+        allow_empty: bool = False,
+        allow_unsigned: bool = False,
+    ) -> Seal:
+        """Seal every commit not sealed yet; keep the returned head outside the store.
+        ``allow_empty``: a seal even with nothing new (``--allow-empty``);
+        ``allow_unsigned``: seal without a key after signed seals (``--unsigned``)."""
     def prove(
         self, commit_id: str, head: Optional[str] = None, *, seal: Optional[int] = None
     ) -> Proof:

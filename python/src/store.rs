@@ -15,9 +15,9 @@ use arrow_pyarrow::IntoPyArrow;
 use lineage_store::internal::merkle;
 use lineage_store::{
     check_all, open_with, parse_duration, part_location, prove, read_pointers, read_public_key,
-    read_signing_key, seal, snapshot, validate_all_listing, verify_with, AtomicPublisher,
-    CloudOptions, DigestCheck, Error, Format, Input, ProveAgainst, ReadOptions, ScanOptions,
-    SystemClock, VerifyOptions, Writer, DEFAULT_BATCH_ROWS, DEFAULT_CONCURRENCY,
+    read_signing_key, snapshot, validate_all_listing, verify_with, AtomicPublisher, CloudOptions,
+    DigestCheck, Error, Format, Input, ProveAgainst, ReadOptions, ScanOptions, SystemClock,
+    VerifyOptions, Writer, DEFAULT_BATCH_ROWS, DEFAULT_CONCURRENCY,
 };
 use pyo3::prelude::*;
 
@@ -302,12 +302,15 @@ impl Store {
     /// Prove every recorded part present and byte-identical, walk the seal chain, and
     /// report anything else in the store (as `lineage verify`). Returns the report; with
     /// `check=True`, raises `VerifyError` (carrying it) when it is not clean.
-    #[pyo3(signature = (*, public_key=None, expect_head=None, sample=None, sample_seed=None, since_seal=None, grace=None, check=false, digest="fastest"))]
+    /// `public_key`: a key file, or a list of them (every signed seal must verify under one;
+    /// keys rotate); `signed_from`: every seal from that number on must be signed (seals
+    /// before it may be unsigned), as `lineage verify --signed-from`.
+    #[pyo3(signature = (*, public_key=None, expect_head=None, sample=None, sample_seed=None, since_seal=None, grace=None, check=false, digest="fastest", signed_from=None))]
     #[allow(clippy::too_many_arguments)]
     fn verify(
         &self,
         py: Python<'_>,
-        public_key: Option<PathBuf>,
+        public_key: Option<Bound<'_, PyAny>>,
         expect_head: Option<String>,
         sample: Option<usize>,
         sample_seed: Option<u64>,
@@ -315,14 +318,23 @@ impl Store {
         grace: Option<Bound<'_, PyAny>>,
         check: bool,
         digest: &str,
+        signed_from: Option<u64>,
     ) -> PyResult<VerifyReport> {
         let digest = digest
             .parse::<DigestCheck>()
             .map_err(|e| errors::to_py(py, Error::Usage(format!("digest={e}"))))?;
-        let public_key = public_key
-            .as_deref()
-            .map(read_public_key)
-            .transpose()
+        // One path, or a list (or tuple) of paths.
+        let paths: Vec<PathBuf> = match public_key {
+            None => Vec::new(),
+            Some(k) => match k.extract::<PathBuf>() {
+                Ok(p) => vec![p],
+                Err(_) => k.extract::<Vec<PathBuf>>()?,
+            },
+        };
+        let public_keys = paths
+            .iter()
+            .map(|p| read_public_key(p))
+            .collect::<lineage_store::Result<Vec<_>>>()
             .py_err(py)?;
         if let Some(h) = &expect_head {
             if merkle::parse_hash(h).is_none() {
@@ -344,7 +356,8 @@ impl Store {
             sample,
             sample_seed,
             since_seal,
-            public_keys: public_key.into_iter().collect(),
+            public_keys,
+            signed_from,
             expect_head,
             digest,
             ..VerifyOptions::default()
@@ -372,16 +385,30 @@ impl Store {
     /// Seal every commit not sealed yet (hash chain, RFC 9162 Merkle root; signed with the
     /// Ed25519 secret key file from `keygen` when given). Keep the returned `head` outside
     /// the store: it is what detects cut-off seals.
-    #[pyo3(signature = (signing_key=None))]
-    fn seal(&self, py: Python<'_>, signing_key: Option<PathBuf>) -> PyResult<Seal> {
+    /// `allow_empty`: publish a seal even with nothing new (a heartbeat, as `lineage seal
+    /// --allow-empty`); `allow_unsigned`: seal without a key a store whose newest seal is
+    /// signed (as `--unsigned`; otherwise that raises).
+    #[pyo3(signature = (signing_key=None, *, allow_empty=false, allow_unsigned=false))]
+    fn seal(
+        &self,
+        py: Python<'_>,
+        signing_key: Option<PathBuf>,
+        allow_empty: bool,
+        allow_unsigned: bool,
+    ) -> PyResult<Seal> {
         let key = signing_key
             .as_deref()
             .map(read_signing_key)
             .transpose()
             .py_err(py)?;
+        let opts = lineage_store::SealOptions {
+            allow_empty,
+            allow_unsigned,
+            ..lineage_store::SealOptions::default()
+        };
         let store = self.inner.clone();
         let out = block_on(py, async move {
-            seal(store.as_ref(), &SystemClock, key.as_ref()).await
+            lineage_store::seal_with(store.as_ref(), &SystemClock, key.as_ref(), &opts).await
         })?
         .py_err(py)?;
         Ok(out.into())

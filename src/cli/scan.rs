@@ -135,29 +135,21 @@ async fn read(a: Args) -> Result<Status> {
         digest: a.read.digest,
         concurrency: a.read.concurrency,
     };
-    let copying = !to_stdout
-        && crate::read::out::OutFormat::of_path(&a.out)? == crate::read::out::OutFormat::Parquet
-        && crate::read::copy::copyable(&opts);
-    if copying {
-        // Every column and row to Parquet: the checked parts' column chunks are copied.
-        let stats = ScanStats::default();
-        crate::read::out::copy_file(store, &snap, &opts, &stats, &a.out).await?;
+    if !to_stdout {
+        // A file: `.parquet` of every column and row by copying column chunks, else decoded.
+        let (_, stats) = crate::read::out::scan_to_file(store, &snap, &opts, &a.out).await?;
         a.read.say(&snap, Some(&stats));
         return Ok(0);
     }
     let s = scan(store, &snap, &opts)?;
     let stats: Arc<ScanStats> = s.stats();
-    if to_stdout {
-        let w = std::io::BufWriter::with_capacity(1 << 20, std::io::stdout());
-        crate::read::out::write_stream(s, w)
-            .await
-            .map_err(|e| match e {
-                Error::Io { source, .. } => Error::io(STDOUT, source),
-                e => e,
-            })?;
-    } else {
-        crate::read::out::write_file(s, &a.out).await?;
-    }
+    let w = std::io::BufWriter::with_capacity(1 << 20, std::io::stdout());
+    crate::read::out::write_stream(s, w)
+        .await
+        .map_err(|e| match e {
+            Error::Io { source, .. } => Error::io(STDOUT, source),
+            e => e,
+        })?;
     a.read.say(&snap, Some(&stats));
     Ok(0)
 }

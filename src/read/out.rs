@@ -199,10 +199,31 @@ pub async fn write_file(scan: Scan, path: &Path) -> Result<Rows> {
     to_file(path, |w| drain(scan, format, w, |_| {})).await
 }
 
+/// Scan `snap` with `opts` into the file `path` (format from its extension) by the rule of
+/// [`write_file`]: rows written, and what the scan did. A `.parquet` file of every column
+/// and row is written by copying the checked parts' column chunks ([`crate::read::copy`]),
+/// anything else by decoding ([`crate::read::scan`]); either way every part is checked
+/// against its pointer before anything of it is written.
+pub async fn scan_to_file(
+    store: std::sync::Arc<dyn crate::publish::AtomicPublisher>,
+    snap: &crate::read::snapshot::Snapshot,
+    opts: &crate::read::scan::ScanOptions,
+    path: &Path,
+) -> Result<(Rows, std::sync::Arc<crate::read::scan::ScanStats>)> {
+    if OutFormat::of_path(path)? == OutFormat::Parquet && crate::read::copy::copyable(opts) {
+        let stats = std::sync::Arc::new(crate::read::scan::ScanStats::default());
+        let rows = copy_file(store, snap, opts, &stats, path).await?;
+        return Ok((rows, stats));
+    }
+    let s = crate::read::scan::scan(store, snap, opts)?;
+    let stats = s.stats();
+    Ok((write_file(s, path).await?, stats))
+}
+
 /// Write the parts of `snap` to the Parquet file `path` by copying their checked column
 /// chunks ([`crate::read::copy`]; the scan must be [`crate::read::copy::copyable`]), by
 /// the same temp-and-rename rule as [`write_file`].
-pub(crate) async fn copy_file(
+async fn copy_file(
     store: std::sync::Arc<dyn crate::publish::AtomicPublisher>,
     snap: &crate::read::snapshot::Snapshot,
     opts: &crate::read::scan::ScanOptions,

@@ -373,7 +373,7 @@ async fn deleted_delta_versions_are_rebuilt_byte_identical_once_their_parts_are_
     let out = repair_with(mem.as_ref(), None, &later(false))
         .await
         .unwrap();
-    assert_eq!(out.restored, [v0.clone()]);
+    assert_eq!(out.restored, std::slice::from_ref(&v0));
     let why = out
         .missing
         .iter()
