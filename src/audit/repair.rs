@@ -78,7 +78,7 @@ impl RepairOutcome {
 }
 
 /// How `repair` runs.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct RepairOptions {
     /// The repairer's time.
     pub now: DateTime<Utc>,
@@ -88,6 +88,12 @@ pub struct RepairOptions {
     pub dry_run: bool,
     /// Also adopt parts whose footer names no store (written before parts did).
     pub adopt_unidentified: bool,
+    /// The sha256 of the newest seal, known outside the store (an auditor's note, a
+    /// witness): with a `from` store, the seals after the store's newest one up to the one
+    /// with this digest are restored, the newest checked against it and each before it
+    /// against the `prev_sha256` of the one after. Without it nothing in the store records
+    /// the newest seals' digests, so they are never restored.
+    pub expect_head: Option<String>,
 }
 
 /// Adopt every orphan part older than `grace` (relative to `now`). With `dry_run`, only
@@ -103,6 +109,7 @@ pub async fn repair(
         grace,
         dry_run,
         adopt_unidentified: false,
+        expect_head: None,
     };
     repair_with(store, None, &opts).await
 }
@@ -357,6 +364,92 @@ async fn put_back(store: &dyn AtomicPublisher, key: &str, bytes: Bytes) -> Resul
     .map(|_| ())
 }
 
+/// Most seals `newest_seals` looks for after the store's newest one.
+const MAX_NEWEST_SEALS: u64 = 1_000_000;
+
+/// The seals of `src` after the store's newest one, up to the one whose sha256 is `head`,
+/// oldest first, each checked: the last against `head`, each before it against the
+/// `prev_sha256` of the one after, and the first's `prev_sha256` against the store's own
+/// newest seal. Nothing when the store's head is `head` already; otherwise what cannot be
+/// found or does not link is reported missing.
+async fn newest_seals(
+    src: &dyn AtomicPublisher,
+    chain: &chain::Chain,
+    head: &str,
+    out: &mut RepairOutcome,
+) -> Result<Vec<(String, Bytes)>> {
+    let head = head.to_ascii_lowercase();
+    let (local_seq, local_digest) = match chain.head() {
+        Some((n, d)) => (n, Some(d.to_ascii_lowercase())),
+        None => (0, None),
+    };
+    if local_digest.as_deref() == Some(head.as_str()) {
+        return Ok(Vec::new());
+    }
+    let mut tail: Vec<(String, Bytes)> = Vec::new();
+    let mut found = false;
+    for n in local_seq + 1..=local_seq.saturating_add(MAX_NEWEST_SEALS) {
+        let key = keys::seal_key(n);
+        let Some(bytes) = src.get(&key).await? else {
+            break;
+        };
+        let digest = sha256_hex(&bytes);
+        tail.push((key, bytes));
+        if digest == head {
+            found = true;
+            break;
+        }
+    }
+    let after = keys::seal_key(local_seq + 1);
+    if !found {
+        out.missing.push((
+            after,
+            format!(
+                "the expected head {head} is not the store's newest seal (seal {local_seq}), and {} holds no seal after it with that sha256",
+                src.describe()
+            ),
+        ));
+        return Ok(Vec::new());
+    }
+    // Each seal's digest is the `prev_sha256` of the one after; the first links to ours.
+    let mut want = head.clone();
+    for (key, bytes) in tail.iter().rev() {
+        let got = sha256_hex(bytes);
+        if got != want {
+            out.missing.push((
+                key.clone(),
+                format!(
+                    "{} holds it with sha256 {got}, the seal after it records {want}",
+                    src.describe()
+                ),
+            ));
+            return Ok(Vec::new());
+        }
+        let Ok(seal) = Seal::from_bytes(key, bytes) else {
+            out.missing.push((
+                key.clone(),
+                format!("{} holds no readable seal there", src.describe()),
+            ));
+            return Ok(Vec::new());
+        };
+        want = seal.prev_sha256.unwrap_or_default().to_ascii_lowercase();
+    }
+    if let Some(ours) = local_digest {
+        if want != ours {
+            out.missing.push((
+                after,
+                format!(
+                    "{}'s seal {} records prev_sha256 {want}, but this store's seal {local_seq} is {ours}: another history",
+                    src.describe(),
+                    local_seq + 1
+                ),
+            ));
+            return Ok(Vec::new());
+        }
+    }
+    Ok(tail)
+}
+
 /// Restore missing seals, pointers and parts from `src`; returns the pointer keys
 /// restored (or, with `dry_run`, that would be).
 async fn restore(
@@ -408,6 +501,23 @@ async fn restore(
                 .or_insert(e.sha256.to_lowercase());
         }
         next_prev = seal.prev_sha256.clone();
+    }
+    // 1b. The newest seals, which no seal records: only against a head known outside.
+    if let Some(head) = &opts.expect_head {
+        for (key, bytes) in newest_seals(src, &chain, head, out).await? {
+            let Ok(seal) = Seal::from_bytes(&key, &bytes) else {
+                continue;
+            };
+            if !opts.dry_run {
+                put_back(store, &key, bytes).await?;
+            }
+            out.restored.push(key);
+            for e in &seal.entries {
+                sealed
+                    .entry(e.key.clone())
+                    .or_insert(e.sha256.to_lowercase());
+            }
+        }
     }
     // 2. Pointers the seals or index entries record that are gone.
     let listing = store.list("").await?;

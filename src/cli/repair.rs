@@ -31,6 +31,11 @@ pub(crate) struct Args {
     /// their store): repair cannot tell them from parts copied in from another store.
     #[arg(long)]
     adopt_unidentified: bool,
+    /// With --from: the sha256 of the store's newest seal, known outside the store (an
+    /// auditor's note, a witness). The newest seals no later seal records are restored from
+    /// --from up to the seal with this digest, each checked against it.
+    #[arg(long, value_name = "SHA256", requires = "from")]
+    expect_head: Option<String>,
     /// Only say what would be restored and adopted.
     #[arg(long)]
     dry_run: bool,
@@ -41,6 +46,13 @@ pub(crate) struct Args {
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
     let grace = parse_duration(&a.grace)?;
+    if let Some(h) = &a.expect_head {
+        if crate::history::merkle::parse_hash(h).is_none() {
+            return Err(crate::base::error::Error::Usage(format!(
+                "--expect-head {h:?} is not a sha256 (64 hex digits)"
+            )));
+        }
+    }
     let store = a.store.open().await?;
     let from = match &a.from {
         Some(url) => {
@@ -56,6 +68,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         grace,
         dry_run: a.dry_run,
         adopt_unidentified: a.adopt_unidentified,
+        expect_head: a.expect_head.clone(),
     };
     let r = repair_with(store.as_ref(), from.as_deref(), &opts).await?;
     if a.json {

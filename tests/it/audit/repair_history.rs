@@ -23,6 +23,7 @@ fn later(dry_run: bool) -> RepairOptions {
         grace: Duration::seconds(1),
         dry_run,
         adopt_unidentified: false,
+        expect_head: None,
     }
 }
 
@@ -391,4 +392,76 @@ async fn deleted_delta_versions_are_rebuilt_byte_identical_once_their_parts_are_
     assert!(out.is_complete(), "{out:#?}");
     assert_eq!(out.restored, [sealed[0].part_path.clone(), v1.clone()]);
     assert_eq!(snapshot(mem.as_ref()).await, before, "byte-identical");
+}
+
+/// The newest seals, which no later seal records: restored only against a head known
+/// outside the store (`--expect-head`), each checked; a wrong head restores nothing.
+#[tokio::test]
+async fn the_newest_seals_are_restored_only_against_an_expected_head() {
+    let (mem, _, _) = store().await; // seal 1
+    seal(mem.as_ref(), &SystemClock, None).await.unwrap();
+    append(mem.clone(), 100, 100, 3).await;
+    let s3 = seal(mem.as_ref(), &SystemClock, None).await.unwrap();
+    let backup = copy_of(&mem).await;
+    let before = snapshot(mem.as_ref()).await;
+    let head = s3.head.clone();
+    let (k2, k3) = (keys::seal_key(2), keys::seal_key(3));
+    assert!(mem.tamper_remove(&k3));
+    assert!(mem.tamper_remove(&k2));
+    // Nothing records seals 2 and 3: without a head they stay gone, silently so.
+    let out = repair_with(mem.as_ref(), Some(backup.as_ref()), &later(false))
+        .await
+        .unwrap();
+    assert!(
+        !out.restored.contains(&k2) && !out.restored.contains(&k3),
+        "{out:#?}"
+    );
+    // A head that no seal of the backup has: nothing restored, named.
+    let mut wrong = later(false);
+    wrong.expect_head = Some("ab".repeat(32));
+    let out = repair_with(mem.as_ref(), Some(backup.as_ref()), &wrong)
+        .await
+        .unwrap();
+    assert!(
+        out.missing
+            .iter()
+            .any(|(k, why)| k == &k2 && why.contains("holds no seal after it")),
+        "{out:#?}"
+    );
+    assert!(mem.get(&k2).await.unwrap().is_none());
+    // A backup whose seal 2 was swapped: seal 3's prev_sha256 names it.
+    let forged = copy_of(&backup).await;
+    forged.tamper_put(&k2, Bytes::from_static(b"{\"not\": \"seal 2\"}"));
+    let mut right = later(false);
+    right.expect_head = Some(head.to_uppercase());
+    let out = repair_with(mem.as_ref(), Some(forged.as_ref()), &right)
+        .await
+        .unwrap();
+    assert!(
+        out.missing
+            .iter()
+            .any(|(k, why)| k == &k2 && why.contains("the seal after it records")),
+        "{out:#?}"
+    );
+    assert!(mem.get(&k2).await.unwrap().is_none());
+    // The right head: seals 2 and 3 back, byte-identical, the store as it was.
+    let out = repair_with(mem.as_ref(), Some(backup.as_ref()), &right)
+        .await
+        .unwrap();
+    assert!(out.is_complete(), "{out:#?}");
+    assert!(
+        out.restored.contains(&k2) && out.restored.contains(&k3),
+        "{out:#?}"
+    );
+    assert_eq!(snapshot(mem.as_ref()).await, before);
+    let r = verify_with(
+        mem.as_ref(),
+        &VerifyOptions {
+            expect_head: Some(head.clone()),
+            ..VerifyOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert!(r.problems.is_empty(), "{:#?}", r.problems);
 }
