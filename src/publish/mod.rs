@@ -16,6 +16,7 @@ use chrono::{DateTime, Utc};
 
 use crate::base::error::Result;
 
+mod beneath;
 pub mod checked;
 pub mod disorderly;
 pub mod faulty;
@@ -45,6 +46,10 @@ pub struct ObjectInfo {
     pub size: u64,
     /// Last modification time, when the backend knows it.
     pub modified: Option<DateTime<Utc>>,
+    /// On a local disk, when the entry is a symlink: its target (never followed; no
+    /// command reads, writes or deletes through it, and `verify` reports it as
+    /// `symlink`). `None` on object stores, which have no links.
+    pub link: Option<String>,
 }
 
 /// A store that can publish objects atomically and never over anything.

@@ -94,6 +94,11 @@ impl Strategy for Full {
         let window = window(opts);
         let mut wanted = Vec::new();
         for (i, o) in self.listing.iter().enumerate() {
+            if let Some(target) = &o.link {
+                // Never followed, never classified as what its name says.
+                report.push(ProblemKind::Symlink, &o.key, symlink_detail(target));
+                continue;
+            }
             self.sizes.insert(o.key.clone(), o.size);
             match keys::classify(&o.key) {
                 KeyKind::Part { .. } => {
@@ -269,6 +274,13 @@ impl Strategy for Full {
         }
         Ok(())
     }
+}
+
+/// What `verify` says of a symlink in the store.
+pub(crate) fn symlink_detail(target: &str) -> String {
+    format!(
+        "a symlink to {target:?}: lineage-store never follows it, but dataset readers (pyarrow, DuckDB) do and would read what it points to; remove it"
+    )
 }
 
 fn window(opts: &VerifyOptions) -> Window {

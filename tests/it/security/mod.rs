@@ -1,0 +1,5 @@
+//! Issue 26: what a writer with access to a local-disk store (or anyone who can create files
+//! there) can plant, and that nothing it plants hides from `verify` or makes a command read,
+//! write or delete outside the store.
+
+mod symlinks;
