@@ -49,6 +49,13 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
             r.bytes,
             r.kept
         ))?;
+        for k in &r.refused {
+            out(&format!("refused: {}", crate::base::text::printable(k)))?;
+        }
     }
-    Ok(0)
+    if r.refused.is_empty() {
+        Ok(0)
+    } else {
+        Ok(3)
+    }
 }

@@ -45,6 +45,7 @@ pub type ListHook = Arc<dyn Fn(&Path) + Send + Sync>;
 pub struct PosixPublisher {
     root: PathBuf,
     list_hook: Option<ListHook>,
+    delete_hook: Option<ListHook>,
     inject: Option<InjectedWriteError>,
 }
 
@@ -53,6 +54,7 @@ impl std::fmt::Debug for PosixPublisher {
         f.debug_struct("PosixPublisher")
             .field("root", &self.root)
             .field("list_hook", &self.list_hook.is_some())
+            .field("delete_hook", &self.delete_hook.is_some())
             .field("inject", &self.inject)
             .finish()
     }
@@ -79,6 +81,7 @@ impl PosixPublisher {
         Self {
             root: root.into(),
             list_hook: None,
+            delete_hook: None,
             inject: None,
         }
     }
@@ -86,6 +89,15 @@ impl PosixPublisher {
     /// Inject a [`ListHook`] (fault injection for tests; never needed otherwise).
     pub fn with_list_hook(mut self, hook: ListHook) -> Self {
         self.list_hook = Some(hook);
+        self
+    }
+
+    /// Call `hook` with a temp's path at the start of every
+    /// [`delete_temp`](AtomicPublisher::delete_temp): the window between `sweep`'s listing
+    /// and its unlink, in which a directory can be swapped for a symlink (fault injection
+    /// for tests; never needed otherwise).
+    pub fn with_delete_hook(mut self, hook: ListHook) -> Self {
+        self.delete_hook = Some(hook);
         self
     }
 
@@ -273,6 +285,9 @@ impl AtomicPublisher for PosixPublisher {
     async fn delete_temp(&self, key: &str) -> Result<()> {
         check_temp_key(key)?;
         let path = self.path_of(key)?;
+        if let Some(hook) = &self.delete_hook {
+            hook(&path);
+        }
         let (root, key) = (self.root.clone(), key.to_string());
         // The unlink is relative to the handle of the temp's directory, each directory on
         // the way opened without following a symlink: a directory swapped for a symlink

@@ -113,23 +113,24 @@ async fn check_part(
     want: Option<Want>,
     progress: &Progress,
 ) -> Found {
-    let size =
-        match listed {
-            Some(s) => Some(s),
-            // Not in the listing: look again (a POSIX walk is not a snapshot).
-            None => match store.list(&p.part_path).await {
-                Ok(l) => match l.into_iter().find(|o| o.key == p.part_path) {
-                    Some(o) if o.link.is_some() => return vec![(
+    let size = match listed {
+        Some(s) => Some(s),
+        // Not in the listing: look again (a POSIX walk is not a snapshot).
+        None => match store.list(&p.part_path).await {
+            Ok(l) => match l.into_iter().find(|o| o.key == p.part_path) {
+                Some(o) if o.link.is_some() => {
+                    return vec![(
                         ProblemKind::MissingPart,
                         format!(
                             "recorded by {key}; only a symlink is there, which is never followed"
                         ),
-                    )],
-                    o => o.map(|o| o.size),
-                },
-                Err(e) => return vec![(ProblemKind::MissingPart, format!("cannot list: {e}"))],
+                    )]
+                }
+                o => o.map(|o| o.size),
             },
-        };
+            Err(e) => return vec![(ProblemKind::MissingPart, format!("cannot list: {e}"))],
+        },
+    };
     let Some(size) = size else {
         return vec![(
             ProblemKind::MissingPart,

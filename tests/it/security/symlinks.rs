@@ -143,3 +143,174 @@ async fn a_symlinked_pointer_directory_cannot_hide_a_run() {
     // The pointer is never read through the link: nothing of the store is under it.
     assert!(store.get(&pk).await.unwrap().is_none());
 }
+
+/// Every file under `dir`, relative.
+pub(crate) fn files_under(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            } else {
+                out.push(e.path().strip_prefix(dir).unwrap().display().to_string());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[tokio::test]
+async fn no_publish_writes_through_a_symlinked_directory() {
+    let (tmp, root, ptrs) = local_store().await;
+    let outside = tmp.path().join("outside");
+    let run = &ptrs[0].run_id;
+    // Each directory a publish goes through, swapped for a link to the outside.
+    for (dir, key) in [
+        (
+            "run_id=x/target_crs=EPSG:4326".to_string(),
+            "run_id=x/target_crs=EPSG:4326/part-01a234d7-5435-7313-b465-2822b322f0a8.parquet"
+                .to_string(),
+        ),
+        (
+            format!("_lineage/commits/run_id={run}"),
+            keys::pointer_key(run, "01a234d7-5435-7313-b465-2822b322f0a8"),
+        ),
+        ("_lineage/seals".to_string(), keys::seal_key(99)),
+    ] {
+        let was = root.join(&dir);
+        if was.exists() {
+            std::fs::rename(&was, tmp.path().join("moved")).unwrap();
+        }
+        std::fs::create_dir_all(was.parent().unwrap()).unwrap();
+        symlink(&outside, &was).unwrap();
+        let e = PosixPublisher::new(&root)
+            .put_create(&key, bytes::Bytes::from_static(b"{}"))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(e, lineage_store::Error::Symlink { .. }),
+            "{key}: {e}"
+        );
+        assert_eq!(e.kind(), lineage_store::ErrorKind::Conflict);
+        assert!(e.to_string().contains(&dir), "{e}");
+        // Nothing was created where the link points, not even a temp.
+        assert_eq!(files_under(&outside), Vec::<String>::new(), "{key}");
+        std::fs::remove_file(&was).unwrap();
+        if tmp.path().join("moved").exists() {
+            std::fs::rename(tmp.path().join("moved"), &was).unwrap();
+        }
+    }
+}
+
+#[test]
+fn append_seal_and_replicate_refuse_a_symlinked_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let outside = tmp.path().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    let lake = tmp.path().join("lake");
+    let input = crate::support::ndjson("x", 4, "t");
+    let append = |store: &Path| {
+        crate::support::lineage(
+            &["append", "--store", store.to_str().unwrap(), "--input", "-"],
+            Some(input.as_bytes()),
+        )
+    };
+    // A partition directory planted as a link: the part is never written into it.
+    std::fs::create_dir_all(lake.join("run_id=x")).unwrap();
+    symlink(&outside, lake.join("run_id=x/target_crs=EPSG:4326")).unwrap();
+    let o = append(&lake);
+    let (_, err) = crate::support::text(&o);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("refusing to follow the symlink")
+            && err.contains("run_id=x/target_crs=EPSG:4326"),
+        "{err}"
+    );
+    assert_eq!(files_under(&outside), Vec::<String>::new());
+    std::fs::remove_file(lake.join("run_id=x/target_crs=EPSG:4326")).unwrap();
+
+    // `_lineage` a link: no pointer, identity, index or seal lands where it points.
+    let lake = tmp.path().join("lake2");
+    std::fs::create_dir(&lake).unwrap();
+    symlink(&outside, lake.join("_lineage")).unwrap();
+    let o = append(&lake);
+    assert_eq!(o.status.code(), Some(3), "{}", crate::support::text(&o).1);
+    let o = crate::support::lineage(
+        &[
+            "seal",
+            "--store",
+            lake.to_str().unwrap(),
+            "--unsigned",
+            "--allow-empty",
+        ],
+        None,
+    );
+    assert_ne!(o.status.code(), Some(0), "{}", crate::support::text(&o).1);
+    assert_eq!(files_under(&outside), Vec::<String>::new());
+    std::fs::remove_file(lake.join("_lineage")).unwrap();
+
+    // A replica whose partition directory is a link: replicate refuses, writes nothing there.
+    let src = tmp.path().join("src");
+    let o = append(&src);
+    assert_eq!(o.status.code(), Some(0), "{}", crate::support::text(&o).1);
+    let dst = tmp.path().join("dst");
+    std::fs::create_dir_all(dst.join("run_id=x")).unwrap();
+    symlink(&outside, dst.join("run_id=x/target_crs=EPSG:4326")).unwrap();
+    let o = crate::support::lineage(
+        &[
+            "replicate",
+            "--from",
+            src.to_str().unwrap(),
+            "--to",
+            dst.to_str().unwrap(),
+        ],
+        None,
+    );
+    let (_, err) = crate::support::text(&o);
+    assert_ne!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("refusing to follow the symlink"), "{err}");
+    assert_eq!(files_under(&outside), Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn sweep_never_deletes_through_a_directory_swapped_for_a_symlink_after_its_listing() {
+    let (tmp, root, ptrs) = local_store().await;
+    let dir = Path::new(&ptrs[0].part_path)
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    // A stale temp in the partition, and a file of the same name outside.
+    let name = ".part-x.parquet.01a234d7d1f871bf905b92fa03a6ffe4.tmp";
+    std::fs::write(root.join(&dir).join(name), b"stale").unwrap();
+    let outside = tmp.path().join("outside");
+    std::fs::write(outside.join(name), b"not the store's").unwrap();
+    // Between the listing and the unlink, the partition becomes a link to the outside.
+    let (from, moved) = (root.join(&dir), tmp.path().join("moved"));
+    let link_to = outside.clone();
+    let swapped = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let once = swapped.clone();
+    let store = PosixPublisher::new(&root).with_delete_hook(Arc::new(move |_| {
+        if !once.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            std::fs::rename(&from, &moved).unwrap();
+            symlink(&link_to, &from).unwrap();
+        }
+    }));
+    let out = lineage_store::sweep_all(&store, false).await.unwrap();
+    assert!(swapped.load(std::sync::atomic::Ordering::SeqCst));
+    assert_eq!(out.removed, Vec::<String>::new());
+    assert_eq!(out.refused.len(), 1, "{:?}", out.refused);
+    assert!(
+        out.refused[0].contains("refusing to follow the symlink"),
+        "{:?}",
+        out.refused
+    );
+    assert_eq!(
+        std::fs::read(outside.join(name)).unwrap(),
+        b"not the store's"
+    );
+    // The temp is still where it was (in the moved directory).
+    assert!(tmp.path().join("moved").join(name).exists());
+}
