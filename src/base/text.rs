@@ -1,11 +1,9 @@
 //! Text from a store or an input made safe to print: control characters escaped (a file
 //! name or a pointer field holding a newline or an escape sequence cannot forge a line of
-//! a report, nor drive the terminal), and long values cut short.
+//! a report, nor drive the terminal). Values quoted in messages are cut short by
+//! `schema::rules::quote`.
 
 use std::borrow::Cow;
-
-/// Most characters of a value any message quotes ([`clip`]).
-pub(crate) const QUOTE_CHARS: usize = 64;
 
 /// `s` with every control character (C0, DEL, C1) and every Unicode line or paragraph
 /// separator or bidirectional control written as a Rust escape (`\n`, `\u{1b}`); `s`
@@ -32,17 +30,6 @@ fn needs_escape(c: char) -> bool {
         || ('\u{2066}'..='\u{2069}').contains(&c)
 }
 
-/// `s` quoted for a message: escaped like [`printable`], at most [`QUOTE_CHARS`]
-/// characters of it, and how many more there were.
-pub(crate) fn clip(s: &str) -> String {
-    let n = s.chars().count();
-    if n <= QUOTE_CHARS {
-        return format!("{:?}", s);
-    }
-    let head: String = s.chars().take(QUOTE_CHARS).collect();
-    format!("{:?}… ({} more characters)", head, n - QUOTE_CHARS)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -55,14 +42,5 @@ mod tests {
             "x\\nclean: no problems\\u{1b}[2K"
         );
         assert_eq!(printable("a\u{202e}b"), "a\\u{202e}b");
-    }
-
-    #[test]
-    fn long_values_are_clipped_to_64_characters() {
-        let long = "é".repeat(1000);
-        let q = clip(&long);
-        assert!(q.starts_with(&format!("\"{}\"", "é".repeat(64))), "{q}");
-        assert!(q.ends_with("(936 more characters)"), "{q}");
-        assert_eq!(clip("short"), "\"short\"");
     }
 }

@@ -306,9 +306,13 @@ pub(crate) fn check_key(key: &str) -> Result<()> {
             .split('/')
             .any(|s| s.is_empty() || s == "." || s == "..");
     if bad {
-        return Err(crate::base::error::Error::Internal(format!(
-            "refusing unsafe object key {key:?}"
-        )));
+        // Such a key only ever comes from what a store holds (a hostile pointer or seal):
+        // every key lineage-store builds is safe. A conflict naming it, not an internal error.
+        return Err(crate::base::error::Error::Corrupt {
+            what: "object key",
+            key: crate::schema::rules::quote(key),
+            message: "refusing an unsafe key (absolute, `.` or `..`, an empty segment, a backslash or NUL): it could name something outside the store".into(),
+        });
     }
     Ok(())
 }

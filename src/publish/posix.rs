@@ -237,6 +237,10 @@ impl AtomicPublisher for PosixPublisher {
                 Some(i) => &prefix[..i],
                 None => "",
             };
+            // A listing prefix is checked like any key: it never leaves the root.
+            if !dir_part.is_empty() {
+                check_key(dir_part)?;
+            }
             let mut out = Vec::new();
             let Some(start) = beneath::open_dir_to_read(&root, dir_part)? else {
                 return Ok(out);
@@ -262,6 +266,10 @@ impl AtomicPublisher for PosixPublisher {
                 Some(i) => &prefix[..i],
                 None => "",
             };
+            // A listing prefix is checked like any key: it never leaves the root.
+            if !dir_part.is_empty() {
+                check_key(dir_part)?;
+            }
             let mut out = Vec::new();
             let Some(start) = beneath::open_dir_to_read(&root, dir_part)? else {
                 return Ok(out);

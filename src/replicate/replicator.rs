@@ -369,7 +369,7 @@ async fn run(r: &mut Replicator) -> Result<Summary> {
             summary.skipped.push(NotCopied {
                 reason: format!(
                     "a symlink to {}, never followed (`lineage verify` names it)",
-                    crate::base::text::clip(target)
+                    crate::schema::rules::quote(target)
                 ),
                 key: o.key,
             });

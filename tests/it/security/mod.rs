@@ -2,4 +2,5 @@
 //! there) can plant, and that nothing it plants hides from `verify` or makes a command read,
 //! write or delete outside the store.
 
+mod hostile_pointers;
 mod symlinks;

@@ -14,7 +14,7 @@ use lineage_store::ProblemKind as K;
 use crate::support::audit::{append, of_kind, verify_later};
 
 /// A local store of a few commits (verified clean), and a directory outside it.
-pub(crate) async fn local_store() -> (tempfile::TempDir, PathBuf, Vec<Pointer>) {
+pub async fn local_store() -> (tempfile::TempDir, PathBuf, Vec<Pointer>) {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("lake");
     let store = Arc::new(PosixPublisher::new(&root));
@@ -26,7 +26,7 @@ pub(crate) async fn local_store() -> (tempfile::TempDir, PathBuf, Vec<Pointer>) 
 }
 
 /// Copy a directory tree (files only).
-pub(crate) fn copy_tree(from: &Path, to: &Path) {
+pub fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap() {
         let e = e.unwrap();
@@ -145,7 +145,7 @@ async fn a_symlinked_pointer_directory_cannot_hide_a_run() {
 }
 
 /// Every file under `dir`, relative.
-pub(crate) fn files_under(dir: &Path) -> Vec<String> {
+pub fn files_under(dir: &Path) -> Vec<String> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
