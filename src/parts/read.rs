@@ -20,7 +20,7 @@ use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
 };
 use parquet::arrow::ProjectionMask;
-use parquet::file::metadata::{PageIndexPolicy, ParquetMetaDataReader};
+use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader};
 use parquet::file::reader::{ChunkReader, Length};
 
 use crate::base::digest::{Digests, Hasher, Want};
@@ -326,6 +326,50 @@ pub(crate) async fn fetch_footer(src: &Source<'_>, key: &str, size: u64) -> Resu
     Ok(Footer { start, bytes, meta })
 }
 
+/// Most rows a part of a given size can hold: one bit a row. Every row holds a unique
+/// `event_id` and `sequence`, so no real part comes near it (lineage-store's own parts
+/// hold a few bytes a row at least); a footer claiming more lies.
+pub const MAX_ROWS_PER_BYTE: u64 = 8;
+
+/// Why a footer's row counts cannot be the part's, or `None`: the file's `num_rows` is the
+/// sum of its row groups', every column chunk holds as many values as its row group has
+/// rows (the contract's columns are flat: a null is a value), no count is negative, and
+/// the total is at most [`MAX_ROWS_PER_BYTE`] times the part's size. A footer patched to
+/// claim 2^62 rows would otherwise be believed by `verify`, adopted by `repair` and
+/// exported, while readers fail to allocate or hang.
+pub fn row_count_problem(meta: &ParquetMetaData, size: u64) -> Option<String> {
+    let file_rows = meta.file_metadata().num_rows();
+    let mut sum: i128 = 0;
+    for (g, rg) in meta.row_groups().iter().enumerate() {
+        let rows = rg.num_rows();
+        if rows < 0 {
+            return Some(format!("footer: row group {g} claims {rows} rows"));
+        }
+        sum += i128::from(rows);
+        for col in rg.columns() {
+            if col.num_values() != rows {
+                return Some(format!(
+                    "footer: row group {g} has {rows} rows but its column {} holds {} values",
+                    col.column_path(),
+                    col.num_values()
+                ));
+            }
+        }
+    }
+    if i128::from(file_rows) != sum {
+        return Some(format!(
+            "footer: the file claims {file_rows} rows but its row groups hold {sum}"
+        ));
+    }
+    let most = u128::from(size) * u128::from(MAX_ROWS_PER_BYTE);
+    if u128::try_from(sum).unwrap_or(u128::MAX) > most {
+        return Some(format!(
+            "footer: {sum} rows cannot fit in {size} bytes (at most {MAX_ROWS_PER_BYTE} rows a byte)"
+        ));
+    }
+    None
+}
+
 async fn facts_from(
     src: &Source<'_>,
     key: &str,
@@ -338,6 +382,9 @@ async fn facts_from(
         bytes: footer,
         meta,
     } = fetch_footer(src, key, size).await?;
+    if let Some(why) = row_count_problem(&meta, size) {
+        return Err(bad(why));
+    }
     let kv = |name: &str| {
         meta.file_metadata()
             .key_value_metadata()

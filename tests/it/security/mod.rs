@@ -3,4 +3,5 @@
 //! write or delete outside the store.
 
 mod hostile_pointers;
+mod lying_footers;
 mod symlinks;
