@@ -80,6 +80,15 @@ async fn resolve(
     local(PathBuf::from(url), store)
 }
 
+/// The directory a store URL names on the local disk (a path or `file:///…`), or `None`
+/// for any other store.
+pub fn local_path(url: &str) -> Option<PathBuf> {
+    if let Some(rest) = url.strip_prefix("file://") {
+        return Some(PathBuf::from(rest));
+    }
+    (!url.contains("://") && !url.starts_with("memory:")).then(|| PathBuf::from(url))
+}
+
 /// The local-disk publisher at `root`, after [`check_local_root`] when it is a store.
 fn local(root: PathBuf, store: bool) -> Result<Arc<dyn AtomicPublisher>> {
     if store {

@@ -3,5 +3,6 @@
 //! write or delete outside the store.
 
 mod hostile_pointers;
+mod keys;
 mod lying_footers;
 mod symlinks;
