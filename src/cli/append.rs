@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::base::error::Result;
 use crate::base::rejection::DEFAULT_MAX_ERRORS;
-use crate::cli::common::{json_line, out, refusal_json, Status, StoreArg};
+use crate::cli::common::{json_line, out, out_raw, refusal_json, Status, StoreArg};
 use crate::format::pointer::Pointer;
 use crate::write::input::{self, Format};
 use crate::write::writer::{Writer, DEFAULT_BATCH_ROWS};
@@ -46,7 +46,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     let result = append(a).await;
     if let (true, Err(e)) = (json, &result) {
         if let Some(v) = refusal_json(e) {
-            out(&json_line(&v)?)?;
+            out_raw(&json_line(&v)?)?;
         }
     }
     result
@@ -86,7 +86,7 @@ async fn append(a: Args) -> Result<Status> {
     if done.commits == 0 {
         // Empty input is a no-op, not an error (README, "Input"), and says so.
         let note = "the input holds no events: nothing was appended";
-        return out(&if a.json {
+        return out_raw(&if a.json {
             json_line(
                 &serde_json::json!({"empty_input": true, "commits": 0, "rows": 0, "note": note}),
             )?
@@ -123,7 +123,7 @@ fn stdout_gone(commits: u64, rows: u64) -> Result<Status> {
 
 fn print_commit(p: &Pointer, json: bool) -> Result<()> {
     if json {
-        out(&json_line(p)?)
+        out_raw(&json_line(p)?)
     } else {
         out(&format!(
             "committed {} rows={} bytes={} sha256={} {}",

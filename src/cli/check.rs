@@ -8,7 +8,7 @@ use serde_json::json;
 
 use crate::base::error::Result;
 use crate::base::rejection::DEFAULT_MAX_ERRORS;
-use crate::cli::common::{json_line, out, refusal_json, Status};
+use crate::cli::common::{json_line, out, out_raw, refusal_json, Status};
 use crate::write::check::{check, CheckOptions, CheckReport};
 use crate::write::input::{Format, Input};
 use crate::write::writer::DEFAULT_BATCH_ROWS;
@@ -56,16 +56,16 @@ pub(crate) fn run(a: Args) -> Result<Status> {
                     .map_err(|e| crate::base::error::Error::Internal(e.to_string()))?;
                 v["valid"] = json!(true);
                 v["format"] = json!(format.flag());
-                out(&json_line(&v)?)?;
+                out_raw(&json_line(&v)?)?;
             } else {
-                out(&summary(&report))?;
+                out_raw(&summary(&report))?;
             }
             Ok(0)
         }
         Err(e) => {
             if a.json {
                 if let Some(v) = refusal_json(&e) {
-                    out(&json_line(&v)?)?;
+                    out_raw(&json_line(&v)?)?;
                 }
             } else if let Some(r) = e.rejection() {
                 out(&format!(

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use crate::base::clock::SystemClock;
 use crate::base::error::Result;
-use crate::cli::common::{json_line, out, Status, StoreArg};
+use crate::cli::common::{json_line, out, out_raw, Status, StoreArg};
 use crate::history::sealer::{seal_with, SealOptions};
 use crate::history::signing::{check_signing_key_file, read_signing_key};
 
@@ -54,7 +54,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     };
     let s = seal_with(store.as_ref(), &SystemClock, key.as_ref(), &opts).await?;
     if a.json {
-        out(&json_line(&s)?)?;
+        out_raw(&json_line(&s)?)?;
     } else if s.nothing_new {
         match s.seq {
             0 => out("nothing to seal: the store has no commits and no seal")?,

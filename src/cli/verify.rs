@@ -13,7 +13,7 @@ use crate::audit::verify::report_dir::{read_shard_reports, write_shard_report};
 use crate::audit::verify::{verify_with, VerifyOptions};
 use crate::base::error::{Error, Result};
 use crate::base::time::parse_duration;
-use crate::cli::common::{json_line, out, Status, StoreArg};
+use crate::cli::common::{json_line, out, out_raw, Status, StoreArg};
 use crate::history::signing::read_public_key;
 use crate::publish::store::{open_plain, CloudOptions};
 
@@ -195,7 +195,7 @@ async fn check(a: Args) -> Result<Status> {
         if let Some(w) = &written {
             v["report_written"] = serde_json::Value::String(w.clone());
         }
-        out(&json_line(&v)?)?;
+        out_raw(&json_line(&v)?)?;
     } else {
         let mut lines = replica
             .as_ref()
@@ -255,7 +255,7 @@ async fn merge(a: &Args, files: &[PathBuf]) -> Result<Status> {
     }
     let report = crate::audit::verify::shard::merge(reports)?;
     if a.json {
-        out(&json_line(&report)?)?;
+        out_raw(&json_line(&report)?)?;
     } else {
         print_report(&report, &[], 0)?;
     }

@@ -5,4 +5,5 @@
 mod hostile_pointers;
 mod keys;
 mod lying_footers;
+mod output;
 mod symlinks;
