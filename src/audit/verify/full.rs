@@ -106,6 +106,7 @@ impl Strategy for Full {
                 }
                 KeyKind::Pointer { .. } => wanted.push(Wanted {
                     sealed: sealed_as(chain, &o.key),
+                    listed_size: Some(o.size),
                     key: o.key.clone(),
                 }),
                 KeyKind::Temp => match flight::judge_temp(&o.key, &window) {
@@ -145,6 +146,7 @@ impl Strategy for Full {
             let owned = scope.is_none_or(|s| s.owns_pointer(&leaf.key));
             if owned && seen.insert(leaf.key.clone()) {
                 wanted.push(Wanted {
+                    listed_size: None,
                     key: leaf.key.clone(),
                     sealed: sealed_as(chain, &leaf.key),
                 });

@@ -6,4 +6,5 @@ mod hostile_pointers;
 mod keys;
 mod lying_footers;
 mod output;
+mod sizes;
 mod symlinks;
