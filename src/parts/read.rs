@@ -21,6 +21,8 @@ use parquet::arrow::arrow_reader::{
 };
 use parquet::arrow::ProjectionMask;
 use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader};
+
+use crate::schema::rules::quote;
 use parquet::file::reader::{ChunkReader, Length};
 
 use crate::base::digest::{Digests, Hasher, Want};
@@ -195,6 +197,19 @@ pub struct PartFacts {
     pub event_time_us: Option<(i64, i64)>,
 }
 
+/// Values read from a part, as a message shows them: at most [`VALUES_SHOWN`], each
+/// quoted at most 64 characters ([`quote`]), and how many more.
+fn quote_all(values: &[String]) -> String {
+    let mut shown: Vec<String> = values.iter().take(VALUES_SHOWN).map(|v| quote(v)).collect();
+    if values.len() > VALUES_SHOWN {
+        shown.push(format!("… {} more", values.len() - VALUES_SHOWN));
+    }
+    format!("[{}]", shown.join(", "))
+}
+
+/// Most values of one column a message lists.
+const VALUES_SHOWN: usize = 5;
+
 impl PartFacts {
     /// Why this part does not belong at `run_id`/`target_crs` as commit `commit_id` of a
     /// registered contract version, or `None` when it does.
@@ -202,9 +217,10 @@ impl PartFacts {
         let mut why = Vec::new();
         match &self.commit_id {
             None => why.push("footer carries no lineage_commit_id".to_string()),
-            Some(c) if c != commit_id => {
-                why.push(format!("footer commit id {c}, expected {commit_id}"))
-            }
+            Some(c) if c != commit_id => why.push(format!(
+                "footer commit id {}, expected {commit_id}",
+                quote(c)
+            )),
             Some(_) => {}
         }
         match &self.schema_version {
@@ -216,7 +232,8 @@ impl PartFacts {
                         .map(|c| c.version.clone())
                         .collect();
                     why.push(format!(
-                        "footer schema version {v} is not registered (registered: {})",
+                        "footer schema version {} is not registered (registered: {})",
+                        quote(v),
                         registered.join(", ")
                     ));
                 }
@@ -233,14 +250,14 @@ impl PartFacts {
         }
         if self.run_ids.iter().any(|r| r != run_id) {
             why.push(format!(
-                "run_id values {:?} differ from the path's {run_id:?}",
-                self.run_ids
+                "run_id values {} differ from the path's {run_id:?}",
+                quote_all(&self.run_ids)
             ));
         }
         if self.target_crs.iter().any(|t| t != target_crs) {
             why.push(format!(
-                "target_crs values {:?} differ from the path's {target_crs:?}",
-                self.target_crs
+                "target_crs values {} differ from the path's {target_crs:?}",
+                quote_all(&self.target_crs)
             ));
         }
         (!why.is_empty()).then(|| why.join("; "))
@@ -254,10 +271,12 @@ impl PartFacts {
         match (&self.store_id, store_id) {
             (Some(p), Some(s)) if p == s => None,
             (Some(p), Some(s)) => Some(format!(
-                "its footer names store {p}, but this store is {s}: it was written to another store and copied in"
+                "its footer names store {}, but this store is {s}: it was written to another store and copied in",
+                quote(p)
             )),
             (Some(p), None) => Some(format!(
-                "its footer names store {p}, but this store has no identity (_lineage/store.json)"
+                "its footer names store {}, but this store has no identity (_lineage/store.json)",
+                quote(p)
             )),
             (None, _) => Some(
                 "its footer names no store (written before parts named their store, or not by lineage-store), so nothing ties it to this store".into(),

@@ -105,3 +105,38 @@ async fn refused_urls_are_named_without_their_secrets() {
         }
     }
 }
+
+#[tokio::test]
+async fn a_huge_value_in_a_planted_part_is_quoted_short() {
+    use crate::support::bad_input::{contract_batch, parquet, with};
+    let (_tmp, root, ptrs) = local_store().await;
+    let huge = "R".repeat(1 << 20);
+    let b = contract_batch(3);
+    let col: arrow_array::ArrayRef =
+        std::sync::Arc::new(arrow_array::StringArray::from(vec![huge.as_str(); 3]));
+    let b = with(&b, "run_id", col);
+    let dir = std::path::Path::new(&ptrs[0].part_path)
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let planted = dir.join("part-01a234d7-5435-7313-b465-2822b322f0a8.parquet");
+    std::fs::write(root.join(&planted), parquet(&b)).unwrap();
+    let o = lineage(
+        &["verify", "--store", root.to_str().unwrap(), "--grace", "0s"],
+        None,
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}{err}");
+    let line = out
+        .lines()
+        .find(|l| l.contains(planted.to_str().unwrap()))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        line.len() < 2048,
+        "a line of {} bytes: {}",
+        line.len(),
+        &line[..300]
+    );
+    assert!(!line.contains(&"R".repeat(65)), "{}", &line[..300]);
+    assert!(out.len() < 16 * 1024, "{} bytes of output", out.len());
+}
