@@ -92,3 +92,49 @@ async fn repeated_problems_are_counted_past_a_cap_and_all_kept_in_json() {
     let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(r["problems"].as_array().unwrap().len(), 50);
 }
+
+#[test]
+fn a_line_longer_than_the_limit_is_refused_naming_it_and_memory_stays_bounded() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("lake");
+    // A 5000-byte line 3 under --max-line-bytes 1000: refused, nothing published.
+    let mut input = crate::support::ndjson("r", 4, "t");
+    let lines: Vec<&str> = input.lines().collect();
+    let long = lines[2].replace(
+        "\"audit_tag\":\"t\"",
+        &format!("\"audit_tag\":\"{}\"", "x".repeat(5000)),
+    );
+    input = format!("{}\n{}\n{long}\n{}\n", lines[0], lines[1], lines[3]);
+    let file = tmp.path().join("in.ndjson");
+    std::fs::write(&file, &input).unwrap();
+    let (s, f) = (store.to_str().unwrap(), file.to_str().unwrap());
+    let limited = ["--max-line-bytes", "1000", "--input", f, "--store", s];
+    let o = crate::support::lineage(&[&["append"][..], &limited].concat(), None);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("line 3: longer than 1000 bytes"), "{err}");
+    assert!(!store.exists() || std::fs::read_dir(&store).unwrap().next().is_none());
+    // The default limit accepts it.
+    let o = crate::support::lineage(&["check", "--input", file.to_str().unwrap()], None);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o).1);
+
+    // A 256 MiB line under the default 64 MiB limit:
+    // refused with the peak memory far below the line's size.
+    let huge = tmp.path().join("huge.ndjson");
+    {
+        use std::io::Write;
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&huge).unwrap());
+        f.write_all(b"{\"event_id\":\"").unwrap();
+        let chunk = vec![b'a'; 1 << 20];
+        for _ in 0..256 {
+            f.write_all(&chunk).unwrap();
+        }
+        f.write_all(b"\"}\n").unwrap();
+    }
+    let (o, peak) = peak_rss_kib(&["check", "--input", huge.to_str().unwrap()]);
+    let (_, err) = text(&o);
+    eprintln!("check peak RSS with a 256 MiB line: {peak} KiB");
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("line 1: longer than 67108864 bytes"), "{err}");
+    assert!(peak < 200 * 1024, "{peak} KiB");
+}
