@@ -48,6 +48,10 @@ pub enum ProblemKind {
     MalformedPart,
     /// An object lineage-store did not write.
     ForeignObject,
+    /// A symlink inside a local store (to a file or a directory; named with its target).
+    /// No command follows one, so what it points to is not part of the store; readers
+    /// such as pyarrow or DuckDB would follow it and see other rows.
+    Symlink,
     /// An object under `_lineage/` that is none of the kinds lineage-store writes there
     /// (a copy of a part, notes, a file in a pointer's directory that is not a pointer):
     /// readers skip `_lineage/`, so nothing else would ever show it.

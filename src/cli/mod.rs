@@ -144,14 +144,18 @@ fn fail(e: &Error) -> ExitCode {
         // Refused input: one line per error, each as it would read alone.
         Some(r) => {
             for line in r.errors.iter().map(ToString::to_string).chain(r.more()) {
-                let _ = writeln!(err, "error: {line}");
+                let _ = writeln!(err, "error: {}", crate::base::text::printable(&line));
             }
             if let Some(h) = &r.hint {
                 let _ = writeln!(err, "hint: {h}");
             }
         }
         None => {
-            let _ = writeln!(err, "error: {}", with_causes(e));
+            let _ = writeln!(
+                err,
+                "error: {}",
+                crate::base::text::printable(&with_causes(e))
+            );
         }
     }
     let code = match e.kind() {

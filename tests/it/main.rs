@@ -27,5 +27,6 @@ mod layering;
 mod publish;
 mod read;
 mod replicate;
+mod security;
 mod witness;
 mod write;

@@ -94,6 +94,11 @@ impl Strategy for Full {
         let window = window(opts);
         let mut wanted = Vec::new();
         for (i, o) in self.listing.iter().enumerate() {
+            if let Some(target) = &o.link {
+                // Never followed, never classified as what its name says.
+                report.push(ProblemKind::Symlink, &o.key, symlink_detail(target));
+                continue;
+            }
             self.sizes.insert(o.key.clone(), o.size);
             match keys::classify(&o.key) {
                 KeyKind::Part { .. } => {
@@ -101,6 +106,7 @@ impl Strategy for Full {
                 }
                 KeyKind::Pointer { .. } => wanted.push(Wanted {
                     sealed: sealed_as(chain, &o.key),
+                    listed_size: Some(o.size),
                     key: o.key.clone(),
                 }),
                 KeyKind::Temp => match flight::judge_temp(&o.key, &window) {
@@ -140,6 +146,7 @@ impl Strategy for Full {
             let owned = scope.is_none_or(|s| s.owns_pointer(&leaf.key));
             if owned && seen.insert(leaf.key.clone()) {
                 wanted.push(Wanted {
+                    listed_size: None,
                     key: leaf.key.clone(),
                     sealed: sealed_as(chain, &leaf.key),
                 });
@@ -269,6 +276,13 @@ impl Strategy for Full {
         }
         Ok(())
     }
+}
+
+/// What `verify` says of a symlink in the store.
+pub(crate) fn symlink_detail(target: &str) -> String {
+    format!(
+        "a symlink to {target:?}: lineage-store never follows it, but dataset readers (pyarrow, DuckDB) do and would read what it points to; remove it"
+    )
 }
 
 fn window(opts: &VerifyOptions) -> Window {
