@@ -401,12 +401,15 @@ def test_a_uuid_event_id_is_written_as_its_text_by_the_fix(reference: list[dict[
     table = pa.table(rel)
     assert table.schema.field("event_id").type.storage_type == pa.binary(16)
     want = [{**r, "event_id": uuid_text(r["sequence"])} for r in reference]
-    for producer, data in (("duckdb", rel), ("pyarrow", table)):
+    frame = rel.df()  # uuid.UUID objects, which pandas hands on as `arrow.uuid`
+    for producer, data, fields in (("duckdb", rel, ["event_id", "accuracy_m"]),
+                                   ("pyarrow", table, ["event_id", "accuracy_m"]),
+                                   ("pandas", frame, ["event_id"])):
         root = tmp_path / producer
         store = ls.open(root)
         with pytest.raises(ls.InputError) as e:
             store.append(data)
-        assert e.value.fields == ["event_id", "accuracy_m"], e.value.fields
+        assert e.value.fields == fields, e.value.fields
         assert "a UUID? Write its text form" in str(e.value)
         lines = str(e.value).splitlines()
         store.append(run_fix(lines, producer, data))
