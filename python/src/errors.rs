@@ -55,8 +55,22 @@ pub fn pythonic(message: &str) -> String {
         .fold(message.to_string(), |m, (flag, kw)| m.replace(flag, kw))
 }
 
-/// The exception for a library error.
+/// Whether `e` is Ctrl-C reaching a producer that runs Python code while it is read (a
+/// generator behind a `RecordBatchReader`): the signal handler raised `KeyboardInterrupt`
+/// in the producer, and pyarrow hands it on as the stream's error text, its traceback
+/// ending in `KeyboardInterrupt`.
+fn interrupted_producer(e: &Error) -> bool {
+    let Error::Usage(m) = e else { return false };
+    let last = m.lines().rev().map(str::trim).find(|l| !l.is_empty());
+    m.starts_with(crate::arrow_in::STREAM_FAILED)
+        && last.is_some_and(|l| l == "KeyboardInterrupt" || l.starts_with("KeyboardInterrupt:"))
+}
+
+/// The exception for a library error (`KeyboardInterrupt` for Ctrl-C in the producer).
 pub fn to_py(py: Python<'_>, e: Error) -> PyErr {
+    if interrupted_producer(&e) {
+        return pyo3::exceptions::PyKeyboardInterrupt::new_err(());
+    }
     let message = match &e {
         Error::Usage(m) => pythonic(m),
         other => other.to_string(),
