@@ -21,6 +21,9 @@ use crate::arrow_in;
 use crate::errors::IntoPyResult;
 use crate::runtime::detached;
 
+/// What a `Conformed` pickles as: `_restore_conformed` and its arguments.
+type Reduced<'py> = (Bound<'py, PyAny>, (Bound<'py, PyBytes>, Vec<String>));
+
 /// An input conformed to the contract: Arrow data (`__arrow_c_stream__`) in the contract's
 /// schema, and `changes`, what was done to each column whose type was not the contract's.
 #[pyclass(module = "lineage_store", frozen)]
@@ -103,10 +106,7 @@ impl Conformed {
     }
 
     /// Pickled as its batches (an Arrow IPC stream) and its changes.
-    fn __reduce__<'py>(
-        &self,
-        py: Python<'py>,
-    ) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyBytes>, Vec<String>))> {
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Reduced<'py>> {
         let mut data = Vec::new();
         let written = (|| {
             let mut w = arrow_ipc::writer::StreamWriter::try_new(&mut data, &self.schema)?;
