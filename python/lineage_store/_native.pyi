@@ -203,7 +203,8 @@ class Writer:
 @final
 class Conformed:
     """``conform``'s result: Arrow data in the contract's schema (pass it to ``append``),
-    and what was done to each column whose type was not the contract's."""
+    and what was done to each column whose type was not the contract's. Pickles as its
+    batches (an Arrow IPC stream) and its changes."""
 
     @property
     def changes(self) -> list[str]:

@@ -152,6 +152,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(conformed::conform, m)?)?;
     m.add_function(wrap_pyfunction!(store::_reopen, m)?)?;
     m.add_function(wrap_pyfunction!(types::_restore, m)?)?;
+    m.add_function(wrap_pyfunction!(conformed::_restore_conformed, m)?)?;
     m.add_class::<conformed::Conformed>()?;
     m.add_class::<store::Store>()?;
     m.add_class::<writer::Writer>()?;
