@@ -43,14 +43,14 @@ const PHRASES: [(&str, &str); 5] = [
     ),
     (
         "sign this one too (--signing-key), or pass --unsigned to publish an unsigned seal after signed ones (verify --signed-from then reports it)",
-        "sign this one too (signing_key=...), or publish an unsigned seal after signed ones with `lineage seal --unsigned` (`lineage verify --signed-from` then reports it)",
+        "sign this one too (signing_key=...), or pass allow_unsigned=True to publish an unsigned seal after signed ones (verify(signed_from=...) then reports it)",
     ),
     ("(--force replaces it)", "(`lineage keygen --force` replaces it)"),
     (
         "(seals signed only from a later seal on: --signed-from SEQ)",
-        "(seals signed only from a later seal on: `lineage verify --signed-from SEQ`)",
+        "(seals signed only from a later seal on: signed_from=SEQ)",
     ),
-    ("(--signed-from ", "(`lineage verify --signed-from` "),
+    ("(--signed-from ", "(signed_from="),
 ];
 
 /// The CLI's flags, as the keyword arguments a Python caller passes.

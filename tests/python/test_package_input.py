@@ -429,7 +429,7 @@ def test_messages_from_python_name_keyword_arguments_not_cli_flags(tmp_path: Pat
     report = store.verify(public_key=tmp_path / "k.pub")
     said += [p.message for p in report.problems] + [str(p) for p in report.problems]
     assert report.problems[0].message.endswith(
-        "(seals signed only from a later seal on: `lineage verify --signed-from SEQ`)")
+        "(seals signed only from a later seal on: signed_from=SEQ)")
     refused(lambda: store.verify(public_key=tmp_path / "k.pub", check=True), ls.VerifyError)
     # A signed seal: the proof's summary without a key, then an unsigned seal after it.
     store.append(events(5, runs=("run-n",)))
@@ -439,8 +439,8 @@ def test_messages_from_python_name_keyword_arguments_not_cli_flags(tmp_path: Pat
     said.append(summary.signed_by)
     assert summary.signed_by.endswith("(the key the seal names; pass public_key= to check it is the trusted one)")
     store.append(events(5, runs=("run-o",)))
-    assert "sign this one too (signing_key=...), or publish an unsigned seal after signed ones with " \
-           "`lineage seal --unsigned`" in refused(lambda: store.seal())
+    assert "sign this one too (signing_key=...), or pass allow_unsigned=True to publish an unsigned seal " \
+           "after signed ones (verify(signed_from=...) then reports it)" in refused(lambda: store.seal())
     for message in said:
         assert "--" not in outside_cli_commands(message), message
 
