@@ -312,9 +312,6 @@ fn check_buffers(b: &RecordBatch) -> Result<()> {
     Ok(())
 }
 
-/// How an error of the producer's stream begins (followed by the producer's text).
-pub const STREAM_FAILED: &str = "reading the Arrow stream failed:";
-
 impl Source {
     /// The next batch, its buffers checked; `None` at the end. Call without the GIL: a
     /// producer that needs it (a Python generator behind a RecordBatchReader) takes it.
@@ -324,7 +321,7 @@ impl Source {
             From::Batch(b) => return Ok(b.take()),
             From::Stream(s) => s,
         };
-        let failed = |m: String| Error::Usage(format!("{STREAM_FAILED} {m}"));
+        let failed = |m: String| Error::Usage(format!("{} {m}", crate::errors::STREAM_FAILED));
         let get_next = stream
             .get_next()
             .ok_or_else(|| failed("the stream has no get_next".into()))?;

@@ -34,6 +34,9 @@ pub fn raise(
     }
 }
 
+/// How an error of a producer's Arrow stream begins (followed by the producer's text).
+pub const STREAM_FAILED: &str = "reading the Arrow stream failed:";
+
 /// Whole phrases that name a flag the package has no keyword for: the CLI command that
 /// has it, quoted, so the caller knows it is the CLI's (checked before [`FLAGS`]).
 const PHRASES: [(&str, &str); 5] = [
@@ -101,7 +104,7 @@ pub fn pythonic(message: &str) -> String {
 fn interrupted_producer(e: &Error) -> bool {
     let Error::Usage(m) = e else { return false };
     let last = m.lines().rev().map(str::trim).find(|l| !l.is_empty());
-    m.starts_with(crate::arrow_in::STREAM_FAILED)
+    m.starts_with(STREAM_FAILED)
         && last.is_some_and(|l| l == "KeyboardInterrupt" || l.starts_with("KeyboardInterrupt:"))
 }
 
