@@ -45,6 +45,8 @@ pub(crate) struct Full {
     identity: bool,
     /// Listed objects under `_delta_log/` (indexes into `listing`).
     delta: Vec<usize>,
+    /// Listed compaction records and compacted parts (indexes into `listing`).
+    compacted: Vec<usize>,
     /// The store's id, when its identity could be read (parts must name it).
     store_id: Option<String>,
 }
@@ -131,6 +133,9 @@ impl Strategy for Full {
                 KeyKind::History(_) => self.history.push(i),
                 KeyKind::Identity => self.identity = true,
                 KeyKind::DeltaVersion(_) | KeyKind::DeltaOther => self.delta.push(i),
+                KeyKind::CompactionRecord { .. } | KeyKind::CompactedPart { .. } => {
+                    self.compacted.push(i)
+                }
                 KeyKind::Seal(_) | KeyKind::Claim | KeyKind::Witness => {}
             }
         }
