@@ -4,3 +4,4 @@
 //! the trusted reads preferring compacted parts; races, crashes and replicas.
 
 mod core;
+mod tamper;
