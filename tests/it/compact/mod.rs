@@ -3,5 +3,6 @@
 //! (`dataChange` false) and adds the compacted parts; `verify` proving each compaction;
 //! the trusted reads preferring compacted parts; races, crashes and replicas.
 
+mod cli;
 mod core;
 mod tamper;
