@@ -5,4 +5,5 @@
 
 mod cli;
 mod core;
+mod races;
 mod tamper;
