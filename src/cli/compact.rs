@@ -63,7 +63,11 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     for c in &o.compactions {
         out(&format!(
             "{} {} commits, {} rows, {} bytes of run_id={} target_crs={}{}",
-            if o.dry_run { "would compact" } else { "compacted" },
+            if o.dry_run {
+                "would compact"
+            } else {
+                "compacted"
+            },
             c.commits.len(),
             c.rows,
             c.source_bytes,

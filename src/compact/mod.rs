@@ -230,6 +230,16 @@ pub async fn compact(
     if plan.is_empty() {
         return Ok(out);
     }
+    // Refuse before writing anything what the seal would refuse after (see `seal`).
+    let signed = seals
+        .last()
+        .and_then(|s| s.seal.as_ref().ok())
+        .is_some_and(|s| s.signature.is_some());
+    if signed && signing.is_none() && !opts.allow_unsigned {
+        return Err(Error::Usage(
+            "the newest seal is signed: sign the compaction's seal too (--signing-key), or pass --unsigned".into(),
+        ));
+    }
     let store_id = read_identity(store.as_ref()).await?.map(|i| i.store_id);
     let mut refs = Vec::new();
     for chunk in plan {
@@ -247,8 +257,7 @@ pub async fn compact(
         };
         if !opts.dry_run {
             let (record, bytes) =
-                compact_chunk(store.clone(), clock, ids, &snap, chunk, store_id.as_deref())
-                    .await?;
+                compact_chunk(store.clone(), clock, ids, &snap, chunk, store_id.as_deref()).await?;
             c.record = Some(keys::compaction_record_key(&record.compaction_id));
             c.part_path = Some(record.part_path.clone());
             c.size_bytes = Some(record.size_bytes);
@@ -369,13 +378,18 @@ async fn compact_chunk(
     let bytes = record.to_bytes()?;
     let key = keys::compaction_record_key(&id);
     let want = bytes.clone();
-    publish_checked(store.as_ref(), &key, Bytes::from(bytes.clone()), move |have| {
-        if have == want.as_slice() {
-            Ok(())
-        } else {
-            Err("holds another compaction record".into())
-        }
-    })
+    publish_checked(
+        store.as_ref(),
+        &key,
+        Bytes::from(bytes.clone()),
+        move |have| {
+            if have == want.as_slice() {
+                Ok(())
+            } else {
+                Err("holds another compaction record".into())
+            }
+        },
+    )
     .await?;
     tracing::info!(compaction = %id, rows = record.row_count, sources = record.sources.len(), "compacted");
     Ok((record, bytes))

@@ -36,12 +36,10 @@ impl RowMultiset {
                         buf.extend_from_slice(&(v.len() as u64).to_le_bytes());
                         buf.extend_from_slice(v);
                     }
-                    DataType::Int64 => buf.extend_from_slice(
-                        &col.as_primitive::<Int64Type>().value(i).to_le_bytes(),
-                    ),
-                    DataType::Int32 => buf.extend_from_slice(
-                        &col.as_primitive::<Int32Type>().value(i).to_le_bytes(),
-                    ),
+                    DataType::Int64 => buf
+                        .extend_from_slice(&col.as_primitive::<Int64Type>().value(i).to_le_bytes()),
+                    DataType::Int32 => buf
+                        .extend_from_slice(&col.as_primitive::<Int32Type>().value(i).to_le_bytes()),
                     DataType::Float64 => buf.extend_from_slice(
                         &col.as_primitive::<Float64Type>()
                             .value(i)

@@ -48,7 +48,9 @@ impl FaultyPublisher {
 
     /// Fail the next `times` creates whose key contains `pattern`.
     pub fn fail(&self, pattern: &str, fault: Fault, times: usize) {
-        self.lock().rules.push((pattern.to_string(), fault, times, 0));
+        self.lock()
+            .rules
+            .push((pattern.to_string(), fault, times, 0));
     }
 
     /// Let the first `skip` creates whose key contains `pattern` through, then fail the

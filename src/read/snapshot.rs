@@ -15,8 +15,8 @@ use std::collections::HashSet;
 use futures::{StreamExt, TryStreamExt};
 
 use crate::base::error::{Error, Failed, Result};
-use crate::format::keys::{self, KeyKind};
 use crate::format::compaction::{CompactionRecord, CompactionRef};
+use crate::format::keys::{self, KeyKind};
 use crate::format::pointer::{check_pointer, Pointer};
 use crate::history::frontier::Frontier;
 use crate::history::merkle;

@@ -167,7 +167,11 @@ pub(crate) async fn check(store: &dyn AtomicPublisher, cx: &Context<'_>) -> Resu
         let Ok(seal) = &s.seal else { continue };
         for r in seal.compactions.iter().flatten() {
             let Some(bytes) = store.get(&r.key).await? else {
-                bad(&mut found, &r.key, format!("is missing; {} names it", s.key));
+                bad(
+                    &mut found,
+                    &r.key,
+                    format!("is missing; {} names it", s.key),
+                );
                 continue;
             };
             let got = sha256_hex(&bytes);
@@ -231,7 +235,10 @@ pub(crate) async fn check(store: &dyn AtomicPublisher, cx: &Context<'_>) -> Resu
                     bad(
                         &mut found,
                         &r.key,
-                        format!("source {} (commit {}) {why}", src.pointer_key, src.commit_id),
+                        format!(
+                            "source {} (commit {}) {why}",
+                            src.pointer_key, src.commit_id
+                        ),
                     );
                 }
                 if let Some(other) = holder.insert(src.commit_id.clone(), r.key.clone()) {
@@ -264,7 +271,10 @@ pub(crate) async fn check(store: &dyn AtomicPublisher, cx: &Context<'_>) -> Resu
         .filter_map(|s| s.seal.as_ref().ok())
         .flat_map(|s| s.compactions.iter().flatten().map(|r| r.key.as_str()))
         .collect();
-    let parts: BTreeSet<&str> = in_effect.iter().map(|(_, r)| r.part_path.as_str()).collect();
+    let parts: BTreeSet<&str> = in_effect
+        .iter()
+        .map(|(_, r)| r.part_path.as_str())
+        .collect();
     for &key in &cx.listed {
         let id = match keys::classify(key) {
             KeyKind::CompactionRecord { compaction_id } if !named.contains(key) => compaction_id,
@@ -319,10 +329,7 @@ async fn replay(store: &dyn AtomicPublisher, cx: &Context<'_>) -> Result<Vec<Pro
             return Ok(Vec::new()); // named by the Delta check
         };
         for (k, v) in actions {
-            let path = v
-                .get("path")
-                .and_then(|p| p.as_str())
-                .and_then(decode_path);
+            let path = v.get("path").and_then(|p| p.as_str()).and_then(decode_path);
             match (k.as_str(), path) {
                 ("add", Some(p)) => {
                     let rows = v

@@ -26,7 +26,13 @@ impl Disk {
         let d = Disk { dir, path };
         let input = d.dir.path().join("in.ndjson");
         std::fs::write(&input, sample::ndjson(&sample::events(80))).unwrap();
-        ok(&d.run(&["append", "--input", input.to_str().unwrap(), "--batch-rows", "6"]));
+        ok(&d.run(&[
+            "append",
+            "--input",
+            input.to_str().unwrap(),
+            "--batch-rows",
+            "6",
+        ]));
         ok(&d.run(&["seal"]));
         d
     }
@@ -104,7 +110,12 @@ fn compact_then_files_and_scan_read_the_compacted_parts_with_the_same_rows() {
     // files: fewer parts, the same rows; compacted ones first checked against records.
     let files = d.json_lines(&["files", "--json"]);
     assert_eq!(rows(&files), 80);
-    assert!(files.len() < originals.len(), "{} vs {}", files.len(), originals.len());
+    assert!(
+        files.len() < originals.len(),
+        "{} vs {}",
+        files.len(),
+        originals.len()
+    );
     let compacted: Vec<&Value> = files
         .iter()
         .filter(|l| l["location"].as_str().unwrap().ends_with(".compacted"))
@@ -134,4 +145,38 @@ fn compact_then_files_and_scan_read_the_compacted_parts_with_the_same_rows() {
     let v = d.run(&["verify"]);
     assert_eq!(v.status.code(), Some(1));
     assert!(support::text(&v).0.contains("bad_compacted_part"));
+}
+
+#[test]
+fn on_a_signed_store_compact_signs_its_seal_or_refuses_before_writing_anything() {
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = dir.path().join("k");
+    ok(&support::lineage(
+        &["keygen", "--out", prefix.to_str().unwrap()],
+        None,
+    ));
+    let key = prefix.with_extension("key").display().to_string();
+    let public = prefix.with_extension("pub").display().to_string();
+    let d = Disk::new();
+    ok(&d.run(&["seal", "--allow-empty", "--signing-key", &key]));
+    let before = d.objects();
+    let o = d.run(&["compact", "--target-rows", "20"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        support::text(&o).1.contains("--signing-key"),
+        "{:?}",
+        support::text(&o)
+    );
+    assert_eq!(d.objects(), before, "nothing published");
+    let done = d.json_lines(&[
+        "compact",
+        "--target-rows",
+        "20",
+        "--signing-key",
+        &key,
+        "--json",
+    ]);
+    assert_eq!(done[0]["seal"]["seq"], 3);
+    assert!(done[0]["seal"]["key_id"].is_string());
+    ok(&d.run(&["verify", "--public-key", &public, "--signed-from", "2"]));
 }

@@ -45,7 +45,9 @@ pub(crate) async fn small_parts(store: Arc<dyn AtomicPublisher>) -> usize {
 
 /// The multiset of every row a snapshot reads (originals), and the row count.
 pub(crate) async fn rows_of(store: Arc<dyn AtomicPublisher>) -> RowMultiset {
-    let snap = snapshot(store.as_ref(), &ReadOptions::default()).await.unwrap();
+    let snap = snapshot(store.as_ref(), &ReadOptions::default())
+        .await
+        .unwrap();
     let batches: Vec<_> = scan(store, &snap, &ScanOptions::default())
         .unwrap()
         .into_stream()
@@ -75,14 +77,19 @@ pub(crate) async fn delta_files(store: &dyn AtomicPublisher) -> BTreeMap<String,
             let path = v["path"].as_str().map(|p| decode_path(p).unwrap());
             match k.as_str() {
                 "add" => {
-                    let stats: Value =
-                        serde_json::from_str(v["stats"].as_str().unwrap()).unwrap();
+                    let stats: Value = serde_json::from_str(v["stats"].as_str().unwrap()).unwrap();
                     let rows = stats["numRecords"].as_u64().unwrap();
-                    assert!(live.insert(path.unwrap(), rows).is_none(), "{key}: added twice");
+                    assert!(
+                        live.insert(path.unwrap(), rows).is_none(),
+                        "{key}: added twice"
+                    );
                 }
                 "remove" => {
                     assert_eq!(v["dataChange"], false, "{key}");
-                    assert!(live.remove(&path.unwrap()).is_some(), "{key}: removes a file not there");
+                    assert!(
+                        live.remove(&path.unwrap()).is_some(),
+                        "{key}: removes a file not there"
+                    );
                 }
                 _ => {}
             }
@@ -127,7 +134,9 @@ async fn compaction_merges_sealed_parts_and_its_seal_version_removes_and_adds() 
         assert_eq!(part.len() as u64, rec.size_bytes);
         assert_eq!(sha256_hex(&part), rec.sha256);
         assert!(!rec.part_path.ends_with(".parquet"), "{}", rec.part_path);
-        assert!(rec.part_path.starts_with("_lineage/compacted/parts/run_id="));
+        assert!(rec
+            .part_path
+            .starts_with("_lineage/compacted/parts/run_id="));
         records.push(rec);
     }
     // Delta: version 2 is seal 2 (read from its txn and commitInfo), removes every source
@@ -135,13 +144,20 @@ async fn compaction_merges_sealed_parts_and_its_seal_version_removes_and_adds() 
     // exactly the sealed rows.
     let v2 = mem.get(&version_key(2)).await.unwrap().unwrap();
     let actions = delta::parse_actions("v2", &v2).unwrap();
-    let txn: Vec<&Value> = actions.iter().filter(|(k, _)| k == "txn").map(|(_, v)| v).collect();
+    let txn: Vec<&Value> = actions
+        .iter()
+        .filter(|(k, _)| k == "txn")
+        .map(|(_, v)| v)
+        .collect();
     assert_eq!(txn[0]["appId"], "lineage-store/seal");
     assert_eq!(txn[0]["version"], 2);
     let info = &actions.iter().find(|(k, _)| k == "commitInfo").unwrap().1;
     assert_eq!(info["lineageStore"]["sealSeq"], 2);
     assert_eq!(
-        info["lineageStore"]["compactions"].as_array().unwrap().len(),
+        info["lineageStore"]["compactions"]
+            .as_array()
+            .unwrap()
+            .len(),
         records.len()
     );
     let removes = actions.iter().filter(|(k, _)| k == "remove").count();

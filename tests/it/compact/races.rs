@@ -88,19 +88,32 @@ async fn of_two_compactors_planned_at_one_seal_only_the_first_sealed_takes_effec
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Conflict, "{err}");
-    assert!(err.to_string().contains("seal 2 put other compactions into effect"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("seal 2 put other compactions into effect"),
+        "{err}"
+    );
     // One compaction of each commit in the table; B's objects are orphans, nothing else.
     let r = verify_later(mem.as_ref()).await;
-    assert!(of_kind(&r, K::CompactedTwice).is_empty(), "{:?}", r.problems);
+    assert!(
+        of_kind(&r, K::CompactedTwice).is_empty(),
+        "{:?}",
+        r.problems
+    );
     let orphans = of_kind(&r, K::OrphanCompaction);
     assert!(!orphans.is_empty());
     assert_eq!(orphans.len(), r.problems.len(), "{:?}", r.problems);
-    assert!(orphans.iter().all(|(k, _)| k.starts_with("_lineage/compacted/")));
+    assert!(orphans
+        .iter()
+        .all(|(k, _)| k.starts_with("_lineage/compacted/")));
     let files = delta_files(mem.as_ref()).await;
     assert_eq!(files.values().sum::<u64>(), 600);
     assert_eq!(rows_of(mem.clone()).await, before);
     // Within the grace period they are in flight: a verify now is clean.
-    assert!(lineage_store::verify(mem.as_ref()).await.unwrap().is_clean());
+    assert!(lineage_store::verify(mem.as_ref())
+        .await
+        .unwrap()
+        .is_clean());
 }
 
 #[tokio::test]
@@ -142,9 +155,18 @@ async fn a_compactor_stopped_at_any_point_leaves_nothing_readers_see() {
         )
         .await
         .unwrap();
-        assert!(snap.parts.iter().all(|p| p.pointer.part_path.ends_with(".parquet")));
+        assert!(snap
+            .parts
+            .iter()
+            .all(|p| p.pointer.part_path.ends_with(".parquet")));
         // What it left is in flight now, orphaned later; compacting again succeeds.
-        assert!(lineage_store::verify(mem.as_ref()).await.unwrap().is_clean(), "{point}");
+        assert!(
+            lineage_store::verify(mem.as_ref())
+                .await
+                .unwrap()
+                .is_clean(),
+            "{point}"
+        );
         let again = run(mem.clone(), &opts(200)).await;
         assert!(again.seal.is_some(), "{point}");
         let r = verify_later(mem.as_ref()).await;
@@ -169,9 +191,24 @@ async fn a_compacted_store_replicates_and_verifies() {
         .unwrap();
     let r = verify_later(dst.as_ref()).await;
     assert!(r.is_clean(), "{:?}", r.problems);
-    assert_eq!(delta_files(dst.as_ref()).await, delta_files(mem.as_ref()).await);
-    let src: Vec<String> = mem.list("_lineage/compacted/").await.unwrap().into_iter().map(|o| o.key).collect();
-    let got: Vec<String> = dst.list("_lineage/compacted/").await.unwrap().into_iter().map(|o| o.key).collect();
+    assert_eq!(
+        delta_files(dst.as_ref()).await,
+        delta_files(mem.as_ref()).await
+    );
+    let src: Vec<String> = mem
+        .list("_lineage/compacted/")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|o| o.key)
+        .collect();
+    let got: Vec<String> = dst
+        .list("_lineage/compacted/")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|o| o.key)
+        .collect();
     assert!(!src.is_empty());
     assert_eq!(got, src);
     let snap = snapshot(
@@ -183,6 +220,9 @@ async fn a_compacted_store_replicates_and_verifies() {
     )
     .await
     .unwrap();
-    assert!(snap.parts.iter().any(|p| p.pointer.part_path.ends_with(".compacted")));
+    assert!(snap
+        .parts
+        .iter()
+        .any(|p| p.pointer.part_path.ends_with(".compacted")));
     assert_eq!(snap.rows(), 600);
 }

@@ -48,7 +48,10 @@ async fn seal_forged(store: &dyn AtomicPublisher, rec: &CompactionRecord, part: 
         .put_create(&key, Bytes::from(bytes.clone()))
         .await
         .unwrap();
-    let head = lineage_store::delta_version(store).await.unwrap().unwrap_or(0);
+    let head = lineage_store::delta_version(store)
+        .await
+        .unwrap()
+        .unwrap_or(0);
     // The seal is published whatever its version's fate.
     let _ = seal_with(
         store,
@@ -125,7 +128,12 @@ async fn a_planted_record_and_part_no_seal_names_are_orphans() {
         .into_iter()
         .map(|(k, _)| k)
         .collect();
-    assert_eq!(orphans, vec![planted.part_path.clone(), key.clone()], "{:?}", r.problems);
+    assert_eq!(
+        orphans,
+        vec![planted.part_path.clone(), key.clone()],
+        "{:?}",
+        r.problems
+    );
     assert_eq!(r.problems.len(), 2, "{:?}", r.problems);
     // Within the grace period it is in flight, not a problem.
     let now = lineage_store::verify(mem.as_ref()).await.unwrap();
@@ -142,11 +150,17 @@ async fn a_commit_compacted_twice_into_the_table_is_named() {
     let r = verify_later(mem.as_ref()).await;
     let twice = of_kind(&r, K::CompactedTwice);
     assert_eq!(twice.len(), rec.sources.len(), "{:?}", r.problems);
-    assert!(twice.iter().all(|(k, _)| *k == keys::compaction_record_key(&again.compaction_id)));
+    assert!(twice
+        .iter()
+        .all(|(k, _)| *k == keys::compaction_record_key(&again.compaction_id)));
     // The table's newest version now reads those rows twice.
     let rows = of_kind(&r, K::DeltaRowsDiffer);
     assert_eq!(rows.len(), 1, "{:?}", r.problems);
-    assert!(rows[0].1.contains(&format!("{} rows", 600 + rec.row_count)), "{}", rows[0].1);
+    assert!(
+        rows[0].1.contains(&format!("{} rows", 600 + rec.row_count)),
+        "{}",
+        rows[0].1
+    );
 }
 
 #[tokio::test]
@@ -169,7 +183,9 @@ async fn a_record_naming_a_commit_twice_is_named() {
 async fn a_compacted_part_missing_a_row_is_named() {
     let mem = Arc::new(MemoryPublisher::new());
     small_parts(mem.clone()).await;
-    let snap = snapshot(mem.as_ref(), &ReadOptions::default()).await.unwrap();
+    let snap = snapshot(mem.as_ref(), &ReadOptions::default())
+        .await
+        .unwrap();
     let first = snap.parts[0].pointer.clone();
     let mut chunk = snap.clone();
     chunk.parts = snap
