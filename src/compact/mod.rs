@@ -2,7 +2,7 @@
 //! parts of about `target_rows` rows, without deleting or changing anything
 //! ([`crate::format::compaction`]).
 //!
-//! 1. The newest seal's snapshot ([`crate::read::snapshot`]): every sealed pointer checked
+//! 1. The newest seal's snapshot ([`crate::read::snapshot()`]): every sealed pointer checked
 //!    against its seal. Commits that a seal already put into a compaction are left out
 //!    (a commit is compacted at most once; compacted parts are never compacted again).
 //! 2. Per partition and contract version with at least `min_parts` such commits, in seal
