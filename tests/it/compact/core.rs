@@ -210,3 +210,34 @@ async fn dry_run_publishes_nothing_and_min_parts_leaves_partitions_alone() {
     assert!(none.compactions.is_empty());
     assert_eq!(mem.list("").await.unwrap().len(), listed);
 }
+
+/// The same on an object store (moto's S3): compaction, the table's rows, verify.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compaction_on_moto_s3_keeps_the_rows_and_verifies() {
+    use crate::support::{open_s3, s3_bucket, Emulator};
+    let Some(store) = open_s3(Emulator::Moto, &s3_bucket(), "compact_moto").await else {
+        return;
+    };
+    let parts = small_parts(store.clone()).await;
+    let before = rows_of(store.clone()).await;
+    let out = run(store.clone(), &opts(200)).await;
+    assert_eq!(out.seal.unwrap().seq, 2);
+    let files = delta_files(store.as_ref()).await;
+    assert!(files.len() < parts);
+    assert_eq!(files.values().sum::<u64>(), 600);
+    assert_eq!(rows_of(store.clone()).await, before);
+    let snap = snapshot(
+        store.as_ref(),
+        &ReadOptions {
+            prefer_compacted: true,
+            ..ReadOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(snap.rows(), 600);
+    assert_eq!(snap.parts.len(), files.len());
+    let r = verify_later(store.as_ref()).await;
+    assert!(r.is_clean(), "{:?}", r.problems);
+    assert!(run(store.clone(), &opts(200)).await.seal.is_none());
+}
