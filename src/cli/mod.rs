@@ -16,6 +16,7 @@ use common::closed_stdout;
 mod append;
 mod check;
 mod common;
+mod compact;
 mod demo;
 mod export;
 mod files;
@@ -68,6 +69,9 @@ enum Command {
     Demo(demo::Args),
     /// Seal every commit not sealed yet (hash chain, Merkle root, optional signature).
     Seal(seal::Args),
+    /// Merge sealed small parts into large ones for the lake's engines, every row
+    /// accounted for; seal the compactions (the originals stay).
+    Compact(compact::Args),
     /// Make an Ed25519 key pair for signing seals.
     Keygen(keygen::Args),
     /// Print an inclusion proof of a commit in a seal.
@@ -111,6 +115,7 @@ pub fn main() -> ExitCode {
             Command::Schema(a) => schema::run(a),
             Command::Demo(a) => demo::run(a).await,
             Command::Seal(a) => seal::run(a).await,
+            Command::Compact(a) => compact::run(a).await,
             Command::Keygen(a) => keygen::run(a).await,
             Command::Prove(a) => prove::run(a).await,
             Command::VerifyProof(a) => verify_proof::run(a).await,

@@ -51,6 +51,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         rescan: a.rescan,
         allow_empty: a.allow_empty,
         allow_unsigned: a.unsigned,
+        ..SealOptions::default()
     };
     let s = seal_with(store.as_ref(), &SystemClock, key.as_ref(), &opts).await?;
     if a.json {

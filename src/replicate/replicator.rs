@@ -689,6 +689,7 @@ fn tally(s: &mut Summary, h: Handled) {
                 Kind::Claim => c.claims += 1,
                 Kind::Seal(_) => c.seals += 1,
                 Kind::Index
+                | Kind::Compacted
                 | Kind::SealAux
                 | Kind::Head
                 | Kind::Delta(_)

@@ -32,7 +32,7 @@ const LAYERS: &[&[&str]] = &[
     &["history"],
     &["write", "read"],
     &["audit"],
-    &["replicate", "witness", "export"],
+    &["replicate", "witness", "export", "compact"],
     &["cli"],
 ];
 

@@ -18,6 +18,7 @@ mod support;
 
 mod audit;
 mod cli;
+mod compact;
 mod delta;
 mod export;
 mod fuzz;

@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::audit::chain::{self, Chain};
 use crate::audit::report::{Problem, ProblemKind, Report};
+use crate::audit::verify::compaction;
 use crate::audit::verify::delta;
 use crate::audit::verify::flight::{self, Window};
 use crate::audit::verify::history;
@@ -45,6 +46,10 @@ pub(crate) struct Full {
     identity: bool,
     /// Listed objects under `_delta_log/` (indexes into `listing`).
     delta: Vec<usize>,
+    /// Listed compaction records and compacted parts (indexes into `listing`).
+    compacted: Vec<usize>,
+    /// Sealed pointers as read (for the compaction checks).
+    sealed: HashMap<String, Pointer>,
     /// The store's id, when its identity could be read (parts must name it).
     store_id: Option<String>,
 }
@@ -137,6 +142,9 @@ impl Strategy for Full {
                 KeyKind::History(_) => self.history.push(i),
                 KeyKind::Identity => self.identity = true,
                 KeyKind::DeltaVersion(_) | KeyKind::DeltaOther => self.delta.push(i),
+                KeyKind::CompactionRecord { .. } | KeyKind::CompactedPart { .. } => {
+                    self.compacted.push(i)
+                }
                 KeyKind::Seal(_) | KeyKind::Claim | KeyKind::Witness => {}
             }
         }
@@ -163,6 +171,12 @@ impl Strategy for Full {
         read: ReadBack,
     ) -> Result<Vec<(String, Pointer)>> {
         report.commits = read.present.len() as u64;
+        self.sealed = read
+            .parsed
+            .iter()
+            .filter(|(k, _)| self.chain.by_key.contains_key(*k))
+            .map(|(k, p)| (k.clone(), p.clone()))
+            .collect();
         report.unsealed_commits = read
             .present
             .keys()
@@ -270,9 +284,27 @@ impl Strategy for Full {
                 others,
                 bad_parts: report.problems.iter().map(|p| p.key.clone()).collect(),
             };
+            let version_keys: Vec<&str> = cx.versions.values().map(|o| o.key.as_str()).collect();
             let found = delta::check(store, &cx).await?;
             report.problems.extend(found.problems);
             report.delta_version = found.newest;
+            let cx = compaction::Context {
+                chain: &self.chain,
+                sealed: &self.sealed,
+                listed: self
+                    .compacted
+                    .iter()
+                    .map(|&i| self.listing[i].key.as_str())
+                    .collect(),
+                versions: version_keys,
+                all_pointers: self.scope.is_none()
+                    && !self.chain.broken
+                    && self.sealed.len() == self.chain.by_key.len(),
+                window: window(opts),
+            };
+            let found = compaction::check(store, &cx).await?;
+            report.problems.extend(found.problems);
+            found.flying.into_iter().for_each(|f| report.fly(f));
         }
         Ok(())
     }
