@@ -43,7 +43,9 @@
 //! 8. `audit`: the report vocabulary, the chain walk, `log`, `verify` (one pipeline, full or
 //!    since a seal, sharded), inclusion proofs, `repair` and `sweep`.
 //! 9. Applications, each on its own: [`replicate`], [`witness`], [`export`].
-//! 10. `cli` (feature `cli`): one file per command; `src/bin/lineage.rs` only calls
+//! 10. [`report`]: the audit report (HTML, Markdown, JSON): `verify` with its trust
+//!     anchors and the witness check, then one streamed count over the trusted read.
+//! 11. `cli` (feature `cli`): one file per command; `src/bin/lineage.rs` only calls
 //!     `cli::main`. Clap lives only here.
 //!
 //! The layers are private; what users need is re-exported here. The project's own tests,
@@ -64,6 +66,7 @@ mod parts;
 mod publish;
 mod read;
 pub mod replicate;
+pub mod report;
 mod schema;
 pub mod witness;
 mod write;
