@@ -72,13 +72,21 @@ pub(crate) fn bars(id: &str, title: &str, items: &[ValueCount]) -> Result<String
             .y_label_area_size(260)
             .build_cartesian_2d(0u64..max + max / 10 + 1, (0..n).into_segmented())
             .map_err(err)?;
+        // Row 0 at the bottom: the first (largest) value goes on top.
         let label = |v: &SegmentValue<usize>| match v {
-            SegmentValue::CenterOf(i) => items.get(*i).map(|x| cut(&x.value)).unwrap_or_default(),
+            SegmentValue::CenterOf(i) => (n - 1)
+                .checked_sub(*i)
+                .and_then(|k| items.get(k))
+                .map(|x| cut(&x.value))
+                .unwrap_or_default(),
             _ => String::new(),
         };
         chart
             .configure_mesh()
             .disable_y_mesh()
+            .light_line_style(WHITE)
+            .label_style(("sans-serif", 14))
+            .axis_desc_style(("sans-serif", 14))
             .y_labels(n)
             .y_label_formatter(&label)
             .x_desc("events")
@@ -88,8 +96,8 @@ pub(crate) fn bars(id: &str, title: &str, items: &[ValueCount]) -> Result<String
             .draw_series(items.iter().enumerate().map(|(i, v)| {
                 let mut r = Rectangle::new(
                     [
-                        (0, SegmentValue::Exact(i)),
-                        (v.count, SegmentValue::Exact(i + 1)),
+                        (0, SegmentValue::Exact(n - 1 - i)),
+                        (v.count, SegmentValue::Exact(n - i)),
                     ],
                     BAR.filled(),
                 );
@@ -122,12 +130,17 @@ pub(crate) fn histogram(id: &str, h: &Histogram) -> Result<String> {
             .build_cartesian_2d((0..n).into_segmented(), 0u64..max + max / 10 + 1)
             .map_err(err)?;
         let label = |v: &SegmentValue<usize>| match v {
-            SegmentValue::CenterOf(i) => h.bins.get(*i).map(|b| b.label.clone()).unwrap_or_default(),
+            SegmentValue::CenterOf(i) => {
+                h.bins.get(*i).map(|b| b.label.clone()).unwrap_or_default()
+            }
             _ => String::new(),
         };
         chart
             .configure_mesh()
             .disable_x_mesh()
+            .light_line_style(WHITE)
+            .label_style(("sans-serif", 13))
+            .axis_desc_style(("sans-serif", 14))
             .x_labels(n)
             .x_label_formatter(&label)
             .x_desc("accuracy_m")
@@ -181,9 +194,8 @@ pub(crate) fn timeline(id: &str, t: &Timeline) -> Result<Option<String>> {
     };
     let end = times.iter().flatten().max().copied().unwrap_or(start);
     let span_h = ((end - start).num_seconds() as f64 / 3600.0).max(1.0);
-    let x_of = |p: Option<DateTime<Utc>>| {
-        p.map_or(0.0, |p| (p - start).num_seconds() as f64 / 3600.0)
-    };
+    let x_of =
+        |p: Option<DateTime<Utc>>| p.map_or(0.0, |p| (p - start).num_seconds() as f64 / 3600.0);
     let ymax = t.points.iter().map(|p| p.commits).max().unwrap_or(1).max(1) as f64;
     let pad = span_h * 0.04;
     let mut buf = String::new();
@@ -196,7 +208,11 @@ pub(crate) fn timeline(id: &str, t: &Timeline) -> Result<Option<String>> {
             .y_label_area_size(60)
             .build_cartesian_2d(-pad..span_h + pad, 0.0..ymax * 1.25)
             .map_err(err)?;
-        let fmt = if span_h > 48.0 { "%Y-%m-%d" } else { "%m-%d %H:%M" };
+        let fmt = if span_h > 48.0 {
+            "%Y-%m-%d"
+        } else {
+            "%m-%d %H:%M"
+        };
         let xlabel = |x: &f64| {
             (start + Duration::seconds((x * 3600.0) as i64))
                 .format(fmt)
@@ -204,10 +220,17 @@ pub(crate) fn timeline(id: &str, t: &Timeline) -> Result<Option<String>> {
         };
         chart
             .configure_mesh()
+            .light_line_style(WHITE)
+            .label_style(("sans-serif", 13))
+            .axis_desc_style(("sans-serif", 14))
             .x_labels(6)
             .x_label_formatter(&xlabel)
             .x_desc("sealed (UTC)")
-            .y_desc(if t.grouped { "commits per group of seals" } else { "commits per seal" })
+            .y_desc(if t.grouped {
+                "commits per group of seals"
+            } else {
+                "commits per seal"
+            })
             .draw()
             .map_err(err)?;
         let at = |i: usize| (x_of(times[i]), t.points[i].commits as f64);
@@ -230,13 +253,21 @@ pub(crate) fn timeline(id: &str, t: &Timeline) -> Result<Option<String>> {
             .label("signed")
             .legend(|(x, y)| Circle::new((x, y), 5, SIGNED.filled()));
         chart
-            .draw_series(unsigned.iter().map(|p| Cross::new(*p, 5, UNSIGNED.stroke_width(2))))
+            .draw_series(
+                unsigned
+                    .iter()
+                    .map(|p| Cross::new(*p, 5, UNSIGNED.stroke_width(2))),
+            )
             .map_err(err)?
             .label("unsigned")
             .legend(|(x, y)| Cross::new((x, y), 5, UNSIGNED.stroke_width(2)));
         if t.witnessed.is_some() {
             chart
-                .draw_series(witnessed.iter().map(|p| TriangleMarker::new(*p, 6, WITNESS.filled())))
+                .draw_series(
+                    witnessed
+                        .iter()
+                        .map(|p| TriangleMarker::new(*p, 6, WITNESS.filled())),
+                )
                 .map_err(err)?
                 .label("witnessed")
                 .legend(|(x, y)| TriangleMarker::new((x, y), 6, WITNESS.filled()));
@@ -245,6 +276,7 @@ pub(crate) fn timeline(id: &str, t: &Timeline) -> Result<Option<String>> {
             .configure_series_labels()
             .background_style(WHITE.mix(0.9))
             .border_style(BLACK)
+            .label_font(("sans-serif", 14))
             .position(SeriesLabelPosition::UpperLeft)
             .draw()
             .map_err(err)?;
@@ -262,5 +294,10 @@ pub(crate) fn timeline(id: &str, t: &Timeline) -> Result<Option<String>> {
             .unwrap_or_default(),
         if t.grouped { "a group of consecutive seals" } else { "one seal" }
     );
-    Ok(Some(accessible(&buf, id, "The seal chain over time", &desc)))
+    Ok(Some(accessible(
+        &buf,
+        id,
+        "The seal chain over time",
+        &desc,
+    )))
 }

@@ -162,7 +162,10 @@ pub(crate) fn count_part(key: &str, target_crs: &str, bytes: Bytes) -> Result<Ro
     Ok(counts)
 }
 
-fn text<'a>(batch: &'a RecordBatch, name: &str) -> std::result::Result<Option<&'a StringArray>, String> {
+fn text<'a>(
+    batch: &'a RecordBatch,
+    name: &str,
+) -> std::result::Result<Option<&'a StringArray>, String> {
     match batch.column_by_name(name) {
         None => Ok(None),
         Some(a) => a

@@ -851,8 +851,7 @@ async fn count_runs(store: &dyn AtomicPublisher, opts: &ReportOptions) -> Result
             Err(e) => return Err(e),
         };
         let (key, crs) = (p.pointer.part_path.clone(), p.pointer.target_crs.clone());
-        let rows =
-            crate::base::pool::run(move || count::count_part(&key, &crs, bytes)).await?;
+        let rows = crate::base::pool::run(move || count::count_part(&key, &crs, bytes)).await?;
         Ok((p, Ok(rows)))
     }))
     .buffered(COUNT_CONCURRENCY);
@@ -867,8 +866,11 @@ async fn count_runs(store: &dyn AtomicPublisher, opts: &ReportOptions) -> Result
                 continue;
             }
             Err(failed) => {
-                c.not_counted
-                    .extend(failed.into_iter().map(|Failed { key, detail }| Named { key, detail }));
+                c.not_counted.extend(
+                    failed
+                        .into_iter()
+                        .map(|Failed { key, detail }| Named { key, detail }),
+                );
                 continue;
             }
         };
@@ -886,7 +888,9 @@ async fn count_runs(store: &dyn AtomicPublisher, opts: &ReportOptions) -> Result
         a.unsealed += u64::from(p.sealed_by.is_none());
         a.events += p.pointer.row_count;
         a.bytes += p.pointer.size_bytes;
-        *a.target_rows.entry(p.pointer.target_crs.clone()).or_default() += p.pointer.row_count;
+        *a.target_rows
+            .entry(p.pointer.target_crs.clone())
+            .or_default() += p.pointer.row_count;
         a.rows.merge(rows);
     }
     c.runs = chosen
@@ -1032,7 +1036,8 @@ fn recipes(opts: &ReportOptions, v: &Report, runs: &[RunSection]) -> Vec<Recipe>
         verify.push_str(&format!(" --witness {}", sh(w)));
     }
     let mut out = vec![Recipe {
-        what: "The whole store: seal chain, every pointer and part, against the same trust anchors".into(),
+        what: "The whole store: seal chain, every pointer and part, against the same trust anchors"
+            .into(),
         tool: "lineage".into(),
         command: verify,
     }];
@@ -1046,9 +1051,7 @@ fn recipes(opts: &ReportOptions, v: &Report, runs: &[RunSection]) -> Vec<Recipe>
         what: "One commit is in the sealed history (an inclusion proof under the head digest)"
             .into(),
         tool: "lineage".into(),
-        command: format!(
-            "lineage prove --store {store} {commit} --head {head} --out proof.json"
-        ),
+        command: format!("lineage prove --store {store} {commit} --head {head} --out proof.json"),
     });
     let key = opts
         .key_sources
@@ -1070,7 +1073,9 @@ fn recipes(opts: &ReportOptions, v: &Report, runs: &[RunSection]) -> Vec<Recipe>
             "INSTALL delta; LOAD delta; SELECT run_id, stage, outcome, count(*) AS events FROM delta_scan({table}) GROUP BY ALL ORDER BY ALL;"
         ),
     });
-    let version_arg = version.map(|n| format!(", version={n}")).unwrap_or_default();
+    let version_arg = version
+        .map(|n| format!(", version={n}"))
+        .unwrap_or_default();
     out.push(Recipe {
         what: format!(
             "The same with deltalake (Python){}",

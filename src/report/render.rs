@@ -60,6 +60,25 @@ fn md(s: String) -> String {
     out
 }
 
+/// A Markdown code span (object keys, URLs): shown literally, never read as markup; `|`
+/// escaped (a table cell), the fence longer than any run of backticks inside.
+fn code(s: String) -> String {
+    let s = s.replace(['\n', '\r'], " ").replace('|', "\\|");
+    let mut longest = 0;
+    let mut run = 0;
+    for c in s.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    let fence = "`".repeat(longest + 1);
+    let pad = if s.starts_with('`') || s.ends_with('`') {
+        " "
+    } else {
+        ""
+    };
+    format!("{fence}{pad}{s}{pad}{fence}")
+}
+
 /// An integer with thousands separators.
 fn num(v: Value) -> String {
     let Some(n) = v.as_i64() else {
@@ -109,6 +128,7 @@ fn environment() -> Result<Environment<'static>> {
         }
     });
     env.add_filter("md", md);
+    env.add_filter("code", code);
     env.add_filter("num", num);
     env.add_filter("bytes", bytes);
     let bad = |e: minijinja::Error| Error::Internal(format!("report template: {e:#}"));

@@ -27,5 +27,6 @@ mod layering;
 mod publish;
 mod read;
 mod replicate;
+mod report;
 mod witness;
 mod write;
