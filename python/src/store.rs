@@ -497,7 +497,10 @@ impl Store {
                 store_url: url,
             };
             let r = report::collect(store.as_ref(), &opts).await?;
-            Ok((report::render(&r, format)?, report::render(&r, ReportFormat::Json)?))
+            Ok((
+                report::render(&r, format)?,
+                report::render(&r, ReportFormat::Json)?,
+            ))
         })?
         .py_err(py)?;
         std::fs::write(&path, text)

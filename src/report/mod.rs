@@ -237,10 +237,10 @@ pub struct Identity {
     pub rows: u64,
     /// Bytes of the parts read (`None` when the counts were withheld).
     pub bytes: Option<u64>,
-    /// Runs.
-    pub runs: u64,
-    /// Partitions (run × target CRS).
-    pub partitions: u64,
+    /// Runs (`None` when the counts were withheld).
+    pub runs: Option<u64>,
+    /// Partitions, run × target CRS (`None` when the counts were withheld).
+    pub partitions: Option<u64>,
     /// Seals.
     pub seals: u64,
     /// The Delta table's newest complete version.
@@ -565,8 +565,8 @@ pub async fn collect(store: &dyn AtomicPublisher, opts: &ReportOptions) -> Resul
         unsealed_commits: verified.unsealed_commits,
         rows: verified.rows,
         bytes: counted.withheld.is_none().then_some(counted.bytes),
-        runs: counted.runs_total,
-        partitions: counted.partitions,
+        runs: counted.withheld.is_none().then_some(counted.runs_total),
+        partitions: counted.withheld.is_none().then_some(counted.partitions),
         seals: verified.seals,
         delta_version: verified.delta_version,
         first_commit_utc: counted.first_commit.clone(),
