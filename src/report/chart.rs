@@ -193,9 +193,10 @@ pub(crate) fn timeline(id: &str, t: &Timeline) -> Result<Option<String>> {
         return Ok(None);
     };
     let end = times.iter().flatten().max().copied().unwrap_or(start);
-    let span_h = ((end - start).num_seconds() as f64 / 3600.0).max(1.0);
-    let x_of =
-        |p: Option<DateTime<Utc>>| p.map_or(0.0, |p| (p - start).num_seconds() as f64 / 3600.0);
+    // Hours since the first seal; at least a minute wide.
+    let hours = |d: Duration| d.num_milliseconds() as f64 / 3_600_000.0;
+    let span_h = hours(end - start).max(1.0 / 60.0);
+    let x_of = |p: Option<DateTime<Utc>>| p.map_or(0.0, |p| hours(p - start));
     let ymax = t.points.iter().map(|p| p.commits).max().unwrap_or(1).max(1) as f64;
     let pad = span_h * 0.04;
     let mut buf = String::new();
@@ -206,15 +207,18 @@ pub(crate) fn timeline(id: &str, t: &Timeline) -> Result<Option<String>> {
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(60)
-            .build_cartesian_2d(-pad..span_h + pad, 0.0..ymax * 1.25)
+            // Headroom above the marks for the legend.
+            .build_cartesian_2d(-pad..span_h + pad, 0.0..ymax * 1.6)
             .map_err(err)?;
         let fmt = if span_h > 48.0 {
             "%Y-%m-%d"
-        } else {
+        } else if span_h > 2.0 {
             "%m-%d %H:%M"
+        } else {
+            "%H:%M:%S"
         };
         let xlabel = |x: &f64| {
-            (start + Duration::seconds((x * 3600.0) as i64))
+            (start + Duration::milliseconds((x * 3_600_000.0) as i64))
                 .format(fmt)
                 .to_string()
         };
