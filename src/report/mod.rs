@@ -1,5 +1,5 @@
 //! `lineage report`: one audit report of a store, as a self-contained HTML page, Markdown
-//! or JSON ([`render`]), from one data model ([`AuditReport`], whose JSON is the JSON
+//! or JSON ([`render()`]), from one data model ([`AuditReport`], whose JSON is the JSON
 //! format; its schema is docs/report.schema.json).
 //!
 //! [`collect`] runs the same checks as `verify` (with the trust anchors given: an expected
