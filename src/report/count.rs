@@ -250,3 +250,20 @@ fn count_batch(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accuracy_bins_are_decades_lower_bound_inclusive() {
+        assert_eq!(accuracy_bin(0.0), 0);
+        assert_eq!(accuracy_bin(0.009_999), 0);
+        assert_eq!(accuracy_bin(0.01), 1);
+        assert_eq!(accuracy_bin(0.5), 2);
+        assert_eq!(accuracy_bin(1.0), 3);
+        assert_eq!(accuracy_bin(999.9), 5);
+        assert_eq!(accuracy_bin(1000.0), 6);
+        assert_eq!(accuracy_bin(1e12), ACCURACY_BINS - 1);
+    }
+}

@@ -1090,3 +1090,41 @@ fn recipes(opts: &ReportOptions, v: &Report, runs: &[RunSection]) -> Vec<Recipe>
     });
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seal_ranges_are_compact() {
+        assert_eq!(ranges(&[]), "");
+        assert_eq!(ranges(&[1, 2, 3, 4, 7, 9, 10]), "1-4, 7, 9-10");
+    }
+
+    #[test]
+    fn a_long_chain_is_grouped_into_at_most_the_cap() {
+        let seals: Vec<(u64, String, u64, bool, bool)> = (1..=1001)
+            .map(|i| {
+                (
+                    i,
+                    format!("2026-01-01T00:00:{:02}Z", i % 60),
+                    2,
+                    i % 2 == 0,
+                    i == 5,
+                )
+            })
+            .collect();
+        let t = timeline(&seals, true);
+        assert!(
+            t.grouped && t.points.len() <= MAX_TIMELINE_POINTS,
+            "{}",
+            t.points.len()
+        );
+        assert_eq!(t.points.iter().map(|p| p.commits).sum::<u64>(), 2002);
+        assert_eq!((t.seals, t.signed, t.witnessed), (1001, 500, Some(1)));
+        assert_eq!(t.points.first().map(|p| p.first_seq), Some(1));
+        assert_eq!(t.points.last().map(|p| p.last_seq), Some(1001));
+        let few = timeline(&seals[..3], false);
+        assert!(!few.grouped && few.points.len() == 3 && few.witnessed.is_none());
+    }
+}

@@ -196,3 +196,27 @@ pub fn render(r: &AuditReport, format: ReportFormat) -> Result<String> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markdown_text_and_code_spans_are_never_markup() {
+        assert_eq!(
+            md("<b>a|b</b> *x* _y_ [l](u) `c`\nz".into()),
+            "&lt;b&gt;a\\|b&lt;/b&gt; \\*x\\* \\_y\\_ \\[l\\](u) \\`c\\` z"
+        );
+        assert_eq!(code("run_id=a/b.json".into()), "`run_id=a/b.json`");
+        assert_eq!(code("a``b|c".into()), "```a``b\\|c```");
+        assert_eq!(code("`x".into()), "`` `x ``");
+    }
+
+    #[test]
+    fn numbers_and_bytes_read_as_people_write_them() {
+        assert_eq!(num(Value::from(1_234_567)), "1,234,567");
+        assert_eq!(num(Value::from(999)), "999");
+        assert_eq!(bytes(Value::from(512)), "512 B");
+        assert_eq!(bytes(Value::from(3 * 1024 * 1024 + 512 * 1024)), "3.5 MiB");
+    }
+}
