@@ -46,7 +46,9 @@
 //!    [`compact`]: sealed commits merged into larger parts, every row accounted for in a
 //!    compaction record that a seal puts into effect (its Delta version removes the
 //!    sources with `dataChange` false and adds the compacted part).
-//! 10. `cli` (feature `cli`): one file per command; `src/bin/lineage.rs` only calls
+//! 10. [`report`]: the audit report (HTML, Markdown, JSON): `verify` with its trust
+//!     anchors and the witness check, then one streamed count over the trusted read.
+//! 11. `cli` (feature `cli`): one file per command; `src/bin/lineage.rs` only calls
 //!     `cli::main`. Clap lives only here.
 //!
 //! The layers are private; what users need is re-exported here. The project's own tests,
@@ -68,6 +70,7 @@ mod parts;
 mod publish;
 mod read;
 pub mod replicate;
+pub mod report;
 mod schema;
 pub mod witness;
 mod write;

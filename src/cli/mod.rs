@@ -26,6 +26,7 @@ mod progress;
 mod prove;
 mod repair;
 mod replicate;
+mod report;
 mod scan;
 mod schema;
 mod seal;
@@ -93,6 +94,9 @@ enum Command {
     Replicate(replicate::Args),
     /// Record the store's newest seal in a witness store.
     Witness(witness::Args),
+    /// Write an audit report (HTML, Markdown or JSON): `verify`'s checks with the trust
+    /// anchors given, and what the runs' rows say.
+    Report(report::Args),
 }
 
 /// Run the CLI with the process arguments.
@@ -126,6 +130,7 @@ pub fn main() -> ExitCode {
             Command::Scan(a) => scan::run(a).await,
             Command::Replicate(a) => replicate::run(a).await,
             Command::Witness(a) => witness::run(a).await,
+            Command::Report(a) => report::run(a).await,
         }
     });
     match result {

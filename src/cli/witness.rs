@@ -101,6 +101,24 @@ pub(crate) struct VerifyWitnessArgs {
 }
 
 impl VerifyWitnessArgs {
+    /// The witness store, opened, and its URL, when asked for.
+    pub(crate) async fn open(
+        &self,
+        store: &dyn AtomicPublisher,
+    ) -> Result<Option<(std::sync::Arc<dyn AtomicPublisher>, String)>> {
+        let Some(url) = &self.witness else {
+            return Ok(None);
+        };
+        let w = open_prefixed(
+            url,
+            self.witness_endpoint_url.as_deref(),
+            "LINEAGE_WITNESS_",
+        )
+        .await?;
+        another_store(store, w.as_ref())?;
+        Ok(Some((w, url.clone())))
+    }
+
     /// The check, when asked for.
     pub(crate) async fn check(&self, store: &dyn AtomicPublisher) -> Result<Option<WitnessReport>> {
         let Some(url) = &self.witness else {

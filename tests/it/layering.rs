@@ -33,6 +33,7 @@ const LAYERS: &[&[&str]] = &[
     &["write", "read"],
     &["audit"],
     &["replicate", "witness", "export", "compact"],
+    &["report"],
     &["cli"],
 ];
 

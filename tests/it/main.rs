@@ -29,5 +29,6 @@ mod publish;
 mod read;
 mod replicate;
 mod security;
+mod report;
 mod witness;
 mod write;
