@@ -28,7 +28,7 @@ mod layering;
 mod publish;
 mod read;
 mod replicate;
-mod security;
 mod report;
+mod security;
 mod witness;
 mod write;
