@@ -92,6 +92,31 @@ bench-python:
     "{{bench_venv}}/bin/python" python/bench/bench_append.py --events "$(realpath "{{bench_data}}")/ev-1m.arrow" \
       --shared-bench "$(realpath "{{shared_bench}}")" --lineage-bin "$PWD/target/release/lineage"
 
+# the release wheel's size (docs/python.md, "Size"): the wheel and its extension module
+# unzipped (what counts against Lambda's 250 MB with pyarrow), stripped (pyproject.toml)
+python-size:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    scripts/python-env.sh
+    wheels=$(mktemp -d); trap 'rm -rf "$wheels"' EXIT
+    .venv/bin/maturin build --release --locked -q -m python/Cargo.toml --out "$wheels"
+    ls -l "$wheels"/*.whl
+    unzip -l "$wheels"/*.whl | grep '_native'
+    unzip -q -d "$wheels/x" "$wheels"/*.whl && file "$wheels"/x/lineage_store/_native*.so
+
+# peak RSS of `Store.append(reader)` on a ROWS-row stream made as it is read (docs/python.md,
+# Performance): the release wheel in a venv outside the repository, one fresh process
+python-rss rows="3000000":
+    #!/usr/bin/env bash
+    set -euo pipefail
+    v=$(realpath -m "{{bench_venv}}-rss")
+    [ -x "$v/bin/python" ] || python3 -m venv "$v"
+    "$v/bin/pip" install -q pyarrow==26.0.1 pytest==9.2.0 maturin==1.16.0
+    wheels=$(mktemp -d); trap 'rm -rf "$wheels"' EXIT
+    "$v/bin/maturin" build --release --locked -q -m python/Cargo.toml --out "$wheels"
+    "$v/bin/pip" install -q --force-reinstall --no-deps "$wheels"/*.whl
+    "$v/bin/python" python/bench/bench_stream_rss.py --rows {{rows}}
+
 # the history at scale on local disk, through the CLI (docs/performance.md, section 6;
 # benches/history_disk.rs): log/verify --since-seal, seal and prove of 100 new commits as
 # processes, with strace counts; stores of up to 20,000 commits are built with the CLI,

@@ -105,6 +105,7 @@ impl Compact {
             key: k.to_string(),
             size: s.size as u64,
             modified: None,
+            link: None,
         }
     }
 }

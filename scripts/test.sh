@@ -7,6 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/python-env.sh
+# tests/python/test_report.py loads the audit report in a real headless browser: Debian's
+# chromium, installed where missing (as root, like the rest of this script's installs).
+command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 export LINEAGE_PYTHON="$PWD/.venv/bin/python"
 scripts/python-env.sh .venv-checkov terraform/checkov-requirements.txt  # tests/python/test_terraform.py
 export LINEAGE_CHECKOV="$PWD/.venv-checkov/bin/checkov"

@@ -42,8 +42,13 @@
 //!    every part against its sealed pointer.
 //! 8. `audit`: the report vocabulary, the chain walk, `log`, `verify` (one pipeline, full or
 //!    since a seal, sharded), inclusion proofs, `repair` and `sweep`.
-//! 9. Applications, each on its own: [`replicate`], [`witness`], [`export`].
-//! 10. `cli` (feature `cli`): one file per command; `src/bin/lineage.rs` only calls
+//! 9. Applications, each on its own: [`replicate`], [`witness`], [`export`], and
+//!    [`compact`]: sealed commits merged into larger parts, every row accounted for in a
+//!    compaction record that a seal puts into effect (its Delta version removes the
+//!    sources with `dataChange` false and adds the compacted part).
+//! 10. [`report`]: the audit report (HTML, Markdown, JSON): `verify` with its trust
+//!     anchors and the witness check, then one streamed count over the trusted read.
+//! 11. `cli` (feature `cli`): one file per command; `src/bin/lineage.rs` only calls
 //!     `cli::main`. Clap lives only here.
 //!
 //! The layers are private; what users need is re-exported here. The project's own tests,
@@ -57,6 +62,7 @@ mod audit;
 mod base;
 #[cfg(feature = "cli")]
 pub mod cli;
+pub mod compact;
 pub mod export;
 mod format;
 mod history;
@@ -64,6 +70,7 @@ mod parts;
 mod publish;
 mod read;
 pub mod replicate;
+pub mod report;
 mod schema;
 pub mod witness;
 mod write;
@@ -137,11 +144,11 @@ pub use base::time::parse_duration;
 pub mod internal {
     pub use crate::audit::{chain, verify::platform, verify::report_dir, verify::shard};
     pub use crate::base::{digest, time};
-    pub use crate::format::{claim, delta, identity, keys, pointer};
+    pub use crate::format::{claim, compaction, delta, identity, keys, pointer};
     pub use crate::history::delta::complete_log as complete_delta_log;
     pub use crate::history::identity::ensure_identity;
     pub use crate::history::{complete, frontier, index, merkle, seal, signing, tiles};
-    pub use crate::parts::{encode, read as part};
+    pub use crate::parts::{encode, multiset, read as part};
     pub use crate::publish::{
         checked, disorderly, faulty, list_pages, metered, object, posix, store,
     };

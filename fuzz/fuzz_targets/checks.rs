@@ -119,9 +119,48 @@ pub fn pointer(data: &[u8]) {
         let again = Pointer::from_bytes("fuzz.json", &p.to_bytes().expect("serialise"))
             .expect("a pointer we wrote must parse");
         assert_eq!(p, again);
-        // Keys are built and classified from what a pointer says.
-        let _ = lineage_store::internal::keys::classify(&p.part_path);
-        let _ = lineage_store::internal::keys::check_run_id(&p.run_id);
+        // Keys are built and classified from what a pointer says: an accepted pointer is
+        // within its size limit and every field within the rules of input, so no key built
+        // from it can leave the store.
+        assert!(data.len() <= lineage_store::internal::pointer::MAX_POINTER_BYTES);
+        assert!(p.field_problem().is_none());
+        assert!(lineage_store::internal::keys::check_run_id(&p.run_id).is_ok());
+        assert_eq!(
+            lineage_store::crs::canonicalize(&p.target_crs).as_deref(),
+            Ok(p.target_crs.as_str())
+        );
+        assert!(matches!(
+            lineage_store::internal::keys::classify(&p.part_path),
+            lineage_store::internal::keys::KeyKind::Part { .. }
+        ));
+        assert!(!p
+            .part_path
+            .split('/')
+            .any(|s| s.is_empty() || s == "." || s == ".."));
+    }
+}
+
+/// The Parquet footer check: any footer that decodes is judged without panicking, and one
+/// it passes holds together (the file's rows are its row groups', each column chunk holds
+/// its row group's rows, at most 8 rows a byte of the part).
+pub fn footer(data: &[u8]) {
+    let Ok(meta) = parquet::file::metadata::ParquetMetaDataReader::decode_metadata(
+        &bytes::Bytes::copy_from_slice(data),
+    ) else {
+        return;
+    };
+    let size = data.len() as u64;
+    if lineage_store::internal::part::row_count_problem(&meta, size).is_none() {
+        let sum: i128 = meta
+            .row_groups()
+            .iter()
+            .map(|g| i128::from(g.num_rows()))
+            .sum();
+        assert_eq!(sum, i128::from(meta.file_metadata().num_rows()));
+        assert!(sum >= 0 && sum <= i128::from(size) * 8);
+        for g in meta.row_groups() {
+            assert!(g.columns().iter().all(|c| c.num_values() == g.num_rows()));
+        }
     }
 }
 

@@ -44,6 +44,7 @@ from ._native import (
     conform,
     keygen,
     open,
+    render_report,
     verify_proof,
 )
 
@@ -78,6 +79,7 @@ __all__ = [
     "conform",
     "keygen",
     "open",
+    "render_report",
     "verify_proof",
 ]
 

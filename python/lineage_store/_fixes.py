@@ -97,6 +97,23 @@ def _columns(producer: str, columns: Sequence[Mismatch]) -> list[str]:
     return lines
 
 
+def _uuids(producer: str, types: Sequence[Mismatch]) -> list[str]:
+    """Lines that write UUIDs (16 bytes: DuckDB's UUID, ``pa.uuid()``) as their text form,
+    which no cast does in pyarrow or pandas (DuckDB's ``CAST(... AS VARCHAR)`` does)."""
+    lines = []
+    for _, f, g, _, _, _ in types:
+        if g != "uuid":
+            continue
+        if producer == "pandas":
+            lines.append(f'df["{f}"] = df["{f}"].map(lambda u: None if u is None else str(u))')
+        elif producer == "pyarrow":
+            text = (f'pa.array([None if u is None else str(u if isinstance(u, uuid.UUID) else '
+                    f'uuid.UUID(bytes=u)) for u in table["{f}"].to_pylist()], pa.string())')
+            lines.append(f'import uuid; table = table.set_column('
+                         f'table.schema.get_field_index("{f}"), "{f}", {text})')
+    return lines
+
+
 def schema_fix(producer: str, mismatches: Sequence[Mismatch]) -> str:
     """The fix lines for ``mismatches`` of data from ``producer`` (see the module docs)."""
     types = [m for m in mismatches if m[0] == "type"]
@@ -105,6 +122,7 @@ def schema_fix(producer: str, mismatches: Sequence[Mismatch]) -> str:
     if columns:
         lines += [f"fix in {producer}: {line}" for line in _columns(producer, columns)]
     if types:
+        lines += [f"fix in {producer}: {line}" for line in _uuids(producer, types)]
         if producer == "polars":
             code = _polars(types)
         elif producer == "duckdb":

@@ -69,6 +69,10 @@ def verify_proof(
     """Check an inclusion proof offline against a head digest; ``VerifyError`` when it
     does not hold. ``proof`` is a ``Proof``, JSON text, or the path of a proof file."""
 
+def render_report(data: Union[str, dict[str, Any]], format: str = "html") -> str:
+    """Render the data of an audit report (what ``Store.report`` returns, or the JSON
+    ``lineage report --format json`` writes) as "html", "md" or "json", without the store."""
+
 @final
 class Store:
     """A lineage store. Safe to share between threads; calls release the GIL."""
@@ -149,6 +153,22 @@ class Store:
         self, commit_id: str, head: Optional[str] = None, *, seal: Optional[int] = None
     ) -> Proof:
         """An inclusion proof of a commit in a seal."""
+    def report(
+        self,
+        path: StrPath,
+        format: str = "html",
+        *,
+        expect_head: Optional[str] = None,
+        public_key: Union[StrPath, list[StrPath], None] = None,
+        signed_from: Optional[int] = None,
+        witness: Optional[str] = None,
+        witness_endpoint_url: Optional[str] = None,
+        run_id: Union[str, list[str], None] = None,
+        as_of_seal: Optional[int] = None,
+        force: bool = False,
+    ) -> dict[str, Any]:
+        """Write the audit report (``lineage report``) to ``path`` as "html", "md" or
+        "json", whether or not problems were found; returns its data (the JSON format)."""
     def files(
         self,
         as_of_seal: Optional[int] = None,
@@ -203,7 +223,8 @@ class Writer:
 @final
 class Conformed:
     """``conform``'s result: Arrow data in the contract's schema (pass it to ``append``),
-    and what was done to each column whose type was not the contract's."""
+    and what was done to each column whose type was not the contract's. Pickles as its
+    batches (an Arrow IPC stream) and its changes."""
 
     @property
     def changes(self) -> list[str]:

@@ -321,7 +321,7 @@ impl Source {
             From::Batch(b) => return Ok(b.take()),
             From::Stream(s) => s,
         };
-        let failed = |m: String| Error::Usage(format!("reading the Arrow stream failed: {m}"));
+        let failed = |m: String| Error::Usage(format!("{} {m}", crate::errors::STREAM_FAILED));
         let get_next = stream
             .get_next()
             .ok_or_else(|| failed("the stream has no get_next".into()))?;

@@ -1,6 +1,9 @@
 //! `lineage_store.conform(data)`: the lossless conversions a caller asks for (the
 //! library's `write::lossless`), and the `Conformed` table it returns.
 //!
+//! `Conformed` pickles as its batches in an Arrow IPC stream and its changes (rebuilt by
+//! [`_restore_conformed`]), so a pool worker can return what `conform` gave it.
+//!
 //! `Conformed` holds the converted batches (in the contract's schema) and what was done to
 //! each column; it is Arrow data itself (`__arrow_c_stream__`), so
 //! `store.append(lineage_store.conform(df))` needs no pyarrow, and `to_pyarrow()` gives a
@@ -12,11 +15,14 @@ use arrow_pyarrow::{IntoPyArrow, Table};
 use arrow_schema::SchemaRef;
 use lineage_store::internal::lossless;
 use pyo3::prelude::*;
-use pyo3::types::PyCapsule;
+use pyo3::types::{PyBytes, PyCapsule};
 
 use crate::arrow_in;
 use crate::errors::IntoPyResult;
 use crate::runtime::detached;
+
+/// What a `Conformed` pickles as: `_restore_conformed` and its arguments.
+type Reduced<'py> = (Bound<'py, PyAny>, (Bound<'py, PyBytes>, Vec<String>));
 
 /// An input conformed to the contract: Arrow data (`__arrow_c_stream__`) in the contract's
 /// schema, and `changes`, what was done to each column whose type was not the contract's.
@@ -99,6 +105,23 @@ impl Conformed {
         PyCapsule::new_with_value(py, stream, c"arrow_array_stream")
     }
 
+    /// Pickled as its batches (an Arrow IPC stream) and its changes.
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Reduced<'py>> {
+        let mut data = Vec::new();
+        let written = (|| {
+            let mut w = arrow_ipc::writer::StreamWriter::try_new(&mut data, &self.schema)?;
+            for b in &self.batches {
+                w.write(b)?;
+            }
+            w.finish()
+        })();
+        written.map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
+        let restore = py
+            .import("lineage_store._native")?
+            .getattr("_restore_conformed")?;
+        Ok((restore, (PyBytes::new(py, &data), self.changes.clone())))
+    }
+
     fn __len__(&self) -> usize {
         self.num_rows()
     }
@@ -110,4 +133,18 @@ impl Conformed {
             self.changes
         )
     }
+}
+
+/// Rebuild a pickled `Conformed` (see the module docs).
+#[pyfunction]
+pub fn _restore_conformed(data: &[u8], changes: Vec<String>) -> PyResult<Conformed> {
+    let bad = |e: arrow_schema::ArrowError| pyo3::exceptions::PyValueError::new_err(e.to_string());
+    let reader = arrow_ipc::reader::StreamReader::try_new(data, None).map_err(bad)?;
+    let schema = reader.schema();
+    let batches = reader.collect::<Result<Vec<_>, _>>().map_err(bad)?;
+    Ok(Conformed {
+        schema,
+        batches,
+        changes,
+    })
 }

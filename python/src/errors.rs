@@ -2,10 +2,13 @@
 //! the library's one kind mapping: `Input` → `InputError`, `Conflict` → `ConflictError`,
 //! `Io`/`NotFound` → `StoreError`, `Internal` → `LineageError`. The message is what the
 //! CLI prints (its `error: ` lines without the prefix, one per error of refused input, and
-//! its `hint: ` line), in the caller's language: a usage error names the keyword
-//! argument the caller passed (`batch_rows`), not the CLI's flag (`--batch-rows`), and a
-//! schema mismatch adds the lines that fix it in the caller's library
-//! ([`crate::refusal::schema_error`]).
+//! its `hint: ` line), in the caller's language ([`pythonic`]): a message names the
+//! keyword argument the caller passed (`batch_rows`), not the CLI's flag (`--batch-rows`),
+//! and what the package has no keyword for as the CLI command that has it
+//! (`` `lineage keygen --force` ``); refused input (which quotes the input's values) is
+//! never rewritten, and a schema mismatch adds the lines that fix it in the caller's
+//! library ([`crate::refusal::schema_error`]). Verify's problems and a proof summary's
+//! `signed_by` are rewritten the same way (`types.rs`).
 
 use lineage_store::{Error, ErrorKind, InputError, Place};
 use pyo3::prelude::*;
@@ -31,13 +34,30 @@ pub fn raise(
     }
 }
 
-/// The CLI's flags in a usage message, as the keyword arguments a Python caller passed.
-/// Only usage messages are rewritten (never one that quotes a value of the input).
-const FLAGS: [(&str, &str); 9] = [
+/// How an error of a producer's Arrow stream begins (followed by the producer's text).
+pub const STREAM_FAILED: &str = "reading the Arrow stream failed:";
+
+/// Whole phrases that name a flag the package has no keyword for: the CLI command that
+/// has it, quoted, so the caller knows it is the CLI's (checked before [`FLAGS`]).
+const PHRASES: [(&str, &str); 5] = [
     (
         "use append with --commit-key",
         "use Store.append(commit_key=...)",
     ),
+    (
+        "sign this one too (--signing-key), or pass --unsigned to publish an unsigned seal after signed ones (verify --signed-from then reports it)",
+        "sign this one too (signing_key=...), or pass allow_unsigned=True to publish an unsigned seal after signed ones (verify(signed_from=...) then reports it)",
+    ),
+    ("(--force replaces it)", "(`lineage keygen --force` replaces it)"),
+    (
+        "(seals signed only from a later seal on: --signed-from SEQ)",
+        "(seals signed only from a later seal on: signed_from=SEQ)",
+    ),
+    ("(--signed-from ", "(signed_from="),
+];
+
+/// The CLI's flags, as the keyword arguments a Python caller passes.
+const FLAGS: [(&str, &str); 14] = [
     ("--store ", "store "),
     ("--endpoint-url", "endpoint_url"),
     ("--since-seal ", "since_seal="),
@@ -46,20 +66,57 @@ const FLAGS: [(&str, &str); 9] = [
     ("--commit-key", "commit_key"),
     ("--expect-head ", "expect_head="),
     ("--grace ", "grace="),
+    ("--format", "format="),
+    ("--signing-key", "signing_key="),
+    ("--as-of-seal ", "as_of_seal="),
+    ("--columns", "columns"),
+    ("--run-id", "run_id"),
+    ("--max-errors", "max_errors"),
 ];
 
-/// `message` with the CLI's flags spelled as Python keyword arguments.
+/// `message` in the caller's language: the CLI's flags spelled as Python keyword
+/// arguments, and a flag the package has no keyword for named with its CLI command. Text
+/// in backticks (a quoted command or value) is left as it is.
 pub fn pythonic(message: &str) -> String {
-    FLAGS
+    let phrased = PHRASES
         .iter()
-        .fold(message.to_string(), |m, (flag, kw)| m.replace(flag, kw))
+        .fold(message.to_string(), |m, (from, to)| m.replace(from, to));
+    // Rewrite outside backticks only: even pieces of a split on '`' are plain text.
+    phrased
+        .split('`')
+        .enumerate()
+        .map(|(i, piece)| {
+            if i % 2 == 1 {
+                return piece.to_string();
+            }
+            FLAGS
+                .iter()
+                .fold(piece.to_string(), |m, (flag, kw)| m.replace(flag, kw))
+        })
+        .collect::<Vec<_>>()
+        .join("`")
 }
 
-/// The exception for a library error.
+/// Whether `e` is Ctrl-C reaching a producer that runs Python code while it is read (a
+/// generator behind a `RecordBatchReader`): the signal handler raised `KeyboardInterrupt`
+/// in the producer, and pyarrow hands it on as the stream's error text, its traceback
+/// ending in `KeyboardInterrupt`.
+fn interrupted_producer(e: &Error) -> bool {
+    let Error::Usage(m) = e else { return false };
+    let last = m.lines().rev().map(str::trim).find(|l| !l.is_empty());
+    m.starts_with(STREAM_FAILED)
+        && last.is_some_and(|l| l == "KeyboardInterrupt" || l.starts_with("KeyboardInterrupt:"))
+}
+
+/// The exception for a library error (`KeyboardInterrupt` for Ctrl-C in the producer).
 pub fn to_py(py: Python<'_>, e: Error) -> PyErr {
+    if interrupted_producer(&e) {
+        return pyo3::exceptions::PyKeyboardInterrupt::new_err(());
+    }
+    // Refused input quotes the input's values: never rewritten.
     let message = match &e {
-        Error::Usage(m) => pythonic(m),
-        other => other.to_string(),
+        Error::Record { .. } | Error::Rejected(_) | Error::Schema(_) => e.to_string(),
+        other => pythonic(&other.to_string()),
     };
     match e.kind() {
         ErrorKind::Input => match input_kwargs(py, &e) {

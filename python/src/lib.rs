@@ -88,6 +88,25 @@ fn read_proof(proof: &Bound<'_, PyAny>) -> PyResult<LResult<(LibProof, String)>>
         }))
 }
 
+/// Render the data of an audit report (the JSON `lineage report --format json` or
+/// `Store.report` wrote: text or a dict) as "html", "md" or "json", without the store.
+#[pyfunction]
+#[pyo3(signature = (data, format="html"))]
+fn render_report(py: Python<'_>, data: &Bound<'_, PyAny>, format: &str) -> PyResult<String> {
+    let format: lineage_store::report::ReportFormat = format.parse().py_err(py)?;
+    let text: String = match data.extract::<String>() {
+        Ok(t) => t,
+        Err(_) => py
+            .import("json")?
+            .call_method1("dumps", (data,))?
+            .extract()?,
+    };
+    let r: lineage_store::report::AuditReport = serde_json::from_str(&text)
+        .map_err(|e| Error::Usage(format!("not a lineage report: {e}")))
+        .py_err(py)?;
+    lineage_store::report::render(&r, format).py_err(py)
+}
+
 /// Check an inclusion proof offline (no store) against a head digest kept outside the
 /// store, optionally the seal's signature and a copy of the part file. Returns what the
 /// proof establishes; raises `VerifyError` when it does not hold.
@@ -148,10 +167,12 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(contract_schema, m)?)?;
     m.add_function(wrap_pyfunction!(keygen, m)?)?;
     m.add_function(wrap_pyfunction!(verify_proof, m)?)?;
+    m.add_function(wrap_pyfunction!(render_report, m)?)?;
     m.add_function(wrap_pyfunction!(_arrow_import_check, m)?)?;
     m.add_function(wrap_pyfunction!(conformed::conform, m)?)?;
     m.add_function(wrap_pyfunction!(store::_reopen, m)?)?;
     m.add_function(wrap_pyfunction!(types::_restore, m)?)?;
+    m.add_function(wrap_pyfunction!(conformed::_restore_conformed, m)?)?;
     m.add_class::<conformed::Conformed>()?;
     m.add_class::<store::Store>()?;
     m.add_class::<writer::Writer>()?;

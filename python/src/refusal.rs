@@ -28,6 +28,8 @@ fn got_token(t: &DataType) -> &'static str {
         DataType::Timestamp(_, None) => "naive_timestamp",
         DataType::Timestamp(_, Some(_)) => "timestamp",
         DataType::Null => "null",
+        // A UUID as its 16 bytes (DuckDB's UUID, pyarrow's `pa.uuid()`).
+        DataType::FixedSizeBinary(16) => "uuid",
         _ => "other",
     }
 }

@@ -22,6 +22,7 @@ use lineage_store::{
 use pyo3::prelude::*;
 
 use lineage_store::internal::conform;
+use lineage_store::report::{self, ReportFormat, ReportOptions};
 
 use crate::arrow_in;
 use crate::errors::{self, IntoPyResult, LResult};
@@ -441,6 +442,108 @@ impl Store {
         })?
         .py_err(py)?;
         Ok(Proof { inner: p })
+    }
+
+    /// Write the audit report of the store (`lineage report`) to `path`: `format` "html"
+    /// (one self-contained page), "md" or "json". The same checks as `verify` with the
+    /// trust anchors given (`expect_head`, `public_key`: a path or a list of paths,
+    /// `signed_from`, `witness`: another store's URL), then what the runs' rows say (only
+    /// `run_id`'s runs: a str or a list; as of seal `as_of_seal`). An existing file is
+    /// refused unless `force`. Returns the report's data (the JSON format) as a dict; the
+    /// file is written whether or not problems were found (`["verdict"]["clean"]`).
+    #[pyo3(signature = (path, format="html", *, expect_head=None, public_key=None, signed_from=None, witness=None, witness_endpoint_url=None, run_id=None, as_of_seal=None, force=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn report<'py>(
+        &self,
+        py: Python<'py>,
+        path: PathBuf,
+        format: &str,
+        expect_head: Option<String>,
+        public_key: Option<Bound<'py, PyAny>>,
+        signed_from: Option<u64>,
+        witness: Option<String>,
+        witness_endpoint_url: Option<String>,
+        run_id: Option<Bound<'py, PyAny>>,
+        as_of_seal: Option<u64>,
+        force: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let format: ReportFormat = format.parse().py_err(py)?;
+        if let Some(h) = &expect_head {
+            if merkle::parse_hash(h).is_none() {
+                return Err(errors::to_py(
+                    py,
+                    Error::Usage(format!("expect_head={h:?} is not a sha256 (64 hex digits)")),
+                ));
+            }
+        }
+        let key_paths: Vec<PathBuf> = match public_key {
+            None => Vec::new(),
+            Some(k) => match k.extract::<PathBuf>() {
+                Ok(p) => vec![p],
+                Err(_) => k.extract::<Vec<PathBuf>>()?,
+            },
+        };
+        let run_ids: Vec<String> = match run_id {
+            None => Vec::new(),
+            Some(r) => match r.extract::<String>() {
+                Ok(one) => vec![one],
+                Err(_) => r.extract::<Vec<String>>()?,
+            },
+        };
+        let public_keys = key_paths
+            .iter()
+            .map(|p| read_public_key(p))
+            .collect::<LResult<Vec<_>>>()
+            .py_err(py)?;
+        if !force && path.exists() {
+            return Err(errors::to_py(
+                py,
+                Error::Usage(format!(
+                    "{}: the file exists; pass force=True to replace it",
+                    path.display()
+                )),
+            ));
+        }
+        let store = self.inner.clone();
+        let url = self.url.clone();
+        let (text, json) = block_on_local(py, move || async move {
+            let witness = match witness {
+                None => None,
+                Some(w) => Some((
+                    open_with(
+                        &w,
+                        &CloudOptions {
+                            endpoint_url: witness_endpoint_url,
+                        },
+                    )
+                    .await?,
+                    w,
+                )),
+            };
+            let opts = ReportOptions {
+                verify: VerifyOptions {
+                    public_keys,
+                    signed_from,
+                    expect_head,
+                    ..VerifyOptions::default()
+                },
+                key_sources: key_paths.iter().map(|p| p.display().to_string()).collect(),
+                witness,
+                run_ids,
+                as_of_seal,
+                store_url: url,
+            };
+            let r = report::collect(store.as_ref(), &opts).await?;
+            Ok((
+                report::render(&r, format)?,
+                report::render(&r, ReportFormat::Json)?,
+            ))
+        })?
+        .py_err(py)?;
+        std::fs::write(&path, text)
+            .map_err(|e| Error::io(&path, e))
+            .py_err(py)?;
+        py.import("json")?.call_method1("loads", (json,))
     }
 
     /// The parts of exactly the commits sealed by seals 1..`as_of_seal` (default: the

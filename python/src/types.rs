@@ -156,7 +156,7 @@ impl From<&LibProblem> for Problem {
         Self {
             kind,
             key: p.key.clone(),
-            message: p.detail.clone(),
+            message: crate::errors::pythonic(&p.detail),
         }
     }
 }
@@ -491,7 +491,7 @@ impl From<LibSummary> for ProofSummary {
             rows: s.rows,
             seal_seq: s.seal_seq,
             sealed_utc: s.sealed_utc,
-            signed_by: s.signed_by,
+            signed_by: s.signed_by.map(|by| crate::errors::pythonic(&by)),
             part_file_checked: s.part_file_checked,
         }
     }

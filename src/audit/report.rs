@@ -48,6 +48,10 @@ pub enum ProblemKind {
     MalformedPart,
     /// An object lineage-store did not write.
     ForeignObject,
+    /// A symlink inside a local store (to a file or a directory; named with its target).
+    /// No command follows one, so what it points to is not part of the store; readers
+    /// such as pyarrow or DuckDB would follow it and see other rows.
+    Symlink,
     /// An object under `_lineage/` that is none of the kinds lineage-store writes there
     /// (a copy of a part, notes, a file in a pointer's directory that is not a pointer):
     /// readers skip `_lineage/`, so nothing else would ever show it.
@@ -76,6 +80,24 @@ pub enum ProblemKind {
     /// An object under `_delta_log/` that lineage-store does not write (a checkpoint,
     /// `_last_checkpoint`, a planted file).
     UnknownDeltaObject,
+    /// A compaction record a seal names that is missing, not the bytes the seal records,
+    /// unreadable or inconsistent, or whose sources are not sealed commits (sealed before
+    /// that seal, with the pointer and part digests the record names).
+    BadCompactionRecord,
+    /// A compacted part that is missing, or not the size and digests its record names.
+    BadCompactedPart,
+    /// A compacted part whose rows are not exactly the multiset union of its sources'
+    /// rows (count or order-independent digest), or not what its record says.
+    CompactionRowsDiffer,
+    /// A commit that two compactions in effect both hold (its rows would be read twice).
+    CompactedTwice,
+    /// A compaction record or compacted part no seal puts into effect, past the grace
+    /// period: a compactor that lost a race or was stopped, or a planted object. Readers
+    /// never see it.
+    OrphanCompaction,
+    /// The table's newest Delta version (adds minus removes, replayed) does not hold
+    /// exactly the rows of the sealed commits.
+    DeltaRowsDiffer,
 }
 
 /// One problem, naming the object.
@@ -134,6 +156,8 @@ pub enum InFlightKind {
     Part,
     /// A part whose pointer appeared after the listing (committed during the scan).
     CommittedDuringScan,
+    /// A compaction record or compacted part whose seal may still come.
+    Compaction,
 }
 
 /// One object counted as in flight rather than judged, and why.

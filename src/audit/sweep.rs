@@ -35,6 +35,9 @@ pub struct SweepOutcome {
     pub bytes: u64,
     /// Temps kept because they are recent (or their age is unknown).
     pub kept: u64,
+    /// Temps not removed, each with why: a directory on the way was swapped for a symlink
+    /// since the listing (nothing is ever deleted through one), or the removal failed.
+    pub refused: Vec<String>,
 }
 
 /// Remove temps older than `older_than` (at least a minute) relative to `now`.
@@ -74,7 +77,8 @@ async fn sweep_where(
 ) -> Result<SweepOutcome> {
     let mut out = SweepOutcome::default();
     for o in store.list("").await? {
-        if keys::classify(&o.key) != KeyKind::Temp {
+        // A symlink named like a temp is not one of ours: `verify` reports it.
+        if o.link.is_some() || keys::classify(&o.key) != KeyKind::Temp {
             continue;
         }
         if !stale(&o) {
@@ -82,8 +86,15 @@ async fn sweep_where(
             continue;
         }
         if !dry_run {
-            store.delete_temp(&o.key).await?;
-            tracing::info!(key = %o.key, "removed stale temp");
+            match store.delete_temp(&o.key).await {
+                Ok(()) => tracing::info!(key = %o.key, "removed stale temp"),
+                // One hostile directory does not stop the sweep of the others.
+                Err(e @ Error::Symlink { .. }) => {
+                    out.refused.push(format!("{}: {e}", o.key));
+                    continue;
+                }
+                Err(e) => return Err(e),
+            }
         }
         out.bytes += o.size;
         out.removed.push(o.key);

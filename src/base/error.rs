@@ -118,6 +118,14 @@ pub enum Error {
     /// chain. Each failing object is named.
     #[error("{}", integrity_text(.0))]
     Integrity(Vec<Failed>),
+    /// A symlink inside a local store, which no command ever follows.
+    #[error("refusing to follow the symlink {path} -> {target}: lineage-store never reads, writes or deletes through a symlink inside a store (`lineage verify` names every one)")]
+    Symlink {
+        /// The symlink, under the store's root.
+        path: String,
+        /// Where it points (as stored in the link; never followed).
+        target: String,
+    },
     /// Anything that should not happen.
     #[error("internal error: {0}")]
     Internal(String),
@@ -164,9 +172,10 @@ impl Error {
             | Error::Rejected(_)
             | Error::Usage(_)
             | Error::Signature(_) => ErrorKind::Input,
-            Error::Conflict { .. } | Error::Corrupt { .. } | Error::Integrity(_) => {
-                ErrorKind::Conflict
-            }
+            Error::Conflict { .. }
+            | Error::Corrupt { .. }
+            | Error::Integrity(_)
+            | Error::Symlink { .. } => ErrorKind::Conflict,
             Error::NotFound(_) => ErrorKind::NotFound,
             Error::Io { .. } | Error::Delivery { .. } => ErrorKind::Io,
             Error::ObjectStore { source, .. } => match source.as_ref() {

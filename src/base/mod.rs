@@ -6,4 +6,5 @@ pub(crate) mod error;
 pub(crate) mod pool;
 pub(crate) mod rejection;
 pub(crate) mod rng;
+pub(crate) mod text;
 pub mod time;

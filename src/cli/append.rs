@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::base::error::Result;
 use crate::base::rejection::DEFAULT_MAX_ERRORS;
-use crate::cli::common::{json_line, out, refusal_json, Status, StoreArg};
+use crate::cli::common::{json_line, out, out_raw, refusal_json, Status, StoreArg};
 use crate::format::pointer::Pointer;
 use crate::write::input::{self, Format};
 use crate::write::writer::{Writer, DEFAULT_BATCH_ROWS};
@@ -35,6 +35,10 @@ pub(crate) struct Args {
     /// either way and the rest are counted.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_ERRORS)]
     max_errors: usize,
+    /// Longest NDJSON line accepted, in bytes; a longer one is refused, naming it, before
+    /// it is parsed (bounds the memory one line can cost).
+    #[arg(long, value_name = "BYTES", default_value_t = crate::write::input::DEFAULT_MAX_LINE_BYTES)]
+    max_line_bytes: usize,
     /// One JSON pointer per line; refused input: one JSON object listing the errors
     /// (`errors`: each with `line`, `row`, `field`, `value`, `reason`), as `check --json`.
     #[arg(long)]
@@ -46,7 +50,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     let result = append(a).await;
     if let (true, Err(e)) = (json, &result) {
         if let Some(v) = refusal_json(e) {
-            out(&json_line(&v)?)?;
+            out_raw(&json_line(&v)?)?;
         }
     }
     result
@@ -54,7 +58,9 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
 
 async fn append(a: Args) -> Result<Status> {
     // Standard input is spooled to a temp file first: it is read twice.
-    let input = Arc::new(input::Input::open(a.input.as_deref(), a.format)?);
+    let input = Arc::new(
+        input::Input::open(a.input.as_deref(), a.format)?.with_max_line_bytes(a.max_line_bytes),
+    );
     let store = a.store.open().await?;
     let writer = Writer::new(store)
         .with_batch_rows(a.batch_rows)
@@ -86,7 +92,7 @@ async fn append(a: Args) -> Result<Status> {
     if done.commits == 0 {
         // Empty input is a no-op, not an error (README, "Input"), and says so.
         let note = "the input holds no events: nothing was appended";
-        return out(&if a.json {
+        return out_raw(&if a.json {
             json_line(
                 &serde_json::json!({"empty_input": true, "commits": 0, "rows": 0, "note": note}),
             )?
@@ -123,7 +129,7 @@ fn stdout_gone(commits: u64, rows: u64) -> Result<Status> {
 
 fn print_commit(p: &Pointer, json: bool) -> Result<()> {
     if json {
-        out(&json_line(p)?)
+        out_raw(&json_line(p)?)
     } else {
         out(&format!(
             "committed {} rows={} bytes={} sha256={} {}",

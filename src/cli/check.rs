@@ -9,7 +9,7 @@ use serde_json::json;
 
 use crate::base::error::Result;
 use crate::base::rejection::DEFAULT_MAX_ERRORS;
-use crate::cli::common::{json_line, out, refusal_json, Status};
+use crate::cli::common::{json_line, out, out_raw, refusal_json, Status};
 use crate::write::check::{check, CheckOptions, CheckReport};
 use crate::write::input::{Format, Input};
 use crate::write::writer::DEFAULT_BATCH_ROWS;
@@ -32,6 +32,10 @@ pub(crate) struct Args {
     /// Errors to list when the input is refused (0: all); the rest are counted.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_ERRORS)]
     max_errors: usize,
+    /// Longest NDJSON line accepted, in bytes; a longer one is refused, naming it, before
+    /// it is parsed (bounds the memory one line can cost).
+    #[arg(long, value_name = "BYTES", default_value_t = crate::write::input::DEFAULT_MAX_LINE_BYTES)]
+    max_line_bytes: usize,
     /// Rows per commit the append would use, for the summary's commit count.
     #[arg(long, default_value_t = DEFAULT_BATCH_ROWS)]
     batch_rows: usize,
@@ -43,6 +47,7 @@ pub(crate) struct Args {
 
 pub(crate) fn run(a: Args) -> Result<Status> {
     let result = Input::open(a.input.as_deref(), a.format).and_then(|input| {
+        let input = input.with_max_line_bytes(a.max_line_bytes);
         let opts = CheckOptions {
             batch_rows: a.batch_rows,
             schema_version: a.schema_version.clone(),
@@ -57,9 +62,9 @@ pub(crate) fn run(a: Args) -> Result<Status> {
                     .map_err(|e| crate::base::error::Error::Internal(e.to_string()))?;
                 v["valid"] = json!(true);
                 v["format"] = json!(format.flag());
-                out(&json_line(&v)?)?;
+                out_raw(&json_line(&v)?)?;
             } else {
-                out(&summary(&report))?;
+                out_raw(&summary(&report))?;
             }
             Ok(0)
         }
@@ -76,7 +81,7 @@ pub(crate) fn run(a: Args) -> Result<Status> {
                         "hint": null,
                     })
                 });
-                out(&json_line(&v)?)?;
+                out_raw(&json_line(&v)?)?;
             } else if e.rejection().is_none() && e.kind() != crate::base::error::ErrorKind::Input {
                 out(&format!("not checked: {e}"))?;
             } else if let Some(r) = e.rejection() {

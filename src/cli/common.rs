@@ -51,10 +51,19 @@ pub(crate) fn closed_stdout(e: &Error) -> bool {
         if path.as_os_str() == STDOUT && source.kind() == std::io::ErrorKind::BrokenPipe)
 }
 
-/// Write a line to stdout; a closed pipe (e.g. `| head`) is not an error worth a panic.
+/// Write a human-readable line to stdout, every control character in it escaped
+/// ([`crate::base::text::printable`]): a key or a field from the store holding a newline
+/// or an escape sequence cannot forge a line of the report nor drive the terminal. A
+/// closed pipe (e.g. `| head`) is not an error worth a panic.
 pub(crate) fn out(line: &str) -> Result<()> {
+    out_raw(&crate::base::text::printable(line))
+}
+
+/// Write text that is already safe to stdout as it is: JSON (serde escapes what must be),
+/// or lines this program made.
+pub(crate) fn out_raw(text: &str) -> Result<()> {
     let mut o = std::io::stdout().lock();
-    writeln!(o, "{line}").map_err(|e| Error::io(STDOUT, e))
+    writeln!(o, "{text}").map_err(|e| Error::io(STDOUT, e))
 }
 
 /// JSON of a serialisable value on one line.

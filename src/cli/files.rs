@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use crate::base::error::Result;
-use crate::cli::common::{json_line, out, Status, StoreArg};
+use crate::cli::common::{json_line, out, out_raw, Status, StoreArg};
 use crate::cli::scan::{integrity_is_problems, ReadArgs};
 use crate::read::location::part_location;
 use crate::read::scan::check_all;
@@ -51,7 +51,7 @@ async fn list(a: Args) -> Result<Status> {
         let location = part_location(store.as_ref(), &p.pointer.part_path);
         if a.json {
             let q = &p.pointer;
-            out(&json_line(&Line {
+            out_raw(&json_line(&Line {
                 location,
                 part_path: &q.part_path,
                 commit_id: &q.commit_id,

@@ -5,7 +5,7 @@
 //! nothing new is an answer (exit 0).
 
 use crate::base::error::{Error, Result};
-use crate::cli::common::{json_line, out, Status, StoreArg};
+use crate::cli::common::{json_line, out, out_raw, Status, StoreArg};
 use crate::history::pointers::read_pointers;
 
 #[derive(Debug, clap::Args)]
@@ -59,7 +59,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     }
     for p in pointers {
         if a.json {
-            out(&json_line(&p)?)?;
+            out_raw(&json_line(&p)?)?;
         } else {
             out(&format!(
                 "{} {} run_id={} target_crs={} rows={} seq={}..{} {}{}",

@@ -16,6 +16,7 @@ use common::closed_stdout;
 mod append;
 mod check;
 mod common;
+mod compact;
 mod demo;
 mod export;
 mod files;
@@ -25,6 +26,7 @@ mod progress;
 mod prove;
 mod repair;
 mod replicate;
+mod report;
 mod scan;
 mod schema;
 mod seal;
@@ -68,6 +70,9 @@ enum Command {
     Demo(demo::Args),
     /// Seal every commit not sealed yet (hash chain, Merkle root, optional signature).
     Seal(seal::Args),
+    /// Merge sealed small parts into large ones for the lake's engines, every row
+    /// accounted for; seal the compactions (the originals stay).
+    Compact(compact::Args),
     /// Make an Ed25519 key pair for signing seals.
     Keygen(keygen::Args),
     /// Print an inclusion proof of a commit in a seal.
@@ -89,6 +94,9 @@ enum Command {
     Replicate(replicate::Args),
     /// Record the store's newest seal in a witness store.
     Witness(witness::Args),
+    /// Write an audit report (HTML, Markdown or JSON): `verify`'s checks with the trust
+    /// anchors given, and what the runs' rows say.
+    Report(report::Args),
 }
 
 /// Run the CLI with the process arguments.
@@ -111,6 +119,7 @@ pub fn main() -> ExitCode {
             Command::Schema(a) => schema::run(a),
             Command::Demo(a) => demo::run(a).await,
             Command::Seal(a) => seal::run(a).await,
+            Command::Compact(a) => compact::run(a).await,
             Command::Keygen(a) => keygen::run(a).await,
             Command::Prove(a) => prove::run(a).await,
             Command::VerifyProof(a) => verify_proof::run(a).await,
@@ -121,6 +130,7 @@ pub fn main() -> ExitCode {
             Command::Scan(a) => scan::run(a).await,
             Command::Replicate(a) => replicate::run(a).await,
             Command::Witness(a) => witness::run(a).await,
+            Command::Report(a) => report::run(a).await,
         }
     });
     match result {
@@ -144,14 +154,18 @@ fn fail(e: &Error) -> ExitCode {
         // Refused input: one line per error, each as it would read alone.
         Some(r) => {
             for line in r.errors.iter().map(ToString::to_string).chain(r.more()) {
-                let _ = writeln!(err, "error: {line}");
+                let _ = writeln!(err, "error: {}", crate::base::text::printable(&line));
             }
             if let Some(h) = &r.hint {
                 let _ = writeln!(err, "hint: {h}");
             }
         }
         None => {
-            let _ = writeln!(err, "error: {}", with_causes(e));
+            let _ = writeln!(
+                err,
+                "error: {}",
+                crate::base::text::printable(&with_causes(e))
+            );
         }
     }
     let code = match e.kind() {

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use crate::audit::proof::{prove, ProveAgainst};
 use crate::base::error::{Error, Result};
-use crate::cli::common::{out, write_out_file, Status, StoreArg};
+use crate::cli::common::{out_raw, write_out_file, Status, StoreArg};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -39,7 +39,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     text.push('\n');
     match a.out {
         Some(path) => write_out_file(&path, text.as_bytes(), a.force)?,
-        None => out(text.trim_end())?,
+        None => out_raw(text.trim_end())?,
     }
     Ok(0)
 }

@@ -8,7 +8,7 @@ use crate::audit::repair::{repair_with, RepairOptions};
 use crate::audit::verify::options::DEFAULT_GRACE_MINUTES;
 use crate::base::error::Result;
 use crate::base::time::parse_duration;
-use crate::cli::common::{json_line, out, Status, StoreArg};
+use crate::cli::common::{json_line, out, out_raw, Status, StoreArg};
 use crate::publish::store::{open_side, CloudOptions, SideEnv};
 
 #[derive(Debug, clap::Args)]
@@ -72,7 +72,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     };
     let r = repair_with(store.as_ref(), from.as_deref(), &opts).await?;
     if a.json {
-        out(&json_line(&r)?)?;
+        out_raw(&json_line(&r)?)?;
     } else {
         let (restore, adopt) = match a.dry_run {
             true => ("would restore", "would adopt"),

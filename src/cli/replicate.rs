@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use crate::base::error::{Error, Result};
 use crate::base::time::parse_duration;
-use crate::cli::common::{json_line, out, Status};
+use crate::cli::common::{json_line, out, out_raw, Status};
 use crate::publish::store::{open_side, CloudOptions, SideEnv};
 use crate::publish::AtomicPublisher;
 use crate::replicate::compare::{compare, Relation, ReplicaReport};
@@ -114,7 +114,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     }
     let s = result?;
     if a.json {
-        out(&json_line(&s)?)?;
+        out_raw(&json_line(&s)?)?;
     } else {
         print_summary(&s)?;
     }

@@ -29,6 +29,10 @@ pub(crate) struct ReadArgs {
     /// (said so on standard error).
     #[arg(long)]
     include_unsealed: bool,
+    /// Read the original parts even where a compaction in effect covers them (default:
+    /// the compacted parts, each checked against its compaction record).
+    #[arg(long)]
+    originals: bool,
     /// Which digests of each part to recompute: `fastest` (BLAKE3 where the pointer
     /// records one, else sha256) or `all`.
     #[arg(long, value_name = "WHICH", default_value = "fastest")]
@@ -45,6 +49,7 @@ impl ReadArgs {
             run_id: self.run_id.clone(),
             target_crs: self.target_crs.clone(),
             include_unsealed: self.include_unsealed,
+            prefer_compacted: !self.originals,
         }
     }
 

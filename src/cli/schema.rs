@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use crate::base::error::Result;
-use crate::cli::common::{out, Status};
+use crate::cli::common::{out, out_raw, Status};
 use crate::schema::contract::{self, arrow_type};
 
 #[derive(Debug, clap::Args)]
@@ -45,7 +45,7 @@ pub(crate) fn run(a: Args) -> Result<Status> {
             "partition_keys": contract::PARTITION_KEYS,
             "fields": fields,
         });
-        out(&doc.to_string())?;
+        out_raw(&doc.to_string())?;
     } else {
         out(&format!(
             "lineage contract, schema version {} (registered: {})",

@@ -5,9 +5,9 @@ use std::path::PathBuf;
 
 use crate::base::clock::SystemClock;
 use crate::base::error::Result;
-use crate::cli::common::{json_line, out, Status, StoreArg};
+use crate::cli::common::{json_line, out, out_raw, Status, StoreArg};
 use crate::history::sealer::{seal_with, SealOptions};
-use crate::history::signing::read_signing_key;
+use crate::history::signing::{check_signing_key_file, read_signing_key};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -16,6 +16,9 @@ pub(crate) struct Args {
     /// Sign the seal with this Ed25519 secret key (made by `lineage keygen`).
     #[arg(long, value_name = "FILE")]
     signing_key: Option<PathBuf>,
+    /// Accept a signing key file that others can read (refused by default, as ssh does).
+    #[arg(long, requires = "signing_key")]
+    allow_readable_key: bool,
     /// The outcome as one JSON object.
     #[arg(long)]
     json: bool,
@@ -37,6 +40,10 @@ pub(crate) struct Args {
 }
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
+    if let Some(path) = &a.signing_key {
+        let root = crate::publish::store::local_path(&a.store.store);
+        check_signing_key_file(path, root.as_deref(), a.allow_readable_key)?;
+    }
     let key = a.signing_key.as_deref().map(read_signing_key).transpose()?;
     let store = a.store.open_existing().await?;
     let opts = SealOptions {
@@ -44,10 +51,11 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         rescan: a.rescan,
         allow_empty: a.allow_empty,
         allow_unsigned: a.unsigned,
+        ..SealOptions::default()
     };
     let s = seal_with(store.as_ref(), &SystemClock, key.as_ref(), &opts).await?;
     if a.json {
-        out(&json_line(&s)?)?;
+        out_raw(&json_line(&s)?)?;
     } else if s.nothing_new {
         match s.seq {
             0 => out("nothing to seal: the store has no commits and no seal")?,

@@ -3,7 +3,7 @@
 use crate::audit::sweep::{sweep, sweep_all};
 use crate::base::error::Result;
 use crate::base::time::parse_duration;
-use crate::cli::common::{json_line, out, Status, StoreArg};
+use crate::cli::common::{json_line, out, out_raw, Status, StoreArg};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -37,7 +37,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         sweep(store.as_ref(), chrono::Utc::now(), older, a.dry_run).await?
     };
     if a.json {
-        out(&json_line(&r)?)?;
+        out_raw(&json_line(&r)?)?;
     } else {
         let verb = if a.dry_run { "would remove" } else { "removed" };
         for k in &r.removed {
@@ -49,6 +49,13 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
             r.bytes,
             r.kept
         ))?;
+        for k in &r.refused {
+            out(&format!("refused: {k}"))?;
+        }
     }
-    Ok(0)
+    if r.refused.is_empty() {
+        Ok(0)
+    } else {
+        Ok(3)
+    }
 }

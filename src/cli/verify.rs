@@ -13,7 +13,7 @@ use crate::audit::verify::report_dir::{read_shard_reports, write_shard_report};
 use crate::audit::verify::{verify_with, VerifyOptions};
 use crate::base::error::{Error, Result};
 use crate::base::time::parse_duration;
-use crate::cli::common::{json_line, out, Status, StoreArg};
+use crate::cli::common::{json_line, out, out_raw, Status, StoreArg};
 use crate::history::signing::read_public_key;
 use crate::publish::store::{open_plain, CloudOptions};
 
@@ -25,9 +25,12 @@ pub(crate) struct Args {
     /// S3 endpoint (LocalStack, moto, MinIO...); default: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL.
     #[arg(long, value_name = "URL")]
     endpoint_url: Option<String>,
-    /// The report as one JSON object.
+    /// The report as one JSON object (every problem, uncapped).
     #[arg(long)]
     json: bool,
+    /// Problems printed per kind (the rest counted in one line); 0 prints every one.
+    #[arg(long, value_name = "N", default_value_t = PROBLEMS_PER_KIND)]
+    problems_per_kind: usize,
     /// Re-hash only N randomly chosen parts (existence, size and footer of every part, and
     /// the whole seal chain, are still checked).
     #[arg(long, value_name = "N")]
@@ -195,7 +198,7 @@ async fn check(a: Args) -> Result<Status> {
         if let Some(w) = &written {
             v["report_written"] = serde_json::Value::String(w.clone());
         }
-        out(&json_line(&v)?)?;
+        out_raw(&json_line(&v)?)?;
     } else {
         let mut lines = replica
             .as_ref()
@@ -213,7 +216,7 @@ async fn check(a: Args) -> Result<Status> {
         if let Some(w) = &written {
             lines.push(format!("shard report written: {w}"));
         }
-        print_report(&report, &lines, more)?;
+        print_report(&report, &lines, more, a.problems_per_kind)?;
     }
     Ok(if report.is_clean() && more == 0 { 0 } else { 1 })
 }
@@ -255,21 +258,36 @@ async fn merge(a: &Args, files: &[PathBuf]) -> Result<Status> {
     }
     let report = crate::audit::verify::shard::merge(reports)?;
     if a.json {
-        out(&json_line(&report)?)?;
+        out_raw(&json_line(&report)?)?;
     } else {
-        print_report(&report, &[], 0)?;
+        print_report(&report, &[], 0, a.problems_per_kind)?;
     }
     Ok(if report.is_clean() { 0 } else { 1 })
 }
 
-/// The report, then `more` lines (of `--replica-of`, `--witness`) holding `extra` problems.
-fn print_report(r: &Report, more: &[String], extra: usize) -> Result<()> {
+/// Problems of one kind printed by default; the rest are counted in one line (a store
+/// of a million planted objects must not print a million lines; `--json` keeps all).
+const PROBLEMS_PER_KIND: usize = 20;
+
+/// The report, then `more` lines (of `--replica-of`, `--witness`) holding `extra` problems;
+/// at most `per_kind` problems of each kind (0: all), then how many more.
+fn print_report(r: &Report, more: &[String], extra: usize, per_kind: usize) -> Result<()> {
+    let mut shown: std::collections::BTreeMap<String, usize> = Default::default();
     for p in &r.problems {
-        let kind = serde_json::to_value(p.kind)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default();
-        out(&format!("PROBLEM {kind}: {}: {}", p.key, p.detail))?;
+        let kind = p.kind.name();
+        let n = shown.entry(kind.clone()).or_default();
+        *n += 1;
+        if per_kind == 0 || *n <= per_kind {
+            out(&format!("PROBLEM {kind}: {}: {}", p.key, p.detail))?;
+        }
+    }
+    for (kind, n) in shown {
+        if per_kind > 0 && n > per_kind {
+            out(&format!(
+                "PROBLEM {kind}: … and {} more (--json or --problems-per-kind 0 lists every one)",
+                n - per_kind
+            ))?;
+        }
     }
     let mut hashed = format!("{} parts hashed", r.parts_hashed);
     if r.parts_hashed > 0 {

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use crate::audit::proof::{verify_proof, Proof};
 use crate::base::error::{Error, Result};
-use crate::cli::common::{json_line, out, Status};
+use crate::cli::common::{json_line, out, out_raw, Status};
 use crate::history::signing::read_public_key;
 
 #[derive(Debug, clap::Args)]
@@ -46,7 +46,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     match verify_proof(&proof, &a.head, key.as_ref(), a.part.as_deref())? {
         Ok(s) => {
             if a.json {
-                out(&json_line(
+                out_raw(&json_line(
                     &serde_json::json!({"valid": true, "summary": s}),
                 )?)?;
             } else {
@@ -74,7 +74,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         }
         Err(why) => {
             if a.json {
-                out(&json_line(
+                out_raw(&json_line(
                     &serde_json::json!({"valid": false, "reason": why}),
                 )?)?;
             } else {

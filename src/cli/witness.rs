@@ -8,7 +8,7 @@
 use crate::audit::chain;
 use crate::base::clock::SystemClock;
 use crate::base::error::{Error, Result};
-use crate::cli::common::{json_line, out, Status, StoreArg};
+use crate::cli::common::{json_line, out, out_raw, Status, StoreArg};
 use crate::cli::replicate::open_prefixed;
 use crate::publish::AtomicPublisher;
 use crate::witness::{self, WitnessProblem, WitnessReport};
@@ -40,7 +40,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     another_store(store.as_ref(), w.as_ref())?;
     let o = witness::witness(store.as_ref(), w.as_ref(), &SystemClock).await?;
     if a.json {
-        out(&json_line(&o)?)?;
+        out_raw(&json_line(&o)?)?;
     } else {
         for p in &o.problems {
             out(&problem_line(p))?;
@@ -101,6 +101,24 @@ pub(crate) struct VerifyWitnessArgs {
 }
 
 impl VerifyWitnessArgs {
+    /// The witness store, opened, and its URL, when asked for.
+    pub(crate) async fn open(
+        &self,
+        store: &dyn AtomicPublisher,
+    ) -> Result<Option<(std::sync::Arc<dyn AtomicPublisher>, String)>> {
+        let Some(url) = &self.witness else {
+            return Ok(None);
+        };
+        let w = open_prefixed(
+            url,
+            self.witness_endpoint_url.as_deref(),
+            "LINEAGE_WITNESS_",
+        )
+        .await?;
+        another_store(store, w.as_ref())?;
+        Ok(Some((w, url.clone())))
+    }
+
     /// The check, when asked for.
     pub(crate) async fn check(&self, store: &dyn AtomicPublisher) -> Result<Option<WitnessReport>> {
         let Some(url) = &self.witness else {

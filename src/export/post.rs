@@ -50,7 +50,8 @@ impl std::fmt::Debug for Secret {
 /// The endpoint URL of a base URL and an endpoint path, as `urljoin` makes it; an empty
 /// endpoint posts to `base` itself.
 pub fn endpoint_url(base: &str, endpoint: &str) -> Result<String> {
-    let usage = |why: String| Error::Usage(format!("--post {base}: {why}"));
+    let shown = crate::base::text::redact_url(base);
+    let usage = |why: String| Error::Usage(format!("--post {shown}: {why}"));
     let b = url::Url::parse(base.trim()).map_err(|e| usage(e.to_string()))?;
     if !matches!(b.scheme(), "http" | "https") {
         return Err(usage(
@@ -65,9 +66,12 @@ pub fn endpoint_url(base: &str, endpoint: &str) -> Result<String> {
     if endpoint.is_empty() {
         return Ok(b.to_string());
     }
-    b.join(endpoint)
-        .map(|u| u.to_string())
-        .map_err(|e| usage(format!("endpoint {endpoint}: {e}")))
+    b.join(endpoint).map(|u| u.to_string()).map_err(|e| {
+        usage(format!(
+            "endpoint {}: {e}",
+            crate::base::text::redact_url(endpoint)
+        ))
+    })
 }
 
 /// An event that was not delivered, and why.

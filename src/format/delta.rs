@@ -220,6 +220,18 @@ pub struct AddFile {
     pub stats: Option<FileStats>,
 }
 
+/// A compaction a seal puts into effect, as its version describes it: the sources
+/// removed (`dataChange` false) and the compacted part added (`dataChange` false).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompactedFile {
+    /// The record.
+    pub record: crate::format::compaction::CompactionRecord,
+    /// sha256 of the record's bytes (the seal's).
+    pub record_sha256: String,
+    /// From the compacted part's footer; `None` when it could not be read.
+    pub stats: Option<FileStats>,
+}
+
 /// What one version holds.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Version<'a> {
@@ -243,6 +255,8 @@ pub enum Version<'a> {
         new_columns: Option<&'a [Column]>,
         /// The commits the seal adds, in its entry order.
         adds: &'a [AddFile],
+        /// The compactions the seal puts into effect, in its order.
+        compactions: &'a [CompactedFile],
     },
 }
 
@@ -289,6 +303,8 @@ struct LineageInfo<'a> {
     tree_size: Option<u64>,
     #[serde(rename = "root", skip_serializing_if = "Option::is_none")]
     root: Option<&'a str>,
+    #[serde(rename = "compactions", skip_serializing_if = "Vec::is_empty")]
+    compactions: Vec<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -329,6 +345,25 @@ struct Add<'a> {
     tags: BTreeMap<&'static str, &'a str>,
 }
 
+#[derive(Serialize)]
+struct Remove<'a> {
+    path: String,
+    #[serde(rename = "deletionTimestamp")]
+    deletion_timestamp: i64,
+    #[serde(rename = "dataChange")]
+    data_change: bool,
+    #[serde(rename = "extendedFileMetadata")]
+    extended_file_metadata: bool,
+    #[serde(rename = "partitionValues")]
+    partition_values: BTreeMap<&'static str, &'a str>,
+    size: u64,
+    tags: BTreeMap<&'static str, &'a str>,
+}
+
+/// Tag of a compacted part's `add`: the compaction id.
+pub const TAG_COMPACTION_ID: &str = "lineage.compactionId";
+/// Tag of a compacted part's `add`: the sha256 of its compaction record's bytes.
+pub const TAG_RECORD_SHA256: &str = "lineage.recordSha256";
 /// Tag of an `add`: the commit id.
 pub const TAG_COMMIT_ID: &str = "lineage.commitId";
 /// Tag of an `add`: the part's sha256.
@@ -405,6 +440,7 @@ pub fn version_bytes(v: &Version<'_>) -> Result<Vec<u8>> {
                     sha256: None,
                     tree_size: None,
                     root: None,
+                    compactions: Vec::new(),
                 },
             };
             line(&mut out, "commitInfo", &info)?;
@@ -416,6 +452,7 @@ pub fn version_bytes(v: &Version<'_>) -> Result<Vec<u8>> {
             table,
             new_columns,
             adds,
+            compactions,
         } => {
             let info = CommitInfo {
                 timestamp: seal.sealed_ms,
@@ -425,7 +462,7 @@ pub fn version_bytes(v: &Version<'_>) -> Result<Vec<u8>> {
                     ("partitionBy", r#"["run_id","target_crs"]"#.to_string()),
                 ]),
                 engine_info: &seal.tool_version,
-                is_blind_append: true,
+                is_blind_append: compactions.is_empty(),
                 lineage: LineageInfo {
                     table: &table.id,
                     contract: &table.contract,
@@ -433,6 +470,10 @@ pub fn version_bytes(v: &Version<'_>) -> Result<Vec<u8>> {
                     sha256: Some(&seal.sha256),
                     tree_size: Some(seal.tree_size),
                     root: Some(&seal.root),
+                    compactions: compactions
+                        .iter()
+                        .map(|c| c.record.compaction_id.as_str())
+                        .collect(),
                 },
             };
             line(&mut out, "commitInfo", &info)?;
@@ -450,6 +491,54 @@ pub fn version_bytes(v: &Version<'_>) -> Result<Vec<u8>> {
             )?;
             for a in adds.iter() {
                 line(&mut out, "add", &add(a)?)?;
+            }
+            for c in compactions.iter() {
+                let r = &c.record;
+                let values = BTreeMap::from([
+                    ("run_id", r.run_id.as_str()),
+                    ("target_crs", r.target_crs.as_str()),
+                ]);
+                for src in &r.sources {
+                    line(
+                        &mut out,
+                        "remove",
+                        &Remove {
+                            path: encode_path(&src.part_path),
+                            deletion_timestamp: seal.sealed_ms,
+                            data_change: false,
+                            extended_file_metadata: true,
+                            partition_values: values.clone(),
+                            size: src.size_bytes,
+                            tags: BTreeMap::from([
+                                (TAG_COMMIT_ID, src.commit_id.as_str()),
+                                (TAG_SHA256, src.sha256.as_str()),
+                                (TAG_POINTER_SHA256, src.pointer_sha256.as_str()),
+                            ]),
+                        },
+                    )?;
+                }
+                let stats = c
+                    .stats
+                    .as_ref()
+                    .map(|s| serde_json::to_string(s).map_err(|e| Error::Internal(e.to_string())))
+                    .transpose()?;
+                line(
+                    &mut out,
+                    "add",
+                    &Add {
+                        path: encode_path(&r.part_path),
+                        partition_values: values,
+                        size: r.size_bytes,
+                        modification_time: millis(&r.compacted_utc, "compacted_utc")?,
+                        data_change: false,
+                        stats,
+                        tags: BTreeMap::from([
+                            (TAG_COMPACTION_ID, r.compaction_id.as_str()),
+                            (TAG_SHA256, r.sha256.as_str()),
+                            (TAG_RECORD_SHA256, c.record_sha256.as_str()),
+                        ]),
+                    },
+                )?;
             }
         }
     }

@@ -12,8 +12,15 @@
 //! _lineage/tiles/<level>/[x<NNN>/…]<NNN>[.p/<width>]          Merkle hash tiles
 //! _lineage/leaves/<hh>/<gg>/<commit-id>.<leaf index, 20 digits>.run_id=<r>   leaf locators (empty)
 //! _lineage/witness/<store id>/<seq, 20 digits>.json            witness records (in a witness store)
+//! _lineage/compacted/records/<compaction-id>.json             compaction records
+//! _lineage/compacted/parts/run_id=<r>/target_crs=EPSG:<n>/part-<compaction-id>.compacted   compacted parts
 //! _delta_log/<version, 20 digits>.json                         Delta Lake versions (one per seal)
 //! ```
+//!
+//! A compacted part is Parquet, but its name does not end in `.parquet` and it lies under
+//! `_lineage/`: no directory glob (`**/*.parquet` in DuckDB or Polars) nor pyarrow's
+//! dataset discovery (which skips `_` directories) reads it beside the originals it
+//! replaces for Delta readers ([`crate::format::compaction`]).
 //!
 //! Nothing else under `_lineage/` is ours: any other object there is
 //! [`KeyKind::Unknown`], which `verify` reports (`unknown_lineage_object`) and
@@ -75,6 +82,28 @@ pub const COMMIT_KEYS_PREFIX: &str = "_lineage/commit-keys/";
 /// Prefix of the records a witness store holds (see [`crate::witness`]'s `record_key`):
 /// `_lineage/witness/<store id>/<seq, 20 digits>.json`.
 pub const WITNESS_PREFIX: &str = "_lineage/witness/";
+
+/// Prefix of everything compaction writes ([`crate::format::compaction`]).
+pub const COMPACTED_PREFIX: &str = "_lineage/compacted/";
+/// Prefix of compaction records.
+pub const COMPACTION_RECORDS_PREFIX: &str = "_lineage/compacted/records/";
+/// Prefix of compacted parts.
+pub const COMPACTED_PARTS_PREFIX: &str = "_lineage/compacted/parts/";
+/// File name suffix of a compacted part: not `.parquet`, so globs do not read it.
+pub const COMPACTED_PART_SUFFIX: &str = ".compacted";
+
+/// The record of compaction `compaction_id`.
+pub fn compaction_record_key(compaction_id: &str) -> String {
+    format!("{COMPACTION_RECORDS_PREFIX}{compaction_id}.json")
+}
+
+/// The compacted part of compaction `compaction_id`, for one partition.
+pub fn compacted_part_key(run_id: &str, target_crs: &str, compaction_id: &str) -> String {
+    format!(
+        "{COMPACTED_PARTS_PREFIX}{}/part-{compaction_id}{COMPACTED_PART_SUFFIX}",
+        partition_dir(run_id, target_crs)
+    )
+}
 
 /// Prefix of the time-ordered commit index.
 pub const INDEX_PREFIX: &str = "_lineage/index/";
@@ -489,6 +518,21 @@ pub enum KeyKind {
     Witness,
     /// A Delta version of ours, `_delta_log/<20 digits>.json` ([`crate::format::delta`]).
     DeltaVersion(u64),
+    /// A compaction record, `_lineage/compacted/records/<compaction-id>.json`.
+    CompactionRecord {
+        /// From the file name.
+        compaction_id: String,
+    },
+    /// A compacted part,
+    /// `_lineage/compacted/parts/run_id=<r>/target_crs=<c>/part-<compaction-id>.compacted`.
+    CompactedPart {
+        /// From the directory.
+        run_id: String,
+        /// From the directory.
+        target_crs: String,
+        /// From the file name.
+        compaction_id: String,
+    },
     /// Anything else under `_delta_log/` (a checkpoint, `_last_checkpoint`, a planted
     /// file): not ours, and named by `verify`.
     DeltaOther,
@@ -542,6 +586,36 @@ pub fn classify(key: &str) -> KeyKind {
     }
     if is_witness_key(key) {
         return KeyKind::Witness;
+    }
+    if let Some(rest) = key.strip_prefix(COMPACTION_RECORDS_PREFIX) {
+        return match rest.strip_suffix(".json") {
+            Some(id) if is_commit_id(id) => KeyKind::CompactionRecord {
+                compaction_id: id.to_string(),
+            },
+            _ => KeyKind::Unknown,
+        };
+    }
+    if let Some(rest) = key.strip_prefix(COMPACTED_PARTS_PREFIX) {
+        let mut parts = rest.split('/');
+        if let (Some(r), Some(t), Some(f), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        {
+            if let (Some(run_id), Some(target_crs), Some(id)) = (
+                r.strip_prefix("run_id="),
+                t.strip_prefix("target_crs="),
+                f.strip_prefix("part-")
+                    .and_then(|f| f.strip_suffix(COMPACTED_PART_SUFFIX)),
+            ) {
+                if is_commit_id(id) && is_run_id(run_id) {
+                    return KeyKind::CompactedPart {
+                        run_id: run_id.to_string(),
+                        target_crs: target_crs.to_string(),
+                        compaction_id: id.to_string(),
+                    };
+                }
+            }
+        }
+        return KeyKind::Unknown;
     }
     for p in [INDEX_PREFIX, HEADS_PREFIX, TILES_PREFIX, LEAVES_PREFIX] {
         if key.starts_with(p) {

@@ -1,6 +1,7 @@
 //! The object layout and the formats of the objects: pure data, no I/O.
 
 pub mod claim;
+pub mod compaction;
 pub mod delta;
 pub mod identity;
 pub mod keys;

@@ -7,6 +7,16 @@ use crate::base::error::{Error, Result};
 /// Format tag of pointer objects.
 pub const POINTER_FORMAT: &str = "lineage-pointer/1";
 
+/// Largest pointer any reader parses: every field has a bound ([`Pointer::field_problem`];
+/// a real pointer is about 1 KiB, its longest field a commit key), so anything larger is
+/// refused before parsing, naming the object.
+pub const MAX_POINTER_BYTES: usize = 64 * 1024;
+
+/// Longest a pointer's short text fields (times, versions, the tool) may be.
+const MAX_SHORT_FIELD: usize = 256;
+/// Longest a pointer's commit key may be.
+pub const MAX_COMMIT_KEY_BYTES: usize = 16 * 1024;
+
 /// One commit, as recorded in `_lineage/commits/run_id=<r>/<commit-id>.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Pointer {
@@ -60,21 +70,109 @@ impl Pointer {
         Ok(v)
     }
 
-    /// Parse a stored pointer.
+    /// Parse a stored pointer: at most [`MAX_POINTER_BYTES`], of the known format, every
+    /// field within the rules input is held to ([`Pointer::field_problem`]). A pointer is
+    /// read from a store that a writer can write, so nothing in it is trusted: a
+    /// `target_crs` or `run_id` that could name a path outside the store is refused here,
+    /// before any key is built from it.
     pub fn from_bytes(key: &str, bytes: &[u8]) -> Result<Self> {
-        let p: Pointer = serde_json::from_slice(bytes).map_err(|e| Error::Corrupt {
+        let corrupt = |message: String| Error::Corrupt {
             what: "pointer",
             key: key.to_string(),
-            message: e.to_string(),
-        })?;
+            message,
+        };
+        if bytes.len() > MAX_POINTER_BYTES {
+            return Err(corrupt(format!(
+                "{} bytes; a pointer is at most {MAX_POINTER_BYTES}",
+                bytes.len()
+            )));
+        }
+        let p: Pointer = serde_json::from_slice(bytes)
+            .map_err(|e| corrupt(crate::schema::rules::shorten(e.to_string())))?;
         if p.format != POINTER_FORMAT {
-            return Err(Error::Corrupt {
-                what: "pointer",
-                key: key.to_string(),
-                message: format!("unknown format {:?}", p.format),
-            });
+            return Err(corrupt(format!(
+                "unknown format {}",
+                crate::schema::rules::quote(&p.format)
+            )));
+        }
+        if let Some(why) = p.field_problem() {
+            return Err(corrupt(why));
         }
         Ok(p)
+    }
+
+    /// Why a field is not one lineage-store could have written, or `None`: `run_id` a
+    /// safe path segment, `target_crs` canonical `EPSG:<code>`, `commit_id` a lower-case
+    /// UUID, `part_path` the key of a part, digests lower-case hex of their length, the
+    /// other text fields short.
+    pub fn field_problem(&self) -> Option<String> {
+        use crate::format::keys;
+        use crate::schema::rules::quote;
+        if let Some(why) = keys::run_id_segment_problem(&self.run_id) {
+            return Some(format!("run_id {} {why}", quote(&self.run_id)));
+        }
+        if crate::schema::crs::canonicalize(&self.target_crs).as_deref() != Ok(&self.target_crs) {
+            return Some(format!(
+                "target_crs {} is not a canonical EPSG:<code>",
+                quote(&self.target_crs)
+            ));
+        }
+        if !keys::is_commit_id(&self.commit_id) {
+            return Some(format!(
+                "commit_id {} is not a lower-case UUID",
+                quote(&self.commit_id)
+            ));
+        }
+        if !matches!(keys::classify(&self.part_path), keys::KeyKind::Part { .. }) {
+            return Some(format!(
+                "part_path {} is not the key of a part",
+                quote(&self.part_path)
+            ));
+        }
+        let hex =
+            |v: &str| v.len() == 64 && v.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+        if !hex(&self.sha256) {
+            return Some(format!(
+                "sha256 {} is not 64 lower-case hex digits",
+                quote(&self.sha256)
+            ));
+        }
+        if let Some(b3) = self.blake3.as_deref().filter(|b| !hex(b)) {
+            return Some(format!(
+                "blake3 {} is not 64 lower-case hex digits",
+                quote(b3)
+            ));
+        }
+        for (name, v) in [
+            ("schema_version", &self.schema_version),
+            ("committed_utc", &self.committed_utc),
+            ("min_event_time_utc", &self.min_event_time_utc),
+            ("max_event_time_utc", &self.max_event_time_utc),
+            ("tool_version", &self.tool_version),
+        ] {
+            if v.len() > MAX_SHORT_FIELD || v.chars().any(char::is_control) {
+                return Some(format!(
+                    "{name} {} is longer than {MAX_SHORT_FIELD} bytes or holds a control character",
+                    quote(v)
+                ));
+            }
+        }
+        if self
+            .commit_key
+            .as_ref()
+            .is_some_and(|k| k.len() > MAX_COMMIT_KEY_BYTES)
+        {
+            return Some(format!(
+                "commit_key is longer than {MAX_COMMIT_KEY_BYTES} bytes"
+            ));
+        }
+        if self.first_sequence > self.last_sequence {
+            return Some(format!(
+                "first_sequence {} is after last_sequence {}",
+                self.first_sequence, self.last_sequence
+            ));
+        }
+        None
     }
 }
 

@@ -15,9 +15,10 @@ use futures::{StreamExt, TryStreamExt};
 
 use crate::base::clock::SystemClock;
 use crate::base::error::{Error, Result};
+use crate::format::compaction::CompactionRecord;
 use crate::format::delta::{
-    self, millis, parse_actions, recorded_contract, version_bytes, version_key, AddFile, SealFacts,
-    Table, Version,
+    self, millis, parse_actions, recorded_contract, version_bytes, version_key, AddFile,
+    CompactedFile, SealFacts, Table, Version,
 };
 use crate::format::keys::{self, KeyKind};
 use crate::format::pointer::Pointer;
@@ -186,6 +187,43 @@ impl Builder {
                 new_columns = Some(registered(v)?.columns.clone());
             }
         }
+        let mut compactions = Vec::new();
+        for r in s.compactions.iter().flatten() {
+            let bytes = store.get(&r.key).await?.ok_or_else(|| Error::Corrupt {
+                what: "compaction record",
+                key: r.key.clone(),
+                message: format!(
+                    "named by {seal_key} but missing: its Delta version cannot be written; run `lineage verify`"
+                ),
+            })?;
+            let digest = sha256_hex(&bytes);
+            if !digest.eq_ignore_ascii_case(&r.sha256) {
+                return Err(Error::Corrupt {
+                    what: "compaction record",
+                    key: r.key.clone(),
+                    message: format!(
+                        "sha256 {digest}, named by {seal_key} as {}: its Delta version cannot be written; run `lineage verify`",
+                        r.sha256
+                    ),
+                });
+            }
+            let record = CompactionRecord::from_bytes(&r.key, &bytes)?;
+            let columns = registered(&record.schema_version)?.columns.clone();
+            let stats = match footer_stats(store, &record.part_path, record.size_bytes, &columns)
+                .await
+            {
+                Ok(s) => Some(s),
+                Err(err) => {
+                    tracing::warn!(part = %record.part_path, error = %err, "compacted part's footer unreadable; its Delta add has no stats (see `lineage verify`)");
+                    None
+                }
+            };
+            compactions.push(CompactedFile {
+                record,
+                record_sha256: r.sha256.to_lowercase(),
+                stats,
+            });
+        }
         let facts = SealFacts {
             seq: seal.key_seq,
             sha256: seal.digest.clone(),
@@ -199,6 +237,7 @@ impl Builder {
             table: &self.table,
             new_columns: new_columns.as_deref(),
             adds: &adds,
+            compactions: &compactions,
         })?;
         Ok((bytes, adds))
     }

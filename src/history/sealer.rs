@@ -30,6 +30,7 @@ use futures::{StreamExt, TryStreamExt};
 use crate::base::clock::Clock;
 use crate::base::error::{Error, Result};
 use crate::base::time::rfc3339;
+use crate::format::compaction::CompactionRef;
 use crate::format::keys::seal_key;
 use crate::format::keys::{self, HistoryKey, KeyKind};
 use crate::format::pointer::{tool_version, Pointer};
@@ -66,6 +67,14 @@ pub struct SealOptions {
     /// store whose newest seal is signed is refused: signing that stops unnoticed is what
     /// `verify --signed-from` would then report forever.
     pub allow_unsigned: bool,
+    /// Compaction records this seal puts into effect ([`Seal::compactions`]; `lineage
+    /// compact` seals with them). With any, the seal is published even when no commit is new.
+    pub compactions: Vec<CompactionRef>,
+    /// The newest seal when those compactions were planned: when a seal after it already
+    /// put compactions into effect, sealing is refused ([`Error::Conflict`]), so two
+    /// compactors never both take a commit into the table (the one whose seal landed first
+    /// wins; the other's records and parts stay unreferenced, which `verify` names).
+    pub compactions_planned_at: u64,
 }
 
 impl Default for SealOptions {
@@ -75,6 +84,8 @@ impl Default for SealOptions {
             rescan: false,
             allow_empty: false,
             allow_unsigned: false,
+            compactions: Vec::new(),
+            compactions_planned_at: 0,
         }
     }
 }
@@ -124,6 +135,25 @@ pub async fn seal_with(
                 }
             }
         }
+        if !opts.compactions.is_empty() {
+            let now = newest.as_ref().map_or(0, |s| s.key_seq);
+            for seq in opts.compactions_planned_at + 1..=now {
+                let later = crate::history::head::read_seal(store, seq).await?;
+                if later
+                    .as_ref()
+                    .and_then(|s| s.seal.as_ref().ok())
+                    .is_some_and(|s| s.compactions.as_ref().is_some_and(|c| !c.is_empty()))
+                {
+                    return Err(Error::Conflict {
+                        key: seal_key(seq),
+                        message: format!(
+                            "seal {seq} put other compactions into effect after this one was planned (as of seal {}): its records and parts stay unreferenced (`lineage verify` names them); run `lineage compact` again",
+                            opts.compactions_planned_at
+                        ),
+                    });
+                }
+            }
+        }
         let incremental = match &newest {
             Some(s) if !opts.rescan => s.seal.as_ref().is_ok_and(Seal::is_v2),
             _ => false,
@@ -139,10 +169,10 @@ pub async fn seal_with(
             draft_full(store, clock, opts, all).await?
         };
         let full = draft.all_leaves.is_some();
-        if draft.new.is_empty() && !opts.allow_empty {
+        if draft.new.is_empty() && !opts.allow_empty && opts.compactions.is_empty() {
             return Ok(nothing_new(draft.prev.as_ref(), full, lost));
         }
-        let (seal, bytes) = build(draft_seal(&draft, clock)?, signing)?;
+        let (seal, bytes) = build(draft_seal(&draft, clock, &opts.compactions)?, signing)?;
         let key = seal_key(seal.seq);
         if !crate::publish::checked::publish_racing(store, &key, bytes.clone()).await? {
             tracing::info!(
@@ -442,7 +472,7 @@ async fn draft_full(
     })
 }
 
-fn draft_seal(d: &Draft, clock: &dyn Clock) -> Result<Seal> {
+fn draft_seal(d: &Draft, clock: &dyn Clock, compactions: &[CompactionRef]) -> Result<Seal> {
     let mut frontier = d.frontier.clone();
     for c in &d.new {
         let digest = merkle::parse_hash(&c.entry.sha256)
@@ -461,6 +491,7 @@ fn draft_seal(d: &Draft, clock: &dyn Clock) -> Result<Seal> {
         frontier: Some(frontier.to_hex()),
         watermark_utc: Some(rfc3339(d.watermark)),
         ahead: Some(d.ahead.clone()),
+        compactions: (!compactions.is_empty()).then(|| compactions.to_vec()),
         public_key: None,
         key_id: None,
         signature: None,

@@ -115,6 +115,43 @@ fn read_tagged(path: &Path, tag: &str, what: &str) -> Result<[u8; 32]> {
         })
 }
 
+/// Refuse a secret key file that others can read (any group or other permission bit, as
+/// ssh refuses one) unless `allow_readable`, or that lies inside the local store at
+/// `store_root` (whatever can read or copy the store, a reader, a replica, would have it).
+pub fn check_signing_key_file(
+    path: &Path,
+    store_root: Option<&Path>,
+    allow_readable: bool,
+) -> Result<()> {
+    let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+    if let Some(root) = store_root {
+        let (key, root) = (std::fs::canonicalize(path), std::fs::canonicalize(root));
+        if let (Ok(key), Ok(root)) = (key, root) {
+            if key.starts_with(&root) {
+                return Err(Error::Signature(format!(
+                    "the signing key {} is inside the store {}: anyone who can read or copy the store would have it; keep it outside the store",
+                    path.display(),
+                    root.display()
+                )));
+            }
+        }
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 && !allow_readable {
+            return Err(Error::Signature(format!(
+                "the signing key {} is accessible by others (mode {mode:04o}): `chmod 600` it (as `lineage keygen` makes it), or pass --allow-readable-key",
+                path.display()
+            )));
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (meta, allow_readable);
+    Ok(())
+}
+
 /// Read a secret key file made by [`keygen`].
 pub fn read_signing_key(path: &Path) -> Result<SigningKey> {
     Ok(SigningKey::from_bytes(&read_tagged(

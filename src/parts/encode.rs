@@ -121,6 +121,7 @@ fn props(
     encoding: PartEncoding,
     rows: usize,
     store_id: Option<&str>,
+    compaction: bool,
 ) -> WriterProperties {
     let mut kv = vec![
         KeyValue::new(
@@ -129,6 +130,12 @@ fn props(
         ),
         KeyValue::new(contract::META_COMMIT_ID.to_string(), commit_id.to_string()),
     ];
+    if compaction {
+        kv.push(KeyValue::new(
+            crate::format::compaction::META_COMPACTION_ID.to_string(),
+            commit_id.to_string(),
+        ));
+    }
     if let Some(id) = store_id {
         kv.push(KeyValue::new(
             contract::META_STORE_ID.to_string(),
@@ -189,6 +196,26 @@ pub fn encode_for_store(
     encoding: PartEncoding,
     store_id: Option<&str>,
 ) -> Result<EncodedPart> {
+    encode_inner(batch, commit_id, encoding, store_id, false)
+}
+
+/// A compacted part ([`crate::format::compaction`]): the current settings, with the
+/// compaction id as the footer's commit id and as `lineage_compaction_id`.
+pub fn encode_compacted(
+    batch: &RecordBatch,
+    compaction_id: &str,
+    store_id: Option<&str>,
+) -> Result<EncodedPart> {
+    encode_inner(batch, compaction_id, PartEncoding::V3, store_id, true)
+}
+
+fn encode_inner(
+    batch: &RecordBatch,
+    commit_id: &str,
+    encoding: PartEncoding,
+    store_id: Option<&str>,
+    compaction: bool,
+) -> Result<EncodedPart> {
     let store_id = store_id.filter(|_| encoding.names_store());
     let rows = batch.num_rows();
     if rows == 0 {
@@ -201,7 +228,14 @@ pub fn encode_for_store(
     let mut writer = ArrowWriter::try_new(
         Vec::with_capacity(rows * 48 + 4096),
         schema,
-        Some(props(commit_id, &version.version, encoding, rows, store_id)),
+        Some(props(
+            commit_id,
+            &version.version,
+            encoding,
+            rows,
+            store_id,
+            compaction,
+        )),
     )?;
     writer.write(&batch)?;
     let buf = writer.into_inner()?;

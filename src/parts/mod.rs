@@ -1,6 +1,7 @@
 //! Parts: encoding a flush as Parquet, and reading parts back in pieces.
 
 pub mod encode;
+pub mod multiset;
 pub mod read;
 pub(crate) mod scan;
 pub(crate) mod stats;

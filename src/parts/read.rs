@@ -20,7 +20,9 @@ use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
 };
 use parquet::arrow::ProjectionMask;
-use parquet::file::metadata::{PageIndexPolicy, ParquetMetaDataReader};
+use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader};
+
+use crate::schema::rules::quote;
 use parquet::file::reader::{ChunkReader, Length};
 
 use crate::base::digest::{Digests, Hasher, Want};
@@ -195,6 +197,19 @@ pub struct PartFacts {
     pub event_time_us: Option<(i64, i64)>,
 }
 
+/// Values read from a part, as a message shows them: at most [`VALUES_SHOWN`], each
+/// quoted at most 64 characters ([`quote`]), and how many more.
+fn quote_all(values: &[String]) -> String {
+    let mut shown: Vec<String> = values.iter().take(VALUES_SHOWN).map(|v| quote(v)).collect();
+    if values.len() > VALUES_SHOWN {
+        shown.push(format!("… {} more", values.len() - VALUES_SHOWN));
+    }
+    format!("[{}]", shown.join(", "))
+}
+
+/// Most values of one column a message lists.
+const VALUES_SHOWN: usize = 5;
+
 impl PartFacts {
     /// Why this part does not belong at `run_id`/`target_crs` as commit `commit_id` of a
     /// registered contract version, or `None` when it does.
@@ -202,9 +217,10 @@ impl PartFacts {
         let mut why = Vec::new();
         match &self.commit_id {
             None => why.push("footer carries no lineage_commit_id".to_string()),
-            Some(c) if c != commit_id => {
-                why.push(format!("footer commit id {c}, expected {commit_id}"))
-            }
+            Some(c) if c != commit_id => why.push(format!(
+                "footer commit id {}, expected {commit_id}",
+                quote(c)
+            )),
             Some(_) => {}
         }
         match &self.schema_version {
@@ -216,7 +232,8 @@ impl PartFacts {
                         .map(|c| c.version.clone())
                         .collect();
                     why.push(format!(
-                        "footer schema version {v} is not registered (registered: {})",
+                        "footer schema version {} is not registered (registered: {})",
+                        quote(v),
                         registered.join(", ")
                     ));
                 }
@@ -233,14 +250,14 @@ impl PartFacts {
         }
         if self.run_ids.iter().any(|r| r != run_id) {
             why.push(format!(
-                "run_id values {:?} differ from the path's {run_id:?}",
-                self.run_ids
+                "run_id values {} differ from the path's {run_id:?}",
+                quote_all(&self.run_ids)
             ));
         }
         if self.target_crs.iter().any(|t| t != target_crs) {
             why.push(format!(
-                "target_crs values {:?} differ from the path's {target_crs:?}",
-                self.target_crs
+                "target_crs values {} differ from the path's {target_crs:?}",
+                quote_all(&self.target_crs)
             ));
         }
         (!why.is_empty()).then(|| why.join("; "))
@@ -254,10 +271,12 @@ impl PartFacts {
         match (&self.store_id, store_id) {
             (Some(p), Some(s)) if p == s => None,
             (Some(p), Some(s)) => Some(format!(
-                "its footer names store {p}, but this store is {s}: it was written to another store and copied in"
+                "its footer names store {}, but this store is {s}: it was written to another store and copied in",
+                quote(p)
             )),
             (Some(p), None) => Some(format!(
-                "its footer names store {p}, but this store has no identity (_lineage/store.json)"
+                "its footer names store {}, but this store has no identity (_lineage/store.json)",
+                quote(p)
             )),
             (None, _) => Some(
                 "its footer names no store (written before parts named their store, or not by lineage-store), so nothing ties it to this store".into(),
@@ -326,6 +345,50 @@ pub(crate) async fn fetch_footer(src: &Source<'_>, key: &str, size: u64) -> Resu
     Ok(Footer { start, bytes, meta })
 }
 
+/// Most rows a part of a given size can hold: one bit a row. Every row holds a unique
+/// `event_id` and `sequence`, so no real part comes near it (lineage-store's own parts
+/// hold a few bytes a row at least); a footer claiming more lies.
+pub const MAX_ROWS_PER_BYTE: u64 = 8;
+
+/// Why a footer's row counts cannot be the part's, or `None`: the file's `num_rows` is the
+/// sum of its row groups', every column chunk holds as many values as its row group has
+/// rows (the contract's columns are flat: a null is a value), no count is negative, and
+/// the total is at most [`MAX_ROWS_PER_BYTE`] times the part's size. A footer patched to
+/// claim 2^62 rows would otherwise be believed by `verify`, adopted by `repair` and
+/// exported, while readers fail to allocate or hang.
+pub fn row_count_problem(meta: &ParquetMetaData, size: u64) -> Option<String> {
+    let file_rows = meta.file_metadata().num_rows();
+    let mut sum: i128 = 0;
+    for (g, rg) in meta.row_groups().iter().enumerate() {
+        let rows = rg.num_rows();
+        if rows < 0 {
+            return Some(format!("footer: row group {g} claims {rows} rows"));
+        }
+        sum += i128::from(rows);
+        for col in rg.columns() {
+            if col.num_values() != rows {
+                return Some(format!(
+                    "footer: row group {g} has {rows} rows but its column {} holds {} values",
+                    col.column_path(),
+                    col.num_values()
+                ));
+            }
+        }
+    }
+    if i128::from(file_rows) != sum {
+        return Some(format!(
+            "footer: the file claims {file_rows} rows but its row groups hold {sum}"
+        ));
+    }
+    let most = u128::from(size) * u128::from(MAX_ROWS_PER_BYTE);
+    if u128::try_from(sum).unwrap_or(u128::MAX) > most {
+        return Some(format!(
+            "footer: {sum} rows cannot fit in {size} bytes (at most {MAX_ROWS_PER_BYTE} rows a byte)"
+        ));
+    }
+    None
+}
+
 async fn facts_from(
     src: &Source<'_>,
     key: &str,
@@ -338,6 +401,9 @@ async fn facts_from(
         bytes: footer,
         meta,
     } = fetch_footer(src, key, size).await?;
+    if let Some(why) = row_count_problem(&meta, size) {
+        return Err(bad(why));
+    }
     let kv = |name: &str| {
         meta.file_metadata()
             .key_value_metadata()

@@ -24,8 +24,8 @@ pub enum Fault {
 
 #[derive(Debug, Default)]
 struct Plan {
-    /// (substring of the key, fault, remaining count)
-    rules: Vec<(String, Fault, usize)>,
+    /// (substring of the key, fault, remaining count, matching creates to let through first)
+    rules: Vec<(String, Fault, usize, usize)>,
     fired: Vec<String>,
 }
 
@@ -48,7 +48,17 @@ impl FaultyPublisher {
 
     /// Fail the next `times` creates whose key contains `pattern`.
     pub fn fail(&self, pattern: &str, fault: Fault, times: usize) {
-        self.lock().rules.push((pattern.to_string(), fault, times));
+        self.lock()
+            .rules
+            .push((pattern.to_string(), fault, times, 0));
+    }
+
+    /// Let the first `skip` creates whose key contains `pattern` through, then fail the
+    /// next one: a crash at a seeded point of a sequence of publishes.
+    pub fn fail_after(&self, pattern: &str, skip: usize, fault: Fault) {
+        self.lock()
+            .rules
+            .push((pattern.to_string(), fault, 1, skip));
     }
 
     /// The keys a fault fired on, in order.
@@ -65,10 +75,14 @@ impl FaultyPublisher {
         let hit = plan
             .rules
             .iter_mut()
-            .find(|(p, _, n)| *n > 0 && key.contains(p.as_str()))
-            .map(|(_, f, n)| {
+            .find(|(p, _, n, _)| *n > 0 && key.contains(p.as_str()))
+            .and_then(|(_, f, n, skip)| {
+                if *skip > 0 {
+                    *skip -= 1;
+                    return None;
+                }
                 *n -= 1;
-                f.clone()
+                Some(f.clone())
             });
         if hit.is_some() {
             plan.fired.push(key.to_string());

@@ -81,6 +81,7 @@ impl AtomicPublisher for MemoryPublisher {
                 key: k.clone(),
                 size: b.len() as u64,
                 modified: Some(*t),
+                link: None,
             })
             .collect())
     }
@@ -102,6 +103,7 @@ impl AtomicPublisher for MemoryPublisher {
                 key: k.clone(),
                 size: b.len() as u64,
                 modified: Some(*t),
+                link: None,
             })
             .collect())
     }

@@ -16,6 +16,7 @@ use chrono::{DateTime, Utc};
 
 use crate::base::error::Result;
 
+mod beneath;
 pub mod checked;
 pub mod disorderly;
 pub mod faulty;
@@ -45,6 +46,10 @@ pub struct ObjectInfo {
     pub size: u64,
     /// Last modification time, when the backend knows it.
     pub modified: Option<DateTime<Utc>>,
+    /// On a local disk, when the entry is a symlink: its target (never followed; no
+    /// command reads, writes or deletes through it, and `verify` reports it as
+    /// `symlink`). `None` on object stores, which have no links.
+    pub link: Option<String>,
 }
 
 /// A store that can publish objects atomically and never over anything.
@@ -301,9 +306,13 @@ pub(crate) fn check_key(key: &str) -> Result<()> {
             .split('/')
             .any(|s| s.is_empty() || s == "." || s == "..");
     if bad {
-        return Err(crate::base::error::Error::Internal(format!(
-            "refusing unsafe object key {key:?}"
-        )));
+        // Such a key only ever comes from what a store holds (a hostile pointer or seal):
+        // every key lineage-store builds is safe. A conflict naming it, not an internal error.
+        return Err(crate::base::error::Error::Corrupt {
+            what: "object key",
+            key: crate::schema::rules::quote(key),
+            message: "refusing an unsafe key (absolute, `.` or `..`, an empty segment, a backslash or NUL): it could name something outside the store".into(),
+        });
     }
     Ok(())
 }

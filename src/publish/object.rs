@@ -341,6 +341,7 @@ impl AtomicPublisher for ObjectStorePublisher {
                     key,
                     size: m.size,
                     modified: Some(m.last_modified),
+                    link: None,
                 })
             })
             .collect())
@@ -382,6 +383,7 @@ impl AtomicPublisher for ObjectStorePublisher {
                     key,
                     size: m.size,
                     modified: Some(m.last_modified),
+                    link: None,
                 });
             }
         }

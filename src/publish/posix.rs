@@ -16,19 +16,23 @@
 //! (the history's index entries and markers) is created with `O_CREAT|O_EXCL` directly:
 //! with no content, that is already all-or-nothing and never over anything.
 
-use std::fs::{self, File, OpenOptions};
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
 use std::io::{ErrorKind as IoKind, Read, Seek, SeekFrom, Write};
 use std::ops::Range;
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
-use rustix::fs::{RenameFlags, CWD};
+use rustix::fs::{AtFlags, Mode, OFlags, RenameFlags};
 use rustix::io::Errno;
 
 use crate::base::error::{Error, Result};
+use crate::publish::beneath;
 use crate::publish::{check_key, check_temp_key, AtomicPublisher, ObjectInfo, Outcome};
 
 /// Called by [`PosixPublisher::list`] for every directory entry after it was read from
@@ -41,6 +45,7 @@ pub type ListHook = Arc<dyn Fn(&Path) + Send + Sync>;
 pub struct PosixPublisher {
     root: PathBuf,
     list_hook: Option<ListHook>,
+    delete_hook: Option<ListHook>,
     inject: Option<InjectedWriteError>,
 }
 
@@ -49,6 +54,7 @@ impl std::fmt::Debug for PosixPublisher {
         f.debug_struct("PosixPublisher")
             .field("root", &self.root)
             .field("list_hook", &self.list_hook.is_some())
+            .field("delete_hook", &self.delete_hook.is_some())
             .field("inject", &self.inject)
             .finish()
     }
@@ -75,6 +81,7 @@ impl PosixPublisher {
         Self {
             root: root.into(),
             list_hook: None,
+            delete_hook: None,
             inject: None,
         }
     }
@@ -82,6 +89,15 @@ impl PosixPublisher {
     /// Inject a [`ListHook`] (fault injection for tests; never needed otherwise).
     pub fn with_list_hook(mut self, hook: ListHook) -> Self {
         self.list_hook = Some(hook);
+        self
+    }
+
+    /// Call `hook` with a temp's path at the start of every
+    /// [`delete_temp`](AtomicPublisher::delete_temp): the window between `sweep`'s listing
+    /// and its unlink, in which a directory can be swapped for a symlink (fault injection
+    /// for tests; never needed otherwise).
+    pub fn with_delete_hook(mut self, hook: ListHook) -> Self {
+        self.delete_hook = Some(hook);
         self
     }
 
@@ -108,14 +124,14 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'sta
         .map_err(|e| Error::Internal(format!("blocking task failed: {e}")))?
 }
 
-/// `path` opened for reading at byte `start`; a missing file is [`Error::NotFound`].
-fn open_at(path: &Path, start: u64) -> Result<File> {
-    let mut f = File::open(path).map_err(|e| match e.kind() {
-        IoKind::NotFound => Error::NotFound(path.display().to_string()),
-        _ => Error::io(path, e),
-    })?;
+/// The object `key` under `root` opened for reading at byte `start`, never through a
+/// symlink ([`beneath`]); a missing one is [`Error::NotFound`].
+fn open_at(root: &Path, key: &str, start: u64) -> Result<File> {
+    let path = root.join(key);
+    let mut f = beneath::open_file(root, key)?
+        .ok_or_else(|| Error::NotFound(path.display().to_string()))?;
     f.seek(SeekFrom::Start(start))
-        .map_err(|e| Error::io(path, e))?;
+        .map_err(|e| Error::io(&path, e))?;
     Ok(f)
 }
 
@@ -131,28 +147,34 @@ impl AtomicPublisher for PosixPublisher {
     }
 
     async fn put_create(&self, key: &str, bytes: Bytes) -> Result<Outcome> {
-        let target = self.path_of(key)?;
+        self.path_of(key)?;
+        let (root, key) = (self.root.clone(), key.to_string());
         let inject = self
             .inject
             .clone()
             .filter(|i| key.contains(i.key_contains.as_str()));
-        blocking(move || publish_file(&target, &bytes, inject.as_ref())).await
+        blocking(move || publish_file(&root, &key, &bytes, inject.as_ref())).await
     }
 
     async fn get(&self, key: &str) -> Result<Option<Bytes>> {
         let path = self.path_of(key)?;
-        blocking(move || match fs::read(&path) {
-            Ok(b) => Ok(Some(Bytes::from(b))),
-            Err(e) if e.kind() == IoKind::NotFound => Ok(None),
-            Err(e) => Err(Error::io(path, e)),
+        let (root, key) = (self.root.clone(), key.to_string());
+        blocking(move || {
+            let Some(mut f) = beneath::open_file(&root, &key)? else {
+                return Ok(None);
+            };
+            let mut b = Vec::new();
+            f.read_to_end(&mut b).map_err(|e| Error::io(&path, e))?;
+            Ok(Some(Bytes::from(b)))
         })
         .await
     }
 
     async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
         let path = self.path_of(key)?;
+        let (root, key) = (self.root.clone(), key.to_string());
         blocking(move || {
-            let f = open_at(&path, range.start)?;
+            let f = open_at(&root, &key, range.start)?;
             let len = range.end.saturating_sub(range.start);
             // A recycled buffer for large reads (verify reads every part whole).
             let mut buf = crate::publish::recycle::take(len as usize);
@@ -177,8 +199,9 @@ impl AtomicPublisher for PosixPublisher {
             static PIECE_BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
         }
         let path = self.path_of(key)?;
+        let (root, key) = (self.root.clone(), key.to_string());
         blocking(move || {
-            let mut f = open_at(&path, range.start)?;
+            let mut f = open_at(&root, &key, range.start)?;
             let mut left = range.end.saturating_sub(range.start);
             let mut h = crate::base::digest::Hasher::new(want);
             let mut n = 0u64;
@@ -214,18 +237,20 @@ impl AtomicPublisher for PosixPublisher {
                 Some(i) => &prefix[..i],
                 None => "",
             };
+            // A listing prefix is checked like any key: it never leaves the root.
+            if !dir_part.is_empty() {
+                check_key(dir_part)?;
+            }
             let mut out = Vec::new();
-            let start = if dir_part.is_empty() {
-                root.clone()
-            } else {
-                root.join(dir_part)
+            let Some(start) = beneath::open_dir_to_read(&root, dir_part)? else {
+                return Ok(out);
             };
             let walker = Walker {
                 root: &root,
                 prefix: &prefix,
                 hook: hook.as_deref(),
             };
-            walker.walk(&start, &mut out)?;
+            walker.walk(&start, &root.join(dir_part), &mut out)?;
             Ok(out)
         })
         .await
@@ -241,12 +266,14 @@ impl AtomicPublisher for PosixPublisher {
                 Some(i) => &prefix[..i],
                 None => "",
             };
-            let start = if dir_part.is_empty() {
-                root.clone()
-            } else {
-                root.join(dir_part)
-            };
+            // A listing prefix is checked like any key: it never leaves the root.
+            if !dir_part.is_empty() {
+                check_key(dir_part)?;
+            }
             let mut out = Vec::new();
+            let Some(start) = beneath::open_dir_to_read(&root, dir_part)? else {
+                return Ok(out);
+            };
             let page = Page {
                 prefix: &prefix,
                 after: &after,
@@ -257,7 +284,7 @@ impl AtomicPublisher for PosixPublisher {
                 prefix: &prefix,
                 hook: hook.as_deref(),
             };
-            walker.walk_sorted(&start, &page, &mut out)?;
+            walker.walk_sorted(&start, &root.join(dir_part), &page, &mut out)?;
             Ok(out)
         })
         .await
@@ -266,65 +293,102 @@ impl AtomicPublisher for PosixPublisher {
     async fn delete_temp(&self, key: &str) -> Result<()> {
         check_temp_key(key)?;
         let path = self.path_of(key)?;
-        blocking(move || match fs::remove_file(&path) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == IoKind::NotFound => Ok(()),
-            Err(e) => Err(Error::io(path, e)),
+        if let Some(hook) = &self.delete_hook {
+            hook(&path);
+        }
+        let (root, key) = (self.root.clone(), key.to_string());
+        // The unlink is relative to the handle of the temp's directory, each directory on
+        // the way opened without following a symlink: a directory swapped for a symlink
+        // since the listing is refused, never deleted through.
+        blocking(move || {
+            let (dir, name) = beneath::split(&key);
+            let Some(dfd) = beneath::open_dir(&root, dir, false)? else {
+                return Ok(());
+            };
+            match rustix::fs::unlinkat(&dfd, name, AtFlags::empty()) {
+                Ok(()) | Err(Errno::NOENT) => Ok(()),
+                Err(e) => Err(Error::io(path, e.into())),
+            }
         })
         .await
     }
 }
 
-/// A recursive listing. A directory walk is not a snapshot: a concurrent publish renames
-/// its temp away, and `sweep` removes temps, between `read_dir` and the `stat` of an
-/// entry. An entry (file or directory) that vanished in that window is skipped, as if the
-/// walk had run a moment later; every other error is reported.
+/// A recursive listing, each directory opened relative to its parent's handle without
+/// following a symlink ([`beneath`]). A symlink (to a file or a directory) is listed as an
+/// object of its own, with [`ObjectInfo::link`] naming its target, and never descended
+/// into. A directory walk is not a snapshot: a concurrent publish renames its temp away,
+/// and `sweep` removes temps, between reading a directory and the `stat` of an entry. An
+/// entry (file or directory) that vanished in that window is skipped, as if the walk had
+/// run a moment later; a directory swapped for a symlink in that window is listed as the
+/// symlink; every other error is reported.
 struct Walker<'a> {
     root: &'a Path,
     prefix: &'a str,
     hook: Option<&'a (dyn Fn(&Path) + Send + Sync)>,
 }
 
+/// One entry read from a directory: its name, and the handle of the directory it is in.
+struct Entry {
+    dir: Arc<OwnedFd>,
+    name: OsString,
+    path: PathBuf,
+}
+
+/// What a listing entry is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Type {
+    Dir,
+    File,
+    Link,
+}
+
 impl Walker<'_> {
-    fn walk(&self, dir: &Path, out: &mut Vec<ObjectInfo>) -> Result<()> {
-        for (entry, is_dir) in self.entries(dir)? {
-            let path = entry.path();
-            if is_dir {
-                self.walk(&path, out)?;
+    fn walk(&self, dir: &OwnedFd, path: &Path, out: &mut Vec<ObjectInfo>) -> Result<()> {
+        for (entry, t) in self.entries(dir, path)? {
+            if t == Type::Dir {
+                match open_sub(&entry)? {
+                    Sub::Dir(fd) => self.walk(&fd, &entry.path, out)?,
+                    Sub::Gone => {}
+                    Sub::Link => self.push_object(&entry, out)?,
+                }
                 continue;
             }
-            let key = self.key(&path)?;
-            if key.starts_with(self.prefix) {
-                out.extend(object(&entry, key)?);
-            }
+            self.push_object(&entry, out)?;
         }
         Ok(())
     }
 
-    /// The files and directories of `dir` (with whether each is a directory); entries
-    /// that vanish before their type is read are skipped, a vanished `dir` is empty.
-    fn entries(&self, dir: &Path) -> Result<Vec<(fs::DirEntry, bool)>> {
+    fn push_object(&self, entry: &Entry, out: &mut Vec<ObjectInfo>) -> Result<()> {
+        let key = self.key(&entry.path)?;
+        if key.starts_with(self.prefix) {
+            out.extend(object(entry, key)?);
+        }
+        Ok(())
+    }
+
+    /// The files, directories and symlinks of `dir` (with the type of each); entries
+    /// that vanish before their type is read are skipped.
+    fn entries(&self, dir: &OwnedFd, path: &Path) -> Result<Vec<(Entry, Type)>> {
         let mut out = Vec::new();
-        for entry in read_entries(dir)? {
+        for entry in read_entries(dir, path)? {
             if let Some(t) = self.examine(&entry)? {
-                out.push((entry, t.is_dir()));
+                out.push((entry, t));
             }
         }
         Ok(out)
     }
 
     /// The type of an entry read from its directory (after the hook), or `None` when it
-    /// vanished since or is neither a file nor a directory.
-    fn examine(&self, entry: &fs::DirEntry) -> Result<Option<fs::FileType>> {
-        let path = entry.path();
+    /// vanished since or is neither a file, a directory nor a symlink (a FIFO, a socket).
+    fn examine(&self, entry: &Entry) -> Result<Option<Type>> {
         if let Some(hook) = self.hook {
-            hook(&path);
+            hook(&entry.path);
         }
-        match entry.file_type() {
-            Ok(t) if t.is_dir() || t.is_file() => Ok(Some(t)),
-            Ok(_) => Ok(None),
-            Err(e) if e.kind() == IoKind::NotFound => Ok(None),
-            Err(e) => Err(Error::io(&path, e)),
+        match rustix::fs::statat(&*entry.dir, &entry.name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => Ok(type_of(&st)),
+            Err(Errno::NOENT) => Ok(None),
+            Err(e) => Err(Error::io(&entry.path, e.into())),
         }
     }
 
@@ -337,36 +401,89 @@ impl Walker<'_> {
     }
 }
 
-/// The entries of `dir` as read (no type asked, nothing stat'ed); a vanished `dir` is
-/// empty, an entry that vanished while being read is skipped.
-fn read_entries(dir: &Path) -> Result<Vec<fs::DirEntry>> {
-    let entries = match fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == IoKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(Error::io(dir, e)),
-    };
+fn type_of(st: &rustix::fs::Stat) -> Option<Type> {
+    let t = rustix::fs::FileType::from_raw_mode(st.st_mode);
+    if t.is_dir() {
+        Some(Type::Dir)
+    } else if t.is_file() {
+        Some(Type::File)
+    } else if t.is_symlink() {
+        Some(Type::Link)
+    } else {
+        None
+    }
+}
+
+/// A subdirectory opened for the walk.
+enum Sub {
+    Dir(OwnedFd),
+    /// It vanished since it was read.
+    Gone,
+    /// It was swapped for a symlink since it was read: listed as one, not descended.
+    Link,
+}
+
+fn open_sub(entry: &Entry) -> Result<Sub> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    match rustix::fs::openat(&*entry.dir, &entry.name, flags, Mode::empty()) {
+        Ok(fd) => Ok(Sub::Dir(fd)),
+        Err(Errno::NOENT) => Ok(Sub::Gone),
+        Err(Errno::LOOP | Errno::NOTDIR) => Ok(Sub::Link),
+        Err(e) => Err(Error::io(&entry.path, e.into())),
+    }
+}
+
+/// The entries of `dir` (at `path`) as read (no type asked, nothing stat'ed); an entry
+/// that vanished while being read is skipped.
+fn read_entries(dir: &OwnedFd, path: &Path) -> Result<Vec<Entry>> {
+    let shared = Arc::new(rustix::io::dup(dir).map_err(|e| Error::io(path, e.into()))?);
+    let entries = rustix::fs::Dir::read_from(dir).map_err(|e| Error::io(path, e.into()))?;
     let mut out = Vec::new();
     for entry in entries {
         match entry {
-            Ok(e) => out.push(e),
-            Err(e) if e.kind() == IoKind::NotFound => continue,
-            Err(e) => return Err(Error::io(dir, e)),
+            Ok(e) => {
+                let bytes = e.file_name().to_bytes();
+                if bytes == b"." || bytes == b".." {
+                    continue;
+                }
+                let name = OsStr::from_bytes(bytes).to_os_string();
+                out.push(Entry {
+                    dir: shared.clone(),
+                    path: path.join(&name),
+                    name,
+                });
+            }
+            Err(Errno::NOENT) => continue,
+            Err(e) => return Err(Error::io(path, e.into())),
         }
     }
     Ok(out)
 }
 
-/// A file's listing entry; `None` when it vanished since its directory was read.
-fn object(entry: &fs::DirEntry, key: String) -> Result<Option<ObjectInfo>> {
-    let meta = match entry.metadata() {
-        Ok(m) => m,
-        Err(e) if e.kind() == IoKind::NotFound => return Ok(None),
-        Err(e) => return Err(Error::io(entry.path(), e)),
+/// An entry's listing entry (a symlink's with its target); `None` when it vanished since
+/// its directory was read.
+fn object(entry: &Entry, key: String) -> Result<Option<ObjectInfo>> {
+    let st = match rustix::fs::statat(&*entry.dir, &entry.name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) => st,
+        Err(Errno::NOENT) => return Ok(None),
+        Err(e) => return Err(Error::io(&entry.path, e.into())),
     };
+    let link = match type_of(&st) {
+        Some(Type::Link) => {
+            Some(beneath::link_target(&*entry.dir, &entry.name).unwrap_or_else(|| "?".to_string()))
+        }
+        Some(Type::Dir) => Some("(a directory swapped for a symlink while listing)".into()),
+        _ => None,
+    };
+    let modified = u64::try_from(st.st_mtime).ok().map(|secs| {
+        std::time::UNIX_EPOCH
+            + std::time::Duration::new(secs, u32::try_from(st.st_mtime_nsec).unwrap_or(0))
+    });
     Ok(Some(ObjectInfo {
         key,
-        size: meta.len(),
-        modified: meta.modified().ok().map(DateTime::<Utc>::from),
+        size: u64::try_from(st.st_size).unwrap_or(0),
+        modified: modified.map(DateTime::<Utc>::from),
+        link,
     }))
 }
 
@@ -410,18 +527,25 @@ impl Walker<'_> {
     /// rest are sorted by the key they stand for (`name/` for a directory, so that `a/x`
     /// sorts after `a-b`, as keys do). Entries that vanish mid-walk are skipped, as in
     /// [`Walker::walk`].
-    fn walk_sorted(&self, dir: &Path, page: &Page<'_>, out: &mut Vec<ObjectInfo>) -> Result<()> {
+    fn walk_sorted(
+        &self,
+        dir: &OwnedFd,
+        path: &Path,
+        page: &Page<'_>,
+        out: &mut Vec<ObjectInfo>,
+    ) -> Result<()> {
         let mut named = Vec::new();
-        for entry in read_entries(dir)? {
-            let key = self.key(&entry.path())?;
+        for entry in read_entries(dir, path)? {
+            let key = self.key(&entry.path)?;
             let as_dir = format!("{key}/");
             let file_wanted = key.as_str() > page.after && key.starts_with(page.prefix);
             if !file_wanted && !page.may_hold(&as_dir) {
                 continue;
             }
             match self.examine(&entry)? {
-                Some(t) if t.is_dir() && page.may_hold(&as_dir) => named.push((as_dir, entry)),
-                Some(t) if t.is_file() && file_wanted => named.push((key, entry)),
+                Some(Type::Dir) if page.may_hold(&as_dir) => named.push((as_dir, entry)),
+                // A symlink is listed under its own name, like a file.
+                Some(Type::File | Type::Link) if file_wanted => named.push((key, entry)),
                 _ => {}
             }
         }
@@ -430,8 +554,15 @@ impl Walker<'_> {
             if out.len() >= page.limit {
                 break;
             }
-            if key.ends_with('/') {
-                self.walk_sorted(&entry.path(), page, out)?;
+            if let Some(k) = key.strip_suffix('/') {
+                match open_sub(&entry)? {
+                    Sub::Dir(fd) => self.walk_sorted(&fd, &entry.path, page, out)?,
+                    Sub::Gone => {}
+                    Sub::Link if k > page.after && k.starts_with(page.prefix) => {
+                        out.extend(object(&entry, k.to_string())?)
+                    }
+                    Sub::Link => {}
+                }
             } else {
                 out.extend(object(&entry, key)?);
             }
@@ -453,6 +584,8 @@ impl Page<'_> {
 
 /// Removes the temp file on drop unless disarmed: every error path cleans up.
 struct TempGuard<'a> {
+    dir: &'a OwnedFd,
+    name: &'a OsStr,
     path: &'a Path,
     armed: bool,
 }
@@ -460,9 +593,10 @@ struct TempGuard<'a> {
 impl Drop for TempGuard<'_> {
     fn drop(&mut self) {
         if self.armed {
-            if let Err(e) = fs::remove_file(self.path) {
-                if e.kind() != IoKind::NotFound {
-                    tracing::warn!(path = %self.path.display(), error = %e, "could not remove temp file");
+            match rustix::fs::unlinkat(self.dir, self.name, AtFlags::empty()) {
+                Ok(()) | Err(Errno::NOENT) => {}
+                Err(e) => {
+                    tracing::warn!(path = %self.path.display(), error = %e, "could not remove temp file")
                 }
             }
         }
@@ -479,41 +613,50 @@ pub fn temp_path(target: &Path) -> PathBuf {
     target.with_file_name(crate::format::keys::temp_name(&name))
 }
 
+/// Publish `bytes` as `key` under `root`: every directory created and opened relative to
+/// its parent's handle without following a symlink, the temp created, renamed and (on
+/// error) removed relative to the handle of its directory.
 fn publish_file(
-    target: &Path,
+    root: &Path,
+    key: &str,
     bytes: &[u8],
     inject: Option<&InjectedWriteError>,
 ) -> Result<Outcome> {
-    let dir = target
-        .parent()
-        .ok_or_else(|| Error::Internal(format!("{} has no parent", target.display())))?;
-    create_dirs_durably(dir)?;
+    let target = root.join(key);
+    let (dir_key, name) = beneath::split(key);
+    let dir = beneath::open_dir(root, dir_key, true)?
+        .ok_or_else(|| Error::NotFound(root.join(dir_key).display().to_string()))?;
+    let dir_path = root.join(dir_key);
+    let create =
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let mode = Mode::from_raw_mode(0o666);
     if bytes.is_empty() {
         // An empty object (the history's markers) has no content that could be seen half
         // written: an exclusive create is already all-or-nothing, no temp is needed.
-        return match OpenOptions::new().write(true).create_new(true).open(target) {
+        return match rustix::fs::openat(&dir, name, create, mode) {
             Ok(_) => {
-                fsync_dir(dir)?;
+                fsync_dir(&dir, &dir_path)?;
                 Ok(Outcome::Created)
             }
-            Err(e) if e.kind() == IoKind::AlreadyExists => Ok(Outcome::AlreadyExists),
-            Err(e) => Err(Error::io(target, e)),
+            Err(Errno::EXIST) => Ok(Outcome::AlreadyExists),
+            Err(e) => Err(Error::io(&target, e.into())),
         };
     }
     // Cheap early answer; the no-replace publish below is what actually decides.
-    if fs::symlink_metadata(target).is_ok() {
+    if rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW).is_ok() {
         return Ok(Outcome::AlreadyExists);
     }
-    let tmp = temp_path(target);
+    let tmp = temp_path(&target);
+    let tmp_name = tmp.file_name().unwrap_or_default().to_os_string();
+    let fd =
+        rustix::fs::openat(&dir, &tmp_name, create, mode).map_err(|e| Error::io(&tmp, e.into()))?;
     let mut guard = TempGuard {
+        dir: &dir,
+        name: &tmp_name,
         path: &tmp,
         armed: true,
     };
-    let mut f = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&tmp)
-        .map_err(|e| Error::io(&tmp, e))?;
+    let mut f = File::from(fd);
     if let Some(i) = inject {
         f.write_all(&bytes[..i.after_bytes.min(bytes.len())])
             .map_err(|e| Error::io(&tmp, e))?;
@@ -522,57 +665,30 @@ fn publish_file(
     f.write_all(bytes).map_err(|e| Error::io(&tmp, e))?;
     f.sync_all().map_err(|e| Error::io(&tmp, e))?;
     drop(f);
-    let outcome = match rustix::fs::renameat_with(CWD, &tmp, CWD, target, RenameFlags::NOREPLACE) {
-        Ok(()) => {
-            guard.armed = false;
-            Outcome::Created
-        }
-        Err(Errno::EXIST) => Outcome::AlreadyExists,
-        Err(Errno::INVAL) | Err(Errno::NOSYS) | Err(Errno::OPNOTSUPP) => {
-            // Filesystem without RENAME_NOREPLACE: a hard link also refuses to replace.
-            match fs::hard_link(&tmp, target) {
-                Ok(()) => Outcome::Created,
-                Err(e) if e.kind() == IoKind::AlreadyExists => Outcome::AlreadyExists,
-                Err(e) => return Err(Error::io(target, e)),
+    let outcome =
+        match rustix::fs::renameat_with(&dir, &tmp_name, &dir, name, RenameFlags::NOREPLACE) {
+            Ok(()) => {
+                guard.armed = false;
+                Outcome::Created
             }
-        }
-        Err(e) => return Err(Error::io(target, e.into())),
-    };
+            Err(Errno::EXIST) => Outcome::AlreadyExists,
+            Err(Errno::INVAL) | Err(Errno::NOSYS) | Err(Errno::OPNOTSUPP) => {
+                // Filesystem without RENAME_NOREPLACE: a hard link also refuses to replace.
+                match rustix::fs::linkat(&dir, &tmp_name, &dir, name, AtFlags::empty()) {
+                    Ok(()) => Outcome::Created,
+                    Err(Errno::EXIST) => Outcome::AlreadyExists,
+                    Err(e) => return Err(Error::io(&target, e.into())),
+                }
+            }
+            Err(e) => return Err(Error::io(&target, e.into())),
+        };
     drop(guard);
     if outcome == Outcome::Created {
-        fsync_dir(dir)?;
+        fsync_dir(&dir, &dir_path)?;
     }
     Ok(outcome)
 }
 
-fn fsync_dir(dir: &Path) -> Result<()> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| Error::io(dir, e))
-}
-
-/// `create_dir_all`, then fsync the parent of every directory it created.
-fn create_dirs_durably(dir: &Path) -> Result<()> {
-    if dir.is_dir() {
-        return Ok(());
-    }
-    let mut missing = Vec::new();
-    let mut cur = Some(dir);
-    while let Some(d) = cur {
-        if d.is_dir() {
-            break;
-        }
-        missing.push(d);
-        cur = d.parent();
-    }
-    fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    for d in missing.iter().rev() {
-        match d.parent() {
-            // A relative root's parent is the empty path: the current directory.
-            Some(parent) if parent.as_os_str().is_empty() => fsync_dir(Path::new("."))?,
-            Some(parent) => fsync_dir(parent)?,
-            None => {}
-        }
-    }
-    Ok(())
+fn fsync_dir(dir: &OwnedFd, path: &Path) -> Result<()> {
+    rustix::fs::fsync(dir).map_err(|e| Error::io(path, e.into()))
 }

@@ -202,7 +202,7 @@ pub async fn write_file(scan: Scan, path: &Path) -> Result<Rows> {
 /// Scan `snap` with `opts` into the file `path` (format from its extension) by the rule of
 /// [`write_file`]: rows written, and what the scan did. A `.parquet` file of every column
 /// and row is written by copying the checked parts' column chunks ([`crate::read::copy`]),
-/// anything else by decoding ([`crate::read::scan`]); either way every part is checked
+/// anything else by decoding ([`mod@crate::read::scan`]); either way every part is checked
 /// against its pointer before anything of it is written.
 pub async fn scan_to_file(
     store: std::sync::Arc<dyn crate::publish::AtomicPublisher>,

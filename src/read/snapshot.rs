@@ -15,6 +15,7 @@ use std::collections::HashSet;
 use futures::{StreamExt, TryStreamExt};
 
 use crate::base::error::{Error, Failed, Result};
+use crate::format::compaction::{CompactionRecord, CompactionRef};
 use crate::format::keys::{self, KeyKind};
 use crate::format::pointer::{check_pointer, Pointer};
 use crate::history::frontier::Frontier;
@@ -36,6 +37,13 @@ pub struct ReadOptions {
     /// Also the commits no seal covers yet (each checked against its own key only: no seal
     /// vouches for them). Commits sealed after `as_of_seal` are not among them.
     pub include_unsealed: bool,
+    /// Read compacted parts ([`crate::format::compaction`]) for the commits a compaction
+    /// in effect as of the seal covers (each record checked against the digest its seal
+    /// records, its sources against the snapshot's sealed pointers; the part then against
+    /// the record like any part against its pointer), the originals for the rest. Such a
+    /// part appears as one [`SnapshotPart`] whose "pointer" is made from the record
+    /// (`commit_id` the compaction id, `pointer_key` the record's key).
+    pub prefer_compacted: bool,
 }
 
 /// The seal a commit was sealed by.
@@ -127,7 +135,7 @@ pub async fn snapshot(store: &dyn AtomicPublisher, opts: &ReadOptions) -> Result
         })
         .transpose()?;
     let seals = read_seals(store).await?;
-    let (seal, entries, later) = chain_up_to(&seals, opts.as_of_seal)?;
+    let (seal, entries, later, compactions) = chain_up_to(&seals, opts.as_of_seal)?;
     if seal.is_none() && !opts.include_unsealed {
         return Err(Error::NotFound(format!(
             "{} has no seal: nothing is vouched for (run `lineage seal`, or read unsealed commits explicitly)",
@@ -171,6 +179,9 @@ pub async fn snapshot(store: &dyn AtomicPublisher, opts: &ReadOptions) -> Result
     if let Some(t) = &target_crs {
         parts.retain(|p| &p.pointer.target_crs == t);
     }
+    if opts.prefer_compacted && !compactions.is_empty() {
+        parts = with_compacted(store, parts, &compactions).await?;
+    }
     Ok(Snapshot {
         seal,
         parts,
@@ -185,10 +196,14 @@ fn run_of(pointer_key: &str) -> Option<&str> {
 
 /// The chain of seals 1..=`as_of` (default: the newest), checked link by link; its entries
 /// in leaf order; and the pointer keys sealed by the seals after it (never "unsealed").
-fn chain_up_to(
-    seals: &[StoredSeal],
-    as_of: Option<u64>,
-) -> Result<(Option<SnapshotSeal>, Vec<Entry>, Vec<String>)> {
+type Chained = (
+    Option<SnapshotSeal>,
+    Vec<Entry>,
+    Vec<String>,
+    Vec<(SealRef, CompactionRef)>,
+);
+
+fn chain_up_to(seals: &[StoredSeal], as_of: Option<u64>) -> Result<Chained> {
     let newest = seals.last().map_or(0, |s| s.key_seq);
     let upto = as_of.unwrap_or(newest);
     if as_of == Some(0) || upto > newest {
@@ -200,6 +215,7 @@ fn chain_up_to(
     let mut entries = Vec::new();
     let mut later = Vec::new();
     let mut head = None;
+    let mut compactions = Vec::new();
     let mut prev: Option<&StoredSeal> = None;
     for (i, s) in seals.iter().enumerate() {
         let expect = i as u64 + 1;
@@ -246,6 +262,9 @@ fn chain_up_to(
                 by: by.clone(),
             });
         }
+        for c in seal.compactions.iter().flatten() {
+            compactions.push((by.clone(), c.clone()));
+        }
         let root = hex::encode(tree.root());
         if seal.tree_size != tree.size() || !seal.root.eq_ignore_ascii_case(&root) {
             return Err(bad(format!(
@@ -271,7 +290,115 @@ fn chain_up_to(
             format!("seals {} again", e.key),
         )]));
     }
-    Ok((head, entries, later))
+    Ok((head, entries, later, compactions))
+}
+
+/// Replace the sources of every compaction in effect by its compacted part (see
+/// [`ReadOptions::prefer_compacted`]), at the place of its first source. A record that is
+/// missing or not as sealed, or whose sources are not the snapshot's sealed commits as
+/// recorded, is an [`Error::Integrity`]; one whose sources the filters left out is skipped.
+async fn with_compacted(
+    store: &dyn AtomicPublisher,
+    parts: Vec<SnapshotPart>,
+    compactions: &[(SealRef, CompactionRef)],
+) -> Result<Vec<SnapshotPart>> {
+    let mut at: std::collections::HashMap<String, usize> = parts
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.sealed_by.is_some())
+        .map(|(i, p)| (p.pointer_key.clone(), i))
+        .collect();
+    let mut slots: Vec<Option<SnapshotPart>> = parts.into_iter().map(Some).collect();
+    let mut failed = Vec::new();
+    for (by, r) in compactions {
+        let Some(bytes) = store.get(&r.key).await? else {
+            failed.push(Failed::new(
+                r.key.clone(),
+                format!("is missing (seal {} puts it into effect)", by.seq),
+            ));
+            continue;
+        };
+        let got = sha256_hex(&bytes);
+        if !got.eq_ignore_ascii_case(&r.sha256) {
+            failed.push(Failed::new(
+                r.key.clone(),
+                format!("has sha256 {got}, but seal {} records {}", by.seq, r.sha256),
+            ));
+            continue;
+        }
+        let rec = match CompactionRecord::from_bytes(&r.key, &bytes) {
+            Ok(rec) => rec,
+            Err(e) => {
+                failed.push(Failed::new(r.key.clone(), e.to_string()));
+                continue;
+            }
+        };
+        let idx: Vec<Option<usize>> = rec
+            .sources
+            .iter()
+            .map(|s| at.get(&s.pointer_key).copied())
+            .collect();
+        if idx.iter().all(Option::is_none) {
+            continue; // not selected
+        }
+        let mut ok = idx.iter().all(Option::is_some);
+        for (s, i) in rec.sources.iter().zip(&idx) {
+            let Some(p) = i.and_then(|i| slots[i].as_ref()) else {
+                ok = false;
+                continue;
+            };
+            if p.pointer_sha256 != s.pointer_sha256.to_lowercase()
+                || p.pointer.part_path != s.part_path
+                || p.pointer.sha256 != s.sha256
+                || p.pointer.size_bytes != s.size_bytes
+            {
+                ok = false;
+            }
+        }
+        if !ok {
+            failed.push(Failed::new(
+                r.key.clone(),
+                "its sources are not the sealed commits it names (or another compaction holds one); run `lineage verify`".to_string(),
+            ));
+            continue;
+        }
+        let first = idx.iter().flatten().copied().min().unwrap_or_default();
+        for i in idx.into_iter().flatten() {
+            slots[i] = None;
+        }
+        for s in &rec.sources {
+            at.remove(&s.pointer_key);
+        }
+        slots[first] = Some(SnapshotPart {
+            pointer_key: r.key.clone(),
+            pointer_sha256: r.sha256.to_lowercase(),
+            pointer: Pointer {
+                format: crate::format::pointer::POINTER_FORMAT.to_string(),
+                commit_id: rec.compaction_id.clone(),
+                run_id: rec.run_id.clone(),
+                target_crs: rec.target_crs.clone(),
+                part_path: rec.part_path.clone(),
+                row_count: rec.row_count,
+                size_bytes: rec.size_bytes,
+                schema_version: rec.schema_version.clone(),
+                sha256: rec.sha256.clone(),
+                blake3: Some(rec.blake3.clone()),
+                committed_utc: rec.compacted_utc.clone(),
+                first_sequence: rec.first_sequence,
+                last_sequence: rec.last_sequence,
+                min_event_time_utc: rec.min_event_time_utc.clone(),
+                max_event_time_utc: rec.max_event_time_utc.clone(),
+                tool_version: rec.tool_version.clone(),
+                commit_key: None,
+                adopted: false,
+            },
+            sealed_by: Some(by.clone()),
+        });
+    }
+    if !failed.is_empty() {
+        return Err(Error::Integrity(failed));
+    }
+    Ok(slots.into_iter().flatten().collect())
 }
 
 /// A sealed pointer, read and checked against the digest sealed; `Err(Failed)` when it is

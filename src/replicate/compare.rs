@@ -266,6 +266,7 @@ pub async fn compare(
             },
             Kind::Identity
             | Kind::Claim
+            | Kind::Compacted
             | Kind::Index
             | Kind::SealAux
             | Kind::Head

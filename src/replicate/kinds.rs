@@ -28,6 +28,11 @@ pub enum Stage {
     Index,
     /// Commit-key claims (they name commits).
     Claims,
+    /// Compacted parts, then compaction records (each names its compacted part and its
+    /// source pointers), one at a time in key order (`…/parts/` sorts before
+    /// `…/records/`): before the seals, since the seal that puts a compaction into effect
+    /// names its record, and its Delta version reads the compacted part's footer.
+    Compacted,
     /// Seals, strictly one after another in sequence order (each names pointers and the
     /// seal before it).
     Seals,
@@ -44,11 +49,12 @@ pub enum Stage {
 
 impl Stage {
     /// Every stage, in publication order.
-    pub const ALL: [Stage; 9] = [
+    pub const ALL: [Stage; 10] = [
         Stage::Identity,
         Stage::Commits,
         Stage::Index,
         Stage::Claims,
+        Stage::Compacted,
         Stage::Seals,
         Stage::SealAux,
         Stage::Delta,
@@ -67,8 +73,9 @@ impl Stage {
             | Stage::Seals
             | Stage::SealAux
             | Stage::Heads => false,
-            // Delta versions in key order; each witness record names the one before it.
-            Stage::Delta | Stage::Witness => true,
+            // Delta versions in key order; each witness record names the one before it;
+            // compacted parts before the records that name them.
+            Stage::Delta | Stage::Witness | Stage::Compacted => true,
         }
     }
 }
@@ -89,6 +96,8 @@ pub enum Kind {
     },
     /// A commit-key claim (`_lineage/commit-keys/`).
     Claim,
+    /// A compacted part or a compaction record (`_lineage/compacted/`).
+    Compacted,
     /// A seal with its sequence number.
     Seal(u64),
     /// An index entry (`_lineage/index/`).
@@ -117,6 +126,7 @@ impl Kind {
             Kind::Identity => Some(Stage::Identity),
             Kind::Part | Kind::Pointer { .. } => Some(Stage::Commits),
             Kind::Claim => Some(Stage::Claims),
+            Kind::Compacted => Some(Stage::Compacted),
             Kind::Seal(_) => Some(Stage::Seals),
             Kind::Index => Some(Stage::Index),
             Kind::SealAux => Some(Stage::SealAux),
@@ -134,6 +144,7 @@ impl Kind {
             Kind::Part => "part",
             Kind::Pointer { .. } => "pointer",
             Kind::Claim => "claim",
+            Kind::Compacted => "compacted part or record",
             Kind::Seal(_) => "seal",
             Kind::Index => "index entry",
             Kind::SealAux => "tile or locator",
@@ -160,6 +171,7 @@ pub fn kind_of(key: &str) -> Kind {
             keys::HistoryKey::Head(_) => Kind::Head,
         },
         KeyKind::Claim => Kind::Claim,
+        KeyKind::CompactionRecord { .. } | KeyKind::CompactedPart { .. } => Kind::Compacted,
         KeyKind::Witness => Kind::Witness,
         KeyKind::Unknown => Kind::Unknown,
         KeyKind::DeltaVersion(v) => Kind::Delta(v),

@@ -364,6 +364,17 @@ async fn run(r: &mut Replicator) -> Result<Summary> {
     let mut verbatim: BTreeMap<Stage, Vec<(String, Kind)>> = BTreeMap::new();
     let mut pointer_keys = HashSet::new();
     for o in listing {
+        if let Some(target) = &o.link {
+            // Never followed, never copied: `lineage verify` names it.
+            summary.skipped.push(NotCopied {
+                reason: format!(
+                    "a symlink to {}, never followed (`lineage verify` names it)",
+                    crate::schema::rules::quote(target)
+                ),
+                key: o.key,
+            });
+            continue;
+        }
         let kind = kind_of(&o.key);
         match kind {
             Kind::Part => parts.push((o.key, o.size)),
@@ -678,6 +689,7 @@ fn tally(s: &mut Summary, h: Handled) {
                 Kind::Claim => c.claims += 1,
                 Kind::Seal(_) => c.seals += 1,
                 Kind::Index
+                | Kind::Compacted
                 | Kind::SealAux
                 | Kind::Head
                 | Kind::Delta(_)

@@ -32,7 +32,8 @@ const LAYERS: &[&[&str]] = &[
     &["history"],
     &["write", "read"],
     &["audit"],
-    &["replicate", "witness", "export"],
+    &["replicate", "witness", "export", "compact"],
+    &["report"],
     &["cli"],
 ];
 

@@ -18,6 +18,7 @@ mod support;
 
 mod audit;
 mod cli;
+mod compact;
 mod delta;
 mod export;
 mod fuzz;
@@ -27,5 +28,7 @@ mod layering;
 mod publish;
 mod read;
 mod replicate;
+mod report;
+mod security;
 mod witness;
 mod write;

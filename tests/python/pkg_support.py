@@ -165,3 +165,10 @@ def results_worker(store: ls.Store, key_prefix: str, run_id: str) -> dict[str, A
 def append_and_return(store: ls.Store, run_id: str) -> list[ls.Commit]:
     """A pool task that returns what `append` gave it."""
     return store.append(events(20, runs=(run_id,)), batch_rows=7)
+
+
+def conform_and_return(n: int, run_id: str) -> ls.Conformed:
+    """A pool task that returns what `conform` gave it (a natural table: int64 indices)."""
+    rows = events(n, runs=(run_id,)).to_pylist()
+    return ls.conform(pa.Table.from_pylist(rows))
+

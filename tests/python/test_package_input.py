@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -390,6 +391,58 @@ def test_usage_errors_are_input_errors_with_the_clis_message(used_store: tuple[l
     assert ls.canonical_crs("urn:ogc:def:crs:EPSG::4326") == "EPSG:4326"
     with pytest.raises(ls.InputError, match="unsupported store scheme `ftp://`"):
         ls.open("ftp://example/x")
+
+
+def outside_cli_commands(message: str) -> str:
+    """`message` without the CLI commands it quotes (`` `lineage seal --rescan` ``): what
+    the package has no keyword for is named as the CLI command that has it."""
+    return re.sub(r"`lineage [^`]*`", "", message)
+
+
+def test_messages_from_python_name_keyword_arguments_not_cli_flags(tmp_path: Path) -> None:
+    """Every message a Python caller gets (exceptions, verify's problems, a proof summary)
+    names the keyword argument it passed, or the CLI command that has what it lacks; never
+    a bare CLI flag. Before, these said `--format`, `--public-key`, `--force`,
+    `--signing-key`/`--unsigned`, `--signed-from`, `--columns`, `--as-of-seal`, `--store`."""
+    store = ls.open(tmp_path / "store")
+    first = store.append(events(10, runs=("run-m",)))
+    store.seal()
+    ls.keygen(tmp_path / "k")
+    (tmp_path / "x.xyz").write_text("{}")
+    said: list[str] = []
+
+    def refused(call: Callable[[], object], cls: type[Exception] = ls.InputError) -> str:
+        with pytest.raises(cls) as e:
+            call()
+        said.append(str(e.value))
+        return str(e.value)
+
+    assert refused(lambda: ls.keygen(tmp_path / "k")).endswith(
+        "refusing to overwrite a key (`lineage keygen --force` replaces it)")
+    assert refused(lambda: ls.check(str(tmp_path / "x.xyz"))).endswith("from its extension; pass format=")
+    assert refused(lambda: store.append_file(tmp_path / "x.xyz")).endswith("from its extension; pass format=")
+    assert refused(lambda: store.scan(columns=["nope"])).startswith('columns: no column "nope"')
+    assert refused(lambda: store.scan(as_of_seal=9)) == "as_of_seal=9: the store's seals are 1..=1"
+    assert refused(lambda: store.files(as_of_seal=9)) == "as_of_seal=9: the store's seals are 1..=1"
+    assert refused(lambda: ls.open("")) == "no store given: pass store or set LINEAGE_STORE"
+    # verify with a key over an unsigned seal: the problem, and the VerifyError's text.
+    report = store.verify(public_key=tmp_path / "k.pub")
+    said += [p.message for p in report.problems] + [str(p) for p in report.problems]
+    assert report.problems[0].message.endswith(
+        "(seals signed only from a later seal on: signed_from=SEQ)")
+    refused(lambda: store.verify(public_key=tmp_path / "k.pub", check=True), ls.VerifyError)
+    # A signed seal: the proof's summary without a key, then an unsigned seal after it.
+    store.append(events(5, runs=("run-n",)))
+    head = store.seal(tmp_path / "k.key").head
+    summary = ls.verify_proof(store.prove(first[0].commit_id, head), head)
+    assert summary.signed_by is not None
+    said.append(summary.signed_by)
+    assert summary.signed_by.endswith("(the key the seal names; pass public_key= to check it is the trusted one)")
+    store.append(events(5, runs=("run-o",)))
+    assert "sign this one too (signing_key=...), or pass allow_unsigned=True to publish an unsigned seal " \
+           "after signed ones (verify(signed_from=...) then reports it)" in refused(lambda: store.seal())
+    for message in said:
+        assert "--" not in outside_cli_commands(message), message
 
 
 def test_the_schema_is_the_contract_with_its_version() -> None:

@@ -241,3 +241,181 @@ def test_empty_input_of_the_wrong_schema_is_refused_as_the_cli_refuses_it(tmp_pa
     r = __import__("pkg_support").lineage("append", "--store", str(root), "--input",
                                           str(write_ipc(right, tmp_path / "right.arrow")))
     assert r.returncode == 0 and "the input holds no events" in r.stdout
+
+
+def run_fix(lines: list[str], producer: str, data: Any) -> Any:
+    """Run every `fix in <producer>: ` line as written; the data the last line assigns."""
+    code = [l.split(": ", 1)[1].split("  (in SQL")[0] for l in lines if l.startswith(f"fix in {producer}: ")]
+    assert code, lines
+    namespace = {"pa": pa, "pl": pl, "lineage_store": ls, "table": data, "df": data, "rel": data}
+    for c in code:
+        exec(c, namespace)
+    return namespace[code[-1].split(";")[-1].split("=")[0].strip()]
+
+
+def pandas_ns_frame(n: int = N) -> pd.DataFrame:
+    """The issue's `pd.DataFrame(rows)`, its times as pandas made them before pandas 3
+    (`datetime64[ns]`) and as it still makes them from epoch nanoseconds (`time.time_ns()`)."""
+    df = pd.DataFrame(natural_rows(n))
+    ns = [int(t.timestamp()) * 1_000_000_000 for t in df["event_time_utc"]]
+    df["event_time_utc"] = pd.to_datetime(ns, unit="ns", utc=True)
+    assert str(df["event_time_utc"].dtype) == "datetime64[ns, UTC]"
+    return df
+
+
+def test_a_pandas_frame_in_nanoseconds_is_named_conformed_and_refused_by_row_below_a_microsecond(
+        reference: list[dict[str, Any]], tmp_path: Path) -> None:
+    # pandas 3 makes `pd.DataFrame(rows)` of datetimes in µs: the issue's frame as it is now.
+    assert str(pd.DataFrame(natural_rows())["event_time_utc"].dtype) == "datetime64[us, UTC]"
+    df = pandas_ns_frame()
+    root = tmp_path / "store"
+    store = ls.open(root)
+    with pytest.raises(ls.InputError) as e:
+        store.append(df)
+    assert e.value.fields == ["event_time_utc", "strategy_index"]
+    cli = cli_error("append", "--store", str(tmp_path / "cli"), "--input",
+                    str(write_ipc(pa.table(df), tmp_path / "ns.arrow")))
+    lines = added_lines(str(e.value), cli)
+    assert "Timestamp(ns" in cli.splitlines()[0]
+    assert snapshot(root) == {}
+    store.append(run_fix(lines, "pandas", df))
+    assert stored_rows(root) == reference
+    # conform: nanoseconds with no sub-microsecond part are the same instants in µs.
+    conformed = ls.conform(df)
+    assert conformed.changes == [
+        '`event_time_utc`: Timestamp(ns, "UTC") → Timestamp(µs, "UTC") (no value has a '
+        'sub-microsecond part; the same instants, in UTC)',
+        "`strategy_index`: Float64 → Int32 (every value is a whole number that fits; NaN as null is null)",
+    ], conformed.changes
+    root2 = tmp_path / "conformed"
+    ls.open(root2).append(conformed)
+    assert stored_rows(root2) == reference
+    # One nanosecond more in row 3: refused, naming the row and field.
+    df.loc[2, "event_time_utc"] += pd.Timedelta(1, "ns")
+    with pytest.raises(ls.InputError) as e:
+        ls.conform(df)
+    assert (e.value.row, e.value.field) == (3, "event_time_utc")
+    assert "has a sub-microsecond part (1 ns)" in str(e.value)
+
+
+def test_conform_makes_numbers_exact_or_refuses_them_by_row(tmp_path: Path) -> None:
+    base = pa.Table.from_pylist(natural_rows(), schema=ls.SCHEMA)
+    accuracy = [None if i % 10 == 9 else float(i % 7) for i in range(N)]
+    # int → float64: each value exact.
+    ints = pa.array([None if a is None else int(a) for a in accuracy], pa.int64())
+    c = ls.conform(with_column(base, "accuracy_m", ints))
+    assert c.changes == ["`accuracy_m`: Int64 → Float64 (every value is exact in float64)"]
+    assert c.to_pyarrow().column("accuracy_m").to_pylist() == accuracy
+    beyond = ints.to_pylist()
+    beyond[3] = 2**53 + 1
+    with pytest.raises(ls.InputError) as e:
+        ls.conform(with_column(base, "accuracy_m", pa.array(beyond, pa.int64())))
+    assert (e.value.row, e.value.field) == (4, "accuracy_m")
+    assert f"{2**53 + 1} has no exact float64 (beyond 2^53)" in str(e.value)
+    # float32 → float64: every float32 is a float64 (0.1f stays the float32's value).
+    f32 = pa.array([None if a is None else a + 0.1 for a in accuracy], pa.float32())
+    c = ls.conform(with_column(base, "accuracy_m", f32))
+    assert c.changes == ["`accuracy_m`: Float32 → Float64 (float64 holds every value exactly)"]
+    assert c.to_pyarrow().column("accuracy_m").to_pylist() == f32.to_pylist()
+    # decimal → int32: whole numbers that fit.
+    idx = [None if i % 10 == 9 else i % 5 for i in range(N)]
+    dec = pa.array([None if v is None else decimal.Decimal(v) for v in idx], pa.decimal128(10, 0))
+    c = ls.conform(with_column(base, "strategy_index", dec))
+    assert c.changes == ["`strategy_index`: Decimal128(10, 0) → Int32 (every value is a whole number that fits)"]
+    assert c.to_pyarrow().column("strategy_index").to_pylist() == idx
+    half = [None if v is None else decimal.Decimal(v) for v in idx]
+    half[5] = decimal.Decimal("2.5")
+    with pytest.raises(ls.InputError) as e:
+        ls.conform(with_column(base, "strategy_index", pa.array(half, pa.decimal128(10, 1))))
+    assert (e.value.row, e.value.field) == (6, "strategy_index")
+    assert "2.5 is not a whole number" in str(e.value)
+    big = half[:5] + [decimal.Decimal(3_000_000_000)] + half[6:]
+    with pytest.raises(ls.InputError) as e:
+        ls.conform(with_column(base, "strategy_index", pa.array(big, pa.decimal128(12, 0))))
+    assert (e.value.row, e.value.field) == (6, "strategy_index")
+    assert "3000000000 does not fit Int32" in str(e.value)
+    # Every conformed table appends as the contract's table.
+    ls.open(tmp_path / "store").append(c)
+
+
+@pytest.mark.parametrize("unit,per_second", [("s", 1), ("ms", 1_000)])
+def test_conform_takes_seconds_and_milliseconds_to_microseconds_or_refuses_an_overflow(
+        unit: str, per_second: int) -> None:
+    base = pa.Table.from_pylist(natural_rows(), schema=ls.SCHEMA)
+    us = base.column("event_time_utc").cast(pa.int64()).to_pylist()
+    coarse = [v // 1_000_000 * per_second for v in us]
+    times = pa.array(coarse, pa.int64()).cast(pa.timestamp(unit, tz="UTC"))
+    c = ls.conform(with_column(base, "event_time_utc", times))
+    assert c.changes == [
+        f'`event_time_utc`: Timestamp({"s" if unit == "s" else "ms"}, "UTC") → Timestamp(µs, "UTC") '
+        "(the same instants, in UTC)"]
+    assert c.to_pyarrow().column("event_time_utc").to_pylist() == base.column("event_time_utc").to_pylist()
+    # A value whose microseconds do not fit in 64 bits: refused with its row.
+    coarse[9] = 10**19 // (1_000_000 // per_second)
+    with pytest.raises(ls.InputError) as e:
+        ls.conform(with_column(base, "event_time_utc", pa.array(coarse, pa.int64()).cast(pa.timestamp(unit, tz="UTC"))))
+    assert (e.value.row, e.value.field) == (10, "event_time_utc")
+    assert f"{coarse[9]} is out of the range of microseconds since 1970" in str(e.value)
+
+
+# producer → (natural data without `audit_tag` and with an extra `note`, the fields named)
+COLUMNS: dict[str, tuple[Callable[[], Any], list[str]]] = {
+    "pandas": (lambda: pd.DataFrame(natural_rows()).drop(columns=["audit_tag"]).assign(note="x"),
+               ["audit_tag", "note", "strategy_index"]),
+    "polars": (lambda: pl.DataFrame(natural_rows()).drop("audit_tag").with_columns(pl.lit("x").alias("note")),
+               ["audit_tag", "note", "strategy_index"]),
+    "duckdb": (lambda: duckdb_relation(duckdb.connect()).project("* EXCLUDE (audit_tag), 'x' AS note"),
+               ["audit_tag", "note", "accuracy_m"]),
+}
+
+
+@pytest.mark.parametrize("producer", list(COLUMNS))
+def test_the_fix_for_a_missing_and_an_extra_column_runs_in_the_callers_library(
+        producer: str, reference: list[dict[str, Any]], tmp_path: Path) -> None:
+    make, fields = COLUMNS[producer]
+    data = make()
+    root = tmp_path / "store"
+    store = ls.open(root)
+    with pytest.raises(ls.InputError) as e:
+        store.append(data)
+    assert sorted(e.value.fields) == sorted(fields), e.value.fields
+    cli = cli_error("append", "--store", str(tmp_path / "cli"), "--input",
+                    str(write_ipc(pa.table(make()), tmp_path / "cols.arrow")))
+    lines = added_lines(str(e.value), cli)
+    assert snapshot(root) == {}
+    store.append(run_fix(lines, producer, data))
+    assert stored_rows(root) == reference
+
+
+def uuid_text(i: int) -> str:
+    return f"0190a000-0000-7000-8000-{i:012d}"
+
+
+def test_a_uuid_event_id_is_written_as_its_text_by_the_fix(reference: list[dict[str, Any]], tmp_path: Path) -> None:
+    """DuckDB's UUID leaves as 16 bytes (`arrow.uuid`) with `arrow_lossless_conversion`:
+    no cast writes its text in pyarrow; the fix lines of DuckDB and pyarrow do."""
+    con = duckdb.connect()
+    con.execute("SET arrow_lossless_conversion = true")
+    rel = duckdb_relation(con).project(
+        "* REPLACE (CAST(printf('0190a000-0000-7000-8000-%012d', sequence) AS UUID) AS event_id)")
+    table = pa.table(rel)
+    assert table.schema.field("event_id").type.storage_type == pa.binary(16)
+    want = [{**r, "event_id": uuid_text(r["sequence"])} for r in reference]
+    frame = rel.df()  # uuid.UUID objects, which pandas hands on as `arrow.uuid`
+    for producer, data, fields in (("duckdb", rel, ["event_id", "accuracy_m"]),
+                                   ("pyarrow", table, ["event_id", "accuracy_m"]),
+                                   ("pandas", frame, ["event_id"])):
+        root = tmp_path / producer
+        store = ls.open(root)
+        with pytest.raises(ls.InputError) as e:
+            store.append(data)
+        assert e.value.fields == fields, e.value.fields
+        assert "a UUID? Write its text form" in str(e.value)
+        lines = str(e.value).splitlines()
+        store.append(run_fix(lines, producer, data))
+        assert stored_rows(root) == want, producer
+    # What DuckDB exports by default (UUIDs as text) is stored the same.
+    con.execute("SET arrow_lossless_conversion = false")
+    root = tmp_path / "default"
+    ls.open(root).append(ls.conform(rel))
+    assert stored_rows(root) == want

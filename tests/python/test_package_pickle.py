@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 import lineage_store as ls
-from pkg_support import append_and_return, events, flush_count, results_worker
+from pkg_support import append_and_return, conform_and_return, events, flush_count, results_worker
 
 
 @pytest.mark.parametrize("start_method", ["fork", "spawn"])
@@ -54,6 +54,27 @@ def test_a_pool_worker_returns_what_append_gave_it(start_method: str, tmp_path: 
     ids = sorted(c.commit_id for r in results for c in r)
     assert ids == sorted(c.commit_id for c in store.commits())
     assert len(ids) == sum(flush_count(events(20, runs=(f"run-{i}",)), 7) for i in range(4))
+
+
+@pytest.mark.parametrize("start_method", ["fork", "spawn"])
+def test_conformed_pickles_and_a_pool_worker_returns_it(start_method: str, tmp_path: Path) -> None:
+    """`conform`'s result is Arrow data with its changes: it pickles as both (an Arrow IPC
+    stream), and what a Pool worker returns appends as what the parent conforms itself."""
+    natural = pa.Table.from_pylist(events(12, runs=("run-c",)).to_pylist())
+    conformed = ls.conform(natural)
+    assert conformed.changes == ["`strategy_index`: Int64 → Int32 (every value fits)"]
+    back = pickle.loads(pickle.dumps(conformed))
+    assert type(back) is ls.Conformed
+    assert back.changes == conformed.changes and back.num_rows == 12
+    assert back.to_pyarrow().equals(conformed.to_pyarrow(), check_metadata=True)
+    assert pa.table(back).equals(pa.table(conformed))
+    with multiprocessing.get_context(start_method).Pool(2) as pool:
+        got = pool.starmap(conform_and_return, [(7, "run-c0"), (9, "run-c1")])
+    assert [type(c) for c in got] == [ls.Conformed] * 2 and [c.num_rows for c in got] == [7, 9]
+    assert got[0].to_pyarrow().equals(conform_and_return(7, "run-c0").to_pyarrow())
+    store = ls.open(tmp_path / "store")
+    assert sum(c.row_count for r in got for c in store.append(r)) == 16
+    assert store.verify().rows == 16
 
 
 def test_values_pickle_as_plain_data(tmp_path: Path) -> None:

@@ -85,7 +85,10 @@ pub(crate) fn judge_temp(key: &str, w: &Window) -> Result<InFlight, String> {
         | KeyKind::Identity => true,
         // Hash tiles go through a temp; the empty history objects do not.
         KeyKind::History(h) => matches!(h, keys::HistoryKey::Tile { .. }),
-        KeyKind::Claim | KeyKind::Witness => true,
+        KeyKind::Claim
+        | KeyKind::Witness
+        | KeyKind::CompactionRecord { .. }
+        | KeyKind::CompactedPart { .. } => true,
         KeyKind::Temp | KeyKind::Foreign | KeyKind::Unknown | KeyKind::DeltaOther => false,
     };
     if !publishes_here {

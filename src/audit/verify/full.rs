@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::audit::chain::{self, Chain};
 use crate::audit::report::{Problem, ProblemKind, Report};
+use crate::audit::verify::compaction;
 use crate::audit::verify::delta;
 use crate::audit::verify::flight::{self, Window};
 use crate::audit::verify::history;
@@ -45,6 +46,10 @@ pub(crate) struct Full {
     identity: bool,
     /// Listed objects under `_delta_log/` (indexes into `listing`).
     delta: Vec<usize>,
+    /// Listed compaction records and compacted parts (indexes into `listing`).
+    compacted: Vec<usize>,
+    /// Sealed pointers as read (for the compaction checks).
+    sealed: HashMap<String, Pointer>,
     /// The store's id, when its identity could be read (parts must name it).
     store_id: Option<String>,
 }
@@ -94,6 +99,11 @@ impl Strategy for Full {
         let window = window(opts);
         let mut wanted = Vec::new();
         for (i, o) in self.listing.iter().enumerate() {
+            if let Some(target) = &o.link {
+                // Never followed, never classified as what its name says.
+                report.push(ProblemKind::Symlink, &o.key, symlink_detail(target));
+                continue;
+            }
             self.sizes.insert(o.key.clone(), o.size);
             match keys::classify(&o.key) {
                 KeyKind::Part { .. } => {
@@ -101,6 +111,7 @@ impl Strategy for Full {
                 }
                 KeyKind::Pointer { .. } => wanted.push(Wanted {
                     sealed: sealed_as(chain, &o.key),
+                    listed_size: Some(o.size),
                     key: o.key.clone(),
                 }),
                 KeyKind::Temp => match flight::judge_temp(&o.key, &window) {
@@ -131,6 +142,9 @@ impl Strategy for Full {
                 KeyKind::History(_) => self.history.push(i),
                 KeyKind::Identity => self.identity = true,
                 KeyKind::DeltaVersion(_) | KeyKind::DeltaOther => self.delta.push(i),
+                KeyKind::CompactionRecord { .. } | KeyKind::CompactedPart { .. } => {
+                    self.compacted.push(i)
+                }
                 KeyKind::Seal(_) | KeyKind::Claim | KeyKind::Witness => {}
             }
         }
@@ -140,6 +154,7 @@ impl Strategy for Full {
             let owned = scope.is_none_or(|s| s.owns_pointer(&leaf.key));
             if owned && seen.insert(leaf.key.clone()) {
                 wanted.push(Wanted {
+                    listed_size: None,
                     key: leaf.key.clone(),
                     sealed: sealed_as(chain, &leaf.key),
                 });
@@ -156,6 +171,12 @@ impl Strategy for Full {
         read: ReadBack,
     ) -> Result<Vec<(String, Pointer)>> {
         report.commits = read.present.len() as u64;
+        self.sealed = read
+            .parsed
+            .iter()
+            .filter(|(k, _)| self.chain.by_key.contains_key(*k))
+            .map(|(k, p)| (k.clone(), p.clone()))
+            .collect();
         report.unsealed_commits = read
             .present
             .keys()
@@ -263,12 +284,37 @@ impl Strategy for Full {
                 others,
                 bad_parts: report.problems.iter().map(|p| p.key.clone()).collect(),
             };
+            let version_keys: Vec<&str> = cx.versions.values().map(|o| o.key.as_str()).collect();
             let found = delta::check(store, &cx).await?;
             report.problems.extend(found.problems);
             report.delta_version = found.newest;
+            let cx = compaction::Context {
+                chain: &self.chain,
+                sealed: &self.sealed,
+                listed: self
+                    .compacted
+                    .iter()
+                    .map(|&i| self.listing[i].key.as_str())
+                    .collect(),
+                versions: version_keys,
+                all_pointers: self.scope.is_none()
+                    && !self.chain.broken
+                    && self.sealed.len() == self.chain.by_key.len(),
+                window: window(opts),
+            };
+            let found = compaction::check(store, &cx).await?;
+            report.problems.extend(found.problems);
+            found.flying.into_iter().for_each(|f| report.fly(f));
         }
         Ok(())
     }
+}
+
+/// What `verify` says of a symlink in the store.
+pub(crate) fn symlink_detail(target: &str) -> String {
+    format!(
+        "a symlink to {target:?}: lineage-store never follows it, but dataset readers (pyarrow, DuckDB) do and would read what it points to; remove it"
+    )
 }
 
 fn window(opts: &VerifyOptions) -> Window {

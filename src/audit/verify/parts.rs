@@ -117,7 +117,17 @@ async fn check_part(
         Some(s) => Some(s),
         // Not in the listing: look again (a POSIX walk is not a snapshot).
         None => match store.list(&p.part_path).await {
-            Ok(l) => l.into_iter().find(|o| o.key == p.part_path).map(|o| o.size),
+            Ok(l) => match l.into_iter().find(|o| o.key == p.part_path) {
+                Some(o) if o.link.is_some() => {
+                    return vec![(
+                        ProblemKind::MissingPart,
+                        format!(
+                            "recorded by {key}; only a symlink is there, which is never followed"
+                        ),
+                    )]
+                }
+                o => o.map(|o| o.size),
+            },
             Err(e) => return vec![(ProblemKind::MissingPart, format!("cannot list: {e}"))],
         },
     };

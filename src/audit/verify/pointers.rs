@@ -9,7 +9,7 @@ use futures::StreamExt;
 use crate::audit::report::{Problem, ProblemKind, Report};
 use crate::base::digest::sha256_hex;
 use crate::format::keys::{self, KeyKind};
-use crate::format::pointer::{check_pointer, Pointer};
+use crate::format::pointer::{check_pointer, Pointer, MAX_POINTER_BYTES};
 use crate::publish::AtomicPublisher;
 
 /// What a seal recorded of a pointer.
@@ -29,6 +29,9 @@ pub(crate) struct Wanted {
     /// What a seal recorded of it, when sealed: then its absence or another digest is a
     /// problem. An unsealed pointer that is gone was removed since the listing.
     pub(crate) sealed: Option<SealedAs>,
+    /// Its size in the listing, when listed: a pointer larger than any pointer can be is
+    /// reported without being read.
+    pub(crate) listed_size: Option<u64>,
 }
 
 /// What the pointers step read.
@@ -51,7 +54,16 @@ pub(crate) async fn read(
 ) -> ReadBack {
     let read: Vec<(Wanted, crate::Result<Option<bytes::Bytes>>)> = futures::stream::iter(wanted)
         .map(|w| async move {
-            let got = store.get(&w.key).await;
+            let got = match w.listed_size {
+                Some(n) if n > MAX_POINTER_BYTES as u64 => Err(crate::Error::Corrupt {
+                    what: "pointer",
+                    key: w.key.clone(),
+                    message: format!(
+                        "{n} bytes; a pointer is at most {MAX_POINTER_BYTES} (not read)"
+                    ),
+                }),
+                _ => store.get(&w.key).await,
+            };
             (w, got)
         })
         .buffer_unordered(concurrency.max(1))

@@ -169,6 +169,7 @@ impl Strategy for Since {
             .filter_map(|s| s.seal.as_ref().ok().map(|x| (s.key_seq, x)))
             .flat_map(|(seq, s)| {
                 s.entries.iter().map(move |e| Wanted {
+                    listed_size: None,
                     key: e.key.clone(),
                     sealed: Some(SealedAs {
                         seq,
@@ -190,6 +191,7 @@ impl Strategy for Since {
         wanted.extend(self.entries.iter().map(|e| Wanted {
             key: e.pointer_key.clone(),
             sealed: None,
+            listed_size: None,
         }));
         Ok(wanted)
     }

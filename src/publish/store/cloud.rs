@@ -145,7 +145,8 @@ pub fn parse(url: &str) -> Result<Option<ParsedUrl>> {
     let Some(backend) = backend_of(url) else {
         return Ok(None);
     };
-    let u = Url::parse(url).map_err(|e| Error::Usage(format!("{url}: not a valid URL: {e}")))?;
+    let shown = crate::base::text::redact_url(url);
+    let u = Url::parse(url).map_err(|e| Error::Usage(format!("{shown}: not a valid URL: {e}")))?;
     if u.query().is_some() || u.fragment().is_some() {
         return Err(Error::Usage(format!(
             "{}: store URLs take no query string or fragment; put credentials (SAS tokens, keys) in the environment",
@@ -160,14 +161,14 @@ pub fn parse(url: &str) -> Result<Option<ParsedUrl>> {
     }
     if u.host_str().is_none_or(str::is_empty) {
         return Err(Error::Usage(format!(
-            "{url}: no bucket or container after the scheme"
+            "{shown}: no bucket or container after the scheme"
         )));
     }
     let (_, path) = ObjectStoreScheme::parse(&u)
-        .map_err(|e| Error::Usage(format!("{url}: not an object-store URL: {e}")))?;
+        .map_err(|e| Error::Usage(format!("{shown}: not an object-store URL: {e}")))?;
     if backend == Backend::Azure && u.scheme() == "https" && u.path().trim_matches('/').is_empty() {
         return Err(Error::Usage(format!(
-            "{url}: name the container: https://<account>.blob.core.windows.net/<container>/<prefix>"
+            "{shown}: name the container: https://<account>.blob.core.windows.net/<container>/<prefix>"
         )));
     }
     Ok(Some(ParsedUrl {
@@ -281,7 +282,8 @@ pub(crate) fn s3_endpoint_side(opts: &CloudOptions, env: &SideEnv) -> Option<Str
 pub(crate) fn check_endpoint(ep: &str) -> Result<()> {
     let bad = |why: String| {
         Err(Error::Usage(format!(
-            "S3 endpoint {ep:?} (from --endpoint-url, AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL) {why}"
+            "S3 endpoint {:?} (from --endpoint-url, AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL) {why}",
+            crate::base::text::redact_url(ep)
         )))
     };
     if !(ep.starts_with("http://") || ep.starts_with("https://")) {

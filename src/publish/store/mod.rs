@@ -64,7 +64,8 @@ async fn resolve(
     if let Some(rest) = url.strip_prefix("file://") {
         if !rest.starts_with('/') {
             return Err(Error::Usage(format!(
-                "{url}: a file:// URL needs an absolute path (file:///...)"
+                "{}: a file:// URL needs an absolute path (file:///...)",
+                crate::base::text::redact_url(url)
             )));
         }
         return local(PathBuf::from(rest), store);
@@ -74,10 +75,20 @@ async fn resolve(
     }
     if let Some((scheme, _)) = url.split_once("://") {
         return Err(Error::Usage(format!(
-            "unsupported store scheme `{scheme}://` in {url}"
+            "unsupported store scheme `{scheme}://` in {}",
+            crate::base::text::redact_url(url)
         )));
     }
     local(PathBuf::from(url), store)
+}
+
+/// The directory a store URL names on the local disk (a path or `file:///…`), or `None`
+/// for any other store.
+pub fn local_path(url: &str) -> Option<PathBuf> {
+    if let Some(rest) = url.strip_prefix("file://") {
+        return Some(PathBuf::from(rest));
+    }
+    (!url.contains("://") && !url.starts_with("memory:")).then(|| PathBuf::from(url))
 }
 
 /// The local-disk publisher at `root`, after [`check_local_root`] when it is a store.

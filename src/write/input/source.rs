@@ -51,6 +51,11 @@ pub trait BatchSource: Send + Sync + std::fmt::Debug + 'static {
 /// Bytes of NDJSON parsed at a time (cut at the last line end).
 const NDJSON_BLOCK: usize = 8 << 20;
 
+/// Longest NDJSON line accepted by default (`--max-line-bytes`): far above any event of
+/// the contract, and what bounds the memory one line can cost (parsing holds a line a few
+/// times over). A longer line is refused, naming it, before it is parsed.
+pub const DEFAULT_MAX_LINE_BYTES: usize = 64 << 20;
+
 #[derive(Debug)]
 enum Backing {
     Path {
@@ -70,6 +75,8 @@ pub struct Input {
     /// Standard input read as NDJSON because no format was given: checked for the look of
     /// another format before it is parsed ([`Format::sniff`]).
     defaulted: bool,
+    /// Longest NDJSON line accepted ([`Input::with_max_line_bytes`]).
+    max_line: usize,
 }
 
 fn stamp(path: &Path) -> Result<(u64, Option<SystemTime>)> {
@@ -105,6 +112,7 @@ impl Input {
                     },
                     format,
                     defaulted: false,
+                    max_line: DEFAULT_MAX_LINE_BYTES,
                 })
             }
         }
@@ -140,6 +148,7 @@ impl Input {
             format,
             len: total,
             defaulted: false,
+            max_line: DEFAULT_MAX_LINE_BYTES,
         })
     }
 
@@ -170,7 +179,15 @@ impl Input {
             format: Format::Arrow,
             len,
             defaulted: false,
+            max_line: DEFAULT_MAX_LINE_BYTES,
         })
+    }
+
+    /// Refuse an NDJSON line longer than `n` bytes (default [`DEFAULT_MAX_LINE_BYTES`]),
+    /// naming it, before it is parsed.
+    pub fn with_max_line_bytes(mut self, n: usize) -> Self {
+        self.max_line = n.max(1);
+        self
     }
 
     /// The input's format.
@@ -263,7 +280,7 @@ impl BatchSource for Input {
             self.refuse_other_format(&mut f)?;
         }
         match self.format {
-            Format::Ndjson => read_ndjson(f, &self.name(), emit),
+            Format::Ndjson => read_ndjson(f, &self.name(), self.max_line, emit),
             Format::Csv => csv::read(BufReader::with_capacity(1 << 20, f), emit),
             Format::Arrow => binary::read_arrow(f, emit),
             Format::Parquet => binary::read_parquet(f, emit),
@@ -304,6 +321,7 @@ impl BatchSource for Input {
 fn read_ndjson(
     mut r: impl Read,
     name: &Path,
+    max_line: usize,
     emit: &mut dyn FnMut(SourcedBatch) -> Result<()>,
 ) -> Result<()> {
     use std::sync::mpsc;
@@ -312,6 +330,7 @@ fn read_ndjson(
         carry: Vec::new(),
         line: 1,
         eof: false,
+        max_line,
     };
     std::thread::scope(|s| {
         let mut to: Vec<mpsc::Sender<(Vec<u8>, u64)>> = Vec::new();
@@ -335,7 +354,7 @@ fn read_ndjson(
         let (mut sent, mut done) = (0usize, 0usize);
         loop {
             while sent - done < workers {
-                match blocks.next(&mut r).map_err(|e| Error::io(name, e))? {
+                match blocks.next(&mut r, name)? {
                     Some(b) => {
                         to[sent % workers]
                             .send(b)
@@ -360,28 +379,32 @@ fn read_ndjson(
     })
 }
 
-/// Cuts an NDJSON stream into blocks of whole lines.
+/// Cuts an NDJSON stream into blocks of whole lines, refusing a line longer than
+/// `max_line` bytes as soon as it is seen (before it is parsed or read further).
 struct Blocks {
     carry: Vec<u8>,
     line: u64,
     eof: bool,
+    max_line: usize,
 }
 
 impl Blocks {
     /// The next block and the number of its first line; `None` at the end.
-    fn next(&mut self, r: &mut impl Read) -> std::io::Result<Option<(Vec<u8>, u64)>> {
+    fn next(&mut self, r: &mut impl Read, name: &Path) -> Result<Option<(Vec<u8>, u64)>> {
         loop {
             if self.eof {
                 if self.carry.is_empty() {
                     return Ok(None);
                 }
                 let first = self.line;
+                self.check_lines(&self.carry, first, true)?;
                 return Ok(Some((std::mem::take(&mut self.carry), first)));
             }
             let mut buf = std::mem::take(&mut self.carry);
             let start = buf.len();
             buf.resize(start + NDJSON_BLOCK, 0);
-            let n = crate::write::input::binary::read_full(r, &mut buf[start..])?;
+            let n = crate::write::input::binary::read_full(r, &mut buf[start..])
+                .map_err(|e| Error::io(name, e))?;
             buf.truncate(start + n);
             self.eof = n < NDJSON_BLOCK;
             if self.eof {
@@ -392,12 +415,45 @@ impl Blocks {
                 Some(i) => {
                     self.carry = buf.split_off(i + 1);
                     let first = self.line;
+                    self.check_lines(&buf, first, false)?;
                     self.line += memchr::memchr_iter(b'\n', &buf).count() as u64;
                     return Ok(Some((buf, first)));
                 }
-                // A line longer than the block: read on.
-                None => self.carry = buf,
+                // A line longer than the block: read on, up to the longest line accepted.
+                None => {
+                    if buf.len() > self.max_line {
+                        return Err(self.too_long(self.line));
+                    }
+                    self.carry = buf;
+                }
             }
         }
+    }
+
+    /// Refuse the first line of `block` (whose first line is `first`) longer than the
+    /// limit; `last` when the block's last line has no line end.
+    fn check_lines(&self, block: &[u8], first: u64, last: bool) -> Result<()> {
+        if block.len() <= self.max_line {
+            return Ok(());
+        }
+        let mut start = 0;
+        let ends = memchr::memchr_iter(b'\n', block).chain(last.then_some(block.len()));
+        for (line, end) in (first..).zip(ends) {
+            if end - start > self.max_line {
+                return Err(self.too_long(line));
+            }
+            start = end + 1;
+        }
+        Ok(())
+    }
+
+    fn too_long(&self, line: u64) -> Error {
+        Error::record(
+            format!("line {line}"),
+            format!(
+                "longer than {} bytes, the longest line accepted (--max-line-bytes raises it); the input is refused and nothing was published",
+                self.max_line
+            ),
+        )
     }
 }

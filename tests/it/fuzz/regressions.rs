@@ -57,6 +57,11 @@ fn pointer_parse_inputs() {
 }
 
 #[test]
+fn footer_check_inputs() {
+    replay("footer_check", checks::footer);
+}
+
+#[test]
 fn seal_parse_inputs() {
     replay("seal_parse", checks::seal);
 }

@@ -291,7 +291,7 @@ fn a_store_mixing_versions_is_written_verified_and_exported() {
     assert_eq!(o.status.code(), Some(1));
     let out = support::text(&o).0;
     assert!(
-        out.contains("footer schema version 1.3.0 is not registered (registered: 1.2.0)"),
+        out.contains("footer schema version \"1.3.0\" is not registered (registered: 1.2.0)"),
         "{out}"
     );
     // A scan to Parquet of both versions: the 1.3.0 parts' column chunks copied, the

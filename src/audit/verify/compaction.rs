@@ -1,0 +1,373 @@
+//! What a full `verify` checks of compactions ([`crate::format::compaction`]):
+//!
+//! - every record a seal names is there with the bytes the seal records, reads, agrees
+//!   with itself, and names as sources commits sealed *before* that seal, each with the
+//!   pointer digest its seal records and the part key, size, sha256 and rows its pointer
+//!   records (`bad_compaction_record`);
+//! - no commit is held by two compactions in effect (`compacted_twice`);
+//! - each compacted part is there with the size and digests its record names
+//!   (`bad_compacted_part`), and its rows are exactly the multiset union of its sources'
+//!   rows: counts and the order-independent digest, recomputed part by part from both
+//!   sides (one part in memory at a time), equal to each other and to the record
+//!   (`compaction_rows_differ`);
+//! - records and compacted parts that no seal puts into effect are named
+//!   (`orphan_compaction`) once the grace period after their compaction id's time is over
+//!   (before, they are in flight);
+//! - the Delta table's newest version, replayed (adds minus removes), holds exactly the
+//!   rows of the sealed commits (`delta_rows_differ`).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use bytes::Bytes;
+use futures::StreamExt;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+use crate::audit::chain::Chain;
+use crate::audit::report::{InFlight, InFlightKind, Problem, ProblemKind};
+use crate::audit::verify::flight::Window;
+use crate::base::error::Result;
+use crate::base::time::rfc3339;
+use crate::format::compaction::CompactionRecord;
+use crate::format::delta::{decode_path, parse_actions};
+use crate::format::keys::{self, KeyKind};
+use crate::format::pointer::Pointer;
+use crate::parts::encode::sha256_hex;
+use crate::parts::multiset::RowMultiset;
+use crate::publish::AtomicPublisher;
+
+/// Records checked at once (each reads its sources one at a time).
+const CONCURRENCY: usize = 4;
+
+/// What the check needs.
+pub(crate) struct Context<'a> {
+    /// The seal chain.
+    pub chain: &'a Chain,
+    /// Sealed pointers read by the pointers step, by key.
+    pub sealed: &'a HashMap<String, Pointer>,
+    /// Listed keys under `_lineage/compacted/`.
+    pub listed: Vec<&'a str>,
+    /// Listed Delta version keys, in version order (for the replay).
+    pub versions: Vec<&'a str>,
+    /// Whether every sealed pointer was read (then the Delta replay is compared).
+    pub all_pointers: bool,
+    /// The grace window.
+    pub window: Window,
+}
+
+/// What was found.
+#[derive(Debug, Default)]
+pub(crate) struct Found {
+    pub problems: Vec<Problem>,
+    pub flying: Vec<InFlight>,
+}
+
+/// Rows of a Parquet file's bytes, into `m`; `Err` says why they cannot be read.
+fn rows_into(bytes: Bytes, m: &mut RowMultiset) -> std::result::Result<(), String> {
+    let reader = ParquetRecordBatchReaderBuilder::try_new(bytes)
+        .and_then(|b| b.with_batch_size(64 * 1024).build())
+        .map_err(|e| e.to_string())?;
+    for batch in reader {
+        let batch = batch.map_err(|e| e.to_string())?;
+        m.add_batch(&batch).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// The multiset of one part, fetched whole and checked against (size, sha256) first.
+async fn part_rows(
+    store: &dyn AtomicPublisher,
+    key: &str,
+    size: u64,
+    sha256: &str,
+) -> std::result::Result<RowMultiset, String> {
+    let bytes = match store.get(key).await {
+        Ok(Some(b)) => b,
+        Ok(None) => return Err("is missing".into()),
+        Err(e) => return Err(format!("cannot be read: {e}")),
+    };
+    if bytes.len() as u64 != size {
+        return Err(format!("is {} bytes, not {size}", bytes.len()));
+    }
+    let b = bytes.clone();
+    let got = crate::base::pool::run(move || sha256_hex(&b))
+        .await
+        .map_err(|e| e.to_string())?;
+    if !got.eq_ignore_ascii_case(sha256) {
+        return Err(format!("has sha256 {got}, not {sha256}"));
+    }
+    crate::base::pool::run(move || {
+        let mut m = RowMultiset::default();
+        rows_into(bytes, &mut m).map(|()| m)
+    })
+    .await
+    .map_err(|e| e.to_string())?
+}
+
+/// One record in effect: its rows from both sides.
+async fn check_rows(store: &dyn AtomicPublisher, key: &str, r: &CompactionRecord) -> Vec<Problem> {
+    let mut out = Vec::new();
+    match part_rows(store, &r.part_path, r.size_bytes, &r.sha256).await {
+        Err(why) => out.push(Problem::new(
+            ProblemKind::BadCompactedPart,
+            &r.part_path,
+            format!("{why} (its record {key} names it)"),
+        )),
+        Ok(m) if m.rows != r.row_count || m.hex() != r.rows_digest => out.push(Problem::new(
+            ProblemKind::CompactionRowsDiffer,
+            &r.part_path,
+            format!(
+                "holds {} rows with digest {}; its record {key} says {} rows, {}",
+                m.rows,
+                m.hex(),
+                r.row_count,
+                r.rows_digest
+            ),
+        )),
+        Ok(_) => {}
+    }
+    let mut sources = RowMultiset::default();
+    for s in &r.sources {
+        match part_rows(store, &s.part_path, s.size_bytes, &s.sha256).await {
+            Ok(m) => sources.merge(&m),
+            // The part is named by the part checks; its rows cannot be compared.
+            Err(why) => {
+                tracing::debug!(part = %s.part_path, %why, "source part unreadable; rows not compared");
+                return out;
+            }
+        }
+    }
+    if sources.rows != r.row_count || sources.hex() != r.rows_digest {
+        out.push(Problem::new(
+            ProblemKind::CompactionRowsDiffer,
+            key,
+            format!(
+                "its {} sources hold {} rows with digest {}; the record says {} rows, {}",
+                r.sources.len(),
+                sources.rows,
+                sources.hex(),
+                r.row_count,
+                r.rows_digest
+            ),
+        ));
+    }
+    out
+}
+
+/// Run every check (see the module docs).
+pub(crate) async fn check(store: &dyn AtomicPublisher, cx: &Context<'_>) -> Result<Found> {
+    let mut found = Found::default();
+    let bad = |found: &mut Found, key: &str, m: String| {
+        found
+            .problems
+            .push(Problem::new(ProblemKind::BadCompactionRecord, key, m))
+    };
+    let mut in_effect: Vec<(String, CompactionRecord)> = Vec::new();
+    let mut holder: HashMap<String, String> = HashMap::new();
+    for s in &cx.chain.seals {
+        let Ok(seal) = &s.seal else { continue };
+        for r in seal.compactions.iter().flatten() {
+            let Some(bytes) = store.get(&r.key).await? else {
+                bad(
+                    &mut found,
+                    &r.key,
+                    format!("is missing; {} names it", s.key),
+                );
+                continue;
+            };
+            let got = sha256_hex(&bytes);
+            if !got.eq_ignore_ascii_case(&r.sha256) {
+                bad(
+                    &mut found,
+                    &r.key,
+                    format!("has sha256 {got}; {} records {}", s.key, r.sha256),
+                );
+                continue;
+            }
+            let rec = match CompactionRecord::from_bytes(&r.key, &bytes) {
+                Ok(rec) => rec,
+                Err(e) => {
+                    bad(&mut found, &r.key, e.to_string());
+                    continue;
+                }
+            };
+            let mut ok = true;
+            for src in &rec.sources {
+                let why = match cx.chain.by_key.get(&src.pointer_key) {
+                    None => Some("is not a sealed commit".to_string()),
+                    Some(&i) => {
+                        let leaf = &cx.chain.leaves[i];
+                        if leaf.seq >= s.key_seq {
+                            Some(format!(
+                                "is sealed by seal {}, not before {}",
+                                leaf.seq, s.key
+                            ))
+                        } else if !leaf.digest.eq_ignore_ascii_case(&src.pointer_sha256) {
+                            Some(format!(
+                                "was sealed with pointer sha256 {}, not {}",
+                                leaf.digest, src.pointer_sha256
+                            ))
+                        } else {
+                            match cx.sealed.get(&src.pointer_key) {
+                                Some(p)
+                                    if p.commit_id != src.commit_id
+                                        || p.part_path != src.part_path
+                                        || p.size_bytes != src.size_bytes
+                                        || !p.sha256.eq_ignore_ascii_case(&src.sha256)
+                                        || p.row_count != src.row_count
+                                        || p.run_id != rec.run_id
+                                        || p.target_crs != rec.target_crs
+                                        || p.schema_version != rec.schema_version =>
+                                {
+                                    Some(format!(
+                                        "records part {} ({} bytes, {} rows, sha256 {}) of {}/{} {}; the record says {} ({} bytes, {} rows, sha256 {})",
+                                        p.part_path, p.size_bytes, p.row_count, p.sha256,
+                                        p.run_id, p.target_crs, p.schema_version,
+                                        src.part_path, src.size_bytes, src.row_count, src.sha256
+                                    ))
+                                }
+                                _ => None,
+                            }
+                        }
+                    }
+                };
+                if let Some(why) = why {
+                    ok = false;
+                    bad(
+                        &mut found,
+                        &r.key,
+                        format!(
+                            "source {} (commit {}) {why}",
+                            src.pointer_key, src.commit_id
+                        ),
+                    );
+                }
+                if let Some(other) = holder.insert(src.commit_id.clone(), r.key.clone()) {
+                    found.problems.push(Problem::new(
+                        ProblemKind::CompactedTwice,
+                        &r.key,
+                        format!(
+                            "commit {} is already compacted by {other}: readers of the table would read its rows twice",
+                            src.commit_id
+                        ),
+                    ));
+                }
+            }
+            if ok {
+                in_effect.push((r.key.clone(), rec));
+            }
+        }
+    }
+    let rows: Vec<Vec<Problem>> = futures::stream::iter(in_effect.iter())
+        .map(|(k, r)| check_rows(store, k, r))
+        .buffered(CONCURRENCY)
+        .collect()
+        .await;
+    found.problems.extend(rows.into_iter().flatten());
+    // Objects no seal puts into effect.
+    let named: BTreeSet<&str> = cx
+        .chain
+        .seals
+        .iter()
+        .filter_map(|s| s.seal.as_ref().ok())
+        .flat_map(|s| s.compactions.iter().flatten().map(|r| r.key.as_str()))
+        .collect();
+    let parts: BTreeSet<&str> = in_effect
+        .iter()
+        .map(|(_, r)| r.part_path.as_str())
+        .collect();
+    for &key in &cx.listed {
+        let id = match keys::classify(key) {
+            KeyKind::CompactionRecord { compaction_id } if !named.contains(key) => compaction_id,
+            KeyKind::CompactedPart { compaction_id, .. } if !parts.contains(key) => {
+                // A part of a record in effect that failed its checks is named there.
+                let rec = keys::compaction_record_key(&compaction_id);
+                if named.contains(rec.as_str()) {
+                    continue;
+                }
+                compaction_id
+            }
+            _ => continue,
+        };
+        let time = uuid::Uuid::try_parse(&id)
+            .ok()
+            .and_then(|u| keys::uuid_v7_time(&u));
+        let verdict = match time {
+            Some(t) => cx.window.admits(t).map(|()| t),
+            None => Err("its compaction id carries no time".into()),
+        };
+        match verdict {
+            Ok(t) => found.flying.push(InFlight {
+                key: key.to_string(),
+                kind: InFlightKind::Compaction,
+                since: rfc3339(t),
+                detail: "no seal puts this compaction into effect yet".into(),
+            }),
+            Err(why) => found.problems.push(Problem::new(
+                ProblemKind::OrphanCompaction,
+                key,
+                format!(
+                    "no seal puts this compaction into effect ({why}): readers never see it; a compactor that lost a race or stopped left it"
+                ),
+            )),
+        }
+    }
+    if cx.all_pointers && !cx.versions.is_empty() {
+        found.problems.extend(replay(store, cx).await?);
+    }
+    Ok(found)
+}
+
+/// The newest Delta version's rows (replayed) against the sealed commits' rows.
+async fn replay(store: &dyn AtomicPublisher, cx: &Context<'_>) -> Result<Vec<Problem>> {
+    let mut live: BTreeMap<String, Option<u64>> = BTreeMap::new();
+    let mut last = "";
+    for &key in &cx.versions {
+        let Some(bytes) = store.get(key).await? else {
+            return Ok(Vec::new());
+        };
+        let Ok(actions) = parse_actions(key, &bytes) else {
+            return Ok(Vec::new()); // named by the Delta check
+        };
+        for (k, v) in actions {
+            let path = v.get("path").and_then(|p| p.as_str()).and_then(decode_path);
+            match (k.as_str(), path) {
+                ("add", Some(p)) => {
+                    let rows = v
+                        .get("stats")
+                        .and_then(|s| s.as_str())
+                        .and_then(|s| serde_json::from_str::<serde_json::Value>(s).ok())
+                        .and_then(|s| s.get("numRecords").and_then(|n| n.as_u64()));
+                    live.insert(p, rows);
+                }
+                ("remove", Some(p)) => {
+                    live.remove(&p);
+                }
+                _ => {}
+            }
+        }
+        last = key;
+    }
+    let Some(table) = live.values().copied().sum::<Option<u64>>() else {
+        return Ok(Vec::new()); // a file without stats: named by the Delta check
+    };
+    let sealed: u64 = cx
+        .chain
+        .leaves
+        .iter()
+        .filter_map(|l| cx.sealed.get(&l.key))
+        .map(|p| p.row_count)
+        .sum();
+    // Only a version of the newest seal says what the sealed commits are.
+    let newest = cx.chain.head().map(|(s, _)| keys::delta_version_key(s));
+    if table == sealed || newest.as_deref() != Some(last) {
+        return Ok(Vec::new());
+    }
+    Ok(vec![Problem::new(
+        ProblemKind::DeltaRowsDiffer,
+        last,
+        format!(
+            "the table's {} files hold {table} rows; the sealed commits hold {sealed}",
+            live.len()
+        ),
+    )])
+}

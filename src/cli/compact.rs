@@ -1,0 +1,101 @@
+//! `lineage compact`: merge sealed small parts into large ones, every row accounted for in
+//! a compaction record, and seal them (see [`crate::compact`]).
+
+use std::path::PathBuf;
+
+use crate::base::clock::{SystemClock, V7Ids};
+use crate::base::error::Result;
+use crate::cli::common::{json_line, out, Status, StoreArg};
+use crate::compact::{compact, CompactOptions, DEFAULT_MIN_PARTS};
+use crate::history::signing::{check_signing_key_file, read_signing_key};
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    #[command(flatten)]
+    store: StoreArg,
+    /// Only this run's commits.
+    #[arg(long, value_name = "RUN_ID")]
+    run_id: Option<String>,
+    /// Rows per compacted part, about: whole source parts are merged until a part holds at
+    /// least this many.
+    #[arg(long, value_name = "N", default_value_t = crate::write::writer::DEFAULT_BATCH_ROWS)]
+    target_rows: usize,
+    /// Leave a partition alone while it has fewer uncompacted sealed parts than this.
+    #[arg(long, value_name = "K", default_value_t = DEFAULT_MIN_PARTS)]
+    min_parts: usize,
+    /// Print the plan; publish nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Sign the seal that puts the compactions into effect (made by `lineage keygen`).
+    #[arg(long, value_name = "FILE")]
+    signing_key: Option<PathBuf>,
+    /// Accept a signing key file that others can read (refused by default, as for `seal`).
+    #[arg(long, requires = "signing_key")]
+    allow_readable_key: bool,
+    /// Publish that seal unsigned although the newest seal is signed.
+    #[arg(long, conflicts_with = "signing_key")]
+    unsigned: bool,
+    /// The outcome as one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+pub(crate) async fn run(a: Args) -> Result<Status> {
+    if let Some(path) = &a.signing_key {
+        let root = crate::publish::store::local_path(&a.store.store);
+        check_signing_key_file(path, root.as_deref(), a.allow_readable_key)?;
+    }
+    let key = a.signing_key.as_deref().map(read_signing_key).transpose()?;
+    let store = a.store.open_existing().await?;
+    let opts = CompactOptions {
+        run_id: a.run_id,
+        target_rows: a.target_rows,
+        min_parts: a.min_parts,
+        dry_run: a.dry_run,
+        allow_unsigned: a.unsigned,
+    };
+    let o = compact(store, &SystemClock, &V7Ids, key.as_ref(), &opts).await?;
+    if a.json {
+        out(&json_line(&o)?)?;
+        return Ok(0);
+    }
+    if o.compactions.is_empty() {
+        out(&format!(
+            "nothing to compact as of seal {}: no partition has {} or more uncompacted sealed parts to merge",
+            o.as_of_seal,
+            opts.min_parts.max(2)
+        ))?;
+        return Ok(0);
+    }
+    for c in &o.compactions {
+        out(&format!(
+            "{} {} commits, {} rows, {} bytes of run_id={} target_crs={}{}",
+            if o.dry_run {
+                "would compact"
+            } else {
+                "compacted"
+            },
+            c.commits.len(),
+            c.rows,
+            c.source_bytes,
+            c.run_id,
+            c.target_crs,
+            match (&c.part_path, c.size_bytes) {
+                (Some(p), Some(n)) => format!(" into {p} ({n} bytes)"),
+                _ => String::new(),
+            }
+        ))?;
+    }
+    if let Some(s) = &o.seal {
+        out(&format!(
+            "sealed {}: seal {} puts {} compactions into effect (Delta version {}) and adds {} commits",
+            s.key,
+            s.seq,
+            o.compactions.len(),
+            s.seq,
+            s.added
+        ))?;
+        out(&format!("head {}", s.head))?;
+    }
+    Ok(0)
+}

@@ -1,0 +1,10 @@
+//! Issue 26: what a writer with access to a local-disk store (or anyone who can create files
+//! there) can plant, and that nothing it plants hides from `verify` or makes a command read,
+//! write or delete outside the store.
+
+mod hostile_pointers;
+mod keys;
+mod lying_footers;
+mod output;
+mod sizes;
+mod symlinks;

@@ -1,0 +1,140 @@
+//! Hostile sizes: an object larger than its kind can be is refused without being read,
+//! with the child's peak memory measured; repeated problems are capped in text output.
+
+use std::process::{Command, Stdio};
+
+use lineage_store::internal::keys;
+
+use crate::security::symlinks::local_store;
+use crate::support::text;
+
+/// Run `lineage` and return its output and its peak resident set size in KiB: measured
+/// by a Python process whose only child it is (`getrusage(RUSAGE_CHILDREN).ru_maxrss`),
+/// so nothing else this test binary runs is counted.
+fn peak_rss_kib(args: &[&str]) -> (std::process::Output, i64) {
+    const MEASURE: &str = "import resource, subprocess, sys\n\
+        p = subprocess.run(sys.argv[1:], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)\n\
+        sys.stdout.buffer.write(p.stdout)\n\
+        sys.stderr.buffer.write(p.stderr)\n\
+        sys.stderr.write('\\npeak-rss-kib %d\\n' % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n\
+        sys.exit(p.returncode)\n";
+    let o = Command::new("python3")
+        .arg("-c")
+        .arg(MEASURE)
+        .arg(env!("CARGO_BIN_EXE_lineage"))
+        .args(args)
+        .env_remove("LINEAGE_STORE")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("python3 (to measure the peak RSS of a child): {e}"));
+    let err = String::from_utf8_lossy(&o.stderr);
+    let peak = err
+        .lines()
+        .find_map(|l| l.strip_prefix("peak-rss-kib "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no peak RSS measured: {err}"));
+    (o, peak)
+}
+
+#[tokio::test]
+async fn a_128_mib_pointer_is_refused_without_being_read() {
+    let (_tmp, root, ptrs) = local_store().await;
+    let store = root.to_str().unwrap();
+    let (_, baseline) = peak_rss_kib(&["verify", "--store", store, "--grace", "0s"]);
+    let pk = keys::pointer_key(&ptrs[0].run_id, "01a234d7-5435-7313-b465-2822b322f0a8");
+    let f = std::fs::File::create(root.join(&pk)).unwrap();
+    f.set_len(128 << 20).unwrap();
+    drop(f);
+    let (o, peak) = peak_rss_kib(&["verify", "--store", store, "--grace", "0s"]);
+    let (out, err) = text(&o);
+    eprintln!("verify peak RSS: {baseline} KiB clean, {peak} KiB with a 128 MiB pointer");
+    assert_eq!(o.status.code(), Some(1), "{out}{err}");
+    assert!(
+        out.contains(&format!("PROBLEM corrupt_pointer: {pk}"))
+            && out.contains("134217728 bytes; a pointer is at most 65536 (not read)"),
+        "{out}"
+    );
+    // Never read: the peak stays far below the object's size.
+    assert!(
+        peak < baseline + 32 * 1024,
+        "{peak} KiB, {baseline} KiB without it"
+    );
+}
+
+#[tokio::test]
+async fn repeated_problems_are_counted_past_a_cap_and_all_kept_in_json() {
+    let (_tmp, root, _) = local_store().await;
+    for i in 0..50 {
+        std::fs::write(root.join(format!("planted-{i:02}")), b"x").unwrap();
+    }
+    let store = root.to_str().unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["verify", "--store", store, "--grace", "0s"];
+        args.extend_from_slice(extra);
+        crate::support::lineage(&args, None)
+    };
+    let (out, _) = text(&run(&[]));
+    let lines: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("PROBLEM foreign_object"))
+        .collect();
+    assert_eq!(lines.len(), 21, "{out}");
+    assert!(lines[20].contains("… and 30 more"), "{out}");
+    assert!(out.contains("50 problems"), "{out}");
+    let (out, _) = text(&run(&["--problems-per-kind", "0"]));
+    assert_eq!(
+        out.lines()
+            .filter(|l| l.starts_with("PROBLEM foreign_object"))
+            .count(),
+        50
+    );
+    let o = run(&["--json"]);
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["problems"].as_array().unwrap().len(), 50);
+}
+
+#[test]
+fn a_line_longer_than_the_limit_is_refused_naming_it_and_memory_stays_bounded() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("lake");
+    // A 5000-byte line 3 under --max-line-bytes 1000: refused, nothing published.
+    let mut input = crate::support::ndjson("r", 4, "t");
+    let lines: Vec<&str> = input.lines().collect();
+    let long = lines[2].replace(
+        "\"audit_tag\":\"t\"",
+        &format!("\"audit_tag\":\"{}\"", "x".repeat(5000)),
+    );
+    input = format!("{}\n{}\n{long}\n{}\n", lines[0], lines[1], lines[3]);
+    let file = tmp.path().join("in.ndjson");
+    std::fs::write(&file, &input).unwrap();
+    let (s, f) = (store.to_str().unwrap(), file.to_str().unwrap());
+    let limited = ["--max-line-bytes", "1000", "--input", f, "--store", s];
+    let o = crate::support::lineage(&[&["append"][..], &limited].concat(), None);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("line 3: longer than 1000 bytes"), "{err}");
+    assert!(!store.exists() || std::fs::read_dir(&store).unwrap().next().is_none());
+    // The default limit accepts it.
+    let o = crate::support::lineage(&["check", "--input", file.to_str().unwrap()], None);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o).1);
+
+    // A 256 MiB line under the default 64 MiB limit:
+    // refused with the peak memory far below the line's size.
+    let huge = tmp.path().join("huge.ndjson");
+    {
+        use std::io::Write;
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&huge).unwrap());
+        f.write_all(b"{\"event_id\":\"").unwrap();
+        let chunk = vec![b'a'; 1 << 20];
+        for _ in 0..256 {
+            f.write_all(&chunk).unwrap();
+        }
+        f.write_all(b"\"}\n").unwrap();
+    }
+    let (o, peak) = peak_rss_kib(&["check", "--input", huge.to_str().unwrap()]);
+    let (_, err) = text(&o);
+    eprintln!("check peak RSS with a 256 MiB line: {peak} KiB");
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("line 1: longer than 67108864 bytes"), "{err}");
+    assert!(peak < 200 * 1024, "{peak} KiB");
+}
