@@ -175,11 +175,13 @@ class Store:
         run_id: Optional[str] = None,
         *,
         include_unsealed: bool = False,
+        originals: bool = False,
     ) -> list[str]:
         """The parts of exactly the commits sealed by seals 1..as_of_seal (default: the
         newest), each checked against its sealed pointer first: paths or URLs for
         duckdb.read_parquet, Polars, pyarrow. Raises ConflictError naming a part or
-        pointer that is not as sealed."""
+        pointer that is not as sealed. Compacted parts for the commits a compaction in
+        effect covers, unless ``originals=True``."""
     def scan(
         self,
         as_of_seal: Optional[int] = None,
@@ -188,10 +190,24 @@ class Store:
         filter: Optional[dict[str, str]] = None,
         *,
         include_unsealed: bool = False,
+        originals: bool = False,
     ) -> pyarrow.RecordBatchReader:
         """The rows of exactly the commits sealed by seals 1..as_of_seal (default: the
         newest), each part checked against its sealed pointer before its rows are handed
-        on. filter: {"target_crs": ..., "feature_id": ...}."""
+        on. filter: {"target_crs": ..., "feature_id": ...}. Compacted parts where a
+        compaction in effect covers the commits, unless ``originals=True``."""
+    def compact(
+        self,
+        *,
+        run_id: Optional[str] = None,
+        target_rows: int = 100000,
+        min_parts: int = 2,
+        dry_run: bool = False,
+        signing_key: Optional[StrPath] = None,
+        allow_unsigned: bool = False,
+    ) -> dict[str, Any]:
+        """Merge sealed parts into compacted parts and publish the seal that puts them
+        into effect, as ``lineage compact``; returns what ``lineage compact --json`` prints."""
 
 @final
 class Writer:

@@ -415,6 +415,51 @@ impl Store {
         Ok(out.into())
     }
 
+    /// Merge the sealed parts of each (run_id, target_crs) into compacted parts of about
+    /// `target_rows` rows and publish the seal that puts them into effect, as `lineage
+    /// compact` does (nothing is deleted; see docs/operations.md, "Compaction"). Returns
+    /// what `lineage compact --json` prints, as a dict.
+    #[pyo3(signature = (*, run_id=None, target_rows=100000, min_parts=2, dry_run=false, signing_key=None, allow_unsigned=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn compact<'py>(
+        &self,
+        py: Python<'py>,
+        run_id: Option<String>,
+        target_rows: usize,
+        min_parts: usize,
+        dry_run: bool,
+        signing_key: Option<PathBuf>,
+        allow_unsigned: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let key = signing_key
+            .as_deref()
+            .map(read_signing_key)
+            .transpose()
+            .py_err(py)?;
+        let opts = lineage_store::compact::CompactOptions {
+            run_id,
+            target_rows,
+            min_parts,
+            dry_run,
+            allow_unsigned,
+        };
+        let store = self.inner.clone();
+        let out = block_on(py, async move {
+            lineage_store::compact::compact(
+                store,
+                &SystemClock,
+                &lineage_store::V7Ids,
+                key.as_ref(),
+                &opts,
+            )
+            .await
+        })?
+        .py_err(py)?;
+        let text = serde_json::to_string(&out)
+            .map_err(|e| errors::to_py(py, Error::Internal(e.to_string())))?;
+        py.import("json")?.call_method1("loads", (text,))
+    }
+
     /// An inclusion proof of `commit_id` in the seal whose digest is `head` (default: the
     /// newest seal, or seal number `seal`), checkable offline with `verify_proof`.
     #[pyo3(signature = (commit_id, head=None, *, seal=None))]
@@ -551,18 +596,23 @@ impl Store {
     /// digest) before any is named: paths (local disk) or URLs (object stores) for
     /// `duckdb.read_parquet([...])`, Polars and pyarrow. A part that fails raises
     /// `ConflictError` naming it; a part planted beside them is never listed.
-    #[pyo3(signature = (as_of_seal=None, run_id=None, *, include_unsealed=false))]
+    /// Compacted parts are listed for the commits a compaction in effect covers (each
+    /// checked against its record), as `lineage files` does; `originals=True` lists the
+    /// original parts instead (`--originals`).
+    #[pyo3(signature = (as_of_seal=None, run_id=None, *, include_unsealed=false, originals=false))]
     fn files(
         &self,
         py: Python<'_>,
         as_of_seal: Option<u64>,
         run_id: Option<String>,
         include_unsealed: bool,
+        originals: bool,
     ) -> PyResult<Vec<String>> {
         let opts = ReadOptions {
             as_of_seal,
             run_id,
             include_unsealed,
+            prefer_compacted: !originals,
             ..ReadOptions::default()
         };
         let store = self.inner.clone();
@@ -586,7 +636,10 @@ impl Store {
     /// ends the stream with an error naming it. `columns`: only these, in this order.
     /// `filter`: a dict of `target_crs` and/or `feature_id` values rows must have
     /// (`feature_id` skips parts by their bloom filters).
-    #[pyo3(signature = (as_of_seal=None, run_id=None, columns=None, filter=None, *, include_unsealed=false))]
+    /// Compacted parts are read for the commits a compaction in effect covers, as
+    /// `lineage scan` does; `originals=True` reads the original parts (`--originals`).
+    #[pyo3(signature = (as_of_seal=None, run_id=None, columns=None, filter=None, *, include_unsealed=false, originals=false))]
+    #[allow(clippy::too_many_arguments)]
     fn scan<'py>(
         &self,
         py: Python<'py>,
@@ -595,11 +648,13 @@ impl Store {
         columns: Option<Vec<String>>,
         filter: Option<std::collections::HashMap<String, String>>,
         include_unsealed: bool,
+        originals: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let mut opts = ReadOptions {
             as_of_seal,
             run_id,
             include_unsealed,
+            prefer_compacted: !originals,
             ..ReadOptions::default()
         };
         let mut scan_opts = ScanOptions {

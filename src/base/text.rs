@@ -7,7 +7,9 @@ use std::borrow::Cow;
 
 /// `s` with every control character (C0, DEL, C1) and every Unicode line or paragraph
 /// separator or bidirectional control written as a Rust escape (`\n`, `\u{1b}`); `s`
-/// itself when it holds none.
+/// itself when it holds none. (Used by the command line's output; the library without
+/// its `cli` feature does not print.)
+#[cfg_attr(not(feature = "cli"), allow(dead_code))]
 pub(crate) fn printable(s: &str) -> Cow<'_, str> {
     if !s.chars().any(needs_escape) {
         return Cow::Borrowed(s);
@@ -23,6 +25,7 @@ pub(crate) fn printable(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+#[cfg_attr(not(feature = "cli"), allow(dead_code))]
 fn needs_escape(c: char) -> bool {
     c.is_control()
         || matches!(c, '\u{2028}' | '\u{2029}' | '\u{200e}' | '\u{200f}')

@@ -132,3 +132,30 @@ def test_verify_is_clean_and_a_second_compact_does_nothing(compacted: dict) -> N
     out = json.loads(lineage("compact", "--store", str(store), "--target-rows", "100", "--json").stdout)
     assert out["compactions"] == [] and out["seal"] is None
     assert sorted((str(p), p.stat().st_size) for p in store.rglob("*") if p.is_file()) == before
+
+
+def test_store_compact_from_python_and_the_reads_that_prefer_its_parts(tmp_path: Path) -> None:
+    import lineage_store as ls
+    from pkg_support import events
+
+    store = ls.open(tmp_path / "store")
+    store.append(events(120, runs=("run-a",)), batch_rows=10)
+    store.seal()
+    before = store.files()
+    rows_before = store.scan().read_all().sort_by([("sequence", "ascending"), ("event_id", "ascending")])
+    plan = store.compact(dry_run=True)
+    assert plan["dry_run"] is True and plan["seal"] is None and plan["compactions"], plan
+    assert store.files() == before, "a dry run publishes nothing"
+    out = store.compact(target_rows=60)
+    assert out["seal"]["seq"] == 2 and len(out["compactions"]) >= 1, out
+    after = store.files()
+    assert len(after) < len(before)
+    assert all(not f.endswith(".parquet") for f in after if "_lineage/compacted/" in f)
+    assert store.files(originals=True) == before
+    rows_after = store.scan().read_all().sort_by([("sequence", "ascending"), ("event_id", "ascending")])
+    assert rows_after.equals(rows_before)
+    assert store.scan(originals=True).read_all().num_rows == rows_before.num_rows
+    assert store.verify().clean
+    # Nothing left to do: nothing published.
+    again = store.compact()
+    assert again["seal"] is None and again["compactions"] == []
