@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use futures::future::BoxFuture;
 
 use crate::base::error::{Error, Result};
 use crate::publish::{AtomicPublisher, ObjectInfo, Outcome};
@@ -29,12 +30,26 @@ struct Plan {
     fired: Vec<String>,
 }
 
+/// Hooks run once, each before the first create whose key contains its pattern.
+#[derive(Default)]
+struct Hooks(Vec<(String, BoxFuture<'static, ()>)>);
+
+impl std::fmt::Debug for Hooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|(p, _)| p))
+            .finish()
+    }
+}
+
 /// Wraps a publisher and injects [`Fault`]s into `put_create` calls whose key contains a
-/// pattern. Reads, listings and deletes pass through.
+/// pattern, or runs a hook before one ([`FaultyPublisher::before_create`]). Reads,
+/// listings and deletes pass through.
 #[derive(Debug)]
 pub struct FaultyPublisher {
     inner: Arc<dyn AtomicPublisher>,
     plan: Mutex<Plan>,
+    hooks: Mutex<Hooks>,
 }
 
 impl FaultyPublisher {
@@ -43,7 +58,19 @@ impl FaultyPublisher {
         Self {
             inner,
             plan: Mutex::new(Plan::default()),
+            hooks: Mutex::new(Hooks::default()),
         }
+    }
+
+    /// Run `hook` (once, to completion) before the first create whose key contains
+    /// `pattern`: how another writer is made to land at an exact point of this one's
+    /// sequence of publishes (a race made reproducible without timing).
+    pub fn before_create(&self, pattern: &str, hook: BoxFuture<'static, ()>) {
+        self.hooks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .0
+            .push((pattern.to_string(), hook));
     }
 
     /// Fail the next `times` creates whose key contains `pattern`.
@@ -105,6 +132,14 @@ impl AtomicPublisher for FaultyPublisher {
     }
 
     async fn put_create(&self, key: &str, bytes: Bytes) -> Result<Outcome> {
+        let hook = {
+            let mut hooks = self.hooks.lock().unwrap_or_else(|e| e.into_inner());
+            let at = hooks.0.iter().position(|(p, _)| key.contains(p.as_str()));
+            at.map(|i| hooks.0.remove(i).1)
+        };
+        if let Some(h) = hook {
+            h.await;
+        }
         match self.take_fault(key) {
             None => self.inner.put_create(key, bytes).await,
             Some(Fault::Before) => Err(injected(key)),

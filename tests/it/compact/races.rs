@@ -1,72 +1,18 @@
 //! Two compactors at once, a compactor stopped at seeded points (the fault-injecting
 //! publisher), and a compacted store replicated.
 
-use std::ops::Range;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use async_trait::async_trait;
-use bytes::Bytes;
-use futures::future::BoxFuture;
 use lineage_store::compact::compact;
 use lineage_store::internal::faulty::{Fault, FaultyPublisher};
 use lineage_store::replicate::{replicate, ReplicateOptions};
 use lineage_store::{
-    seal_with, snapshot, AtomicPublisher, ErrorKind, MemoryPublisher, ObjectInfo, Outcome,
-    ProblemKind as K, ReadOptions, SealOptions, SystemClock, V7Ids,
+    seal_with, snapshot, AtomicPublisher, ErrorKind, MemoryPublisher, ProblemKind as K,
+    ReadOptions, SealOptions, SystemClock, V7Ids,
 };
 
 use super::core::{delta_files, opts, rows_of, run, small_parts};
 use crate::support::audit::{of_kind, verify_later};
-
-/// Runs a hook (once) before the first create whose key contains `pattern`: how another
-/// compactor is made to land exactly between this one's records and its seal.
-struct Interleave {
-    inner: Arc<dyn AtomicPublisher>,
-    pattern: &'static str,
-    hook: Mutex<Option<BoxFuture<'static, ()>>>,
-}
-
-impl std::fmt::Debug for Interleave {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Interleave({})", self.pattern)
-    }
-}
-
-#[async_trait]
-impl AtomicPublisher for Interleave {
-    fn describe(&self) -> String {
-        format!("interleave({})", self.inner.describe())
-    }
-    async fn put_create(&self, key: &str, bytes: Bytes) -> lineage_store::Result<Outcome> {
-        if key.contains(self.pattern) {
-            let hook = self.hook.lock().unwrap().take();
-            if let Some(h) = hook {
-                h.await;
-            }
-        }
-        self.inner.put_create(key, bytes).await
-    }
-    async fn get(&self, key: &str) -> lineage_store::Result<Option<Bytes>> {
-        self.inner.get(key).await
-    }
-    async fn get_range(&self, key: &str, range: Range<u64>) -> lineage_store::Result<Bytes> {
-        self.inner.get_range(key, range).await
-    }
-    async fn list(&self, prefix: &str) -> lineage_store::Result<Vec<ObjectInfo>> {
-        self.inner.list(prefix).await
-    }
-    async fn list_after(
-        &self,
-        prefix: &str,
-        after: &str,
-        limit: usize,
-    ) -> lineage_store::Result<Vec<ObjectInfo>> {
-        self.inner.list_after(prefix, after, limit).await
-    }
-    async fn delete_temp(&self, key: &str) -> lineage_store::Result<()> {
-        self.inner.delete_temp(key).await
-    }
-}
 
 #[tokio::test]
 async fn of_two_compactors_planned_at_one_seal_only_the_first_sealed_takes_effect() {
@@ -76,14 +22,14 @@ async fn of_two_compactors_planned_at_one_seal_only_the_first_sealed_takes_effec
     // B plans as of seal 1 and writes its parts and records; just before it publishes its
     // seal, A (also as of seal 1) compacts everything and seals.
     let a_store = mem.clone();
-    let b = Arc::new(Interleave {
-        inner: mem.clone(),
-        pattern: "_lineage/seals/",
-        hook: Mutex::new(Some(Box::pin(async move {
+    let b = Arc::new(FaultyPublisher::new(mem.clone()));
+    b.before_create(
+        "_lineage/seals/",
+        Box::pin(async move {
             let a = run(a_store, &opts(200)).await;
             assert_eq!(a.seal.unwrap().seq, 2);
-        }))),
-    });
+        }),
+    );
     let err = compact(b, &SystemClock, &V7Ids, None, &opts(200))
         .await
         .unwrap_err();
