@@ -390,7 +390,7 @@ async fn newest_seals(
     let mut found = false;
     for n in local_seq + 1..=local_seq.saturating_add(MAX_NEWEST_SEALS) {
         let key = keys::seal_key(n);
-        let Some(bytes) = src.get(&key).await? else {
+        let Some(bytes) = crate::history::seal::get_bytes(src, &key).await? else {
             break;
         };
         let digest = sha256_hex(&bytes);
@@ -480,7 +480,7 @@ async fn restore(
         let Some(want) = next_prev.take() else {
             continue; // nothing records its digest: reported missing by the caller
         };
-        let Some(bytes) = src.get(&key).await? else {
+        let Some(bytes) = crate::history::seal::get_bytes(src, &key).await? else {
             continue;
         };
         let got = sha256_hex(&bytes);

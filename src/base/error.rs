@@ -126,6 +126,18 @@ pub enum Error {
         /// Where it points (as stored in the link; never followed).
         target: String,
     },
+    /// An object larger than its kind may be, refused without reading it whole
+    /// ([`crate::publish::AtomicPublisher::get_at_most`]); the caller names the kind and
+    /// the flag that raises the limit.
+    #[error("{key}: {size} bytes, more than the {max} read at most")]
+    TooLarge {
+        /// The object key.
+        key: String,
+        /// Its size (as listed or as the backend reported it before sending it).
+        size: u64,
+        /// The limit it exceeds.
+        max: u64,
+    },
     /// Anything that should not happen.
     #[error("internal error: {0}")]
     Internal(String),
@@ -175,6 +187,7 @@ impl Error {
             Error::Conflict { .. }
             | Error::Corrupt { .. }
             | Error::Integrity(_)
+            | Error::TooLarge { .. }
             | Error::Symlink { .. } => ErrorKind::Conflict,
             Error::NotFound(_) => ErrorKind::NotFound,
             Error::Io { .. } | Error::Delivery { .. } => ErrorKind::Io,

@@ -18,11 +18,31 @@ pub(crate) struct StoreArg {
     /// S3 endpoint (LocalStack, moto, MinIO...); default: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL.
     #[arg(long, value_name = "URL")]
     pub endpoint_url: Option<String>,
+    #[command(flatten)]
+    pub limit: SealLimitArg,
+}
+
+/// The largest seal any command reads (docs/security.md).
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct SealLimitArg {
+    /// Largest seal object read, in bytes: a larger one is refused without being read,
+    /// naming it (a seal holds about 95,000 commits or more in the default 64 MiB; raise
+    /// it for a store sealed less often).
+    #[arg(long, value_name = "BYTES", default_value_t = crate::history::seal::DEFAULT_MAX_SEAL_BYTES)]
+    pub max_seal_bytes: u64,
+}
+
+impl SealLimitArg {
+    /// Make it the limit of this process.
+    pub(crate) fn apply(&self) {
+        crate::history::seal::set_max_seal_bytes(self.max_seal_bytes);
+    }
 }
 
 impl StoreArg {
-    /// Open the store these arguments name.
+    /// Open the store these arguments name (and apply `--max-seal-bytes`).
     pub(crate) async fn open(&self) -> Result<std::sync::Arc<dyn crate::AtomicPublisher>> {
+        self.limit.apply();
         let opts = crate::publish::store::CloudOptions {
             endpoint_url: self.endpoint_url.clone(),
         };

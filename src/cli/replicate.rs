@@ -43,6 +43,8 @@ pub(crate) struct Args {
     /// S3 endpoint of the destination (default: LINEAGE_TO_AWS_ENDPOINT_URL[_S3], then AWS_ENDPOINT_URL[_S3]).
     #[arg(long, value_name = "URL")]
     to_endpoint_url: Option<String>,
+    #[command(flatten)]
+    limit: crate::cli::common::SealLimitArg,
     /// Objects copied at once (each worker holds at most one part in memory).
     #[arg(long, default_value_t = DEFAULT_CONCURRENCY)]
     concurrency: usize,
@@ -87,6 +89,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     let interval = parse_duration(&a.interval)?
         .to_std()
         .map_err(|_| Error::Usage("--interval must be positive".into()))?;
+    a.limit.apply();
     let src = open_prefixed(&a.from, a.from_endpoint_url.as_deref(), "LINEAGE_FROM_").await?;
     // A mistyped source must not make an empty replica.
     crate::publish::require_objects(src.as_ref()).await?;

@@ -91,6 +91,8 @@ pub(crate) struct Args {
     #[arg(long, value_name = "DURATION", default_value_t = format!("{DEFAULT_GRACE_MINUTES}m"))]
     grace: String,
     #[command(flatten)]
+    limit: crate::cli::common::SealLimitArg,
+    #[command(flatten)]
     replica: crate::cli::replicate::ReplicaOfArgs,
     #[command(flatten)]
     witness: crate::cli::witness::VerifyWitnessArgs,
@@ -147,6 +149,7 @@ async fn check(a: Args) -> Result<Status> {
     let store = StoreArg {
         store: a.store.clone().unwrap_or_default(),
         endpoint_url: a.endpoint_url.clone(),
+        limit: a.limit.clone(),
     }
     .open_existing()
     .await?;

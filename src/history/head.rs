@@ -7,13 +7,10 @@
 //! seal seq+1, seq+2, ... until one is missing: usually one read that finds nothing. A store
 //! without markers (sealed only by earlier versions) is read the old way, by listing seals.
 
-use bytes::Bytes;
-
 use crate::base::error::Result;
 use crate::format::keys::seal_key;
 use crate::format::keys::{self, HistoryKey, KeyKind};
-use crate::history::seal::{read_seals, Seal, StoredSeal};
-use crate::parts::encode::sha256_hex;
+use crate::history::seal::{read_seals, StoredSeal};
 use crate::publish::AtomicPublisher;
 
 /// The newest seals, as far as reading them cheaply allows.
@@ -39,19 +36,7 @@ impl Heads {
 
 /// Read one seal by sequence number.
 pub(crate) async fn read_seal(store: &dyn AtomicPublisher, seq: u64) -> Result<Option<StoredSeal>> {
-    let key = seal_key(seq);
-    Ok(store.get(&key).await?.map(|bytes| stored(key, seq, bytes)))
-}
-
-/// A seal as read, parsed or with why not.
-pub(crate) fn stored(key: String, seq: u64, bytes: Bytes) -> StoredSeal {
-    StoredSeal {
-        seal: Seal::from_bytes(&key, &bytes).map_err(|e| e.to_string()),
-        digest: sha256_hex(&bytes),
-        key,
-        key_seq: seq,
-        bytes,
-    }
+    crate::history::seal::fetch(store, seal_key(seq), seq, None).await
 }
 
 /// The newest marker's sequence number, from the first listed marker.

@@ -16,6 +16,7 @@
 //! re-reads and retries at the next sequence number.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use base64::Engine;
 use bytes::Bytes;
@@ -268,7 +269,101 @@ pub struct StoredSeal {
     pub seal: std::result::Result<Seal, String>,
 }
 
-/// Every seal object in the store, sorted by the sequence number in its key.
+impl StoredSeal {
+    /// A seal as read, parsed or with why not.
+    pub(crate) fn new(key: String, seq: u64, bytes: Bytes) -> Self {
+        StoredSeal {
+            seal: Seal::from_bytes(&key, &bytes).map_err(|e| e.to_string()),
+            digest: sha256_hex(&bytes),
+            key,
+            key_seq: seq,
+            bytes,
+        }
+    }
+
+    /// A seal larger than [`max_seal_bytes`], not read: no bytes, no digest (empty), and
+    /// why in place of the parsed seal, naming the flag that raises the limit.
+    fn too_large(key: String, seq: u64, size: u64, max: u64) -> Self {
+        StoredSeal {
+            seal: Err(too_large_text(size, max)),
+            digest: String::new(),
+            key,
+            key_seq: seq,
+            bytes: Bytes::new(),
+        }
+    }
+}
+
+/// Default of [`max_seal_bytes`] (`--max-seal-bytes`): 64 MiB. A seal's entry is at most
+/// [`MAX_ENTRY_BYTES`] (a pointer key of the longest `run_id`, a digest, an index key in
+/// `ahead`), so this holds one seal of at least 64 MiB / [`MAX_ENTRY_BYTES`] (about
+/// 95,000) commits even with the longest run ids, and about four times as many with short
+/// ones; a store sealed less often than that needs the flag on every reader.
+pub const DEFAULT_MAX_SEAL_BYTES: u64 = 64 << 20;
+
+/// The most bytes one sealed commit adds to a pretty-printed seal: its entry (a pointer
+/// key of at most about 220 bytes with a 128-byte `run_id`, a 64-digit sha256, the
+/// indentation and field names) and its index key in `ahead` (about as long), rounded up.
+pub const MAX_ENTRY_BYTES: u64 = 704;
+
+static MAX_SEAL_BYTES: AtomicU64 = AtomicU64::new(DEFAULT_MAX_SEAL_BYTES);
+
+/// The largest seal object any command reads (process-wide; [`DEFAULT_MAX_SEAL_BYTES`]
+/// unless [`set_max_seal_bytes`]). A larger seal is refused without being read: its size
+/// is known from the listing, or from the backend before its content is sent
+/// ([`AtomicPublisher::get_at_most`]), so a hostile seal of any size costs no memory.
+pub fn max_seal_bytes() -> u64 {
+    MAX_SEAL_BYTES.load(Ordering::Relaxed)
+}
+
+/// Raise (or lower) [`max_seal_bytes`] for this process: the CLI's `--max-seal-bytes`.
+pub fn set_max_seal_bytes(max: u64) {
+    MAX_SEAL_BYTES.store(max, Ordering::Relaxed);
+}
+
+/// Read seal `seq` under `key`, at most [`max_seal_bytes`] of it: `None` when it does not
+/// exist; a larger one (by `listed` size, or as the backend reports it) is returned unread,
+/// its [`StoredSeal::seal`] saying why.
+pub(crate) async fn fetch(
+    store: &dyn AtomicPublisher,
+    key: String,
+    seq: u64,
+    listed: Option<u64>,
+) -> Result<Option<StoredSeal>> {
+    let max = max_seal_bytes();
+    if let Some(size) = listed.filter(|&n| n > max) {
+        return Ok(Some(StoredSeal::too_large(key, seq, size, max)));
+    }
+    match store.get_at_most(&key, max).await {
+        Ok(got) => Ok(got.map(|bytes| StoredSeal::new(key, seq, bytes))),
+        Err(Error::TooLarge { size, max, .. }) => {
+            Ok(Some(StoredSeal::too_large(key, seq, size, max)))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The bytes of the seal under `key`, at most [`max_seal_bytes`] of them: `None` when it
+/// does not exist; a larger one is refused unread ([`Error::Corrupt`] naming it and the
+/// flag).
+pub(crate) async fn get_bytes(store: &dyn AtomicPublisher, key: &str) -> Result<Option<Bytes>> {
+    let max = max_seal_bytes();
+    store.get_at_most(key, max).await.map_err(|e| match e {
+        Error::TooLarge { size, max, .. } => Error::Corrupt {
+            what: "seal",
+            key: key.to_string(),
+            message: too_large_text(size, max),
+        },
+        e => e,
+    })
+}
+
+fn too_large_text(size: u64, max: u64) -> String {
+    format!("{size} bytes; a seal is at most {max} (--max-seal-bytes; not read)")
+}
+
+/// Every seal object in the store, sorted by the sequence number in its key. A seal
+/// larger than [`max_seal_bytes`] is listed unread (see [`fetch`]).
 pub async fn read_seals(store: &dyn AtomicPublisher) -> Result<Vec<StoredSeal>> {
     let listed = store.list(keys::SEALS_PREFIX).await?;
     let mut seals: Vec<StoredSeal> =
@@ -276,23 +371,14 @@ pub async fn read_seals(store: &dyn AtomicPublisher) -> Result<Vec<StoredSeal>> 
             listed
                 .into_iter()
                 .filter_map(|o| match keys::classify(&o.key) {
-                    KeyKind::Seal(n) => Some((o.key, n)),
+                    KeyKind::Seal(n) => Some((o.key, n, o.size)),
                     _ => None,
                 }),
         )
-        .map(|(key, n)| async move {
-            let bytes = store
-                .get(&key)
+        .map(|(key, n, size)| async move {
+            fetch(store, key.clone(), n, Some(size))
                 .await?
-                .ok_or_else(|| Error::NotFound(key.clone()))?;
-            let seal = Seal::from_bytes(&key, &bytes).map_err(|e| e.to_string());
-            Ok::<_, Error>(StoredSeal {
-                digest: sha256_hex(&bytes),
-                key,
-                key_seq: n,
-                bytes,
-                seal,
-            })
+                .ok_or(Error::NotFound(key))
         })
         .buffer_unordered(READ_CONCURRENCY)
         .try_collect()

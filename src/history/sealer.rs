@@ -182,7 +182,7 @@ pub async fn seal_with(
             continue;
         }
         tracing::info!(seq = seal.seq, tree_size = seal.tree_size, full, "sealed");
-        let stored = head::stored(key.clone(), seal.seq, bytes.clone());
+        let stored = StoredSeal::new(key.clone(), seal.seq, bytes.clone());
         match &draft.all_leaves {
             Some(leaves) => {
                 let mut leaves = leaves.clone();

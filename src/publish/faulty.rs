@@ -158,6 +158,10 @@ impl AtomicPublisher for FaultyPublisher {
         self.inner.get(key).await
     }
 
+    async fn get_at_most(&self, key: &str, max: u64) -> Result<Option<Bytes>> {
+        self.inner.get_at_most(key, max).await
+    }
+
     async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
         self.inner.get_range(key, range).await
     }

@@ -187,6 +187,18 @@ impl AtomicPublisher for MeteredPublisher {
         Ok(got)
     }
 
+    async fn get_at_most(&self, key: &str, max: u64) -> Result<Option<Bytes>> {
+        self.counts.gets.fetch_add(1, Ordering::Relaxed);
+        self.wait(|l| l.get, 1).await;
+        let got = self.inner.get_at_most(key, max).await?;
+        if let Some(b) = &got {
+            self.counts
+                .bytes_read
+                .fetch_add(b.len() as u64, Ordering::Relaxed);
+        }
+        Ok(got)
+    }
+
     async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
         self.counts.range_gets.fetch_add(1, Ordering::Relaxed);
         self.wait(|l| l.get, 1).await;

@@ -80,6 +80,17 @@ pub trait AtomicPublisher: Send + Sync + Debug {
     /// The whole object, or `None` when it does not exist.
     async fn get(&self, key: &str) -> Result<Option<Bytes>>;
 
+    /// The whole object when it is at most `max` bytes; `None` when it does not exist;
+    /// [`Error::TooLarge`](crate::Error::TooLarge) when it is larger. The backends learn
+    /// the size before reading the content (`fstat` of the opened file, an object store's
+    /// response headers), so an oversized object costs no memory. The default (the memory
+    /// store, test wrappers) reads it whole, then checks.
+    async fn get_at_most(&self, key: &str, max: u64) -> Result<Option<Bytes>> {
+        let got = self.get(key).await?;
+        too_large(key, got.as_ref().map_or(0, |b| b.len() as u64), max)?;
+        Ok(got)
+    }
+
     /// A byte range of an object (for streaming hashes and Parquet footers).
     async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes>;
 
@@ -127,6 +138,18 @@ pub trait AtomicPublisher: Send + Sync + Debug {
 
 /// Keys per page of [`list_pages`]: what one S3 `ListObjectsV2` request returns.
 pub(crate) const LIST_PAGE: usize = 1000;
+
+/// [`crate::Error::TooLarge`] when `size` exceeds `max`.
+pub(crate) fn too_large(key: &str, size: u64, max: u64) -> Result<()> {
+    if size > max {
+        return Err(crate::Error::TooLarge {
+            key: key.to_string(),
+            size,
+            max,
+        });
+    }
+    Ok(())
+}
 
 /// Refuse a store that holds no objects: every command but `append` (and `demo` into a new
 /// store) works on an existing store, and an empty one is most likely a mistyped URL.

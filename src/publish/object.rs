@@ -311,6 +311,21 @@ impl AtomicPublisher for ObjectStorePublisher {
         got.bytes().await.map(Some).map_err(|e| self.err(key, e))
     }
 
+    async fn get_at_most(&self, key: &str, max: u64) -> Result<Option<Bytes>> {
+        let path = self.path_of(key)?;
+        let got = match self.store.get(&path).await {
+            Ok(g) => g,
+            Err(object_store::Error::NotFound { .. }) => return Ok(None),
+            Err(e) => return Err(self.err(key, e)),
+        };
+        // The size is in the response's headers: the body of a larger object is dropped
+        // unread.
+        crate::publish::too_large(key, got.meta.size, max)?;
+        let b = got.bytes().await.map_err(|e| self.err(key, e))?;
+        crate::publish::too_large(key, b.len() as u64, max)?;
+        Ok(Some(b))
+    }
+
     async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
         let path = self.path_of(key)?;
         if range.start >= range.end {

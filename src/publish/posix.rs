@@ -170,6 +170,26 @@ impl AtomicPublisher for PosixPublisher {
         .await
     }
 
+    async fn get_at_most(&self, key: &str, max: u64) -> Result<Option<Bytes>> {
+        let path = self.path_of(key)?;
+        let (root, key) = (self.root.clone(), key.to_string());
+        blocking(move || {
+            let Some(f) = beneath::open_file(&root, &key)? else {
+                return Ok(None);
+            };
+            let size = f.metadata().map_err(|e| Error::io(&path, e))?.len();
+            crate::publish::too_large(&key, size, max)?;
+            // At most one byte more than allowed, should the file grow meanwhile.
+            let mut b = Vec::new();
+            f.take(max.saturating_add(1))
+                .read_to_end(&mut b)
+                .map_err(|e| Error::io(&path, e))?;
+            crate::publish::too_large(&key, b.len() as u64, max)?;
+            Ok(Some(Bytes::from(b)))
+        })
+        .await
+    }
+
     async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
         let path = self.path_of(key)?;
         let (root, key) = (self.root.clone(), key.to_string());

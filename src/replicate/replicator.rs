@@ -662,7 +662,7 @@ async fn seals_beyond_source(ctx: &Ctx<'_>) -> Result<Vec<Conflict>> {
     for key in ctx.dst_sizes.keys() {
         if let KeyKind::Seal(n) = keys::classify(key) {
             if n > newest {
-                if let Some(b) = ctx.dst.get(key).await? {
+                if let Some(b) = crate::history::seal::get_bytes(ctx.dst, key).await? {
                     out.push(Conflict {
                         key: key.clone(),
                         source_sha256: None,

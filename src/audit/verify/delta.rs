@@ -68,7 +68,7 @@ pub(crate) async fn check(store: &dyn AtomicPublisher, cx: &Context<'_>) -> Resu
         if v == 0 {
             continue;
         }
-        let seal_now = store.get(&crate::format::keys::seal_key(v)).await?;
+        let seal_now = crate::history::head::read_seal(store, v).await?;
         if seal_now.is_none() {
             out.push(Problem::new(
                 ProblemKind::BadDeltaVersion,

@@ -138,3 +138,77 @@ fn a_line_longer_than_the_limit_is_refused_naming_it_and_memory_stays_bounded() 
     assert!(err.contains("line 1: longer than 67108864 bytes"), "{err}");
     assert!(peak < 200 * 1024, "{peak} KiB");
 }
+
+/// Every command that reads seals, with the exit code it refuses a seal larger than any
+/// seal can be with (1: problems found, as `verify`, `files` and `scan` say; 3: refused).
+fn seal_readers<'a>(store: &'a str, commit: &'a str, replica: &'a str) -> Vec<(Vec<&'a str>, i32)> {
+    vec![
+        (vec!["verify", "--store", store, "--grace", "0s"], 1),
+        (vec!["verify", "--store", store, "--since-seal"], 1),
+        (vec!["log", "--store", store, "--since-seal"], 3),
+        (vec!["prove", "--store", store, commit], 3),
+        (vec!["export", "openlineage", "--store", store], 3),
+        (vec!["files", "--store", store], 1),
+        (vec!["scan", "--store", store, "--out", "-"], 1),
+        (vec!["seal", "--store", store], 3),
+        (
+            vec!["report", "--store", store, "--out", "-", "--format", "md"],
+            1,
+        ),
+        (vec!["replicate", "--from", store, "--to", replica], 1),
+    ]
+}
+
+#[tokio::test]
+async fn a_seal_larger_than_its_limit_is_refused_by_every_reader_without_being_read() {
+    let (tmp, root, ptrs) = local_store().await;
+    let store = root.to_str().unwrap();
+    let replica = tmp.path().join("replica");
+    let replica = replica.to_str().unwrap();
+    let o = crate::support::lineage(&["seal", "--store", store], None);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let key = keys::seal_key(1);
+    let path = root.join(&key);
+    let size = std::fs::metadata(&path).unwrap().len();
+    let (_, baseline) = peak_rss_kib(&["verify", "--store", store, "--grace", "0s"]);
+
+    // The limit is a flag: the genuine seal one byte over it is refused, named, unread.
+    let lower = (size - 1).to_string();
+    let o = crate::support::lineage(
+        &["verify", "--store", store, "--max-seal-bytes", &lower],
+        None,
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}{err}");
+    assert!(
+        out.contains(&format!(
+            "PROBLEM seal_corrupt: {key}: {size} bytes; a seal is at most {lower} (--max-seal-bytes; not read)"
+        )),
+        "{out}"
+    );
+
+    // A hostile seal of 1 GiB (sparse: it costs the test no disk) under the default limit.
+    std::fs::remove_file(&path).unwrap();
+    std::fs::File::create(&path)
+        .unwrap()
+        .set_len(1 << 30)
+        .unwrap();
+    let commit = ptrs[0].commit_id.clone();
+    let want = "1073741824 bytes; a seal is at most 67108864 (--max-seal-bytes; not read)";
+    for (args, code) in seal_readers(store, &commit, replica) {
+        let (o, peak) = peak_rss_kib(&args);
+        let (out, err) = text(&o);
+        eprintln!("{args:?}: peak RSS {peak} KiB ({baseline} KiB verify of the clean store)");
+        assert_eq!(o.status.code(), Some(code), "{args:?}: {out}{err}");
+        let told = format!("{out}{err}");
+        assert!(
+            told.lines().any(|l| l.contains(&key) && l.contains(want)),
+            "{args:?}: {told}"
+        );
+        // Never read: the peak stays far below the seal's size.
+        assert!(
+            peak < baseline + 32 * 1024,
+            "{args:?}: {peak} KiB, {baseline} KiB clean"
+        );
+    }
+}
