@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::base::error::Result;
 use crate::base::rejection::DEFAULT_MAX_ERRORS;
-use crate::cli::common::{json_line, out, out_raw, refusal_json, Status, StoreArg};
+use crate::cli::common::{json_line, out, out_raw, refusal_json, Status, StoreUrlArg};
 use crate::format::pointer::Pointer;
 use crate::write::input::{self, Format};
 use crate::write::writer::{Writer, DEFAULT_BATCH_ROWS};
@@ -14,7 +14,7 @@ use crate::write::writer::{Writer, DEFAULT_BATCH_ROWS};
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     #[command(flatten)]
-    store: StoreArg,
+    store: StoreUrlArg,
     /// Input file, or `-` for standard input (the default).
     #[arg(long)]
     input: Option<PathBuf>,

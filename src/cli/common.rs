@@ -7,9 +7,10 @@ use std::io::Write;
 
 use crate::base::error::{Error, Result};
 
-/// Store selection shared by the commands that open one.
+/// Store selection shared by the commands that open one and read no seal (`append`,
+/// `sweep`).
 #[derive(Debug, clap::Args)]
-pub(crate) struct StoreArg {
+pub(crate) struct StoreUrlArg {
     /// Store URL: a directory, file:///abs/dir, memory://, s3://bucket/prefix,
     /// az://container/prefix (also abfs[s]:// and https://<account>.blob.core.windows.net/...)
     /// or gs://bucket/prefix. Credentials come from the environment, never the URL.
@@ -18,8 +19,48 @@ pub(crate) struct StoreArg {
     /// S3 endpoint (LocalStack, moto, MinIO...); default: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL.
     #[arg(long, value_name = "URL")]
     pub endpoint_url: Option<String>,
+}
+
+impl StoreUrlArg {
+    /// Open the store these arguments name.
+    pub(crate) async fn open(&self) -> Result<std::sync::Arc<dyn crate::AtomicPublisher>> {
+        let opts = crate::publish::store::CloudOptions {
+            endpoint_url: self.endpoint_url.clone(),
+        };
+        crate::publish::store::open_with(&self.store, &opts).await
+    }
+
+    /// Open the store, refusing one that holds no objects (exit 2, nothing created): only
+    /// `append` (and `demo` into a new store) may create a store; on any other command an
+    /// empty store is a mistyped URL.
+    pub(crate) async fn open_existing(&self) -> Result<std::sync::Arc<dyn crate::AtomicPublisher>> {
+        let store = self.open().await?;
+        crate::publish::require_objects(store.as_ref()).await?;
+        Ok(store)
+    }
+}
+
+/// Store selection of the commands that read seals: the store and `--max-seal-bytes`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct StoreArg {
+    #[command(flatten)]
+    pub url: StoreUrlArg,
     #[command(flatten)]
     pub limit: SealLimitArg,
+}
+
+impl StoreArg {
+    /// [`StoreUrlArg::open`], with `--max-seal-bytes` applied.
+    pub(crate) async fn open(&self) -> Result<std::sync::Arc<dyn crate::AtomicPublisher>> {
+        self.limit.apply();
+        self.url.open().await
+    }
+
+    /// [`StoreUrlArg::open_existing`], with `--max-seal-bytes` applied.
+    pub(crate) async fn open_existing(&self) -> Result<std::sync::Arc<dyn crate::AtomicPublisher>> {
+        self.limit.apply();
+        self.url.open_existing().await
+    }
 }
 
 /// The largest seal any command reads (docs/security.md).
@@ -36,26 +77,6 @@ impl SealLimitArg {
     /// Make it the limit of this process.
     pub(crate) fn apply(&self) {
         crate::history::seal::set_max_seal_bytes(self.max_seal_bytes);
-    }
-}
-
-impl StoreArg {
-    /// Open the store these arguments name (and apply `--max-seal-bytes`).
-    pub(crate) async fn open(&self) -> Result<std::sync::Arc<dyn crate::AtomicPublisher>> {
-        self.limit.apply();
-        let opts = crate::publish::store::CloudOptions {
-            endpoint_url: self.endpoint_url.clone(),
-        };
-        crate::publish::store::open_with(&self.store, &opts).await
-    }
-
-    /// Open the store, refusing one that holds no objects (exit 2, nothing created): only
-    /// `append` (and `demo` into a new store) may create a store; on any other command an
-    /// empty store is a mistyped URL.
-    pub(crate) async fn open_existing(&self) -> Result<std::sync::Arc<dyn crate::AtomicPublisher>> {
-        let store = self.open().await?;
-        crate::publish::require_objects(store.as_ref()).await?;
-        Ok(store)
     }
 }
 

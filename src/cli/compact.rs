@@ -42,7 +42,7 @@ pub(crate) struct Args {
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
     if let Some(path) = &a.signing_key {
-        let root = crate::publish::store::local_path(&a.store.store);
+        let root = crate::publish::store::local_path(&a.store.url.store);
         check_signing_key_file(path, root.as_deref(), a.allow_readable_key)?;
     }
     let key = a.signing_key.as_deref().map(read_signing_key).transpose()?;

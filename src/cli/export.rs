@@ -125,7 +125,7 @@ async fn openlineage(a: OlArgs) -> Result<Status> {
         run_id: a.run_id.clone(),
         since_seal: a.since_seal,
     };
-    let snap = export::collect(store.as_ref(), &a.store.store, &sel).await?;
+    let snap = export::collect(store.as_ref(), &a.store.url.store, &sel).await?;
     let job = JobNaming {
         namespace: Some(a.job_namespace.clone()),
         name: a.job_name.clone(),
@@ -190,7 +190,7 @@ async fn iso(a: IsoArgs) -> Result<Status> {
         run_id: Some(a.run_id.clone()),
         since_seal: None,
     };
-    let snap = export::collect(store.as_ref(), &a.store.store, &sel).await?;
+    let snap = export::collect(store.as_ref(), &a.store.url.store, &sel).await?;
     let opts = IsoOptions {
         title: a.title,
         contact: a.contact,

@@ -88,7 +88,7 @@ async fn report(a: Args) -> Result<Status> {
         witness,
         run_ids: a.run_id.clone(),
         as_of_seal: a.as_of_seal,
-        store_url: a.store.store.clone(),
+        store_url: a.store.url.store.clone(),
     };
     let report = collect(store.as_ref(), &opts).await?;
     let text = render(&report, format)?;

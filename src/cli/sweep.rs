@@ -3,12 +3,12 @@
 use crate::audit::sweep::{sweep, sweep_all};
 use crate::base::error::Result;
 use crate::base::time::parse_duration;
-use crate::cli::common::{json_line, out, out_raw, Status, StoreArg};
+use crate::cli::common::{json_line, out, out_raw, Status, StoreUrlArg};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     #[command(flatten)]
-    store: StoreArg,
+    store: StoreUrlArg,
     /// Only temps older than this, by the time in their name and their modification time
     /// (at least 60s; default 1h).
     #[arg(long, value_name = "DURATION")]

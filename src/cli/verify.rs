@@ -147,8 +147,10 @@ async fn check(a: Args) -> Result<Status> {
         }
     }
     let store = StoreArg {
-        store: a.store.clone().unwrap_or_default(),
-        endpoint_url: a.endpoint_url.clone(),
+        url: crate::cli::common::StoreUrlArg {
+            store: a.store.clone().unwrap_or_default(),
+            endpoint_url: a.endpoint_url.clone(),
+        },
         limit: a.limit.clone(),
     }
     .open_existing()
