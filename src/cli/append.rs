@@ -35,8 +35,10 @@ pub(crate) struct Args {
     /// either way and the rest are counted.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_ERRORS)]
     max_errors: usize,
-    /// Longest NDJSON line accepted, in bytes; a longer one is refused, naming it, before
-    /// it is parsed (bounds the memory one line can cost).
+    /// Longest NDJSON line or CSV record accepted, in bytes, and longest Arrow or Parquet
+    /// string value; a longer one is refused, naming its line (or row and field), before it
+    /// is parsed (bounds the memory one line can cost; standard input is refused as soon as
+    /// the line passes the limit, not after spooling the rest).
     #[arg(long, value_name = "BYTES", default_value_t = crate::write::input::DEFAULT_MAX_LINE_BYTES)]
     max_line_bytes: usize,
     /// One JSON pointer per line; refused input: one JSON object listing the errors
@@ -58,9 +60,11 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
 
 async fn append(a: Args) -> Result<Status> {
     // Standard input is spooled to a temp file first: it is read twice.
-    let input = Arc::new(
-        input::Input::open(a.input.as_deref(), a.format)?.with_max_line_bytes(a.max_line_bytes),
-    );
+    let input = Arc::new(input::Input::open_limited(
+        a.input.as_deref(),
+        a.format,
+        a.max_line_bytes,
+    )?);
     let store = a.store.open().await?;
     let writer = Writer::new(store)
         .with_batch_rows(a.batch_rows)

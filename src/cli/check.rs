@@ -32,8 +32,10 @@ pub(crate) struct Args {
     /// Errors to list when the input is refused (0: all); the rest are counted.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_ERRORS)]
     max_errors: usize,
-    /// Longest NDJSON line accepted, in bytes; a longer one is refused, naming it, before
-    /// it is parsed (bounds the memory one line can cost).
+    /// Longest NDJSON line or CSV record accepted, in bytes, and longest Arrow or Parquet
+    /// string value; a longer one is refused, naming its line (or row and field), before it
+    /// is parsed (bounds the memory one line can cost; standard input is refused as soon as
+    /// the line passes the limit, not after spooling the rest).
     #[arg(long, value_name = "BYTES", default_value_t = crate::write::input::DEFAULT_MAX_LINE_BYTES)]
     max_line_bytes: usize,
     /// Rows per commit the append would use, for the summary's commit count.
@@ -46,15 +48,15 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(a: Args) -> Result<Status> {
-    let result = Input::open(a.input.as_deref(), a.format).and_then(|input| {
-        let input = input.with_max_line_bytes(a.max_line_bytes);
-        let opts = CheckOptions {
-            batch_rows: a.batch_rows,
-            schema_version: a.schema_version.clone(),
-            max_errors: a.max_errors,
-        };
-        Ok((input.format(), check(&input, &opts)?))
-    });
+    let result =
+        Input::open_limited(a.input.as_deref(), a.format, a.max_line_bytes).and_then(|input| {
+            let opts = CheckOptions {
+                batch_rows: a.batch_rows,
+                schema_version: a.schema_version.clone(),
+                max_errors: a.max_errors,
+            };
+            Ok((input.format(), check(&input, &opts)?))
+        });
     match result {
         Ok((format, report)) => {
             if a.json {

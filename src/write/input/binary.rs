@@ -9,22 +9,69 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::file::reader::ChunkReader;
 
 use crate::base::error::{Error, Result};
+use crate::base::rejection::{InputError, Place};
 use crate::schema::events::{Origin, SourcedBatch};
 use crate::write::conform;
+use crate::write::input::DEFAULT_MAX_LINE_BYTES;
 
-/// Hands batches on in their contract version's schema, numbering rows from 1 across them.
+/// Hands batches on in their contract version's schema, numbering rows from 1 across them;
+/// a string value longer than `max_value` bytes refuses the input, naming its row and field.
 fn sourced(
     batches: impl Iterator<Item = Result<RecordBatch>>,
     plan: &conform::Plan,
+    max_value: usize,
     emit: &mut dyn FnMut(SourcedBatch) -> Result<()>,
 ) -> Result<()> {
     let mut first = 1u64;
     for b in batches {
         // Columns by name, without the input's metadata: ours is added per commit.
         let b = plan.apply(&b?)?;
+        longest_values(&b, first, max_value)?;
         let n = b.num_rows() as u64;
         emit(SourcedBatch::new(b, Origin::Rows { first }))?;
         first += n;
+    }
+    Ok(())
+}
+
+/// Refuse the first string value of `b` (whose first row is `first`) longer than
+/// `max_value` bytes: no value of a text input can be (`--max-line-bytes`), and a part
+/// holding one would be a decompression bomb for its readers.
+fn longest_values(b: &RecordBatch, first: u64, max_value: usize) -> Result<()> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::Array;
+    for (field, column) in b.schema().fields().iter().zip(b.columns()) {
+        // Offsets say each value's length without touching the values.
+        let lengths: Box<dyn Iterator<Item = usize>> = match column.data_type() {
+            arrow_schema::DataType::Utf8 => Box::new(
+                column
+                    .as_string::<i32>()
+                    .offsets()
+                    .windows(2)
+                    .map(|w| (w[1] - w[0]) as usize),
+            ),
+            arrow_schema::DataType::LargeUtf8 => Box::new(
+                column
+                    .as_string::<i64>()
+                    .offsets()
+                    .windows(2)
+                    .map(|w| (w[1] - w[0]) as usize),
+            ),
+            _ => continue,
+        };
+        if let Some((i, n)) = lengths
+            .enumerate()
+            .find(|&(i, n)| n > max_value && column.is_valid(i))
+        {
+            return Err(Error::input(InputError::new(
+                Place::Row(first + i as u64),
+                Some(field.name()),
+                None,
+                format!(
+                    "a value of {n} bytes, longer than {max_value}, the longest value accepted (--max-line-bytes raises it); the input is refused and nothing was published"
+                ),
+            )));
+        }
     }
     Ok(())
 }
@@ -41,16 +88,17 @@ fn collect(
 }
 
 pub(super) fn parse_arrow(bytes: Bytes) -> Result<Vec<SourcedBatch>> {
-    collect(|emit| read_arrow(Cursor::new(bytes), emit))
+    collect(|emit| read_arrow(Cursor::new(bytes), DEFAULT_MAX_LINE_BYTES, emit))
 }
 
 pub(super) fn parse_parquet(bytes: Bytes) -> Result<Vec<SourcedBatch>> {
-    collect(|emit| read_parquet(bytes, emit))
+    collect(|emit| read_parquet(bytes, DEFAULT_MAX_LINE_BYTES, emit))
 }
 
 /// Read an Arrow IPC file (it starts with `ARROW1`) or stream, batch by batch.
 pub(super) fn read_arrow<R: Read + Seek>(
     mut r: R,
+    max_value: usize,
     emit: &mut dyn FnMut(SourcedBatch) -> Result<()>,
 ) -> Result<()> {
     let mut magic = [0u8; 6];
@@ -63,6 +111,7 @@ pub(super) fn read_arrow<R: Read + Seek>(
         sourced(
             rd.map(|b| b.map_err(|e| Error::Usage(format!("corrupt Arrow IPC file: {e}")))),
             &plan,
+            max_value,
             emit,
         )
     } else {
@@ -72,6 +121,7 @@ pub(super) fn read_arrow<R: Read + Seek>(
         sourced(
             rd.map(|b| b.map_err(|e| Error::Usage(format!("corrupt Arrow IPC stream: {e}")))),
             &plan,
+            max_value,
             emit,
         )
     }
@@ -80,6 +130,7 @@ pub(super) fn read_arrow<R: Read + Seek>(
 /// Read a Parquet file, batch by batch.
 pub(super) fn read_parquet<R: ChunkReader + 'static>(
     r: R,
+    max_value: usize,
     emit: &mut dyn FnMut(SourcedBatch) -> Result<()>,
 ) -> Result<()> {
     let builder = ParquetRecordBatchReaderBuilder::try_new(r)
@@ -91,6 +142,7 @@ pub(super) fn read_parquet<R: ChunkReader + 'static>(
     sourced(
         reader.map(|b| b.map_err(|e| Error::Usage(format!("corrupt Parquet file: {e}")))),
         &plan,
+        max_value,
         emit,
     )
 }

@@ -14,20 +14,25 @@ use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::io::Read;
 
-use crate::base::error::Result;
+use crate::base::error::{Error, Result};
 use crate::base::rejection::{Collector, InputError, Place};
 use crate::schema::contract::{Kind, COLUMNS};
 use crate::schema::events::{EventRow, LineBatcher, SourcedBatch};
 use crate::schema::rules::cut;
 
+use crate::write::input::guard::LineGuard;
 use crate::write::input::ndjson::parse_time_us;
 
 pub(super) fn parse(bytes: &[u8]) -> Result<Vec<SourcedBatch>> {
     let mut out = Vec::new();
-    read(bytes, &mut |b| {
-        out.push(b);
-        Ok(())
-    })?;
+    read(
+        bytes,
+        crate::write::input::DEFAULT_MAX_LINE_BYTES,
+        &mut |b| {
+            out.push(b);
+            Ok(())
+        },
+    )?;
     Ok(out)
 }
 
@@ -46,11 +51,26 @@ struct Lines<R> {
     after_cr: bool,
     /// Line ends before the first entry of `ends`.
     passed: RefCell<u64>,
+    /// The longest record (`--max-line-bytes`), checked as the bytes go by.
+    guard: LineGuard,
+    /// Why reading stopped, when a record was longer than that.
+    too_long: Option<Error>,
 }
 
 impl<R: Read> Read for Lines<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.too_long.is_some() {
+            return Err(std::io::Error::other(
+                "a record is longer than --max-line-bytes",
+            ));
+        }
         let n = self.inner.read(buf)?;
+        if let Err(e) = self.guard.feed(&buf[..n]) {
+            self.too_long = Some(e);
+            return Err(std::io::Error::other(
+                "a record is longer than --max-line-bytes",
+            ));
+        }
         let ends = self.ends.get_mut();
         for i in memchr::memchr2_iter(b'\n', b'\r', &buf[..n]) {
             let after_cr = if i == 0 {
@@ -69,14 +89,21 @@ impl<R: Read> Read for Lines<R> {
 }
 
 impl<R> Lines<R> {
-    fn new(inner: R) -> Self {
+    fn new(inner: R, max_record: usize) -> Self {
         Self {
             inner,
             offset: 0,
             ends: RefCell::new(VecDeque::new()),
             after_cr: false,
             passed: RefCell::new(0),
+            guard: LineGuard::new(max_record, true),
+            too_long: None,
         }
+    }
+
+    /// The refusal of a record longer than the limit, once one was met.
+    fn take_too_long(&mut self) -> Option<Error> {
+        self.too_long.take()
     }
 
     /// The line (from 1) of the first byte at or after `byte` that is not a line end:
@@ -108,15 +135,19 @@ impl<R> Lines<R> {
 /// in the batches (see the module docs).
 pub(super) fn read<R: std::io::Read>(
     r: R,
+    max_record: usize,
     emit: &mut dyn FnMut(SourcedBatch) -> Result<()>,
 ) -> Result<()> {
     let mut rdr = csv::ReaderBuilder::new()
         .has_headers(true)
         .flexible(false)
-        .from_reader(Lines::new(r));
+        .from_reader(Lines::new(r, max_record));
     let headers = match rdr.headers() {
         Ok(h) => h.clone(),
         Err(e) => {
+            if let Some(too_long) = rdr.get_mut().take_too_long() {
+                return Err(too_long);
+            }
             let line = e.position().map_or(1, |p| rdr.get_ref().line_at(p.byte()));
             return Err(crate::base::error::Error::input(InputError::new(
                 Place::Line(line),
@@ -137,6 +168,9 @@ pub(super) fn read<R: std::io::Read>(
             Ok(false) => break,
             Ok(true) => {}
             Err(e) => {
+                if let Some(too_long) = rdr.get_mut().take_too_long() {
+                    return Err(too_long);
+                }
                 // The record is skipped; reading goes on at the next one.
                 let line = match e.position() {
                     Some(p) => rdr.get_ref().line_at(p.byte()),

@@ -19,6 +19,7 @@ pub mod batches;
 mod binary;
 mod csv;
 pub(crate) mod format;
+mod guard;
 mod ndjson;
 mod source;
 

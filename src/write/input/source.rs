@@ -14,6 +14,7 @@ use std::time::SystemTime;
 
 use crate::base::error::{Error, Result};
 use crate::schema::events::{LineBatcher, SourcedBatch};
+use crate::write::input::guard::LineGuard;
 use crate::write::input::{binary, csv, ndjson, Format};
 
 /// An input that can be read from its start more than once.
@@ -86,10 +87,26 @@ fn stamp(path: &Path) -> Result<(u64, Option<SystemTime>)> {
 
 impl Input {
     /// `path` (or standard input for `None` / `-`), its format from the extension unless
-    /// `format` says (standard input: NDJSON).
+    /// `format` says (standard input: NDJSON); lines of at most [`DEFAULT_MAX_LINE_BYTES`].
     pub fn open(path: Option<&Path>, format: Option<Format>) -> Result<Input> {
+        Self::open_limited(path, format, DEFAULT_MAX_LINE_BYTES)
+    }
+
+    /// [`Input::open`] with lines (NDJSON), records (CSV) and values (Arrow, Parquet) of
+    /// at most `max_line` bytes ([`Input::with_max_line_bytes`]). Standard input is
+    /// checked while it is spooled: a longer line or record refuses it at once, before
+    /// the rest is read.
+    pub fn open_limited(
+        path: Option<&Path>,
+        format: Option<Format>,
+        max_line: usize,
+    ) -> Result<Input> {
         let stdin = || -> Result<Input> {
-            let mut input = Self::spool(std::io::stdin().lock(), format.unwrap_or(Format::Ndjson))?;
+            let mut input = Self::spool_limited(
+                std::io::stdin().lock(),
+                format.unwrap_or(Format::Ndjson),
+                max_line,
+            )?;
             input.defaulted = format.is_none();
             Ok(input)
         };
@@ -113,21 +130,37 @@ impl Input {
                     format,
                     defaulted: false,
                     max_line: DEFAULT_MAX_LINE_BYTES,
-                })
+                }
+                .with_max_line_bytes(max_line))
             }
         }
     }
 
     /// Copy `r` to a temp file, to the end. A read error refuses the input.
-    pub fn spool(mut r: impl Read, format: Format) -> Result<Input> {
+    pub fn spool(r: impl Read, format: Format) -> Result<Input> {
+        Self::spool_limited(r, format, DEFAULT_MAX_LINE_BYTES)
+    }
+
+    /// [`Input::spool`], refusing at once (before reading on) an NDJSON line or a CSV
+    /// record longer than `max_line` bytes.
+    pub fn spool_limited(mut r: impl Read, format: Format, max_line: usize) -> Result<Input> {
         let tmp_err = |e| Error::io(std::env::temp_dir().join("<stdin spool>"), e);
         let mut file = tempfile::tempfile().map_err(tmp_err)?;
         let mut buf = vec![0u8; 1 << 20];
         let mut total = 0u64;
+        let max_line = max_line.max(1);
+        let mut guard = match format {
+            Format::Ndjson => Some(LineGuard::new(max_line, false)),
+            Format::Csv => Some(LineGuard::new(max_line, true)),
+            Format::Arrow | Format::Parquet => None,
+        };
         loop {
             match r.read(&mut buf) {
                 Ok(0) => break,
                 Ok(n) => {
+                    if let Some(g) = &mut guard {
+                        g.feed(&buf[..n])?;
+                    }
                     file.write_all(&buf[..n]).map_err(tmp_err)?;
                     total += n as u64;
                 }
@@ -148,7 +181,7 @@ impl Input {
             format,
             len: total,
             defaulted: false,
-            max_line: DEFAULT_MAX_LINE_BYTES,
+            max_line,
         })
     }
 
@@ -183,8 +216,9 @@ impl Input {
         })
     }
 
-    /// Refuse an NDJSON line longer than `n` bytes (default [`DEFAULT_MAX_LINE_BYTES`]),
-    /// naming it, before it is parsed.
+    /// Refuse an NDJSON line or a CSV record longer than `n` bytes (default
+    /// [`DEFAULT_MAX_LINE_BYTES`]), naming its line, before it is parsed; and an Arrow or
+    /// Parquet string value longer than that, naming its row and field.
     pub fn with_max_line_bytes(mut self, n: usize) -> Self {
         self.max_line = n.max(1);
         self
@@ -281,9 +315,9 @@ impl BatchSource for Input {
         }
         match self.format {
             Format::Ndjson => read_ndjson(f, &self.name(), self.max_line, emit),
-            Format::Csv => csv::read(BufReader::with_capacity(1 << 20, f), emit),
-            Format::Arrow => binary::read_arrow(f, emit),
-            Format::Parquet => binary::read_parquet(f, emit),
+            Format::Csv => csv::read(BufReader::with_capacity(1 << 20, f), self.max_line, emit),
+            Format::Arrow => binary::read_arrow(f, self.max_line, emit),
+            Format::Parquet => binary::read_parquet(f, self.max_line, emit),
         }
     }
 
@@ -448,12 +482,6 @@ impl Blocks {
     }
 
     fn too_long(&self, line: u64) -> Error {
-        Error::record(
-            format!("line {line}"),
-            format!(
-                "longer than {} bytes, the longest line accepted (--max-line-bytes raises it); the input is refused and nothing was published",
-                self.max_line
-            ),
-        )
+        crate::write::input::guard::too_long(line, self.max_line, "line")
     }
 }

@@ -3,6 +3,7 @@
 //! write or delete outside the store.
 
 mod hostile_pointers;
+mod input_sizes;
 mod keys;
 mod lying_footers;
 mod output;
