@@ -148,7 +148,7 @@ pub mod internal {
     pub use crate::history::delta::complete_log as complete_delta_log;
     pub use crate::history::identity::ensure_identity;
     pub use crate::history::{complete, frontier, index, merkle, seal, signing, tiles};
-    pub use crate::parts::{encode, multiset, read as part};
+    pub use crate::parts::{encode, multiset, pages, read as part};
     pub use crate::publish::{
         checked, disorderly, faulty, list_pages, metered, object, posix, store,
     };

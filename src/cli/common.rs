@@ -40,43 +40,49 @@ impl StoreUrlArg {
     }
 }
 
-/// Store selection of the commands that read seals: the store and `--max-seal-bytes`.
+/// Store selection of the commands that read seals and parts: the store and the limits of
+/// what is read (`--max-seal-bytes`, `--max-page-bytes`).
 #[derive(Debug, clap::Args)]
 pub(crate) struct StoreArg {
     #[command(flatten)]
     pub url: StoreUrlArg,
     #[command(flatten)]
-    pub limit: SealLimitArg,
+    pub limit: ReadLimitsArg,
 }
 
 impl StoreArg {
-    /// [`StoreUrlArg::open`], with `--max-seal-bytes` applied.
+    /// [`StoreUrlArg::open`], with the read limits applied.
     pub(crate) async fn open(&self) -> Result<std::sync::Arc<dyn crate::AtomicPublisher>> {
         self.limit.apply();
         self.url.open().await
     }
 
-    /// [`StoreUrlArg::open_existing`], with `--max-seal-bytes` applied.
+    /// [`StoreUrlArg::open_existing`], with the read limits applied.
     pub(crate) async fn open_existing(&self) -> Result<std::sync::Arc<dyn crate::AtomicPublisher>> {
         self.limit.apply();
         self.url.open_existing().await
     }
 }
 
-/// The largest seal any command reads (docs/security.md).
+/// The most any command reads of one object or decodes of one page (docs/security.md).
 #[derive(Debug, Clone, clap::Args)]
-pub(crate) struct SealLimitArg {
+pub(crate) struct ReadLimitsArg {
     /// Largest seal object read, in bytes: a larger one is refused without being read,
     /// naming it (a seal holds about 95,000 commits or more in the default 64 MiB; raise
     /// it for a store sealed less often).
     #[arg(long, value_name = "BYTES", default_value_t = crate::history::seal::DEFAULT_MAX_SEAL_BYTES)]
     pub max_seal_bytes: u64,
+    /// Largest page of a part decoded, in bytes, as its page header declares: a part with
+    /// a larger page is refused without decoding it, naming it, row group and column.
+    #[arg(long, value_name = "BYTES", default_value_t = crate::parts::pages::DEFAULT_MAX_PAGE_BYTES)]
+    pub max_page_bytes: u64,
 }
 
-impl SealLimitArg {
-    /// Make it the limit of this process.
+impl ReadLimitsArg {
+    /// Make them the limits of this process.
     pub(crate) fn apply(&self) {
         crate::history::seal::set_max_seal_bytes(self.max_seal_bytes);
+        crate::parts::pages::set_max_page_bytes(self.max_page_bytes);
     }
 }
 

@@ -44,7 +44,7 @@ pub(crate) struct Args {
     #[arg(long, value_name = "URL")]
     to_endpoint_url: Option<String>,
     #[command(flatten)]
-    limit: crate::cli::common::SealLimitArg,
+    limit: crate::cli::common::ReadLimitsArg,
     /// Objects copied at once (each worker holds at most one part in memory).
     #[arg(long, default_value_t = DEFAULT_CONCURRENCY)]
     concurrency: usize,

@@ -91,7 +91,7 @@ pub(crate) struct Args {
     #[arg(long, value_name = "DURATION", default_value_t = format!("{DEFAULT_GRACE_MINUTES}m"))]
     grace: String,
     #[command(flatten)]
-    limit: crate::cli::common::SealLimitArg,
+    limit: crate::cli::common::ReadLimitsArg,
     #[command(flatten)]
     replica: crate::cli::replicate::ReplicaOfArgs,
     #[command(flatten)]

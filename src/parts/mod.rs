@@ -2,6 +2,7 @@
 
 pub mod encode;
 pub mod multiset;
+pub mod pages;
 pub mod read;
 pub(crate) mod scan;
 pub(crate) mod stats;

@@ -494,6 +494,14 @@ async fn facts_from(
             pieces.push((start, src.range(key, start..start + len).await?));
         }
     }
+    // No page of them decodes to more than the cap (a few fetched bytes can claim gigabytes).
+    crate::parts::pages::check_chunks(&meta, |start, len| {
+        pieces[1..]
+            .iter()
+            .find(|(s, b)| *s == start && b.len() as u64 == len)
+            .map(|(_, b)| &b[..])
+    })
+    .map_err(bad)?;
     // Read the partition columns as dictionaries: our writer dictionary-encodes them (one
     // value per part), so the reader hands back the dictionary and small integer keys
     // instead of one string per row (most of the decode time of a verify).

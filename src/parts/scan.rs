@@ -11,7 +11,6 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::TimestampMicrosecondType;
 use arrow_array::{Array, RecordBatch, StringArray};
 use bytes::Bytes;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ProjectionMask;
 use serde::Serialize;
 
@@ -128,8 +127,7 @@ fn bump(map: &mut BTreeMap<String, u64>, key: &str) {
 /// columns are decoded, a batch at a time.
 pub(crate) fn part_stats(key: &str, bytes: Bytes) -> Result<PartStats> {
     let bad = |m: String| corrupt(key, m);
-    let builder =
-        ParquetRecordBatchReaderBuilder::try_new(bytes).map_err(|e| bad(e.to_string()))?;
+    let builder = crate::parts::pages::builder(bytes).map_err(bad)?;
     // Leaf index of each counted column (the contract is flat: one leaf per field).
     let leaves: Vec<usize> = COLUMNS
         .iter()

@@ -20,7 +20,6 @@ use arrow_schema::{Schema, SchemaRef};
 use bytes::Bytes;
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ProjectionMask;
 
 use crate::base::digest::{Check, Hasher, Want};
@@ -294,8 +293,7 @@ pub(crate) fn decode(
         key: key.to_string(),
         message: m,
     };
-    let builder =
-        ParquetRecordBatchReaderBuilder::try_new(bytes).map_err(|e| bad(e.to_string()))?;
+    let builder = crate::parts::pages::builder(bytes).map_err(bad)?;
     let part_schema = builder.schema().clone();
     // Leaves to read: the output columns the part has, and feature_id for the filter.
     let mut wanted: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();

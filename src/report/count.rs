@@ -9,7 +9,6 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, TimestampMicrosecondType};
 use arrow_array::{Array, RecordBatch, StringArray};
 use bytes::Bytes;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ProjectionMask;
 
 use crate::base::error::{Error, Result};
@@ -133,8 +132,7 @@ pub(crate) fn count_part(key: &str, target_crs: &str, bytes: Bytes) -> Result<Ro
         key: key.to_string(),
         message: m,
     };
-    let builder =
-        ParquetRecordBatchReaderBuilder::try_new(bytes).map_err(|e| bad(e.to_string()))?;
+    let builder = crate::parts::pages::builder(bytes).map_err(bad)?;
     // Columns a part's contract version lacks (older versions) are simply not counted.
     let leaves: Vec<usize> = COLUMNS
         .iter()

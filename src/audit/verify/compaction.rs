@@ -20,7 +20,6 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use bytes::Bytes;
 use futures::StreamExt;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use crate::audit::chain::Chain;
 use crate::audit::report::{InFlight, InFlightKind, Problem, ProblemKind};
@@ -63,8 +62,9 @@ pub(crate) struct Found {
 
 /// Rows of a Parquet file's bytes, into `m`; `Err` says why they cannot be read.
 fn rows_into(bytes: Bytes, m: &mut RowMultiset) -> std::result::Result<(), String> {
-    let reader = ParquetRecordBatchReaderBuilder::try_new(bytes)
-        .and_then(|b| b.with_batch_size(64 * 1024).build())
+    let reader = crate::parts::pages::builder(bytes)?
+        .with_batch_size(64 * 1024)
+        .build()
         .map_err(|e| e.to_string())?;
     for batch in reader {
         let batch = batch.map_err(|e| e.to_string())?;

@@ -5,7 +5,9 @@ use std::io::{Cursor, Read, Seek};
 
 use arrow_array::RecordBatch;
 use bytes::Bytes;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
+};
 use parquet::file::reader::ChunkReader;
 
 use crate::base::error::{Error, Result};
@@ -133,8 +135,32 @@ pub(super) fn read_parquet<R: ChunkReader + 'static>(
     max_value: usize,
     emit: &mut dyn FnMut(SourcedBatch) -> Result<()>,
 ) -> Result<()> {
-    let builder = ParquetRecordBatchReaderBuilder::try_new(r)
+    let meta = ArrowReaderMetadata::load(&r, ArrowReaderOptions::new())
         .map_err(|e| Error::Usage(format!("not a readable Parquet file: {e}")))?;
+    // No page decodes to more than the cap of every reader of parts (a few bytes of zeros
+    // can claim gigabytes): each column chunk's page headers are walked first.
+    let max_page = crate::parts::pages::max_page_bytes();
+    for (g, rg) in meta.metadata().row_groups().iter().enumerate() {
+        for col in rg.columns() {
+            let (start, len) = col.byte_range();
+            let chunk = usize::try_from(len)
+                .ok()
+                .and_then(|n| r.get_bytes(start, n).ok())
+                .ok_or_else(|| {
+                    Error::Usage(format!(
+                        "corrupt Parquet file: row group {g}, column {} lies outside the file",
+                        col.column_path().string()
+                    ))
+                })?;
+            crate::parts::pages::check_pages(&chunk, max_page).map_err(|why| {
+                Error::Usage(format!(
+                    "refused Parquet file: row group {g}, column {}: {why}",
+                    col.column_path().string()
+                ))
+            })?;
+        }
+    }
+    let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(r, meta);
     let plan = conform::plan(builder.schema().as_ref())?;
     let reader = builder
         .build()

@@ -332,12 +332,16 @@ mod tests {
 
     fn lines_of(text: &[u8]) -> Vec<u64> {
         let mut out = Vec::new();
-        read(text, &mut |b| {
-            if let crate::schema::events::Origin::Lines(l) = &b.origin {
-                out.extend(l);
-            }
-            Ok(())
-        })
+        read(
+            text,
+            crate::write::input::DEFAULT_MAX_LINE_BYTES,
+            &mut |b| {
+                if let crate::schema::events::Origin::Lines(l) = &b.origin {
+                    out.extend(l);
+                }
+                Ok(())
+            },
+        )
         .unwrap();
         out
     }
@@ -381,12 +385,16 @@ mod tests {
         assert_eq!(lines_of(mixed.as_bytes()), [2, 4, 5]);
         let crlf = lf.replace('\n', "\r\n");
         let mut out: Vec<u64> = Vec::new();
-        read(Dribble(crlf.as_bytes()), &mut |b| {
-            if let crate::schema::events::Origin::Lines(l) = &b.origin {
-                out.extend(l);
-            }
-            Ok(())
-        })
+        read(
+            Dribble(crlf.as_bytes()),
+            crate::write::input::DEFAULT_MAX_LINE_BYTES,
+            &mut |b| {
+                if let crate::schema::events::Origin::Lines(l) = &b.origin {
+                    out.extend(l);
+                }
+                Ok(())
+            },
+        )
         .unwrap();
         assert_eq!(out, [2, 3]);
     }
