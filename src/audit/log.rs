@@ -95,7 +95,7 @@ pub async fn since_seal(
         .collect();
     let read: Vec<Option<Pointer>> = futures::stream::iter(wanted)
         .map(|k| async move {
-            match store.get(&k).await? {
+            match crate::history::pointers::get_pointer(store, &k).await? {
                 Some(b) => Pointer::from_bytes(&k, &b).map(Some),
                 // Removed since it was sealed or indexed: `verify` names it.
                 None => Ok(None),

@@ -540,7 +540,7 @@ async fn restore(
         let KeyKind::Pointer { run_id, commit_id } = keys::classify(pkey) else {
             continue;
         };
-        let Some(bytes) = src.get(pkey).await? else {
+        let Some(bytes) = crate::history::pointers::get_pointer_or_none(src, pkey).await? else {
             continue;
         };
         let Ok(p) = check_pointer(pkey, &bytes, &run_id, &commit_id) else {
@@ -570,7 +570,7 @@ async fn restore(
     // 3. Parts every pointer (present or restored) records that are gone.
     for o in &listing {
         if matches!(keys::classify(&o.key), KeyKind::Pointer { .. }) {
-            if let Some(b) = store.get(&o.key).await? {
+            if let Some(b) = crate::history::pointers::get_pointer_or_none(store, &o.key).await? {
                 if let Ok(p) = Pointer::from_bytes(&o.key, &b) {
                     pointers.push(p);
                 }

@@ -130,7 +130,7 @@ impl Builder {
         let seal_key = &seal_key;
         let adds: Vec<AddFile> = futures::stream::iter(s.entries.clone())
             .map(|e| async move {
-                let bytes = store.get(&e.key).await?.ok_or_else(|| Error::Corrupt {
+                let bytes = crate::history::pointers::get_pointer(store, &e.key).await?.ok_or_else(|| Error::Corrupt {
                     what: "pointer",
                     key: e.key.clone(),
                     message: format!(

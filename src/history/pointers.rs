@@ -2,9 +2,11 @@
 
 use futures::{StreamExt, TryStreamExt};
 
-use crate::base::error::Result;
+use bytes::Bytes;
+
+use crate::base::error::{Error, Result};
 use crate::format::keys::{self, KeyKind};
-use crate::format::pointer::Pointer;
+use crate::format::pointer::{Pointer, MAX_POINTER_BYTES};
 use crate::parts::encode::sha256_hex;
 use crate::publish::AtomicPublisher;
 
@@ -20,6 +22,36 @@ pub struct StoredPointer {
     pub sha256: String,
     /// The parsed pointer.
     pub pointer: Pointer,
+}
+
+/// The bytes of the pointer under `key`, at most [`MAX_POINTER_BYTES`] of them: `None`
+/// when it does not exist; a larger one is refused unread ([`Error::Corrupt`] naming it),
+/// its size learnt before its content ([`AtomicPublisher::get_at_most`]).
+pub(crate) async fn get_pointer(store: &dyn AtomicPublisher, key: &str) -> Result<Option<Bytes>> {
+    store
+        .get_at_most(key, MAX_POINTER_BYTES as u64)
+        .await
+        .map_err(|e| match e {
+            Error::TooLarge { size, .. } => Error::Corrupt {
+                what: "pointer",
+                key: key.to_string(),
+                message: format!(
+                    "{size} bytes; a pointer is at most {MAX_POINTER_BYTES} (not read)"
+                ),
+            },
+            e => e,
+        })
+}
+
+/// [`get_pointer`], a pointer too large to be one read as absent (`verify` names it).
+pub(crate) async fn get_pointer_or_none(
+    store: &dyn AtomicPublisher,
+    key: &str,
+) -> Result<Option<Bytes>> {
+    match get_pointer(store, key).await {
+        Err(Error::Corrupt { .. }) => Ok(None),
+        got => got,
+    }
 }
 
 /// Every pointer (of one run, if given), in commit-time order ([`commit_order`]).
@@ -54,12 +86,11 @@ pub(crate) async fn read_stored_pointers(
             .filter(|o| matches!(keys::classify(&o.key), KeyKind::Pointer { .. })),
     )
     .map(|o| async move {
-        let bytes = store
-            .get(&o.key)
+        let bytes = get_pointer(store, &o.key)
             .await?
-            .ok_or_else(|| crate::base::error::Error::NotFound(o.key.clone()))?;
+            .ok_or_else(|| Error::NotFound(o.key.clone()))?;
         let pointer = Pointer::from_bytes(&o.key, &bytes)?;
-        Ok::<_, crate::base::error::Error>(StoredPointer {
+        Ok::<_, Error>(StoredPointer {
             sha256: sha256_hex(&bytes),
             key: o.key,
             pointer,

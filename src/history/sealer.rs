@@ -301,7 +301,7 @@ async fn draft_incremental(
     let entries = index::list_since(store, Some(w_prev), &ahead_prev).await?;
     let read: Vec<Option<NewCommit>> = futures::stream::iter(entries)
         .map(|e| async move {
-            let Some(bytes) = store.get(&e.pointer_key).await? else {
+            let Some(bytes) = crate::history::pointers::get_pointer(store, &e.pointer_key).await? else {
                 tracing::warn!(index = %e.key, "index entry names a missing pointer; not sealed (see `lineage verify`)");
                 return Ok(None);
             };
@@ -417,8 +417,7 @@ async fn draft_full(
     });
     let mut new: Vec<NewCommit> = futures::stream::iter(unsealed)
         .map(|o| async move {
-            let bytes = store
-                .get(&o.key)
+            let bytes = crate::history::pointers::get_pointer(store, &o.key)
                 .await?
                 .ok_or_else(|| Error::NotFound(o.key.clone()))?;
             read_commit(&o.key, &bytes)
@@ -441,12 +440,14 @@ async fn draft_full(
         .collect();
     let recent_keys: Vec<Option<String>> = futures::stream::iter(recent)
         .map(|k| async move {
-            Ok::<_, Error>(match store.get(&k).await? {
-                Some(b) => Pointer::from_bytes(&k, &b)
-                    .ok()
-                    .and_then(|p| index::key_of(&p)),
-                None => None,
-            })
+            Ok::<_, Error>(
+                match crate::history::pointers::get_pointer_or_none(store, &k).await? {
+                    Some(b) => Pointer::from_bytes(&k, &b)
+                        .ok()
+                        .and_then(|p| index::key_of(&p)),
+                    None => None,
+                },
+            )
         })
         .buffer_unordered(READ_CONCURRENCY)
         .try_collect()

@@ -233,7 +233,17 @@ pub async fn fetch_checked(
         None => format!("unsealed pointer {}", part.pointer_key),
     };
     let fail = |m: String| Error::Integrity(vec![Failed::new(p.part_path.clone(), m)]);
-    let Some(bytes) = store.get(&p.part_path).await? else {
+    // Never more than the pointer records: a larger file under its name is not read.
+    let got = match store.get_at_most(&p.part_path, p.size_bytes).await {
+        Err(Error::TooLarge { size, .. }) => {
+            return Err(fail(format!(
+                "is {size} bytes, {whose} records {}",
+                p.size_bytes
+            )))
+        }
+        got => got?,
+    };
+    let Some(bytes) = got else {
         return Err(fail(format!("is missing ({whose} records it)")));
     };
     if bytes.len() as u64 != p.size_bytes {

@@ -408,7 +408,11 @@ async fn sealed_part(
     e: Entry,
 ) -> Result<std::result::Result<SnapshotPart, Failed>> {
     let seq = e.by.seq;
-    let Some(bytes) = store.get(&e.key).await? else {
+    let got = match crate::history::pointers::get_pointer(store, &e.key).await {
+        Err(Error::Corrupt { message, .. }) => return Ok(Err(Failed::new(e.key, message))),
+        got => got?,
+    };
+    let Some(bytes) = got else {
         return Ok(Err(Failed::new(
             e.key,
             format!("sealed by seal {seq}, is missing"),
@@ -461,7 +465,13 @@ async fn unsealed(
     let read: Vec<Option<std::result::Result<SnapshotPart, Failed>>> =
         futures::stream::iter(todo.into_iter().map(|key| async move {
             // Gone since the listing: not part of what is read.
-            let Some(bytes) = store.get(&key).await? else {
+            let got = match crate::history::pointers::get_pointer(store, &key).await {
+                Err(Error::Corrupt { message, .. }) => {
+                    return Ok::<_, Error>(Some(Err(Failed::new(key, message))))
+                }
+                got => got?,
+            };
+            let Some(bytes) = got else {
                 return Ok::<_, Error>(None);
             };
             Ok(Some(checked_pointer(&key, &bytes).map(|pointer| {

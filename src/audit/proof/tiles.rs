@@ -104,8 +104,7 @@ pub(crate) async fn prove_from_tiles(
         )));
     }
     let pointer_key = keys::pointer_key(&run_id, commit_id);
-    let bytes = store
-        .get(&pointer_key)
+    let bytes = crate::history::pointers::get_pointer(store, &pointer_key)
         .await?
         .ok_or_else(|| Error::NotFound(pointer_key.clone()))?;
     let leaf = merkle::leaf_hash(&merkle::parse_hash(&sha256_hex(&bytes)).unwrap_or_default());

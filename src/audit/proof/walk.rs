@@ -63,8 +63,7 @@ pub(crate) async fn prove_by_walking(
             leaf.seq, stored.key_seq
         )));
     }
-    let bytes = store
-        .get(&leaf.key)
+    let bytes = crate::history::pointers::get_pointer(store, &leaf.key)
         .await?
         .ok_or_else(|| Error::NotFound(leaf.key.clone()))?;
     if sha256_hex(&bytes) != leaf.digest {

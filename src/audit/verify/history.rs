@@ -244,7 +244,7 @@ async fn check_index_entry(
         // Not in the listing: look again, the pointer may have landed since (a listing is
         // not a snapshot: the index sorts after the pointers).
         None => {
-            read = match store.get(&pk).await? {
+            read = match crate::history::pointers::get_pointer_or_none(store, &pk).await? {
                 Some(b) => Pointer::from_bytes(&pk, &b).ok(),
                 None => None,
             };

@@ -62,7 +62,7 @@ pub(crate) async fn read(
                         "{n} bytes; a pointer is at most {MAX_POINTER_BYTES} (not read)"
                     ),
                 }),
-                _ => store.get(&w.key).await,
+                _ => crate::history::pointers::get_pointer(store, &w.key).await,
             };
             (w, got)
         })

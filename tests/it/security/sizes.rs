@@ -284,3 +284,48 @@ async fn a_page_larger_than_the_limit_is_refused_by_every_reader_without_being_d
         assert_eq!(o.status.code(), Some(0), "{args:?}: {:?}", text(&o));
     }
 }
+
+#[tokio::test]
+async fn a_sealed_pointer_grown_past_any_pointer_is_refused_by_every_reader_unread() {
+    let (_tmp, root, ptrs) = local_store().await;
+    let store = root.to_str().unwrap();
+    let o = crate::support::lineage(&["seal", "--store", store], None);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let (_, baseline) = peak_rss_kib(&["verify", "--store", store, "--grace", "0s"]);
+    let p = &ptrs[0];
+    let pk = keys::pointer_key(&p.run_id, &p.commit_id);
+    std::fs::remove_file(root.join(&pk)).unwrap();
+    std::fs::File::create(root.join(&pk))
+        .unwrap()
+        .set_len(128 << 20)
+        .unwrap();
+    let want = "134217728 bytes; a pointer is at most 65536 (not read)";
+    // Last, one planted beside it, unsealed, which `seal --rescan` reads.
+    let planted = keys::pointer_key(&p.run_id, "01a234d7-5435-7313-b465-2822b322f0a8");
+    let readers: [(&[&str], &str, i32); 6] = [
+        (&["verify", "--store", store, "--grace", "0s"], &pk, 1),
+        (&["log", "--store", store], &pk, 3),
+        (&["prove", "--store", store, &p.commit_id], &pk, 3),
+        (&["files", "--store", store], &pk, 1),
+        (&["export", "openlineage", "--store", store], &pk, 3),
+        (&["seal", "--store", store, "--rescan"], &planted, 3),
+    ];
+    for (args, pk, code) in readers {
+        if args[0] == "seal" {
+            let f = std::fs::File::create(root.join(&planted)).unwrap();
+            f.set_len(128 << 20).unwrap();
+        }
+        let (o, peak) = peak_rss_kib(args);
+        let told = format!("{}{}", text(&o).0, text(&o).1);
+        eprintln!("{args:?}: peak RSS {peak} KiB ({baseline} KiB clean verify)");
+        assert_eq!(o.status.code(), Some(code), "{args:?}: {told}");
+        assert!(
+            told.lines().any(|l| l.contains(pk) && l.contains(want)),
+            "{args:?}: {told}"
+        );
+        assert!(
+            peak < baseline + 32 * 1024,
+            "{args:?}: {peak} KiB, {baseline} KiB"
+        );
+    }
+}
