@@ -31,7 +31,8 @@
 //!    GCS through `object_store`, a fault-injecting and a metering wrapper), store URLs, and
 //!    create-only publishing that reads back after an ambiguous answer.
 //! 5. `parts`: encoding a flush as a Parquet part, and reading parts back in pieces
-//!    (streamed digests, the footer, single column chunks).
+//!    (streamed digests, the footer, single column chunks, page headers checked before a
+//!    page is decoded).
 //! 6. `history`: the seal chain's objects (seals, Merkle trees, frontiers, hash tiles, leaf
 //!    locators, head markers, the commit-time index), signing keys, reading pointers, and
 //!    sealing, with each seal's Delta Lake version.

@@ -329,3 +329,26 @@ async fn a_sealed_pointer_grown_past_any_pointer_is_refused_by_every_reader_unre
         );
     }
 }
+
+#[tokio::test]
+async fn seal_refuses_to_publish_a_seal_its_readers_would_refuse() {
+    let (_tmp, root, _) = local_store().await;
+    let store = root.to_str().unwrap();
+    let o = crate::support::lineage(
+        &["seal", "--store", store, "--max-seal-bytes", "1000"],
+        None,
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}{err}");
+    assert!(
+        err.contains(&format!("{} would be ", keys::seal_key(1)))
+            && err.contains(
+                "(10 commits), more than --max-seal-bytes 1000: every reader would refuse it"
+            ),
+        "{err}"
+    );
+    assert!(!root.join(keys::seal_key(1)).exists());
+    // Under the default limit it seals.
+    let o = crate::support::lineage(&["seal", "--store", store], None);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+}
