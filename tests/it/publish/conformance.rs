@@ -100,6 +100,23 @@ async fn check_get_missing_and_ranges(p: &dyn AtomicPublisher) {
         p.get_range(key, 100..101).await.unwrap(),
         body.slice(100..101)
     );
+    // At most a size: the whole object up to it, refused past it (with its size), and
+    // nothing for a missing key.
+    assert_eq!(p.get_at_most(key, 256).await.unwrap(), Some(body.clone()));
+    match p.get_at_most(key, 255).await {
+        Err(lineage_store::Error::TooLarge {
+            size: 256,
+            max: 255,
+            ..
+        }) => {}
+        other => panic!("get_at_most of 256 bytes under 255: {other:?}"),
+    }
+    assert_eq!(
+        p.get_at_most("_lineage/commits/run_id=x/none.json", 1)
+            .await
+            .unwrap(),
+        None
+    );
 }
 
 /// Listing returns keys relative to the store root and honours the exact string prefix.
