@@ -297,13 +297,13 @@ impl StoredSeal {
 /// Default of [`max_seal_bytes`] (`--max-seal-bytes`): 64 MiB. A seal's entry is at most
 /// [`MAX_ENTRY_BYTES`] (a pointer key of the longest `run_id`, a digest, an index key in
 /// `ahead`), so this holds one seal of at least 64 MiB / [`MAX_ENTRY_BYTES`] (about
-/// 95,000) commits even with the longest run ids, and about four times as many with short
-/// ones; a store sealed less often than that needs the flag on every reader.
+/// 95,000) commits even with the longest run ids (538 bytes each measured: 124,000), and about
+/// 200,000 with 20-character ones; a store sealed less often needs the flag on every reader.
 pub const DEFAULT_MAX_SEAL_BYTES: u64 = 64 << 20;
 
 /// The most bytes one sealed commit adds to a pretty-printed seal: its entry (a pointer
-/// key of at most about 220 bytes with a 128-byte `run_id`, a 64-digit sha256, the
-/// indentation and field names) and its index key in `ahead` (about as long), rounded up.
+/// key of 194 bytes with a 128-byte `run_id`, a 64-digit sha256, the indentation and
+/// field names) and its index key in `ahead` (about as long): 538 measured, with room.
 pub const MAX_ENTRY_BYTES: u64 = 704;
 
 static MAX_SEAL_BYTES: AtomicU64 = AtomicU64::new(DEFAULT_MAX_SEAL_BYTES);
@@ -436,4 +436,53 @@ pub fn seal_fields(
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// [`MAX_ENTRY_BYTES`] holds: each commit (an entry with the longest `run_id` and its
+    /// index key in `ahead`) adds at most that many bytes to a stored seal.
+    #[test]
+    fn a_sealed_commit_adds_at_most_max_entry_bytes() {
+        let run = "r".repeat(128);
+        let t = chrono::DateTime::parse_from_rfc3339("2026-07-13T06:00:00.123456Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let seal = |n: usize| Seal {
+            format: SEAL_FORMAT_V2.into(),
+            seq: 1,
+            prev_sha256: None,
+            tree_size: n as u64,
+            root: "0".repeat(64),
+            sealed_utc: "2026-07-13T06:00:00.000000Z".into(),
+            tool_version: "lineage-store/9.9.9".into(),
+            entries: (0..n)
+                .map(|i| SealEntry {
+                    key: keys::pointer_key(&run, &format!("01a234d7-5435-7313-b465-{i:012}")),
+                    sha256: "f".repeat(64),
+                })
+                .collect(),
+            frontier: Some(vec!["0".repeat(64)]),
+            watermark_utc: Some("2026-07-13T06:00:00.000000Z".into()),
+            ahead: Some(
+                (0..n)
+                    .map(|i| keys::index_key(t, &format!("01a234d7-5435-7313-b465-{i:012}"), &run))
+                    .collect(),
+            ),
+            compactions: None,
+            public_key: None,
+            key_id: None,
+            signature: None,
+        };
+        let empty = seal(0).to_bytes().unwrap().len() as u64;
+        let full = seal(100).to_bytes().unwrap().len() as u64;
+        let per = (full - empty) / 100;
+        assert!(per <= MAX_ENTRY_BYTES, "{per} bytes a commit");
+        assert!(
+            per > MAX_ENTRY_BYTES * 3 / 4,
+            "{per} bytes a commit: the bound is loose"
+        );
+    }
 }
