@@ -201,3 +201,24 @@ pub fn proof(data: &[u8]) {
         );
     }
 }
+
+/// The page-header walk (`--max-page-bytes`): never panics on any column chunk; a chunk
+/// accepted under a cap is accepted under any larger one, and one refused under no cap
+/// at all is refused under every cap.
+pub fn pages(data: &[u8]) {
+    use lineage_store::internal::pages::check_pages;
+    let unlimited = check_pages(data, u64::MAX);
+    let capped = check_pages(data, 1 << 20);
+    if capped.is_ok() {
+        assert!(
+            unlimited.is_ok(),
+            "accepted under 1 MiB, refused without a cap"
+        );
+    }
+    if unlimited.is_err() {
+        assert!(
+            capped.is_err(),
+            "refused without a cap, accepted under 1 MiB"
+        );
+    }
+}

@@ -57,6 +57,11 @@ fn pointer_parse_inputs() {
 }
 
 #[test]
+fn page_headers_inputs() {
+    replay("page_headers", checks::pages);
+}
+
+#[test]
 fn footer_check_inputs() {
     replay("footer_check", checks::footer);
 }
