@@ -14,7 +14,7 @@ use crate::base::error::{Error, Result};
 use crate::base::rejection::{InputError, Place};
 use crate::schema::events::{Origin, SourcedBatch};
 use crate::write::conform;
-use crate::write::input::DEFAULT_MAX_LINE_BYTES;
+use crate::write::input::guard::DEFAULT_MAX_LINE_BYTES;
 
 /// Hands batches on in their contract version's schema, numbering rows from 1 across them;
 /// a string value longer than `max_value` bytes refuses the input, naming its row and field.

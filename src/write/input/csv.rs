@@ -27,7 +27,7 @@ pub(super) fn parse(bytes: &[u8]) -> Result<Vec<SourcedBatch>> {
     let mut out = Vec::new();
     read(
         bytes,
-        crate::write::input::DEFAULT_MAX_LINE_BYTES,
+        crate::write::input::guard::DEFAULT_MAX_LINE_BYTES,
         &mut |b| {
             out.push(b);
             Ok(())
@@ -334,7 +334,7 @@ mod tests {
         let mut out = Vec::new();
         read(
             text,
-            crate::write::input::DEFAULT_MAX_LINE_BYTES,
+            crate::write::input::guard::DEFAULT_MAX_LINE_BYTES,
             &mut |b| {
                 if let crate::schema::events::Origin::Lines(l) = &b.origin {
                     out.extend(l);
@@ -387,7 +387,7 @@ mod tests {
         let mut out: Vec<u64> = Vec::new();
         read(
             Dribble(crlf.as_bytes()),
-            crate::write::input::DEFAULT_MAX_LINE_BYTES,
+            crate::write::input::guard::DEFAULT_MAX_LINE_BYTES,
             &mut |b| {
                 if let crate::schema::events::Origin::Lines(l) = &b.origin {
                     out.extend(l);

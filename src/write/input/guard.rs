@@ -4,6 +4,12 @@
 
 use crate::base::error::Error;
 
+/// Longest NDJSON line (and CSV record, and Arrow or Parquet string value) accepted by
+/// default (`--max-line-bytes`): far above any event of the contract, and what bounds the
+/// memory one line can cost (parsing holds a line a few times over). A longer one is
+/// refused, naming it, before it is parsed.
+pub const DEFAULT_MAX_LINE_BYTES: usize = 64 << 20;
+
 /// Counts the bytes of the current line (NDJSON: up to `\n`) or record (CSV: up to a line
 /// end outside quotes, quoted newlines included).
 #[derive(Debug)]

@@ -24,7 +24,8 @@ mod ndjson;
 mod source;
 
 pub use format::Format;
-pub use source::{BatchSource, Input, DEFAULT_MAX_LINE_BYTES};
+pub use guard::DEFAULT_MAX_LINE_BYTES;
+pub use source::{BatchSource, Input};
 
 /// Parse raw input bytes in `format` into contract batches (not yet validated). Refused
 /// lines of text input are carried in the batches ([`SourcedBatch::read_errors`]), for

@@ -14,7 +14,7 @@ use std::time::SystemTime;
 
 use crate::base::error::{Error, Result};
 use crate::schema::events::{LineBatcher, SourcedBatch};
-use crate::write::input::guard::LineGuard;
+use crate::write::input::guard::{LineGuard, DEFAULT_MAX_LINE_BYTES};
 use crate::write::input::{binary, csv, ndjson, Format};
 
 /// An input that can be read from its start more than once.
@@ -51,11 +51,6 @@ pub trait BatchSource: Send + Sync + std::fmt::Debug + 'static {
 
 /// Bytes of NDJSON parsed at a time (cut at the last line end).
 const NDJSON_BLOCK: usize = 8 << 20;
-
-/// Longest NDJSON line accepted by default (`--max-line-bytes`): far above any event of
-/// the contract, and what bounds the memory one line can cost (parsing holds a line a few
-/// times over). A longer line is refused, naming it, before it is parsed.
-pub const DEFAULT_MAX_LINE_BYTES: usize = 64 << 20;
 
 #[derive(Debug)]
 enum Backing {
