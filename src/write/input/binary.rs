@@ -45,20 +45,10 @@ fn longest_values(b: &RecordBatch, first: u64, max_value: usize) -> Result<()> {
     for (field, column) in b.schema().fields().iter().zip(b.columns()) {
         // Offsets say each value's length without touching the values.
         let lengths: Box<dyn Iterator<Item = usize>> = match column.data_type() {
-            arrow_schema::DataType::Utf8 => Box::new(
-                column
-                    .as_string::<i32>()
-                    .offsets()
-                    .windows(2)
-                    .map(|w| (w[1] - w[0]) as usize),
-            ),
-            arrow_schema::DataType::LargeUtf8 => Box::new(
-                column
-                    .as_string::<i64>()
-                    .offsets()
-                    .windows(2)
-                    .map(|w| (w[1] - w[0]) as usize),
-            ),
+            arrow_schema::DataType::Utf8 => Box::new(column.as_string::<i32>().offsets().lengths()),
+            arrow_schema::DataType::LargeUtf8 => {
+                Box::new(column.as_string::<i64>().offsets().lengths())
+            }
             _ => continue,
         };
         if let Some((i, n)) = lengths

@@ -36,6 +36,26 @@ fn peak_rss_kib(args: &[&str]) -> (std::process::Output, i64) {
     (o, peak)
 }
 
+/// Run `lineage ARGS` and hold it to a refusal of a hostile object that it never read:
+/// exit `code`, a line naming the object (`names`) that says `why`, and a peak RSS within
+/// 32 MiB of `baseline` (KiB; the object is far larger).
+fn refused_unread(args: &[&str], code: i32, names: &str, why: &[&str], baseline: i64) {
+    let (o, peak) = peak_rss_kib(args);
+    let (out, err) = text(&o);
+    eprintln!("{args:?}: peak RSS {peak} KiB ({baseline} KiB baseline)");
+    assert_eq!(o.status.code(), Some(code), "{args:?}: {out}{err}");
+    let told = format!("{out}{err}");
+    assert!(
+        told.lines()
+            .any(|l| l.contains(names) && why.iter().all(|w| l.contains(w))),
+        "{args:?}: {told}"
+    );
+    assert!(
+        peak < baseline + 32 * 1024,
+        "{args:?}: {peak} KiB, {baseline} KiB baseline"
+    );
+}
+
 #[tokio::test]
 async fn a_128_mib_pointer_is_refused_without_being_read() {
     let (_tmp, root, ptrs) = local_store().await;
@@ -195,21 +215,9 @@ async fn a_seal_larger_than_its_limit_is_refused_by_every_reader_without_being_r
         .unwrap();
     let commit = ptrs[0].commit_id.clone();
     let want = "1073741824 bytes; a seal is at most 67108864 (--max-seal-bytes; not read)";
+    // Never read: the peak stays far below the seal's size (baseline: a clean verify).
     for (args, code) in seal_readers(store, &commit, replica) {
-        let (o, peak) = peak_rss_kib(&args);
-        let (out, err) = text(&o);
-        eprintln!("{args:?}: peak RSS {peak} KiB ({baseline} KiB verify of the clean store)");
-        assert_eq!(o.status.code(), Some(code), "{args:?}: {out}{err}");
-        let told = format!("{out}{err}");
-        assert!(
-            told.lines().any(|l| l.contains(&key) && l.contains(want)),
-            "{args:?}: {told}"
-        );
-        // Never read: the peak stays far below the seal's size.
-        assert!(
-            peak < baseline + 32 * 1024,
-            "{args:?}: {peak} KiB, {baseline} KiB clean"
-        );
+        refused_unread(&args, code, &key, &[want], baseline);
     }
 }
 
@@ -261,24 +269,12 @@ async fn a_page_larger_than_the_limit_is_refused_by_every_reader_without_being_d
         ),
     ];
     for (args, code) in readers {
-        let (o, peak) = peak_rss_kib(&[args, &limit[..]].concat());
-        let (out, err) = text(&o);
-        eprintln!("{args:?}: peak RSS {peak} KiB ({baseline} KiB for `files`)");
-        assert_eq!(o.status.code(), Some(code), "{args:?}: {out}{err}");
-        let told = format!("{out}{err}");
-        assert!(
-            told.lines().any(|l| l.contains("part-")
-                && l.contains(": page 0 decodes to ")
-                && l.contains(
-                    "more than the 33554432 decoded at most (--max-page-bytes; not decoded)"
-                )),
-            "{args:?}: {told}"
-        );
-        // Never decoded: the peak stays far below the page's size.
-        assert!(
-            peak < baseline + 32 * 1024,
-            "{args:?}: {peak} KiB, {baseline} KiB"
-        );
+        // Never decoded: the peak stays far below the page's size (baseline: `files`).
+        let why = [
+            ": page 0 decodes to ",
+            "more than the 33554432 decoded at most (--max-page-bytes; not decoded)",
+        ];
+        refused_unread(&[args, &limit[..]].concat(), code, "part-", &why, baseline);
         // Under the default limit (256 MiB) the page is decoded.
         let o = crate::support::lineage(args, None);
         assert_eq!(o.status.code(), Some(0), "{args:?}: {:?}", text(&o));
@@ -315,18 +311,7 @@ async fn a_sealed_pointer_grown_past_any_pointer_is_refused_by_every_reader_unre
             let f = std::fs::File::create(root.join(&planted)).unwrap();
             f.set_len(128 << 20).unwrap();
         }
-        let (o, peak) = peak_rss_kib(args);
-        let told = format!("{}{}", text(&o).0, text(&o).1);
-        eprintln!("{args:?}: peak RSS {peak} KiB ({baseline} KiB clean verify)");
-        assert_eq!(o.status.code(), Some(code), "{args:?}: {told}");
-        assert!(
-            told.lines().any(|l| l.contains(pk) && l.contains(want)),
-            "{args:?}: {told}"
-        );
-        assert!(
-            peak < baseline + 32 * 1024,
-            "{args:?}: {peak} KiB, {baseline} KiB"
-        );
+        refused_unread(args, code, pk, &[want], baseline);
     }
 }
 
