@@ -5,23 +5,39 @@
 use std::collections::HashSet;
 
 use chrono::{DateTime, Utc};
-use futures::{StreamExt, TryStreamExt};
+use futures::StreamExt;
 
 use crate::base::error::{Error, Result};
 use crate::format::keys;
 use crate::format::pointer::Pointer;
 use crate::history::head::{self, read_seal};
 use crate::history::index;
-use crate::history::pointers::{read_pointers, sort_in_commit_order, READ_CONCURRENCY};
+use crate::history::pointers::{
+    read_pointers_past_corrupt, sort_in_commit_order, Unreadable, READ_CONCURRENCY,
+};
 use crate::publish::AtomicPublisher;
 
 /// The commits after seal `since` (the newest when `None`), of one run if given. A store
-/// without a seal of the current format is read whole (every pointer).
+/// without a seal of the current format is read whole (every pointer). A pointer that
+/// cannot be read or parsed is an error here (`lineage log` lists it and goes on).
 pub async fn since_seal(
     store: &dyn AtomicPublisher,
     since: Option<u64>,
     run_id: Option<&str>,
 ) -> Result<Vec<Pointer>> {
+    let (pointers, unreadable) = since_seal_past_corrupt(store, since, run_id).await?;
+    match unreadable.into_iter().next() {
+        Some(u) => Err(u.error),
+        None => Ok(pointers),
+    }
+}
+
+/// [`since_seal`], going on past a pointer it cannot read or parse: those, by key.
+pub(crate) async fn since_seal_past_corrupt(
+    store: &dyn AtomicPublisher,
+    since: Option<u64>,
+    run_id: Option<&str>,
+) -> Result<(Vec<Pointer>, Vec<Unreadable>)> {
     if let Some(r) = run_id {
         keys::check_run_id(r)?;
     }
@@ -44,9 +60,10 @@ pub async fn since_seal(
                 .filter_map(|s| s.seal.as_ref().ok())
                 .flat_map(|s| s.entries.iter().map(|e| e.key.clone()))
                 .collect();
-            let mut v = read_pointers(store, run_id).await?;
+            let (mut v, mut bad) = read_pointers_past_corrupt(store, run_id).await?;
             v.retain(|p| !sealed.contains(&keys::pointer_key(&p.run_id, &p.commit_id)));
-            return Ok(v);
+            bad.retain(|u| !sealed.contains(&u.key));
+            return Ok((v, bad));
         }
     };
     let since = since.unwrap_or(newest.key_seq);
@@ -93,19 +110,30 @@ pub async fn since_seal(
         .into_iter()
         .filter(|k| prefix.is_none_or(|p| k.starts_with(p)))
         .collect();
-    let read: Vec<Option<Pointer>> = futures::stream::iter(wanted)
+    let read: Vec<(String, Result<Option<Pointer>>)> = futures::stream::iter(wanted)
         .map(|k| async move {
-            match crate::history::pointers::get_pointer(store, &k).await? {
-                Some(b) => Pointer::from_bytes(&k, &b).map(Some),
+            let got = match crate::history::pointers::get_pointer(store, &k).await {
+                Ok(Some(b)) => Pointer::from_bytes(&k, &b).map(Some),
                 // Removed since it was sealed or indexed: `verify` names it.
-                None => Ok(None),
-            }
+                Ok(None) => Ok(None),
+                Err(e) => Err(e),
+            };
+            (k, got)
         })
         .buffer_unordered(READ_CONCURRENCY)
-        .try_collect()
-        .await?;
-    let mut v: Vec<Pointer> = read.into_iter().flatten().collect();
+        .collect()
+        .await;
+    let (mut v, mut bad) = (Vec::new(), Vec::new());
+    for (key, got) in read {
+        match got {
+            Ok(p) => v.extend(p),
+            Err(error @ Error::Corrupt { .. }) => bad.push(Unreadable { key, error }),
+            Err(e) => return Err(e),
+        }
+    }
     sort_in_commit_order(&mut v);
     v.dedup_by(|a, b| a.commit_id == b.commit_id && a.run_id == b.run_id);
-    Ok(v)
+    bad.sort_by(|a, b| a.key.cmp(&b.key));
+    bad.dedup_by(|a, b| a.key == b.key);
+    Ok((v, bad))
 }

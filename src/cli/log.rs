@@ -6,7 +6,7 @@
 
 use crate::base::error::{Error, Result};
 use crate::cli::common::{json_line, out, out_raw, Status, StoreArg};
-use crate::history::pointers::read_pointers;
+use crate::history::pointers::read_pointers_past_corrupt;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -29,13 +29,16 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         crate::format::keys::check_run_id(r)?;
     }
     let store = a.store.open_existing().await?;
-    let pointers = match a.since_seal {
+    // A pointer that cannot be read or parsed is listed as a problem; the others are
+    // listed all the same.
+    let (pointers, unreadable) = match a.since_seal {
         Some(since) => {
-            crate::audit::log::since_seal(store.as_ref(), since, a.run_id.as_deref()).await?
+            crate::audit::log::since_seal_past_corrupt(store.as_ref(), since, a.run_id.as_deref())
+                .await?
         }
-        None => read_pointers(store.as_ref(), a.run_id.as_deref()).await?,
+        None => read_pointers_past_corrupt(store.as_ref(), a.run_id.as_deref()).await?,
     };
-    if pointers.is_empty() {
+    if pointers.is_empty() && unreadable.is_empty() {
         if let Some(r) = &a.run_id {
             let prefix = format!("{}run_id={r}/", crate::format::keys::COMMITS_PREFIX);
             if store.list_after(&prefix, "", 1).await?.is_empty() {
@@ -74,6 +77,25 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
                 if p.adopted { " (adopted)" } else { "" }
             ))?;
         }
+    }
+    for u in &unreadable {
+        let why = match &u.error {
+            Error::Corrupt { message, .. } => message.clone(),
+            e => e.to_string(),
+        };
+        let line = format!("PROBLEM corrupt_pointer: {}: {why}", u.key);
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "{}", crate::base::text::printable(&line));
+    }
+    if !unreadable.is_empty() {
+        use std::io::Write;
+        let n = unreadable.len();
+        let _ = writeln!(
+            std::io::stderr(),
+            "{n} pointer{} not read (`lineage verify` reports the store); every other commit is listed",
+            if n == 1 { "" } else { "s" }
+        );
+        return Ok(1);
     }
     Ok(0)
 }

@@ -67,11 +67,43 @@ pub async fn read_pointers(
         .collect())
 }
 
+/// A pointer that cannot be read (too large) or parsed: its key and why.
+#[derive(Debug)]
+pub(crate) struct Unreadable {
+    /// The pointer's key.
+    pub(crate) key: String,
+    /// Why ([`Error::Corrupt`]).
+    pub(crate) error: Error,
+}
+
+/// [`read_pointers`] that goes on past a pointer it cannot read or parse (`log`): the
+/// pointers it could read, in commit-time order, and the others by key.
+pub(crate) async fn read_pointers_past_corrupt(
+    store: &dyn AtomicPublisher,
+    run_id: Option<&str>,
+) -> Result<(Vec<Pointer>, Vec<Unreadable>)> {
+    let (ok, bad) = read_all(store, run_id).await?;
+    Ok((ok.into_iter().map(|p| p.pointer).collect(), bad))
+}
+
 /// [`read_pointers`], keeping each pointer's key and digest.
 pub(crate) async fn read_stored_pointers(
     store: &dyn AtomicPublisher,
     run_id: Option<&str>,
 ) -> Result<Vec<StoredPointer>> {
+    let (ok, bad) = read_all(store, run_id).await?;
+    match bad.into_iter().next() {
+        Some(u) => Err(u.error),
+        None => Ok(ok),
+    }
+}
+
+/// Every pointer (of one run), read and parsed: those that are, in commit-time order, and
+/// those that are not (too large or corrupt), by key. Other errors end the read.
+async fn read_all(
+    store: &dyn AtomicPublisher,
+    run_id: Option<&str>,
+) -> Result<(Vec<StoredPointer>, Vec<Unreadable>)> {
     let prefix = match run_id {
         Some(r) => {
             keys::check_run_id(r)?;
@@ -80,27 +112,37 @@ pub(crate) async fn read_stored_pointers(
         None => keys::COMMITS_PREFIX.to_string(),
     };
     let listed = store.list(&prefix).await?;
-    let mut pointers: Vec<StoredPointer> = futures::stream::iter(
+    let read: Vec<std::result::Result<StoredPointer, Unreadable>> = futures::stream::iter(
         listed
             .into_iter()
             .filter(|o| matches!(keys::classify(&o.key), KeyKind::Pointer { .. })),
     )
     .map(|o| async move {
-        let bytes = get_pointer(store, &o.key)
-            .await?
-            .ok_or_else(|| Error::NotFound(o.key.clone()))?;
-        let pointer = Pointer::from_bytes(&o.key, &bytes)?;
-        Ok::<_, Error>(StoredPointer {
-            sha256: sha256_hex(&bytes),
-            key: o.key,
-            pointer,
-        })
+        let parsed = match get_pointer(store, &o.key).await {
+            Ok(Some(bytes)) => Pointer::from_bytes(&o.key, &bytes).map(|pointer| StoredPointer {
+                sha256: sha256_hex(&bytes),
+                key: o.key.clone(),
+                pointer,
+            }),
+            Ok(None) => return Err(Error::NotFound(o.key)),
+            Err(e) => Err(e),
+        };
+        Ok::<_, Error>(parsed.map_err(|error| Unreadable { key: o.key, error }))
     })
     .buffer_unordered(READ_CONCURRENCY)
     .try_collect()
     .await?;
-    pointers.sort_by(|a, b| commit_order(&a.pointer, &b.pointer));
-    Ok(pointers)
+    let (mut ok, mut bad) = (Vec::new(), Vec::new());
+    for r in read {
+        match r {
+            Ok(p) => ok.push(p),
+            Err(u) if matches!(u.error, Error::Corrupt { .. }) => bad.push(u),
+            Err(u) => return Err(u.error),
+        }
+    }
+    ok.sort_by(|a, b| commit_order(&a.pointer, &b.pointer));
+    bad.sort_by(|a, b| a.key.cmp(&b.key));
+    Ok((ok, bad))
 }
 
 /// Commit-time order: `committed_utc` (RFC 3339 in UTC with microseconds, so text order is

@@ -142,3 +142,56 @@ async fn an_oversized_pointer_is_refused_before_it_is_parsed() {
         bad[0].1
     );
 }
+
+#[tokio::test]
+async fn log_lists_a_corrupt_pointer_as_a_problem_and_every_other_commit() {
+    let (tmp, root, ptrs) = local_store().await;
+    let store = root.to_str().unwrap();
+    let o = crate::support::lineage(&["seal", "--store", store], None);
+    assert_eq!(o.status.code(), Some(0), "{:?}", crate::support::text(&o));
+    // Three commits after the seal (one row each), the second of them corrupted.
+    let input = tmp.path().join("more.ndjson");
+    std::fs::write(&input, crate::support::ndjson("run-late", 3, "late")).unwrap();
+    let i = input.to_str().unwrap();
+    let args = [
+        "append",
+        "--store",
+        store,
+        "--input",
+        i,
+        "--batch-rows",
+        "1",
+    ];
+    let o = crate::support::lineage(&args, None);
+    assert_eq!(o.status.code(), Some(0), "{:?}", crate::support::text(&o));
+    let dir = root.join(keys::COMMITS_PREFIX).join("run_id=run-late");
+    let mut late: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    late.sort();
+    assert_eq!(late.len(), 3);
+    let pk = format!(
+        "{}run_id=run-late/{}",
+        keys::COMMITS_PREFIX,
+        late[1].to_string_lossy()
+    );
+    std::fs::write(root.join(&pk), b"{not json").unwrap();
+    for (extra, listed) in [
+        (&[][..], ptrs.len() + 2),
+        (&["--json"][..], ptrs.len() + 2),
+        (&["--since-seal"][..], 2),
+        (&["--since-seal", "1", "--json"][..], 2),
+    ] {
+        let args = [&["log", "--store", store][..], extra].concat();
+        let o = crate::support::lineage(&args, None);
+        let (out, err) = crate::support::text(&o);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {out}{err}");
+        assert_eq!(out.lines().count(), listed, "{args:?}: {out}");
+        assert!(
+            err.contains(&format!("PROBLEM corrupt_pointer: {pk}: "))
+                && err.contains("1 pointer not read (`lineage verify` reports the store)"),
+            "{args:?}: {err}"
+        );
+    }
+}

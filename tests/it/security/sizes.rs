@@ -300,7 +300,7 @@ async fn a_sealed_pointer_grown_past_any_pointer_is_refused_by_every_reader_unre
     let planted = keys::pointer_key(&p.run_id, "01a234d7-5435-7313-b465-2822b322f0a8");
     let readers: [(&[&str], &str, i32); 6] = [
         (&["verify", "--store", store, "--grace", "0s"], &pk, 1),
-        (&["log", "--store", store], &pk, 3),
+        (&["log", "--store", store], &pk, 1),
         (&["prove", "--store", store, &p.commit_id], &pk, 3),
         (&["files", "--store", store], &pk, 1),
         (&["export", "openlineage", "--store", store], &pk, 3),
