@@ -127,7 +127,7 @@ pub async fn read_tile(
         }
         tried.push(w);
         let key = keys::tile_key(level, index, w);
-        if let Some(bytes) = store.get(&key).await? {
+        if let Some(bytes) = get_tile(store, &key, w).await? {
             return take_width(&key, &bytes, w, min_width);
         }
     }
@@ -143,7 +143,7 @@ pub async fn read_tile(
         .collect();
     for w in widths {
         let key = keys::tile_key(level, index, w);
-        if let Some(bytes) = store.get(&key).await? {
+        if let Some(bytes) = get_tile(store, &key, w).await? {
             return take_width(&key, &bytes, w, min_width);
         }
     }
@@ -151,6 +151,19 @@ pub async fn read_tile(
         "tile {} (level {level}, {min_width} hashes or more); `lineage seal --rescan` writes missing tiles",
         keys::tile_key(level, index, TILE_WIDTH)
     )))
+}
+
+/// A tile of `width` hashes is exactly 32 bytes a hash: one larger is refused unread.
+async fn get_tile(store: &dyn AtomicPublisher, key: &str, width: u64) -> Result<Option<Bytes>> {
+    let max = width.saturating_mul(32);
+    store.get_at_most(key, max).await.map_err(|e| match e {
+        Error::TooLarge { size, .. } => Error::Corrupt {
+            what: "tile",
+            key: key.to_string(),
+            message: format!("{size} bytes; a tile of {width} hashes is {max} (not read)"),
+        },
+        e => e,
+    })
 }
 
 fn take_width(key: &str, bytes: &[u8], width: u64, min_width: u64) -> Result<Vec<Hash>> {

@@ -337,3 +337,24 @@ async fn seal_refuses_to_publish_a_seal_its_readers_would_refuse() {
     let o = crate::support::lineage(&["seal", "--store", store], None);
     assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
 }
+
+#[tokio::test]
+async fn a_tile_larger_than_its_width_is_refused_unread() {
+    let (_tmp, root, ptrs) = local_store().await;
+    let store = root.to_str().unwrap();
+    let o = crate::support::lineage(&["seal", "--store", store], None);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let (_, baseline) = peak_rss_kib(&["prove", "--store", store, &ptrs[0].commit_id]);
+    // Ten commits: one partial tile of ten hashes.
+    let tile = "_lineage/tiles/0/000.p/10";
+    let f = std::fs::File::create(root.join(tile)).unwrap();
+    f.set_len(128 << 20).unwrap();
+    let why = ["134217728 bytes; a tile of 10 hashes is 320 (not read)"];
+    refused_unread(
+        &["prove", "--store", store, &ptrs[0].commit_id],
+        3,
+        tile,
+        &why,
+        baseline,
+    );
+}
