@@ -36,6 +36,18 @@ fn peak_rss_kib(args: &[&str]) -> (std::process::Output, i64) {
     (o, peak)
 }
 
+/// [`local_store`], sealed by `lineage seal` (seal 1 covers every commit).
+async fn sealed_local_store() -> (
+    tempfile::TempDir,
+    std::path::PathBuf,
+    Vec<lineage_store::Pointer>,
+) {
+    let (tmp, root, ptrs) = local_store().await;
+    let o = crate::support::lineage(&["seal", "--store", root.to_str().unwrap()], None);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    (tmp, root, ptrs)
+}
+
 /// Run `lineage ARGS` and hold it to a refusal of a hostile object that it never read:
 /// exit `code`, a line naming the object (`names`) that says `why`, and a peak RSS within
 /// 32 MiB of `baseline` (KiB; the object is far larger).
@@ -181,12 +193,10 @@ fn seal_readers<'a>(store: &'a str, commit: &'a str, replica: &'a str) -> Vec<(V
 
 #[tokio::test]
 async fn a_seal_larger_than_its_limit_is_refused_by_every_reader_without_being_read() {
-    let (tmp, root, ptrs) = local_store().await;
+    let (tmp, root, ptrs) = sealed_local_store().await;
     let store = root.to_str().unwrap();
     let replica = tmp.path().join("replica");
     let replica = replica.to_str().unwrap();
-    let o = crate::support::lineage(&["seal", "--store", store], None);
-    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
     let key = keys::seal_key(1);
     let path = root.join(&key);
     let size = std::fs::metadata(&path).unwrap().len();
@@ -283,10 +293,8 @@ async fn a_page_larger_than_the_limit_is_refused_by_every_reader_without_being_d
 
 #[tokio::test]
 async fn a_sealed_pointer_grown_past_any_pointer_is_refused_by_every_reader_unread() {
-    let (_tmp, root, ptrs) = local_store().await;
+    let (_tmp, root, ptrs) = sealed_local_store().await;
     let store = root.to_str().unwrap();
-    let o = crate::support::lineage(&["seal", "--store", store], None);
-    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
     let (_, baseline) = peak_rss_kib(&["verify", "--store", store, "--grace", "0s"]);
     let p = &ptrs[0];
     let pk = keys::pointer_key(&p.run_id, &p.commit_id);
@@ -340,10 +348,8 @@ async fn seal_refuses_to_publish_a_seal_its_readers_would_refuse() {
 
 #[tokio::test]
 async fn a_tile_larger_than_its_width_is_refused_unread() {
-    let (_tmp, root, ptrs) = local_store().await;
+    let (_tmp, root, ptrs) = sealed_local_store().await;
     let store = root.to_str().unwrap();
-    let o = crate::support::lineage(&["seal", "--store", store], None);
-    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
     let (_, baseline) = peak_rss_kib(&["prove", "--store", store, &ptrs[0].commit_id]);
     // Ten commits: one partial tile of ten hashes.
     let tile = "_lineage/tiles/0/000.p/10";
