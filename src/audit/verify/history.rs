@@ -196,10 +196,9 @@ async fn later_seals(store: &dyn AtomicPublisher, cx: &Context<'_>) -> Result<La
 }
 
 /// Why a tile's bytes `have` are not the tree's `width` hashes.
-fn changed(have: &[u8], width: u64) -> String {
+fn changed(size: u64, width: u64) -> String {
     format!(
-        "{} bytes that are not the tree's {width} hashes (the tile was changed); proofs from it would fail",
-        have.len()
+        "{size} bytes that are not the tree's {width} hashes (the tile was changed); proofs from it would fail"
     )
 }
 
@@ -522,15 +521,27 @@ async fn check_tiles(
                         "lies beyond the tree the seals give",
                     )));
                 };
-                let have = store.get(&o.key).await?.unwrap_or_default();
-                Ok(match tiles::parse_tile(&have) {
-                    Some(h) if h == want => None,
-                    _ => Some(Problem::new(
-                        ProblemKind::BadTile,
-                        &o.key,
-                        changed(&have, width),
-                    )),
-                })
+                // Not the size of its width (as listed, or when read): changed, not read.
+                let max = width * 32;
+                let have = if o.size != max {
+                    Err(o.size)
+                } else {
+                    match store.get_at_most(&o.key, max).await {
+                        Ok(have) => Ok(have.unwrap_or_default()),
+                        Err(crate::Error::TooLarge { size, .. }) => Err(size),
+                        Err(e) => return Err(e),
+                    }
+                };
+                let size = match &have {
+                    Ok(h) if tiles::parse_tile(h).as_deref() == Some(want) => return Ok(None),
+                    Ok(h) => h.len() as u64,
+                    Err(size) => *size,
+                };
+                Ok(Some(Problem::new(
+                    ProblemKind::BadTile,
+                    &o.key,
+                    changed(size, width),
+                )))
             }
         })
         .buffer_unordered(READ_CONCURRENCY)
@@ -556,10 +567,12 @@ async fn check_tiles(
                 let key = keys::tile_key(level, index, need);
                 let from = (index * TILE_WIDTH) as usize;
                 let want = nodes.get(from..from + need as usize);
-                let why = match store.get(&key).await? {
-                    None => "missing: the newest complete seal's tree needs it; `lineage seal --rescan` writes it".to_string(),
-                    Some(have) if tiles::parse_tile(&have).as_deref() == want => continue,
-                    Some(have) => changed(&have, need),
+                let why = match store.get_at_most(&key, need * 32).await {
+                    Ok(None) => "missing: the newest complete seal's tree needs it; `lineage seal --rescan` writes it".to_string(),
+                    Ok(Some(have)) if tiles::parse_tile(&have).as_deref() == want => continue,
+                    Ok(Some(have)) => changed(have.len() as u64, need),
+                    Err(crate::Error::TooLarge { size, .. }) => changed(size, need),
+                    Err(e) => return Err(e),
                 };
                 out.push(Problem::new(ProblemKind::BadTile, &key, why));
             }

@@ -363,4 +363,16 @@ async fn a_tile_larger_than_its_width_is_refused_unread() {
         &why,
         baseline,
     );
+    // `verify` names it from its listed size, without reading it (its baseline is higher).
+    let why = [
+        "PROBLEM bad_tile: ",
+        "134217728 bytes that are not the tree's 10 hashes",
+    ];
+    refused_unread(
+        &["verify", "--store", store],
+        1,
+        tile,
+        &why,
+        baseline + 16 * 1024,
+    );
 }
