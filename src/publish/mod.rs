@@ -139,6 +139,16 @@ pub trait AtomicPublisher: Send + Sync + Debug {
 /// Keys per page of [`list_pages`]: what one S3 `ListObjectsV2` request returns.
 pub(crate) const LIST_PAGE: usize = 1000;
 
+/// Whether an object exists under `key`, reading none of it (an object of any size is
+/// there: [`AtomicPublisher::get_at_most`] of nothing).
+pub(crate) async fn exists(store: &dyn AtomicPublisher, key: &str) -> Result<bool> {
+    match store.get_at_most(key, 0).await {
+        Ok(got) => Ok(got.is_some()),
+        Err(crate::Error::TooLarge { .. }) => Ok(true),
+        Err(e) => Err(e),
+    }
+}
+
 /// [`crate::Error::TooLarge`] when `size` exceeds `max`.
 pub(crate) fn too_large(key: &str, size: u64, max: u64) -> Result<()> {
     if size > max {

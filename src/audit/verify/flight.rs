@@ -287,7 +287,9 @@ pub(crate) async fn judge_pointerless_parts(
             Err(why) => why.clone(),
         };
         // The writer may have published the pointer since the listing.
-        if let Ok(Some(_)) = store.get(&keys::pointer_key(&run_id, &commit_id)).await {
+        if let Ok(true) =
+            crate::publish::exists(store, &keys::pointer_key(&run_id, &commit_id)).await
+        {
             flying.push(InFlight {
                 key: key.to_string(),
                 kind: InFlightKind::CommittedDuringScan,

@@ -29,7 +29,7 @@ use crate::history::index;
 use crate::history::pointers::READ_CONCURRENCY;
 use crate::history::seal::Seal;
 use crate::history::tiles::{self, width_in};
-use crate::publish::{AtomicPublisher, ObjectInfo};
+use crate::publish::{exists, AtomicPublisher, ObjectInfo};
 
 /// What the history checks look at.
 #[derive(Debug)]
@@ -341,13 +341,13 @@ async fn missed(
                 };
                 // Not listed (or another shard's range): look it up, it may have landed since.
                 let present = listed_index.contains(ik.as_str())
-                    || store.get(&ik).await?.is_some()
+                    || exists(store, &ik).await?
                     || match index::committed(p) {
                         // An entry an older version wrote, in its layout.
-                        Some(t) => store
-                            .get(&keys::index_key_in(keys::Layout::V1, t, &p.commit_id, &p.run_id))
-                            .await?
-                            .is_some(),
+                        Some(t) => {
+                            let v1 = keys::index_key_in(keys::Layout::V1, t, &p.commit_id, &p.run_id);
+                            exists(store, &v1).await?
+                        }
                         None => false,
                     };
                 let late = watermark.is_some_and(|w| index::committed(p).is_some_and(|t| t < w));
@@ -426,17 +426,8 @@ async fn missing_locators(
             continue;
         }
         let key = keys::leaf_key(&commit_id, i as u64, &run_id);
-        if store.get(&key).await?.is_some()
-            || store
-                .get(&keys::leaf_key_in(
-                    keys::Layout::V1,
-                    &commit_id,
-                    i as u64,
-                    &run_id,
-                ))
-                .await?
-                .is_some()
-        {
+        let v1 = keys::leaf_key_in(keys::Layout::V1, &commit_id, i as u64, &run_id);
+        if exists(store, &key).await? || exists(store, &v1).await? {
             continue;
         }
         out.push(Problem::new(
