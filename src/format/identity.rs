@@ -10,6 +10,9 @@ use crate::base::error::{Error, Result};
 /// Format tag of the identity object.
 pub const IDENTITY_FORMAT: &str = "lineage-store-id/1";
 
+/// The most an identity object is read of: three short fields take about 150 bytes.
+pub const MAX_IDENTITY_BYTES: u64 = 4096;
+
 /// What `_lineage/store.json` holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoreIdentity {

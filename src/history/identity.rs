@@ -5,9 +5,9 @@
 use bytes::Bytes;
 
 use crate::base::clock::Clock;
-use crate::base::error::Result;
+use crate::base::error::{Error, Result};
 use crate::base::time::rfc3339;
-use crate::format::identity::StoreIdentity;
+use crate::format::identity::{StoreIdentity, MAX_IDENTITY_BYTES};
 use crate::format::keys::IDENTITY_KEY;
 use crate::publish::checked::{create_or_read_back, Landed};
 use crate::publish::AtomicPublisher;
@@ -15,7 +15,18 @@ use crate::publish::AtomicPublisher;
 /// The store's identity, `None` when it has none (empty, or written only by versions before
 /// identities).
 pub async fn read_identity(store: &dyn AtomicPublisher) -> Result<Option<StoreIdentity>> {
-    match store.get(IDENTITY_KEY).await? {
+    let got = store
+        .get_at_most(IDENTITY_KEY, MAX_IDENTITY_BYTES)
+        .await
+        .map_err(|e| match e {
+            Error::TooLarge { size, max, .. } => Error::Corrupt {
+                what: "store identity",
+                key: IDENTITY_KEY.to_string(),
+                message: format!("{size} bytes; a store identity is at most {max} (not read)"),
+            },
+            e => e,
+        })?;
+    match got {
         Some(b) => StoreIdentity::from_bytes(IDENTITY_KEY, &b).map(Some),
         None => Ok(None),
     }

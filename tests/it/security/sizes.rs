@@ -376,3 +376,38 @@ async fn a_tile_larger_than_its_width_is_refused_unread() {
         baseline + 16 * 1024,
     );
 }
+
+#[tokio::test]
+async fn a_store_identity_larger_than_any_identity_is_refused_unread() {
+    let (tmp, root, _) = local_store().await;
+    let store = root.to_str().unwrap();
+    let (_, baseline) = peak_rss_kib(&["verify", "--store", store, "--grace", "0s"]);
+    let key = lineage_store::internal::keys::IDENTITY_KEY;
+    std::fs::remove_file(root.join(key)).unwrap();
+    let f = std::fs::File::create(root.join(key)).unwrap();
+    f.set_len(128 << 20).unwrap();
+    let why = ["134217728 bytes; a store identity is at most 4096 (not read)"];
+    let verify = ["verify", "--store", store, "--grace", "0s"];
+    refused_unread(
+        &verify,
+        1,
+        key,
+        &[&["PROBLEM bad_identity: "][..], &why].concat(),
+        baseline,
+    );
+    // And an append refuses the store, nothing published.
+    let input = tmp.path().join("more.ndjson");
+    std::fs::write(&input, crate::support::ndjson("run-late", 3, "late")).unwrap();
+    let append = [
+        "append",
+        "--store",
+        store,
+        "--input",
+        input.to_str().unwrap(),
+    ];
+    refused_unread(&append, 3, key, &why, baseline);
+    assert!(!root
+        .join(keys::COMMITS_PREFIX)
+        .join("run_id=run-late")
+        .exists());
+}
