@@ -518,6 +518,9 @@ pub enum KeyKind {
     Witness,
     /// A Delta version of ours, `_delta_log/<20 digits>.json` ([`crate::format::delta`]).
     DeltaVersion(u64),
+    /// A Delta checkpoint of ours, `_delta_log/<20 digits>.checkpoint.parquet`
+    /// ([`crate::format::checkpoint`]).
+    DeltaCheckpoint(u64),
     /// A compaction record, `_lineage/compacted/records/<compaction-id>.json`.
     CompactionRecord {
         /// From the file name.
@@ -533,8 +536,8 @@ pub enum KeyKind {
         /// From the file name.
         compaction_id: String,
     },
-    /// Anything else under `_delta_log/` (a checkpoint, `_last_checkpoint`, a planted
-    /// file): not ours, and named by `verify`.
+    /// Anything else under `_delta_log/` (`_last_checkpoint`, a multi-part or V2
+    /// checkpoint, a planted file): not ours, and named by `verify`.
     DeltaOther,
     /// Anything else under `_lineage/`: a name lineage-store never writes there (a copy of
     /// a part, notes, a file under a pointer's directory that is not a pointer): reported
@@ -554,7 +557,11 @@ pub fn classify(key: &str) -> KeyKind {
         return KeyKind::Identity;
     }
     if key.starts_with(DELTA_LOG_PREFIX) {
-        return parse_delta_version_key(key).map_or(KeyKind::DeltaOther, KeyKind::DeltaVersion);
+        if let Some(v) = parse_delta_version_key(key) {
+            return KeyKind::DeltaVersion(v);
+        }
+        return crate::format::checkpoint::parse_checkpoint_key(key)
+            .map_or(KeyKind::DeltaOther, KeyKind::DeltaCheckpoint);
     }
     if let Some(rest) = key.strip_prefix(COMMITS_PREFIX) {
         if let Some((dir, file)) = rest.split_once('/') {
