@@ -40,26 +40,12 @@ use parquet::file::properties::WriterProperties;
 use serde_json::Value;
 
 use crate::base::error::{Error, Result};
-use crate::format::keys::DELTA_LOG_PREFIX;
+pub use crate::format::keys::{
+    delta_checkpoint_key as checkpoint_key, parse_delta_checkpoint_key as parse_checkpoint_key,
+};
 
 /// Rows per record batch while encoding and decoding.
 const BATCH_ROWS: usize = 8192;
-
-/// The key of version `v`'s checkpoint.
-pub fn checkpoint_key(v: u64) -> String {
-    format!("{DELTA_LOG_PREFIX}{v:020}.checkpoint.parquet")
-}
-
-/// The version a key names, when it is exactly a checkpoint key of ours.
-pub fn parse_checkpoint_key(key: &str) -> Option<u64> {
-    let digits = key
-        .strip_prefix(DELTA_LOG_PREFIX)?
-        .strip_suffix(".checkpoint.parquet")?;
-    if digits.len() != 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    digits.parse().ok()
-}
 
 /// Whether the sealer writes a checkpoint for version `v`: every `interval` versions
 /// (0: never), and for a version that removes files (a compaction: the table shrinks,

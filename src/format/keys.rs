@@ -67,6 +67,22 @@ pub fn parse_delta_version_key(key: &str) -> Option<u64> {
     digits.parse().ok()
 }
 
+/// The key of Delta version `v`'s checkpoint ([`crate::format::checkpoint`]).
+pub fn delta_checkpoint_key(v: u64) -> String {
+    format!("{DELTA_LOG_PREFIX}{v:020}.checkpoint.parquet")
+}
+
+/// The version a key names, when it is exactly a checkpoint key of ours.
+pub fn parse_delta_checkpoint_key(key: &str) -> Option<u64> {
+    let digits = key
+        .strip_prefix(DELTA_LOG_PREFIX)?
+        .strip_suffix(".checkpoint.parquet")?;
+    if digits.len() != 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
 /// Longest accepted `run_id`, in bytes.
 pub const MAX_RUN_ID_BYTES: usize = 128;
 /// Prefix of everything that is not data.
@@ -560,7 +576,7 @@ pub fn classify(key: &str) -> KeyKind {
         if let Some(v) = parse_delta_version_key(key) {
             return KeyKind::DeltaVersion(v);
         }
-        return crate::format::checkpoint::parse_checkpoint_key(key)
+        return parse_delta_checkpoint_key(key)
             .map_or(KeyKind::DeltaOther, KeyKind::DeltaCheckpoint);
     }
     if let Some(rest) = key.strip_prefix(COMMITS_PREFIX) {
