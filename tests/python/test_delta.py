@@ -211,6 +211,11 @@ def test_the_python_package_names_the_table_version(store: Path, tmp_path: Path)
     assert fresh.delta_version() is None  # appended, never sealed: no table yet
     fresh.seal()
     assert fresh.delta_version() == 1
+    assert not list((tmp_path / "fresh/_delta_log").glob("*.checkpoint.parquet"))  # off by default
+    fresh.seal(allow_empty=True, delta_checkpoint_interval=1)
+    assert [p.name for p in (tmp_path / "fresh/_delta_log").glob("*.checkpoint.parquet")] == [
+        "00000000000000000002.checkpoint.parquet"]
+    assert DeltaTable(str(tmp_path / "fresh")).to_pyarrow_table().num_rows == 10
 
 
 DUCKDB_DELTA = os.environ.get("LINEAGE_DUCKDB_DELTA_PYTHON")
