@@ -57,41 +57,36 @@ def median_s(f, repeat: int) -> float:
 GROUP = "select target_crs, count(*) from {src} group by target_crs"
 
 
+def delta_count(store: Path) -> int:
+    dset = DeltaTable(str(store)).to_pyarrow_dataset()
+    return duckdb.sql("select count(*) from dset").fetchall()[0][0]
+
+
+def delta_group(store: Path) -> list:
+    dset = DeltaTable(str(store)).to_pyarrow_dataset()
+    return duckdb.sql(GROUP.format(src="dset")).fetchall()
+
+
+def polars_count(store: Path) -> int:
+    return pl.scan_delta(str(store)).select(pl.len()).collect().item()
+
+
+def polars_group(store: Path) -> pl.DataFrame:
+    return pl.scan_delta(str(store)).group_by("target_crs").len().collect()
+
+
 def delta_reads(store: Path, repeat: int) -> dict:
     """The Delta reads alone (any Delta table)."""
-
-    def delta_count() -> int:
-        dset = DeltaTable(str(store)).to_pyarrow_dataset()
-        return duckdb.sql("select count(*) from dset").fetchall()[0][0]
-
-    def delta_group() -> list:
-        dset = DeltaTable(str(store)).to_pyarrow_dataset()
-        return duckdb.sql(GROUP.format(src="dset")).fetchall()
-
-    def polars_count() -> int:
-        return pl.scan_delta(str(store)).select(pl.len()).collect().item()
-
-    def polars_group() -> pl.DataFrame:
-        return pl.scan_delta(str(store)).group_by("target_crs").len().collect()
-
     return {
-        "duckdb_delta_count_s": median_s(delta_count, repeat),
-        "duckdb_delta_groupby_s": median_s(delta_group, repeat),
-        "polars_scan_delta_count_s": median_s(polars_count, repeat),
-        "polars_scan_delta_groupby_s": median_s(polars_group, repeat),
+        "duckdb_delta_count_s": median_s(lambda: delta_count(store), repeat),
+        "duckdb_delta_groupby_s": median_s(lambda: delta_group(store), repeat),
+        "polars_scan_delta_count_s": median_s(lambda: polars_count(store), repeat),
+        "polars_scan_delta_groupby_s": median_s(lambda: polars_group(store), repeat),
         "open_table_s": median_s(lambda: DeltaTable(str(store)), repeat),
     }
 
 
 def reads(store: Path, lineage: str, repeat: int) -> dict:
-    def delta_count() -> int:
-        dset = DeltaTable(str(store)).to_pyarrow_dataset()
-        return duckdb.sql("select count(*) from dset").fetchall()[0][0]
-
-    def delta_group() -> list:
-        dset = DeltaTable(str(store)).to_pyarrow_dataset()
-        return duckdb.sql(GROUP.format(src="dset")).fetchall()
-
     def files() -> list[str]:
         return run(lineage, "files", "--store", str(store)).split()
 
@@ -103,12 +98,6 @@ def reads(store: Path, lineage: str, repeat: int) -> dict:
     def files_group() -> list:
         return duckdb.sql(GROUP.format(src=f"read_parquet({listed})")).fetchall()
 
-    def polars_count() -> int:
-        return pl.scan_delta(str(store)).select(pl.len()).collect().item()
-
-    def polars_group() -> pl.DataFrame:
-        return pl.scan_delta(str(store)).group_by("target_crs").len().collect()
-
     t = DeltaTable(str(store))
     uris = t.file_uris()
     sizes = [os.path.getsize(u.removeprefix("file://")) for u in uris]
@@ -116,9 +105,10 @@ def reads(store: Path, lineage: str, repeat: int) -> dict:
     for u in uris:
         m = re.search(r"run_id=[^/]+/target_crs=[^/]+", u)
         parts[m.group(0) if m else "?"] = parts.get(m.group(0) if m else "?", 0) + 1
-    assert delta_count() == files_count() == polars_count()
+    rows = delta_count(store)
+    assert rows == files_count() == polars_count(store)
     return {
-        "rows": delta_count(),
+        "rows": rows,
         "table_files": len(uris),
         "table_bytes": sum(sizes),
         "files_per_partition": sorted(parts.values()),
