@@ -153,7 +153,7 @@ pub mod internal {
     pub use crate::history::{complete, frontier, index, merkle, seal, signing, tiles};
     pub use crate::parts::{encode, multiset, read as part};
     pub use crate::publish::{
-        checked, disorderly, faulty, list_pages, metered, object, posix, store,
+        checked, disorderly, faulty, list_pages, metered, object, posix, require_objects, store,
     };
     pub use crate::read::prune;
     pub use crate::schema::events;

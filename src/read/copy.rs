@@ -110,7 +110,10 @@ pub(crate) async fn copy_parquet<W: Write + Send + 'static>(
                 break;
             }
         };
-        let (len, n) = (part.bytes.len() as u64, part.meta.file_metadata().num_rows());
+        let (len, n) = (
+            part.bytes.len() as u64,
+            part.meta.file_metadata().num_rows(),
+        );
         // A full queue blocks this task until the writer takes one: hand it over on the
         // blocking pool so the runtime's thread is never held.
         let tx2 = tx.clone();
