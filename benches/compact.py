@@ -1,5 +1,8 @@
 """Compaction benchmark (issue 20): a store of >= 2,000 small parts, read before and after
-`lineage compact`, against the same rows written as one file by pyarrow.
+`lineage compact`, and after a Delta checkpoint of the compacted table (`lineage seal
+--allow-empty --delta-checkpoint-interval 1`), against the same rows written as one file by
+pyarrow and by deltalake as a Delta table of one version with one file per partition (the
+floor of any Delta read of these rows in this layout).
 
     .venv/bin/python benches/compact.py --lineage target/release/lineage \
         [--events 20800] [--batch-rows 10] [--repeat 5] [--out DIR]
@@ -10,7 +13,9 @@ Measures (medians of --repeat runs, page cache hot after one warm-up):
 - Polars scan_delta count and group-by, and scan_parquet over the one-file copy;
 - bytes of the table's files, files per partition;
 - compaction wall time, rows/s, and peak RSS of the `lineage compact` process
-  (/usr/bin/time -v).
+  (/usr/bin/time -v);
+- the same Delta reads of the rows written by deltalake (`write_deltalake`, partitioned by
+  run_id and target_crs: one version, one file per partition).
 Prints a markdown table (and the JSON of all figures on the last line). Not a test.
 """
 from __future__ import annotations
@@ -29,7 +34,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 import pyarrow.parquet as pq
-from deltalake import DeltaTable
+from deltalake import DeltaTable, write_deltalake
 
 
 def run(*args: str) -> str:
@@ -52,15 +57,36 @@ def median_s(f, repeat: int) -> float:
 GROUP = "select target_crs, count(*) from {src} group by target_crs"
 
 
+def delta_count(store: Path) -> int:
+    dset = DeltaTable(str(store)).to_pyarrow_dataset()
+    return duckdb.sql("select count(*) from dset").fetchall()[0][0]
+
+
+def delta_group(store: Path) -> list:
+    dset = DeltaTable(str(store)).to_pyarrow_dataset()
+    return duckdb.sql(GROUP.format(src="dset")).fetchall()
+
+
+def polars_count(store: Path) -> int:
+    return pl.scan_delta(str(store)).select(pl.len()).collect().item()
+
+
+def polars_group(store: Path) -> pl.DataFrame:
+    return pl.scan_delta(str(store)).group_by("target_crs").len().collect()
+
+
+def delta_reads(store: Path, repeat: int) -> dict:
+    """The Delta reads alone (any Delta table)."""
+    return {
+        "duckdb_delta_count_s": median_s(lambda: delta_count(store), repeat),
+        "duckdb_delta_groupby_s": median_s(lambda: delta_group(store), repeat),
+        "polars_scan_delta_count_s": median_s(lambda: polars_count(store), repeat),
+        "polars_scan_delta_groupby_s": median_s(lambda: polars_group(store), repeat),
+        "open_table_s": median_s(lambda: DeltaTable(str(store)), repeat),
+    }
+
+
 def reads(store: Path, lineage: str, repeat: int) -> dict:
-    def delta_count() -> int:
-        dset = DeltaTable(str(store)).to_pyarrow_dataset()
-        return duckdb.sql("select count(*) from dset").fetchall()[0][0]
-
-    def delta_group() -> list:
-        dset = DeltaTable(str(store)).to_pyarrow_dataset()
-        return duckdb.sql(GROUP.format(src="dset")).fetchall()
-
     def files() -> list[str]:
         return run(lineage, "files", "--store", str(store)).split()
 
@@ -72,12 +98,6 @@ def reads(store: Path, lineage: str, repeat: int) -> dict:
     def files_group() -> list:
         return duckdb.sql(GROUP.format(src=f"read_parquet({listed})")).fetchall()
 
-    def polars_count() -> int:
-        return pl.scan_delta(str(store)).select(pl.len()).collect().item()
-
-    def polars_group() -> pl.DataFrame:
-        return pl.scan_delta(str(store)).group_by("target_crs").len().collect()
-
     t = DeltaTable(str(store))
     uris = t.file_uris()
     sizes = [os.path.getsize(u.removeprefix("file://")) for u in uris]
@@ -85,19 +105,17 @@ def reads(store: Path, lineage: str, repeat: int) -> dict:
     for u in uris:
         m = re.search(r"run_id=[^/]+/target_crs=[^/]+", u)
         parts[m.group(0) if m else "?"] = parts.get(m.group(0) if m else "?", 0) + 1
-    assert delta_count() == files_count() == polars_count()
+    rows = delta_count(store)
+    assert rows == files_count() == polars_count(store)
     return {
-        "rows": delta_count(),
+        "rows": rows,
         "table_files": len(uris),
         "table_bytes": sum(sizes),
         "files_per_partition": sorted(parts.values()),
-        "duckdb_delta_count_s": median_s(delta_count, repeat),
-        "duckdb_delta_groupby_s": median_s(delta_group, repeat),
         "duckdb_files_count_s": median_s(files_count, repeat),
         "duckdb_files_groupby_s": median_s(files_group, repeat),
         "lineage_files_s": median_s(files, repeat),
-        "polars_scan_delta_count_s": median_s(polars_count, repeat),
-        "polars_scan_delta_groupby_s": median_s(polars_group, repeat),
+        **delta_reads(store, repeat),
     }
 
 
@@ -105,7 +123,12 @@ def one_file(store: Path, out: Path, repeat: int) -> dict:
     table = DeltaTable(str(store)).to_pyarrow_table()
     pq.write_table(table, out, compression="zstd")
     src = f"read_parquet('{out}')"
+    # The floor of any Delta read of these rows in this layout: the rows written by
+    # deltalake itself in one version, one file per (run_id, target_crs) partition.
+    one_delta = out.parent / "one-delta"
+    write_deltalake(str(one_delta), table, partition_by=["run_id", "target_crs"])
     return {
+        "delta": delta_reads(one_delta, repeat),
         "bytes": out.stat().st_size,
         "duckdb_count_s": median_s(lambda: duckdb.sql(f"select count(*) from {src}").fetchall(), repeat),
         "duckdb_groupby_s": median_s(lambda: duckdb.sql(GROUP.format(src=src)).fetchall(), repeat),
@@ -143,26 +166,37 @@ def main() -> None:
     t = time.perf_counter()
     run(a.lineage, "verify", "--store", str(store))
     verify_s = time.perf_counter() - t
+    run(a.lineage, "seal", "--store", str(store), "--allow-empty", "--delta-checkpoint-interval", "1")
+    checkpoints = sorted(p.name for p in (store / "_delta_log").glob("*.checkpoint.parquet"))
+    assert checkpoints, "no checkpoint written"
+    after_cp = reads(store, a.lineage, a.repeat)
     single = one_file(store, work / "one.parquet", a.repeat)
     figures = {
         "events": a.events, "batch_rows": a.batch_rows, "before": before, "after": after,
+        "after_checkpoint": after_cp, "checkpoints": checkpoints,
         "one_file": single, "compact_wall_s": wall, "compact_rows_per_s": before["rows"] / wall,
         "compact_peak_rss_mb": rss_kb / 1024, "compactions": len(out["compactions"]),
         "verify_after_s": verify_s,
     }
-    print("| read | before (%d files) | after (%d files) | one file (pyarrow) | after / one file |"
+    print("| read | before (%d files) | after (%d files) | after + checkpoint | one file (pyarrow) "
+          "| deltalake's own table (1 version, 1 file a partition) | after + checkpoint / one file | / deltalake's table |"
           % (before["table_files"], after["table_files"]))
-    print("|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for name, key, one in [
-        ("DuckDB count, Delta (deltalake dataset)", "duckdb_delta_count_s", "duckdb_count_s"),
-        ("DuckDB group-by, Delta (deltalake dataset)", "duckdb_delta_groupby_s", "duckdb_groupby_s"),
+        ("DuckDB count, Delta (deltalake dataset, table opened each time)", "duckdb_delta_count_s", "duckdb_count_s"),
+        ("DuckDB group-by, Delta (deltalake dataset, table opened each time)", "duckdb_delta_groupby_s", "duckdb_groupby_s"),
         ("DuckDB count, `lineage files` list", "duckdb_files_count_s", "duckdb_count_s"),
         ("DuckDB group-by, `lineage files` list", "duckdb_files_groupby_s", "duckdb_groupby_s"),
         ("Polars `scan_delta` count", "polars_scan_delta_count_s", "polars_count_s"),
         ("Polars `scan_delta` group-by", "polars_scan_delta_groupby_s", "polars_groupby_s"),
+        ("open the Delta table (`DeltaTable(store)`)", "open_table_s", None),
     ]:
-        b, f, o = before[key], after[key], single[one]
-        print(f"| {name} | {b * 1000:.1f} ms | {f * 1000:.1f} ms | {o * 1000:.1f} ms | {f / o:.1f}× |")
+        b, f, c = before[key], after[key], after_cp[key]
+        o = single[one] if one else None
+        d = single["delta"].get(key)
+        ms = lambda x: "" if x is None else f"{x * 1000:.1f} ms"
+        ratio = lambda x, y: "" if x is None or y is None else f"{x / y:.1f}×"
+        print(f"| {name} | {ms(b)} | {ms(f)} | {ms(c)} | {ms(o)} | {ms(d)} | {ratio(c, o)} | {ratio(c, d)} |")
     print(f"| `lineage files` (checks every part) | {before['lineage_files_s'] * 1000:.0f} ms | "
           f"{after['lineage_files_s'] * 1000:.0f} ms | | |")
     print(f"| table bytes | {before['table_bytes']:,} | {after['table_bytes']:,} | {single['bytes']:,} | "

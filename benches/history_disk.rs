@@ -4,7 +4,7 @@
 //!
 //! cargo bench --bench history_disk -- [--sizes 1000,20000,100000,1000000]
 //!     [--cli-build-max 20000] [--rounds 5] [--new 100] [--seal-every 1000]
-//!     [--lookback 1s] [--dir DIR] [--lineage-bin BIN] [--keep]
+//!     [--lookback 1s] [--dir DIR] [--lineage-bin BIN] [--keep] [--reuse]
 //!
 //! `--lineage-bin` defaults to `target/release/lineage` if it exists (build it first:
 //! `cargo build --release --bin lineage`; `just bench-history-disk` does), else to
@@ -34,6 +34,11 @@
 //! under `strace -f -c`, the system calls each made (all, `statx`/`newfstatat`,
 //! `getdents64`, `openat`). The first round after building is not measured (it seals the
 //! store's tail with the real clock).
+//!
+//! `--keep` leaves each store in `--dir`; `--reuse` takes a store left there instead of
+//! building it again (so a 10^6 store, which takes the better part of an hour to generate,
+//! can be built once and timed again on a quiet machine; each run adds its rounds'
+//! commits to it).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -125,6 +130,8 @@ struct Settings {
     rounds: usize,
     cli_build_max: usize,
     bin: PathBuf,
+    /// Take a store left by `--keep` instead of building it.
+    reuse: bool,
 }
 
 /// Run `lineage` and return its stdout; panics on failure.
@@ -301,14 +308,18 @@ struct Row {
 fn run_size(size: usize, s: &Settings, base: &Path, rt: &tokio::runtime::Runtime) -> Vec<Row> {
     eprintln!("{size} commits:");
     let work = base.join(format!("n{size}"));
-    let _ = std::fs::remove_dir_all(&work);
-    std::fs::create_dir_all(&work).unwrap();
     let root = work.join("store");
     let store = root.to_str().unwrap().to_string();
-    if size <= s.cli_build_max {
-        build_cli(size, s, &store, &work);
+    if s.reuse && root.join("_lineage").is_dir() {
+        eprintln!("  reusing {}", root.display());
     } else {
-        rt.block_on(build_library(size, s, &root));
+        let _ = std::fs::remove_dir_all(&work);
+        std::fs::create_dir_all(&work).unwrap();
+        if size <= s.cli_build_max {
+            build_cli(size, s, &store, &work);
+        } else {
+            rt.block_on(build_library(size, s, &root));
+        }
     }
     let first = first_commit(&root);
     // Not measured: the tail sealed by the real clock.
@@ -374,6 +385,7 @@ fn main() {
         rounds: arg(&args, "--rounds").map_or(5, |v| v.parse().unwrap()),
         cli_build_max: arg(&args, "--cli-build-max").map_or(20_000, |v| v.parse().unwrap()),
         bin: arg(&args, "--lineage-bin").map_or_else(|| default_bin(&root), PathBuf::from),
+        reuse: args.iter().any(|a| a == "--reuse"),
     };
     assert!(
         s.bin.exists(),

@@ -145,13 +145,16 @@ pub use base::time::parse_duration;
 pub mod internal {
     pub use crate::audit::{chain, verify::platform, verify::report_dir, verify::shard};
     pub use crate::base::{digest, time};
-    pub use crate::format::{claim, compaction, delta, identity, keys, pointer};
+    pub use crate::format::{checkpoint, claim, compaction, delta, identity, keys, pointer};
+    pub use crate::history::checkpoint::{
+        write as write_delta_checkpoint, write_if_due as write_delta_checkpoint_if_due,
+    };
     pub use crate::history::delta::complete_log as complete_delta_log;
     pub use crate::history::identity::ensure_identity;
     pub use crate::history::{complete, frontier, index, merkle, seal, signing, tiles};
     pub use crate::parts::{encode, multiset, pages, read as part};
     pub use crate::publish::{
-        checked, disorderly, faulty, list_pages, metered, object, posix, store,
+        checked, disorderly, faulty, list_pages, metered, object, posix, require_objects, store,
     };
     pub use crate::read::prune;
     pub use crate::schema::events;

@@ -145,10 +145,13 @@ class Store:
         *,
         allow_empty: bool = False,
         allow_unsigned: bool = False,
+        delta_checkpoint_interval: int = 0,
     ) -> Seal:
         """Seal every commit not sealed yet; keep the returned head outside the store.
         ``allow_empty``: a seal even with nothing new (``--allow-empty``);
-        ``allow_unsigned``: seal without a key after signed seals (``--unsigned``)."""
+        ``allow_unsigned``: seal without a key after signed seals (``--unsigned``);
+        ``delta_checkpoint_interval``: a Delta checkpoint every N versions
+        (``--delta-checkpoint-interval``; 0, the default: none)."""
     def prove(
         self, commit_id: str, head: Optional[str] = None, *, seal: Optional[int] = None
     ) -> Proof:
@@ -205,9 +208,11 @@ class Store:
         dry_run: bool = False,
         signing_key: Optional[StrPath] = None,
         allow_unsigned: bool = False,
+        delta_checkpoint: bool = False,
     ) -> dict[str, Any]:
         """Merge sealed parts into compacted parts and publish the seal that puts them
-        into effect, as ``lineage compact``; returns what ``lineage compact --json`` prints."""
+        into effect, as ``lineage compact``; returns what ``lineage compact --json`` prints.
+        ``delta_checkpoint``: a Delta checkpoint for that seal's version (``--delta-checkpoint``)."""
 
 @final
 class Writer:

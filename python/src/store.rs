@@ -388,14 +388,16 @@ impl Store {
     /// the store: it is what detects cut-off seals.
     /// `allow_empty`: publish a seal even with nothing new (a heartbeat, as `lineage seal
     /// --allow-empty`); `allow_unsigned`: seal without a key a store whose newest seal is
-    /// signed (as `--unsigned`; otherwise that raises).
-    #[pyo3(signature = (signing_key=None, *, allow_empty=false, allow_unsigned=false))]
+    /// signed (as `--unsigned`; otherwise that raises); `delta_checkpoint_interval`: a
+    /// Delta checkpoint for the seal's version when it is a multiple of this (0: none).
+    #[pyo3(signature = (signing_key=None, *, allow_empty=false, allow_unsigned=false, delta_checkpoint_interval=0))]
     fn seal(
         &self,
         py: Python<'_>,
         signing_key: Option<PathBuf>,
         allow_empty: bool,
         allow_unsigned: bool,
+        delta_checkpoint_interval: u64,
     ) -> PyResult<Seal> {
         let key = signing_key
             .as_deref()
@@ -405,6 +407,7 @@ impl Store {
         let opts = lineage_store::SealOptions {
             allow_empty,
             allow_unsigned,
+            delta_checkpoint_interval,
             ..lineage_store::SealOptions::default()
         };
         let store = self.inner.clone();
@@ -419,7 +422,7 @@ impl Store {
     /// `target_rows` rows and publish the seal that puts them into effect, as `lineage
     /// compact` does (nothing is deleted; see docs/operations.md, "Compaction"). Returns
     /// what `lineage compact --json` prints, as a dict.
-    #[pyo3(signature = (*, run_id=None, target_rows=100000, min_parts=2, dry_run=false, signing_key=None, allow_unsigned=false))]
+    #[pyo3(signature = (*, run_id=None, target_rows=100000, min_parts=2, dry_run=false, signing_key=None, allow_unsigned=false, delta_checkpoint=false))]
     #[allow(clippy::too_many_arguments)]
     fn compact<'py>(
         &self,
@@ -430,6 +433,7 @@ impl Store {
         dry_run: bool,
         signing_key: Option<PathBuf>,
         allow_unsigned: bool,
+        delta_checkpoint: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let key = signing_key
             .as_deref()
@@ -442,6 +446,7 @@ impl Store {
             min_parts,
             dry_run,
             allow_unsigned,
+            delta_checkpoint,
         };
         let store = self.inner.clone();
         let out = block_on(py, async move {

@@ -77,8 +77,12 @@ pub enum ProblemKind {
     /// A seal without its Delta version (or the table's version 0 missing): Delta readers
     /// stop at the version before the gap. `lineage seal` writes it.
     MissingDeltaVersion,
-    /// An object under `_delta_log/` that lineage-store does not write (a checkpoint,
-    /// `_last_checkpoint`, a planted file).
+    /// A Delta checkpoint (`_delta_log/<N>.checkpoint.parquet`) that does not hold exactly
+    /// the replay of versions 0..=N (rows planted or hidden, unreadable, or a version it
+    /// covers missing): Delta readers that find it read it instead of those versions.
+    BadDeltaCheckpoint,
+    /// An object under `_delta_log/` that lineage-store does not write (`_last_checkpoint`,
+    /// a multi-part or V2 checkpoint, a planted file).
     UnknownDeltaObject,
     /// A compaction record a seal names that is missing, not the bytes the seal records,
     /// unreadable or inconsistent, or whose sources are not sealed commits (sealed before

@@ -35,6 +35,11 @@ pub(crate) struct Args {
     /// Publish that seal unsigned although the newest seal is signed.
     #[arg(long, conflicts_with = "signing_key")]
     unsigned: bool,
+    /// Write a Delta checkpoint for the compaction's table version
+    /// (`_delta_log/<N>.checkpoint.parquet`): Delta readers then skip the log's adds and
+    /// removes; a `**/*.parquet` glob of the store reads it as data.
+    #[arg(long)]
+    delta_checkpoint: bool,
     /// The outcome as one JSON object.
     #[arg(long)]
     json: bool,
@@ -53,6 +58,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         min_parts: a.min_parts,
         dry_run: a.dry_run,
         allow_unsigned: a.unsigned,
+        delta_checkpoint: a.delta_checkpoint,
     };
     let o = compact(store, &SystemClock, &V7Ids, key.as_ref(), &opts).await?;
     if a.json {

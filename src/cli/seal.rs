@@ -37,6 +37,12 @@ pub(crate) struct Args {
     /// more than any writer's clock error plus its time from pointer to index entry.
     #[arg(long, value_name = "DURATION", default_value_t = format!("{}m", crate::history::sealer::DEFAULT_LOOKBACK_MINUTES))]
     lookback: String,
+    /// Write a Delta checkpoint (`_delta_log/<N>.checkpoint.parquet`) for the seal's
+    /// version when N is a multiple of this, or when it removes files (a compaction's);
+    /// 0 (the default) writes none. Delta readers then read one Parquet file, not every
+    /// version before it; a `**/*.parquet` glob of the store reads it as data.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    delta_checkpoint_interval: u64,
 }
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
@@ -51,6 +57,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         rescan: a.rescan,
         allow_empty: a.allow_empty,
         allow_unsigned: a.unsigned,
+        delta_checkpoint_interval: a.delta_checkpoint_interval,
         ..SealOptions::default()
     };
     let s = seal_with(store.as_ref(), &SystemClock, key.as_ref(), &opts).await?;

@@ -72,6 +72,10 @@ pub struct CompactOptions {
     pub dry_run: bool,
     /// Seal without a key after signed seals (as `seal --unsigned`).
     pub allow_unsigned: bool,
+    /// Write a Delta checkpoint for the compaction's table version (`seal
+    /// --delta-checkpoint-interval`): Delta readers then read the few compacted files from
+    /// one Parquet file instead of replaying every add and remove.
+    pub delta_checkpoint: bool,
 }
 
 impl Default for CompactOptions {
@@ -82,6 +86,7 @@ impl Default for CompactOptions {
             min_parts: DEFAULT_MIN_PARTS,
             dry_run: false,
             allow_unsigned: false,
+            delta_checkpoint: false,
         }
     }
 }
@@ -279,6 +284,7 @@ pub async fn compact(
             allow_unsigned: opts.allow_unsigned,
             compactions: refs,
             compactions_planned_at: head,
+            delta_checkpoint_interval: u64::from(opts.delta_checkpoint),
             ..SealOptions::default()
         },
     )

@@ -67,6 +67,22 @@ pub fn parse_delta_version_key(key: &str) -> Option<u64> {
     digits.parse().ok()
 }
 
+/// The key of Delta version `v`'s checkpoint ([`crate::format::checkpoint`]).
+pub fn delta_checkpoint_key(v: u64) -> String {
+    format!("{DELTA_LOG_PREFIX}{v:020}.checkpoint.parquet")
+}
+
+/// The version a key names, when it is exactly a checkpoint key of ours.
+pub fn parse_delta_checkpoint_key(key: &str) -> Option<u64> {
+    let digits = key
+        .strip_prefix(DELTA_LOG_PREFIX)?
+        .strip_suffix(".checkpoint.parquet")?;
+    if digits.len() != 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
 /// Longest accepted `run_id`, in bytes.
 pub const MAX_RUN_ID_BYTES: usize = 128;
 /// Prefix of everything that is not data.
@@ -518,6 +534,9 @@ pub enum KeyKind {
     Witness,
     /// A Delta version of ours, `_delta_log/<20 digits>.json` ([`crate::format::delta`]).
     DeltaVersion(u64),
+    /// A Delta checkpoint of ours, `_delta_log/<20 digits>.checkpoint.parquet`
+    /// ([`crate::format::checkpoint`]).
+    DeltaCheckpoint(u64),
     /// A compaction record, `_lineage/compacted/records/<compaction-id>.json`.
     CompactionRecord {
         /// From the file name.
@@ -533,8 +552,8 @@ pub enum KeyKind {
         /// From the file name.
         compaction_id: String,
     },
-    /// Anything else under `_delta_log/` (a checkpoint, `_last_checkpoint`, a planted
-    /// file): not ours, and named by `verify`.
+    /// Anything else under `_delta_log/` (`_last_checkpoint`, a multi-part or V2
+    /// checkpoint, a planted file): not ours, and named by `verify`.
     DeltaOther,
     /// Anything else under `_lineage/`: a name lineage-store never writes there (a copy of
     /// a part, notes, a file under a pointer's directory that is not a pointer): reported
@@ -554,7 +573,11 @@ pub fn classify(key: &str) -> KeyKind {
         return KeyKind::Identity;
     }
     if key.starts_with(DELTA_LOG_PREFIX) {
-        return parse_delta_version_key(key).map_or(KeyKind::DeltaOther, KeyKind::DeltaVersion);
+        if let Some(v) = parse_delta_version_key(key) {
+            return KeyKind::DeltaVersion(v);
+        }
+        return parse_delta_checkpoint_key(key)
+            .map_or(KeyKind::DeltaOther, KeyKind::DeltaCheckpoint);
     }
     if let Some(rest) = key.strip_prefix(COMMITS_PREFIX) {
         if let Some((dir, file)) = rest.split_once('/') {

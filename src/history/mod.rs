@@ -18,6 +18,7 @@
 //! verifying as they are; the first seal of the new format adds the structures for their
 //! whole history.
 
+pub(crate) mod checkpoint;
 pub mod complete;
 pub(crate) mod delta;
 pub mod frontier;

@@ -75,6 +75,9 @@ pub struct SealOptions {
     /// compactors never both take a commit into the table (the one whose seal landed first
     /// wins; the other's records and parts stay unreferenced, which `verify` names).
     pub compactions_planned_at: u64,
+    /// Write a Delta checkpoint for the seal's version when it is a multiple of this, or
+    /// removes files (a compaction's); 0: never ([`crate::format::checkpoint::due`]).
+    pub delta_checkpoint_interval: u64,
 }
 
 impl Default for SealOptions {
@@ -86,6 +89,7 @@ impl Default for SealOptions {
             allow_unsigned: false,
             compactions: Vec::new(),
             compactions_planned_at: 0,
+            delta_checkpoint_interval: 0,
         }
     }
 }
@@ -204,6 +208,16 @@ pub async fn seal_with(
             None => {
                 complete::complete(store, &stored).await?;
             }
+        }
+        // The checkpoint is an optimisation for Delta readers: the seal stands without it.
+        if let Err(e) = crate::history::checkpoint::write_if_due(
+            store,
+            seal.seq,
+            opts.delta_checkpoint_interval,
+        )
+        .await
+        {
+            tracing::warn!(seq = seal.seq, error = %e, "Delta checkpoint not written");
         }
         return Ok(SealOutcome {
             seq: seal.seq,

@@ -47,6 +47,8 @@ pub struct PosixPublisher {
     list_hook: Option<ListHook>,
     delete_hook: Option<ListHook>,
     inject: Option<InjectedWriteError>,
+    /// Entries whose metadata a listing read (`statx`), for [`Self::metadata_reads`].
+    stats: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl std::fmt::Debug for PosixPublisher {
@@ -83,7 +85,15 @@ impl PosixPublisher {
             list_hook: None,
             delete_hook: None,
             inject: None,
+            stats: Arc::default(),
         }
+    }
+
+    /// How many entries' metadata the listings of this publisher (and its clones) have
+    /// read so far: one per object a listing returns, and one per entry whose type the
+    /// directory did not give. What a listing costs the file system, for tests and benches.
+    pub fn metadata_reads(&self) -> u64 {
+        self.stats.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Inject a [`ListHook`] (fault injection for tests; never needed otherwise).
@@ -250,6 +260,7 @@ impl AtomicPublisher for PosixPublisher {
         let root = self.root.clone();
         let prefix = prefix.to_string();
         let hook = self.list_hook.clone();
+        let stats = self.stats.clone();
         blocking(move || {
             // Start at the deepest directory the prefix names, so listing one run's
             // pointers does not walk the whole store.
@@ -269,6 +280,7 @@ impl AtomicPublisher for PosixPublisher {
                 root: &root,
                 prefix: &prefix,
                 hook: hook.as_deref(),
+                stats: &stats,
             };
             walker.walk(&start, &root.join(dir_part), &mut out)?;
             Ok(out)
@@ -281,6 +293,7 @@ impl AtomicPublisher for PosixPublisher {
         let prefix = prefix.to_string();
         let after = after.to_string();
         let hook = self.list_hook.clone();
+        let stats = self.stats.clone();
         blocking(move || {
             let dir_part = match prefix.rfind('/') {
                 Some(i) => &prefix[..i],
@@ -303,6 +316,7 @@ impl AtomicPublisher for PosixPublisher {
                 root: &root,
                 prefix: &prefix,
                 hook: hook.as_deref(),
+                stats: &stats,
             };
             walker.walk_sorted(&start, &root.join(dir_part), &page, &mut out)?;
             Ok(out)
@@ -346,13 +360,16 @@ struct Walker<'a> {
     root: &'a Path,
     prefix: &'a str,
     hook: Option<&'a (dyn Fn(&Path) + Send + Sync)>,
+    stats: &'a std::sync::atomic::AtomicU64,
 }
 
-/// One entry read from a directory: its name, and the handle of the directory it is in.
+/// One entry read from a directory: its name, the handle of the directory it is in, and
+/// its type as the directory says it (`d_type`; `None` where the file system does not say).
 struct Entry {
     dir: Arc<OwnedFd>,
     name: OsString,
     path: PathBuf,
+    told: Option<Option<Type>>,
 }
 
 /// What a listing entry is.
@@ -382,7 +399,7 @@ impl Walker<'_> {
     fn push_object(&self, entry: &Entry, out: &mut Vec<ObjectInfo>) -> Result<()> {
         let key = self.key(&entry.path)?;
         if key.starts_with(self.prefix) {
-            out.extend(object(entry, key)?);
+            out.extend(self.object(entry, key)?);
         }
         Ok(())
     }
@@ -401,15 +418,55 @@ impl Walker<'_> {
 
     /// The type of an entry read from its directory (after the hook), or `None` when it
     /// vanished since or is neither a file, a directory nor a symlink (a FIFO, a socket).
+    /// The type the directory gave (`d_type`) is taken as it is: ext4, xfs, btrfs and tmpfs
+    /// give it, so a listing stats only what it returns, not every entry it skips or sorts
+    /// (a directory of 10^3 seals or Delta versions listed for one key). Only a file system
+    /// that does not say costs a `statx` here. Nothing is trusted further than that: a
+    /// directory is opened with `O_NOFOLLOW` (a symlink put in its place is listed as a
+    /// symlink), and a listed object is stat'ed without following ([`object`]).
     fn examine(&self, entry: &Entry) -> Result<Option<Type>> {
         if let Some(hook) = self.hook {
             hook(&entry.path);
         }
+        if let Some(told) = entry.told {
+            return Ok(told);
+        }
+        self.stats
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         match rustix::fs::statat(&*entry.dir, &entry.name, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(st) => Ok(type_of(&st)),
             Err(Errno::NOENT) => Ok(None),
             Err(e) => Err(Error::io(&entry.path, e.into())),
         }
+    }
+
+    /// An entry's listing entry (a symlink's with its target); `None` when it vanished since
+    /// its directory was read.
+    fn object(&self, entry: &Entry, key: String) -> Result<Option<ObjectInfo>> {
+        self.stats
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let st = match rustix::fs::statat(&*entry.dir, &entry.name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => st,
+            Err(Errno::NOENT) => return Ok(None),
+            Err(e) => return Err(Error::io(&entry.path, e.into())),
+        };
+        let link = match type_of(&st) {
+            Some(Type::Link) => Some(
+                beneath::link_target(&*entry.dir, &entry.name).unwrap_or_else(|| "?".to_string()),
+            ),
+            Some(Type::Dir) => Some("(a directory swapped for a symlink while listing)".into()),
+            _ => None,
+        };
+        let modified = u64::try_from(st.st_mtime).ok().map(|secs| {
+            std::time::UNIX_EPOCH
+                + std::time::Duration::new(secs, u32::try_from(st.st_mtime_nsec).unwrap_or(0))
+        });
+        Ok(Some(ObjectInfo {
+            key,
+            size: u64::try_from(st.st_size).unwrap_or(0),
+            modified: modified.map(DateTime::<Utc>::from),
+            link,
+        }))
     }
 
     /// The store key of a path under the root.
@@ -453,8 +510,8 @@ fn open_sub(entry: &Entry) -> Result<Sub> {
     }
 }
 
-/// The entries of `dir` (at `path`) as read (no type asked, nothing stat'ed); an entry
-/// that vanished while being read is skipped.
+/// The entries of `dir` (at `path`) as read, with the type the directory gives (nothing
+/// stat'ed); an entry that vanished while being read is skipped.
 fn read_entries(dir: &OwnedFd, path: &Path) -> Result<Vec<Entry>> {
     let shared = Arc::new(rustix::io::dup(dir).map_err(|e| Error::io(path, e.into()))?);
     let entries = rustix::fs::Dir::read_from(dir).map_err(|e| Error::io(path, e.into()))?;
@@ -467,10 +524,18 @@ fn read_entries(dir: &OwnedFd, path: &Path) -> Result<Vec<Entry>> {
                     continue;
                 }
                 let name = OsStr::from_bytes(bytes).to_os_string();
+                let told = match e.file_type() {
+                    rustix::fs::FileType::Directory => Some(Some(Type::Dir)),
+                    rustix::fs::FileType::RegularFile => Some(Some(Type::File)),
+                    rustix::fs::FileType::Symlink => Some(Some(Type::Link)),
+                    rustix::fs::FileType::Unknown => None,
+                    _ => Some(None), // a FIFO, a socket, a device: never listed
+                };
                 out.push(Entry {
                     dir: shared.clone(),
                     path: path.join(&name),
                     name,
+                    told,
                 });
             }
             Err(Errno::NOENT) => continue,
@@ -478,33 +543,6 @@ fn read_entries(dir: &OwnedFd, path: &Path) -> Result<Vec<Entry>> {
         }
     }
     Ok(out)
-}
-
-/// An entry's listing entry (a symlink's with its target); `None` when it vanished since
-/// its directory was read.
-fn object(entry: &Entry, key: String) -> Result<Option<ObjectInfo>> {
-    let st = match rustix::fs::statat(&*entry.dir, &entry.name, AtFlags::SYMLINK_NOFOLLOW) {
-        Ok(st) => st,
-        Err(Errno::NOENT) => return Ok(None),
-        Err(e) => return Err(Error::io(&entry.path, e.into())),
-    };
-    let link = match type_of(&st) {
-        Some(Type::Link) => {
-            Some(beneath::link_target(&*entry.dir, &entry.name).unwrap_or_else(|| "?".to_string()))
-        }
-        Some(Type::Dir) => Some("(a directory swapped for a symlink while listing)".into()),
-        _ => None,
-    };
-    let modified = u64::try_from(st.st_mtime).ok().map(|secs| {
-        std::time::UNIX_EPOCH
-            + std::time::Duration::new(secs, u32::try_from(st.st_mtime_nsec).unwrap_or(0))
-    });
-    Ok(Some(ObjectInfo {
-        key,
-        size: u64::try_from(st.st_size).unwrap_or(0),
-        modified: modified.map(DateTime::<Utc>::from),
-        link,
-    }))
 }
 
 /// The store key of a relative path. Every key lineage-store writes is UTF-8; a name that
@@ -579,12 +617,12 @@ impl Walker<'_> {
                     Sub::Dir(fd) => self.walk_sorted(&fd, &entry.path, page, out)?,
                     Sub::Gone => {}
                     Sub::Link if k > page.after && k.starts_with(page.prefix) => {
-                        out.extend(object(&entry, k.to_string())?)
+                        out.extend(self.object(&entry, k.to_string())?)
                     }
                     Sub::Link => {}
                 }
             } else {
-                out.extend(object(&entry, key)?);
+                out.extend(self.object(&entry, key)?);
             }
         }
         Ok(())

@@ -58,7 +58,11 @@ fn corrupt(key: &str, m: impl std::fmt::Display) -> Error {
 /// Write every part of `snap` to `w` as one Parquet file (see the module docs), parts in
 /// snapshot order, `opts.concurrency` fetched and checked at once; the rows written. The
 /// first failing part stops it (nothing of that part is written), as a scan stops.
-pub(crate) async fn copy_parquet<W: Write + Send>(
+///
+/// The writing runs on a thread of its own, fed checked parts through a bounded queue, so
+/// that fetching and checking the next parts go on while one is written: on two cores the
+/// check (hashing) and the copy overlap instead of taking turns.
+pub(crate) async fn copy_parquet<W: Write + Send + 'static>(
     store: Arc<dyn AtomicPublisher>,
     snap: &Snapshot,
     opts: &ScanOptions,
@@ -72,8 +76,13 @@ pub(crate) async fn copy_parquet<W: Write + Send>(
         .build();
     add_encoded_arrow_schema_to_metadata(&schema, &mut props);
     let descr = ArrowSchemaConverter::new().convert(&schema)?;
-    let mut writer = SerializedFileWriter::new(w, descr.root_schema_ptr(), Arc::new(props))?;
-    let factory = ArrowRowGroupWriterFactory::new(&writer, schema.clone());
+    let writer = SerializedFileWriter::new(w, descr.root_schema_ptr(), Arc::new(props))?;
+    let depth = opts.concurrency.max(1);
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Fetched>(depth);
+    let thread = std::thread::Builder::new()
+        .name("lineage-scan-write".into())
+        .spawn(move || write_parts(writer, &schema, rx))
+        .map_err(|e| Error::Internal(format!("could not start the scan's writer: {e}")))?;
     let check = opts.digest;
     let mut parts = futures::stream::iter(snap.parts.clone())
         .map(|part| {
@@ -91,19 +100,60 @@ pub(crate) async fn copy_parquet<W: Write + Send>(
                 .await?
             }
         })
-        .buffered(opts.concurrency.max(1));
-    let (mut rows, mut row_groups) = (0u64, 0usize);
+        .buffered(depth);
+    let mut failed = None;
     while let Some(part) = parts.next().await {
-        let part = part?;
+        let part = match part {
+            Ok(p) => p,
+            Err(e) => {
+                failed = Some(e);
+                break;
+            }
+        };
+        let (len, n) = (
+            part.bytes.len() as u64,
+            part.meta.file_metadata().num_rows(),
+        );
+        // A full queue blocks this task until the writer takes one: hand it over on the
+        // blocking pool so the runtime's thread is never held.
+        let tx2 = tx.clone();
+        let sent = tokio::task::spawn_blocking(move || tx2.send(part).is_ok())
+            .await
+            .unwrap_or(false);
+        if !sent {
+            break; // the writer stopped: its error is returned below
+        }
         stats.parts_read.fetch_add(1, Ordering::Relaxed);
+        stats.bytes_read.fetch_add(len, Ordering::Relaxed);
         stats
-            .bytes_read
-            .fetch_add(part.bytes.len() as u64, Ordering::Relaxed);
-        let n = if part.meta.file_metadata().schema_descr().root_schema() == descr.root_schema() {
+            .rows
+            .fetch_add(u64::try_from(n).unwrap_or(0), Ordering::Relaxed);
+    }
+    drop(tx);
+    let written = tokio::task::spawn_blocking(move || thread.join())
+        .await
+        .map_err(|e| Error::Internal(format!("the scan's writer: {e}")))?
+        .map_err(|_| Error::Internal("the scan's writer panicked".into()))?;
+    match failed {
+        Some(e) => Err(e),
+        None => written,
+    }
+}
+
+/// The writer thread: every part received, in order, into the file; the rows written.
+fn write_parts<W: Write + Send>(
+    mut writer: SerializedFileWriter<W>,
+    schema: &SchemaRef,
+    parts: std::sync::mpsc::Receiver<Fetched>,
+) -> Result<(u64, W)> {
+    let factory = ArrowRowGroupWriterFactory::new(&writer, schema.clone());
+    let root = writer.schema_descr().root_schema_ptr();
+    let (mut rows, mut row_groups) = (0u64, 0usize);
+    for part in parts {
+        let n = if part.meta.file_metadata().schema_descr().root_schema() == root.as_ref() {
             splice(&mut writer, &part, &mut row_groups)?
         } else {
-            let (key, bytes, s) = (part.key.clone(), part.bytes.clone(), schema.clone());
-            let batches = crate::base::pool::run(move || decode(&key, bytes, &s, None)).await??;
+            let batches = decode(&part.key, part.bytes.clone(), schema, None)?;
             let mut n = 0;
             for b in batches {
                 let mut writers = factory.create_column_writers(row_groups)?;
@@ -128,7 +178,6 @@ pub(crate) async fn copy_parquet<W: Write + Send>(
             n
         };
         rows += n;
-        stats.rows.fetch_add(n, Ordering::Relaxed);
     }
     Ok((rows, writer.into_inner()?))
 }

@@ -264,7 +264,9 @@ pub async fn compare(
                 }
                 _ => None,
             },
-            Kind::Identity
+            // Optional (readers replay the versions without it): behind, not a divergence.
+            Kind::DeltaCheckpoint(_)
+            | Kind::Identity
             | Kind::Claim
             | Kind::Compacted
             | Kind::Index

@@ -34,7 +34,7 @@ impl<'a> AtDestination<'a> {
         let h = match keys::classify(key) {
             KeyKind::History(h) => h,
             // Version N is seal N (version 0 comes with seal 1).
-            KeyKind::DeltaVersion(v) => {
+            KeyKind::DeltaVersion(v) | KeyKind::DeltaCheckpoint(v) => {
                 return (v.max(1) > seq)
                     .then(|| format!("seal {} is not at the destination yet", v.max(1)))
             }

@@ -108,6 +108,8 @@ pub enum Kind {
     Head,
     /// A Delta version (`_delta_log/<20 digits>.json`).
     Delta(u64),
+    /// A Delta checkpoint of ours (`_delta_log/<20 digits>.checkpoint.parquet`).
+    DeltaCheckpoint(u64),
     /// A witness record (`_lineage/witness/`).
     Witness,
     /// Some other `_lineage/` object: not a kind lineage-store writes, never copied
@@ -131,7 +133,7 @@ impl Kind {
             Kind::Index => Some(Stage::Index),
             Kind::SealAux => Some(Stage::SealAux),
             Kind::Head => Some(Stage::Heads),
-            Kind::Delta(_) => Some(Stage::Delta),
+            Kind::Delta(_) | Kind::DeltaCheckpoint(_) => Some(Stage::Delta),
             Kind::Witness => Some(Stage::Witness),
             Kind::Temp | Kind::Foreign | Kind::Unknown => None,
         }
@@ -150,6 +152,7 @@ impl Kind {
             Kind::SealAux => "tile or locator",
             Kind::Head => "head marker",
             Kind::Delta(_) => "Delta version",
+            Kind::DeltaCheckpoint(_) => "Delta checkpoint",
             Kind::Witness => "witness record",
             Kind::Unknown => "unknown",
             Kind::Temp => "temp",
@@ -175,8 +178,9 @@ pub fn kind_of(key: &str) -> Kind {
         KeyKind::Witness => Kind::Witness,
         KeyKind::Unknown => Kind::Unknown,
         KeyKind::DeltaVersion(v) => Kind::Delta(v),
+        KeyKind::DeltaCheckpoint(v) => Kind::DeltaCheckpoint(v),
         KeyKind::Temp => Kind::Temp,
-        // Not ours (a checkpoint, `_last_checkpoint`, a planted file): never copied.
+        // Not ours (`_last_checkpoint`, another checkpoint's name, a planted file): never copied.
         KeyKind::Foreign | KeyKind::DeltaOther => Kind::Foreign,
     }
 }

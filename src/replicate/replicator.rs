@@ -693,6 +693,7 @@ fn tally(s: &mut Summary, h: Handled) {
                 | Kind::SealAux
                 | Kind::Head
                 | Kind::Delta(_)
+                | Kind::DeltaCheckpoint(_)
                 | Kind::Witness
                 | Kind::Unknown
                 | Kind::Temp

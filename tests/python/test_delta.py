@@ -211,6 +211,11 @@ def test_the_python_package_names_the_table_version(store: Path, tmp_path: Path)
     assert fresh.delta_version() is None  # appended, never sealed: no table yet
     fresh.seal()
     assert fresh.delta_version() == 1
+    assert not list((tmp_path / "fresh/_delta_log").glob("*.checkpoint.parquet"))  # off by default
+    fresh.seal(allow_empty=True, delta_checkpoint_interval=1)
+    assert [p.name for p in (tmp_path / "fresh/_delta_log").glob("*.checkpoint.parquet")] == [
+        "00000000000000000002.checkpoint.parquet"]
+    assert DeltaTable(str(tmp_path / "fresh")).to_pyarrow_table().num_rows == 10
 
 
 DUCKDB_DELTA = os.environ.get("LINEAGE_DUCKDB_DELTA_PYTHON")
@@ -240,3 +245,44 @@ def test_duckdb_delta_scan_reads_the_sealed_commits(store: Path) -> None:
         "run": every.filter(pl.col("run_id") == SCHEDULED).height,
         "crs": every.filter(pl.col("target_crs") == "EPSG:25832").height,
     }
+
+
+def test_checkpoints_are_read_by_every_delta_reader_in_place_of_the_versions(store: Path, tmp_path: Path) -> None:
+    """`seal --delta-checkpoint-interval 2` and `compact --delta-checkpoint` write
+    `N.checkpoint.parquet`; with every JSON version before it deleted (so a reader that did
+    not use the checkpoint would fail or read nothing), delta-rs, Polars and DuckDB
+    `delta_scan` read the same rows as the brute-force read of the sealed parts, and the
+    time travel to the checkpoint's version too. No `_last_checkpoint` is written."""
+    copy = tmp_path / "cp"
+    shutil.copytree(store, copy)
+    append(copy, [event(10_000 + k, "cp-run", "EPSG:4326") for k in range(30)], batch_rows=5)
+    r = json.loads(lineage("seal", "--store", str(copy), "--delta-checkpoint-interval", "2", "--json").stdout)
+    assert r["seq"] == 4
+    log = copy / "_delta_log"
+    assert (log / "00000000000000000004.checkpoint.parquet").exists()
+    out = json.loads(lineage("compact", "--store", str(copy), "--target-rows", "40",
+                             "--delta-checkpoint", "--json").stdout)
+    assert out["seal"]["seq"] == 5 and out["compactions"]
+    assert sorted(p.name for p in log.glob("*.checkpoint.parquet")) == [
+        "00000000000000000004.checkpoint.parquet", "00000000000000000005.checkpoint.parquet"]
+    assert not (log / "_last_checkpoint").exists()
+    lineage("verify", "--store", str(copy))
+    want = pl.from_arrow(brute_force(copy)).sort(["event_id", "sequence"])
+    v4 = DeltaTable(str(copy), version=4)
+    assert v4.to_pyarrow_table().num_rows == want.height  # compaction changes no row
+    files4 = len(v4.file_uris())
+    for v in range(5):  # only the checkpoint stands for versions 0..4
+        (log / f"{v:020}.json").unlink()
+    t = DeltaTable(str(copy))
+    assert t.version() == 5
+    merged = sum(len(c["commits"]) for c in out["compactions"])
+    assert len(t.file_uris()) == files4 - merged + len(out["compactions"]) < files4
+    got = pl.from_arrow(t.to_pyarrow_table()).sort(["event_id", "sequence"])
+    assert got.select(sorted(got.columns)).equals(want.select(sorted(want.columns)))
+    assert pl.scan_delta(str(copy)).select(pl.len()).collect().item() == want.height
+    assert pl.read_delta(str(copy), version=4).height == want.height
+    assert t.transaction_version("lineage-store/seal") == 5
+    if DUCKDB_DELTA:
+        r = subprocess.run([DUCKDB_DELTA, "-c", DUCKDB_SCRIPT, str(copy), SCHEDULED], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["rows"] == want.height

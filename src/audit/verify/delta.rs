@@ -10,7 +10,8 @@
 //!   versions; the report's `delta_version` says where the table is), and a store with no
 //!   Delta log at all was sealed before Delta versions existed;
 //! - `bad_delta_version`: a version that is not what its seal gives, or one no seal has;
-//! - `unknown_delta_object`: anything else under `_delta_log/`.
+//! - `unknown_delta_object`: anything else under `_delta_log/` (checkpoints of ours are
+//!   checked by [`super::checkpoint`]).
 //!
 //! Stats of an `add` whose part is itself reported (missing, changed), and the version of
 //! a seal the chain walk reported, are not judged again.
@@ -57,7 +58,8 @@ pub(crate) async fn check(store: &dyn AtomicPublisher, cx: &Context<'_>) -> Resu
             &o.key,
             format!(
                 "{} bytes under _delta_log/ that lineage-store did not write (it writes only \
-                 <20-digit version>.json, never checkpoints or _last_checkpoint)",
+                 <20-digit version>.json and <20-digit version>.checkpoint.parquet, never \
+                 _last_checkpoint)",
                 o.size
             ),
         ));

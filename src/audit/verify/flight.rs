@@ -82,6 +82,7 @@ pub(crate) fn judge_temp(key: &str, w: &Window) -> Result<InFlight, String> {
         | KeyKind::Pointer { .. }
         | KeyKind::Seal(_)
         | KeyKind::DeltaVersion(_)
+        | KeyKind::DeltaCheckpoint(_)
         | KeyKind::Identity => true,
         // Hash tiles go through a temp; the empty history objects do not.
         KeyKind::History(h) => matches!(h, keys::HistoryKey::Tile { .. }),

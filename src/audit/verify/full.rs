@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::audit::chain::{self, Chain};
 use crate::audit::report::{Problem, ProblemKind, Report};
+use crate::audit::verify::checkpoint;
 use crate::audit::verify::compaction;
 use crate::audit::verify::delta;
 use crate::audit::verify::flight::{self, Window};
@@ -141,7 +142,9 @@ impl Strategy for Full {
                 ),
                 KeyKind::History(_) => self.history.push(i),
                 KeyKind::Identity => self.identity = true,
-                KeyKind::DeltaVersion(_) | KeyKind::DeltaOther => self.delta.push(i),
+                KeyKind::DeltaVersion(_) | KeyKind::DeltaCheckpoint(_) | KeyKind::DeltaOther => {
+                    self.delta.push(i)
+                }
                 KeyKind::CompactionRecord { .. } | KeyKind::CompactedPart { .. } => {
                     self.compacted.push(i)
                 }
@@ -268,6 +271,7 @@ impl Strategy for Full {
         // The Delta log: once, by the first shard (it is small: one version per seal).
         if self.scope.as_ref().is_none_or(Scope::first) {
             let mut versions = BTreeMap::new();
+            let mut checkpoints = BTreeMap::new();
             let mut others = Vec::new();
             for &i in &self.delta {
                 let o = &self.listing[i];
@@ -275,9 +279,15 @@ impl Strategy for Full {
                     KeyKind::DeltaVersion(v) => {
                         versions.insert(v, o);
                     }
+                    KeyKind::DeltaCheckpoint(v) => {
+                        checkpoints.insert(v, o);
+                    }
                     _ => others.push(o),
                 }
             }
+            report
+                .problems
+                .extend(checkpoint::check(store, &checkpoints).await?);
             let cx = delta::Context {
                 chain: &self.chain,
                 versions,

@@ -20,6 +20,7 @@
 //! orphan candidate's pointer is looked up again after the scan (it may have landed since
 //! the listing). A pointer whose part was not in the listing is looked up again likewise.
 
+mod checkpoint;
 mod compaction;
 mod delta;
 pub(crate) mod flight;

@@ -70,6 +70,7 @@ pub(crate) async fn delta_files(store: &dyn AtomicPublisher) -> BTreeMap<String,
         .unwrap()
         .into_iter()
         .map(|o| o.key)
+        .filter(|k| k.ends_with(".json"))
         .collect();
     for key in listed {
         let b = store.get(&key).await.unwrap().unwrap();
@@ -106,7 +107,14 @@ async fn compaction_merges_sealed_parts_and_its_seal_version_removes_and_adds() 
     let before = rows_of(mem.clone()).await;
     let files_before = delta_files(mem.as_ref()).await;
     assert_eq!(files_before.len(), parts);
-    let out = run(mem.clone(), &opts(200)).await;
+    let out = run(
+        mem.clone(),
+        &CompactOptions {
+            delta_checkpoint: true,
+            ..opts(200)
+        },
+    )
+    .await;
     assert_eq!(out.as_of_seal, 1);
     let s = out.seal.clone().expect("sealed");
     assert_eq!(s.seq, 2);
@@ -173,6 +181,27 @@ async fn compaction_merges_sealed_parts_and_its_seal_version_removes_and_adds() 
     }
     // The originals are untouched: the snapshot's rows are the same multiset.
     assert_eq!(rows_of(mem.clone()).await, before);
+    // The compaction's version gets a checkpoint (readers then skip the adds and removes):
+    // the compacted files live, every source a tombstone.
+    let cp_key = lineage_store::internal::checkpoint::checkpoint_key(2);
+    let cp = mem
+        .get(&cp_key)
+        .await
+        .unwrap()
+        .expect("checkpoint of version 2");
+    let rows = lineage_store::internal::checkpoint::decode_rows(&cp_key, cp).unwrap();
+    let count = |kind: &str| {
+        rows.iter()
+            .filter(|r| r.starts_with(&format!("{{\"{kind}\"")))
+            .count()
+    };
+    assert_eq!(count("add"), after_files.len());
+    assert_eq!(count("remove"), seen.len());
+    assert!(mem
+        .get(&lineage_store::internal::checkpoint::checkpoint_key(1))
+        .await
+        .unwrap()
+        .is_none());
     let r = verify_later(mem.as_ref()).await;
     assert!(r.is_clean(), "{:?}", r.problems);
     // A second compact with nothing new to merge publishes nothing.

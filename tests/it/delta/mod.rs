@@ -3,6 +3,8 @@
 //! replicas, completion after a sealer stopped, stores sealed before it, and `verify`
 //! naming each bad or unknown object. Real clients read it in tests/python/test_delta.py.
 
+mod checkpoint;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -364,12 +366,20 @@ async fn verify_names_an_edited_add_a_missing_version_and_planted_objects() {
         .into_iter()
         .map(|(k, _)| k)
         .collect();
+    assert_eq!(unknown, ["_delta_log/_last_checkpoint".to_string()]);
+    // A checkpoint under our name is held to the versions it covers (version 1 is gone).
+    let cp = of_kind(&r, K::BadDeltaCheckpoint);
+    assert_eq!(cp.len(), 1, "{:#?}", r.problems);
     assert_eq!(
-        unknown,
-        [
-            format!("{DELTA_LOG_PREFIX}00000000000000000003.checkpoint.parquet"),
-            "_delta_log/_last_checkpoint".to_string()
-        ]
+        cp[0].0,
+        format!("{DELTA_LOG_PREFIX}00000000000000000003.checkpoint.parquet")
+    );
+    assert!(
+        cp[0]
+            .1
+            .contains("covers versions 0..=3, but version 1 is not there"),
+        "{}",
+        cp[0].1
     );
     assert!(
         of_kind(&r, K::ForeignObject).is_empty(),

@@ -244,3 +244,67 @@ async fn list_after_examines_only_what_can_be_in_the_page() {
         ]
     );
 }
+
+/// A store directory with `n` Delta versions (the first keys of a store in byte order), a
+/// part, and optionally the store's identity.
+fn wide_store(n: usize, identity: bool) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("_delta_log");
+    std::fs::create_dir_all(&log).unwrap();
+    for v in 0..n {
+        std::fs::write(log.join(format!("{v:020}.json")), b"{}\n").unwrap();
+    }
+    let part = dir.path().join("run_id=r/target_crs=EPSG:4326");
+    std::fs::create_dir_all(&part).unwrap();
+    std::fs::write(part.join("part-x.parquet"), b"x").unwrap();
+    if identity {
+        std::fs::create_dir_all(dir.path().join("_lineage")).unwrap();
+        std::fs::write(dir.path().join("_lineage/store.json"), b"{}").unwrap();
+    }
+    dir
+}
+
+#[tokio::test]
+async fn a_listing_reads_the_metadata_of_what_it_returns_not_of_every_entry_it_sorts() {
+    // Issue 23: `log --since-seal` on a 10^6-commit store stat'ed every Delta version (1,007)
+    // to return one key; the directory's own type of each entry (d_type) is enough to sort.
+    let dir = wide_store(500, false);
+    let p = PosixPublisher::new(dir.path());
+    let first = p.list_after("", "", 1).await.unwrap();
+    assert_eq!(keys_of(&first), ["_delta_log/00000000000000000000.json"]);
+    assert!(p.metadata_reads() <= 1, "{} entries stat'ed for one key", p.metadata_reads());
+    let before = p.metadata_reads();
+    let page = p
+        .list_after("_delta_log/", "_delta_log/00000000000000000249.json", 10)
+        .await
+        .unwrap();
+    assert_eq!(page.len(), 10);
+    assert_eq!(page[0].key, "_delta_log/00000000000000000250.json");
+    assert_eq!(page[0].size, 3, "the objects returned carry their metadata");
+    assert!(p.metadata_reads() - before <= 10, "{}", p.metadata_reads() - before);
+    // The whole listing still reads each object's metadata once.
+    let before = p.metadata_reads();
+    assert_eq!(p.list("").await.unwrap().len(), 501);
+    assert_eq!(p.metadata_reads() - before, 501);
+}
+
+#[tokio::test]
+async fn a_command_finds_a_store_by_its_identity_without_listing_it() {
+    // Every command but `append` refuses a store with no objects; a store with its
+    // identity is known by one read, and its listing (O(seals) on local disk) is not made.
+    let dir = wide_store(500, true);
+    let p = PosixPublisher::new(dir.path());
+    lineage_store::internal::require_objects(&p).await.unwrap();
+    assert_eq!(p.metadata_reads(), 0);
+    // An older store without an identity: one key listed.
+    let old = wide_store(3, false);
+    let p = PosixPublisher::new(old.path());
+    lineage_store::internal::require_objects(&p).await.unwrap();
+    assert_eq!(p.metadata_reads(), 1);
+    // An empty one is refused.
+    let empty = tempfile::tempdir().unwrap();
+    let e = lineage_store::internal::require_objects(&PosixPublisher::new(empty.path()))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("the store holds no objects"), "{e}");
+}

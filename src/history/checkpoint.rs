@@ -1,0 +1,91 @@
+//! Writing Delta checkpoints ([`crate::format::checkpoint`]): after seal N is complete
+//! (its Delta version written), the sealer writes `N.checkpoint.parquet` when
+//! [`due`](crate::format::checkpoint::due) says so: every `interval` versions and for a
+//! version that removes files (a compaction's).
+//!
+//! The checkpoint is built by replaying the JSON versions 0..=N, never from an earlier
+//! checkpoint: an existing checkpoint is not trusted (a planted or edited one would be
+//! carried forward), so what the sealer writes depends only on the versions, which
+//! `verify` holds to the seals. It is published create-only; one already there is accepted
+//! when it holds the same rows (a lineage-store of another version may encode the same
+//! rows in other bytes). A checkpoint is an optimisation: one a crash cut off is simply
+//! not there (readers replay the JSON versions), and the next due version gets one.
+
+use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt};
+
+use crate::base::error::{Error, Result};
+use crate::format::checkpoint::{checkpoint_key, decode_rows, due, Snapshot};
+use crate::format::delta::{parse_actions, version_key};
+use crate::history::pointers::READ_CONCURRENCY;
+use crate::publish::checked::publish_checked;
+use crate::publish::AtomicPublisher;
+
+/// Write version `v`'s checkpoint if it is due (see the module docs). Returns its key
+/// when one was written (or found already there, holding the same rows).
+pub async fn write_if_due(
+    store: &dyn AtomicPublisher,
+    v: u64,
+    interval: u64,
+) -> Result<Option<String>> {
+    if interval == 0 || v == 0 {
+        return Ok(None);
+    }
+    let Some(bytes) = store.get(&version_key(v)).await? else {
+        return Ok(None);
+    };
+    let removes = parse_actions(&version_key(v), &bytes)?
+        .iter()
+        .any(|(k, _)| k == "remove");
+    if !due(v, interval, removes) {
+        return Ok(None);
+    }
+    write(store, v).await.map(Some)
+}
+
+/// Write version `v`'s checkpoint (create-only; see the module docs).
+pub async fn write(store: &dyn AtomicPublisher, v: u64) -> Result<String> {
+    let snapshot = replay(store, v).await?;
+    let want = snapshot.encode()?;
+    let key = checkpoint_key(v);
+    let rows = decode_rows(&key, Bytes::from(want.clone()))?;
+    let k = key.clone();
+    publish_checked(store, &key, Bytes::from(want.clone()), move |have| {
+        if have == want.as_slice()
+            || decode_rows(&k, Bytes::copy_from_slice(have)).is_ok_and(|r| r == rows)
+        {
+            Ok(())
+        } else {
+            Err(format!(
+                "holds other rows than the replay of Delta versions 0..={v} (a foreign Delta \
+                 writer, or an edit); run `lineage verify`"
+            ))
+        }
+    })
+    .await?;
+    tracing::info!(
+        version = v,
+        files = snapshot.files(),
+        "Delta checkpoint written"
+    );
+    Ok(key)
+}
+
+/// The table as of version `v`: versions 0..=`v` replayed in order.
+pub(crate) async fn replay(store: &dyn AtomicPublisher, v: u64) -> Result<Snapshot> {
+    let mut snapshot = Snapshot::default();
+    let mut versions = futures::stream::iter(0..=v)
+        .map(|i| async move { store.get(&version_key(i)).await.map(|b| (i, b)) })
+        .buffered(READ_CONCURRENCY);
+    while let Some((i, bytes)) = versions.try_next().await? {
+        let bytes = bytes.ok_or_else(|| Error::Corrupt {
+            what: "Delta version",
+            key: version_key(i),
+            message: format!(
+                "missing: the table as of version {v} cannot be replayed; run `lineage verify`"
+            ),
+        })?;
+        snapshot.apply(i, &parse_actions(&version_key(i), &bytes)?)?;
+    }
+    Ok(snapshot)
+}
