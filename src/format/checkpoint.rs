@@ -51,7 +51,7 @@ const BATCH_ROWS: usize = 8192;
 /// (0: never), and for a version that removes files (a compaction: the table shrinks,
 /// and every reader would otherwise replay the adds and the removes).
 pub fn due(v: u64, interval: u64, removes: bool) -> bool {
-    interval > 0 && v > 0 && (v % interval == 0 || removes)
+    interval > 0 && v > 0 && (v.is_multiple_of(interval) || removes)
 }
 
 /// The table state after replaying versions in order: what a checkpoint holds. Actions

@@ -272,7 +272,11 @@ async fn a_listing_reads_the_metadata_of_what_it_returns_not_of_every_entry_it_s
     let p = PosixPublisher::new(dir.path());
     let first = p.list_after("", "", 1).await.unwrap();
     assert_eq!(keys_of(&first), ["_delta_log/00000000000000000000.json"]);
-    assert!(p.metadata_reads() <= 1, "{} entries stat'ed for one key", p.metadata_reads());
+    assert!(
+        p.metadata_reads() <= 1,
+        "{} entries stat'ed for one key",
+        p.metadata_reads()
+    );
     let before = p.metadata_reads();
     let page = p
         .list_after("_delta_log/", "_delta_log/00000000000000000249.json", 10)
@@ -281,7 +285,11 @@ async fn a_listing_reads_the_metadata_of_what_it_returns_not_of_every_entry_it_s
     assert_eq!(page.len(), 10);
     assert_eq!(page[0].key, "_delta_log/00000000000000000250.json");
     assert_eq!(page[0].size, 3, "the objects returned carry their metadata");
-    assert!(p.metadata_reads() - before <= 10, "{}", p.metadata_reads() - before);
+    assert!(
+        p.metadata_reads() - before <= 10,
+        "{}",
+        p.metadata_reads() - before
+    );
     // The whole listing still reads each object's metadata once.
     let before = p.metadata_reads();
     assert_eq!(p.list("").await.unwrap().len(), 501);
