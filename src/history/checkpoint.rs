@@ -1,6 +1,6 @@
 //! Writing Delta checkpoints ([`crate::format::checkpoint`]): after seal N is complete
 //! (its Delta version written), the sealer writes `N.checkpoint.parquet` when
-//! [`due`](crate::format::checkpoint::due) says so: every `interval` versions and for a
+//! [`due`] says so: every `interval` versions and for a
 //! version that removes files (a compaction's).
 //!
 //! The checkpoint is built by replaying the JSON versions 0..=N, never from an earlier

@@ -423,7 +423,7 @@ impl Walker<'_> {
     /// (a directory of 10^3 seals or Delta versions listed for one key). Only a file system
     /// that does not say costs a `statx` here. Nothing is trusted further than that: a
     /// directory is opened with `O_NOFOLLOW` (a symlink put in its place is listed as a
-    /// symlink), and a listed object is stat'ed without following ([`object`]).
+    /// symlink), and a listed object is stat'ed without following ([`Self::object`]).
     fn examine(&self, entry: &Entry) -> Result<Option<Type>> {
         if let Some(hook) = self.hook {
             hook(&entry.path);
