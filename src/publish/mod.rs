@@ -163,13 +163,14 @@ pub(crate) fn too_large(key: &str, size: u64, max: u64) -> Result<()> {
 
 /// Refuse a store that holds no objects: every command but `append` (and `demo` into a new
 /// store) works on an existing store, and an empty one is most likely a mistyped URL.
-/// One read of the store's identity (`_lineage/store.json`, a few hundred bytes), which
-/// every store written since it exists holds; without it (an older store, or one whose
-/// identity cannot be read, which `verify` then names), one listing request of one key.
+/// One lookup of the store's identity (`_lineage/store.json`, [`exists`]: none of it is
+/// read), which every store written since it exists holds; without it (an older store, or
+/// one whose identity cannot be looked up, which `verify` then names), one listing
+/// request of one key.
 /// Not the listing first: on local disk the first key of a store is in `_delta_log/`, and
 /// a directory is read whole to find its first name, so the listing would cost O(seals).
 pub async fn require_objects(store: &dyn AtomicPublisher) -> Result<()> {
-    if let Ok(Some(_)) = store.get(crate::format::keys::IDENTITY_KEY).await {
+    if let Ok(true) = exists(store, crate::format::keys::IDENTITY_KEY).await {
         return Ok(());
     }
     if store.list_after("", "", 1).await?.is_empty() {
