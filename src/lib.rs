@@ -26,7 +26,7 @@
 //! 2. `schema`: the contract (15 columns, versions 1.2.0+), the row builder with its input
 //!    positions, the value rules every format shares, CRS canonicalisation.
 //! 3. `format`: the object layout (every key is built and classified here), the pointer,
-//!    the commit-key claim: pure data, no I/O.
+//!    the commit-key claim, the Delta log's versions and checkpoints: pure data, no I/O.
 //! 4. `publish`: the [`AtomicPublisher`] trait and its backends (POSIX, memory, S3 / Azure /
 //!    GCS through `object_store`, a fault-injecting and a metering wrapper), store URLs, and
 //!    create-only publishing that reads back after an ambiguous answer.
@@ -35,7 +35,7 @@
 //!    page is decoded).
 //! 6. `history`: the seal chain's objects (seals, Merkle trees, frontiers, hash tiles, leaf
 //!    locators, head markers, the commit-time index), signing keys, reading pointers, and
-//!    sealing, with each seal's Delta Lake version.
+//!    sealing, with each seal's Delta Lake version (and, when asked, its checkpoint).
 //! 7. `write`: input formats, validation (every error of an input at once), checking an
 //!    input without a store ([`check`]), streaming appends with bounded memory, commit
 //!    keys, committing one flush, and the [`Writer`] façade. Beside it, `read`: the
