@@ -137,11 +137,13 @@ pub async fn sealed_records(
     for s in seals {
         let Ok(seal) = &s.seal else { continue };
         for r in seal.compactions.iter().flatten() {
-            let bytes = store.get(&r.key).await?.ok_or_else(|| Error::Corrupt {
-                what: "compaction record",
-                key: r.key.clone(),
-                message: format!("named by {} but missing; run `lineage verify`", s.key),
-            })?;
+            let bytes = crate::history::delta::read_record(store, &r.key)
+                .await?
+                .ok_or_else(|| Error::Corrupt {
+                    what: "compaction record",
+                    key: r.key.clone(),
+                    message: format!("named by {} but missing; run `lineage verify`", s.key),
+                })?;
             let got = sha256_hex(&bytes);
             if !got.eq_ignore_ascii_case(&r.sha256) {
                 return Err(Error::Corrupt {

@@ -17,6 +17,7 @@ use futures::{StreamExt, TryStreamExt};
 use crate::base::error::{Error, Result};
 use crate::format::checkpoint::{checkpoint_key, decode_rows, due, Snapshot};
 use crate::format::delta::{parse_actions, version_key};
+use crate::history::delta::read_version;
 use crate::history::pointers::READ_CONCURRENCY;
 use crate::publish::checked::publish_checked;
 use crate::publish::AtomicPublisher;
@@ -31,7 +32,7 @@ pub async fn write_if_due(
     if interval == 0 || v == 0 {
         return Ok(None);
     }
-    let Some(bytes) = store.get(&version_key(v)).await? else {
+    let Some(bytes) = read_version(store, v).await? else {
         return Ok(None);
     };
     let removes = parse_actions(&version_key(v), &bytes)?
@@ -75,7 +76,7 @@ pub async fn write(store: &dyn AtomicPublisher, v: u64) -> Result<String> {
 pub(crate) async fn replay(store: &dyn AtomicPublisher, v: u64) -> Result<Snapshot> {
     let mut snapshot = Snapshot::default();
     let mut versions = futures::stream::iter(0..=v)
-        .map(|i| async move { store.get(&version_key(i)).await.map(|b| (i, b)) })
+        .map(|i| async move { read_version(store, i).await.map(|b| (i, b)) })
         .buffered(READ_CONCURRENCY);
     while let Some((i, bytes)) = versions.try_next().await? {
         let bytes = bytes.ok_or_else(|| Error::Corrupt {

@@ -32,6 +32,30 @@ use crate::publish::checked::publish_checked;
 use crate::publish::AtomicPublisher;
 use crate::schema::contract::{self, ContractVersion, SCHEMA_VERSION};
 
+/// The most a Delta version of ours can hold: each sealed commit is one `add` of at most a
+/// few KiB (its path, partition values, tags and stats of at most 64 characters a value),
+/// about five times its seal entry, and a seal is at most
+/// [`max_seal_bytes`](crate::history::seal::max_seal_bytes); 8 times that bound.
+pub(crate) fn max_version_bytes() -> u64 {
+    crate::history::seal::max_seal_bytes().saturating_mul(8)
+}
+
+/// Version `v`'s bytes, at most [`max_version_bytes`] of them (`None`: not there; a larger
+/// object under its key is [`Error::TooLarge`], not read).
+pub(crate) async fn read_version(store: &dyn AtomicPublisher, v: u64) -> Result<Option<Bytes>> {
+    store
+        .get_at_most(&version_key(v), max_version_bytes())
+        .await
+}
+
+/// A compaction record's bytes, at most [`max_seal_bytes`](crate::history::seal::max_seal_bytes)
+/// of them (a record names its sources as a seal names its commits).
+pub(crate) async fn read_record(store: &dyn AtomicPublisher, key: &str) -> Result<Option<Bytes>> {
+    store
+        .get_at_most(key, crate::history::seal::max_seal_bytes())
+        .await
+}
+
 /// Builds version after version: the table as of the last one built.
 #[derive(Debug, Clone)]
 pub(crate) struct Builder {
@@ -189,7 +213,7 @@ impl Builder {
         }
         let mut compactions = Vec::new();
         for r in s.compactions.iter().flatten() {
-            let bytes = store.get(&r.key).await?.ok_or_else(|| Error::Corrupt {
+            let bytes = read_record(store, &r.key).await?.ok_or_else(|| Error::Corrupt {
                 what: "compaction record",
                 key: r.key.clone(),
                 message: format!(
@@ -274,7 +298,7 @@ pub async fn complete_log(store: &dyn AtomicPublisher, seq: u64) -> Result<u64> 
     };
     let id = ensure_identity(store, &SystemClock).await?;
     // Usually the version before is there: write only this seal's.
-    if let Some(prev) = store.get(&version_key(seq - 1)).await? {
+    if let Some(prev) = read_version(store, seq - 1).await? {
         let mut b = Builder::after(&id.store_id, seq - 1, &prev)?;
         let (bytes, _) = b.seal(store, &seal).await?;
         publish_version(store, seq, bytes).await?;
@@ -298,7 +322,7 @@ pub async fn complete_log(store: &dyn AtomicPublisher, seq: u64) -> Result<u64> 
         b
     } else {
         let prev = store
-            .get(&version_key(first - 1))
+            .get_at_most(&version_key(first - 1), max_version_bytes())
             .await?
             .ok_or_else(|| Error::NotFound(version_key(first - 1)))?;
         Builder::after(&id.store_id, first - 1, &prev)?
@@ -362,7 +386,7 @@ pub(crate) async fn restore_missing(
         }
         _ => {
             let prev = store
-                .get(&version_key(first - 1))
+                .get_at_most(&version_key(first - 1), max_version_bytes())
                 .await?
                 .ok_or_else(|| Error::NotFound(version_key(first - 1)))?;
             Builder::after(&id.store_id, first - 1, &prev)?

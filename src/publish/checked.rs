@@ -35,19 +35,31 @@ pub(crate) enum Landed {
 /// whether what is there is what we meant to write. Errors only when the store fails (an
 /// unambiguous error, or an ambiguous one whose read-back fails: the first error is
 /// returned) or when the key is reported taken but cannot be read.
+/// The least a read-back may read (see [`create_or_read_back`]).
+const READ_BACK_MIN_BYTES: u64 = 1 << 20;
+
 pub(crate) async fn create_or_read_back(
     store: &dyn AtomicPublisher,
     key: &str,
     bytes: Bytes,
     is_ours: impl Fn(&[u8]) -> std::result::Result<(), String>,
 ) -> Result<Landed> {
+    // What is already there is read back at most a few times our size: an object the same
+    // as ours (or the same content from another build) is never far larger, and a planted
+    // one of any size is then refused without being read.
+    let most = (bytes.len() as u64)
+        .saturating_mul(4)
+        .max(READ_BACK_MIN_BYTES);
     let first = match store.put_create(key, bytes).await {
         Ok(Outcome::Created) => return Ok(Landed::Ours(Published::Created)),
         Ok(Outcome::AlreadyExists) => None,
         Err(e) if matches!(e.kind(), ErrorKind::Io | ErrorKind::Conflict) => Some(e),
         Err(e) => return Err(e),
     };
-    match store.get(key).await {
+    match store.get_at_most(key, most).await {
+        Err(Error::TooLarge { size, max, .. }) => Ok(Landed::Theirs(format!(
+            "holds {size} bytes, more than the {max} any object of this kind written here can be: not ours (not read); run `lineage verify`"
+        ))),
         Ok(Some(existing)) => match is_ours(&existing) {
             Ok(()) => {
                 tracing::info!(

@@ -311,7 +311,7 @@ async fn with_compacted(
     let mut slots: Vec<Option<SnapshotPart>> = parts.into_iter().map(Some).collect();
     let mut failed = Vec::new();
     for (by, r) in compactions {
-        let Some(bytes) = store.get(&r.key).await? else {
+        let Some(bytes) = crate::history::delta::read_record(store, &r.key).await? else {
             failed.push(Failed::new(
                 r.key.clone(),
                 format!("is missing (seal {} puts it into effect)", by.seq),

@@ -45,6 +45,9 @@ use crate::publish::AtomicPublisher;
 
 /// Format tag of witness records.
 pub const RECORD_FORMAT: &str = "lineage-witness/1";
+/// The most a witness record can hold (a few hundred bytes: store id, URL, seal number,
+/// head digest, time): a larger object is an unreadable record, not read.
+pub const MAX_RECORD_BYTES: u64 = 64 * 1024;
 /// Where records live in the witness store: under `_lineage/`, so that a local witness
 /// directory is recognised as one of ours by `--store`'s check (a mistyped path is
 /// refused), and so that dataset readers of a bucket shared with data skip it.
@@ -191,11 +194,19 @@ async fn read_records(witness: &dyn AtomicPublisher, store_id: &str) -> Result<V
         Some((o.key, n))
     }))
     .map(|(key, n)| async move {
-        let bytes = witness
-            .get(&key)
-            .await?
-            .ok_or_else(|| Error::NotFound(key.clone()))?;
-        let record = parse_record(&bytes, store_id, n);
+        let (bytes, record) = match witness.get_at_most(&key, MAX_RECORD_BYTES).await {
+            Err(Error::TooLarge { size, max, .. }) => (
+                Bytes::new(),
+                Err(format!(
+                    "is {size} bytes, more than any witness record can be ({max}); not read"
+                )),
+            ),
+            other => {
+                let bytes = other?.ok_or_else(|| Error::NotFound(key.clone()))?;
+                let record = parse_record(&bytes, store_id, n);
+                (bytes, record)
+            }
+        };
         Ok::<_, Error>(ReadRecord {
             digest: sha256_hex(&bytes),
             key,
@@ -357,7 +368,7 @@ async fn records_for_url(witness: &dyn AtomicPublisher, store: &str) -> Result<S
     }
     let mut same_url = Vec::new();
     for (id, (n, key)) in newest {
-        if let Some(b) = witness.get(&key).await? {
+        if let Ok(Some(b)) = witness.get_at_most(&key, MAX_RECORD_BYTES).await {
             if let Ok(r) = serde_json::from_slice::<WitnessRecord>(&b) {
                 if r.store == store {
                     same_url.push(format!("identity {id} (witnessed up to seal {n})"));

@@ -36,9 +36,13 @@ pub(crate) async fn check(
     let mut snapshot = Snapshot::default();
     for v in 0..=top {
         let key = version_key(v);
-        let actions = match store.get(&key).await? {
-            None => Err(format!("version {v} is not there")),
-            Some(bytes) => parse_actions(&key, &bytes).map_err(|e| e.to_string()),
+        let actions = match crate::history::delta::read_version(store, v).await {
+            Err(crate::base::error::Error::TooLarge { size, .. }) => Err(format!(
+                "version {v} is {size} bytes, larger than any version (not read)"
+            )),
+            Err(e) => return Err(e),
+            Ok(None) => Err(format!("version {v} is not there")),
+            Ok(Some(bytes)) => parse_actions(&key, &bytes).map_err(|e| e.to_string()),
         };
         let applied = actions.and_then(|a| snapshot.apply(v, &a).map_err(|e| e.to_string()));
         if let Err(why) = applied {

@@ -80,9 +80,13 @@ async fn part_rows(
     size: u64,
     sha256: &str,
 ) -> std::result::Result<RowMultiset, String> {
-    let bytes = match store.get(key).await {
+    // Never more than the recorded size: a larger object is not the part, and not read.
+    let bytes = match store.get_at_most(key, size).await {
         Ok(Some(b)) => b,
         Ok(None) => return Err("is missing".into()),
+        Err(crate::base::error::Error::TooLarge { size: big, .. }) => {
+            return Err(format!("is {big} bytes, not {size} (not read)"))
+        }
         Err(e) => return Err(format!("cannot be read: {e}")),
     };
     if bytes.len() as u64 != size {
@@ -166,7 +170,22 @@ pub(crate) async fn check(store: &dyn AtomicPublisher, cx: &Context<'_>) -> Resu
     for s in &cx.chain.seals {
         let Ok(seal) = &s.seal else { continue };
         for r in seal.compactions.iter().flatten() {
-            let Some(bytes) = store.get(&r.key).await? else {
+            let bytes = match crate::history::delta::read_record(store, &r.key).await {
+                Err(crate::base::error::Error::TooLarge { size, max, .. }) => {
+                    bad(
+                        &mut found,
+                        &r.key,
+                        format!(
+                            "is {size} bytes, more than any compaction record can be ({max}, \
+                             --max-seal-bytes); not read; {} names it",
+                            s.key
+                        ),
+                    );
+                    continue;
+                }
+                other => other?,
+            };
+            let Some(bytes) = bytes else {
                 bad(
                     &mut found,
                     &r.key,
@@ -322,8 +341,11 @@ async fn replay(store: &dyn AtomicPublisher, cx: &Context<'_>) -> Result<Vec<Pro
     let mut live: BTreeMap<String, Option<u64>> = BTreeMap::new();
     let mut last = "";
     for &key in &cx.versions {
-        let Some(bytes) = store.get(key).await? else {
-            return Ok(Vec::new());
+        let Ok(Some(bytes)) = store
+            .get_at_most(key, crate::history::delta::max_version_bytes())
+            .await
+        else {
+            return Ok(Vec::new()); // missing or too large: named by the Delta check
         };
         let Ok(actions) = parse_actions(key, &bytes) else {
             return Ok(Vec::new()); // named by the Delta check

@@ -22,9 +22,9 @@ use serde_json::Value;
 
 use crate::audit::chain::Chain;
 use crate::audit::report::{Problem, ProblemKind};
-use crate::base::error::Result;
+use crate::base::error::{Error, Result};
 use crate::format::delta::{decode_path, parse_actions, version_key, TAG_COMMIT_ID};
-use crate::history::delta::Builder;
+use crate::history::delta::{read_version, Builder};
 use crate::history::identity::read_identity;
 use crate::publish::{AtomicPublisher, ObjectInfo};
 
@@ -115,10 +115,16 @@ pub(crate) async fn check(store: &dyn AtomicPublisher, cx: &Context<'_>) -> Resu
     };
     // Seals the chain walk reported: their versions are not judged again.
     let reported: HashSet<&str> = cx.chain.problems.iter().map(|p| p.key.as_str()).collect();
+    // Versions larger than any version can be: named once, never read.
+    let too_large = std::sync::Mutex::new(Vec::<Problem>::new());
     let mut judge = |v: u64, have: Option<bytes::Bytes>, want: Option<Vec<u8>>| {
         let key = version_key(v);
+        let skipped = too_large
+            .lock()
+            .map(|t| t.iter().any(|p| p.key == key))
+            .unwrap_or(false);
         match have {
-            None if v > last => {}
+            None if v > last || skipped => {}
             None => out.push(Problem::new(
                 ProblemKind::MissingDeltaVersion,
                 &key,
@@ -146,7 +152,10 @@ pub(crate) async fn check(store: &dyn AtomicPublisher, cx: &Context<'_>) -> Resu
         }
     };
     // Read whether listed or not: an unlisted one may have landed since the listing.
-    let read = |v: u64| async move { store.get(&version_key(v)).await };
+    let read = |v: u64| {
+        let too_large = &too_large;
+        async move { bounded(store, v, too_large).await }
+    };
     judge(0, read(0).await?, b.create().ok());
     for s in &cx.chain.seals {
         let v = s.key_seq;
@@ -173,7 +182,34 @@ pub(crate) async fn check(store: &dyn AtomicPublisher, cx: &Context<'_>) -> Resu
         }
         judge(v, have, rebuilt);
     }
+    out.extend(too_large.into_inner().unwrap_or_default());
     done(out)
+}
+
+/// Version `v`, at most [`max_version_bytes`](crate::history::delta::max_version_bytes) of
+/// it; a larger object is named in
+/// `too_large` and taken as absent (not read).
+async fn bounded(
+    store: &dyn AtomicPublisher,
+    v: u64,
+    too_large: &std::sync::Mutex<Vec<Problem>>,
+) -> Result<Option<bytes::Bytes>> {
+    match read_version(store, v).await {
+        Err(Error::TooLarge { size, max, .. }) => {
+            if let Ok(mut t) = too_large.lock() {
+                t.push(Problem::new(
+                    ProblemKind::BadDeltaVersion,
+                    &version_key(v),
+                    format!(
+                        "{size} bytes, more than any Delta version of ours can be ({max}: 8 × \
+                         --max-seal-bytes); not read"
+                    ),
+                ));
+            }
+            Ok(None)
+        }
+        other => other,
+    }
 }
 
 /// `verify --since-seal`: the versions of `seals` (those from SEQ on, in order), each
@@ -194,16 +230,18 @@ pub(crate) async fn check_since(
         return Ok(Checked::default());
     };
     let before = first.key_seq.saturating_sub(1);
-    let Some(prev) = store.get(&version_key(before)).await? else {
+    let Ok(Some(prev)) = read_version(store, before).await else {
         return Ok(Checked::default());
     };
     let Ok(mut b) = Builder::after(&id.store_id, before, &prev) else {
         return Ok(Checked::default());
     };
     let mut have: Vec<(u64, Option<bytes::Bytes>)> = Vec::new();
+    let too_large = std::sync::Mutex::new(Vec::<Problem>::new());
     for s in seals {
-        have.push((s.key_seq, store.get(&version_key(s.key_seq)).await?));
+        have.push((s.key_seq, bounded(store, s.key_seq, &too_large).await?));
     }
+    let too_large = too_large.into_inner().unwrap_or_default();
     let last = have
         .iter()
         .filter(|(_, h)| h.is_some())
@@ -212,6 +250,7 @@ pub(crate) async fn check_since(
     for (s, (v, h)) in seals.iter().zip(have) {
         let key = version_key(v);
         match h {
+            None if too_large.iter().any(|p| p.key == key) => {}
             None if last.is_none_or(|l| v > l) => break,
             None => {
                 out.push(Problem::new(
@@ -243,6 +282,7 @@ pub(crate) async fn check_since(
             }
         }
     }
+    out.extend(too_large);
     // Whether versions 0..SEQ are all there is not looked at: no `delta_version`.
     Ok(Checked {
         problems: out,

@@ -411,3 +411,152 @@ async fn a_store_identity_larger_than_any_identity_is_refused_unread() {
         .join("run_id=run-late")
         .exists());
 }
+
+/// Replace the file `path` by a sparse one of `len` bytes (a hostile writer's object).
+fn sparse(path: &std::path::Path, len: u64) {
+    let _ = std::fs::remove_file(path);
+    let f = std::fs::File::create(path).unwrap();
+    f.set_len(len).unwrap();
+}
+
+#[tokio::test]
+async fn delta_versions_compaction_records_witness_records_and_claims_past_their_kinds_are_refused_unread(
+) {
+    // With --max-seal-bytes 1 MiB, a Delta version can be at most 8 MiB and a compaction
+    // record 1 MiB; a witness record is at most 64 KiB. Each is planted at 256 MiB.
+    let (tmp, root, _) = sealed_local_store().await;
+    let store = root.to_str().unwrap();
+    let run = |a: &[&str]| crate::support::lineage(a, None);
+    // Small commits to compact: 3 parts in each of two partitions, sealed.
+    let small = tmp.path().join("small.ndjson");
+    std::fs::write(&small, crate::support::ndjson("c", 12, "x")).unwrap();
+    let s = small.to_str().unwrap();
+    let o = run(&[
+        "append",
+        "--store",
+        store,
+        "--batch-rows",
+        "2",
+        "--input",
+        s,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let o = run(&["seal", "--store", store]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let o = run(&["compact", "--store", store, "--target-rows", "10", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let wit = tmp.path().join("witness");
+    let w = wit.to_str().unwrap();
+    let o = run(&["witness", "--store", store, "--witness", w]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let (_, baseline) = peak_rss_kib(&["verify", "--store", store, "--grace", "0s"]);
+    let limit = ["--max-seal-bytes", "1048576"];
+
+    // Delta version 1.
+    let v1 = "_delta_log/00000000000000000001.json";
+    sparse(&root.join(v1), 256 << 20);
+    let mut verify = vec!["verify", "--store", store, "--grace", "0s"];
+    verify.extend(limit);
+    refused_unread(&verify, 1, v1, &["more than any Delta version"], baseline);
+    // The newest version, which the next seal builds on: the sealer refuses it unread.
+    let newest = std::fs::read_dir(root.join("_delta_log"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .max()
+        .unwrap();
+    sparse(&root.join("_delta_log").join(&newest), 256 << 20);
+    let mut seal = vec!["seal", "--store", store, "--allow-empty"];
+    seal.extend(limit);
+    let (o, peak) = peak_rss_kib(&seal);
+    assert_ne!(o.status.code(), Some(0), "{:?}", text(&o));
+    assert!(text(&o).1.contains(&newest), "{:?}", text(&o));
+    assert!(peak < baseline + 32 * 1024, "seal: {peak} KiB");
+
+    // A compaction record the newest seal names.
+    let records: Vec<std::path::PathBuf> =
+        std::fs::read_dir(root.join("_lineage/compacted/records"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+    assert!(!records.is_empty());
+    let rec = &records[0];
+    let rec_key = format!(
+        "_lineage/compacted/records/{}",
+        rec.file_name().unwrap().to_str().unwrap()
+    );
+    sparse(rec, 256 << 20);
+    refused_unread(
+        &verify,
+        1,
+        &rec_key,
+        &["more than any compaction record"],
+        baseline,
+    );
+    let mut files = vec!["files", "--store", store];
+    files.extend(limit);
+    let (o, peak) = peak_rss_kib(&files);
+    assert_ne!(o.status.code(), Some(0), "{:?}", text(&o));
+    assert!(text(&o).1.contains(&rec_key), "{:?}", text(&o));
+    assert!(peak < baseline + 32 * 1024, "files: {peak} KiB");
+
+    // A witness record.
+    let recs: Vec<std::path::PathBuf> = walk(&wit)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    assert_eq!(recs.len(), 1, "{recs:?}");
+    sparse(&recs[0], 256 << 20);
+    let mut verify_witness = verify.clone();
+    verify_witness.extend(["--witness", w, "--json"]);
+    let (o, peak) = peak_rss_kib(&verify_witness);
+    let (out, err) = text(&o);
+    assert!(
+        out.contains("more than any witness record can be"),
+        "{out}{err}"
+    );
+    assert!(peak < baseline + 32 * 1024, "verify --witness: {peak} KiB");
+
+    // A commit-key claim under the key an append would claim: read back at most a few
+    // times the size of the claim the append writes (it is a conflict, exit 3).
+    let claims = tmp.path().join("claims");
+    let cs = claims.to_str().unwrap();
+    let line = crate::support::ndjson("r", 3, "a");
+    let o = crate::support::lineage(
+        &["append", "--store", cs, "--commit-key", "job-1"],
+        Some(line.as_bytes()),
+    );
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let claim = walk(&claims.join("_lineage/commit-keys"))
+        .into_iter()
+        .next()
+        .unwrap();
+    sparse(&claim, 256 << 20);
+    let other = tmp.path().join("other.ndjson");
+    std::fs::write(&other, crate::support::ndjson("r", 3, "b")).unwrap();
+    let (o, peak) = peak_rss_kib(&[
+        "append",
+        "--store",
+        cs,
+        "--commit-key",
+        "job-1",
+        "--input",
+        other.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{:?}", text(&o));
+    assert!(text(&o).1.contains("not read"), "{:?}", text(&o));
+    assert!(peak < baseline + 32 * 1024, "append: {peak} KiB");
+}
+
+/// Every file below `dir`.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
