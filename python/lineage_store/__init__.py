@@ -45,6 +45,7 @@ from ._native import (
     keygen,
     open,
     render_report,
+    set_read_limits,
     verify_proof,
 )
 
@@ -80,6 +81,7 @@ __all__ = [
     "keygen",
     "open",
     "render_report",
+    "set_read_limits",
     "verify_proof",
 ]
 

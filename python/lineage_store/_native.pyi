@@ -32,6 +32,12 @@ def open(url: StrPath, *, endpoint_url: Optional[str] = None) -> Store:
 def canonical_crs(value: str) -> str:
     """The canonical ``EPSG:<code>`` of a CRS identifier; ``InputError`` otherwise."""
 
+def set_read_limits(
+    *, max_seal_bytes: Optional[int] = None, max_page_bytes: Optional[int] = None
+) -> tuple[int, int]:
+    """Raise or lower this process's read limits (``--max-seal-bytes``,
+    ``--max-page-bytes``); returns the limits in force."""
+
 def check(
     data: Union[ArrowData, StrPath],
     *,

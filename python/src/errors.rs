@@ -57,7 +57,7 @@ const PHRASES: [(&str, &str); 5] = [
 ];
 
 /// The CLI's flags, as the keyword arguments a Python caller passes.
-const FLAGS: [(&str, &str); 14] = [
+const FLAGS: [(&str, &str); 16] = [
     ("--store ", "store "),
     ("--endpoint-url", "endpoint_url"),
     ("--since-seal ", "since_seal="),
@@ -72,6 +72,8 @@ const FLAGS: [(&str, &str); 14] = [
     ("--columns", "columns"),
     ("--run-id", "run_id"),
     ("--max-errors", "max_errors"),
+    ("--max-seal-bytes", "set_read_limits(max_seal_bytes=...)"),
+    ("--max-page-bytes", "set_read_limits(max_page_bytes=...)"),
 ];
 
 /// `message` in the caller's language: the CLI's flags spelled as Python keyword

@@ -303,3 +303,36 @@ def test_the_gil_is_released_while_the_store_is_written(monkeypatch: pytest.Monk
     finally:
         HoldingS3.release.set()
         server.shutdown()
+
+
+def test_read_limits_are_set_from_python_and_named_in_its_terms(tmp_path: Path) -> None:
+    """`set_read_limits` is the package's `--max-seal-bytes`/`--max-page-bytes`: a seal over
+    the limit is refused unread, and the refusal names the keyword, not the flag. Run in a
+    child process: the limits are the process's."""
+    import subprocess
+    import sys
+
+    store = tmp_path / "s"
+    s = ls.open(store)
+    s.append(events(10))
+    s.seal()
+    code = f"""
+import lineage_store as ls
+print(ls.set_read_limits())
+print(ls.set_read_limits(max_seal_bytes=100))
+try:
+    ls.open({str(store)!r}).files()
+    print("read")
+except ls.LineageError as e:
+    print("refused:", e)
+print(ls.set_read_limits(max_seal_bytes=64 << 20))
+print(len(ls.open({str(store)!r}).files()))
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == f"({64 << 20}, {256 << 20})", lines
+    assert lines[1] == f"(100, {256 << 20})", lines
+    assert lines[2].startswith("refused:") and "set_read_limits(max_seal_bytes=...)" in lines[2], lines
+    assert "--max-seal-bytes" not in lines[2], lines
+    assert int(lines[4]) >= 1, lines

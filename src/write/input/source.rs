@@ -149,12 +149,18 @@ impl Input {
             Format::Csv => Some(LineGuard::new(max_line, true)),
             Format::Arrow | Format::Parquet => None,
         };
+        let mut probe = matches!(format, Format::Ndjson).then(ObjectProbe::new);
         loop {
             match r.read(&mut buf) {
                 Ok(0) => break,
                 Ok(n) => {
                     if let Some(g) = &mut guard {
                         g.feed(&buf[..n])?;
+                    }
+                    if let Some(p) = &mut probe {
+                        if p.feed(&buf[..n])? {
+                            probe = None;
+                        }
                     }
                     file.write_all(&buf[..n]).map_err(tmp_err)?;
                     total += n as u64;
@@ -278,6 +284,62 @@ impl Input {
                 return Ok(empty);
             }
         }
+    }
+}
+
+/// How much of NDJSON standard input may pass without one line that starts a JSON object
+/// before it is refused as not NDJSON (see [`ObjectProbe`]).
+const NO_OBJECT_LIMIT: u64 = 8 << 20;
+
+/// Watches the start of NDJSON input being spooled for a line that begins with `{`.
+/// Every line of NDJSON input is judged (every error at once), so a bad first line alone
+/// does not stop the spool; but input with no JSON object in its first
+/// [`NO_OBJECT_LIMIT`] bytes is not NDJSON, and is refused before the rest is read (a
+/// never-ending stream of short lines would otherwise be spooled to its end).
+struct ObjectProbe {
+    at_line_start: bool,
+    scanned: u64,
+    head: Vec<u8>,
+}
+
+impl ObjectProbe {
+    fn new() -> Self {
+        ObjectProbe {
+            at_line_start: true,
+            scanned: 0,
+            head: Vec::new(),
+        }
+    }
+
+    /// `Ok(true)` once a line starting a JSON object was seen (the probe is done).
+    fn feed(&mut self, chunk: &[u8]) -> Result<bool> {
+        if self.head.len() < 64 << 10 {
+            let take = chunk.len().min((64 << 10) - self.head.len());
+            self.head.extend_from_slice(&chunk[..take]);
+        }
+        for &b in chunk {
+            if self.at_line_start {
+                match b {
+                    b'{' => return Ok(true),
+                    // Blank space and a byte-order mark before the first character.
+                    b' ' | b'\t' | b'\r' | b'\n' | 0xEF | 0xBB | 0xBF => {}
+                    _ => self.at_line_start = false,
+                }
+            } else if b == b'\n' {
+                self.at_line_start = true;
+            }
+        }
+        self.scanned += chunk.len() as u64;
+        if self.scanned < NO_OBJECT_LIMIT {
+            return Ok(false);
+        }
+        let looks = Format::sniff(&self.head).map_or(String::new(), |(other, why)| {
+            format!(" ({why}: pass --format {})", other.flag())
+        });
+        Err(Error::Usage(format!(
+            "standard input is read as NDJSON, and no line of its first {} MiB starts a JSON object{looks}: it is refused before the rest of it is read, and nothing was published",
+            NO_OBJECT_LIMIT >> 20
+        )))
     }
 }
 

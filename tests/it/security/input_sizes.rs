@@ -125,3 +125,42 @@ fn standard_input_is_refused_at_the_first_long_line_without_reading_the_rest() {
         assert!(written < 16 << 20, "{args:?}: read {written} bytes");
     }
 }
+
+#[test]
+fn standard_input_with_no_json_object_is_refused_without_reading_the_rest() {
+    // Issue 26: 3 GB of garbage were spooled before line 1 was refused. Short lines that
+    // never end, none a JSON object: refused after the first 8 MiB, as NDJSON and by
+    // default (a bad first line alone is judged with the rest: every error at once).
+    for args in [&[][..], &["--format", "ndjson"][..]] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_lineage"))
+            .arg("check")
+            .args(args)
+            .env_remove("LINEAGE_STORE")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut pipe = child.stdin.take().unwrap();
+        let feeder = std::thread::spawn(move || {
+            let chunk = b"garbage, not json\n".repeat(4096);
+            let mut written = 0u64;
+            while written < 256 << 20 {
+                match pipe.write(&chunk) {
+                    Ok(n) => written += n as u64,
+                    Err(_) => break, // the reader went away
+                }
+            }
+            written
+        });
+        let o = child.wait_with_output().unwrap();
+        let written = feeder.join().unwrap();
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("no line of its first 8 MiB starts a JSON object"),
+            "{args:?}: {err}"
+        );
+        assert!(written < 16 << 20, "{args:?}: read {written} bytes");
+    }
+}
