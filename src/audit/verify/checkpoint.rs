@@ -21,6 +21,10 @@ use crate::format::checkpoint::{decode_rows, Snapshot};
 use crate::format::delta::{parse_actions, version_key};
 use crate::publish::{AtomicPublisher, ObjectInfo};
 
+/// The least a checkpoint may hold whatever its versions (a table's protocol, metadata and
+/// a few files in Parquet's framing).
+const CHECKPOINT_MIN_BYTES: u64 = 1 << 20;
+
 /// Rows named in a problem's text, at most.
 const NAMED: usize = 3;
 
@@ -34,6 +38,9 @@ pub(crate) async fn check(
         return Ok(out);
     };
     let mut snapshot = Snapshot::default();
+    // What a checkpoint can legitimately hold is bounded by the versions it stands for:
+    // their actions, once each, in a columnar file no larger than their JSON.
+    let mut log_bytes = 0u64;
     for v in 0..=top {
         let key = version_key(v);
         let actions = match crate::history::delta::read_version(store, v).await {
@@ -42,7 +49,10 @@ pub(crate) async fn check(
             )),
             Err(e) => return Err(e),
             Ok(None) => Err(format!("version {v} is not there")),
-            Ok(Some(bytes)) => parse_actions(&key, &bytes).map_err(|e| e.to_string()),
+            Ok(Some(bytes)) => {
+                log_bytes += bytes.len() as u64;
+                parse_actions(&key, &bytes).map_err(|e| e.to_string())
+            }
         };
         let applied = actions.and_then(|a| snapshot.apply(v, &a).map_err(|e| e.to_string()));
         if let Err(why) = applied {
@@ -59,7 +69,8 @@ pub(crate) async fn check(
             break;
         }
         if let Some(o) = checkpoints.get(&v) {
-            if let Some(p) = compare(store, v, o, &snapshot).await? {
+            let most = log_bytes.max(CHECKPOINT_MIN_BYTES);
+            if let Some(p) = compare(store, v, o, &snapshot, most).await? {
                 out.push(p);
             }
         }
@@ -73,8 +84,22 @@ async fn compare(
     v: u64,
     o: &ObjectInfo,
     snapshot: &Snapshot,
+    most: u64,
 ) -> Result<Option<Problem>> {
-    let Some(have) = store.get(&o.key).await? else {
+    let have = match store.get_at_most(&o.key, most).await {
+        Err(crate::base::error::Error::TooLarge { size, .. }) => {
+            return Ok(Some(Problem::new(
+                ProblemKind::BadDeltaCheckpoint,
+                &o.key,
+                format!(
+                    "{size} bytes, more than the {most} bytes of the versions 0..={v} it stands \
+                     for (not read); Delta readers that find it read it instead of them"
+                ),
+            )))
+        }
+        other => other?,
+    };
+    let Some(have) = have else {
         return Ok(None); // gone since the listing: nothing for a reader to use
     };
     let bad = |why: String| {

@@ -180,6 +180,22 @@ async fn verify_names_a_checkpoint_that_is_not_the_replay_and_accepts_one_that_i
         "{:#?}",
         r.problems
     );
+    // A checkpoint far larger than the versions it stands for is named, not read.
+    mem.tamper_remove(&checkpoint_key(3));
+    mem.tamper_put(&checkpoint_key(3), Bytes::from(vec![0u8; 8 << 20]));
+    let big = verify_later(store).await;
+    let named = of_kind(&big, K::BadDeltaCheckpoint);
+    let three = named.iter().find(|(k, _)| *k == checkpoint_key(3)).unwrap();
+    assert!(
+        three.1.contains("more than the") && three.1.contains("(not read)"),
+        "{}",
+        three.1
+    );
+    mem.tamper_remove(&checkpoint_key(3));
+    mem.tamper_put(
+        &checkpoint_key(3),
+        Bytes::from(replayed(store, 3).await.encode().unwrap()),
+    );
     assert_eq!(r.problems.len(), 3, "{:#?}", r.problems);
 
     // The sealer does not build on a checkpoint (it replays the versions), and a forged

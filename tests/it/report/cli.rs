@@ -306,7 +306,7 @@ fn a_tampered_stores_report_names_each_problem_and_is_still_written() {
     let dir = tempfile::tempdir().unwrap();
     let (s, key, head) = store(dir.path(), &[]);
     let root = PathBuf::from(&s);
-    let pointers: Vec<PathBuf> = walk(&root.join("_lineage/commits"));
+    let pointers: Vec<PathBuf> = crate::support::files_below(&root.join("_lineage/commits"));
     assert!(pointers.len() >= 4);
     // A flipped byte in one part (of another commit than the deleted pointer's).
     let victim: Value = serde_json::from_slice(&std::fs::read(&pointers[0]).unwrap()).unwrap();
@@ -405,9 +405,10 @@ fn a_tampered_stores_report_names_each_problem_and_is_still_written() {
     let dir2 = tempfile::tempdir().unwrap();
     let (s2, _, _) = store(dir2.path(), &[]);
     let root2 = PathBuf::from(&s2);
-    let p0: Value =
-        serde_json::from_slice(&std::fs::read(&walk(&root2.join("_lineage/commits"))[0]).unwrap())
-            .unwrap();
+    let p0: Value = serde_json::from_slice(
+        &std::fs::read(&crate::support::files_below(&root2.join("_lineage/commits"))[0]).unwrap(),
+    )
+    .unwrap();
     let part2 = p0["part_path"].as_str().unwrap();
     let mut b = std::fs::read(root2.join(part2)).unwrap();
     let i = b.len() / 2;
@@ -426,20 +427,6 @@ fn a_tampered_stores_report_names_each_problem_and_is_still_written() {
         .map(|x| x["events"].as_u64().unwrap())
         .sum();
     assert_eq!(counted, 60 - p0["row_count"].as_u64().unwrap());
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            out.extend(walk(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out.sort();
-    out
 }
 
 #[test]

@@ -75,8 +75,16 @@ fn an_arrow_or_parquet_value_longer_than_the_limit_is_refused_naming_row_and_fie
 /// (up to 256 MiB), and return its output and how many bytes it took before it stopped
 /// reading.
 fn endless_line(args: &[&str], first: &[u8]) -> (std::process::Output, u64) {
+    let mut a = vec!["--max-line-bytes", "1000"];
+    a.extend_from_slice(args);
+    endless(&a, first, vec![b'a'; 64 << 10])
+}
+
+/// `lineage check ARGS` fed `first`, then `chunk` again and again (up to 256 MiB) until it
+/// stops reading; its output and how many bytes it took.
+fn endless(args: &[&str], first: &[u8], chunk: Vec<u8>) -> (std::process::Output, u64) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_lineage"))
-        .args(["check", "--max-line-bytes", "1000"])
+        .arg("check")
         .args(args)
         .env_remove("LINEAGE_STORE")
         .stdin(Stdio::piped())
@@ -87,7 +95,6 @@ fn endless_line(args: &[&str], first: &[u8]) -> (std::process::Output, u64) {
     let mut pipe = child.stdin.take().unwrap();
     let first = first.to_vec();
     let feeder = std::thread::spawn(move || {
-        let chunk = vec![b'a'; 64 << 10];
         let mut written = 0u64;
         if pipe.write_all(&first).is_err() {
             return written;
@@ -132,29 +139,7 @@ fn standard_input_with_no_json_object_is_refused_without_reading_the_rest() {
     // never end, none a JSON object: refused after the first 8 MiB, as NDJSON and by
     // default (a bad first line alone is judged with the rest: every error at once).
     for args in [&[][..], &["--format", "ndjson"][..]] {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_lineage"))
-            .arg("check")
-            .args(args)
-            .env_remove("LINEAGE_STORE")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut pipe = child.stdin.take().unwrap();
-        let feeder = std::thread::spawn(move || {
-            let chunk = b"garbage, not json\n".repeat(4096);
-            let mut written = 0u64;
-            while written < 256 << 20 {
-                match pipe.write(&chunk) {
-                    Ok(n) => written += n as u64,
-                    Err(_) => break, // the reader went away
-                }
-            }
-            written
-        });
-        let o = child.wait_with_output().unwrap();
-        let written = feeder.join().unwrap();
+        let (o, written) = endless(args, b"", b"garbage, not json\n".repeat(4096));
         let (_, err) = text(&o);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
         assert!(

@@ -500,7 +500,7 @@ async fn delta_versions_compaction_records_witness_records_and_claims_past_their
     assert!(peak < baseline + 32 * 1024, "files: {peak} KiB");
 
     // A witness record.
-    let recs: Vec<std::path::PathBuf> = walk(&wit)
+    let recs: Vec<std::path::PathBuf> = crate::support::files_below(&wit)
         .into_iter()
         .filter(|p| p.extension().is_some_and(|e| e == "json"))
         .collect();
@@ -526,7 +526,7 @@ async fn delta_versions_compaction_records_witness_records_and_claims_past_their
         Some(line.as_bytes()),
     );
     assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
-    let claim = walk(&claims.join("_lineage/commit-keys"))
+    let claim = crate::support::files_below(&claims.join("_lineage/commit-keys"))
         .into_iter()
         .next()
         .unwrap();
@@ -545,18 +545,4 @@ async fn delta_versions_compaction_records_witness_records_and_claims_past_their
     assert_eq!(o.status.code(), Some(3), "{:?}", text(&o));
     assert!(text(&o).1.contains("not read"), "{:?}", text(&o));
     assert!(peak < baseline + 32 * 1024, "append: {peak} KiB");
-}
-
-/// Every file below `dir`.
-fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            out.extend(walk(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
 }
