@@ -60,7 +60,12 @@ pub fn delta_version_key(v: u64) -> String {
 
 /// The version a key names, when it is exactly a Delta version key of ours.
 pub fn parse_delta_version_key(key: &str) -> Option<u64> {
-    let digits = key.strip_prefix(DELTA_LOG_PREFIX)?.strip_suffix(".json")?;
+    delta_log_number(key, ".json")
+}
+
+/// The 20-digit version of `_delta_log/<version><suffix>`, when the key is exactly that.
+fn delta_log_number(key: &str, suffix: &str) -> Option<u64> {
+    let digits = key.strip_prefix(DELTA_LOG_PREFIX)?.strip_suffix(suffix)?;
     if digits.len() != 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
@@ -74,13 +79,7 @@ pub fn delta_checkpoint_key(v: u64) -> String {
 
 /// The version a key names, when it is exactly a checkpoint key of ours.
 pub fn parse_delta_checkpoint_key(key: &str) -> Option<u64> {
-    let digits = key
-        .strip_prefix(DELTA_LOG_PREFIX)?
-        .strip_suffix(".checkpoint.parquet")?;
-    if digits.len() != 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    digits.parse().ok()
+    delta_log_number(key, ".checkpoint.parquet")
 }
 
 /// Longest accepted `run_id`, in bytes.

@@ -214,6 +214,8 @@ pub async fn seal_with(
             store,
             seal.seq,
             opts.delta_checkpoint_interval,
+            // A seal's Delta version removes files exactly when the seal carries compactions.
+            seal.compactions.as_ref().is_some_and(|c| !c.is_empty()),
         )
         .await
         {

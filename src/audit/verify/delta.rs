@@ -115,16 +115,12 @@ pub(crate) async fn check(store: &dyn AtomicPublisher, cx: &Context<'_>) -> Resu
     };
     // Seals the chain walk reported: their versions are not judged again.
     let reported: HashSet<&str> = cx.chain.problems.iter().map(|p| p.key.as_str()).collect();
-    // Versions larger than any version can be: named once, never read.
-    let too_large = std::sync::Mutex::new(Vec::<Problem>::new());
+    // Versions larger than any version can be: named, never read, not judged.
+    let mut oversized = Vec::new();
     let mut judge = |v: u64, have: Option<bytes::Bytes>, want: Option<Vec<u8>>| {
         let key = version_key(v);
-        let skipped = too_large
-            .lock()
-            .map(|t| t.iter().any(|p| p.key == key))
-            .unwrap_or(false);
         match have {
-            None if v > last || skipped => {}
+            None if v > last => {}
             None => out.push(Problem::new(
                 ProblemKind::MissingDeltaVersion,
                 &key,
@@ -152,14 +148,17 @@ pub(crate) async fn check(store: &dyn AtomicPublisher, cx: &Context<'_>) -> Resu
         }
     };
     // Read whether listed or not: an unlisted one may have landed since the listing.
-    let read = |v: u64| {
-        let too_large = &too_large;
-        async move { bounded(store, v, too_large).await }
-    };
-    judge(0, read(0).await?, b.create().ok());
+    match bounded(store, 0).await? {
+        Ok(have) => judge(0, have, b.create().ok()),
+        Err(p) => oversized.push(p),
+    }
     for s in &cx.chain.seals {
         let v = s.key_seq;
-        let have = if v <= last { read(v).await? } else { None };
+        let have = if v <= last {
+            bounded(store, v).await?
+        } else {
+            Ok(None)
+        };
         let rebuilt = if reported.contains(s.key.as_str()) {
             None
         } else {
@@ -172,6 +171,13 @@ pub(crate) async fn check(store: &dyn AtomicPublisher, cx: &Context<'_>) -> Resu
                 }
             }
         };
+        let have = match have {
+            Ok(have) => have,
+            Err(p) => {
+                oversized.push(p);
+                continue;
+            }
+        };
         if rebuilt.is_none() {
             // Judge the versions after it from the contract version this one records.
             if let Some(h) = &have {
@@ -182,33 +188,27 @@ pub(crate) async fn check(store: &dyn AtomicPublisher, cx: &Context<'_>) -> Resu
         }
         judge(v, have, rebuilt);
     }
-    out.extend(too_large.into_inner().unwrap_or_default());
+    out.extend(oversized);
     done(out)
 }
 
 /// Version `v`, at most [`max_version_bytes`](crate::history::delta::max_version_bytes) of
-/// it; a larger object is named in
-/// `too_large` and taken as absent (not read).
+/// it (`Ok(None)`: not there); a larger object is not read: `Err` holds the problem that
+/// names it.
 async fn bounded(
     store: &dyn AtomicPublisher,
     v: u64,
-    too_large: &std::sync::Mutex<Vec<Problem>>,
-) -> Result<Option<bytes::Bytes>> {
+) -> Result<std::result::Result<Option<bytes::Bytes>, Problem>> {
     match read_version(store, v).await {
-        Err(Error::TooLarge { size, max, .. }) => {
-            if let Ok(mut t) = too_large.lock() {
-                t.push(Problem::new(
-                    ProblemKind::BadDeltaVersion,
-                    &version_key(v),
-                    format!(
-                        "{size} bytes, more than any Delta version of ours can be ({max}: 8 × \
-                         --max-seal-bytes); not read"
-                    ),
-                ));
-            }
-            Ok(None)
-        }
-        other => other,
+        Err(Error::TooLarge { size, max, .. }) => Ok(Err(Problem::new(
+            ProblemKind::BadDeltaVersion,
+            &version_key(v),
+            format!(
+                "{size} bytes, more than any Delta version of ours can be ({max}: 8 × \
+                 --max-seal-bytes); not read"
+            ),
+        ))),
+        other => other.map(Ok),
     }
 }
 
@@ -237,11 +237,16 @@ pub(crate) async fn check_since(
         return Ok(Checked::default());
     };
     let mut have: Vec<(u64, Option<bytes::Bytes>)> = Vec::new();
-    let too_large = std::sync::Mutex::new(Vec::<Problem>::new());
+    let mut oversized = Vec::new();
     for s in seals {
-        have.push((s.key_seq, bounded(store, s.key_seq, &too_large).await?));
+        match bounded(store, s.key_seq).await? {
+            Ok(h) => have.push((s.key_seq, h)),
+            Err(p) => {
+                oversized.push(p);
+                have.push((s.key_seq, None));
+            }
+        }
     }
-    let too_large = too_large.into_inner().unwrap_or_default();
     let last = have
         .iter()
         .filter(|(_, h)| h.is_some())
@@ -250,7 +255,7 @@ pub(crate) async fn check_since(
     for (s, (v, h)) in seals.iter().zip(have) {
         let key = version_key(v);
         match h {
-            None if too_large.iter().any(|p| p.key == key) => {}
+            None if oversized.iter().any(|p: &Problem| p.key == key) => {}
             None if last.is_none_or(|l| v > l) => break,
             None => {
                 out.push(Problem::new(
@@ -282,7 +287,7 @@ pub(crate) async fn check_since(
             }
         }
     }
-    out.extend(too_large);
+    out.extend(oversized);
     // Whether versions 0..SEQ are all there is not looked at: no `delta_version`.
     Ok(Checked {
         problems: out,

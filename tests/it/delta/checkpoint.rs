@@ -113,11 +113,15 @@ async fn the_sealer_writes_a_checkpoint_every_interval_holding_the_replayed_tabl
     );
     // Not due: nothing written. Interval 0: never.
     assert_eq!(
-        write_delta_checkpoint_if_due(store, 5, 2).await.unwrap(),
+        write_delta_checkpoint_if_due(store, 5, 2, false)
+            .await
+            .unwrap(),
         None
     );
     assert_eq!(
-        write_delta_checkpoint_if_due(store, 4, 0).await.unwrap(),
+        write_delta_checkpoint_if_due(store, 4, 0, true)
+            .await
+            .unwrap(),
         None
     );
     assert_eq!(checkpoints(store).await.len(), 2);
