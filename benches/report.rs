@@ -45,7 +45,7 @@ async fn main() {
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| tmp.path().join("store"));
     let url = dir.to_str().unwrap().to_string();
-    let store = open(&url).await.unwrap();
+    let store = open(&url, &Default::default()).await.unwrap();
     let t = Instant::now();
     let chunk = events.div_ceil(seals.max(1));
     let mut left = events;

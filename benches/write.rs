@@ -419,10 +419,8 @@ fn section_s3(rt: &tokio::runtime::Runtime) {
     println!("|---:|---:|---:|---:|");
     for in_flight in [1usize, 4, 16, 64] {
         let url = format!("s3://{bucket}/bench/{}", uuid::Uuid::new_v4().simple());
-        let opts = lineage_store::CloudOptions {
-            endpoint_url: Some(endpoint.clone()),
-        };
-        let store = rt.block_on(lineage_store::open_with(&url, &opts)).unwrap();
+        let opts = lineage_store::StoreOptions::new().endpoint_url(Some(endpoint.clone()));
+        let store = rt.block_on(lineage_store::open(&url, &opts)).unwrap();
         let w = Writer::new(store);
         let t = Instant::now();
         let n = rt.block_on(async {

@@ -91,7 +91,8 @@ pub use schema::crs;
 pub use publish::memory::MemoryPublisher;
 pub use publish::object::{Backend, ObjectStorePublisher};
 pub use publish::posix::PosixPublisher;
-pub use publish::store::{open, open_with, CloudOptions};
+pub use base::limits::{ReadLimits, DEFAULT_MAX_PAGE_BYTES, DEFAULT_MAX_SEAL_BYTES};
+pub use publish::store::{open, Opening, SideEnv, Store, StoreOptions};
 pub use publish::{AtomicPublisher, ObjectInfo, Outcome};
 
 // Writing.

@@ -24,10 +24,18 @@ SCHEMA_VERSION: str
 DEFAULT_BATCH_ROWS: int
 DEFAULT_MAX_IN_FLIGHT: int
 
-def open(url: StrPath, *, endpoint_url: Optional[str] = None) -> Store:
+def open(
+    url: StrPath,
+    *,
+    endpoint_url: Optional[str] = None,
+    max_seal_bytes: Optional[int] = None,
+    max_page_bytes: Optional[int] = None,
+) -> Store:
     """Open the store a URL names: a directory, ``file:///abs``, ``memory://``,
     ``s3://bucket/prefix``, ``az://container/prefix`` or ``gs://bucket/prefix``.
-    Credentials come from the environment, as for the CLI."""
+    Credentials come from the environment, as for the CLI. ``max_seal_bytes`` and
+    ``max_page_bytes`` are this store's read limits (``None``: the defaults, see
+    ``set_read_limits``)."""
 
 def canonical_crs(value: str) -> str:
     """The canonical ``EPSG:<code>`` of a CRS identifier; ``InputError`` otherwise."""
@@ -35,8 +43,9 @@ def canonical_crs(value: str) -> str:
 def set_read_limits(
     *, max_seal_bytes: Optional[int] = None, max_page_bytes: Optional[int] = None
 ) -> tuple[int, int]:
-    """Raise or lower this process's read limits (``--max-seal-bytes``,
-    ``--max-page-bytes``); returns the limits in force."""
+    """Set the read limits of the stores opened from now on without their own
+    (``open(..., max_seal_bytes=, max_page_bytes=)``); a store already open keeps its
+    limits. Returns the defaults now in force."""
 
 def check(
     data: Union[ArrowData, StrPath],

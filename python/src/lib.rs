@@ -18,6 +18,7 @@ mod arrow_in;
 mod check;
 mod conformed;
 mod errors;
+mod limits;
 mod log;
 mod log_table;
 mod refusal;
@@ -28,23 +29,6 @@ mod writer;
 
 use errors::{IntoPyResult, LResult};
 use types::{Proof, ProofSummary};
-
-/// Raise (or lower) the read limits for this process, as the CLI's `--max-seal-bytes` and
-/// `--max-page-bytes` do (docs/security.md): the largest seal (also bounding Delta
-/// versions, 8 times it, and compaction records) and the largest decoded page of a part.
-/// `None` leaves a limit as it is. Returns the limits now in force.
-#[pyfunction]
-#[pyo3(signature = (*, max_seal_bytes=None, max_page_bytes=None))]
-fn set_read_limits(max_seal_bytes: Option<u64>, max_page_bytes: Option<u64>) -> (u64, u64) {
-    use lineage_store::internal::{pages, seal};
-    if let Some(n) = max_seal_bytes {
-        seal::set_max_seal_bytes(n);
-    }
-    if let Some(n) = max_page_bytes {
-        pages::set_max_page_bytes(n);
-    }
-    (seal::max_seal_bytes(), pages::max_page_bytes())
-}
 
 /// The canonical `EPSG:<code>` of a CRS identifier, as `append` canonicalises
 /// `source_crs` and `target_crs`; raises `InputError` (with the reason) for anything
@@ -180,7 +164,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DEFAULT_MAX_IN_FLIGHT", lineage_store::DEFAULT_CONCURRENCY)?;
     m.add_function(wrap_pyfunction!(store::open, m)?)?;
     m.add_function(wrap_pyfunction!(canonical_crs, m)?)?;
-    m.add_function(wrap_pyfunction!(set_read_limits, m)?)?;
+    m.add_function(wrap_pyfunction!(limits::set_read_limits, m)?)?;
     m.add_function(wrap_pyfunction!(check::check, m)?)?;
     m.add_function(wrap_pyfunction!(contract_schema, m)?)?;
     m.add_function(wrap_pyfunction!(keygen, m)?)?;

@@ -14,8 +14,8 @@ use std::sync::Arc;
 use arrow_pyarrow::IntoPyArrow;
 use lineage_store::internal::merkle;
 use lineage_store::{
-    check_all, open_with, parse_duration, part_location, prove, read_pointers, read_public_key,
-    read_signing_key, snapshot, validate_all_listing, verify_with, AtomicPublisher, CloudOptions,
+    check_all, parse_duration, part_location, prove, read_pointers, read_public_key,
+    read_signing_key, snapshot, validate_all_listing, verify_with, AtomicPublisher, StoreOptions,
     DigestCheck, Error, Format, Input, ProveAgainst, ReadOptions, ScanOptions, SystemClock,
     VerifyOptions, Writer, DEFAULT_BATCH_ROWS, DEFAULT_CONCURRENCY,
 };
@@ -73,16 +73,25 @@ pub fn path_text(p: &std::path::Path) -> LResult<String> {
 
 /// Open the store a URL names (see the README: a directory, `file:///abs`, `memory://`,
 /// `s3://bucket/prefix`, `az://container/prefix`, `gs://bucket/prefix`). Credentials come
-/// from the environment, as for the CLI.
+/// from the environment, as for the CLI. `max_seal_bytes` and `max_page_bytes` are this
+/// store's read limits (the CLI's `--max-seal-bytes`, `--max-page-bytes`); `None`: the
+/// defaults of [`crate::limits`] (`set_read_limits`).
 #[pyfunction]
-#[pyo3(signature = (url, *, endpoint_url=None))]
-pub fn open(py: Python<'_>, url: PathBuf, endpoint_url: Option<String>) -> PyResult<Store> {
+#[pyo3(signature = (url, *, endpoint_url=None, max_seal_bytes=None, max_page_bytes=None))]
+pub fn open(
+    py: Python<'_>,
+    url: PathBuf,
+    endpoint_url: Option<String>,
+    max_seal_bytes: Option<u64>,
+    max_page_bytes: Option<u64>,
+) -> PyResult<Store> {
     let url = path_text(&url).py_err(py)?;
-    let opts = CloudOptions {
-        endpoint_url: endpoint_url.clone(),
-    };
+    let limits = crate::limits::for_store(max_seal_bytes, max_page_bytes);
+    let opts = StoreOptions::new()
+        .endpoint_url(endpoint_url.clone())
+        .limits(limits);
     let u = url.clone();
-    let inner = block_on(py, async move { open_with(&u, &opts).await })?.py_err(py)?;
+    let inner = block_on(py, async move { lineage_store::open(&u, &opts).await })?.py_err(py)?;
     Ok(Store {
         reopen: reopen_url(&url),
         url,
@@ -91,11 +100,17 @@ pub fn open(py: Python<'_>, url: PathBuf, endpoint_url: Option<String>) -> PyRes
     })
 }
 
-/// What a pickled `Store` calls to come back: `open(url, endpoint_url=...)`.
+/// What a pickled `Store` calls to come back: `open(url, endpoint_url=..., limits...)`.
 #[pyfunction]
-#[pyo3(signature = (url, endpoint_url=None))]
-pub fn _reopen(py: Python<'_>, url: PathBuf, endpoint_url: Option<String>) -> PyResult<Store> {
-    open(py, url, endpoint_url)
+#[pyo3(signature = (url, endpoint_url=None, max_seal_bytes=None, max_page_bytes=None))]
+pub fn _reopen(
+    py: Python<'_>,
+    url: PathBuf,
+    endpoint_url: Option<String>,
+    max_seal_bytes: Option<u64>,
+    max_page_bytes: Option<u64>,
+) -> PyResult<Store> {
+    open(py, url, endpoint_url, max_seal_bytes, max_page_bytes)
 }
 
 /// A `grace` argument: "15m"-style text, seconds, or a `datetime.timedelta`.
@@ -242,7 +257,11 @@ impl Store {
         } else {
             path
         };
-        let input = detached(py, move || Input::open(Some(&path), format)).py_err(py)?;
+        let max_page = self.inner.read_limits().max_page_bytes;
+        let input = detached(py, move || {
+            Input::open(Some(&path), format).map(|i| i.with_max_page_bytes(max_page))
+        })
+        .py_err(py)?;
         let writer = Writer::new(self.inner.clone())
             .with_batch_rows(batch_rows)
             .with_commit_key(commit_key)
@@ -559,16 +578,13 @@ impl Store {
         let (text, json) = block_on_local(py, move || async move {
             let witness = match witness {
                 None => None,
-                Some(w) => Some((
-                    open_with(
-                        &w,
-                        &CloudOptions {
-                            endpoint_url: witness_endpoint_url,
-                        },
-                    )
-                    .await?,
-                    w,
-                )),
+                Some(w) => {
+                    let opts = StoreOptions::new()
+                        .endpoint_url(witness_endpoint_url)
+                        .limits(store.read_limits());
+                    let opened: Arc<dyn AtomicPublisher> = lineage_store::open(&w, &opts).await?;
+                    Some((opened, w))
+                }
             };
             let opts = ReportOptions {
                 verify: VerifyOptions {
@@ -701,17 +717,30 @@ impl Store {
     /// Pickled as what reopens it: the URL (a local path made absolute) and
     /// `endpoint_url`, never credentials. A `memory://` store refuses.
     #[allow(clippy::type_complexity)]
+    #[allow(clippy::type_complexity)]
     fn __reduce__<'py>(
         &self,
         py: Python<'py>,
-    ) -> PyResult<(Bound<'py, PyAny>, (String, Option<String>))> {
+    ) -> PyResult<(
+        Bound<'py, PyAny>,
+        (String, Option<String>, Option<u64>, Option<u64>),
+    )> {
         let Some(url) = &self.reopen else {
             return Err(pyo3::exceptions::PyTypeError::new_err(
                 "cannot pickle a memory:// store: it exists in this process only (open a directory or a bucket to share a store between processes)",
             ));
         };
         let reopen = py.import("lineage_store._native")?.getattr("_reopen")?;
-        Ok((reopen, (url.clone(), self.endpoint_url.clone())))
+        let limits = self.inner.read_limits();
+        Ok((
+            reopen,
+            (
+                url.clone(),
+                self.endpoint_url.clone(),
+                Some(limits.max_seal_bytes),
+                Some(limits.max_page_bytes),
+            ),
+        ))
     }
 
     fn __repr__(&self) -> String {

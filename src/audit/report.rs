@@ -269,7 +269,7 @@ pub struct Report {
     /// The shard this report covers (`--shard`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<ShardInfo>,
-    /// The shard reports this one was merged from (`--merge`).
+    /// The shard reports this one was merged from (`verify merge`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merged: Option<Merged>,
     /// The verdict in words ([`Report::summary`]), e.g. "clean except 2 objects in flight".

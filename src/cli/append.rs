@@ -4,9 +4,10 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::publish::store::Opening;
 use crate::base::error::Result;
 use crate::base::rejection::DEFAULT_MAX_ERRORS;
-use crate::cli::common::{json_line, out, out_raw, refusal_json, Status, StoreUrlArg};
+use crate::cli::common::{json_line, out, out_raw, refusal_json, Status, StoreArg};
 use crate::format::pointer::Pointer;
 use crate::write::input::{self, Format};
 use crate::write::writer::{Writer, DEFAULT_BATCH_ROWS};
@@ -14,7 +15,7 @@ use crate::write::writer::{Writer, DEFAULT_BATCH_ROWS};
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     #[command(flatten)]
-    store: StoreUrlArg,
+    store: StoreArg,
     /// Input file, or `-` for standard input (the default).
     #[arg(long)]
     input: Option<PathBuf>,
@@ -65,7 +66,7 @@ async fn append(a: Args) -> Result<Status> {
         a.format,
         a.max_line_bytes,
     )?);
-    let store = a.store.open().await?;
+    let store = a.store.open(Opening::Store).await?;
     let writer = Writer::new(store)
         .with_batch_rows(a.batch_rows)
         .with_commit_key(a.commit_key)

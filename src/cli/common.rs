@@ -4,13 +4,16 @@
 #![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
 
 use std::io::Write;
+use std::sync::Arc;
 
 use crate::base::error::{Error, Result};
+use crate::base::limits::{ReadLimits, DEFAULT_MAX_PAGE_BYTES, DEFAULT_MAX_SEAL_BYTES};
+use crate::publish::store::{Opening, SideEnv, Store, StoreOptions};
 
-/// Store selection shared by the commands that open one and read no seal (`append`,
-/// `sweep`).
+/// The store a command works on: its URL, endpoint, and the limits of what is read
+/// (`--max-seal-bytes`, `--max-page-bytes`).
 #[derive(Debug, clap::Args)]
-pub(crate) struct StoreUrlArg {
+pub(crate) struct StoreArg {
     /// Store URL: a directory, file:///abs/dir, memory://, s3://bucket/prefix,
     /// az://container/prefix (also abfs[s]:// and https://<account>.blob.core.windows.net/...)
     /// or gs://bucket/prefix. Credentials come from the environment, never the URL.
@@ -19,49 +22,44 @@ pub(crate) struct StoreUrlArg {
     /// S3 endpoint (LocalStack, moto, MinIO...); default: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL.
     #[arg(long, value_name = "URL")]
     pub endpoint_url: Option<String>,
-}
-
-impl StoreUrlArg {
-    /// Open the store these arguments name.
-    pub(crate) async fn open(&self) -> Result<std::sync::Arc<dyn crate::AtomicPublisher>> {
-        let opts = crate::publish::store::CloudOptions {
-            endpoint_url: self.endpoint_url.clone(),
-        };
-        crate::publish::store::open_with(&self.store, &opts).await
-    }
-
-    /// Open the store, refusing one that holds no objects (exit 2, nothing created): only
-    /// `append` (and `demo` into a new store) may create a store; on any other command an
-    /// empty store is a mistyped URL.
-    pub(crate) async fn open_existing(&self) -> Result<std::sync::Arc<dyn crate::AtomicPublisher>> {
-        let store = self.open().await?;
-        crate::publish::require_objects(store.as_ref()).await?;
-        Ok(store)
-    }
-}
-
-/// Store selection of the commands that read seals and parts: the store and the limits of
-/// what is read (`--max-seal-bytes`, `--max-page-bytes`).
-#[derive(Debug, clap::Args)]
-pub(crate) struct StoreArg {
-    #[command(flatten)]
-    pub url: StoreUrlArg,
     #[command(flatten)]
     pub limit: ReadLimitsArg,
 }
 
 impl StoreArg {
-    /// [`StoreUrlArg::open`], with the read limits applied.
-    pub(crate) async fn open(&self) -> Result<std::sync::Arc<dyn crate::AtomicPublisher>> {
-        self.limit.apply();
-        self.url.open().await
+    /// Open the store: [`Opening::ExistingStore`] refuses one that holds no objects (exit
+    /// 2, nothing created), as every command but `append` and `demo` must.
+    pub(crate) async fn open(&self, opening: Opening) -> Result<Arc<Store>> {
+        let side = Side {
+            url: &self.store,
+            endpoint_url: self.endpoint_url.as_deref(),
+            env: SideEnv::plain(),
+        };
+        open(side, self.limit.get(), opening).await
     }
+}
 
-    /// [`StoreUrlArg::open_existing`], with the read limits applied.
-    pub(crate) async fn open_existing(&self) -> Result<std::sync::Arc<dyn crate::AtomicPublisher>> {
-        self.limit.apply();
-        self.url.open_existing().await
-    }
+/// One of the stores (or locations) a command opens: its URL, endpoint and whose
+/// environment variables are its own (`LINEAGE_FROM_…` for `--from`, …).
+#[derive(Debug)]
+pub(crate) struct Side<'a> {
+    pub url: &'a str,
+    pub endpoint_url: Option<&'a str>,
+    pub env: SideEnv,
+}
+
+/// The one door through which every command opens a store or a location.
+pub(crate) async fn open(
+    side: Side<'_>,
+    limits: ReadLimits,
+    opening: Opening,
+) -> Result<Arc<Store>> {
+    let options = StoreOptions::new()
+        .endpoint_url(side.endpoint_url.map(str::to_string))
+        .env(side.env)
+        .limits(limits)
+        .opening(opening);
+    crate::publish::store::open(side.url, &options).await
 }
 
 /// The most any command reads of one object or decodes of one page (docs/security.md).
@@ -70,19 +68,21 @@ pub(crate) struct ReadLimitsArg {
     /// Largest seal object read, in bytes: a larger one is refused without being read,
     /// naming it (a seal holds about 95,000 commits or more in the default 64 MiB; raise
     /// it for a store sealed less often).
-    #[arg(long, value_name = "BYTES", default_value_t = crate::history::seal::DEFAULT_MAX_SEAL_BYTES)]
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_SEAL_BYTES)]
     pub max_seal_bytes: u64,
     /// Largest page of a part decoded, in bytes, as its page header declares: a part with
     /// a larger page is refused without decoding it, naming it, row group and column.
-    #[arg(long, value_name = "BYTES", default_value_t = crate::parts::pages::DEFAULT_MAX_PAGE_BYTES)]
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_PAGE_BYTES)]
     pub max_page_bytes: u64,
 }
 
 impl ReadLimitsArg {
-    /// Make them the limits of this process.
-    pub(crate) fn apply(&self) {
-        crate::history::seal::set_max_seal_bytes(self.max_seal_bytes);
-        crate::parts::pages::set_max_page_bytes(self.max_page_bytes);
+    /// The limits of the stores this command opens.
+    pub(crate) fn get(&self) -> ReadLimits {
+        ReadLimits {
+            max_seal_bytes: self.max_seal_bytes,
+            max_page_bytes: self.max_page_bytes,
+        }
     }
 }
 

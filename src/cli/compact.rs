@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use crate::base::clock::{SystemClock, V7Ids};
+use crate::publish::store::Opening;
 use crate::base::error::Result;
 use crate::cli::common::{json_line, out, Status, StoreArg};
 use crate::compact::{compact, CompactOptions, DEFAULT_MIN_PARTS};
@@ -47,11 +48,11 @@ pub(crate) struct Args {
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
     if let Some(path) = &a.signing_key {
-        let root = crate::publish::store::local_path(&a.store.url.store);
+        let root = crate::publish::store::local_path(&a.store.store);
         check_signing_key_file(path, root.as_deref(), a.allow_readable_key)?;
     }
     let key = a.signing_key.as_deref().map(read_signing_key).transpose()?;
-    let store = a.store.open_existing().await?;
+    let store = a.store.open(Opening::ExistingStore).await?;
     let opts = CompactOptions {
         run_id: a.run_id,
         target_rows: a.target_rows,

@@ -7,12 +7,15 @@
 
 use std::collections::BTreeSet;
 
+use crate::publish::AtomicPublisher;
 use crate::audit::verify::{verify_with, VerifyOptions};
 use crate::base::clock::SystemClock;
 use crate::base::error::{Error, Result};
 use crate::cli::common::{out, Status};
 use crate::history::sealer::seal;
-use crate::publish::store::{open_with, CloudOptions};
+use crate::base::limits::ReadLimits;
+use crate::cli::common::{open, Side};
+use crate::publish::store::{Opening, SideEnv};
 use crate::schema::events::{Origin, SourcedBatch};
 use crate::write::validate::Validator;
 use crate::write::writer::Writer;
@@ -44,10 +47,12 @@ pub(crate) struct Args {
 }
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
-    let opts = CloudOptions {
-        endpoint_url: a.endpoint_url.clone(),
+    let side = Side {
+        url: &a.store,
+        endpoint_url: a.endpoint_url.as_deref(),
+        env: SideEnv::plain(),
     };
-    let store = open_with(&a.store, &opts).await?;
+    let store = open(side, ReadLimits::default(), Opening::Store).await?;
     if let Some(o) = store.list_after("", "", 1).await?.first() {
         return Err(Error::Usage(format!(
             "{}: not empty (it holds {}): the demo writes fake events only into a new or empty store; give a new directory or an empty prefix",

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::publish::store::Opening;
 use crate::base::error::{Error, Result};
 use crate::cli::common::{out, write_out_file, Status, StoreArg};
 use crate::export::iso19115::{self, IsoFormat, IsoOptions};
@@ -120,12 +121,12 @@ async fn openlineage(a: OlArgs) -> Result<Status> {
         }),
         None => None,
     };
-    let store = a.store.open_existing().await?;
+    let store = a.store.open(Opening::ExistingStore).await?;
     let sel = Selection {
         run_id: a.run_id.clone(),
         since_seal: a.since_seal,
     };
-    let snap = export::collect(store.as_ref(), &a.store.url.store, &sel).await?;
+    let snap = export::collect(store.as_ref(), &a.store.store, &sel).await?;
     let job = JobNaming {
         namespace: Some(a.job_namespace.clone()),
         name: a.job_name.clone(),
@@ -185,12 +186,12 @@ fn label(e: &serde_json::Value) -> String {
 }
 
 async fn iso(a: IsoArgs) -> Result<Status> {
-    let store = a.store.open_existing().await?;
+    let store = a.store.open(Opening::ExistingStore).await?;
     let sel = Selection {
         run_id: Some(a.run_id.clone()),
         since_seal: None,
     };
-    let snap = export::collect(store.as_ref(), &a.store.url.store, &sel).await?;
+    let snap = export::collect(store.as_ref(), &a.store.store, &sel).await?;
     let opts = IsoOptions {
         title: a.title,
         contact: a.contact,

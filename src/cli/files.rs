@@ -4,6 +4,7 @@
 
 use serde::Serialize;
 
+use crate::publish::store::Opening;
 use crate::base::error::Result;
 use crate::cli::common::{json_line, out, out_raw, Status, StoreArg};
 use crate::cli::scan::{integrity_is_problems, ReadArgs};
@@ -44,7 +45,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
 }
 
 async fn list(a: Args) -> Result<Status> {
-    let store = a.store.open().await?;
+    let store = a.store.open(Opening::Store).await?;
     let snap = snapshot(store.as_ref(), &a.read.options()).await?;
     check_all(store.as_ref(), &snap, a.read.digest, a.read.concurrency).await?;
     for p in &snap.parts {

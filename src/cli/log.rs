@@ -4,6 +4,8 @@
 //! commit at all is a mistake (exit 2, like `export --run-id`); `--since-seal` with
 //! nothing new is an answer (exit 0).
 
+use crate::publish::AtomicPublisher;
+use crate::publish::store::Opening;
 use crate::base::error::{Error, Result};
 use crate::cli::common::{json_line, out, out_raw, Status, StoreArg};
 use crate::history::pointers::read_pointers_past_corrupt;
@@ -28,7 +30,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     if let Some(r) = &a.run_id {
         crate::format::keys::check_run_id(r)?;
     }
-    let store = a.store.open_existing().await?;
+    let store = a.store.open(Opening::ExistingStore).await?;
     // A pointer that cannot be read or parsed is listed as a problem; the others are
     // listed all the same.
     let (pointers, unreadable) = match a.since_seal {

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use crate::audit::proof::{prove, ProveAgainst};
+use crate::publish::store::Opening;
 use crate::base::error::{Error, Result};
 use crate::cli::common::{out_raw, write_out_file, Status, StoreArg};
 
@@ -27,7 +28,7 @@ pub(crate) struct Args {
 }
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
-    let store = a.store.open().await?;
+    let store = a.store.open(Opening::Store).await?;
     let against = match (a.seal, a.head) {
         (Some(n), _) => ProveAgainst::Seq(n),
         (None, Some(h)) => ProveAgainst::Head(h),

@@ -4,12 +4,15 @@
 // The doc comments of the argument structs are clap help texts, not rustdoc.
 #![allow(rustdoc::broken_intra_doc_links)]
 
+use crate::publish::AtomicPublisher;
 use crate::audit::repair::{repair_with, RepairOptions};
 use crate::audit::verify::options::DEFAULT_GRACE_MINUTES;
+use crate::publish::store::Opening;
 use crate::base::error::Result;
 use crate::base::time::parse_duration;
 use crate::cli::common::{json_line, out, out_raw, Status, StoreArg};
-use crate::publish::store::{open_side, CloudOptions, SideEnv};
+use crate::cli::common::open;
+use crate::cli::replicate::side;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -53,13 +56,11 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
             )));
         }
     }
-    let store = a.store.open().await?;
+    let store = a.store.open(Opening::Store).await?;
     let from = match &a.from {
         Some(url) => {
-            let opts = CloudOptions {
-                endpoint_url: a.from_endpoint_url.clone(),
-            };
-            Some(open_side(url, &opts, &SideEnv::prefixed("LINEAGE_FROM_")).await?)
+            let from = side(url, a.from_endpoint_url.as_deref(), "LINEAGE_FROM_");
+            Some(open(from, store.read_limits(), Opening::Store).await?)
         }
         None => None,
     };
@@ -70,7 +71,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         adopt_unidentified: a.adopt_unidentified,
         expect_head: a.expect_head.clone(),
     };
-    let r = repair_with(store.as_ref(), from.as_deref(), &opts).await?;
+    let r = repair_with(store.as_ref(), from.as_deref().map(|s| s as &dyn AtomicPublisher), &opts).await?;
     if a.json {
         out_raw(&json_line(&r)?)?;
     } else {

@@ -15,7 +15,8 @@ use std::sync::Arc;
 use crate::base::error::{Error, Result};
 use crate::base::time::parse_duration;
 use crate::cli::common::{json_line, out, out_raw, Status};
-use crate::publish::store::{open_side, CloudOptions, SideEnv};
+use crate::cli::common::{open, Side};
+use crate::publish::store::{Opening, SideEnv};
 use crate::publish::AtomicPublisher;
 use crate::replicate::compare::{compare, Relation, ReplicaReport};
 use crate::replicate::{
@@ -64,16 +65,13 @@ pub(crate) struct Args {
     interval: String,
 }
 
-/// Open one side of a two-store command with its own endpoint and variables.
-pub(crate) async fn open_prefixed(
-    url: &str,
-    endpoint_url: Option<&str>,
-    prefix: &str,
-) -> Result<Arc<dyn AtomicPublisher>> {
-    let opts = CloudOptions {
-        endpoint_url: endpoint_url.map(str::to_string),
-    };
-    open_side(url, &opts, &SideEnv::prefixed(prefix)).await
+/// One side of a two-store command: its URL, endpoint and the prefix of its own variables.
+pub(crate) fn side<'a>(url: &'a str, endpoint_url: Option<&'a str>, prefix: &str) -> Side<'a> {
+    Side {
+        url,
+        endpoint_url,
+        env: SideEnv::prefixed(prefix),
+    }
 }
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
@@ -89,11 +87,12 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     let interval = parse_duration(&a.interval)?
         .to_std()
         .map_err(|_| Error::Usage("--interval must be positive".into()))?;
-    a.limit.apply();
-    let src = open_prefixed(&a.from, a.from_endpoint_url.as_deref(), "LINEAGE_FROM_").await?;
+    let limits = a.limit.get();
     // A mistyped source must not make an empty replica.
-    crate::publish::require_objects(src.as_ref()).await?;
-    let dst = open_prefixed(&a.to, a.to_endpoint_url.as_deref(), "LINEAGE_TO_").await?;
+    let from = side(&a.from, a.from_endpoint_url.as_deref(), "LINEAGE_FROM_");
+    let src = open(from, limits, Opening::ExistingStore).await?;
+    let to = side(&a.to, a.to_endpoint_url.as_deref(), "LINEAGE_TO_");
+    let dst = open(to, limits, Opening::Store).await?;
     let progress = Arc::new(Progress::default());
     let opts = ReplicateOptions {
         concurrency: a.concurrency.max(1),
@@ -306,12 +305,12 @@ impl ReplicaOfArgs {
         let Some(url) = &self.replica_of else {
             return Ok(None);
         };
-        let source = open_prefixed(
+        let of = side(
             url,
             self.replica_of_endpoint_url.as_deref(),
             "LINEAGE_REPLICA_OF_",
-        )
-        .await?;
+        );
+        let source = open(of, store.read_limits(), Opening::Store).await?;
         compare(store, source.as_ref()).await.map(Some)
     }
 }

@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 
 use crate::audit::verify::VerifyOptions;
+use crate::publish::store::Opening;
 use crate::base::error::{Error, Result};
 use crate::cli::common::{out, write_out_file, Status, StoreArg};
 use crate::history::signing::read_public_key;
@@ -71,7 +72,7 @@ async fn report(a: Args) -> Result<Status> {
         .iter()
         .map(|p| read_public_key(p))
         .collect::<Result<Vec<_>>>()?;
-    let store = a.store.open_existing().await?;
+    let store = a.store.open(Opening::ExistingStore).await?;
     let witness = a.witness.open(store.as_ref()).await?;
     let opts = ReportOptions {
         verify: VerifyOptions {
@@ -88,7 +89,7 @@ async fn report(a: Args) -> Result<Status> {
         witness,
         run_ids: a.run_id.clone(),
         as_of_seal: a.as_of_seal,
-        store_url: a.store.url.store.clone(),
+        store_url: a.store.store.clone(),
     };
     let report = collect(store.as_ref(), &opts).await?;
     let text = render(&report, format)?;

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use crate::publish::store::Opening;
 use crate::base::error::{Error, Result};
 use crate::cli::common::{Status, StoreArg, STDOUT};
 use crate::read::scan::{default_concurrency, scan, ScanOptions, ScanStats};
@@ -131,7 +132,7 @@ async fn read(a: Args) -> Result<Status> {
     if !to_stdout {
         crate::read::out::OutFormat::of_path(&a.out)?;
     }
-    let store = a.store.open().await?;
+    let store = a.store.open(Opening::Store).await?;
     let snap = snapshot(store.as_ref(), &a.read.options()).await?;
     let opts = ScanOptions {
         columns: a.columns.clone(),

@@ -1,14 +1,15 @@
 //! `lineage sweep`: remove stale temps left by crashed publishes.
 
 use crate::audit::sweep::{sweep, sweep_all};
+use crate::publish::store::Opening;
 use crate::base::error::Result;
 use crate::base::time::parse_duration;
-use crate::cli::common::{json_line, out, out_raw, Status, StoreUrlArg};
+use crate::cli::common::{json_line, out, out_raw, Status, StoreArg};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     #[command(flatten)]
-    store: StoreUrlArg,
+    store: StoreArg,
     /// Only temps older than this, by the time in their name and their modification time
     /// (at least 60s; default 1h).
     #[arg(long, value_name = "DURATION")]
@@ -30,7 +31,7 @@ const DEFAULT_OLDER_THAN: &str = "1h";
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
     let older = parse_duration(a.older_than.as_deref().unwrap_or(DEFAULT_OLDER_THAN))?;
-    let store = a.store.open_existing().await?;
+    let store = a.store.open(Opening::ExistingStore).await?;
     let r = if a.i_know_no_writer_is_running {
         sweep_all(store.as_ref(), a.dry_run).await?
     } else {

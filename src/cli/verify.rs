@@ -15,16 +15,18 @@ use crate::base::error::{Error, Result};
 use crate::base::time::parse_duration;
 use crate::cli::common::{json_line, out, out_raw, Status, StoreArg};
 use crate::history::signing::read_public_key;
-use crate::publish::store::{open_plain, CloudOptions};
+use crate::base::limits::ReadLimits;
+use crate::cli::common::{open, Side};
+use crate::publish::store::{Opening, SideEnv};
+use crate::publish::AtomicPublisher;
 
 #[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub(crate) struct Args {
-    /// Store URL (see `lineage append --help`); not with --merge.
-    #[arg(long, env = "LINEAGE_STORE", required_unless_present = "merge")]
-    store: Option<String>,
-    /// S3 endpoint (LocalStack, moto, MinIO...); default: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL.
-    #[arg(long, value_name = "URL")]
-    endpoint_url: Option<String>,
+    #[command(subcommand)]
+    merge: Option<Merge>,
+    #[command(flatten)]
+    store: StoreArg,
     /// The report as one JSON object (every problem, uncapped).
     #[arg(long)]
     json: bool,
@@ -51,27 +53,22 @@ pub(crate) struct Args {
     /// Objects read at once.
     #[arg(long, value_name = "N", default_value_t = crate::history::pointers::READ_CONCURRENCY)]
     concurrency: usize,
-    /// Check shard I of N (from 0) of a full verify; `--merge` combines the N JSON reports.
-    /// `auto`: the index from the batch platform's environment (AWS_BATCH_JOB_ARRAY_INDEX,
-    /// JOB_COMPLETION_INDEX, CLOUD_RUN_TASK_INDEX), the count from --shards N or
-    /// CLOUD_RUN_TASK_COUNT.
-    #[arg(long, value_name = "I/N|auto", conflicts_with_all = ["since_seal", "merge"])]
+    /// Check shard I of N (from 0) of a full verify; `verify merge` combines the N JSON
+    /// reports. `auto`: the index from the batch platform's environment
+    /// (AWS_BATCH_JOB_ARRAY_INDEX, JOB_COMPLETION_INDEX, CLOUD_RUN_TASK_INDEX), the count
+    /// from --shards N or CLOUD_RUN_TASK_COUNT.
+    #[arg(long, value_name = "I/N|auto", conflicts_with = "since_seal")]
     shard: Option<ShardRequest>,
     /// How many shards (tasks) a `--shard auto` verification has.
     #[arg(long, value_name = "N", requires = "shard")]
     shards: Option<u32>,
     /// With --shard: also publish this shard's JSON report into URL (any store URL; never
-    /// overwriting, a retried task adds its next attempt). With --merge: merge the newest
-    /// attempt of every shard report found there.
+    /// overwriting, a retried task adds its next attempt).
     #[arg(long, value_name = "URL")]
     report_dir: Option<String>,
     /// Cut the shards from the commits of seal SEQ (give every shard the same one).
     #[arg(long, value_name = "SEQ", requires = "shard")]
     plan_seal: Option<u64>,
-    /// Combine the JSON reports of every shard (`--shard I/N --json`) into one: the files
-    /// given, and those in --report-dir.
-    #[arg(long, value_name = "REPORT", num_args = 0..)]
-    merge: Option<Vec<PathBuf>>,
     /// A trusted public key (made by `lineage keygen`); repeat it for every key in use
     /// (old and new during a key rotation). Every signed seal must verify under one of
     /// them, and every seal (from --signed-from on) must be signed.
@@ -91,11 +88,36 @@ pub(crate) struct Args {
     #[arg(long, value_name = "DURATION", default_value_t = format!("{DEFAULT_GRACE_MINUTES}m"))]
     grace: String,
     #[command(flatten)]
-    limit: crate::cli::common::ReadLimitsArg,
-    #[command(flatten)]
     replica: crate::cli::replicate::ReplicaOfArgs,
     #[command(flatten)]
     witness: crate::cli::witness::VerifyWitnessArgs,
+}
+
+/// `lineage verify merge`.
+#[derive(Debug, clap::Subcommand)]
+enum Merge {
+    /// Combine the JSON reports of every shard (`verify --shard I/N --json`) into one: the
+    /// files given, and the newest attempt of every shard report in --report-dir.
+    Merge(MergeArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct MergeArgs {
+    /// The shards' JSON reports.
+    #[arg(value_name = "REPORT")]
+    reports: Vec<PathBuf>,
+    /// Where the shards published their reports (`verify --shard … --report-dir URL`).
+    #[arg(long, value_name = "URL")]
+    report_dir: Option<String>,
+    /// S3 endpoint of --report-dir; default: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL.
+    #[arg(long, value_name = "URL")]
+    endpoint_url: Option<String>,
+    /// The merged report as one JSON object.
+    #[arg(long)]
+    json: bool,
+    /// Problems printed per kind (the rest counted in one line); 0 prints every one.
+    #[arg(long, value_name = "N", default_value_t = PROBLEMS_PER_KIND)]
+    problems_per_kind: usize,
 }
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
@@ -110,8 +132,8 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
 }
 
 async fn check(a: Args) -> Result<Status> {
-    if let Some(files) = &a.merge {
-        return merge(&a, files).await;
+    if let Some(Merge::Merge(m)) = &a.merge {
+        return merge(m).await;
     }
     let shard = shard_of(&a)?;
     if let Some(s) = &shard {
@@ -120,18 +142,10 @@ async fn check(a: Args) -> Result<Status> {
     let report_dir = match (&a.report_dir, &shard) {
         (Some(_), None) => {
             return Err(Error::Usage(
-                "--report-dir: give --shard I/N or --shard auto (each shard publishes its report there), or --merge (to read them)".into(),
+                "--report-dir: give --shard I/N or --shard auto (each shard publishes its report there), or use `verify merge` (to read them)".into(),
             ))
         }
-        (Some(url), Some(_)) => Some(
-            open_plain(
-                url,
-                &CloudOptions {
-                    endpoint_url: a.endpoint_url.clone(),
-                },
-            )
-            .await?,
-        ),
+        (Some(url), Some(_)) => Some(report_location(url, a.store.endpoint_url.as_deref()).await?),
         (None, _) => None,
     };
     let public_keys = a
@@ -146,15 +160,7 @@ async fn check(a: Args) -> Result<Status> {
             )));
         }
     }
-    let store = StoreArg {
-        url: crate::cli::common::StoreUrlArg {
-            store: a.store.clone().unwrap_or_default(),
-            endpoint_url: a.endpoint_url.clone(),
-        },
-        limit: a.limit.clone(),
-    }
-    .open_existing()
-    .await?;
+    let store = a.store.open(Opening::ExistingStore).await?;
     let progress = Arc::new(Progress::default());
     let opts = VerifyOptions {
         grace: parse_duration(&a.grace)?,
@@ -233,25 +239,32 @@ fn shard_of(a: &Args) -> Result<Option<ResolvedShard>> {
         .transpose()
 }
 
-/// `--merge`: one report from the shards' JSON reports (files, and `--report-dir`).
-async fn merge(a: &Args, files: &[PathBuf]) -> Result<Status> {
+/// Where shard reports are published: a location, not a store.
+async fn report_location(
+    url: &str,
+    endpoint_url: Option<&str>,
+) -> Result<Arc<crate::publish::store::Store>> {
+    let side = Side {
+        url,
+        endpoint_url,
+        env: SideEnv::plain(),
+    };
+    open(side, ReadLimits::default(), Opening::Location).await
+}
+
+/// `verify merge`: one report from the shards' JSON reports (files, and `--report-dir`).
+async fn merge(a: &MergeArgs) -> Result<Status> {
     let mut reports = Vec::new();
-    if files.is_empty() && a.report_dir.is_none() {
+    if a.reports.is_empty() && a.report_dir.is_none() {
         return Err(Error::Usage(
-            "--merge: give the shards' REPORT.json files, or --report-dir URL where they published them".into(),
+            "verify merge: give the shards' REPORT.json files, or --report-dir URL where they published them".into(),
         ));
     }
     if let Some(url) = &a.report_dir {
-        let dir = open_plain(
-            url,
-            &CloudOptions {
-                endpoint_url: a.endpoint_url.clone(),
-            },
-        )
-        .await?;
+        let dir = report_location(url, a.endpoint_url.as_deref()).await?;
         reports.extend(read_shard_reports(dir.as_ref()).await?);
     }
-    for path in files {
+    for path in &a.reports {
         let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
         let r: Report = serde_json::from_str(text.trim()).map_err(|e| {
             Error::Usage(format!(
@@ -330,7 +343,7 @@ fn print_report(r: &Report, more: &[String], extra: usize, per_kind: usize) -> R
     }
     if let Some(s) = &r.shard {
         out(&format!(
-            "shard {}/{} (plan {}): merge every shard's --json report with `lineage verify --merge`",
+            "shard {}/{} (plan {}): merge every shard's --json report with `lineage verify merge`",
             s.index, s.count, s.plan
         ))?;
     }

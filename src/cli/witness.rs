@@ -7,9 +7,11 @@
 
 use crate::audit::chain;
 use crate::base::clock::SystemClock;
+use crate::publish::store::Opening;
 use crate::base::error::{Error, Result};
 use crate::cli::common::{json_line, out, out_raw, Status, StoreArg};
-use crate::cli::replicate::open_prefixed;
+use crate::cli::common::{open, Side};
+use crate::cli::replicate::side;
 use crate::publish::AtomicPublisher;
 use crate::witness::{self, WitnessProblem, WitnessReport};
 
@@ -30,13 +32,9 @@ pub(crate) struct Args {
 }
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
-    let store = a.store.open_existing().await?;
-    let w = open_prefixed(
-        &a.witness,
-        a.witness_endpoint_url.as_deref(),
-        "LINEAGE_WITNESS_",
-    )
-    .await?;
+    let store = a.store.open(Opening::ExistingStore).await?;
+    let side = witness_side(&a.witness, a.witness_endpoint_url.as_deref());
+    let w = open(side, store.read_limits(), Opening::Store).await?;
     another_store(store.as_ref(), w.as_ref())?;
     let o = witness::witness(store.as_ref(), w.as_ref(), &SystemClock).await?;
     if a.json {
@@ -109,12 +107,8 @@ impl VerifyWitnessArgs {
         let Some(url) = &self.witness else {
             return Ok(None);
         };
-        let w = open_prefixed(
-            url,
-            self.witness_endpoint_url.as_deref(),
-            "LINEAGE_WITNESS_",
-        )
-        .await?;
+        let side = witness_side(url, self.witness_endpoint_url.as_deref());
+        let w = open(side, store.read_limits(), Opening::Store).await?;
         another_store(store, w.as_ref())?;
         Ok(Some((w, url.clone())))
     }
@@ -124,12 +118,8 @@ impl VerifyWitnessArgs {
         let Some(url) = &self.witness else {
             return Ok(None);
         };
-        let w = open_prefixed(
-            url,
-            self.witness_endpoint_url.as_deref(),
-            "LINEAGE_WITNESS_",
-        )
-        .await?;
+        let side = witness_side(url, self.witness_endpoint_url.as_deref());
+        let w = open(side, store.read_limits(), Opening::Store).await?;
         another_store(store, w.as_ref())?;
         let chain = chain::walk(store, None).await?;
         witness::check(&chain, &store.describe(), w.as_ref())
@@ -158,4 +148,9 @@ pub(crate) fn witness_lines(r: &WitnessReport) -> Vec<String> {
         None => format!("witness {}: no record of this store", r.witness),
     });
     lines
+}
+
+/// The witness store's side: `LINEAGE_WITNESS_…` variables are its own.
+fn witness_side<'a>(url: &'a str, endpoint_url: Option<&'a str>) -> Side<'a> {
+    side(url, endpoint_url, "LINEAGE_WITNESS_")
 }

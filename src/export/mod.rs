@@ -196,7 +196,9 @@ pub async fn collect(
                 Err(e) => return Err(e),
             };
             let key = p.pointer.part_path.clone();
-            let stats = crate::base::pool::run(move || crate::parts::scan::part_stats(&key, bytes))
+            let max_page = store.read_limits().max_page_bytes;
+            let stats =
+                crate::base::pool::run(move || crate::parts::scan::part_stats(&key, bytes, max_page))
                 .await??;
             Ok::<_, Error>(Ok(ExportedCommit {
                 pointer: p.pointer,

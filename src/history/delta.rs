@@ -35,24 +35,24 @@ use crate::schema::contract::{self, ContractVersion, SCHEMA_VERSION};
 /// The most a Delta version of ours can hold: each sealed commit is one `add` of at most a
 /// few KiB (its path, partition values, tags and stats of at most 64 characters a value),
 /// about five times its seal entry, and a seal is at most
-/// [`max_seal_bytes`](crate::history::seal::max_seal_bytes); 8 times that bound.
-pub(crate) fn max_version_bytes() -> u64 {
-    crate::history::seal::max_seal_bytes().saturating_mul(8)
+/// [`max_seal_bytes`](crate::base::limits::ReadLimits::max_seal_bytes); 8 times that bound.
+pub(crate) fn max_version_bytes(store: &dyn AtomicPublisher) -> u64 {
+    store.read_limits().max_seal_bytes.saturating_mul(8)
 }
 
 /// Version `v`'s bytes, at most [`max_version_bytes`] of them (`None`: not there; a larger
 /// object under its key is [`Error::TooLarge`], not read).
 pub(crate) async fn read_version(store: &dyn AtomicPublisher, v: u64) -> Result<Option<Bytes>> {
     store
-        .get_at_most(&version_key(v), max_version_bytes())
+        .get_at_most(&version_key(v), max_version_bytes(store))
         .await
 }
 
-/// A compaction record's bytes, at most [`max_seal_bytes`](crate::history::seal::max_seal_bytes)
+/// A compaction record's bytes, at most [`max_seal_bytes`](crate::base::limits::ReadLimits::max_seal_bytes)
 /// of them (a record names its sources as a seal names its commits).
 pub(crate) async fn read_record(store: &dyn AtomicPublisher, key: &str) -> Result<Option<Bytes>> {
     store
-        .get_at_most(key, crate::history::seal::max_seal_bytes())
+        .get_at_most(key, store.read_limits().max_seal_bytes)
         .await
 }
 
@@ -322,7 +322,7 @@ pub async fn complete_log(store: &dyn AtomicPublisher, seq: u64) -> Result<u64> 
         b
     } else {
         let prev = store
-            .get_at_most(&version_key(first - 1), max_version_bytes())
+            .get_at_most(&version_key(first - 1), max_version_bytes(store))
             .await?
             .ok_or_else(|| Error::NotFound(version_key(first - 1)))?;
         Builder::after(&id.store_id, first - 1, &prev)?
@@ -386,7 +386,7 @@ pub(crate) async fn restore_missing(
         }
         _ => {
             let prev = store
-                .get_at_most(&version_key(first - 1), max_version_bytes())
+                .get_at_most(&version_key(first - 1), max_version_bytes(store))
                 .await?
                 .ok_or_else(|| Error::NotFound(version_key(first - 1)))?;
             Builder::after(&id.store_id, first - 1, &prev)?

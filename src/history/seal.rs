@@ -16,7 +16,6 @@
 //! re-reads and retries at the next sequence number.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use base64::Engine;
 use bytes::Bytes;
@@ -281,7 +280,8 @@ impl StoredSeal {
         }
     }
 
-    /// A seal larger than [`max_seal_bytes`], not read: no bytes, no digest (empty), and
+    /// A seal larger than the store's
+    /// [`max_seal_bytes`](crate::base::limits::ReadLimits::max_seal_bytes), not read: no bytes, no digest (empty), and
     /// why in place of the parsed seal, naming the flag that raises the limit.
     fn too_large(key: String, seq: u64, size: u64, max: u64) -> Self {
         StoredSeal {
@@ -294,34 +294,10 @@ impl StoredSeal {
     }
 }
 
-/// Default of [`max_seal_bytes`] (`--max-seal-bytes`): 64 MiB. A seal's entry is at most
-/// [`MAX_ENTRY_BYTES`] (a pointer key of the longest `run_id`, a digest, an index key in
-/// `ahead`), so this holds one seal of at least 64 MiB / [`MAX_ENTRY_BYTES`] (about
-/// 95,000) commits even with the longest run ids (538 bytes each measured: 124,000), and about
-/// 200,000 with 20-character ones; a store sealed less often needs the flag on every reader.
-pub const DEFAULT_MAX_SEAL_BYTES: u64 = 64 << 20;
+pub use crate::base::limits::MAX_ENTRY_BYTES;
 
-/// The most bytes one sealed commit adds to a pretty-printed seal: its entry (a pointer
-/// key of 194 bytes with a 128-byte `run_id`, a 64-digit sha256, the indentation and
-/// field names) and its index key in `ahead` (about as long): 538 measured, with room.
-pub const MAX_ENTRY_BYTES: u64 = 704;
-
-static MAX_SEAL_BYTES: AtomicU64 = AtomicU64::new(DEFAULT_MAX_SEAL_BYTES);
-
-/// The largest seal object any command reads (process-wide; [`DEFAULT_MAX_SEAL_BYTES`]
-/// unless [`set_max_seal_bytes`]). A larger seal is refused without being read: its size
-/// is known from the listing, or from the backend before its content is sent
-/// ([`AtomicPublisher::get_at_most`]), so a hostile seal of any size costs no memory.
-pub fn max_seal_bytes() -> u64 {
-    MAX_SEAL_BYTES.load(Ordering::Relaxed)
-}
-
-/// Raise (or lower) [`max_seal_bytes`] for this process: the CLI's `--max-seal-bytes`.
-pub fn set_max_seal_bytes(max: u64) {
-    MAX_SEAL_BYTES.store(max, Ordering::Relaxed);
-}
-
-/// Read seal `seq` under `key`, at most [`max_seal_bytes`] of it: `None` when it does not
+/// Read seal `seq` under `key`, at most the store's
+/// [`max_seal_bytes`](crate::base::limits::ReadLimits::max_seal_bytes) of it: `None` when it does not
 /// exist; a larger one (by `listed` size, or as the backend reports it) is returned unread,
 /// its [`StoredSeal::seal`] saying why.
 pub(crate) async fn fetch(
@@ -330,7 +306,7 @@ pub(crate) async fn fetch(
     seq: u64,
     listed: Option<u64>,
 ) -> Result<Option<StoredSeal>> {
-    let max = max_seal_bytes();
+    let max = store.read_limits().max_seal_bytes;
     if let Some(size) = listed.filter(|&n| n > max) {
         return Ok(Some(StoredSeal::too_large(key, seq, size, max)));
     }
@@ -343,11 +319,12 @@ pub(crate) async fn fetch(
     }
 }
 
-/// The bytes of the seal under `key`, at most [`max_seal_bytes`] of them: `None` when it
+/// The bytes of the seal under `key`, at most the store's
+/// [`max_seal_bytes`](crate::base::limits::ReadLimits::max_seal_bytes) of them: `None` when it
 /// does not exist; a larger one is refused unread ([`Error::Corrupt`] naming it and the
 /// flag).
 pub(crate) async fn get_bytes(store: &dyn AtomicPublisher, key: &str) -> Result<Option<Bytes>> {
-    let max = max_seal_bytes();
+    let max = store.read_limits().max_seal_bytes;
     store.get_at_most(key, max).await.map_err(|e| match e {
         Error::TooLarge { size, max, .. } => Error::Corrupt {
             what: "seal",
@@ -363,7 +340,7 @@ fn too_large_text(size: u64, max: u64) -> String {
 }
 
 /// Every seal object in the store, sorted by the sequence number in its key. A seal
-/// larger than [`max_seal_bytes`] is listed unread (see [`fetch`]).
+/// larger than the store's [`max_seal_bytes`](crate::base::limits::ReadLimits::max_seal_bytes) is listed unread (see [`fetch`]).
 pub async fn read_seals(store: &dyn AtomicPublisher) -> Result<Vec<StoredSeal>> {
     let listed = store.list(keys::SEALS_PREFIX).await?;
     let mut seals: Vec<StoredSeal> =

@@ -178,7 +178,7 @@ pub async fn seal_with(
         }
         let (seal, bytes) = build(draft_seal(&draft, clock, &opts.compactions)?, signing)?;
         let key = seal_key(seal.seq);
-        let max = crate::history::seal::max_seal_bytes();
+        let max = store.read_limits().max_seal_bytes;
         if bytes.len() as u64 > max {
             return Err(Error::Usage(format!(
                 "{key} would be {} bytes ({} commits), more than --max-seal-bytes {max}: every reader would refuse it; pass a larger --max-seal-bytes here and to every command that reads this store",

@@ -5,39 +5,22 @@
 //! page of zeros that decodes to gigabytes. Every reader of parts (`verify`, `repair`, the
 //! trusted read `files`/`scan`, the exports and the report, compaction) walks the headers
 //! of the column chunks it is about to decode first (Thrift compact protocol, skipping
-//! what it does not need) and refuses a page over [`max_page_bytes`] (`--max-page-bytes`),
+//! what it does not need) and refuses a page over the store's
+//! [`max_page_bytes`](crate::base::limits::ReadLimits::max_page_bytes),
 //! naming the part, the row group and the column. A value is never larger than its page,
 //! so this bounds every value decoded as well.
-
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::file::metadata::ParquetMetaData;
 
-/// Default of [`max_page_bytes`]: 256 MiB, four of the longest values an input may hold
-/// (`--max-line-bytes`, 64 MiB); our writer cuts pages at about 1 MiB.
-pub const DEFAULT_MAX_PAGE_BYTES: u64 = 256 << 20;
-
-static MAX_PAGE_BYTES: AtomicU64 = AtomicU64::new(DEFAULT_MAX_PAGE_BYTES);
-
-/// The largest decoded page any command decodes (process-wide;
-/// [`DEFAULT_MAX_PAGE_BYTES`] unless [`set_max_page_bytes`]).
-pub fn max_page_bytes() -> u64 {
-    MAX_PAGE_BYTES.load(Ordering::Relaxed)
-}
-
-/// Set [`max_page_bytes`] for this process: the CLI's `--max-page-bytes`.
-pub fn set_max_page_bytes(max: u64) {
-    MAX_PAGE_BYTES.store(max, Ordering::Relaxed);
-}
-
 /// Check the pages of every column chunk of `meta` that `bytes_of` holds (`None`: not
-/// fetched, so not decoded either): why not, naming row group and column.
+/// fetched, so not decoded either) against `max` decoded bytes a page: why not, naming
+/// row group and column.
 pub(crate) fn check_chunks<'a>(
     meta: &ParquetMetaData,
+    max: u64,
     mut bytes_of: impl FnMut(u64, u64) -> Option<&'a [u8]>,
 ) -> std::result::Result<(), String> {
-    let max = max_page_bytes();
     for (g, rg) in meta.row_groups().iter().enumerate() {
         for col in rg.columns() {
             let (start, len) = col.byte_range();
@@ -54,20 +37,26 @@ pub(crate) fn check_chunks<'a>(
     Ok(())
 }
 
-/// The pages of a whole part in memory, its footer `meta`.
-pub(crate) fn check_part(meta: &ParquetMetaData, part: &[u8]) -> std::result::Result<(), String> {
-    check_chunks(meta, |start, len| {
+/// The pages of a whole part in memory, its footer `meta`, at most `max` bytes each.
+pub(crate) fn check_part(
+    meta: &ParquetMetaData,
+    part: &[u8],
+    max: u64,
+) -> std::result::Result<(), String> {
+    check_chunks(meta, max, |start, len| {
         let end = start.checked_add(len)?;
         part.get(usize::try_from(start).ok()?..usize::try_from(end).ok()?)
     })
 }
 
-/// A reader of a whole part in memory, every page checked first (see the module docs).
+/// A reader of a whole part in memory, every page checked first against `max_page`
+/// decoded bytes (see the module docs).
 pub(crate) fn builder(
     part: bytes::Bytes,
+    max_page: u64,
 ) -> std::result::Result<ParquetRecordBatchReaderBuilder<bytes::Bytes>, String> {
     let b = ParquetRecordBatchReaderBuilder::try_new(part.clone()).map_err(|e| e.to_string())?;
-    check_part(b.metadata(), &part)?;
+    check_part(b.metadata(), &part, max_page)?;
     Ok(b)
 }
 
@@ -252,7 +241,7 @@ mod tests {
     #[test]
     fn every_page_of_a_part_is_walked_and_one_over_the_cap_is_named() {
         let p = part(&"z".repeat(10_000));
-        let b = builder(p.clone()).unwrap();
+        let b = builder(p.clone(), u64::MAX).unwrap();
         let meta = b.metadata().clone();
         let (start, len) = meta.row_group(0).column(0).byte_range();
         let chunk = &p[start as usize..(start + len) as usize];

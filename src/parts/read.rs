@@ -95,15 +95,24 @@ pub async fn stream_digests_chunked(
 pub(crate) enum Source<'a> {
     /// Ranged reads of the store.
     Store(&'a dyn AtomicPublisher),
-    /// The whole part, already fetched.
-    Memory(&'a Bytes),
+    /// The whole part, already fetched from a store whose pages are at most the `u64`.
+    Memory(&'a Bytes, u64),
 }
 
 impl Source<'_> {
+    /// The largest page decoded: the store's
+    /// [`max_page_bytes`](crate::base::limits::ReadLimits::max_page_bytes).
+    pub(crate) fn max_page(&self) -> u64 {
+        match self {
+            Source::Store(store) => store.read_limits().max_page_bytes,
+            Source::Memory(_, max) => *max,
+        }
+    }
+
     pub(crate) async fn range(&self, key: &str, r: Range<u64>) -> Result<Bytes> {
         match self {
             Source::Store(store) => store.get_range(key, r).await,
-            Source::Memory(b) => {
+            Source::Memory(b, _) => {
                 let end = usize::try_from(r.end).unwrap_or(usize::MAX).min(b.len());
                 let start = usize::try_from(r.start).unwrap_or(usize::MAX).min(end);
                 Ok(b.slice(start..end))
@@ -147,11 +156,12 @@ pub async fn hash_and_facts(
             // Hash and decode on the encoder pool (one thread per core), not inline: a
             // verify's parts are futures of one task, which would use one core.
             let k = key.to_string();
+            let max_page = store.read_limits().max_page_bytes;
             let done = crate::base::pool::run(move || {
                 let digests = Hasher::of(want, &bytes);
                 // Shorter than listed means the object changed under us: judge what is there.
                 let facts =
-                    facts_from(&Source::Memory(&bytes), &k, bytes.len() as u64, with_ranges)
+                    facts_from(&Source::Memory(&bytes, max_page), &k, bytes.len() as u64, with_ranges)
                         .now_or_never()
                         .unwrap_or_else(|| {
                             Err(Error::Internal("reading a part from memory waited".into()))
@@ -495,7 +505,7 @@ async fn facts_from(
         }
     }
     // No page of them decodes to more than the cap (a few fetched bytes can claim gigabytes).
-    crate::parts::pages::check_chunks(&meta, |start, len| {
+    crate::parts::pages::check_chunks(&meta, src.max_page(), |start, len| {
         pieces[1..]
             .iter()
             .find(|(s, b)| *s == start && b.len() as u64 == len)

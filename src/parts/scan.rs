@@ -125,9 +125,9 @@ fn bump(map: &mut BTreeMap<String, u64>, key: &str) {
 /// Count the rows of a part, from its bytes (already checked against its pointer by the
 /// trusted read path: the counts are of the bytes the digest covers). Only the counted
 /// columns are decoded, a batch at a time.
-pub(crate) fn part_stats(key: &str, bytes: Bytes) -> Result<PartStats> {
+pub(crate) fn part_stats(key: &str, bytes: Bytes, max_page: u64) -> Result<PartStats> {
     let bad = |m: String| corrupt(key, m);
-    let builder = crate::parts::pages::builder(bytes).map_err(bad)?;
+    let builder = crate::parts::pages::builder(bytes, max_page).map_err(bad)?;
     // Leaf index of each counted column (the contract is flat: one leaf per field).
     let leaves: Vec<usize> = COLUMNS
         .iter()

@@ -70,6 +70,10 @@ impl AtomicPublisher for DisorderlyPublisher {
         self.inner.describe()
     }
 
+    fn read_limits(&self) -> crate::base::limits::ReadLimits {
+        self.inner.read_limits()
+    }
+
     async fn put_create(&self, key: &str, bytes: Bytes) -> Result<Outcome> {
         self.inner.put_create(key, bytes).await
     }

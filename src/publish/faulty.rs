@@ -131,6 +131,10 @@ impl AtomicPublisher for FaultyPublisher {
         format!("faulty({})", self.inner.describe())
     }
 
+    fn read_limits(&self) -> crate::base::limits::ReadLimits {
+        self.inner.read_limits()
+    }
+
     async fn put_create(&self, key: &str, bytes: Bytes) -> Result<Outcome> {
         let hook = {
             let mut hooks = self.hooks.lock().unwrap_or_else(|e| e.into_inner());

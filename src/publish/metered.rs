@@ -166,6 +166,10 @@ impl AtomicPublisher for MeteredPublisher {
         format!("metered({})", self.inner.describe())
     }
 
+    fn read_limits(&self) -> crate::base::limits::ReadLimits {
+        self.inner.read_limits()
+    }
+
     async fn put_create(&self, key: &str, bytes: Bytes) -> Result<Outcome> {
         self.counts.puts.fetch_add(1, Ordering::Relaxed);
         self.counts

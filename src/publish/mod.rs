@@ -74,6 +74,13 @@ pub trait AtomicPublisher: Send + Sync + Debug {
     /// Where this store is, for messages; never holds a credential.
     fn describe(&self) -> String;
 
+    /// What this store's readers read at most of one seal and decode of one page. A bare
+    /// backend has the defaults; a store opened through [`store::open`] has the limits it
+    /// was opened with, and every wrapper forwards its inner store's.
+    fn read_limits(&self) -> crate::base::limits::ReadLimits {
+        crate::base::limits::ReadLimits::default()
+    }
+
     /// Publish `bytes` under `key` if and only if nothing is there yet.
     async fn put_create(&self, key: &str, bytes: Bytes) -> Result<Outcome>;
 

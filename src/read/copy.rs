@@ -45,6 +45,8 @@ struct Fetched {
     key: String,
     bytes: Bytes,
     meta: ParquetMetaData,
+    /// The store's largest page, for a part that must be decoded.
+    max_page: u64,
 }
 
 fn corrupt(key: &str, m: impl std::fmt::Display) -> Error {
@@ -90,12 +92,18 @@ pub(crate) async fn copy_parquet<W: Write + Send + 'static>(
             async move {
                 let bytes = fetch_checked(store.as_ref(), &part, check).await?;
                 let key = part.pointer.part_path.clone();
+                let max_page = store.read_limits().max_page_bytes;
                 crate::base::pool::run(move || {
                     let meta = ParquetMetaDataReader::new()
                         .with_page_index_policy(PageIndexPolicy::Optional)
                         .parse_and_finish(&bytes)
                         .map_err(|e| corrupt(&key, format!("unreadable footer: {e}")))?;
-                    Ok::<_, Error>(Fetched { key, bytes, meta })
+                    Ok::<_, Error>(Fetched {
+                        key,
+                        bytes,
+                        meta,
+                        max_page,
+                    })
                 })
                 .await?
             }
@@ -153,7 +161,7 @@ fn write_parts<W: Write + Send>(
         let n = if part.meta.file_metadata().schema_descr().root_schema() == root.as_ref() {
             splice(&mut writer, &part, &mut row_groups)?
         } else {
-            let batches = decode(&part.key, part.bytes.clone(), schema, None)?;
+            let batches = decode(&part.key, part.bytes.clone(), schema, None, part.max_page)?;
             let mut n = 0;
             for b in batches {
                 let mut writers = factory.create_column_writers(row_groups)?;

@@ -283,8 +283,11 @@ async fn read_part(
         .fetch_add(part.pointer.size_bytes, Ordering::Relaxed);
     let key = part.pointer.part_path.clone();
     let feature = opts.feature_id.clone();
-    let batches =
-        crate::base::pool::run(move || decode(&key, bytes, &schema, feature.as_deref())).await??;
+    let max_page = store.read_limits().max_page_bytes;
+    let batches = crate::base::pool::run(move || {
+        decode(&key, bytes, &schema, feature.as_deref(), max_page)
+    })
+    .await??;
     let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
     stats.rows.fetch_add(rows as u64, Ordering::Relaxed);
     Ok(batches)
@@ -297,13 +300,14 @@ pub(crate) fn decode(
     bytes: Bytes,
     schema: &SchemaRef,
     feature: Option<&str>,
+    max_page: u64,
 ) -> Result<Vec<RecordBatch>> {
     let bad = |m: String| Error::Corrupt {
         what: "part",
         key: key.to_string(),
         message: m,
     };
-    let builder = crate::parts::pages::builder(bytes).map_err(bad)?;
+    let builder = crate::parts::pages::builder(bytes, max_page).map_err(bad)?;
     let part_schema = builder.schema().clone();
     // Leaves to read: the output columns the part has, and feature_id for the filter.
     let mut wanted: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();

@@ -126,13 +126,18 @@ fn bump(map: &mut BTreeMap<String, u64>, key: &str) {
 }
 
 /// Count the rows of a part from its checked bytes; `target_crs` is its partition's.
-pub(crate) fn count_part(key: &str, target_crs: &str, bytes: Bytes) -> Result<RowCounts> {
+pub(crate) fn count_part(
+    key: &str,
+    target_crs: &str,
+    bytes: Bytes,
+    max_page: u64,
+) -> Result<RowCounts> {
     let bad = |m: String| Error::Corrupt {
         what: "part",
         key: key.to_string(),
         message: m,
     };
-    let builder = crate::parts::pages::builder(bytes).map_err(bad)?;
+    let builder = crate::parts::pages::builder(bytes, max_page).map_err(bad)?;
     // Columns a part's contract version lacks (older versions) are simply not counted.
     let leaves: Vec<usize> = COLUMNS
         .iter()

@@ -851,7 +851,9 @@ async fn count_runs(store: &dyn AtomicPublisher, opts: &ReportOptions) -> Result
             Err(e) => return Err(e),
         };
         let (key, crs) = (p.pointer.part_path.clone(), p.pointer.target_crs.clone());
-        let rows = crate::base::pool::run(move || count::count_part(&key, &crs, bytes)).await?;
+        let max_page = store.read_limits().max_page_bytes;
+        let rows =
+            crate::base::pool::run(move || count::count_part(&key, &crs, bytes, max_page)).await?;
         Ok((p, Ok(rows)))
     }))
     .buffered(COUNT_CONCURRENCY);

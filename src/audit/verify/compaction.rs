@@ -61,8 +61,8 @@ pub(crate) struct Found {
 }
 
 /// Rows of a Parquet file's bytes, into `m`; `Err` says why they cannot be read.
-fn rows_into(bytes: Bytes, m: &mut RowMultiset) -> std::result::Result<(), String> {
-    let reader = crate::parts::pages::builder(bytes)?
+fn rows_into(bytes: Bytes, max_page: u64, m: &mut RowMultiset) -> std::result::Result<(), String> {
+    let reader = crate::parts::pages::builder(bytes, max_page)?
         .with_batch_size(64 * 1024)
         .build()
         .map_err(|e| e.to_string())?;
@@ -99,9 +99,10 @@ async fn part_rows(
     if !got.eq_ignore_ascii_case(sha256) {
         return Err(format!("has sha256 {got}, not {sha256}"));
     }
+    let max_page = store.read_limits().max_page_bytes;
     crate::base::pool::run(move || {
         let mut m = RowMultiset::default();
-        rows_into(bytes, &mut m).map(|()| m)
+        rows_into(bytes, max_page, &mut m).map(|()| m)
     })
     .await
     .map_err(|e| e.to_string())?
@@ -342,7 +343,7 @@ async fn replay(store: &dyn AtomicPublisher, cx: &Context<'_>) -> Result<Vec<Pro
     let mut last = "";
     for &key in &cx.versions {
         let Ok(Some(bytes)) = store
-            .get_at_most(key, crate::history::delta::max_version_bytes())
+            .get_at_most(key, crate::history::delta::max_version_bytes(store))
             .await
         else {
             return Ok(Vec::new()); // missing or too large: named by the Delta check

@@ -1,5 +1,5 @@
 //! `--report-dir URL`: where the shards of one verification leave their reports and where
-//! `verify --merge --report-dir URL` finds them. The directory is any store URL (a local
+//! `verify merge --report-dir URL` finds them. The directory is any store URL (a local
 //! directory, `s3://bucket/prefix`, `az://…`, `gs://…`), used only for these reports.
 //!
 //! A shard report is published create-only under
@@ -67,7 +67,7 @@ fn parse_key(key: &str) -> Option<(u32, u32, String, u32)> {
 pub async fn write_shard_report(dir: &dyn AtomicPublisher, report: &Report) -> Result<String> {
     let info = report.shard.as_ref().ok_or_else(|| {
         Error::Usage(
-            "--report-dir holds shard reports: give --shard I/N or --shard auto (or --merge to read them)"
+            "--report-dir holds shard reports: give --shard I/N or --shard auto (or `verify merge` to read them)"
                 .into(),
         )
     })?;

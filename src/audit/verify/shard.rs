@@ -1,5 +1,5 @@
 //! Splitting a full `verify` across machines: `verify --shard i/n` checks one n-th of the
-//! store, and `verify --merge` combines the n JSON reports into one.
+//! store, and `verify merge` combines the n JSON reports into one.
 //!
 //! A full verification is O(n) (every part is read), so a huge archive is split; and so
 //! that each shard also lists only its share, the split is by key ranges, area by area:
@@ -16,7 +16,7 @@
 //! Every shard walks the whole seal chain (about 1 % of the work of a full verify): it
 //! needs every sealed digest of its runs, and the boundaries are computed from it. The
 //! boundaries come from the seals up to `plan_seal` (default: the newest seal when the
-//! shard starts), and each report carries the plan's fingerprint: `--merge` refuses
+//! shard starts), and each report carries the plan's fingerprint: `verify merge` refuses
 //! reports of different plans, which is what happens when a seal lands between the start
 //! of two shards without `--plan-seal`.
 

@@ -29,6 +29,7 @@ use url::Url;
 use crate::base::error::{Error, Result};
 use crate::publish::object::{Backend, ObjectStorePublisher};
 use crate::publish::store::aws_creds::AwsConfigCredentials;
+use crate::publish::store::StoreOptions;
 
 /// Time one request may take. object_store's default (30 s) would time out a large part
 /// on an ordinary link (a 4 GiB part at 200 Mbit/s takes ~3 minutes) and turn a good
@@ -43,14 +44,6 @@ pub(crate) const REQUEST_TIMEOUT: &str = "600s";
 /// fault-injection tests shorten it this way.)
 fn timeout_is_set(env: &SideEnv, family: &str) -> bool {
     env.var(&format!("{family}_TIMEOUT")).is_some()
-}
-
-/// Settings of a store that do not belong in its URL.
-#[derive(Debug, Clone, Default)]
-pub struct CloudOptions {
-    /// S3 endpoint (e.g. `http://127.0.0.1:4566` for LocalStack); overrides
-    /// `AWS_ENDPOINT_URL_S3` and `AWS_ENDPOINT_URL`.
-    pub endpoint_url: Option<String>,
 }
 
 /// Where one store's settings come from: the process environment, in which, for a store
@@ -187,17 +180,10 @@ fn redact(u: &Url) -> String {
     u.to_string()
 }
 
-/// Open an object-store URL, or `None` when the URL names no object store.
-pub async fn open(url: &str, opts: &CloudOptions) -> Result<Option<ObjectStorePublisher>> {
-    open_side(url, opts, &SideEnv::plain()).await
-}
-
-/// [`open`] with this store's own environment (see [`SideEnv`]).
-pub(crate) async fn open_side(
-    url: &str,
-    opts: &CloudOptions,
-    env: &SideEnv,
-) -> Result<Option<ObjectStorePublisher>> {
+/// Open an object-store URL with its options' endpoint and environment, or `None` when the
+/// URL names no object store.
+pub(crate) async fn open(url: &str, opts: &StoreOptions) -> Result<Option<ObjectStorePublisher>> {
+    let env = &opts.env;
     let Some(p) = parse(url)? else {
         return Ok(None);
     };
@@ -267,7 +253,7 @@ fn build_error(p: &ParsedUrl, e: object_store::Error) -> Error {
 
 /// The S3 endpoint of one side: the option, else the side's own AWS variables, else the
 /// plain ones.
-pub(crate) fn s3_endpoint_side(opts: &CloudOptions, env: &SideEnv) -> Option<String> {
+pub(crate) fn s3_endpoint_side(opts: &StoreOptions, env: &SideEnv) -> Option<String> {
     opts.endpoint_url
         .clone()
         .filter(|s| !s.trim().is_empty())
@@ -304,7 +290,7 @@ pub(crate) fn check_endpoint(ep: &str) -> Result<()> {
 
 async fn s3(
     p: &ParsedUrl,
-    opts: &CloudOptions,
+    opts: &StoreOptions,
     env: &SideEnv,
 ) -> Result<object_store::aws::AmazonS3> {
     let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());

@@ -1,66 +1,208 @@
-//! `--store` URLs, resolved in this one place.
+//! `--store` URLs, resolved in this one place, into the one store handle, [`Store`].
 //!
 //! - a path or `file:///abs/path`: the local-disk publisher;
 //! - `memory://`: a fresh in-memory store (process-local; for tests);
 //! - `s3://`, `az://` (`azure://`, `adl://`, `abfs[s]://`, `https://<account>.blob.core.windows.net/`)
 //!   and `gs://`: the object-store publisher, resolved in [`cloud`].
+//!
+//! [`open`] is the only way in: a URL and a [`StoreOptions`] (the endpoint, whose
+//! environment variables are this store's own, the [`ReadLimits`], and what the caller
+//! expects to find). The [`Store`] it returns is an [`AtomicPublisher`] that carries those
+//! limits ([`AtomicPublisher::read_limits`]) to every reader it is handed to.
 
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use async_trait::async_trait;
+use bytes::Bytes;
+
 use crate::base::error::{Error, Result};
+use crate::base::limits::ReadLimits;
 use crate::publish::memory::MemoryPublisher;
+use crate::publish::object::ObjectStorePublisher;
 use crate::publish::posix::PosixPublisher;
-use crate::publish::AtomicPublisher;
+use crate::publish::{AtomicPublisher, ObjectInfo, Outcome};
 
 pub mod aws_creds;
 pub mod cloud;
 
-pub use cloud::{CloudOptions, SideEnv};
+pub use cloud::SideEnv;
 
-/// Open the store a URL names.
-pub async fn open(url: &str) -> Result<Arc<dyn AtomicPublisher>> {
-    open_with(url, &CloudOptions::default()).await
+/// What the caller of [`open`] expects to find at the URL.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Opening {
+    /// A store, possibly new (made by its first write): `append`, `demo`, the library.
+    #[default]
+    Store,
+    /// A store that holds objects: refused (nothing created) when it holds none, for every
+    /// command that only reads or seals (an empty store is a mistyped URL).
+    ExistingStore,
+    /// A location that holds other objects of ours, not a store (the shard reports of
+    /// `verify --report-dir`): not refused for holding other files. Still create-only.
+    Location,
 }
 
-/// Open the store a URL names, with settings that do not belong in a URL.
-pub async fn open_with(url: &str, opts: &CloudOptions) -> Result<Arc<dyn AtomicPublisher>> {
-    open_side(url, opts, &SideEnv::plain()).await
+/// Everything about opening a store that is not in its URL.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct StoreOptions {
+    /// S3 endpoint (e.g. `http://127.0.0.1:4566` for LocalStack); overrides
+    /// `AWS_ENDPOINT_URL_S3` and `AWS_ENDPOINT_URL`.
+    pub endpoint_url: Option<String>,
+    /// Which environment variables are this store's own (see [`SideEnv`]).
+    pub env: SideEnv,
+    /// What its readers read at most.
+    pub limits: ReadLimits,
+    /// What is expected at the URL.
+    pub opening: Opening,
 }
 
-/// [`open_with`] for one of several stores a command opens: `env` says which variables
-/// are this store's own (see [`SideEnv`]).
-pub async fn open_side(
-    url: &str,
-    opts: &CloudOptions,
-    env: &SideEnv,
-) -> Result<Arc<dyn AtomicPublisher>> {
-    resolve(url, opts, env, true).await
+impl StoreOptions {
+    /// The defaults: a store, possibly new; the plain environment; the default limits.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// With an S3 endpoint (`None`: from the environment).
+    pub fn endpoint_url(mut self, url: Option<String>) -> Self {
+        self.endpoint_url = url;
+        self
+    }
+
+    /// With this store's own environment variables.
+    pub fn env(mut self, env: SideEnv) -> Self {
+        self.env = env;
+        self
+    }
+
+    /// With these read limits.
+    pub fn limits(mut self, limits: ReadLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Expecting `opening` at the URL.
+    pub fn opening(mut self, opening: Opening) -> Self {
+        self.opening = opening;
+        self
+    }
 }
 
-/// A location named like a store that holds other objects of ours (the shard reports of
-/// `verify --report-dir`): the same URLs and credentials as [`open_with`], without
-/// [`check_local_root`] (such a directory is not a store, and is not refused for holding
-/// files). Still create-only: nothing in it is ever overwritten.
-pub async fn open_plain(url: &str, opts: &CloudOptions) -> Result<Arc<dyn AtomicPublisher>> {
-    resolve(url, opts, &SideEnv::plain(), false).await
+/// An opened store: its backend and the limits of what its readers read. An
+/// [`AtomicPublisher`] itself, so it goes wherever a publisher goes; cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Store {
+    backend: Backend,
+    limits: ReadLimits,
 }
 
-async fn resolve(
-    url: &str,
-    opts: &CloudOptions,
-    env: &SideEnv,
-    store: bool,
-) -> Result<Arc<dyn AtomicPublisher>> {
+#[derive(Debug, Clone)]
+enum Backend {
+    Posix(Arc<PosixPublisher>),
+    Memory(Arc<MemoryPublisher>),
+    Object(Arc<ObjectStorePublisher>),
+}
+
+impl Store {
+    /// The backend `publisher` with `limits` (a store made in code rather than from a URL).
+    pub fn posix(publisher: PosixPublisher, limits: ReadLimits) -> Self {
+        Self::with(Backend::Posix(Arc::new(publisher)), limits)
+    }
+
+    fn with(backend: Backend, limits: ReadLimits) -> Self {
+        Store { backend, limits }
+    }
+
+    fn inner(&self) -> &dyn AtomicPublisher {
+        match &self.backend {
+            Backend::Posix(p) => p.as_ref(),
+            Backend::Memory(p) => p.as_ref(),
+            Backend::Object(p) => p.as_ref(),
+        }
+    }
+
+    /// The object-store backend, when the URL named one (tests reach the raw object store
+    /// through it to change objects underneath the store).
+    pub fn object_store(&self) -> Option<&ObjectStorePublisher> {
+        match &self.backend {
+            Backend::Object(p) => Some(p),
+            _ => None,
+        }
+    }
+}
+
+#[async_trait]
+impl AtomicPublisher for Store {
+    fn describe(&self) -> String {
+        self.inner().describe()
+    }
+
+    fn read_limits(&self) -> ReadLimits {
+        self.limits
+    }
+
+    async fn put_create(&self, key: &str, bytes: Bytes) -> Result<Outcome> {
+        self.inner().put_create(key, bytes).await
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<Bytes>> {
+        self.inner().get(key).await
+    }
+
+    async fn get_at_most(&self, key: &str, max: u64) -> Result<Option<Bytes>> {
+        self.inner().get_at_most(key, max).await
+    }
+
+    async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
+        self.inner().get_range(key, range).await
+    }
+
+    async fn digest_range(
+        &self,
+        key: &str,
+        range: Range<u64>,
+        want: crate::base::digest::Want,
+    ) -> Result<Option<(crate::base::digest::Digests, u64)>> {
+        self.inner().digest_range(key, range, want).await
+    }
+
+    async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>> {
+        self.inner().list(prefix).await
+    }
+
+    async fn list_after(&self, prefix: &str, after: &str, limit: usize) -> Result<Vec<ObjectInfo>> {
+        self.inner().list_after(prefix, after, limit).await
+    }
+
+    async fn delete_temp(&self, key: &str) -> Result<()> {
+        self.inner().delete_temp(key).await
+    }
+}
+
+/// Open the store (or, with [`Opening::Location`], the location) a URL names: the one way
+/// a store is opened, by the library, every command and the Python package.
+pub async fn open(url: &str, options: &StoreOptions) -> Result<Arc<Store>> {
+    let store = Arc::new(resolve(url, options).await?);
+    if options.opening == Opening::ExistingStore {
+        crate::publish::require_objects(store.as_ref()).await?;
+    }
+    Ok(store)
+}
+
+async fn resolve(url: &str, options: &StoreOptions) -> Result<Store> {
     let url = url.trim();
+    let limits = options.limits;
     if url.is_empty() {
         return Err(Error::Usage(
             "no store given: pass --store or set LINEAGE_STORE".into(),
         ));
     }
     if url == "memory://" || url == "memory:" {
-        return Ok(Arc::new(MemoryPublisher::new()));
+        return Ok(Store::with(Backend::Memory(Arc::new(MemoryPublisher::new())), limits));
     }
+    let store = options.opening != Opening::Location;
     if let Some(rest) = url.strip_prefix("file://") {
         if !rest.starts_with('/') {
             return Err(Error::Usage(format!(
@@ -68,10 +210,10 @@ async fn resolve(
                 crate::base::text::redact_url(url)
             )));
         }
-        return local(PathBuf::from(rest), store);
+        return local(PathBuf::from(rest), store, limits);
     }
-    if let Some(p) = cloud::open_side(url, opts, env).await? {
-        return Ok(Arc::new(p));
+    if let Some(p) = cloud::open(url, options).await? {
+        return Ok(Store::with(Backend::Object(Arc::new(p)), limits));
     }
     if let Some((scheme, _)) = url.split_once("://") {
         return Err(Error::Usage(format!(
@@ -79,7 +221,7 @@ async fn resolve(
             crate::base::text::redact_url(url)
         )));
     }
-    local(PathBuf::from(url), store)
+    local(PathBuf::from(url), store, limits)
 }
 
 /// The directory a store URL names on the local disk (a path or `file:///…`), or `None`
@@ -92,11 +234,11 @@ pub fn local_path(url: &str) -> Option<PathBuf> {
 }
 
 /// The local-disk publisher at `root`, after [`check_local_root`] when it is a store.
-fn local(root: PathBuf, store: bool) -> Result<Arc<dyn AtomicPublisher>> {
+fn local(root: PathBuf, store: bool, limits: ReadLimits) -> Result<Store> {
     if store {
         check_local_root(&root)?;
     }
-    Ok(Arc::new(PosixPublisher::new(root)))
+    Ok(Store::posix(PosixPublisher::new(root), limits))
 }
 
 /// Refuse a local path that cannot be a store: an existing file, or a non-empty directory

@@ -84,7 +84,14 @@ pub(super) fn parse_arrow(bytes: Bytes) -> Result<Vec<SourcedBatch>> {
 }
 
 pub(super) fn parse_parquet(bytes: Bytes) -> Result<Vec<SourcedBatch>> {
-    collect(|emit| read_parquet(bytes, DEFAULT_MAX_LINE_BYTES, emit))
+    collect(|emit| {
+        read_parquet(
+            bytes,
+            DEFAULT_MAX_LINE_BYTES,
+            crate::base::limits::DEFAULT_MAX_PAGE_BYTES,
+            emit,
+        )
+    })
 }
 
 /// Read an Arrow IPC file (it starts with `ARROW1`) or stream, batch by batch.
@@ -123,13 +130,13 @@ pub(super) fn read_arrow<R: Read + Seek>(
 pub(super) fn read_parquet<R: ChunkReader + 'static>(
     r: R,
     max_value: usize,
+    max_page: u64,
     emit: &mut dyn FnMut(SourcedBatch) -> Result<()>,
 ) -> Result<()> {
     let meta = ArrowReaderMetadata::load(&r, ArrowReaderOptions::new())
         .map_err(|e| Error::Usage(format!("not a readable Parquet file: {e}")))?;
     // No page decodes to more than the cap of every reader of parts (a few bytes of zeros
     // can claim gigabytes): each column chunk's page headers are walked first.
-    let max_page = crate::parts::pages::max_page_bytes();
     for (g, rg) in meta.metadata().row_groups().iter().enumerate() {
         for col in rg.columns() {
             let (start, len) = col.byte_range();

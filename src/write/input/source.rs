@@ -14,6 +14,7 @@ use std::time::SystemTime;
 
 use crate::base::error::{Error, Result};
 use crate::schema::events::{LineBatcher, SourcedBatch};
+use crate::base::limits::DEFAULT_MAX_PAGE_BYTES;
 use crate::write::input::guard::{LineGuard, DEFAULT_MAX_LINE_BYTES};
 use crate::write::input::{binary, csv, ndjson, Format};
 
@@ -73,6 +74,8 @@ pub struct Input {
     defaulted: bool,
     /// Longest NDJSON line accepted ([`Input::with_max_line_bytes`]).
     max_line: usize,
+    /// Largest Parquet page decoded ([`Input::with_max_page_bytes`]).
+    max_page: u64,
 }
 
 fn stamp(path: &Path) -> Result<(u64, Option<SystemTime>)> {
@@ -125,6 +128,7 @@ impl Input {
                     format,
                     defaulted: false,
                     max_line: DEFAULT_MAX_LINE_BYTES,
+                    max_page: DEFAULT_MAX_PAGE_BYTES,
                 }
                 .with_max_line_bytes(max_line))
             }
@@ -183,6 +187,7 @@ impl Input {
             len: total,
             defaulted: false,
             max_line,
+            max_page: DEFAULT_MAX_PAGE_BYTES,
         })
     }
 
@@ -214,6 +219,7 @@ impl Input {
             len,
             defaulted: false,
             max_line: DEFAULT_MAX_LINE_BYTES,
+            max_page: DEFAULT_MAX_PAGE_BYTES,
         })
     }
 
@@ -222,6 +228,13 @@ impl Input {
     /// Parquet string value longer than that, naming its row and field.
     pub fn with_max_line_bytes(mut self, n: usize) -> Self {
         self.max_line = n.max(1);
+        self
+    }
+
+    /// Refuse a Parquet input holding a page that decodes to more than `n` bytes (default
+    /// [`DEFAULT_MAX_PAGE_BYTES`]), naming its row group and column, before it is decoded.
+    pub fn with_max_page_bytes(mut self, n: u64) -> Self {
+        self.max_page = n.max(1);
         self
     }
 
@@ -374,7 +387,7 @@ impl BatchSource for Input {
             Format::Ndjson => read_ndjson(f, &self.name(), self.max_line, emit),
             Format::Csv => csv::read(BufReader::with_capacity(1 << 20, f), self.max_line, emit),
             Format::Arrow => binary::read_arrow(f, self.max_line, emit),
-            Format::Parquet => binary::read_parquet(f, self.max_line, emit),
+            Format::Parquet => binary::read_parquet(f, self.max_line, self.max_page, emit),
         }
     }
 

@@ -1,5 +1,5 @@
 //! The history commands end to end through the `lineage` binary: `log --since-seal`,
-//! `verify --since-seal`, `seal --rescan`, `verify --shard` and `--merge`, with their
+//! `verify --since-seal`, `seal --rescan`, `verify --shard` and `verify merge`, with their
 //! outputs and exit codes.
 
 use std::path::Path;
@@ -155,7 +155,7 @@ fn since_seal_shards_and_merge_through_the_cli() {
         std::fs::write(&f, r).unwrap();
         files.push(f.display().to_string());
     }
-    let mut args = vec!["verify", "--json", "--merge"];
+    let mut args = vec!["verify", "merge", "--json"];
     args.extend(files.iter().map(String::as_str));
     let merged: Value = serde_json::from_str(&ok(&lineage(&args))).unwrap();
     for k in [
@@ -169,14 +169,14 @@ fn since_seal_shards_and_merge_through_the_cli() {
     }
     assert_eq!(merged["merged"]["shards"], 3);
     let text = ok(&lineage(&[
-        "verify", "--merge", &files[0], &files[1], &files[2],
+        "verify", "merge", &files[0], &files[1], &files[2],
     ]));
     assert!(
         text.contains("merged from 3 shards") && text.contains("clean"),
         "{text}"
     );
     // Two of three: refused (usage error, exit 2).
-    let o = lineage(&["verify", "--merge", &files[0], &files[2]]);
+    let o = lineage(&["verify", "merge", &files[0], &files[2]]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("shards 1 of 3 are missing"));
     let o = lineage(&["verify", "--store", &store, "--shard", "3/3"]);

@@ -140,7 +140,7 @@ async fn shards_since_seal_log_seal_prove_and_replicate_ignore_listing_order() {
     assert_eq!(full.commits, all.len() as u64);
     assert_eq!(full.unsealed_commits, (RUNS.len() * 2) as u64);
 
-    // verify --shard i/n, then --merge: what the full verify says, for every n.
+    // verify --shard i/n, then `verify merge`: what the full verify says, for every n.
     for n in [2, 4, 7] {
         let m = merged(quirky.as_ref(), n).await;
         assert!(m.is_clean(), "{n} shards: {:#?}", m.problems);

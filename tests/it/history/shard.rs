@@ -1,4 +1,4 @@
-//! `verify --shard i/n` and `--merge`: the shards list disjoint parts of the store that
+//! `verify --shard i/n` and `verify merge`: the shards list disjoint parts of the store that
 //! together are all of it, each problem is found by exactly one shard, and the merged
 //! report is the full verify's.
 

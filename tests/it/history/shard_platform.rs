@@ -146,7 +146,7 @@ fn batch_array_tasks_publish_reports_and_the_merge_reads_the_directory() {
     }
     // The merge from the directory is the full verify.
     let merged = json(&task(
-        &["verify", "--merge", "--report-dir", &rdir, "--json"],
+        &["verify", "merge", "--report-dir", &rdir, "--json"],
         &[],
     ));
     for k in [
@@ -185,14 +185,14 @@ fn batch_array_tasks_publish_reports_and_the_merge_reads_the_directory() {
         format!("verify-shard-00001-of-00003-plan-{plan}-attempt-002.json")
     );
     assert_eq!(std::fs::read(reports.join(&names[1])).unwrap(), first);
-    let text = ok(&task(&["verify", "--merge", "--report-dir", &rdir], &[]));
+    let text = ok(&task(&["verify", "merge", "--report-dir", &rdir], &[]));
     assert!(text.contains("merged from 3 shards"), "{text}");
 
     // Files and the directory together: a shard given twice is refused.
     let o = task(
         &[
             "verify",
-            "--merge",
+            "merge",
             &reports.join(&names[0]).display().to_string(),
             "--report-dir",
             &rdir,
@@ -250,7 +250,7 @@ fn cloud_run_tasks_find_problems_and_still_publish_their_reports() {
     }
     assert_eq!(exits.iter().filter(|c| **c == 1).count(), 1, "{exits:?}");
     assert_eq!(exits.iter().filter(|c| **c == 0).count(), 3, "{exits:?}");
-    let o = task(&["verify", "--merge", "--report-dir", &rdir], &[]);
+    let o = task(&["verify", "merge", "--report-dir", &rdir], &[]);
     assert_eq!(code(&o), Some(1));
     assert!(
         stdout(&o).contains(&format!(
@@ -320,11 +320,11 @@ fn refusals_name_the_variables_and_publish_nothing() {
             "--report-dir: give --shard I/N or --shard auto",
         ),
         (
-            task(&["verify", "--merge"], &[]),
-            "--merge: give the shards' REPORT.json files, or --report-dir URL",
+            task(&["verify", "merge"], &[]),
+            "verify merge: give the shards' REPORT.json files, or --report-dir URL",
         ),
         (
-            task(&["verify", "--merge", "--report-dir", &rdir], &[]),
+            task(&["verify", "merge", "--report-dir", &rdir], &[]),
             "no shard reports",
         ),
     ];
@@ -359,7 +359,7 @@ fn refusals_name_the_variables_and_publish_nothing() {
             &[("AWS_BATCH_JOB_ARRAY_INDEX", i)],
         ));
     }
-    let o = task(&["verify", "--merge", "--report-dir", &rdir], &[]);
+    let o = task(&["verify", "merge", "--report-dir", &rdir], &[]);
     assert_eq!(code(&o), Some(2));
     let e = stderr(&o);
     assert!(
@@ -386,7 +386,7 @@ fn refusals_name_the_variables_and_publish_nothing() {
             &[("AWS_BATCH_JOB_ARRAY_INDEX", i)],
         ));
     }
-    let o = task(&["verify", "--merge", "--report-dir", &two], &[]);
+    let o = task(&["verify", "merge", "--report-dir", &two], &[]);
     assert_eq!(code(&o), Some(2));
     assert!(
         stderr(&o).contains("shards 1 of 3 are missing"),
@@ -426,7 +426,7 @@ fn reports_go_to_an_s3_prefix_on_localstack() {
     let merged = json(&task(
         &[
             "verify",
-            "--merge",
+            "merge",
             "--report-dir",
             &rdir,
             "--endpoint-url",

@@ -102,14 +102,12 @@ async fn open(cli: &Cli) -> Arc<dyn AtomicPublisher> {
             .unwrap(),
         );
     }
-    let opts = lineage_store::CloudOptions {
-        endpoint_url: cli
+    let opts = lineage_store::StoreOptions::new().endpoint_url(cli
             .args
             .iter()
             .position(|a| a == "--endpoint-url")
-            .map(|i| cli.args[i + 1].clone()),
-    };
-    lineage_store::open_with(&cli.url, &opts).await.unwrap()
+            .map(|i| cli.args[i + 1].clone()));
+    lineage_store::open(&cli.url, &opts).await.unwrap()
 }
 
 fn counts(snap: &BTreeMap<String, String>) -> (usize, usize) {

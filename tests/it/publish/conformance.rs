@@ -555,9 +555,7 @@ async fn run_real(test: &str, var: &str) {
         );
         return;
     };
-    let opts = lineage_store::CloudOptions {
-        endpoint_url: std::env::var("LINEAGE_REAL_S3_ENDPOINT").ok(),
-    };
+    let opts = lineage_store::StoreOptions::new().endpoint_url(std::env::var("LINEAGE_REAL_S3_ENDPOINT").ok());
     run_all(test, || {
         let url = format!(
             "{}/{}",
@@ -565,7 +563,10 @@ async fn run_real(test: &str, var: &str) {
             support::unique_prefix("real")
         );
         let opts = opts.clone();
-        async move { lineage_store::open_with(&url, &opts).await.unwrap() }
+        async move {
+            let store: Arc<dyn AtomicPublisher> = lineage_store::open(&url, &opts).await.unwrap();
+            store
+        }
     })
     .await;
 }

@@ -29,7 +29,7 @@ use lineage_store::internal::part::read_facts;
 use lineage_store::internal::store;
 use lineage_store::verify_with;
 use lineage_store::AtomicPublisher;
-use lineage_store::CloudOptions;
+use lineage_store::StoreOptions;
 use lineage_store::Pointer;
 use lineage_store::ProblemKind;
 use lineage_store::VerifyOptions;
@@ -131,11 +131,9 @@ async fn s3_target(emu: Emulator, name: &'static str, test: &str) -> Option<Targ
     let endpoint = emu.endpoint(test)?;
     let proxy = FaultProxy::start(&endpoint).await.unwrap();
     let url = support::s3_url(&support::s3_bucket(), test);
-    let direct = store::open_with(
+    let direct = store::open(
         &url,
-        &CloudOptions {
-            endpoint_url: Some(endpoint),
-        },
+        &StoreOptions::new().endpoint_url(Some(endpoint)),
     )
     .await
     .unwrap();
@@ -153,7 +151,7 @@ async fn azurite_target(test: &str) -> Option<Target> {
     let endpoint = Emulator::Azurite.endpoint(test)?;
     let proxy = FaultProxy::start(&endpoint).await.unwrap();
     let url = support::az_url(test);
-    let direct = store::open(&url).await.unwrap();
+    let direct = store::open(&url, &Default::default()).await.unwrap();
     Some(Target {
         name: "Azurite",
         url,

@@ -4,6 +4,7 @@
 //! sees what was sent; moto does not return it, so there the test checks that appends to
 //! an Object Lock bucket succeed and verify clean.
 
+use lineage_store::AtomicPublisher;
 use base64::Engine;
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -63,10 +64,8 @@ async fn every_s3_upload_carries_a_sha256_checksum() {
     let url = support::s3_url(&bucket, "checksums");
     append_and_verify(&url, &ep);
     // Read back through a store rooted at the same prefix as the CLI's.
-    let opts = lineage_store::CloudOptions {
-        endpoint_url: Some(ep.clone()),
-    };
-    let store = lineage_store::open_with(&url, &opts).await.unwrap();
+    let opts = lineage_store::StoreOptions::new().endpoint_url(Some(ep.clone()));
+    let store = lineage_store::open(&url, &opts).await.unwrap();
     let objects = store.list("").await.unwrap();
     // 4 parts, 4 pointers, 4 commit-index entries (empty objects, checksummed too) and
     // the store's identity

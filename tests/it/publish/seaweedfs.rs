@@ -4,7 +4,7 @@
 //! witnessing run on it from their own files; here is what is particular to it:
 //!
 //! - its listings are not in S3's byte order, and its `start-after` skips a directory
-//!   named by the offset: `verify --shard i/n` (then `--merge`), `--since-seal`, `log` and
+//!   named by the offset: `verify --shard i/n` (then `verify merge`), `--since-seal`, `log` and
 //!   `seal` still give the answers they give on local disk (issue 23: 120 / 160 / 200 false
 //!   `sealed_pointer_missing` for n = 2 / 4 / 7 before);
 //! - Object Lock with a default retention: appends, seals and verify work, deleting a
@@ -98,7 +98,7 @@ async fn shards_since_seal_log_and_seal_agree_with_local_disk() {
             std::fs::write(&f, out).unwrap();
             files.push(f.display().to_string());
         }
-        let mut args = vec!["verify", "--json", "--merge"];
+        let mut args = vec!["verify", "merge", "--json"];
         args.extend(files.iter().map(String::as_str));
         let o = support::lineage(&args, None);
         let (out, err) = text(&o);

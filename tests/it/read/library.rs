@@ -8,7 +8,7 @@ use super::{Store, SEAL1_ROWS, SEAL2_ROWS};
 #[tokio::test]
 async fn snapshot_and_scan_agree_with_the_seals() {
     let s = Store::new();
-    let store = open(&s.path).await.unwrap();
+    let store = open(&s.path, &Default::default()).await.unwrap();
     let snap = snapshot(store.as_ref(), &ReadOptions::default())
         .await
         .unwrap();

@@ -32,7 +32,7 @@ use lineage_store::internal::object::Backend;
 use lineage_store::internal::object::ObjectStorePublisher;
 use lineage_store::internal::store;
 use lineage_store::AtomicPublisher;
-use lineage_store::CloudOptions;
+use lineage_store::StoreOptions;
 
 /// An emulator the tests can use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,12 +111,10 @@ pub fn s3_url(bucket: &str, test: &str) -> String {
 /// Open a fresh prefix of an S3 emulator through the one URL resolver.
 pub async fn open_s3(emu: Emulator, bucket: &str, test: &str) -> Option<Arc<dyn AtomicPublisher>> {
     let endpoint = emu.endpoint(test)?;
-    let opts = CloudOptions {
-        endpoint_url: Some(endpoint),
-    };
+    let opts = StoreOptions::new().endpoint_url(Some(endpoint));
     let url = s3_url(bucket, test);
     Some(
-        store::open_with(&url, &opts)
+        store::open(&url, &opts)
             .await
             .unwrap_or_else(|e| panic!("open {url}: {e}")),
     )
@@ -133,7 +131,7 @@ pub async fn open_azurite(test: &str) -> Option<Arc<dyn AtomicPublisher>> {
     Emulator::Azurite.endpoint(test)?;
     let url = az_url(test);
     Some(
-        store::open(&url)
+        store::open(&url, &Default::default())
             .await
             .unwrap_or_else(|e| panic!("open {url}: {e}")),
     )

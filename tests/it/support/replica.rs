@@ -15,7 +15,7 @@ use lineage_store::internal::keys;
 use lineage_store::internal::keys::KeyKind;
 use lineage_store::internal::store;
 use lineage_store::internal::store::cloud;
-use lineage_store::CloudOptions;
+use lineage_store::StoreOptions;
 use lineage_store::{AtomicPublisher, Writer};
 use object_store::path::Path as ObjPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
@@ -77,10 +77,9 @@ impl Side {
     }
 
     async fn object(name: String, url: String, endpoint: Option<String>) -> Side {
-        let opts = CloudOptions {
-            endpoint_url: endpoint.clone(),
-        };
-        let p = cloud::open(&url, &opts).await.unwrap().unwrap();
+        let opts = StoreOptions::new().endpoint_url(endpoint.clone());
+        let opened = store::open(&url, &opts).await.unwrap();
+        let p = opened.object_store().unwrap();
         let prefix = cloud::parse(&url).unwrap().unwrap().prefix;
         Side {
             name,
@@ -95,10 +94,8 @@ impl Side {
 
     /// Open it through the library.
     pub async fn open(&self) -> Arc<dyn AtomicPublisher> {
-        let opts = CloudOptions {
-            endpoint_url: self.endpoint.clone(),
-        };
-        store::open_with(&self.url, &opts).await.unwrap()
+        let opts = StoreOptions::new().endpoint_url(self.endpoint.clone());
+        store::open(&self.url, &opts).await.unwrap()
     }
 
     /// `--<flag> URL [--<flag>-endpoint-url EP]`; flag `store` gives `--store`/`--endpoint-url`.
