@@ -53,7 +53,9 @@ async fn build(
     events: usize,
     batch_rows: usize,
 ) -> Arc<dyn AtomicPublisher> {
-    let store = open(dir.to_str().unwrap(), &Default::default()).await.unwrap();
+    let store = open(dir.to_str().unwrap(), &Default::default())
+        .await
+        .unwrap();
     let t = Instant::now();
     let mut left = events;
     let mut seed = 1;

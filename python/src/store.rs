@@ -15,8 +15,8 @@ use arrow_pyarrow::IntoPyArrow;
 use lineage_store::internal::merkle;
 use lineage_store::{
     check_all, parse_duration, part_location, prove, read_pointers, read_public_key,
-    read_signing_key, snapshot, validate_all_listing, verify_with, AtomicPublisher, StoreOptions,
-    DigestCheck, Error, Format, Input, ProveAgainst, ReadOptions, ScanOptions, SystemClock,
+    read_signing_key, snapshot, validate_all_listing, verify_with, AtomicPublisher, DigestCheck,
+    Error, Format, Input, ProveAgainst, ReadOptions, ScanOptions, StoreOptions, SystemClock,
     VerifyOptions, Writer, DEFAULT_BATCH_ROWS, DEFAULT_CONCURRENCY,
 };
 use pyo3::prelude::*;

@@ -1,47 +1,24 @@
 //! `lineage append`: validate all of the input, then read it again and commit flush by
 //! flush (memory bounded, see [`crate::write::stream`]).
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::publish::store::Opening;
 use crate::base::error::Result;
-use crate::base::rejection::DEFAULT_MAX_ERRORS;
-use crate::cli::common::{json_line, out, out_raw, refusal_json, Status, StoreArg};
+use crate::cli::common::{json_line, out, out_raw, refusal_json, InputArgs, Status, StoreArg};
 use crate::format::pointer::Pointer;
-use crate::write::input::{self, Format};
-use crate::write::writer::{Writer, DEFAULT_BATCH_ROWS};
+use crate::publish::store::Opening;
+
+use crate::write::writer::Writer;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     #[command(flatten)]
     store: StoreArg,
-    /// Input file, or `-` for standard input (the default).
-    #[arg(long)]
-    input: Option<PathBuf>,
-    /// Input format; detected from the file extension when not given (stdin: ndjson).
-    #[arg(long, value_enum)]
-    format: Option<Format>,
-    /// Most rows per commit (one Parquet part each).
-    #[arg(long, default_value_t = DEFAULT_BATCH_ROWS)]
-    batch_rows: usize,
+    #[command(flatten)]
+    input: InputArgs,
     /// Derive commit ids from this key, so a retried job re-publishes the same commits.
     #[arg(long)]
     commit_key: Option<String>,
-    /// Contract version to write (default: the newest; Arrow/Parquet input keeps the
-    /// version its schema is). Older input is widened with null columns.
-    #[arg(long, value_name = "VERSION")]
-    schema_version: Option<String>,
-    /// Errors to list when the input is refused (0: all); the whole input is validated
-    /// either way and the rest are counted.
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_ERRORS)]
-    max_errors: usize,
-    /// Longest NDJSON line or CSV record accepted, in bytes, and longest Arrow or Parquet
-    /// string value; a longer one is refused, naming its line (or row and field), before it
-    /// is parsed (bounds the memory one line can cost; standard input is refused as soon as
-    /// the line passes the limit, not after spooling the rest).
-    #[arg(long, value_name = "BYTES", default_value_t = crate::write::input::DEFAULT_MAX_LINE_BYTES)]
-    max_line_bytes: usize,
     /// One JSON pointer per line; refused input: one JSON object listing the errors
     /// (`errors`: each with `line`, `row`, `field`, `value`, `reason`), as `check --json`.
     #[arg(long)]
@@ -61,17 +38,13 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
 
 async fn append(a: Args) -> Result<Status> {
     // Standard input is spooled to a temp file first: it is read twice.
-    let input = Arc::new(input::Input::open_limited(
-        a.input.as_deref(),
-        a.format,
-        a.max_line_bytes,
-    )?);
+    let input = Arc::new(a.input.open(a.store.limit.max_page_bytes)?);
     let store = a.store.open(Opening::Store).await?;
     let writer = Writer::new(store)
-        .with_batch_rows(a.batch_rows)
+        .with_batch_rows(a.input.batch_rows)
         .with_commit_key(a.commit_key)
-        .with_schema_version(a.schema_version)
-        .with_max_errors(a.max_errors);
+        .with_schema_version(a.input.schema_version)
+        .with_max_errors(a.input.max_errors);
     let mut print_err = None;
     // Validates everything before the first commit: refused input publishes nothing.
     let done = writer

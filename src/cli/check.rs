@@ -3,44 +3,21 @@
 //! error listed on standard error, as `append` lists them) or not readable (standard output
 //! then says `not checked:`, and `--json` has `"checked": false`).
 
-use std::path::PathBuf;
-
 use serde_json::json;
 
 use crate::base::error::Result;
-use crate::base::rejection::DEFAULT_MAX_ERRORS;
-use crate::cli::common::{json_line, out, out_raw, refusal_json, Status};
+use crate::base::limits::DEFAULT_MAX_PAGE_BYTES;
+use crate::cli::common::{json_line, out, out_raw, refusal_json, InputArgs, Status};
 use crate::write::check::{check, CheckOptions, CheckReport};
-use crate::write::input::{Format, Input};
-use crate::write::writer::DEFAULT_BATCH_ROWS;
 
 /// Partitions the text summary lists (all of them with `--json`).
 const PARTITIONS_SHOWN: usize = 20;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// Input file, or `-` for standard input (the default).
-    #[arg(long)]
-    input: Option<PathBuf>,
-    /// Input format; detected from the file extension when not given (stdin: ndjson).
-    #[arg(long, value_enum)]
-    format: Option<Format>,
-    /// Contract version an append would write (default: the newest; Arrow/Parquet input
-    /// keeps the version its schema is).
-    #[arg(long, value_name = "VERSION")]
-    schema_version: Option<String>,
-    /// Errors to list when the input is refused (0: all); the rest are counted.
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_ERRORS)]
-    max_errors: usize,
-    /// Longest NDJSON line or CSV record accepted, in bytes, and longest Arrow or Parquet
-    /// string value; a longer one is refused, naming its line (or row and field), before it
-    /// is parsed (bounds the memory one line can cost; standard input is refused as soon as
-    /// the line passes the limit, not after spooling the rest).
-    #[arg(long, value_name = "BYTES", default_value_t = crate::write::input::DEFAULT_MAX_LINE_BYTES)]
-    max_line_bytes: usize,
-    /// Rows per commit the append would use, for the summary's commit count.
-    #[arg(long, default_value_t = DEFAULT_BATCH_ROWS)]
-    batch_rows: usize,
+    /// What an append would read, and how.
+    #[command(flatten)]
+    input: InputArgs,
     /// The result as one JSON object on standard output (`valid`, and the summary, or
     /// `errors`: each with `line`, `row`, `field`, `value`, `reason`).
     #[arg(long)]
@@ -48,15 +25,15 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(a: Args) -> Result<Status> {
-    let result =
-        Input::open_limited(a.input.as_deref(), a.format, a.max_line_bytes).and_then(|input| {
-            let opts = CheckOptions {
-                batch_rows: a.batch_rows,
-                schema_version: a.schema_version.clone(),
-                max_errors: a.max_errors,
-            };
-            Ok((input.format(), check(&input, &opts)?))
-        });
+    let i = &a.input;
+    let result = i.open(DEFAULT_MAX_PAGE_BYTES).and_then(|input| {
+        let opts = CheckOptions {
+            batch_rows: i.batch_rows,
+            schema_version: i.schema_version.clone(),
+            max_errors: i.max_errors,
+        };
+        Ok((input.format(), check(&input, &opts)?))
+    });
     match result {
         Ok((format, report)) => {
             if a.json {

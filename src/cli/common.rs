@@ -86,6 +86,90 @@ impl ReadLimitsArg {
     }
 }
 
+/// The input of `append` and `check`, and the rules it is read by.
+#[derive(Debug, clap::Args)]
+pub(crate) struct InputArgs {
+    /// Input file, or `-` for standard input (the default).
+    #[arg(long)]
+    pub input: Option<std::path::PathBuf>,
+    /// Input format; detected from the file extension when not given (stdin: ndjson).
+    #[arg(long, value_enum)]
+    pub format: Option<crate::write::input::Format>,
+    /// Most rows per commit (one Parquet part each).
+    #[arg(long, default_value_t = crate::write::writer::DEFAULT_BATCH_ROWS)]
+    pub batch_rows: usize,
+    /// Contract version to write (default: the newest; Arrow/Parquet input keeps the
+    /// version its schema is). Older input is widened with null columns.
+    #[arg(long, value_name = "VERSION")]
+    pub schema_version: Option<String>,
+    /// Errors to list when the input is refused (0: all); the whole input is validated
+    /// either way and the rest are counted.
+    #[arg(long, value_name = "N", default_value_t = crate::base::rejection::DEFAULT_MAX_ERRORS)]
+    pub max_errors: usize,
+    /// Longest NDJSON line or CSV record accepted, in bytes, and longest Arrow or Parquet
+    /// string value; a longer one is refused, naming its line (or row and field), before it
+    /// is parsed (bounds the memory one line can cost; standard input is refused as soon as
+    /// the line passes the limit, not after spooling the rest).
+    #[arg(long, value_name = "BYTES", default_value_t = crate::write::input::DEFAULT_MAX_LINE_BYTES)]
+    pub max_line_bytes: usize,
+}
+
+impl InputArgs {
+    /// The input, opened (standard input spooled to a temp file: it is read twice), its
+    /// Parquet pages at most `max_page` bytes.
+    pub(crate) fn open(&self, max_page: u64) -> Result<crate::write::input::Input> {
+        crate::write::input::Input::open_limited(
+            self.input.as_deref(),
+            self.format,
+            self.max_line_bytes,
+        )
+        .map(|i| i.with_max_page_bytes(max_page))
+    }
+}
+
+/// How a command that publishes a seal signs it (`seal`, `compact`).
+#[derive(Debug, clap::Args)]
+pub(crate) struct SigningArgs {
+    /// Sign the seal with this Ed25519 secret key (made by `lineage keygen`).
+    #[arg(long, value_name = "FILE")]
+    pub signing_key: Option<std::path::PathBuf>,
+    /// Accept a signing key file that others can read (refused by default, as ssh does).
+    #[arg(long, requires = "signing_key")]
+    pub allow_readable_key: bool,
+    /// Publish an unsigned seal although the newest seal is signed (refused without it).
+    #[arg(long, conflicts_with = "signing_key")]
+    pub unsigned: bool,
+}
+
+impl SigningArgs {
+    /// The signing key, its file checked first (not readable by others, unless allowed;
+    /// not inside the local store `store_url` names).
+    pub(crate) fn key(&self, store_url: &str) -> Result<Option<ed25519_dalek::SigningKey>> {
+        let Some(path) = &self.signing_key else {
+            return Ok(None);
+        };
+        let root = crate::publish::store::local_path(store_url);
+        crate::history::signing::check_signing_key_file(
+            path,
+            root.as_deref(),
+            self.allow_readable_key,
+        )?;
+        crate::history::signing::read_signing_key(path).map(Some)
+    }
+}
+
+/// A duration flag (`90s`, `15m`, `1h`, `2d`), parsed by clap so a bad one is refused
+/// with the flag's name before anything runs.
+pub(crate) fn duration(s: &str) -> Result<chrono::Duration> {
+    crate::base::time::parse_duration(s)
+}
+
+/// `--grace`'s default, [`crate::audit::verify::options::DEFAULT_GRACE_MINUTES`].
+pub(crate) const DEFAULT_GRACE: &str = "15m";
+
+/// `seal --lookback`'s default, [`crate::history::sealer::DEFAULT_LOOKBACK_MINUTES`].
+pub(crate) const DEFAULT_LOOKBACK: &str = "5m";
+
 /// What a command reports back: exit code 0 or 1 (problems found).
 pub(crate) type Status = u8;
 
@@ -175,4 +259,22 @@ pub(crate) fn write_out_file(path: &std::path::Path, bytes: &[u8], force: bool) 
             let _ = std::fs::remove_file(&tmp);
             Error::io(path, e)
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_duration_defaults_are_the_librarys() {
+        let minutes = |s| duration(s).map(|d| d.num_minutes()).unwrap();
+        assert_eq!(
+            minutes(DEFAULT_GRACE),
+            crate::audit::verify::options::DEFAULT_GRACE_MINUTES
+        );
+        assert_eq!(
+            minutes(DEFAULT_LOOKBACK),
+            crate::history::sealer::DEFAULT_LOOKBACK_MINUTES
+        );
+    }
 }

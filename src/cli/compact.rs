@@ -1,14 +1,11 @@
 //! `lineage compact`: merge sealed small parts into large ones, every row accounted for in
 //! a compaction record, and seal them (see [`crate::compact`]).
 
-use std::path::PathBuf;
-
 use crate::base::clock::{SystemClock, V7Ids};
-use crate::publish::store::Opening;
 use crate::base::error::Result;
-use crate::cli::common::{json_line, out, Status, StoreArg};
+use crate::cli::common::{json_line, out, SigningArgs, Status, StoreArg};
 use crate::compact::{compact, CompactOptions, DEFAULT_MIN_PARTS};
-use crate::history::signing::{check_signing_key_file, read_signing_key};
+use crate::publish::store::Opening;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -27,15 +24,9 @@ pub(crate) struct Args {
     /// Print the plan; publish nothing.
     #[arg(long)]
     dry_run: bool,
-    /// Sign the seal that puts the compactions into effect (made by `lineage keygen`).
-    #[arg(long, value_name = "FILE")]
-    signing_key: Option<PathBuf>,
-    /// Accept a signing key file that others can read (refused by default, as for `seal`).
-    #[arg(long, requires = "signing_key")]
-    allow_readable_key: bool,
-    /// Publish that seal unsigned although the newest seal is signed.
-    #[arg(long, conflicts_with = "signing_key")]
-    unsigned: bool,
+    /// How the seal that puts the compactions into effect is signed.
+    #[command(flatten)]
+    signing: SigningArgs,
     /// Write a Delta checkpoint for the compaction's table version
     /// (`_delta_log/<N>.checkpoint.parquet`): Delta readers then skip the log's adds and
     /// removes; a `**/*.parquet` glob of the store reads it as data.
@@ -47,18 +38,14 @@ pub(crate) struct Args {
 }
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
-    if let Some(path) = &a.signing_key {
-        let root = crate::publish::store::local_path(&a.store.store);
-        check_signing_key_file(path, root.as_deref(), a.allow_readable_key)?;
-    }
-    let key = a.signing_key.as_deref().map(read_signing_key).transpose()?;
+    let key = a.signing.key(&a.store.store)?;
     let store = a.store.open(Opening::ExistingStore).await?;
     let opts = CompactOptions {
         run_id: a.run_id,
         target_rows: a.target_rows,
         min_parts: a.min_parts,
         dry_run: a.dry_run,
-        allow_unsigned: a.unsigned,
+        allow_unsigned: a.signing.unsigned,
         delta_checkpoint: a.delta_checkpoint,
     };
     let o = compact(store, &SystemClock, &V7Ids, key.as_ref(), &opts).await?;

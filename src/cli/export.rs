@@ -4,13 +4,13 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::publish::store::Opening;
 use crate::base::error::{Error, Result};
 use crate::cli::common::{out, write_out_file, Status, StoreArg};
 use crate::export::iso19115::{self, IsoFormat, IsoOptions};
 use crate::export::openlineage::{self, Granularity, JobNaming};
 use crate::export::post::{self, PostConfig, Secret};
 use crate::export::{self, Selection};
+use crate::publish::store::Opening;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {

@@ -4,10 +4,10 @@
 
 use serde::Serialize;
 
-use crate::publish::store::Opening;
 use crate::base::error::Result;
 use crate::cli::common::{json_line, out, out_raw, Status, StoreArg};
 use crate::cli::scan::{integrity_is_problems, ReadArgs};
+use crate::publish::store::Opening;
 use crate::read::location::part_location;
 use crate::read::scan::check_all;
 use crate::read::snapshot::snapshot;

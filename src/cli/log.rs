@@ -4,11 +4,11 @@
 //! commit at all is a mistake (exit 2, like `export --run-id`); `--since-seal` with
 //! nothing new is an answer (exit 0).
 
-use crate::publish::AtomicPublisher;
-use crate::publish::store::Opening;
 use crate::base::error::{Error, Result};
 use crate::cli::common::{json_line, out, out_raw, Status, StoreArg};
 use crate::history::pointers::read_pointers_past_corrupt;
+use crate::publish::store::Opening;
+use crate::publish::AtomicPublisher;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {

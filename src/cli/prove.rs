@@ -3,9 +3,9 @@
 use std::path::PathBuf;
 
 use crate::audit::proof::{prove, ProveAgainst};
-use crate::publish::store::Opening;
 use crate::base::error::{Error, Result};
 use crate::cli::common::{out_raw, write_out_file, Status, StoreArg};
+use crate::publish::store::Opening;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {

@@ -4,15 +4,13 @@
 // The doc comments of the argument structs are clap help texts, not rustdoc.
 #![allow(rustdoc::broken_intra_doc_links)]
 
-use crate::publish::AtomicPublisher;
 use crate::audit::repair::{repair_with, RepairOptions};
-use crate::audit::verify::options::DEFAULT_GRACE_MINUTES;
-use crate::publish::store::Opening;
 use crate::base::error::Result;
-use crate::base::time::parse_duration;
+use crate::cli::common::{duration, open, DEFAULT_GRACE};
 use crate::cli::common::{json_line, out, out_raw, Status, StoreArg};
-use crate::cli::common::open;
 use crate::cli::replicate::side;
+use crate::publish::store::Opening;
+use crate::publish::AtomicPublisher;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -28,8 +26,8 @@ pub(crate) struct Args {
     #[arg(long, value_name = "URL", requires = "from")]
     from_endpoint_url: Option<String>,
     /// Leave orphans younger than this alone (their writer may still publish the pointer).
-    #[arg(long, value_name = "DURATION", default_value_t = format!("{DEFAULT_GRACE_MINUTES}m"))]
-    grace: String,
+    #[arg(long, value_name = "DURATION", default_value = DEFAULT_GRACE, value_parser = duration)]
+    grace: chrono::Duration,
     /// Also adopt orphan parts whose footer names no store (written before parts named
     /// their store): repair cannot tell them from parts copied in from another store.
     #[arg(long)]
@@ -48,7 +46,7 @@ pub(crate) struct Args {
 }
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
-    let grace = parse_duration(&a.grace)?;
+    let grace = a.grace;
     if let Some(h) = &a.expect_head {
         if crate::history::merkle::parse_hash(h).is_none() {
             return Err(crate::base::error::Error::Usage(format!(
@@ -71,7 +69,12 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         adopt_unidentified: a.adopt_unidentified,
         expect_head: a.expect_head.clone(),
     };
-    let r = repair_with(store.as_ref(), from.as_deref().map(|s| s as &dyn AtomicPublisher), &opts).await?;
+    let r = repair_with(
+        store.as_ref(),
+        from.as_deref().map(|s| s as &dyn AtomicPublisher),
+        &opts,
+    )
+    .await?;
     if a.json {
         out_raw(&json_line(&r)?)?;
     } else {

@@ -13,9 +13,8 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
 use crate::base::error::{Error, Result};
-use crate::base::time::parse_duration;
+use crate::cli::common::{duration, open, Side};
 use crate::cli::common::{json_line, out, out_raw, Status};
-use crate::cli::common::{open, Side};
 use crate::publish::store::{Opening, SideEnv};
 use crate::publish::AtomicPublisher;
 use crate::replicate::compare::{compare, Relation, ReplicaReport};
@@ -60,9 +59,10 @@ pub(crate) struct Args {
         long,
         value_name = "DURATION",
         default_value = "60s",
-        requires = "follow"
+        requires = "follow",
+        value_parser = duration
     )]
-    interval: String,
+    interval: chrono::Duration,
 }
 
 /// One side of a two-store command: its URL, endpoint and the prefix of its own variables.
@@ -84,7 +84,8 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
             "--from and --to name the same store".to_string(),
         ));
     }
-    let interval = parse_duration(&a.interval)?
+    let interval = a
+        .interval
         .to_std()
         .map_err(|_| Error::Usage("--interval must be positive".into()))?;
     let limits = a.limit.get();

@@ -6,10 +6,10 @@
 use std::path::PathBuf;
 
 use crate::audit::verify::VerifyOptions;
-use crate::publish::store::Opening;
 use crate::base::error::{Error, Result};
 use crate::cli::common::{out, write_out_file, Status, StoreArg};
 use crate::history::signing::read_public_key;
+use crate::publish::store::Opening;
 use crate::report::{collect, render, ReportFormat, ReportOptions};
 
 #[derive(Debug, clap::Args)]

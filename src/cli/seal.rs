@@ -1,25 +1,20 @@
 //! `lineage seal`: write the next seal over every commit not sealed yet and print the new
 //! head digest (keep it outside the store: it is what detects cut-off seals).
 
-use std::path::PathBuf;
-
 use crate::base::clock::SystemClock;
-use crate::publish::store::Opening;
 use crate::base::error::Result;
-use crate::cli::common::{json_line, out, out_raw, Status, StoreArg};
+use crate::cli::common::{
+    duration, json_line, out, out_raw, SigningArgs, Status, StoreArg, DEFAULT_LOOKBACK,
+};
 use crate::history::sealer::{seal_with, SealOptions};
-use crate::history::signing::{check_signing_key_file, read_signing_key};
+use crate::publish::store::Opening;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     #[command(flatten)]
     store: StoreArg,
-    /// Sign the seal with this Ed25519 secret key (made by `lineage keygen`).
-    #[arg(long, value_name = "FILE")]
-    signing_key: Option<PathBuf>,
-    /// Accept a signing key file that others can read (refused by default, as ssh does).
-    #[arg(long, requires = "signing_key")]
-    allow_readable_key: bool,
+    #[command(flatten)]
+    signing: SigningArgs,
     /// The outcome as one JSON object.
     #[arg(long)]
     json: bool,
@@ -27,17 +22,14 @@ pub(crate) struct Args {
     /// e.g. to show a witness the log is alive). Without it, nothing new publishes nothing.
     #[arg(long)]
     allow_empty: bool,
-    /// Publish an unsigned seal although the newest seal is signed (refused without it).
-    #[arg(long, conflicts_with = "signing_key")]
-    unsigned: bool,
     /// Read every seal and list every pointer (seals commits the index misses: see
     /// `verify`'s `missed_by_seals`), and rewrite any missing tile or locator.
     #[arg(long)]
     rescan: bool,
     /// How late an index entry may land (by this machine's clock) and still be sealed:
     /// more than any writer's clock error plus its time from pointer to index entry.
-    #[arg(long, value_name = "DURATION", default_value_t = format!("{}m", crate::history::sealer::DEFAULT_LOOKBACK_MINUTES))]
-    lookback: String,
+    #[arg(long, value_name = "DURATION", default_value = DEFAULT_LOOKBACK, value_parser = duration)]
+    lookback: chrono::Duration,
     /// Write a Delta checkpoint (`_delta_log/<N>.checkpoint.parquet`) for the seal's
     /// version when N is a multiple of this, or when it removes files (a compaction's);
     /// 0 (the default) writes none. Delta readers then read one Parquet file, not every
@@ -47,17 +39,13 @@ pub(crate) struct Args {
 }
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
-    if let Some(path) = &a.signing_key {
-        let root = crate::publish::store::local_path(&a.store.store);
-        check_signing_key_file(path, root.as_deref(), a.allow_readable_key)?;
-    }
-    let key = a.signing_key.as_deref().map(read_signing_key).transpose()?;
+    let key = a.signing.key(&a.store.store)?;
     let store = a.store.open(Opening::ExistingStore).await?;
     let opts = SealOptions {
-        lookback: crate::base::time::parse_duration(&a.lookback)?,
+        lookback: a.lookback,
         rescan: a.rescan,
         allow_empty: a.allow_empty,
-        allow_unsigned: a.unsigned,
+        allow_unsigned: a.signing.unsigned,
         delta_checkpoint_interval: a.delta_checkpoint_interval,
         ..SealOptions::default()
     };

@@ -1,10 +1,10 @@
 //! `lineage sweep`: remove stale temps left by crashed publishes.
 
 use crate::audit::sweep::{sweep, sweep_all};
-use crate::publish::store::Opening;
 use crate::base::error::Result;
 use crate::base::time::parse_duration;
-use crate::cli::common::{json_line, out, out_raw, Status, StoreArg};
+use crate::cli::common::{duration, json_line, out, out_raw, Status, StoreArg};
+use crate::publish::store::Opening;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -12,8 +12,8 @@ pub(crate) struct Args {
     store: StoreArg,
     /// Only temps older than this, by the time in their name and their modification time
     /// (at least 60s; default 1h).
-    #[arg(long, value_name = "DURATION")]
-    older_than: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    older_than: Option<chrono::Duration>,
     /// Remove every temp now, whatever its age. Only after stopping every writer of the
     /// store (e.g. the job that crashed): a running publish would lose its temp and fail.
     #[arg(long, conflicts_with = "older_than")]
@@ -30,7 +30,10 @@ pub(crate) struct Args {
 const DEFAULT_OLDER_THAN: &str = "1h";
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
-    let older = parse_duration(a.older_than.as_deref().unwrap_or(DEFAULT_OLDER_THAN))?;
+    let older = match a.older_than {
+        Some(d) => d,
+        None => parse_duration(DEFAULT_OLDER_THAN)?,
+    };
     let store = a.store.open(Opening::ExistingStore).await?;
     let r = if a.i_know_no_writer_is_running {
         sweep_all(store.as_ref(), a.dry_run).await?

@@ -7,16 +7,14 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::audit::report::{Progress, Report};
-use crate::audit::verify::options::DEFAULT_GRACE_MINUTES;
 use crate::audit::verify::platform::{ResolvedShard, ShardRequest};
 use crate::audit::verify::report_dir::{read_shard_reports, write_shard_report};
 use crate::audit::verify::{verify_with, VerifyOptions};
 use crate::base::error::{Error, Result};
-use crate::base::time::parse_duration;
+use crate::base::limits::ReadLimits;
+use crate::cli::common::{duration, open, Side, DEFAULT_GRACE};
 use crate::cli::common::{json_line, out, out_raw, Status, StoreArg};
 use crate::history::signing::read_public_key;
-use crate::base::limits::ReadLimits;
-use crate::cli::common::{open, Side};
 use crate::publish::store::{Opening, SideEnv};
 use crate::publish::AtomicPublisher;
 
@@ -85,8 +83,8 @@ pub(crate) struct Args {
     /// Temps and well-formed parts without a pointer whose content (temp name, commit id,
     /// commit-key claim) says they were made within this period are in flight, not
     /// problems; each is named. Modification times are never trusted for this.
-    #[arg(long, value_name = "DURATION", default_value_t = format!("{DEFAULT_GRACE_MINUTES}m"))]
-    grace: String,
+    #[arg(long, value_name = "DURATION", default_value = DEFAULT_GRACE, value_parser = duration)]
+    grace: chrono::Duration,
     #[command(flatten)]
     replica: crate::cli::replicate::ReplicaOfArgs,
     #[command(flatten)]
@@ -163,7 +161,7 @@ async fn check(a: Args) -> Result<Status> {
     let store = a.store.open(Opening::ExistingStore).await?;
     let progress = Arc::new(Progress::default());
     let opts = VerifyOptions {
-        grace: parse_duration(&a.grace)?,
+        grace: a.grace,
         sample: a.sample,
         sample_seed: a.sample_seed,
         since_seal: a.since_seal,

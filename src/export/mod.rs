@@ -197,9 +197,10 @@ pub async fn collect(
             };
             let key = p.pointer.part_path.clone();
             let max_page = store.read_limits().max_page_bytes;
-            let stats =
-                crate::base::pool::run(move || crate::parts::scan::part_stats(&key, bytes, max_page))
-                .await??;
+            let stats = crate::base::pool::run(move || {
+                crate::parts::scan::part_stats(&key, bytes, max_page)
+            })
+            .await??;
             Ok::<_, Error>(Ok(ExportedCommit {
                 pointer: p.pointer,
                 pointer_sha256: p.pointer_sha256,

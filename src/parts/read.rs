@@ -160,12 +160,16 @@ pub async fn hash_and_facts(
             let done = crate::base::pool::run(move || {
                 let digests = Hasher::of(want, &bytes);
                 // Shorter than listed means the object changed under us: judge what is there.
-                let facts =
-                    facts_from(&Source::Memory(&bytes, max_page), &k, bytes.len() as u64, with_ranges)
-                        .now_or_never()
-                        .unwrap_or_else(|| {
-                            Err(Error::Internal("reading a part from memory waited".into()))
-                        });
+                let facts = facts_from(
+                    &Source::Memory(&bytes, max_page),
+                    &k,
+                    bytes.len() as u64,
+                    with_ranges,
+                )
+                .now_or_never()
+                .unwrap_or_else(|| {
+                    Err(Error::Internal("reading a part from memory waited".into()))
+                });
                 (digests, facts)
             })
             .await;

@@ -284,10 +284,9 @@ async fn read_part(
     let key = part.pointer.part_path.clone();
     let feature = opts.feature_id.clone();
     let max_page = store.read_limits().max_page_bytes;
-    let batches = crate::base::pool::run(move || {
-        decode(&key, bytes, &schema, feature.as_deref(), max_page)
-    })
-    .await??;
+    let batches =
+        crate::base::pool::run(move || decode(&key, bytes, &schema, feature.as_deref(), max_page))
+            .await??;
     let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
     stats.rows.fetch_add(rows as u64, Ordering::Relaxed);
     Ok(batches)

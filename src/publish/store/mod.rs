@@ -200,7 +200,10 @@ async fn resolve(url: &str, options: &StoreOptions) -> Result<Store> {
         ));
     }
     if url == "memory://" || url == "memory:" {
-        return Ok(Store::with(Backend::Memory(Arc::new(MemoryPublisher::new())), limits));
+        return Ok(Store::with(
+            Backend::Memory(Arc::new(MemoryPublisher::new())),
+            limits,
+        ));
     }
     let store = options.opening != Opening::Location;
     if let Some(rest) = url.strip_prefix("file://") {

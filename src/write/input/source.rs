@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use crate::base::error::{Error, Result};
-use crate::schema::events::{LineBatcher, SourcedBatch};
 use crate::base::limits::DEFAULT_MAX_PAGE_BYTES;
+use crate::schema::events::{LineBatcher, SourcedBatch};
 use crate::write::input::guard::{LineGuard, DEFAULT_MAX_LINE_BYTES};
 use crate::write::input::{binary, csv, ndjson, Format};
 

@@ -111,7 +111,9 @@ async fn a_store_root_that_is_a_file_or_another_directory_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("notes.txt");
     std::fs::write(&file, b"not a store").unwrap();
-    let e = store::open(file.to_str().unwrap(), &Default::default()).await.unwrap_err();
+    let e = store::open(file.to_str().unwrap(), &Default::default())
+        .await
+        .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Input);
     assert!(e.to_string().contains("is a file, not a directory"), "{e}");
     let e = store::open(&format!("file://{}", file.display()), &Default::default())
@@ -120,7 +122,9 @@ async fn a_store_root_that_is_a_file_or_another_directory_is_refused() {
     assert!(e.to_string().contains("is a file"), "{e}");
 
     // The temp dir now holds notes.txt: not a store.
-    let e = store::open(dir.path().to_str().unwrap(), &Default::default()).await.unwrap_err();
+    let e = store::open(dir.path().to_str().unwrap(), &Default::default())
+        .await
+        .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Input);
     assert!(
         e.to_string().contains("not a lineage store") && e.to_string().contains("\"notes.txt\""),
@@ -141,7 +145,9 @@ async fn a_store_root_that_is_a_file_or_another_directory_is_refused() {
             }
             _ => {}
         }
-        store::open(p.to_str().unwrap(), &Default::default()).await.unwrap();
+        store::open(p.to_str().unwrap(), &Default::default())
+            .await
+            .unwrap();
     }
 }
 

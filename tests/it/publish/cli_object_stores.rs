@@ -102,11 +102,12 @@ async fn open(cli: &Cli) -> Arc<dyn AtomicPublisher> {
             .unwrap(),
         );
     }
-    let opts = lineage_store::StoreOptions::new().endpoint_url(cli
-            .args
+    let opts = lineage_store::StoreOptions::new().endpoint_url(
+        cli.args
             .iter()
             .position(|a| a == "--endpoint-url")
-            .map(|i| cli.args[i + 1].clone()));
+            .map(|i| cli.args[i + 1].clone()),
+    );
     lineage_store::open(&cli.url, &opts).await.unwrap()
 }
 

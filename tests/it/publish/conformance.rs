@@ -555,7 +555,8 @@ async fn run_real(test: &str, var: &str) {
         );
         return;
     };
-    let opts = lineage_store::StoreOptions::new().endpoint_url(std::env::var("LINEAGE_REAL_S3_ENDPOINT").ok());
+    let opts = lineage_store::StoreOptions::new()
+        .endpoint_url(std::env::var("LINEAGE_REAL_S3_ENDPOINT").ok());
     run_all(test, || {
         let url = format!(
             "{}/{}",

@@ -29,9 +29,9 @@ use lineage_store::internal::part::read_facts;
 use lineage_store::internal::store;
 use lineage_store::verify_with;
 use lineage_store::AtomicPublisher;
-use lineage_store::StoreOptions;
 use lineage_store::Pointer;
 use lineage_store::ProblemKind;
+use lineage_store::StoreOptions;
 use lineage_store::VerifyOptions;
 
 use crate::support::fault_proxy::{Counts, Fault, FaultProxy, Schedule};
@@ -131,12 +131,9 @@ async fn s3_target(emu: Emulator, name: &'static str, test: &str) -> Option<Targ
     let endpoint = emu.endpoint(test)?;
     let proxy = FaultProxy::start(&endpoint).await.unwrap();
     let url = support::s3_url(&support::s3_bucket(), test);
-    let direct = store::open(
-        &url,
-        &StoreOptions::new().endpoint_url(Some(endpoint)),
-    )
-    .await
-    .unwrap();
+    let direct = store::open(&url, &StoreOptions::new().endpoint_url(Some(endpoint)))
+        .await
+        .unwrap();
     Some(Target {
         name,
         url,

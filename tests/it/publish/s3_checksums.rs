@@ -4,8 +4,8 @@
 //! sees what was sent; moto does not return it, so there the test checks that appends to
 //! an Object Lock bucket succeed and verify clean.
 
-use lineage_store::AtomicPublisher;
 use base64::Engine;
+use lineage_store::AtomicPublisher;
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
