@@ -86,7 +86,7 @@ impl AtomicPublisher for Bulk {
                 Ok(Outcome::Created)
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(Outcome::AlreadyExists),
-            Err(e) => Err(lineage_store::Error::Internal(format!(
+            Err(e) => Err(lineage_store::Error::internal(format!(
                 "{}: {e}",
                 path.display()
             ))),

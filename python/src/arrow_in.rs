@@ -303,7 +303,7 @@ fn last_error(stream: &mut FFI_ArrowArrayStream, rc: i32) -> String {
 fn check_buffers(b: &RecordBatch) -> Result<()> {
     for (field, column) in b.schema().fields().iter().zip(b.columns()) {
         column.to_data().validate_full().map_err(|e| {
-            Error::Usage(format!(
+            Error::usage(format!(
                 "the producer's Arrow data for field `{}` is invalid: {e}",
                 field.name()
             ))
@@ -321,7 +321,7 @@ impl Source {
             From::Batch(b) => return Ok(b.take()),
             From::Stream(s) => s,
         };
-        let failed = |m: String| Error::Usage(format!("{} {m}", crate::errors::STREAM_FAILED));
+        let failed = |m: String| Error::usage(format!("{} {m}", crate::errors::STREAM_FAILED));
         let get_next = stream
             .get_next()
             .ok_or_else(|| failed("the stream has no get_next".into()))?;

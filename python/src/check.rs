@@ -50,7 +50,7 @@ pub fn check<'py>(
             Some(f) => Some(Format::from_flag(f).ok_or_else(|| {
                 errors::to_py(
                     py,
-                    lineage_store::Error::Usage(format!(
+                    lineage_store::Error::usage(format!(
                         "format {f:?}: expected \"ndjson\", \"csv\", \"arrow\" or \"parquet\""
                     )),
                 )

@@ -103,7 +103,7 @@ fn render_report(py: Python<'_>, data: &Bound<'_, PyAny>, format: &str) -> PyRes
             .extract()?,
     };
     let r: lineage_store::report::AuditReport = serde_json::from_str(&text)
-        .map_err(|e| Error::Usage(format!("not a lineage report: {e}")))
+        .map_err(|e| Error::usage(format!("not a lineage report: {e}")))
         .py_err(py)?;
     lineage_store::report::render(&r, format).py_err(py)
 }

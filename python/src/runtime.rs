@@ -44,7 +44,7 @@ pub fn runtime() -> Result<Arc<Runtime>> {
             .enable_all()
             .thread_name("lineage-store")
             .build()
-            .map_err(|e| Error::Internal(format!("cannot start the runtime: {e}")))?,
+            .map_err(|e| Error::internal(format!("cannot start the runtime: {e}")))?,
     );
     *slot = Some((pid, rt.clone()));
     Ok(rt)

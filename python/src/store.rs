@@ -68,7 +68,7 @@ fn reopen_url(url: &str) -> Option<String> {
 pub fn path_text(p: &std::path::Path) -> LResult<String> {
     p.to_str()
         .map(str::to_string)
-        .ok_or_else(|| Error::Usage(format!("{} is not valid UTF-8", p.display())))
+        .ok_or_else(|| Error::usage(format!("{} is not valid UTF-8", p.display())))
 }
 
 /// Open the store a URL names (see the README: a directory, `file:///abs`, `memory://`,
@@ -125,7 +125,7 @@ fn grace(py: Python<'_>, g: &Bound<'_, PyAny>) -> PyResult<chrono::Duration> {
     if !(secs.is_finite() && secs >= 0.0) {
         return Err(errors::to_py(
             py,
-            Error::Usage(format!(
+            Error::usage(format!(
                 "grace={secs} s: expected a duration of at least 0 s"
             )),
         ));
@@ -140,7 +140,7 @@ fn parse_format(f: &str) -> LResult<Format> {
         "csv" => Ok(Format::Csv),
         "arrow" | "ipc" | "feather" => Ok(Format::Arrow),
         "parquet" => Ok(Format::Parquet),
-        _ => Err(Error::Usage(format!(
+        _ => Err(Error::usage(format!(
             "format={f:?}: expected ndjson, csv, arrow or parquet"
         ))),
     }
@@ -219,7 +219,7 @@ impl Store {
             Input::spool_arrow(&schema, || {
                 if let Err(e) = crate::runtime::signalled() {
                     interrupted = Some(e);
-                    return Err(Error::Internal("interrupted".into()));
+                    return Err(Error::internal("interrupted"));
                 }
                 source.next_batch()?.map(|b| plan.apply(&b)).transpose()
             })
@@ -342,7 +342,7 @@ impl Store {
     ) -> PyResult<VerifyReport> {
         let digest = digest
             .parse::<DigestCheck>()
-            .map_err(|e| errors::to_py(py, Error::Usage(format!("digest={e}"))))?;
+            .map_err(|e| errors::to_py(py, Error::usage(format!("digest={e}"))))?;
         // One path, or a list (or tuple) of paths.
         let paths: Vec<PathBuf> = match public_key {
             None => Vec::new(),
@@ -360,7 +360,7 @@ impl Store {
             if merkle::parse_hash(h).is_none() {
                 return Err(errors::to_py(
                     py,
-                    Error::Usage(format!("expect_head={h:?} is not a sha256 (64 hex digits)")),
+                    Error::usage(format!("expect_head={h:?} is not a sha256 (64 hex digits)")),
                 ));
             }
         }
@@ -479,8 +479,8 @@ impl Store {
             .await
         })?
         .py_err(py)?;
-        let text = serde_json::to_string(&out)
-            .map_err(|e| errors::to_py(py, Error::Internal(e.to_string())))?;
+        let text =
+            serde_json::to_string(&out).map_err(|e| errors::to_py(py, Error::internal_from(e)))?;
         py.import("json")?.call_method1("loads", (text,))
     }
 
@@ -498,7 +498,7 @@ impl Store {
             (Some(_), Some(_)) => {
                 return Err(errors::to_py(
                     py,
-                    Error::Usage("give either head or seal, not both".into()),
+                    Error::usage("give either head or seal, not both"),
                 ))
             }
             (Some(n), None) => ProveAgainst::Seq(n),
@@ -541,7 +541,7 @@ impl Store {
             if merkle::parse_hash(h).is_none() {
                 return Err(errors::to_py(
                     py,
-                    Error::Usage(format!("expect_head={h:?} is not a sha256 (64 hex digits)")),
+                    Error::usage(format!("expect_head={h:?} is not a sha256 (64 hex digits)")),
                 ));
             }
         }
@@ -567,7 +567,7 @@ impl Store {
         if !force && path.exists() {
             return Err(errors::to_py(
                 py,
-                Error::Usage(format!(
+                Error::usage(format!(
                     "{}: the file exists; pass force=True to replace it",
                     path.display()
                 )),
@@ -689,7 +689,7 @@ impl Store {
                 other => {
                     return Err(errors::to_py(
                         py,
-                        Error::Usage(format!(
+                        Error::usage(format!(
                             "filter: no filter on {other:?} (filters: target_crs, feature_id; run_id is an argument)"
                         )),
                     ))

@@ -57,7 +57,7 @@ fn delay(py: Python<'_>, d: &Bound<'_, PyAny>) -> PyResult<Duration> {
     Duration::try_from_secs_f64(secs).map_err(|_| {
         crate::errors::to_py(
             py,
-            Error::Usage(format!(
+            Error::usage(format!(
                 "max_delay {secs} s: expected a duration of at least 0 s"
             )),
         )
@@ -223,7 +223,7 @@ impl Writer {
             let mut guard = shared.sink.lock().await;
             let sink = guard
                 .as_mut()
-                .ok_or_else(|| Error::Usage("the writer is closed".into()))?;
+                .ok_or_else(|| Error::usage("the writer is closed"))?;
             for b in batches {
                 sink.write(b).await?;
             }
@@ -241,7 +241,7 @@ impl Writer {
             let mut guard = shared.sink.lock().await;
             let sink = guard
                 .as_mut()
-                .ok_or_else(|| Error::Usage("the writer is closed".into()))?;
+                .ok_or_else(|| Error::usage("the writer is closed"))?;
             sink.flush().await?;
             Ok(sink.committed().to_vec())
         })?

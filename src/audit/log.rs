@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use futures::StreamExt;
 
 use crate::base::error::{Error, Result};
+use crate::base::param::{text, Param};
 use crate::format::keys;
 use crate::format::pointer::Pointer;
 use crate::history::head::{self, read_seal};
@@ -48,9 +49,10 @@ pub(crate) async fn since_seal_past_corrupt(
             let all = heads.legacy.unwrap_or_default();
             if let Some(n) = since {
                 if !all.iter().any(|s| s.key_seq == n) {
-                    return Err(Error::Usage(format!(
-                        "--since-seal {n}: the store has no seal {n}"
-                    )));
+                    return Err(Error::invalid(
+                        Param::SinceSeal,
+                        text![format!("{n}: the store has no seal {n}")],
+                    ));
                 }
             }
             // Earlier format: the sealed set comes from every seal, the rest from the pointers.
@@ -68,10 +70,13 @@ pub(crate) async fn since_seal_past_corrupt(
     };
     let since = since.unwrap_or(newest.key_seq);
     if since == 0 || since > newest.key_seq {
-        return Err(Error::Usage(format!(
-            "--since-seal {since}: the store has no seal {since} (the newest is {})",
-            newest.key_seq
-        )));
+        return Err(Error::invalid(
+            Param::SinceSeal,
+            text![format!(
+                "{since}: the store has no seal {since} (the newest is {})",
+                newest.key_seq
+            )],
+        ));
     }
     let mut keys_after: Vec<String> = Vec::new();
     for n in since + 1..=newest.key_seq {

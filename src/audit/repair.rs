@@ -42,6 +42,7 @@ use crate::audit::chain;
 use crate::audit::verify::flight::{commit_time, Claims, Window};
 use crate::base::digest::Want;
 use crate::base::error::{Error, Result};
+use crate::base::param::{text, Param};
 use crate::base::time::{rfc3339, rfc3339_us};
 use crate::format::keys::{self, HistoryKey, KeyKind};
 use crate::format::pointer::{check_pointer, tool_version, Pointer, POINTER_FORMAT};
@@ -130,12 +131,7 @@ pub async fn repair_with(
         require_objects(src).await?;
         match (read_identity(src).await?, &identity) {
             (Some(theirs), Some(ours)) if theirs.store_id != ours.store_id => {
-                return Err(Error::Usage(format!(
-                    "--from {}: another store (identity {}); this store is {}: a replica or backup of this store has its identity",
-                    src.describe(),
-                    theirs.store_id,
-                    ours.store_id
-                )))
+                return Err(Error::invalid(Param::From, text![format!("{}: another store (identity {}); this store is {}: a replica or backup of this store has its identity", src.describe(), theirs.store_id, ours.store_id)]))
             }
             _ => {}
         }

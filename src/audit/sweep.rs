@@ -20,6 +20,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
 use crate::base::error::{Error, Result};
+use crate::base::param::{text, Param};
 use crate::format::keys::{self, KeyKind};
 use crate::publish::AtomicPublisher;
 
@@ -48,10 +49,11 @@ pub async fn sweep(
     dry_run: bool,
 ) -> Result<SweepOutcome> {
     if older_than < Duration::seconds(MIN_OLDER_THAN_SECONDS) {
-        return Err(Error::Usage(format!(
-            "--older-than must be at least {MIN_OLDER_THAN_SECONDS}s: a younger temp may belong to a publish in progress; \
-             after stopping every writer, `lineage sweep --i-know-no-writer-is-running` removes every temp at once"
-        )));
+        return Err(Error::invalid(
+            Param::OlderThan,
+            text![format!("must be at least {MIN_OLDER_THAN_SECONDS}s: a younger temp may belong to a publish in progress; \
+             after stopping every writer, `lineage sweep --i-know-no-writer-is-running` removes every temp at once")],
+        ));
     }
     let cutoff = now - older_than;
     sweep_where(store, dry_run, |o| {

@@ -5,6 +5,8 @@
 
 use std::path::PathBuf;
 
+use crate::base::param::{Param, Text};
+
 /// What went wrong, in terms a caller can act on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -14,6 +16,10 @@ pub enum ErrorKind {
     /// The store holds something that contradicts what we wrote or expected
     /// (a key taken by different content, a corrupt pointer).
     Conflict,
+    /// What the store holds is not what it recorded: a part, pointer, seal or other object
+    /// of ours changed, truncated, planted or not decodable. Exit 1 from every command, as
+    /// `verify`'s "problems found".
+    Integrity,
     /// The storage backend or the local filesystem failed.
     Io,
     /// The store or an object in it does not exist.
@@ -23,10 +29,12 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
-    /// The process exit code for this kind: 2 for refused input and access errors, 3 for
-    /// conflicts, 4 for internal errors. (1 is reserved for "verify found problems".)
+    /// The process exit code for this kind, the same from every command: 1 when the store
+    /// is not as recorded (as `verify`'s problems), 2 for refused input and access errors,
+    /// 3 for conflicts, 4 for internal errors.
     pub fn exit_code(self) -> i32 {
         match self {
+            ErrorKind::Integrity => 1,
             ErrorKind::Input | ErrorKind::Io | ErrorKind::NotFound => 2,
             ErrorKind::Conflict => 3,
             ErrorKind::Internal => 4,
@@ -53,9 +61,19 @@ pub enum Error {
     /// all), one per line of the message. Nothing was published.
     #[error("{0}")]
     Rejected(Box<crate::base::rejection::Rejection>),
-    /// A flag, URL or argument is not acceptable.
+    /// A call that cannot be carried out as given (a URL, an argument, a combination of
+    /// them). The message names parameters as [`Param`]s, which each front end words.
     #[error("{0}")]
-    Usage(String),
+    Usage(Text),
+    /// One parameter's value is not acceptable: "`param` `why`", e.g. `--grace 5x: expected
+    /// a whole number and a unit`.
+    #[error("{param} {why}")]
+    Invalid {
+        /// The parameter.
+        param: Param,
+        /// Why not (may name other parameters).
+        why: Text,
+    },
     /// A create-only key already holds different content.
     #[error("conflict at {key}: {message}")]
     Conflict {
@@ -86,12 +104,24 @@ pub enum Error {
         #[source]
         source: Box<object_store::Error>,
     },
-    /// Parquet encoding or decoding failed.
-    #[error("parquet: {0}")]
-    Parquet(#[from] parquet::errors::ParquetError),
-    /// Arrow failed (building or slicing arrays).
-    #[error("arrow: {0}")]
-    Arrow(#[from] arrow_schema::ArrowError),
+    /// Parquet encoding or decoding failed; `origin` says whose bytes they were.
+    #[error("parquet: {source}")]
+    Parquet {
+        /// Whose bytes.
+        origin: Origin,
+        /// What failed.
+        #[source]
+        source: parquet::errors::ParquetError,
+    },
+    /// Arrow failed (decoding, building or slicing arrays); `origin` says whose data.
+    #[error("arrow: {source}")]
+    Arrow {
+        /// Whose data.
+        origin: Origin,
+        /// What failed.
+        #[source]
+        source: arrow_schema::ArrowError,
+    },
     /// A pointer, seal or proof is not valid JSON of the expected shape.
     #[error("corrupt {what} {key}: {message}")]
     Corrupt {
@@ -138,9 +168,49 @@ pub enum Error {
         /// The limit it exceeds.
         max: u64,
     },
-    /// Anything that should not happen.
-    #[error("internal error: {0}")]
-    Internal(String),
+    /// Anything that should not happen, with what caused it when there is a cause.
+    #[error("internal error: {message}")]
+    Internal {
+        /// What went wrong.
+        message: String,
+        /// The error behind it.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
+}
+
+/// Whose bytes a Parquet or Arrow error arose in: it decides what the error means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Origin {
+    /// The caller's input (events to append, a file given): refused input, exit 2.
+    Input,
+    /// An object of the store (a part, a checkpoint): the store is not as recorded, exit 1.
+    Stored,
+    /// Our own encoding of data we built: a bug, exit 4.
+    Ours,
+}
+
+impl From<parquet::errors::ParquetError> for Error {
+    /// A Parquet error of our own encoding; decoding input or stored objects names its
+    /// origin at the call ([`Error::parquet`]).
+    fn from(source: parquet::errors::ParquetError) -> Self {
+        Error::Parquet {
+            origin: Origin::Ours,
+            source,
+        }
+    }
+}
+
+impl From<arrow_schema::ArrowError> for Error {
+    /// An Arrow error of our own building; decoding input or stored objects names its
+    /// origin at the call ([`Error::arrow`]).
+    fn from(source: arrow_schema::ArrowError) -> Self {
+        Error::Arrow {
+            origin: Origin::Ours,
+            source,
+        }
+    }
 }
 
 /// One object that failed a check of the trusted read path ([`Error::Integrity`]).
@@ -183,12 +253,14 @@ impl Error {
             | Error::Schema(_)
             | Error::Rejected(_)
             | Error::Usage(_)
+            | Error::Invalid { .. }
             | Error::Signature(_) => ErrorKind::Input,
-            Error::Conflict { .. }
-            | Error::Corrupt { .. }
-            | Error::Integrity(_)
-            | Error::TooLarge { .. }
-            | Error::Symlink { .. } => ErrorKind::Conflict,
+            // A proof is a file the caller gives, not an object of the store.
+            Error::Corrupt { what: "proof", .. } => ErrorKind::Input,
+            Error::Corrupt { .. } | Error::Integrity(_) | Error::TooLarge { .. } => {
+                ErrorKind::Integrity
+            }
+            Error::Conflict { .. } | Error::Symlink { .. } => ErrorKind::Conflict,
             Error::NotFound(_) => ErrorKind::NotFound,
             Error::Io { .. } | Error::Delivery { .. } => ErrorKind::Io,
             Error::ObjectStore { source, .. } => match source.as_ref() {
@@ -197,16 +269,62 @@ impl Error {
                 | object_store::Error::Precondition { .. } => ErrorKind::Conflict,
                 _ => ErrorKind::Io,
             },
-            Error::Parquet(_) | Error::Arrow(_) => ErrorKind::Input,
-            Error::Internal(_) => ErrorKind::Internal,
+            Error::Parquet { origin, .. } | Error::Arrow { origin, .. } => match origin {
+                Origin::Input => ErrorKind::Input,
+                Origin::Stored => ErrorKind::Integrity,
+                Origin::Ours => ErrorKind::Internal,
+            },
+            Error::Internal { .. } => ErrorKind::Internal,
         }
     }
 
-    /// True when the store does not hold what it recorded ([`Error::Integrity`]): a
-    /// command that reads data (`files`, `scan`) reports it as problems found, exit 1, as
-    /// `verify` does; everywhere else it is a conflict (exit 3).
-    pub fn is_integrity(&self) -> bool {
-        matches!(self, Error::Integrity(_))
+    /// A call that cannot be carried out as given.
+    pub fn usage(why: impl Into<Text>) -> Self {
+        Error::Usage(why.into())
+    }
+
+    /// `param`'s value is not acceptable, because `why`.
+    pub fn invalid(param: Param, why: impl Into<Text>) -> Self {
+        Error::Invalid {
+            param,
+            why: why.into(),
+        }
+    }
+
+    /// Something that should not happen.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Error::Internal {
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// Something that should not happen, caused by `source` (kept as the error's source).
+    pub fn internal_from(source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Error::Internal {
+            message: source.to_string(),
+            source: Some(Box::new(source)),
+        }
+    }
+
+    /// A Parquet error in bytes of `origin`.
+    pub fn parquet(origin: Origin, source: parquet::errors::ParquetError) -> Self {
+        Error::Parquet { origin, source }
+    }
+
+    /// An Arrow error in data of `origin`.
+    pub fn arrow(origin: Origin, source: arrow_schema::ArrowError) -> Self {
+        Error::Arrow { origin, source }
+    }
+
+    /// The message with every parameter named by `name` (each front end's words: the
+    /// CLI's `--grace`, Python's `grace=`); `Display` names them as the library does.
+    pub fn render(&self, name: &dyn Fn(Param) -> String) -> String {
+        match self {
+            Error::Usage(t) => t.render(name),
+            Error::Invalid { param, why } => format!("{} {}", name(*param), why.render(name)),
+            other => other.to_string(),
+        }
     }
 
     /// Shorthand for an I/O error on a path.

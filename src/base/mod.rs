@@ -4,6 +4,7 @@ pub(crate) mod clock;
 pub mod digest;
 pub(crate) mod error;
 pub(crate) mod limits;
+pub(crate) mod param;
 pub(crate) mod pool;
 pub(crate) mod rejection;
 pub(crate) mod rng;

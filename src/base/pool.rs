@@ -21,7 +21,7 @@ fn sender() -> Result<mpsc::Sender<Job>> {
     let pid = std::process::id();
     let mut pool = POOL
         .lock()
-        .map_err(|_| Error::Internal("the encoder pool is poisoned".into()))?;
+        .map_err(|_| Error::internal("the encoder pool is poisoned"))?;
     if let Some((owner, tx)) = pool.as_ref() {
         if *owner == pid {
             return Ok(tx.clone());
@@ -63,7 +63,7 @@ pub(crate) async fn run<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'stati
     });
     sender()?
         .send(job)
-        .map_err(|_| Error::Internal("the encoder pool has stopped".into()))?;
+        .map_err(|_| Error::internal("the encoder pool has stopped"))?;
     rx.await
-        .map_err(|_| Error::Internal("an encoder thread failed".into()))
+        .map_err(|_| Error::internal("an encoder thread failed"))
 }

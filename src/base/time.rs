@@ -25,7 +25,7 @@ pub fn rfc3339_us(us: i64) -> String {
 pub fn parse_duration(s: &str) -> Result<Duration> {
     let s = s.trim();
     let bad = || {
-        Error::Usage(format!(
+        Error::usage(format!(
             "duration {s:?}: expected a whole number and a unit s, m, h or d (e.g. 1h)"
         ))
     };

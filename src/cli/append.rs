@@ -38,6 +38,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
 
 async fn append(a: Args) -> Result<Status> {
     // Standard input is spooled to a temp file first: it is read twice.
+    a.store.given()?;
     let input = Arc::new(a.input.open(a.store.limit.max_page_bytes)?);
     let store = a.store.open(Opening::Store).await?;
     let writer = Writer::new(store)

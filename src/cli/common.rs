@@ -17,7 +17,14 @@ pub(crate) struct StoreArg {
     /// Store URL: a directory, file:///abs/dir, memory://, s3://bucket/prefix,
     /// az://container/prefix (also abfs[s]:// and https://<account>.blob.core.windows.net/...)
     /// or gs://bucket/prefix. Credentials come from the environment, never the URL.
-    #[arg(long, env = "LINEAGE_STORE")]
+    /// Required: a command without it (or LINEAGE_STORE) is refused before anything runs.
+    /// (Not a clap requirement, so that `verify merge` can go without it.)
+    #[arg(
+        long,
+        env = "LINEAGE_STORE",
+        default_value = "",
+        hide_default_value = true
+    )]
     pub store: String,
     /// S3 endpoint (LocalStack, moto, MinIO...); default: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL.
     #[arg(long, value_name = "URL")]
@@ -27,6 +34,16 @@ pub(crate) struct StoreArg {
 }
 
 impl StoreArg {
+    /// Refuse a command without a store before it reads anything else (standard input).
+    pub(crate) fn given(&self) -> Result<()> {
+        match self.store.trim() {
+            "" => Err(Error::usage(
+                "no store given: pass --store or set LINEAGE_STORE",
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// Open the store: [`Opening::ExistingStore`] refuses one that holds no objects (exit
     /// 2, nothing created), as every command but `append` and `demo` must.
     pub(crate) async fn open(&self, opening: Opening) -> Result<Arc<Store>> {
@@ -199,7 +216,7 @@ pub(crate) fn out_raw(text: &str) -> Result<()> {
 
 /// JSON of a serialisable value on one line.
 pub(crate) fn json_line<T: serde::Serialize>(v: &T) -> Result<String> {
-    serde_json::to_string(v).map_err(|e| Error::Internal(e.to_string()))
+    serde_json::to_string(v).map_err(|e| Error::internal_from(e))
 }
 
 /// Refused input as the JSON object `append --json` and `check --json` print on standard
@@ -240,7 +257,7 @@ pub(crate) fn write_out_file(path: &std::path::Path, bytes: &[u8], force: bool) 
             .create_new(true)
             .open(path)
             .map_err(|e| match e.kind() {
-                std::io::ErrorKind::AlreadyExists => Error::Usage(format!(
+                std::io::ErrorKind::AlreadyExists => Error::usage(format!(
                     "--out {}: the file exists; pass --force to replace it",
                     path.display()
                 )),

@@ -54,7 +54,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     };
     let store = open(side, ReadLimits::default(), Opening::Store).await?;
     if let Some(o) = store.list_after("", "", 1).await?.first() {
-        return Err(Error::Usage(format!(
+        return Err(Error::usage(format!(
             "{}: not empty (it holds {}): the demo writes fake events only into a new or empty store; give a new directory or an empty prefix",
             store.describe(),
             crate::schema::rules::quote(&o.key)

@@ -115,7 +115,7 @@ async fn openlineage(a: OlArgs) -> Result<Status> {
             timeout: Duration::try_from_secs_f64(a.post_timeout)
                 .ok()
                 .filter(|d| !d.is_zero())
-                .ok_or_else(|| Error::Usage("--post-timeout must be a positive number".into()))?,
+                .ok_or_else(|| Error::usage("--post-timeout must be a positive number"))?,
             retries: a.post_retries,
             backoff: Duration::from_millis(a.post_backoff_ms),
         }),

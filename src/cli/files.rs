@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::base::error::Result;
 use crate::cli::common::{json_line, out, out_raw, Status, StoreArg};
-use crate::cli::scan::{integrity_is_problems, ReadArgs};
+use crate::cli::scan::ReadArgs;
 use crate::publish::store::Opening;
 use crate::read::location::part_location;
 use crate::read::scan::check_all;
@@ -41,10 +41,6 @@ struct Line<'a> {
 }
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
-    integrity_is_problems(list(a).await)
-}
-
-async fn list(a: Args) -> Result<Status> {
     let store = a.store.open(Opening::Store).await?;
     let snap = snapshot(store.as_ref(), &a.read.options()).await?;
     check_all(store.as_ref(), &snap, a.read.digest, a.read.concurrency).await?;

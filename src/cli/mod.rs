@@ -63,6 +63,8 @@ enum Command {
     /// List the commits, from their pointers.
     Log(log::Args),
     /// Prove every recorded part is present and byte-identical; report anything else.
+    /// `verify merge` combines the reports of a sharded verify.
+    #[command(args_conflicts_with_subcommands = true)]
     Verify(verify::Args),
     /// Print the contract.
     Schema(schema::Args),
@@ -108,7 +110,7 @@ pub fn main() -> ExitCode {
         .build()
     {
         Ok(rt) => rt,
-        Err(e) => return fail(&Error::Internal(format!("cannot start the runtime: {e}"))),
+        Err(e) => return fail(&Error::internal(format!("cannot start the runtime: {e}"))),
     };
     let result = rt.block_on(async {
         match cli.command {

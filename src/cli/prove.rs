@@ -35,8 +35,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         (None, None) => ProveAgainst::Newest,
     };
     let proof = prove(store.as_ref(), &a.commit_id, &against).await?;
-    let mut text =
-        serde_json::to_string_pretty(&proof).map_err(|e| Error::Internal(e.to_string()))?;
+    let mut text = serde_json::to_string_pretty(&proof).map_err(|e| Error::internal_from(e))?;
     text.push('\n');
     match a.out {
         Some(path) => write_out_file(&path, text.as_bytes(), a.force)?,

@@ -49,7 +49,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     let grace = a.grace;
     if let Some(h) = &a.expect_head {
         if crate::history::merkle::parse_hash(h).is_none() {
-            return Err(crate::base::error::Error::Usage(format!(
+            return Err(crate::base::error::Error::usage(format!(
                 "--expect-head {h:?} is not a sha256 (64 hex digits)"
             )));
         }

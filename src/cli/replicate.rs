@@ -80,14 +80,12 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     let signal = Arc::new(AtomicU8::new(0));
     listen_for_signals(stop.clone(), signal.clone())?;
     if a.from.trim() == a.to.trim() {
-        return Err(Error::Usage(
-            "--from and --to name the same store".to_string(),
-        ));
+        return Err(Error::usage("--from and --to name the same store"));
     }
     let interval = a
         .interval
         .to_std()
-        .map_err(|_| Error::Usage("--interval must be positive".into()))?;
+        .map_err(|_| Error::usage("--interval must be positive"))?;
     let limits = a.limit.get();
     // A mistyped source must not make an empty replica.
     let from = side(&a.from, a.from_endpoint_url.as_deref(), "LINEAGE_FROM_");
@@ -153,7 +151,7 @@ fn listen_for_signals(stop: Stop, which: Arc<AtomicU8>) -> Result<()> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};
-        let err = |e: std::io::Error| Error::Internal(format!("cannot listen for signals: {e}"));
+        let err = |e: std::io::Error| Error::internal(format!("cannot listen for signals: {e}"));
         let mut int = signal(SignalKind::interrupt()).map_err(err)?;
         let mut term = signal(SignalKind::terminate()).map_err(err)?;
         tokio::spawn(async move {
@@ -194,7 +192,7 @@ fn hold_hook(stop: Stop) -> Result<Option<PublishHook>> {
     let n: u64 = v
         .trim()
         .parse()
-        .map_err(|_| Error::Usage(format!("{HOLD_HOOK_VAR}={v:?} is not a number")))?;
+        .map_err(|_| Error::usage(format!("{HOLD_HOOK_VAR}={v:?} is not a number")))?;
     Ok(Some(Arc::new(move |count, key| {
         let stop = stop.clone();
         Box::pin(async move {

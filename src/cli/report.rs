@@ -62,7 +62,7 @@ async fn report(a: Args) -> Result<Status> {
     let format: ReportFormat = a.format.parse()?;
     if let Some(h) = &a.expect_head {
         if crate::history::merkle::parse_hash(h).is_none() {
-            return Err(Error::Usage(format!(
+            return Err(Error::usage(format!(
                 "--expect-head {h:?} is not a sha256 (64 hex digits)"
             )));
         }

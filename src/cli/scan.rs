@@ -111,23 +111,7 @@ pub(crate) struct Args {
     out: PathBuf,
 }
 
-/// An integrity failure is "problems found" (exit 1, as `verify`); other errors go on
-/// to the one mapping.
-pub(crate) fn integrity_is_problems(r: Result<Status>) -> Result<Status> {
-    match r {
-        Err(e) if e.is_integrity() => {
-            let _ = writeln!(std::io::stderr(), "error: {e}");
-            Ok(1)
-        }
-        r => r,
-    }
-}
-
 pub(crate) async fn run(a: Args) -> Result<Status> {
-    integrity_is_problems(read(a).await)
-}
-
-async fn read(a: Args) -> Result<Status> {
     let to_stdout = a.out.as_os_str() == "-";
     if !to_stdout {
         crate::read::out::OutFormat::of_path(&a.out)?;

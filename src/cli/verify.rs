@@ -19,7 +19,6 @@ use crate::publish::store::{Opening, SideEnv};
 use crate::publish::AtomicPublisher;
 
 #[derive(Debug, clap::Args)]
-#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub(crate) struct Args {
     #[command(subcommand)]
     merge: Option<Merge>,
@@ -139,8 +138,8 @@ async fn check(a: Args) -> Result<Status> {
     }
     let report_dir = match (&a.report_dir, &shard) {
         (Some(_), None) => {
-            return Err(Error::Usage(
-                "--report-dir: give --shard I/N or --shard auto (each shard publishes its report there), or use `verify merge` (to read them)".into(),
+            return Err(Error::usage(
+                "--report-dir: give --shard I/N or --shard auto (each shard publishes its report there), or use `verify merge` (to read them)",
             ))
         }
         (Some(url), Some(_)) => Some(report_location(url, a.store.endpoint_url.as_deref()).await?),
@@ -153,7 +152,7 @@ async fn check(a: Args) -> Result<Status> {
         .collect::<Result<Vec<_>>>()?;
     if let Some(h) = &a.expect_head {
         if crate::history::merkle::parse_hash(h).is_none() {
-            return Err(Error::Usage(format!(
+            return Err(Error::usage(format!(
                 "--expect-head {h:?} is not a sha256 (64 hex digits)"
             )));
         }
@@ -199,11 +198,9 @@ async fn check(a: Args) -> Result<Status> {
         None => None,
     };
     if a.json {
-        let mut v = serde_json::to_value(&report).map_err(|e| Error::Internal(e.to_string()))?;
-        v["replica"] =
-            serde_json::to_value(&replica).map_err(|e| Error::Internal(e.to_string()))?;
-        v["witness"] =
-            serde_json::to_value(&witness).map_err(|e| Error::Internal(e.to_string()))?;
+        let mut v = serde_json::to_value(&report).map_err(|e| Error::internal_from(e))?;
+        v["replica"] = serde_json::to_value(&replica).map_err(|e| Error::internal_from(e))?;
+        v["witness"] = serde_json::to_value(&witness).map_err(|e| Error::internal_from(e))?;
         if let Some(w) = &written {
             v["report_written"] = serde_json::Value::String(w.clone());
         }
@@ -254,8 +251,8 @@ async fn report_location(
 async fn merge(a: &MergeArgs) -> Result<Status> {
     let mut reports = Vec::new();
     if a.reports.is_empty() && a.report_dir.is_none() {
-        return Err(Error::Usage(
-            "verify merge: give the shards' REPORT.json files, or --report-dir URL where they published them".into(),
+        return Err(Error::usage(
+            "verify merge: give the shards' REPORT.json files, or --report-dir URL where they published them",
         ));
     }
     if let Some(url) = &a.report_dir {
@@ -265,7 +262,7 @@ async fn merge(a: &MergeArgs) -> Result<Status> {
     for path in &a.reports {
         let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
         let r: Report = serde_json::from_str(text.trim()).map_err(|e| {
-            Error::Usage(format!(
+            Error::usage(format!(
                 "{}: not a `verify --json` report: {e}",
                 path.display()
             ))

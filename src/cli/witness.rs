@@ -69,7 +69,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
 /// A witness inside the store it witnesses is no second party.
 fn another_store(store: &dyn AtomicPublisher, w: &dyn AtomicPublisher) -> Result<()> {
     if store.describe() == w.describe() {
-        return Err(Error::Usage(format!(
+        return Err(Error::usage(format!(
             "--witness {} is the store itself: a witness must be another store, which the store's writers cannot change",
             w.describe()
         )));

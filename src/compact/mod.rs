@@ -38,6 +38,7 @@ use serde::Serialize;
 use crate::base::clock::{Clock, IdGen};
 use crate::base::digest::Check;
 use crate::base::error::{Error, Result};
+use crate::base::param::{text, Param};
 use crate::base::time::{rfc3339, rfc3339_us};
 use crate::format::compaction::{
     CompactionRecord, CompactionRef, CompactionSource, COMPACTION_FORMAT,
@@ -190,7 +191,10 @@ pub async fn compact(
     opts: &CompactOptions,
 ) -> Result<CompactOutcome> {
     if opts.target_rows == 0 {
-        return Err(Error::Usage("--target-rows must be at least 1".into()));
+        return Err(Error::invalid(
+            Param::TargetRows,
+            text!["must be at least 1"],
+        ));
     }
     let snap = snapshot(
         store.as_ref(),
@@ -243,9 +247,12 @@ pub async fn compact(
         .and_then(|s| s.seal.as_ref().ok())
         .is_some_and(|s| s.signature.is_some());
     if signed && signing.is_none() && !opts.allow_unsigned {
-        return Err(Error::Usage(
-            "the newest seal is signed: sign the compaction's seal too (--signing-key), or pass --unsigned".into(),
-        ));
+        return Err(Error::usage(text![
+            "the newest seal is signed: sign the compaction's seal too (",
+            Param::SigningKey,
+            "), or pass ",
+            Param::Unsigned
+        ]));
     }
     let store_id = read_identity(store.as_ref()).await?.map(|i| i.store_id);
     let mut refs = Vec::new();
@@ -378,7 +385,7 @@ async fn compact_chunk(
             .collect(),
     };
     if rows.rows != record.row_count {
-        return Err(Error::Internal(format!(
+        return Err(Error::internal(format!(
             "compaction {id}: read {} rows, encoded {}",
             rows.rows, record.row_count
         )));

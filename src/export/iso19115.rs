@@ -15,6 +15,7 @@
 //! The output is a function of the store's content only (no clock): the metadata date is
 //! the run's last commit time.
 
+use crate::base::param::{text, Param};
 use crate::export::record::{Record, Step};
 use crate::export::xml::Xml;
 use crate::export::Snapshot;
@@ -40,9 +41,10 @@ pub fn document(snap: &Snapshot, format: IsoFormat, opts: &IsoOptions) -> Result
         [run] => run,
         [] => return Err(Error::NotFound("no commits to describe".into())),
         _ => {
-            return Err(Error::Usage(
-                "an ISO 19115 record describes one run: pass --run-id".into(),
-            ))
+            return Err(Error::usage(text![
+                "an ISO 19115 record describes one run: pass ",
+                Param::RunId
+            ]))
         }
     };
     let rec = Record::new(snap, run, opts)?;

@@ -18,6 +18,7 @@ use futures::{StreamExt, TryStreamExt};
 
 use crate::base::digest::Check as DigestCheck;
 use crate::base::error::{Error, Failed, Result};
+use crate::base::param::{text, Param};
 use crate::format::pointer::Pointer;
 use crate::history::identity::read_identity;
 use crate::history::pointers::commit_order;
@@ -167,9 +168,10 @@ pub async fn collect(
     if let Some(s) = sel.since_seal {
         let newest = head.as_ref().map_or(0, |h| h.seq);
         if s > newest {
-            return Err(Error::Usage(format!(
-                "--since-seal {s}: the newest seal is {newest}"
-            )));
+            return Err(Error::invalid(
+                Param::SinceSeal,
+                text![format!("{s}: the newest seal is {newest}")],
+            ));
         }
     }
     let selected: Vec<SnapshotPart> = read

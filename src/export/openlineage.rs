@@ -125,7 +125,7 @@ pub fn events(snap: &Snapshot, per: Granularity, job: &JobNaming) -> Result<Vec<
 pub fn to_ndjson(events: &[Value]) -> Result<String> {
     let mut s = String::new();
     for e in events {
-        s.push_str(&serde_json::to_string(e).map_err(|e| Error::Internal(e.to_string()))?);
+        s.push_str(&serde_json::to_string(e).map_err(|e| Error::internal_from(e))?);
         s.push('\n');
     }
     Ok(s)

@@ -14,6 +14,7 @@ use backon::{BackoffBuilder, ExponentialBuilder};
 use std::time::Duration;
 
 use crate::base::error::{Error, Result};
+use crate::base::param::{text, Param};
 
 /// The OpenLineage clients' default endpoint path.
 pub const DEFAULT_ENDPOINT: &str = "api/v1/lineage";
@@ -51,7 +52,7 @@ impl std::fmt::Debug for Secret {
 /// endpoint posts to `base` itself.
 pub fn endpoint_url(base: &str, endpoint: &str) -> Result<String> {
     let shown = crate::base::text::redact_url(base);
-    let usage = |why: String| Error::Usage(format!("--post {shown}: {why}"));
+    let usage = |why: String| Error::invalid(Param::Post, text![format!("{shown}: {why}")]);
     let b = url::Url::parse(base.trim()).map_err(|e| usage(e.to_string()))?;
     if !matches!(b.scheme(), "http" | "https") {
         return Err(usage(
@@ -142,7 +143,7 @@ pub async fn post_all(cfg: &PostConfig, events: &[(String, String)]) -> Result<D
         .timeout(cfg.timeout)
         .user_agent(concat!("lineage-store/", env!("CARGO_PKG_VERSION")))
         .build()
-        .map_err(|e| Error::Internal(format!("cannot build an HTTP client: {e}")))?;
+        .map_err(|e| Error::internal(format!("cannot build an HTTP client: {e}")))?;
     let mut d = Delivery::default();
     // The waits before retries 1, 2, ...: `backoff`, `2·backoff`, `4·backoff`, ... up to
     // MAX_BACKOFF, at most `retries` of them (a Retry-After answer overrides one).

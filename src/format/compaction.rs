@@ -96,7 +96,7 @@ pub struct CompactionRecord {
 impl CompactionRecord {
     /// The exact bytes stored (stable field order, one trailing newline).
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
-        let mut v = serde_json::to_vec_pretty(self).map_err(|e| Error::Internal(e.to_string()))?;
+        let mut v = serde_json::to_vec_pretty(self).map_err(|e| Error::internal_from(e))?;
         v.push(b'\n');
         Ok(v)
     }

@@ -112,7 +112,7 @@ pub fn schema_string(columns: &[Column]) -> Result<String> {
             })
             .collect(),
     };
-    serde_json::to_string(&s).map_err(|e| Error::Internal(e.to_string()))
+    serde_json::to_string(&s).map_err(|e| Error::internal_from(e))
 }
 
 /// A part's key as a Delta `add.path`: a relative URI, percent-encoded once. Every byte
@@ -375,13 +375,13 @@ pub const TAG_POINTER_SHA256: &str = "lineage.pointerSha256";
 pub fn millis(rfc3339: &str, what: &str) -> Result<i64> {
     DateTime::parse_from_rfc3339(rfc3339)
         .map(|t| t.timestamp_millis())
-        .map_err(|e| Error::Internal(format!("{what} {rfc3339:?} is not a time: {e}")))
+        .map_err(|e| Error::internal(format!("{what} {rfc3339:?} is not a time: {e}")))
 }
 
 fn line<T: Serialize>(out: &mut Vec<u8>, action: &str, v: &T) -> Result<()> {
     let mut m = BTreeMap::new();
     m.insert(action, v);
-    serde_json::to_writer(&mut *out, &m).map_err(|e| Error::Internal(e.to_string()))?;
+    serde_json::to_writer(&mut *out, &m).map_err(|e| Error::internal_from(e))?;
     out.push(b'\n');
     Ok(())
 }
@@ -520,7 +520,7 @@ pub fn version_bytes(v: &Version<'_>) -> Result<Vec<u8>> {
                 let stats = c
                     .stats
                     .as_ref()
-                    .map(|s| serde_json::to_string(s).map_err(|e| Error::Internal(e.to_string())))
+                    .map(|s| serde_json::to_string(s).map_err(|e| Error::internal_from(e)))
                     .transpose()?;
                 line(
                     &mut out,
@@ -550,7 +550,7 @@ fn add(a: &AddFile) -> Result<Add<'_>> {
     let stats = a
         .stats
         .as_ref()
-        .map(|s| serde_json::to_string(s).map_err(|e| Error::Internal(e.to_string())))
+        .map(|s| serde_json::to_string(s).map_err(|e| Error::internal_from(e)))
         .transpose()?;
     Ok(Add {
         path: encode_path(&p.part_path),

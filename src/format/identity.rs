@@ -36,7 +36,7 @@ impl StoreIdentity {
 
     /// The stored bytes (pretty JSON and a newline, like every object of the store).
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
-        let mut b = serde_json::to_vec_pretty(self).map_err(|e| Error::Internal(e.to_string()))?;
+        let mut b = serde_json::to_vec_pretty(self).map_err(|e| Error::internal_from(e))?;
         b.push(b'\n');
         Ok(b)
     }

@@ -201,7 +201,7 @@ fn is_run_id_char(c: char) -> bool {
 pub fn check_run_id(run_id: &str) -> Result<()> {
     match run_id_segment_problem(run_id) {
         None => Ok(()),
-        Some(why) => Err(Error::Usage(format!(
+        Some(why) => Err(Error::usage(format!(
             "run_id {} {why}",
             crate::schema::rules::quote(run_id)
         ))),

@@ -65,7 +65,7 @@ pub struct Pointer {
 impl Pointer {
     /// The JSON stored for this pointer (stable field order, one trailing newline).
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
-        let mut v = serde_json::to_vec_pretty(self).map_err(|e| Error::Internal(e.to_string()))?;
+        let mut v = serde_json::to_vec_pretty(self).map_err(|e| Error::internal_from(e))?;
         v.push(b'\n');
         Ok(v)
     }

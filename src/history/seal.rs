@@ -106,7 +106,7 @@ pub struct Seal {
 impl Seal {
     /// The exact bytes stored.
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
-        let mut v = serde_json::to_vec_pretty(self).map_err(|e| Error::Internal(e.to_string()))?;
+        let mut v = serde_json::to_vec_pretty(self).map_err(|e| Error::internal_from(e))?;
         v.push(b'\n');
         Ok(v)
     }
@@ -154,7 +154,7 @@ impl Seal {
         unsigned.signature = None;
         unsigned.key_id = None;
         let mut m = SIGNED_PREFIX.to_vec();
-        m.extend(serde_json::to_vec(&unsigned).map_err(|e| Error::Internal(e.to_string()))?);
+        m.extend(serde_json::to_vec(&unsigned).map_err(|e| Error::internal_from(e))?);
         Ok(m)
     }
 

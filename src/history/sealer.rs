@@ -29,6 +29,7 @@ use futures::{StreamExt, TryStreamExt};
 
 use crate::base::clock::Clock;
 use crate::base::error::{Error, Result};
+use crate::base::param::{text, Param};
 use crate::base::time::rfc3339;
 use crate::format::compaction::CompactionRef;
 use crate::format::keys::seal_key;
@@ -132,10 +133,18 @@ pub async fn seal_with(
                         .as_deref()
                         .and_then(|k| crate::history::signing::parse_public_key(k).ok())
                         .map_or_else(|| "?".to_string(), |k| key_id(&k));
-                    return Err(Error::Usage(format!(
-                        "the newest seal, {}, is signed (key id {id}): sign this one too (--signing-key), or pass --unsigned to publish an unsigned seal after signed ones (verify --signed-from then reports it)",
-                        s.seq
-                    )));
+                    return Err(Error::usage(text![
+                        format!(
+                            "the newest seal, {}, is signed (key id {id}): sign this one too (",
+                            s.seq
+                        ),
+                        Param::SigningKey,
+                        "), or pass ",
+                        Param::Unsigned,
+                        " to publish an unsigned seal after signed ones (verify ",
+                        Param::SignedFrom,
+                        " then reports it)"
+                    ]));
                 }
             }
         }
@@ -163,7 +172,7 @@ pub async fn seal_with(
             _ => false,
         };
         let draft = if incremental {
-            let base = newest.ok_or_else(|| Error::Internal("no base seal".into()))?;
+            let base = newest.ok_or_else(|| Error::internal("no base seal"))?;
             draft_incremental(store, clock, opts, base).await?
         } else {
             let all = match heads.legacy {
@@ -180,11 +189,17 @@ pub async fn seal_with(
         let key = seal_key(seal.seq);
         let max = store.read_limits().max_seal_bytes;
         if bytes.len() as u64 > max {
-            return Err(Error::Usage(format!(
-                "{key} would be {} bytes ({} commits), more than --max-seal-bytes {max}: every reader would refuse it; pass a larger --max-seal-bytes here and to every command that reads this store",
-                bytes.len(),
-                seal.entries.len()
-            )));
+            return Err(Error::usage(text![
+                format!(
+                    "{key} would be {} bytes ({} commits), more than ",
+                    bytes.len(),
+                    seal.entries.len()
+                ),
+                Param::MaxSealBytes,
+                format!(" {max}: every reader would refuse it; pass a larger "),
+                Param::MaxSealBytes,
+                " here and to every command that reads this store"
+            ]));
         }
         if !crate::publish::checked::publish_racing(store, &key, bytes.clone()).await? {
             tracing::info!(
@@ -312,7 +327,7 @@ async fn draft_incremental(
     base: StoredSeal,
 ) -> Result<Draft> {
     let listed_at = clock.now();
-    let s = base.seal.as_ref().map_err(|m| Error::Internal(m.clone()))?;
+    let s = base.seal.as_ref().map_err(|m| Error::internal(m.clone()))?;
     let corrupt = |m: &str| Error::Corrupt {
         what: "seal",
         key: base.key.clone(),
@@ -500,8 +515,8 @@ async fn draft_full(
 fn draft_seal(d: &Draft, clock: &dyn Clock, compactions: &[CompactionRef]) -> Result<Seal> {
     let mut frontier = d.frontier.clone();
     for c in &d.new {
-        let digest = merkle::parse_hash(&c.entry.sha256)
-            .ok_or_else(|| Error::Internal("bad digest".into()))?;
+        let digest =
+            merkle::parse_hash(&c.entry.sha256).ok_or_else(|| Error::internal("bad digest"))?;
         frontier.push(merkle::leaf_hash(&digest));
     }
     Ok(Seal {

@@ -8,6 +8,7 @@ use ed25519_dalek::{SigningKey, VerifyingKey};
 
 use crate::base::digest::sha256_hex;
 use crate::base::error::{Error, Result};
+use crate::base::param::{text, Param};
 
 const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
 
@@ -40,7 +41,7 @@ pub fn keygen(prefix: &Path) -> Result<String> {
 /// whole beside it and renamed over it) instead of refused.
 pub fn keygen_with(prefix: &Path, replace: bool) -> Result<String> {
     let mut seed = [0u8; 32];
-    getrandom::fill(&mut seed).map_err(|e| Error::Internal(format!("no randomness: {e}")))?;
+    getrandom::fill(&mut seed).map_err(|e| Error::internal(format!("no randomness: {e}")))?;
     let sk = SigningKey::from_bytes(&seed);
     let vk = sk.verifying_key();
     let secret = prefix.with_extension("key");
@@ -48,10 +49,11 @@ pub fn keygen_with(prefix: &Path, replace: bool) -> Result<String> {
     if !replace {
         for p in [&secret, &public] {
             if p.exists() {
-                return Err(Error::Usage(format!(
-                    "{} exists; refusing to overwrite a key (--force replaces it)",
-                    p.display()
-                )));
+                return Err(Error::usage(text![
+                    format!("{} exists; refusing to overwrite a key (", p.display()),
+                    Param::Force,
+                    " replaces it)"
+                ]));
             }
         }
     }

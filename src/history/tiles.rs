@@ -247,7 +247,7 @@ pub async fn inclusion_from_tiles(
     size: u64,
 ) -> Result<(Hash, Vec<Hash>)> {
     if leaf >= size {
-        return Err(Error::Internal(format!(
+        return Err(Error::internal(format!(
             "leaf {leaf} outside a tree of {size}"
         )));
     }

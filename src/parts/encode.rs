@@ -93,7 +93,7 @@ impl PartEncoding {
             None | Some(1) => Ok(PartEncoding::V1),
             Some(2) => Ok(PartEncoding::V2),
             Some(3) => Ok(PartEncoding::V3),
-            Some(t) => Err(Error::Usage(format!(
+            Some(t) => Err(Error::usage(format!(
                 "part encoding {t} is newer than this lineage-store ({}): upgrade to retry this commit key",
                 env!("CARGO_PKG_VERSION")
             ))),
@@ -219,7 +219,7 @@ fn encode_inner(
     let store_id = store_id.filter(|_| encoding.names_store());
     let rows = batch.num_rows();
     if rows == 0 {
-        return Err(Error::Internal("refusing to encode an empty flush".into()));
+        return Err(Error::internal("refusing to encode an empty flush"));
     }
     let version = contract::version_of_schema(batch.schema().as_ref())?;
     let schema = version.schema_for_part(commit_id, store_id);

@@ -52,7 +52,7 @@ impl RowMultiset {
                             .to_le_bytes(),
                     ),
                     other => {
-                        return Err(Error::Internal(format!(
+                        return Err(Error::internal(format!(
                             "column {} has type {other}, which no contract version has",
                             f.name()
                         )))

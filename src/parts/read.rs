@@ -167,16 +167,14 @@ pub async fn hash_and_facts(
                     with_ranges,
                 )
                 .now_or_never()
-                .unwrap_or_else(|| {
-                    Err(Error::Internal("reading a part from memory waited".into()))
-                });
+                .unwrap_or_else(|| Err(Error::internal("reading a part from memory waited")));
                 (digests, facts)
             })
             .await;
             match done {
                 Ok((digests, facts)) => (Ok(digests), facts),
                 Err(e) => {
-                    let again = Error::Internal(e.to_string());
+                    let again = Error::internal(e.to_string());
                     (Err(e), Err(again))
                 }
             }

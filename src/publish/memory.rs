@@ -67,7 +67,7 @@ impl AtomicPublisher for MemoryPublisher {
             .ok_or_else(|| Error::NotFound(key.to_string()))?;
         let (start, end) = (range.start as usize, (range.end as usize).min(b.len()));
         if start > end {
-            return Err(Error::Internal(format!("range {range:?} outside {key}")));
+            return Err(Error::internal(format!("range {range:?} outside {key}")));
         }
         Ok(b.slice(start..end))
     }

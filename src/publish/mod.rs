@@ -369,7 +369,7 @@ pub(crate) fn check_key(key: &str) -> Result<()> {
 pub(crate) fn check_temp_key(key: &str) -> Result<()> {
     check_key(key)?;
     if crate::format::keys::classify(key) != crate::format::keys::KeyKind::Temp {
-        return Err(crate::base::error::Error::Usage(format!(
+        return Err(crate::base::error::Error::usage(format!(
             "refusing to delete {key}: only stale temporaries are ever deleted"
         )));
     }

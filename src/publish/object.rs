@@ -79,7 +79,7 @@ impl ObjectStorePublisher {
         if !prefix.is_empty() {
             check_key(&prefix)?;
             Path::parse(&prefix).map_err(|e| {
-                Error::Usage(format!(
+                Error::usage(format!(
                     "store prefix {prefix:?} is not a valid object path: {e}"
                 ))
             })?;
@@ -106,7 +106,7 @@ impl ObjectStorePublisher {
     fn path_of(&self, key: &str) -> Result<Path> {
         check_key(key)?;
         Path::parse(self.full_key(key))
-            .map_err(|e| Error::Internal(format!("key {key:?} is not a valid object path: {e}")))
+            .map_err(|e| Error::internal(format!("key {key:?} is not a valid object path: {e}")))
     }
 
     /// The object-store path text of a key (no validation; see [`Self::path_of`]).
@@ -133,7 +133,7 @@ impl ObjectStorePublisher {
         };
         base.map(|b| Path::parse(&b))
             .transpose()
-            .map_err(|e| Error::Usage(format!("cannot list {prefix:?}: {e}")))
+            .map_err(|e| Error::usage(format!("cannot list {prefix:?}: {e}")))
     }
 
     /// The store key of a listed object path, or `None` when it lies outside the prefix.

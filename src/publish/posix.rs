@@ -131,7 +131,7 @@ impl PosixPublisher {
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
     tokio::task::spawn_blocking(f)
         .await
-        .map_err(|e| Error::Internal(format!("blocking task failed: {e}")))?
+        .map_err(|e| Error::internal(format!("blocking task failed: {e}")))?
 }
 
 /// The object `key` under `root` opened for reading at byte `start`, never through a
@@ -473,7 +473,7 @@ impl Walker<'_> {
     fn key(&self, path: &Path) -> Result<String> {
         let rel = path
             .strip_prefix(self.root)
-            .map_err(|e| Error::Internal(e.to_string()))?;
+            .map_err(|e| Error::internal_from(e))?;
         Ok(key_of(rel))
     }
 }

@@ -84,7 +84,7 @@ pub(crate) async fn copy_parquet<W: Write + Send + 'static>(
     let thread = std::thread::Builder::new()
         .name("lineage-scan-write".into())
         .spawn(move || write_parts(writer, &schema, rx))
-        .map_err(|e| Error::Internal(format!("could not start the scan's writer: {e}")))?;
+        .map_err(|e| Error::internal(format!("could not start the scan's writer: {e}")))?;
     let check = opts.digest;
     let mut parts = futures::stream::iter(snap.parts.clone())
         .map(|part| {
@@ -140,8 +140,8 @@ pub(crate) async fn copy_parquet<W: Write + Send + 'static>(
     drop(tx);
     let written = tokio::task::spawn_blocking(move || thread.join())
         .await
-        .map_err(|e| Error::Internal(format!("the scan's writer: {e}")))?
-        .map_err(|_| Error::Internal("the scan's writer panicked".into()))?;
+        .map_err(|e| Error::internal(format!("the scan's writer: {e}")))?
+        .map_err(|_| Error::internal("the scan's writer panicked"))?;
     match failed {
         Some(e) => Err(e),
         None => written,
@@ -170,7 +170,7 @@ fn write_parts<W: Write + Send>(
                     for l in compute_leaves(field, column)? {
                         let w = writers
                             .get_mut(leaf)
-                            .ok_or_else(|| Error::Internal("more leaves than writers".into()))?;
+                            .ok_or_else(|| Error::internal("more leaves than writers"))?;
                         w.write(&l)?;
                         leaf += 1;
                     }

@@ -16,6 +16,7 @@ use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 
 use crate::base::error::{Error, Result};
+use crate::base::param::{text, Param};
 use crate::read::scan::Scan;
 
 /// What a scan is written as.
@@ -46,11 +47,14 @@ impl OutFormat {
             Some("arrows") => Ok(OutFormat::ArrowStream),
             Some("ndjson" | "jsonl") => Ok(OutFormat::Ndjson),
             Some("csv") => Ok(OutFormat::Csv),
-            _ => Err(Error::Usage(format!(
-                "--out {}: the extension names the format: .parquet, .arrow, .ndjson or .csv \
+            _ => Err(Error::invalid(
+                Param::Out,
+                text![format!(
+                    "{}: the extension names the format: .parquet, .arrow, .ndjson or .csv \
                  (`-`: an Arrow IPC stream on standard output)",
-                path.display()
-            ))),
+                    path.display()
+                )],
+            )),
         }
     }
 }
@@ -231,7 +235,7 @@ async fn copy_file(
     path: &Path,
 ) -> Result<Rows> {
     if OutFormat::of_path(path)? != OutFormat::Parquet {
-        return Err(Error::Internal(format!(
+        return Err(Error::internal(format!(
             "copy_file to {}: only Parquet is copied",
             path.display()
         )));

@@ -24,6 +24,7 @@ use parquet::arrow::ProjectionMask;
 
 use crate::base::digest::{Check, Hasher, Want};
 use crate::base::error::{Error, Failed, Result};
+use crate::base::param::{text, Param};
 use crate::publish::AtomicPublisher;
 use crate::read::prune::{self, Verdict};
 use crate::read::snapshot::{Snapshot, SnapshotPart};
@@ -185,15 +186,21 @@ pub fn scan_schema(snap: &Snapshot, columns: Option<&[String]>) -> Result<Schema
         .map(|c| {
             full.field_with_name(c).cloned().map_err(|_| {
                 let names: Vec<&str> = full.fields().iter().map(|f| f.name().as_str()).collect();
-                Error::Usage(format!(
-                    "--columns: no column {c:?} (the columns are {})",
-                    names.join(", ")
-                ))
+                Error::invalid(
+                    Param::Columns,
+                    text![format!(
+                        "no column {c:?} (the columns are {})",
+                        names.join(", ")
+                    )],
+                )
             })
         })
         .collect::<Result<Vec<_>>>()?;
     if fields.is_empty() {
-        return Err(Error::Usage("--columns: name at least one column".into()));
+        return Err(Error::invalid(
+            Param::Columns,
+            text!["name at least one column"],
+        ));
     }
     Ok(Arc::new(Schema::new(fields)))
 }
@@ -353,7 +360,7 @@ fn keep_feature(batch: &RecordBatch, feature: &str) -> Result<RecordBatch> {
     let ids = batch
         .column_by_name("feature_id")
         .and_then(|a| a.as_any().downcast_ref::<StringArray>())
-        .ok_or_else(|| Error::Internal("feature_id is not a string column".into()))?;
+        .ok_or_else(|| Error::internal("feature_id is not a string column"))?;
     let keep: BooleanArray = (0..ids.len())
         .map(|i| Some(ids.is_valid(i) && ids.value(i) == feature))
         .collect();

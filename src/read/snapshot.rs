@@ -15,6 +15,7 @@ use std::collections::HashSet;
 use futures::{StreamExt, TryStreamExt};
 
 use crate::base::error::{Error, Failed, Result};
+use crate::base::param::{text, Param};
 use crate::format::compaction::{CompactionRecord, CompactionRef};
 use crate::format::keys::{self, KeyKind};
 use crate::format::pointer::{check_pointer, Pointer};
@@ -131,7 +132,7 @@ pub async fn snapshot(store: &dyn AtomicPublisher, opts: &ReadOptions) -> Result
         .as_deref()
         .map(|c| {
             crate::schema::crs::canonicalize(c)
-                .map_err(|e| Error::Usage(format!("--target-crs {c:?}: {e}")))
+                .map_err(|e| Error::invalid(Param::TargetCrs, text![format!("{c:?}: {e}")]))
         })
         .transpose()?;
     let seals = read_seals(store).await?;
@@ -207,9 +208,10 @@ fn chain_up_to(seals: &[StoredSeal], as_of: Option<u64>) -> Result<Chained> {
     let newest = seals.last().map_or(0, |s| s.key_seq);
     let upto = as_of.unwrap_or(newest);
     if as_of == Some(0) || upto > newest {
-        return Err(Error::Usage(format!(
-            "--as-of-seal {upto}: the store's seals are 1..={newest}"
-        )));
+        return Err(Error::invalid(
+            Param::AsOfSeal,
+            text![format!("{upto}: the store's seals are 1..={newest}")],
+        ));
     }
     let mut tree = Frontier::new();
     let mut entries = Vec::new();

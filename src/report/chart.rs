@@ -19,7 +19,7 @@ const UNSIGNED: RGBColor = RGBColor(0xa3, 0x3b, 0x00);
 const WITNESS: RGBColor = RGBColor(0x55, 0x33, 0x99);
 
 fn err<E: std::fmt::Display>(e: E) -> Error {
-    Error::Internal(format!("drawing a chart: {e}"))
+    Error::internal(format!("drawing a chart: {e}"))
 }
 
 fn cut(s: &str) -> String {

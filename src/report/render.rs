@@ -30,7 +30,7 @@ impl std::str::FromStr for ReportFormat {
             "html" => Ok(Self::Html),
             "md" | "markdown" => Ok(Self::Markdown),
             "json" => Ok(Self::Json),
-            _ => Err(Error::Usage(format!(
+            _ => Err(Error::usage(format!(
                 "report format {s:?}: expected html, md or json"
             ))),
         }
@@ -131,7 +131,7 @@ fn environment() -> Result<Environment<'static>> {
     env.add_filter("code", code);
     env.add_filter("num", num);
     env.add_filter("bytes", bytes);
-    let bad = |e: minijinja::Error| Error::Internal(format!("report template: {e:#}"));
+    let bad = |e: minijinja::Error| Error::internal(format!("report template: {e:#}"));
     env.add_template("report.html", HTML).map_err(bad)?;
     env.add_template("report.md", MARKDOWN).map_err(bad)?;
     Ok(env)
@@ -169,11 +169,10 @@ fn charts(r: &AuditReport) -> Result<BTreeMap<String, Value>> {
 
 /// The report in `format`.
 pub fn render(r: &AuditReport, format: ReportFormat) -> Result<String> {
-    let bad = |e: minijinja::Error| Error::Internal(format!("rendering the report: {e:#}"));
+    let bad = |e: minijinja::Error| Error::internal(format!("rendering the report: {e:#}"));
     match format {
         ReportFormat::Json => {
-            let mut s =
-                serde_json::to_string_pretty(r).map_err(|e| Error::Internal(e.to_string()))?;
+            let mut s = serde_json::to_string_pretty(r).map_err(|e| Error::internal_from(e))?;
             s.push('\n');
             Ok(s)
         }

@@ -446,7 +446,7 @@ pub fn version_of_schema(other: &Schema) -> Result<Arc<ContractVersion>> {
 pub fn register_version(v: &str, columns: &[Column]) -> Result<Arc<ContractVersion>> {
     let mut reg = registry()
         .write()
-        .map_err(|_| Error::Internal("contract registry poisoned".into()))?;
+        .map_err(|_| Error::internal("contract registry poisoned"))?;
     if let Some(existing) = reg.iter().find(|c| c.version == v) {
         if existing.columns == columns {
             return Ok(existing.clone());

@@ -413,7 +413,7 @@ pub async fn witness(
 ) -> Result<WitnessOutcome> {
     let chain = chain::walk(store, None).await?;
     let Some(last) = chain.seals.last() else {
-        return Err(Error::Usage(format!(
+        return Err(Error::usage(format!(
             "{}: the store has no seals: run `lineage seal` first",
             store.describe()
         )));
@@ -476,7 +476,7 @@ pub async fn witness(
         tool_version: tool_version(),
         prev,
     };
-    let mut bytes = serde_json::to_vec_pretty(&rec).map_err(|e| Error::Internal(e.to_string()))?;
+    let mut bytes = serde_json::to_vec_pretty(&rec).map_err(|e| Error::internal_from(e))?;
     bytes.push(b'\n');
     // Another witness may record the same head at once: same seal and head is agreement.
     let published =

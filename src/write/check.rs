@@ -12,6 +12,7 @@ use arrow_array::cast::AsArray;
 use serde::Serialize;
 
 use crate::base::error::{Error, Result};
+use crate::base::param::{text, Param};
 use crate::base::rejection::DEFAULT_MAX_ERRORS;
 use crate::schema::contract::{self, col};
 use crate::write::flush::DEFAULT_BATCH_ROWS;
@@ -73,7 +74,10 @@ pub struct CheckReport {
 /// version not registered) are returned as they are.
 pub fn check(source: &dyn BatchSource, opts: &CheckOptions) -> Result<CheckReport> {
     if opts.batch_rows == 0 {
-        return Err(Error::Usage("--batch-rows must be at least 1".into()));
+        return Err(Error::invalid(
+            Param::BatchRows,
+            text!["must be at least 1"],
+        ));
     }
     let mut index: HashMap<(String, String), usize> = HashMap::new();
     let mut partitions: Vec<PartitionSummary> = Vec::new();

@@ -64,8 +64,7 @@ pub(crate) async fn claim(
         commits: Vec::new(),
         claimed_utc,
     };
-    let mut bytes =
-        serde_json::to_vec_pretty(&claim).map_err(|e| Error::Internal(e.to_string()))?;
+    let mut bytes = serde_json::to_vec_pretty(&claim).map_err(|e| Error::internal_from(e))?;
     bytes.push(b'\n');
     let object = crate::format::keys::commit_key_claim_key(key);
     let ours = claim.payload_sha256.clone();

@@ -341,7 +341,7 @@ pub fn mismatch_error(version: &ContractVersion, found: &[Mismatch]) -> Error {
     errors.hint(conform_hint(version, castable, extra, &casts));
     match errors.finish() {
         Err(e) => e,
-        Ok(()) => Error::Internal("conform: a refusal without a difference".into()),
+        Ok(()) => Error::internal("conform: a refusal without a difference"),
     }
 }
 
@@ -502,7 +502,7 @@ fn to_utf8(col: &ArrayRef) -> Result<ArrayRef> {
             s.iter().collect()
         }
         other => {
-            return Err(Error::Internal(format!(
+            return Err(Error::internal(format!(
                 "conform: {other} is not a string type"
             )))
         }
@@ -520,7 +520,7 @@ fn narrow_large_utf8(col: &ArrayRef) -> Result<ArrayRef> {
         .iter()
         .map(|&o| i32::try_from(o))
         .collect::<std::result::Result<Vec<i32>, _>>()
-        .map_err(|_| Error::Internal("conform: offsets beyond i32 after check_fits".into()))?;
+        .map_err(|_| Error::internal("conform: offsets beyond i32 after check_fits"))?;
     Ok(Arc::new(StringArray::try_new(
         arrow_buffer::OffsetBuffer::new(offsets.into()),
         large.values().clone(),

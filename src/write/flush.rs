@@ -24,6 +24,7 @@ use uuid::Uuid;
 
 use crate::base::clock::{Clock, IdGen, SystemClock, V7Ids};
 use crate::base::error::{Error, Result};
+use crate::base::param::{text, Param};
 use crate::base::time::{rfc3339, rfc3339_us};
 use crate::format::identity::StoreIdentity;
 use crate::format::keys;
@@ -143,10 +144,7 @@ impl WriteConfig {
         .await??;
         drop(permit);
         if enc.bytes.len() > self.max_part_bytes {
-            return Err(Error::Usage(format!(
-                "the flush of {} rows for run_id={run_id} target_crs={target_crs} encodes to {} bytes, over the {}-byte limit of one create-only PUT; lower --batch-rows",
-                enc.rows, enc.bytes.len(), self.max_part_bytes
-            )));
+            return Err(Error::usage(text![format!("the flush of {} rows for run_id={run_id} target_crs={target_crs} encodes to {} bytes, over the {}-byte limit of one create-only PUT; lower ", enc.rows, enc.bytes.len(), self.max_part_bytes), Param::BatchRows]));
         }
         Ok(enc)
     }

@@ -80,7 +80,7 @@ impl Validator {
         let mut errors = Collector::new(self.max_errors);
         let out = self.check(sb, &mut errors)?;
         errors.finish()?;
-        out.ok_or_else(|| Error::Internal("a batch without errors was not validated".into()))
+        out.ok_or_else(|| Error::internal("a batch without errors was not validated"))
     }
 
     /// Check every rule on `sb`, recording every error (the reader's too) in `errors`:

@@ -16,6 +16,7 @@ use arrow_array::RecordBatch;
 
 use crate::base::clock::{Clock, IdGen};
 use crate::base::error::{Error, Result};
+use crate::base::param::{text, Param};
 use crate::format::pointer::Pointer;
 use crate::publish::AtomicPublisher;
 use crate::write::flush::WriteConfig;
@@ -160,9 +161,7 @@ impl Writer {
     /// `max_delay` depend on timing, so a retry could not re-derive the same commits.
     pub fn sink(&self, opts: SinkOptions) -> Result<Sink> {
         if self.cfg.commit_key.is_some() {
-            return Err(Error::Usage(
-                "a sink cannot use a commit key: its flushes depend on when rows arrive, so a retried job would not cut the same commits; use append with --commit-key for retried jobs".into(),
-            ));
+            return Err(Error::usage(text!["a sink cannot use a commit key: its flushes depend on when rows arrive, so a retried job would not cut the same commits; use append with ", Param::CommitKey, " for retried jobs"]));
         }
         Sink::open(self.cfg.clone(), &opts, None)
     }

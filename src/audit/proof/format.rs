@@ -94,7 +94,7 @@ pub fn verify_proof(
 ) -> Result<std::result::Result<ProofSummary, String>> {
     let head = head.trim().to_lowercase();
     if merkle::parse_hash(&head).is_none() {
-        return Err(Error::Usage(format!(
+        return Err(Error::usage(format!(
             "head digest {head:?} is not 64 hex digits"
         )));
     }

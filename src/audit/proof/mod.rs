@@ -25,7 +25,7 @@ pub async fn prove(
     against: &ProveAgainst,
 ) -> Result<Proof> {
     if !keys::is_commit_id(commit_id) {
-        return Err(Error::Usage(format!(
+        return Err(Error::usage(format!(
             "{commit_id:?} is not a commit id (a lower-case hyphenated UUID)"
         )));
     }

@@ -98,7 +98,7 @@ pub(crate) async fn prove_from_tiles(
         message: m.clone(),
     })?;
     if index >= seal.tree_size {
-        return Err(Error::Usage(format!(
+        return Err(Error::usage(format!(
             "commit {commit_id} was sealed after seal {} (leaf {index} of a tree of {}): prove against a newer seal",
             stored.key_seq, seal.tree_size
         )));

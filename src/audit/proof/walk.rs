@@ -35,9 +35,7 @@ pub(crate) async fn prove_by_walking(
         }
     }
     .ok_or_else(|| match against {
-        ProveAgainst::Newest => {
-            Error::Usage("the store has no seals yet: run `lineage seal`".into())
-        }
+        ProveAgainst::Newest => Error::usage("the store has no seals yet: run `lineage seal`"),
         _ => Error::NotFound(format!("seal {against:?}")),
     })?;
     let seal = stored.seal.as_ref().map_err(|m| Error::Corrupt {
@@ -58,7 +56,7 @@ pub(crate) async fn prove_by_walking(
         })?;
     let leaf = &chain.leaves[index];
     if index as u64 >= seal.tree_size {
-        return Err(Error::Usage(format!(
+        return Err(Error::usage(format!(
             "commit {commit_id} was sealed by seal {}, after seal {}: prove against a newer seal",
             leaf.seq, stored.key_seq
         )));
@@ -79,7 +77,7 @@ pub(crate) async fn prove_by_walking(
     })?;
     let hashes = chain.leaf_hashes(seal.tree_size as usize);
     let path = merkle::inclusion_path(&hashes, index)
-        .ok_or_else(|| Error::Internal("leaf outside the tree".into()))?;
+        .ok_or_else(|| Error::internal("leaf outside the tree"))?;
     let seal_text = String::from_utf8(stored.bytes.to_vec()).map_err(|_| Error::Corrupt {
         what: "seal",
         key: stored.key.clone(),

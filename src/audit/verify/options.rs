@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::audit::report::Progress;
 use crate::base::digest::Check;
 use crate::base::error::{Error, Result};
+use crate::base::param::{text, Param};
 use crate::history::pointers::READ_CONCURRENCY;
 
 /// Default grace period for temps and orphans: far longer than any publish takes.
@@ -93,9 +94,10 @@ impl std::str::FromStr for ShardSpec {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self> {
         let bad = || {
-            Error::Usage(format!(
-                "--shard {s:?}: expected I/N with 0 <= I < N, e.g. 0/4"
-            ))
+            Error::invalid(
+                Param::Shard,
+                text![format!("{s:?}: expected I/N with 0 <= I < N, e.g. 0/4")],
+            )
         };
         let (i, n) = s.split_once('/').ok_or_else(bad)?;
         let (index, count): (u32, u32) = (

@@ -18,6 +18,7 @@ use std::fmt;
 
 use crate::audit::verify::options::ShardSpec;
 use crate::base::error::{Error, Result};
+use crate::base::param::{text, Param};
 
 /// The index variables, with the platform that sets each.
 pub const INDEX_VARS: [(&str, &str); 3] = [
@@ -46,9 +47,7 @@ impl std::str::FromStr for ShardRequest {
         }
         s.parse::<ShardSpec>()
             .map(Self::Fixed)
-            .map_err(|_| Error::Usage(format!(
-                "--shard {s:?}: expected I/N with 0 <= I < N (e.g. 0/4), or `auto` (the index from AWS_BATCH_JOB_ARRAY_INDEX, JOB_COMPLETION_INDEX or CLOUD_RUN_TASK_INDEX)"
-            )))
+            .map_err(|_| Error::invalid(Param::Shard, text![format!("{s:?}: expected I/N with 0 <= I < N (e.g. 0/4), or `auto` (the index from AWS_BATCH_JOB_ARRAY_INDEX, JOB_COMPLETION_INDEX or CLOUD_RUN_TASK_INDEX)")]))
     }
 }
 
@@ -78,10 +77,13 @@ fn var(env: &dyn Fn(&str) -> Option<String>, name: &str) -> Option<String> {
 
 fn whole(name: &str, value: &str) -> Result<u32> {
     value.trim().parse::<u32>().map_err(|_| {
-        Error::Usage(format!(
-            "--shard auto: {name}={value:?} is not a whole number from 0 to {}",
-            u32::MAX
-        ))
+        Error::invalid(
+            Param::Shard,
+            text![format!(
+                "auto: {name}={value:?} is not a whole number from 0 to {}",
+                u32::MAX
+            )],
+        )
     })
 }
 
@@ -94,15 +96,19 @@ impl ShardRequest {
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<ResolvedShard> {
         if shards == Some(0) {
-            return Err(Error::Usage("--shards 0: give at least 1".into()));
+            return Err(Error::invalid(Param::Shards, text!["0: give at least 1"]));
         }
         let spec = match self {
             Self::Fixed(spec) => {
                 if let Some(n) = shards.filter(|n| *n != spec.count) {
-                    return Err(Error::Usage(format!(
-                        "--shard {}/{} and --shards {n} disagree on the number of shards",
-                        spec.index, spec.count
-                    )));
+                    return Err(Error::invalid(
+                        Param::Shard,
+                        text![
+                            format!("{}/{} and ", spec.index, spec.count),
+                            Param::Shards,
+                            format!(" {n} disagree on the number of shards")
+                        ],
+                    ));
                 }
                 return Ok(ResolvedShard {
                     spec,
@@ -125,23 +131,21 @@ fn auto(shards: Option<u32>, env: &dyn Fn(&str) -> Option<String>) -> Result<Res
     }
     let Some(&(name, platform, index)) = found.first() else {
         if let Some(c) = var(env, COUNT_VAR) {
-            return Err(Error::Usage(format!(
-                "--shard auto: {COUNT_VAR}={c} is set but CLOUD_RUN_TASK_INDEX is not"
-            )));
+            return Err(Error::invalid(
+                Param::Shard,
+                text![format!(
+                    "auto: {COUNT_VAR}={c} is set but CLOUD_RUN_TASK_INDEX is not"
+                )],
+            ));
         }
         let names: Vec<String> = INDEX_VARS
             .iter()
             .map(|(n, p)| format!("{n} ({p})"))
             .collect();
-        return Err(Error::Usage(format!(
-            "--shard auto: no task index in the environment: none of {} is set; run it as a task of such a job, or give --shard I/N",
-            names.join(", ")
-        )));
+        return Err(Error::invalid(Param::Shard, text![format!("auto: no task index in the environment: none of {} is set; run it as a task of such a job, or give ", names.join(", ")), Param::Shard, " I/N"]));
     };
     if let Some(&(other, _, i)) = found.iter().find(|(_, _, i)| *i != index) {
-        return Err(Error::Usage(format!(
-            "--shard auto: {name}={index} and {other}={i} disagree on the task index; unset the one that is not this platform's"
-        )));
+        return Err(Error::invalid(Param::Shard, text![format!("auto: {name}={index} and {other}={i} disagree on the task index; unset the one that is not this platform's")]));
     }
     let mut source = format!("{name}={index} ({platform})");
     let from_env = var(env, COUNT_VAR)
@@ -149,9 +153,7 @@ fn auto(shards: Option<u32>, env: &dyn Fn(&str) -> Option<String>) -> Result<Res
         .transpose()?;
     let count = match (from_env, shards) {
         (Some(c), Some(n)) if c != n => {
-            return Err(Error::Usage(format!(
-                "--shard auto: {COUNT_VAR}={c} but --shards {n}: they disagree on the number of shards"
-            )))
+            return Err(Error::invalid(Param::Shard, text![format!("auto: {COUNT_VAR}={c} but "), Param::Shards, format!(" {n}: they disagree on the number of shards")]))
         }
         (Some(c), _) => {
             source.push_str(&format!(", {COUNT_VAR}={c}"));
@@ -162,26 +164,23 @@ fn auto(shards: Option<u32>, env: &dyn Fn(&str) -> Option<String>) -> Result<Res
             n
         }
         (None, None) => {
-            return Err(Error::Usage(format!(
-                "--shard auto: {name}={index} gives this task's index but not how many tasks there are: give --shards N (the {})",
-                if name == "JOB_COMPLETION_INDEX" {
+            return Err(Error::invalid(Param::Shard, text![format!("auto: {name}={index} gives this task's index but not how many tasks there are: give "), Param::Shards, format!(" N (the {})", if name == "JOB_COMPLETION_INDEX" {
                     "Job's .spec.completions"
                 } else {
                     "array size"
-                }
-            )))
+                })]))
         }
     };
     if count == 0 {
-        return Err(Error::Usage(format!(
-            "--shard auto: {COUNT_VAR}=0: a job of no tasks has no shard to check"
-        )));
+        return Err(Error::invalid(
+            Param::Shard,
+            text![format!(
+                "auto: {COUNT_VAR}=0: a job of no tasks has no shard to check"
+            )],
+        ));
     }
     if index >= count {
-        return Err(Error::Usage(format!(
-            "--shard auto: {name}={index} is not below the number of shards {count} ({source}): the indices run from 0 to {}",
-            count - 1
-        )));
+        return Err(Error::invalid(Param::Shard, text![format!("auto: {name}={index} is not below the number of shards {count} ({source}): the indices run from 0 to {}", count - 1)]));
     }
     Ok(ResolvedShard {
         spec: ShardSpec { index, count },

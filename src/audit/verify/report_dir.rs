@@ -23,6 +23,7 @@ use bytes::Bytes;
 
 use crate::audit::report::{Report, ShardInfo};
 use crate::base::error::{Error, Result};
+use crate::base::param::{text, Param};
 use crate::publish::checked::{create_or_read_back, Landed};
 use crate::publish::{list_pages, AtomicPublisher};
 
@@ -66,12 +67,18 @@ fn parse_key(key: &str) -> Option<(u32, u32, String, u32)> {
 /// shard's. Never overwrites: an attempt number someone else took meanwhile is skipped.
 pub async fn write_shard_report(dir: &dyn AtomicPublisher, report: &Report) -> Result<String> {
     let info = report.shard.as_ref().ok_or_else(|| {
-        Error::Usage(
-            "--report-dir holds shard reports: give --shard I/N or --shard auto (or `verify merge` to read them)"
-                .into(),
+        Error::invalid(
+            Param::ReportDir,
+            text![
+                "holds shard reports: give ",
+                Param::Shard,
+                " I/N or ",
+                Param::Shard,
+                " auto (or `verify merge` to read them)"
+            ],
         )
     })?;
-    let mut bytes = serde_json::to_vec(report).map_err(|e| Error::Internal(e.to_string()))?;
+    let mut bytes = serde_json::to_vec(report).map_err(|e| Error::internal_from(e))?;
     bytes.push(b'\n');
     let bytes = Bytes::from(bytes);
     let stem = stem(info);
@@ -130,18 +137,13 @@ pub async fn read_shard_reports(dir: &dyn AtomicPublisher) -> Result<Vec<Report>
                 )
             })
             .collect();
-        return Err(Error::Usage(format!(
-            "{}: holds the shard reports of {} verifications ({}): give each verification its own --report-dir",
-            dir.describe(),
-            found.len(),
-            seen.join("; ")
-        )));
+        return Err(Error::usage(text![format!("{}: holds the shard reports of {} verifications ({}): give each verification its own ", dir.describe(), found.len(), seen.join("; ")), Param::ReportDir]));
     }
     let Some(((count, plan), shards)) = found.into_iter().next() else {
-        return Err(Error::Usage(format!(
+        return Err(Error::usage(text![format!(
             "{}: no shard reports (`{PREFIX}*.json`, written by `verify --shard … --report-dir`)",
             dir.describe()
-        )));
+        )]));
     };
     let mut reports = Vec::new();
     for (index, (_, key)) in shards {
@@ -152,17 +154,17 @@ pub async fn read_shard_reports(dir: &dyn AtomicPublisher) -> Result<Vec<Report>
             ))
         })?;
         let report: Report = serde_json::from_slice(&bytes).map_err(|e| {
-            Error::Usage(format!(
+            Error::usage(text![format!(
                 "{} {key}: not a `verify --json` report: {e}",
                 dir.describe()
-            ))
+            )])
         })?;
         let named = report
             .shard
             .as_ref()
             .is_some_and(|s| s.index == index && s.count == count && s.plan == plan);
         if !named {
-            return Err(Error::Usage(format!(
+            return Err(Error::usage(format!(
                 "{} {key}: the report inside is not of shard {index}/{count} of plan {plan}",
                 dir.describe()
             )));

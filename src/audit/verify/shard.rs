@@ -31,6 +31,7 @@ use crate::audit::report::{Problem, Report};
 use crate::audit::verify::ShardSpec;
 use crate::audit::verify::VerifyOptions;
 use crate::base::error::{Error, Result};
+use crate::base::param::{text, Param};
 use crate::format::keys::{self, HistoryKey};
 use crate::parts::encode::sha256_hex;
 use crate::publish::{list_pages, AtomicPublisher, ObjectInfo};
@@ -61,9 +62,10 @@ impl Plan {
     pub fn compute(chain: &Chain, count: u32, plan_seal: Option<u64>) -> Result<Self> {
         let upto = match plan_seal {
             Some(n) if !chain.seals.iter().any(|s| s.key_seq == n) => {
-                return Err(Error::Usage(format!(
-                    "--plan-seal {n}: the store has no seal {n}"
-                )))
+                return Err(Error::invalid(
+                    Param::PlanSeal,
+                    text![format!("{n}: the store has no seal {n}")],
+                ))
             }
             Some(n) => n,
             None => chain.head().map_or(0, |(n, _)| n),
@@ -295,7 +297,7 @@ pub fn merge(reports: Vec<Report>) -> Result<Report> {
     let mut plan: Option<(u32, String)> = None;
     for r in reports {
         let info = r.shard.clone().ok_or_else(|| {
-            Error::Usage(format!(
+            Error::usage(format!(
                 "a report of {} is not a shard report (no `shard`)",
                 r.store
             ))
@@ -303,24 +305,21 @@ pub fn merge(reports: Vec<Report>) -> Result<Report> {
         match &plan {
             None => plan = Some((info.count, info.plan.clone())),
             Some((n, p)) if *n != info.count || *p != info.plan => {
-                return Err(Error::Usage(format!(
-                    "shard {}/{} used plan {} but others used {n} shards of plan {p}: run every shard with the same --plan-seal",
-                    info.index, info.count, info.plan
-                )))
+                return Err(Error::usage(text![format!("shard {}/{} used plan {} but others used {n} shards of plan {p}: run every shard with the same ", info.index, info.count, info.plan), Param::PlanSeal]))
             }
             Some(_) => {}
         }
         if by_index.insert(info.index, r).is_some() {
-            return Err(Error::Usage(format!("shard {} given twice", info.index)));
+            return Err(Error::usage(format!("shard {} given twice", info.index)));
         }
     }
-    let (count, fp) = plan.ok_or_else(|| Error::Usage("no reports to merge".into()))?;
+    let (count, fp) = plan.ok_or_else(|| Error::usage("no reports to merge"))?;
     let missing: Vec<String> = (0..count)
         .filter(|i| !by_index.contains_key(i))
         .map(|i| i.to_string())
         .collect();
     if !missing.is_empty() {
-        return Err(Error::Usage(format!(
+        return Err(Error::usage(format!(
             "shards {} of {count} are missing",
             missing.join(", ")
         )));

@@ -25,6 +25,7 @@ use crate::audit::verify::options::VerifyOptions;
 use crate::audit::verify::pipeline::Strategy;
 use crate::audit::verify::pointers::{ReadBack, SealedAs, Wanted};
 use crate::base::error::{Error, Result};
+use crate::base::param::{text, Param};
 use crate::format::keys::{self, seal_key};
 use crate::format::pointer::Pointer;
 use crate::history::frontier::Frontier;
@@ -67,9 +68,10 @@ impl Since {
             _ => {
                 if let Some(Some(n)) = opts.since_seal {
                     if read_seal(store, n).await?.is_none() {
-                        return Err(Error::Usage(format!(
-                            "--since-seal {n}: the store has no seal {n}"
-                        )));
+                        return Err(Error::invalid(
+                            Param::SinceSeal,
+                            text![format!("{n}: the store has no seal {n}")],
+                        ));
                     }
                 }
                 tracing::info!("no seal of the current format: verifying the whole store");
@@ -78,10 +80,13 @@ impl Since {
         };
         let since = opts.since_seal.flatten().unwrap_or(newest.key_seq);
         if since > newest.key_seq || since == 0 {
-            return Err(Error::Usage(format!(
-                "--since-seal {since}: the store has no seal {since} (the newest is {})",
-                newest.key_seq
-            )));
+            return Err(Error::invalid(
+                Param::SinceSeal,
+                text![format!(
+                    "{since}: the store has no seal {since} (the newest is {})",
+                    newest.key_seq
+                )],
+            ));
         }
         Ok(Some(Self {
             heads,
@@ -149,7 +154,7 @@ impl Strategy for Since {
         let head_seal = newest
             .seal
             .as_ref()
-            .map_err(|m| Error::Internal(m.clone()))?;
+            .map_err(|m| Error::internal(m.clone()))?;
         report.seals = newest.key_seq;
         report.signed_seals = seals
             .values()

@@ -27,9 +27,10 @@ use object_store::{ClientConfigKey, ObjectStore, ObjectStoreScheme};
 use url::Url;
 
 use crate::base::error::{Error, Result};
+use crate::base::param::{text, Param};
 use crate::publish::object::{Backend, ObjectStorePublisher};
 use crate::publish::store::aws_creds::AwsConfigCredentials;
-use crate::publish::store::StoreOptions;
+use crate::publish::store::options::{SideEnv, StoreOptions};
 
 /// Time one request may take. object_store's default (30 s) would time out a large part
 /// on an ordinary link (a 4 GiB part at 200 Mbit/s takes ~3 minutes) and turn a good
@@ -44,58 +45,6 @@ pub(crate) const REQUEST_TIMEOUT: &str = "600s";
 /// fault-injection tests shorten it this way.)
 fn timeout_is_set(env: &SideEnv, family: &str) -> bool {
     env.var(&format!("{family}_TIMEOUT")).is_some()
-}
-
-/// Where one store's settings come from: the process environment, in which, for a store
-/// opened with a prefix, a variable `<prefix>NAME` takes precedence over `NAME`. So two
-/// stores opened by one command can use two accounts, profiles, regions or clouds, and no
-/// credential ever appears on a command line.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SideEnv {
-    prefix: Option<String>,
-}
-
-impl SideEnv {
-    /// Settings from the plain variables only.
-    pub fn plain() -> Self {
-        Self::default()
-    }
-
-    /// Settings where `<prefix>NAME` overrides `NAME` (e.g. prefix `LINEAGE_TO_`).
-    pub fn prefixed(prefix: impl Into<String>) -> Self {
-        Self {
-            prefix: Some(prefix.into()),
-        }
-    }
-
-    /// `<prefix>NAME` only (unset or empty: `None`).
-    pub fn own(&self, name: &str) -> Option<String> {
-        let p = self.prefix.as_deref()?;
-        std::env::var(format!("{p}{name}"))
-            .ok()
-            .filter(|v| !v.trim().is_empty())
-    }
-
-    /// `<prefix>NAME`, else `NAME` (unset or empty: `None`).
-    pub fn var(&self, name: &str) -> Option<String> {
-        self.own(name)
-            .or_else(|| std::env::var(name).ok().filter(|v| !v.trim().is_empty()))
-    }
-
-    /// Every `<prefix>NAME` whose NAME starts with `family` (`AZURE_`, `GOOGLE_`, `AWS_`),
-    /// as (lower-case NAME, value): the form `object_store`'s config keys parse.
-    fn overrides(&self, family: &str) -> Vec<(String, String)> {
-        let Some(p) = self.prefix.as_deref() else {
-            return Vec::new();
-        };
-        std::env::vars()
-            .filter_map(|(k, v)| {
-                let name = k.strip_prefix(p)?;
-                name.starts_with(family)
-                    .then(|| (name.to_ascii_lowercase(), v))
-            })
-            .collect()
-    }
 }
 
 /// Which object store a URL names, or `None` when it is not an object-store URL.
@@ -139,28 +88,28 @@ pub fn parse(url: &str) -> Result<Option<ParsedUrl>> {
         return Ok(None);
     };
     let shown = crate::base::text::redact_url(url);
-    let u = Url::parse(url).map_err(|e| Error::Usage(format!("{shown}: not a valid URL: {e}")))?;
+    let u = Url::parse(url).map_err(|e| Error::usage(format!("{shown}: not a valid URL: {e}")))?;
     if u.query().is_some() || u.fragment().is_some() {
-        return Err(Error::Usage(format!(
+        return Err(Error::usage(format!(
             "{}: store URLs take no query string or fragment; put credentials (SAS tokens, keys) in the environment",
             redact(&u)
         )));
     }
     if u.password().is_some() {
-        return Err(Error::Usage(format!(
+        return Err(Error::usage(format!(
             "{}: store URLs take no password; put credentials in the environment",
             redact(&u)
         )));
     }
     if u.host_str().is_none_or(str::is_empty) {
-        return Err(Error::Usage(format!(
+        return Err(Error::usage(format!(
             "{shown}: no bucket or container after the scheme"
         )));
     }
     let (_, path) = ObjectStoreScheme::parse(&u)
-        .map_err(|e| Error::Usage(format!("{shown}: not an object-store URL: {e}")))?;
+        .map_err(|e| Error::usage(format!("{shown}: not an object-store URL: {e}")))?;
     if backend == Backend::Azure && u.scheme() == "https" && u.path().trim_matches('/').is_empty() {
-        return Err(Error::Usage(format!(
+        return Err(Error::usage(format!(
             "{shown}: name the container: https://<account>.blob.core.windows.net/<container>/<prefix>"
         )));
     }
@@ -228,7 +177,7 @@ pub(crate) async fn open(url: &str, opts: &StoreOptions) -> Result<Option<Object
             Arc::new(b.build().map_err(|e| build_error(&p, e))?)
         }
         Backend::Memory => {
-            return Err(Error::Internal("no URL names the memory backend".into()));
+            return Err(Error::internal("no URL names the memory backend"));
         }
     };
     ObjectStorePublisher::new(store, p.backend, &p.prefix, p.url).map(Some)
@@ -248,7 +197,7 @@ fn with_overrides<B>(
 }
 
 fn build_error(p: &ParsedUrl, e: object_store::Error) -> Error {
-    Error::Usage(format!("cannot open {}: {e}", p.url))
+    Error::usage(format!("cannot open {}: {e}", p.url))
 }
 
 /// The S3 endpoint of one side: the option, else the side's own AWS variables, else the
@@ -267,10 +216,11 @@ pub(crate) fn s3_endpoint_side(opts: &StoreOptions, env: &SideEnv) -> Option<Str
 /// would accept it and then panic while signing the first request (e.g. on a bad port).
 pub(crate) fn check_endpoint(ep: &str) -> Result<()> {
     let bad = |why: String| {
-        Err(Error::Usage(format!(
-            "S3 endpoint {:?} (from --endpoint-url, AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL) {why}",
-            crate::base::text::redact_url(ep)
-        )))
+        Err(Error::usage(text![
+            format!("S3 endpoint {:?} (from ", crate::base::text::redact_url(ep)),
+            Param::EndpointUrl,
+            format!(", AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL) {why}")
+        ]))
     };
     if !(ep.starts_with("http://") || ep.starts_with("https://")) {
         return bad("must start with http:// or https://".into());
@@ -318,7 +268,7 @@ async fn s3(
     }
     let sdk = loader.load().await;
     let provider = sdk.credentials_provider().ok_or_else(|| {
-        Error::Usage(format!(
+        Error::usage(format!(
             "cannot open {}: the AWS credential chain is not available",
             p.url
         ))

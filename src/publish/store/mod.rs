@@ -19,6 +19,7 @@ use bytes::Bytes;
 
 use crate::base::error::{Error, Result};
 use crate::base::limits::ReadLimits;
+use crate::base::param::{text, Param};
 use crate::publish::memory::MemoryPublisher;
 use crate::publish::object::ObjectStorePublisher;
 use crate::publish::posix::PosixPublisher;
@@ -26,69 +27,9 @@ use crate::publish::{AtomicPublisher, ObjectInfo, Outcome};
 
 pub mod aws_creds;
 pub mod cloud;
+pub mod options;
 
-pub use cloud::SideEnv;
-
-/// What the caller of [`open`] expects to find at the URL.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Opening {
-    /// A store, possibly new (made by its first write): `append`, `demo`, the library.
-    #[default]
-    Store,
-    /// A store that holds objects: refused (nothing created) when it holds none, for every
-    /// command that only reads or seals (an empty store is a mistyped URL).
-    ExistingStore,
-    /// A location that holds other objects of ours, not a store (the shard reports of
-    /// `verify --report-dir`): not refused for holding other files. Still create-only.
-    Location,
-}
-
-/// Everything about opening a store that is not in its URL.
-#[derive(Debug, Clone, Default)]
-#[non_exhaustive]
-pub struct StoreOptions {
-    /// S3 endpoint (e.g. `http://127.0.0.1:4566` for LocalStack); overrides
-    /// `AWS_ENDPOINT_URL_S3` and `AWS_ENDPOINT_URL`.
-    pub endpoint_url: Option<String>,
-    /// Which environment variables are this store's own (see [`SideEnv`]).
-    pub env: SideEnv,
-    /// What its readers read at most.
-    pub limits: ReadLimits,
-    /// What is expected at the URL.
-    pub opening: Opening,
-}
-
-impl StoreOptions {
-    /// The defaults: a store, possibly new; the plain environment; the default limits.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// With an S3 endpoint (`None`: from the environment).
-    pub fn endpoint_url(mut self, url: Option<String>) -> Self {
-        self.endpoint_url = url;
-        self
-    }
-
-    /// With this store's own environment variables.
-    pub fn env(mut self, env: SideEnv) -> Self {
-        self.env = env;
-        self
-    }
-
-    /// With these read limits.
-    pub fn limits(mut self, limits: ReadLimits) -> Self {
-        self.limits = limits;
-        self
-    }
-
-    /// Expecting `opening` at the URL.
-    pub fn opening(mut self, opening: Opening) -> Self {
-        self.opening = opening;
-        self
-    }
-}
+pub use options::{Opening, SideEnv, StoreOptions};
 
 /// An opened store: its backend and the limits of what its readers read. An
 /// [`AtomicPublisher`] itself, so it goes wherever a publisher goes; cheap to clone.
@@ -195,9 +136,11 @@ async fn resolve(url: &str, options: &StoreOptions) -> Result<Store> {
     let url = url.trim();
     let limits = options.limits;
     if url.is_empty() {
-        return Err(Error::Usage(
-            "no store given: pass --store or set LINEAGE_STORE".into(),
-        ));
+        return Err(Error::usage(text![
+            "no store given: pass ",
+            Param::Store,
+            " or set LINEAGE_STORE"
+        ]));
     }
     if url == "memory://" || url == "memory:" {
         return Ok(Store::with(
@@ -208,7 +151,7 @@ async fn resolve(url: &str, options: &StoreOptions) -> Result<Store> {
     let store = options.opening != Opening::Location;
     if let Some(rest) = url.strip_prefix("file://") {
         if !rest.starts_with('/') {
-            return Err(Error::Usage(format!(
+            return Err(Error::usage(format!(
                 "{}: a file:// URL needs an absolute path (file:///...)",
                 crate::base::text::redact_url(url)
             )));
@@ -219,7 +162,7 @@ async fn resolve(url: &str, options: &StoreOptions) -> Result<Store> {
         return Ok(Store::with(Backend::Object(Arc::new(p)), limits));
     }
     if let Some((scheme, _)) = url.split_once("://") {
-        return Err(Error::Usage(format!(
+        return Err(Error::usage(format!(
             "unsupported store scheme `{scheme}://` in {}",
             crate::base::text::redact_url(url)
         )));
@@ -255,10 +198,13 @@ pub fn check_local_root(root: &Path) -> Result<()> {
         Err(e) => return Err(Error::io(root, e)),
     };
     if !meta.is_dir() {
-        return Err(Error::Usage(format!(
-            "--store {}: is a file, not a directory (a store is a directory)",
-            root.display()
-        )));
+        return Err(Error::invalid(
+            Param::Store,
+            text![format!(
+                "{}: is a file, not a directory (a store is a directory)",
+                root.display()
+            )],
+        ));
     }
     let mut others = Vec::new();
     for entry in std::fs::read_dir(root).map_err(|e| Error::io(root, e))? {
@@ -280,10 +226,5 @@ pub fn check_local_root(root: &Path) -> Result<()> {
         .take(3)
         .map(|n| crate::schema::rules::quote(n))
         .collect();
-    Err(Error::Usage(format!(
-        "--store {}: a non-empty directory that is not a lineage store (it holds {}{}, but no `_lineage/` or `run_id=` directory); give a new or empty directory, or an existing store",
-        root.display(),
-        shown.join(", "),
-        if others.len() > 3 { format!(" and {} more", others.len() - 3) } else { String::new() }
-    )))
+    Err(Error::invalid(Param::Store, text![format!("{}: a non-empty directory that is not a lineage store (it holds {}{}, but no `_lineage/` or `run_id=` directory); give a new or empty directory, or an existing store", root.display(), shown.join(", "), if others.len() > 3 { format!(" and {} more", others.len() - 3) } else { String::new() })]))
 }

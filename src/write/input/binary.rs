@@ -105,20 +105,20 @@ pub(super) fn read_arrow<R: Read + Seek>(
     r.rewind().map_err(|e| Error::io("<input>", e))?;
     if n == 6 && &magic == b"ARROW1" {
         let rd = arrow_ipc::reader::FileReader::try_new(r, None)
-            .map_err(|e| Error::Usage(format!("not a readable Arrow IPC file: {e}")))?;
+            .map_err(|e| Error::usage(format!("not a readable Arrow IPC file: {e}")))?;
         let plan = conform::plan(rd.schema().as_ref())?;
         sourced(
-            rd.map(|b| b.map_err(|e| Error::Usage(format!("corrupt Arrow IPC file: {e}")))),
+            rd.map(|b| b.map_err(|e| Error::usage(format!("corrupt Arrow IPC file: {e}")))),
             &plan,
             max_value,
             emit,
         )
     } else {
         let rd = arrow_ipc::reader::StreamReader::try_new(std::io::BufReader::new(r), None)
-            .map_err(|e| Error::Usage(format!("not a readable Arrow IPC file or stream: {e}")))?;
+            .map_err(|e| Error::usage(format!("not a readable Arrow IPC file or stream: {e}")))?;
         let plan = conform::plan(rd.schema().as_ref())?;
         sourced(
-            rd.map(|b| b.map_err(|e| Error::Usage(format!("corrupt Arrow IPC stream: {e}")))),
+            rd.map(|b| b.map_err(|e| Error::usage(format!("corrupt Arrow IPC stream: {e}")))),
             &plan,
             max_value,
             emit,
@@ -134,7 +134,7 @@ pub(super) fn read_parquet<R: ChunkReader + 'static>(
     emit: &mut dyn FnMut(SourcedBatch) -> Result<()>,
 ) -> Result<()> {
     let meta = ArrowReaderMetadata::load(&r, ArrowReaderOptions::new())
-        .map_err(|e| Error::Usage(format!("not a readable Parquet file: {e}")))?;
+        .map_err(|e| Error::usage(format!("not a readable Parquet file: {e}")))?;
     // No page decodes to more than the cap of every reader of parts (a few bytes of zeros
     // can claim gigabytes): each column chunk's page headers are walked first.
     for (g, rg) in meta.metadata().row_groups().iter().enumerate() {
@@ -144,13 +144,13 @@ pub(super) fn read_parquet<R: ChunkReader + 'static>(
                 .ok()
                 .and_then(|n| r.get_bytes(start, n).ok())
                 .ok_or_else(|| {
-                    Error::Usage(format!(
+                    Error::usage(format!(
                         "corrupt Parquet file: row group {g}, column {} lies outside the file",
                         col.column_path().string()
                     ))
                 })?;
             crate::parts::pages::check_pages(&chunk, max_page).map_err(|why| {
-                Error::Usage(format!(
+                Error::usage(format!(
                     "refused Parquet file: row group {g}, column {}: {why}",
                     col.column_path().string()
                 ))
@@ -161,9 +161,9 @@ pub(super) fn read_parquet<R: ChunkReader + 'static>(
     let plan = conform::plan(builder.schema().as_ref())?;
     let reader = builder
         .build()
-        .map_err(|e| Error::Usage(format!("cannot read Parquet file: {e}")))?;
+        .map_err(|e| Error::usage(format!("cannot read Parquet file: {e}")))?;
     sourced(
-        reader.map(|b| b.map_err(|e| Error::Usage(format!("corrupt Parquet file: {e}")))),
+        reader.map(|b| b.map_err(|e| Error::usage(format!("corrupt Parquet file: {e}")))),
         &plan,
         max_value,
         emit,

@@ -174,7 +174,7 @@ pub(super) fn read<R: std::io::Read>(
                 // The record is skipped; reading goes on at the next one.
                 let line = match e.position() {
                     Some(p) => rdr.get_ref().line_at(p.byte()),
-                    None => return Err(crate::base::error::Error::Usage(format!("CSV: {e}"))),
+                    None => return Err(crate::base::error::Error::usage(format!("CSV: {e}"))),
                 };
                 let (column, field) = utf8_field(&e, &headers, &pos);
                 batcher.error_in(

@@ -11,6 +11,7 @@ use std::path::Path;
 use bytes::Bytes;
 
 use crate::base::error::{Error, Result};
+use crate::base::param::{text, Param};
 use crate::base::rejection::{Collector, DEFAULT_MAX_ERRORS};
 use crate::schema::events::SourcedBatch;
 use crate::write::validate::Validator;
@@ -66,10 +67,13 @@ pub fn read_input(path: Option<&Path>, format: Option<Format>) -> Result<(Bytes,
             let format = match format.or_else(|| Format::from_path(p)) {
                 Some(f) => f,
                 None => {
-                    return Err(Error::Usage(format!(
-                        "cannot tell the format of {} from its extension; pass --format",
-                        p.display()
-                    )))
+                    return Err(Error::usage(text![
+                        format!(
+                            "cannot tell the format of {} from its extension; pass ",
+                            p.display()
+                        ),
+                        Param::Format
+                    ]))
                 }
             };
             let bytes = std::fs::read(p).map_err(|e| Error::io(p, e))?;

@@ -14,6 +14,7 @@ use std::time::SystemTime;
 
 use crate::base::error::{Error, Result};
 use crate::base::limits::DEFAULT_MAX_PAGE_BYTES;
+use crate::base::param::{text, Param};
 use crate::schema::events::{LineBatcher, SourcedBatch};
 use crate::write::input::guard::{LineGuard, DEFAULT_MAX_LINE_BYTES};
 use crate::write::input::{binary, csv, ndjson, Format};
@@ -113,10 +114,13 @@ impl Input {
             Some(p) if p == Path::new("-") => stdin(),
             Some(p) => {
                 let format = format.or_else(|| Format::from_path(p)).ok_or_else(|| {
-                    Error::Usage(format!(
-                        "cannot tell the format of {} from its extension; pass --format",
-                        p.display()
-                    ))
+                    Error::usage(text![
+                        format!(
+                            "cannot tell the format of {} from its extension; pass ",
+                            p.display()
+                        ),
+                        Param::Format
+                    ])
                 })?;
                 let stamp = stamp(p)?;
                 Ok(Input {
@@ -349,7 +353,7 @@ impl ObjectProbe {
         let looks = Format::sniff(&self.head).map_or(String::new(), |(other, why)| {
             format!(" ({why}: pass --format {})", other.flag())
         });
-        Err(Error::Usage(format!(
+        Err(Error::usage(format!(
             "standard input is read as NDJSON, and no line of its first {} MiB starts a JSON object{looks}: it is refused before the rest of it is read, and nothing was published",
             NO_OBJECT_LIMIT >> 20
         )))
@@ -365,10 +369,13 @@ impl Input {
             .map_err(|e| Error::io(self.name(), e))?;
         f.rewind().map_err(|e| Error::io(self.name(), e))?;
         match Format::sniff(&head[..n]) {
-            Some((other, why)) => Err(Error::Usage(format!(
-                "standard input is read as NDJSON unless --format says otherwise, and {why}: pass --format {}",
-                other.flag()
-            ))),
+            Some((other, why)) => Err(Error::usage(text![
+                "standard input is read as NDJSON unless ",
+                Param::Format,
+                format!(" says otherwise, and {why}: pass "),
+                Param::Format,
+                format!(" {}", other.flag())
+            ])),
             None => Ok(()),
         }
     }
@@ -409,7 +416,7 @@ impl BatchSource for Input {
     fn check_unchanged(&self) -> Result<()> {
         if let Backing::Path { path, stamp: s } = &self.backing {
             if stamp(path)? != *s {
-                return Err(Error::Usage(format!(
+                return Err(Error::usage(format!(
                     "{} changed while it was being appended (size or modification time); nothing was published",
                     path.display()
                 )));
@@ -462,7 +469,7 @@ fn read_ndjson(
                     Some(b) => {
                         to[sent % workers]
                             .send(b)
-                            .map_err(|_| Error::Internal("an NDJSON parser stopped".into()))?;
+                            .map_err(|_| Error::internal("an NDJSON parser stopped"))?;
                         sent += 1;
                     }
                     None => break,
@@ -473,7 +480,7 @@ fn read_ndjson(
             }
             let parsed = from[done % workers]
                 .recv()
-                .map_err(|_| Error::Internal("an NDJSON parser stopped".into()))?;
+                .map_err(|_| Error::internal("an NDJSON parser stopped"))?;
             done += 1;
             // In input order: the first refused line is the one reported.
             for b in parsed? {

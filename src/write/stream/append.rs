@@ -27,6 +27,7 @@ use futures::StreamExt;
 use tokio::sync::mpsc;
 
 use crate::base::error::{Error, Result};
+use crate::base::param::{text, Param};
 use crate::base::rejection::Collector;
 use crate::base::time::rfc3339;
 use crate::format::claim::derived_commit_id;
@@ -99,7 +100,7 @@ fn reader(source: Arc<dyn BatchSource>) -> mpsc::Receiver<Result<SourcedBatch>> 
     tokio::task::spawn_blocking(move || {
         let r = source.read_all(&mut |b| {
             tx.blocking_send(Ok(b))
-                .map_err(|_| Error::Internal("append stopped reading".into()))
+                .map_err(|_| Error::internal("append stopped reading"))
         });
         if let Err(e) = r {
             let _ = tx.blocking_send(Err(e));
@@ -120,13 +121,17 @@ pub(crate) async fn append(
     let key = writer.commit_key.clone();
     if let Some(k) = &key {
         if k.is_empty() || k.len() > 256 || k.chars().any(char::is_control) {
-            return Err(Error::Usage(
-                "--commit-key must be 1 to 256 printable characters".into(),
+            return Err(Error::invalid(
+                Param::CommitKey,
+                text!["must be 1 to 256 printable characters"],
             ));
         }
     }
     if writer.batch_rows == 0 {
-        return Err(Error::Usage("--batch-rows must be at least 1".into()));
+        return Err(Error::invalid(
+            Param::BatchRows,
+            text!["must be at least 1"],
+        ));
     }
     let mut version = VersionPin::new(writer.schema_version.as_deref())?;
     let typed = source.typed();
@@ -154,7 +159,7 @@ pub(crate) async fn append(
             first_pass(src.as_ref(), pin, k, rows, max, keep, max_errors)
         })
         .await
-        .map_err(|e| Error::Internal(format!("validation failed: {e}")))??;
+        .map_err(|e| Error::internal(format!("validation failed: {e}")))??;
         version = pass.version;
         if let (Some(k), Some(payload)) = (&key, &pass.summary) {
             let how = claim(writer, source.clone(), version.clone(), k, payload).await?;

@@ -41,9 +41,7 @@ impl Committer {
         commit_key: Option<String>,
     ) -> Result<Self> {
         let handle = Handle::try_current().map_err(|_| {
-            Error::Usage(
-                "a sink needs a tokio runtime: create it inside one (Runtime::enter)".into(),
-            )
+            Error::usage("a sink needs a tokio runtime: create it inside one (Runtime::enter)")
         })?;
         let encoders = Arc::new(Semaphore::new(writer.encoders()));
         Ok(Self {
@@ -81,13 +79,13 @@ impl Committer {
             .clone()
             .acquire_owned()
             .await
-            .map_err(|e| Error::Internal(e.to_string()))?;
+            .map_err(|e| Error::internal_from(e))?;
         let encoder = self
             .encoders
             .clone()
             .acquire_owned()
             .await
-            .map_err(|e| Error::Internal(e.to_string()))?;
+            .map_err(|e| Error::internal_from(e))?;
         self.collect_ready().await?;
         let id = match &self.commit_key {
             Some(k) => derived_commit_id(&f.run_id, &f.target_crs, k, f.index_in_group),
@@ -154,5 +152,5 @@ impl Committer {
 
 async fn join(t: JoinHandle<Result<Pointer>>) -> Result<Pointer> {
     t.await
-        .map_err(|e| Error::Internal(format!("a commit task failed: {e}")))?
+        .map_err(|e| Error::internal(format!("a commit task failed: {e}")))?
 }

@@ -18,6 +18,7 @@ use arrow_array::{Array, RecordBatch};
 use sha2::{Digest, Sha256};
 
 use crate::base::error::{Error, Result};
+use crate::base::param::{text, Param};
 use crate::format::claim::derived_commit_id;
 use crate::schema::contract::{self, Kind};
 use crate::write::stream::partition::PartitionIndex;
@@ -118,10 +119,7 @@ impl PayloadDigest {
         let part = &mut self.parts[p];
         let bound = encoded_bound(part.plain, part.rows, self.kinds.len());
         if bound > self.max_part_bytes as u64 {
-            return Err(Error::Usage(format!(
-                "the flush of {} rows for run_id={run} target_crs={crs} may encode to up to {bound} bytes, over the {}-byte limit of one create-only PUT; lower --batch-rows",
-                part.rows, self.max_part_bytes
-            )));
+            return Err(Error::usage(text![format!("the flush of {} rows for run_id={run} target_crs={crs} may encode to up to {bound} bytes, over the {}-byte limit of one create-only PUT; lower ", part.rows, self.max_part_bytes), Param::BatchRows]));
         }
         let id = derived_commit_id(run, crs, &self.key, part.index);
         let content = hex::encode(part.content.finalize_reset());

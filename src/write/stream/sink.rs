@@ -96,13 +96,13 @@ impl Sink {
         commit_key: Option<String>,
     ) -> Result<Self> {
         if opts.batch_rows == 0 {
-            return Err(Error::Usage("batch_rows must be at least 1".into()));
+            return Err(Error::usage("batch_rows must be at least 1"));
         }
         let max_delay = match opts.max_delay {
             None => None,
             Some(d) => Some(
                 chrono::Duration::from_std(d)
-                    .map_err(|_| Error::Usage(format!("max_delay {d:?} is too long")))?,
+                    .map_err(|_| Error::usage(format!("max_delay {d:?} is too long")))?,
             ),
         };
         let committer = Committer::new(writer.clone(), opts.max_in_flight, commit_key)?;
@@ -282,7 +282,7 @@ impl Sink {
             let m = m.clone();
             self.grouper.discard();
             self.committer.drain().await.ok();
-            return Err(Error::Usage(format!("the sink failed earlier: {m}")));
+            return Err(Error::usage(format!("the sink failed earlier: {m}")));
         }
         let flushes = self.grouper.finish()?;
         self.commit(flushes).await?;
@@ -308,10 +308,10 @@ impl Sink {
     fn check_open(&self) -> Result<()> {
         match &self.state {
             State::Open => Ok(()),
-            State::Failed(m) => Err(Error::Usage(format!(
+            State::Failed(m) => Err(Error::usage(format!(
                 "the sink failed earlier ({m}); it takes no more rows: finish or abort it"
             ))),
-            State::Closed => Err(Error::Internal("the sink is closed".into())),
+            State::Closed => Err(Error::internal("the sink is closed")),
         }
     }
 

@@ -87,7 +87,7 @@ impl SpillFile {
     /// Append `batches` (of one schema, at least one) as one segment.
     pub(crate) fn write(&mut self, batches: &[RecordBatch]) -> Result<Segment> {
         let Some(first) = batches.first() else {
-            return Err(Error::Internal("spilling no rows".into()));
+            return Err(Error::internal("spilling no rows"));
         };
         let mut out = Counting {
             inner: BufWriter::with_capacity(1 << 20, &self.file),

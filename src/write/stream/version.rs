@@ -53,7 +53,7 @@ impl VersionPin {
         };
         let batch = contract::conform(vec![batch], &from, &to)?
             .pop()
-            .ok_or_else(|| Error::Internal("conform lost a batch".into()))?;
+            .ok_or_else(|| Error::internal("conform lost a batch"))?;
         Ok((batch, to))
     }
 
