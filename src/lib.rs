@@ -77,7 +77,8 @@ pub mod witness;
 mod write;
 
 // Errors.
-pub use base::error::{Error, ErrorKind, Failed, Result};
+pub use base::error::{Error, ErrorKind, Failed, Origin, Result};
+pub use base::param::{Param, Piece, Text};
 pub use base::rejection::{InputError, Place, Rejection, DEFAULT_MAX_ERRORS};
 
 // Injected time and ids.

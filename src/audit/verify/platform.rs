@@ -206,7 +206,7 @@ mod tests {
 
     fn refused(shards: Option<u32>, vars: &[(&str, &str)]) -> String {
         match auto(shards, vars) {
-            Err(Error::Usage(m)) => m,
+            Err(e @ (Error::Usage(_) | Error::Invalid { .. })) => e.to_string(),
             other => panic!("expected a usage error, got {other:?}"),
         }
     }
