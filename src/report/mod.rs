@@ -25,7 +25,7 @@ use chrono::{DateTime, Utc};
 use futures::{StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
 
-use crate::audit::report::{ProblemKind, Report};
+use crate::audit::findings::{ProblemKind, Report};
 use crate::audit::verify::{verify_with, VerifyOptions};
 use crate::base::digest::Check as DigestCheck;
 use crate::base::error::{Error, Failed, Result};
