@@ -41,7 +41,7 @@
 //!    keys, committing one flush, and the [`Writer`] façade. Beside it, `read`: the
 //!    trusted read path, a [`snapshot()`] as of a seal and a [`scan()`] of it that checks
 //!    every part against its sealed pointer.
-//! 8. `audit`: the report vocabulary, the chain walk, `log`, `verify` (one pipeline, full or
+//! 8. `audit`: the findings vocabulary, the chain walk, `log`, `verify` (one pipeline, full or
 //!    since a seal, sharded), inclusion proofs, `repair` and `sweep`.
 //! 9. Applications, each on its own: [`replicate`], [`witness`], [`export`], and
 //!    [`compact`]: sealed commits merged into larger parts, every row accounted for in a
