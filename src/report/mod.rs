@@ -2,7 +2,7 @@
 //! or JSON ([`render()`]), from one data model ([`AuditReport`], whose JSON is the JSON
 //! format; its schema is docs/report.schema.json).
 //!
-//! [`collect`] runs the same checks as `verify` (with the trust anchors given: an expected
+//! [`collect()`] runs the same checks as `verify` (with the trust anchors given: an expected
 //! head digest, public keys, a witness), then counts what the rows say in one streamed pass
 //! over the trusted read path ([`crate::read`]): the snapshot as of a seal, each part
 //! fetched once, checked against its pointer and decoded only in the columns counted
