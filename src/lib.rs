@@ -41,7 +41,7 @@
 //!    keys, committing one flush, and the [`Writer`] façade. Beside it, `read`: the
 //!    trusted read path, a [`snapshot()`] as of a seal and a [`scan()`] of it that checks
 //!    every part against its sealed pointer.
-//! 8. `audit`: the report vocabulary, the chain walk, `log`, `verify` (one pipeline, full or
+//! 8. `audit`: the findings vocabulary, the chain walk, `log`, `verify` (one pipeline, full or
 //!    since a seal, sharded), inclusion proofs, `repair` and `sweep`.
 //! 9. Applications, each on its own: [`replicate`], [`witness`], [`export`], and
 //!    [`compact`]: sealed commits merged into larger parts, every row accounted for in a
@@ -130,10 +130,10 @@ pub use read::{
 };
 
 // Auditing.
+pub use audit::findings::{InFlight, InFlightKind, Problem, ProblemKind, Progress, Report};
 pub use audit::log::since_seal;
 pub use audit::proof::{prove, verify_proof, Proof, ProofSummary, ProveAgainst};
 pub use audit::repair::{repair, repair_with, RepairOptions, RepairOutcome};
-pub use audit::report::{InFlight, InFlightKind, Problem, ProblemKind, Progress, Report};
 pub use audit::sweep::{sweep, sweep_all, SweepOutcome};
 pub use audit::verify::options::{ShardSpec, VerifyOptions};
 pub use audit::verify::platform::{ResolvedShard, ShardRequest};
@@ -147,11 +147,11 @@ pub use base::time::parse_duration;
 pub mod internal {
     pub use crate::audit::{chain, verify::platform, verify::report_dir, verify::shard};
     pub use crate::base::{digest, time};
-    pub use crate::format::{checkpoint, claim, compaction, delta, identity, keys, pointer};
-    pub use crate::history::checkpoint::{
+    pub use crate::format::{claim, compaction, delta, delta_checkpoint, identity, keys, pointer};
+    pub use crate::history::delta::complete_log as complete_delta_log;
+    pub use crate::history::delta_checkpoint::{
         write as write_delta_checkpoint, write_if_due as write_delta_checkpoint_if_due,
     };
-    pub use crate::history::delta::complete_log as complete_delta_log;
     pub use crate::history::identity::ensure_identity;
     pub use crate::history::{complete, frontier, index, merkle, seal, signing, tiles};
     pub use crate::parts::{encode, multiset, pages, read as part};

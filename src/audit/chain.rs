@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use crate::audit::report::{Problem, ProblemKind};
+use crate::audit::findings::{Problem, ProblemKind};
 use crate::base::error::Result;
 use crate::format::keys;
 use crate::format::keys::seal_key;

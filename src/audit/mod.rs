@@ -4,9 +4,9 @@
 //! See docs/audit-guide.md for what each of these proves.
 
 pub mod chain;
+pub(crate) mod findings;
 pub(crate) mod log;
 pub(crate) mod proof;
 pub(crate) mod repair;
-pub(crate) mod report;
 pub(crate) mod sweep;
 pub(crate) mod verify;

@@ -152,7 +152,7 @@ pub async fn repair_with(
             .to_string(),
     };
     for p in &chain.problems {
-        if p.kind == crate::audit::report::ProblemKind::SealMissing
+        if p.kind == crate::audit::findings::ProblemKind::SealMissing
             && !out.restored.contains(&p.key)
         {
             out.missing

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crate::audit::report::{Progress, Report};
+use crate::audit::findings::{Progress, Report};
 use crate::audit::verify::platform::{ResolvedShard, ShardRequest};
 use crate::audit::verify::report_dir::{read_shard_reports, write_shard_report};
 use crate::audit::verify::{verify_with, VerifyOptions};

@@ -33,7 +33,7 @@ pub struct Claim {
     pub format: String,
     /// The key as given.
     pub commit_key: String,
-    /// Format 2: the payload's content digest (see [`crate::write::stream`]'s `digest`); format 1:
+    /// Format 2: the payload's content digest (see [`crate::write::stream`]'s `payload_summary`); format 1:
     /// sha256 over the commits, see [`payload_sha256`].
     pub payload_sha256: String,
     /// Format 2: flushes (commits) in the payload.

@@ -72,7 +72,7 @@ fn delta_log_number(key: &str, suffix: &str) -> Option<u64> {
     digits.parse().ok()
 }
 
-/// The key of Delta version `v`'s checkpoint ([`crate::format::checkpoint`]).
+/// The key of Delta version `v`'s checkpoint ([`crate::format::delta_checkpoint`]).
 pub fn delta_checkpoint_key(v: u64) -> String {
     format!("{DELTA_LOG_PREFIX}{v:020}.checkpoint.parquet")
 }
@@ -534,7 +534,7 @@ pub enum KeyKind {
     /// A Delta version of ours, `_delta_log/<20 digits>.json` ([`crate::format::delta`]).
     DeltaVersion(u64),
     /// A Delta checkpoint of ours, `_delta_log/<20 digits>.checkpoint.parquet`
-    /// ([`crate::format::checkpoint`]).
+    /// ([`crate::format::delta_checkpoint`]).
     DeltaCheckpoint(u64),
     /// A compaction record, `_lineage/compacted/records/<compaction-id>.json`.
     CompactionRecord {

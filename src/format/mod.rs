@@ -1,9 +1,9 @@
 //! The object layout and the formats of the objects: pure data, no I/O.
 
-pub mod checkpoint;
 pub mod claim;
 pub mod compaction;
 pub mod delta;
+pub mod delta_checkpoint;
 pub mod identity;
 pub mod keys;
 pub mod pointer;

@@ -18,9 +18,9 @@
 //! verifying as they are; the first seal of the new format adds the structures for their
 //! whole history.
 
-pub(crate) mod checkpoint;
 pub mod complete;
 pub(crate) mod delta;
+pub(crate) mod delta_checkpoint;
 pub mod frontier;
 pub(crate) mod head;
 pub(crate) mod identity;

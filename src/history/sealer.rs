@@ -77,7 +77,7 @@ pub struct SealOptions {
     /// wins; the other's records and parts stay unreferenced, which `verify` names).
     pub compactions_planned_at: u64,
     /// Write a Delta checkpoint for the seal's version when it is a multiple of this, or
-    /// removes files (a compaction's); 0: never ([`crate::format::checkpoint::due`]).
+    /// removes files (a compaction's); 0: never ([`crate::format::delta_checkpoint::due`]).
     pub delta_checkpoint_interval: u64,
 }
 
@@ -225,7 +225,7 @@ pub async fn seal_with(
             }
         }
         // The checkpoint is an optimisation for Delta readers: the seal stands without it.
-        if let Err(e) = crate::history::checkpoint::write_if_due(
+        if let Err(e) = crate::history::delta_checkpoint::write_if_due(
             store,
             seal.seq,
             opts.delta_checkpoint_interval,

@@ -1,15 +1,18 @@
-//! What a part's rows say, for the exports: per stage, the counts of outcomes, rejection
-//! reasons, event types, source CRSs, tools and audit tags, and the event-time range.
+//! What a part's rows say, counted from its bytes: per stage, the counts of outcomes,
+//! rejection reasons, event types, source CRSs, tools and audit tags, and the event-time
+//! range; over the whole part, an `accuracy_m` histogram. The one counter over a part's
+//! rows: the exports read its per-stage counts, the audit report all of it.
 //!
 //! Counted from the part's bytes as the trusted read path fetched and checked them
 //! ([`crate::read`]): only the counted columns are decoded, a batch at a time. Columns are
-//! found by name, so a part of any registered contract version is read.
+//! found by name, so a part of any registered contract version is read (every version has
+//! the counted columns: later versions only add columns).
 
 use std::collections::BTreeMap;
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::TimestampMicrosecondType;
-use arrow_array::{Array, RecordBatch, StringArray};
+use arrow_array::types::{Float64Type, TimestampMicrosecondType};
+use arrow_array::{Array, Float64Array, RecordBatch, StringArray, TimestampMicrosecondArray};
 use bytes::Bytes;
 use parquet::arrow::ProjectionMask;
 use serde::Serialize;
@@ -20,8 +23,8 @@ use crate::parts::read::corrupt;
 /// Rows decoded at a time.
 const BATCH_ROWS: usize = 8192;
 
-/// The columns counted, in the order [`count_batch`] reads them.
-const COLUMNS: [&str; 8] = [
+/// The columns counted.
+const COLUMNS: [&str; 9] = [
     "stage",
     "event_type",
     "source_crs",
@@ -30,7 +33,65 @@ const COLUMNS: [&str; 8] = [
     "tool_version",
     "audit_tag",
     "event_time_utc",
+    "accuracy_m",
 ];
+
+/// Upper bounds (metres, exclusive) of the `accuracy_m` histogram's bins, one decade
+/// each; the last bin is open. Fixed, so histograms of parts add up and of stores compare.
+pub(crate) const ACCURACY_EDGES: [f64; 6] = [0.01, 0.1, 1.0, 10.0, 100.0, 1000.0];
+
+/// One bin per edge, one above the last.
+pub(crate) const ACCURACY_BINS: usize = ACCURACY_EDGES.len() + 1;
+
+/// The bin of `v` (negative values, which the contract refuses, fall in the first).
+pub(crate) fn accuracy_bin(v: f64) -> usize {
+    ACCURACY_EDGES
+        .iter()
+        .position(|e| v < *e)
+        .unwrap_or(ACCURACY_EDGES.len())
+}
+
+/// Counts of `accuracy_m` (of one part, or of several parts of one target CRS).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Accuracy {
+    /// Events per bin.
+    pub bins: [u64; ACCURACY_BINS],
+    /// Events without a (finite) value.
+    pub null: u64,
+    /// Smallest and largest value.
+    pub range: Option<(f64, f64)>,
+}
+
+impl Accuracy {
+    /// Add `o`'s counts to these.
+    pub(crate) fn merge(&mut self, o: &Accuracy) {
+        for (a, b) in self.bins.iter_mut().zip(o.bins) {
+            *a += b;
+        }
+        self.null += o.null;
+        if let Some((lo, hi)) = o.range {
+            self.add_range(lo, hi);
+        }
+    }
+
+    /// Count one event's value (`None`: null).
+    fn add(&mut self, v: Option<f64>) {
+        match v {
+            Some(v) if v.is_finite() => {
+                self.bins[accuracy_bin(v)] += 1;
+                self.add_range(v, v);
+            }
+            _ => self.null += 1,
+        }
+    }
+
+    fn add_range(&mut self, lo: f64, hi: f64) {
+        self.range = Some(match self.range {
+            None => (lo, hi),
+            Some((a, b)) => (a.min(lo), b.max(hi)),
+        });
+    }
+}
 
 /// Counts of one stage.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -122,10 +183,25 @@ fn bump(map: &mut BTreeMap<String, u64>, key: &str) {
     }
 }
 
+/// What one part's rows say: per stage, and over the part (which is of one target CRS) the
+/// `accuracy_m` histogram.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct PartCounts {
+    /// Per stage.
+    pub stats: PartStats,
+    /// `accuracy_m`.
+    pub accuracy: Accuracy,
+}
+
+/// A part's counts per stage ([`count_part`] without the histogram).
+pub(crate) fn part_stats(key: &str, bytes: Bytes, max_page: u64) -> Result<PartStats> {
+    count_part(key, bytes, max_page).map(|c| c.stats)
+}
+
 /// Count the rows of a part, from its bytes (already checked against its pointer by the
 /// trusted read path: the counts are of the bytes the digest covers). Only the counted
-/// columns are decoded, a batch at a time.
-pub(crate) fn part_stats(key: &str, bytes: Bytes, max_page: u64) -> Result<PartStats> {
+/// columns are decoded, a batch at a time, no page over `max_page` bytes.
+pub(crate) fn count_part(key: &str, bytes: Bytes, max_page: u64) -> Result<PartCounts> {
     let bad = |m: String| corrupt(key, m);
     let builder = crate::parts::pages::builder(bytes, max_page).map_err(bad)?;
     // Leaf index of each counted column (the contract is flat: one leaf per field).
@@ -146,61 +222,112 @@ pub(crate) fn part_stats(key: &str, bytes: Bytes, max_page: u64) -> Result<PartS
         .with_batch_size(BATCH_ROWS)
         .build()
         .map_err(|e| bad(e.to_string()))?;
-    let mut stats = PartStats::default();
+    let mut counts = PartCounts::default();
     for batch in reader {
         let batch = batch.map_err(|e| bad(format!("unreadable column data: {e}")))?;
-        count_batch(&batch, &mut stats).map_err(bad)?;
+        count_batch(&batch, &mut counts).map_err(bad)?;
     }
-    Ok(stats)
+    Ok(counts)
 }
 
 fn value(a: &StringArray, i: usize) -> Option<&str> {
     a.is_valid(i).then(|| a.value(i))
 }
 
-fn count_batch(batch: &RecordBatch, stats: &mut PartStats) -> std::result::Result<(), String> {
-    let text = |name: &str| -> std::result::Result<&StringArray, String> {
-        batch
-            .column_by_name(name)
-            .and_then(|a| a.as_string_opt::<i32>())
-            .ok_or_else(|| format!("column `{name}` is not a string column"))
-    };
-    let [stage, event_type, source_crs, outcome, reason, tool, tag] = [
-        text(COLUMNS[0])?,
-        text(COLUMNS[1])?,
-        text(COLUMNS[2])?,
-        text(COLUMNS[3])?,
-        text(COLUMNS[4])?,
-        text(COLUMNS[5])?,
-        text(COLUMNS[6])?,
-    ];
-    let time = batch
-        .column_by_name(COLUMNS[7])
-        .and_then(|a| a.as_primitive_opt::<TimestampMicrosecondType>())
-        .ok_or("column `event_time_utc` is not a microsecond timestamp")?;
-    for i in 0..batch.num_rows() {
-        let s = value(stage, i).unwrap_or("");
-        let st = match stats.stages.get_mut(s) {
-            Some(st) => st,
-            None => stats.stages.entry(s.to_string()).or_default(),
+/// The counted columns of one batch, in the order of [`COLUMNS`].
+struct Columns<'a> {
+    stage: &'a StringArray,
+    event_type: &'a StringArray,
+    source_crs: &'a StringArray,
+    outcome: &'a StringArray,
+    reason: &'a StringArray,
+    tool: &'a StringArray,
+    tag: &'a StringArray,
+    time: &'a TimestampMicrosecondArray,
+    accuracy: &'a Float64Array,
+}
+
+impl<'a> Columns<'a> {
+    fn of(batch: &'a RecordBatch) -> std::result::Result<Self, String> {
+        let text = |name: &str| -> std::result::Result<&'a StringArray, String> {
+            batch
+                .column_by_name(name)
+                .and_then(|a| a.as_string_opt::<i32>())
+                .ok_or_else(|| format!("column `{name}` is not a string column"))
         };
+        Ok(Columns {
+            stage: text(COLUMNS[0])?,
+            event_type: text(COLUMNS[1])?,
+            source_crs: text(COLUMNS[2])?,
+            outcome: text(COLUMNS[3])?,
+            reason: text(COLUMNS[4])?,
+            tool: text(COLUMNS[5])?,
+            tag: text(COLUMNS[6])?,
+            time: batch
+                .column_by_name(COLUMNS[7])
+                .and_then(|a| a.as_primitive_opt::<TimestampMicrosecondType>())
+                .ok_or("column `event_time_utc` is not a microsecond timestamp")?,
+            accuracy: batch
+                .column_by_name(COLUMNS[8])
+                .and_then(|a| a.as_primitive_opt::<Float64Type>())
+                .ok_or("column `accuracy_m` is not a float64 column")?,
+        })
+    }
+
+    /// Count row `i` into its stage's counts.
+    fn count_row(&self, i: usize, st: &mut StageStats) {
         st.rows += 1;
-        bump(&mut st.event_types, value(event_type, i).unwrap_or(""));
-        let o = value(outcome, i).unwrap_or("");
+        bump(&mut st.event_types, value(self.event_type, i).unwrap_or(""));
+        let o = value(self.outcome, i).unwrap_or("");
         bump(&mut st.outcomes, o);
         if o == "rejected" {
-            bump(&mut st.rejection_reasons, value(reason, i).unwrap_or(""));
+            bump(
+                &mut st.rejection_reasons,
+                value(self.reason, i).unwrap_or(""),
+            );
         }
-        if let Some(c) = value(source_crs, i) {
+        if let Some(c) = value(self.source_crs, i) {
             bump(&mut st.source_crs, c);
         }
-        bump(&mut st.tools, value(tool, i).unwrap_or(""));
-        if let Some(t) = value(tag, i) {
+        bump(&mut st.tools, value(self.tool, i).unwrap_or(""));
+        if let Some(t) = value(self.tag, i) {
             bump(&mut st.audit_tags, t);
         }
-        if time.is_valid(i) {
-            widen(&mut st.event_time_us, time.value(i));
+        if self.time.is_valid(i) {
+            widen(&mut st.event_time_us, self.time.value(i));
         }
     }
+}
+
+fn count_batch(batch: &RecordBatch, counts: &mut PartCounts) -> std::result::Result<(), String> {
+    let cols = Columns::of(batch)?;
+    for i in 0..batch.num_rows() {
+        let s = value(cols.stage, i).unwrap_or("");
+        let stages = &mut counts.stats.stages;
+        let st = match stages.get_mut(s) {
+            Some(st) => st,
+            None => stages.entry(s.to_string()).or_default(),
+        };
+        cols.count_row(i, st);
+        let a = cols.accuracy;
+        counts.accuracy.add(a.is_valid(i).then(|| a.value(i)));
+    }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accuracy_bins_are_decades_lower_bound_inclusive() {
+        assert_eq!(accuracy_bin(0.0), 0);
+        assert_eq!(accuracy_bin(0.009_999), 0);
+        assert_eq!(accuracy_bin(0.01), 1);
+        assert_eq!(accuracy_bin(0.5), 2);
+        assert_eq!(accuracy_bin(1.0), 3);
+        assert_eq!(accuracy_bin(999.9), 5);
+        assert_eq!(accuracy_bin(1000.0), 6);
+        assert_eq!(accuracy_bin(1e12), ACCURACY_BINS - 1);
+    }
 }

@@ -5,6 +5,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 use plotters::coord::ranged1d::SegmentValue;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 use crate::base::error::{Error, Result};
@@ -117,6 +118,26 @@ pub(crate) fn bars(id: &str, title: &str, items: &[ValueCount]) -> Result<String
 
 /// An `accuracy_m` histogram (one bar per decade bin).
 pub(crate) fn histogram(id: &str, h: &Histogram) -> Result<String> {
+    let buf = draw_histogram(h)?;
+    let desc = h
+        .bins
+        .iter()
+        .map(|b| format!("{}: {}", b.label, b.count))
+        .collect::<Vec<_>>()
+        .join("; ");
+    Ok(accessible(
+        &buf,
+        id,
+        &format!("accuracy_m of the events with target CRS {}", h.target_crs),
+        &format!(
+            "Histogram, one bar per decade of metres. {desc}; {} events without a value.",
+            h.without_value
+        ),
+    ))
+}
+
+/// plotters' SVG of an `accuracy_m` histogram.
+fn draw_histogram(h: &Histogram) -> Result<String> {
     let n = h.bins.len().max(1);
     let max = h.bins.iter().map(|b| b.count).max().unwrap_or(1).max(1);
     let mut buf = String::new();
@@ -162,21 +183,7 @@ pub(crate) fn histogram(id: &str, h: &Histogram) -> Result<String> {
             .map_err(err)?;
         root.present().map_err(err)?;
     }
-    let desc = h
-        .bins
-        .iter()
-        .map(|b| format!("{}: {}", b.label, b.count))
-        .collect::<Vec<_>>()
-        .join("; ");
-    Ok(accessible(
-        &buf,
-        id,
-        &format!("accuracy_m of the events with target CRS {}", h.target_crs),
-        &format!(
-            "Histogram, one bar per decade of metres. {desc}; {} events without a value.",
-            h.without_value
-        ),
-    ))
+    Ok(buf)
 }
 
 fn parse(t: &str) -> Option<DateTime<Utc>> {
@@ -185,20 +192,86 @@ fn parse(t: &str) -> Option<DateTime<Utc>> {
         .map(|t| t.with_timezone(&Utc))
 }
 
+/// The time axis of the timeline: hours since the first seal.
+struct TimeAxis {
+    start: DateTime<Utc>,
+    end: DateTime<Utc>,
+    /// Hours from the first seal to the last; at least a minute.
+    span_h: f64,
+}
+
+impl TimeAxis {
+    /// The axis over `times`; `None` when no time parses.
+    fn over(times: &[Option<DateTime<Utc>>]) -> Option<Self> {
+        let start = times.iter().flatten().min().copied()?;
+        let end = times.iter().flatten().max().copied().unwrap_or(start);
+        Some(TimeAxis {
+            start,
+            end,
+            span_h: hours(end - start).max(1.0 / 60.0),
+        })
+    }
+
+    /// Where `t` is on the axis (the start when it did not parse).
+    fn x(&self, t: Option<DateTime<Utc>>) -> f64 {
+        t.map_or(0.0, |t| hours(t - self.start))
+    }
+
+    /// The label at `x`: days, or down to seconds for a short span.
+    fn label(&self, x: f64) -> String {
+        let fmt = if self.span_h > 48.0 {
+            "%Y-%m-%d"
+        } else if self.span_h > 2.0 {
+            "%m-%d %H:%M"
+        } else {
+            "%H:%M:%S"
+        };
+        (self.start + Duration::milliseconds((x * 3_600_000.0) as i64))
+            .format(fmt)
+            .to_string()
+    }
+}
+
+fn hours(d: Duration) -> f64 {
+    d.num_milliseconds() as f64 / 3_600_000.0
+}
+
 /// The seal chain over time: commits per seal (or group of seals), a filled circle for a
 /// signed seal and a cross for an unsigned one, a triangle above a witnessed one.
 pub(crate) fn timeline(id: &str, t: &Timeline) -> Result<Option<String>> {
     let times: Vec<Option<DateTime<Utc>>> = t.points.iter().map(|p| parse(&p.sealed_utc)).collect();
-    let Some(start) = times.iter().flatten().min().copied() else {
+    let Some(axis) = TimeAxis::over(&times) else {
         return Ok(None);
     };
-    let end = times.iter().flatten().max().copied().unwrap_or(start);
-    // Hours since the first seal; at least a minute wide.
-    let hours = |d: Duration| d.num_milliseconds() as f64 / 3_600_000.0;
-    let span_h = hours(end - start).max(1.0 / 60.0);
-    let x_of = |p: Option<DateTime<Utc>>| p.map_or(0.0, |p| hours(p - start));
+    let buf = draw_timeline(t, &times, &axis)?;
+    let desc = format!(
+        "{} seals from {} to {}: {} signed, {} unsigned{}. Each mark is {}; its height the commits it added.",
+        t.seals,
+        axis.start.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        axis.end.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        t.signed,
+        t.seals - t.signed,
+        t.witnessed
+            .map(|w| format!(", {w} witnessed"))
+            .unwrap_or_default(),
+        if t.grouped { "a group of consecutive seals" } else { "one seal" }
+    );
+    Ok(Some(accessible(
+        &buf,
+        id,
+        "The seal chain over time",
+        &desc,
+    )))
+}
+
+/// The timeline's chart: axes, marks and legend.
+type TimelineChart<'a, 'b> =
+    ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// plotters' SVG of the timeline; `times`: each point's time.
+fn draw_timeline(t: &Timeline, times: &[Option<DateTime<Utc>>], axis: &TimeAxis) -> Result<String> {
     let ymax = t.points.iter().map(|p| p.commits).max().unwrap_or(1).max(1) as f64;
-    let pad = span_h * 0.04;
+    let pad = axis.span_h * 0.04;
     let mut buf = String::new();
     {
         let root = SVGBackend::with_string(&mut buf, (900, 320)).into_drawing_area();
@@ -208,20 +281,9 @@ pub(crate) fn timeline(id: &str, t: &Timeline) -> Result<Option<String>> {
             .x_label_area_size(40)
             .y_label_area_size(60)
             // Headroom above the marks for the legend.
-            .build_cartesian_2d(-pad..span_h + pad, 0.0..ymax * 1.6)
+            .build_cartesian_2d(-pad..axis.span_h + pad, 0.0..ymax * 1.6)
             .map_err(err)?;
-        let fmt = if span_h > 48.0 {
-            "%Y-%m-%d"
-        } else if span_h > 2.0 {
-            "%m-%d %H:%M"
-        } else {
-            "%H:%M:%S"
-        };
-        let xlabel = |x: &f64| {
-            (start + Duration::milliseconds((x * 3_600_000.0) as i64))
-                .format(fmt)
-                .to_string()
-        };
+        let xlabel = |x: &f64| axis.label(*x);
         chart
             .configure_mesh()
             .light_line_style(WHITE)
@@ -237,45 +299,8 @@ pub(crate) fn timeline(id: &str, t: &Timeline) -> Result<Option<String>> {
             })
             .draw()
             .map_err(err)?;
-        let at = |i: usize| (x_of(times[i]), t.points[i].commits as f64);
-        let signed: Vec<(f64, f64)> = (0..t.points.len())
-            .filter(|i| t.points[*i].signed == t.points[*i].last_seq - t.points[*i].first_seq + 1)
-            .map(at)
-            .collect();
-        let unsigned: Vec<(f64, f64)> = (0..t.points.len())
-            .filter(|i| t.points[*i].signed < t.points[*i].last_seq - t.points[*i].first_seq + 1)
-            .map(at)
-            .collect();
-        let witnessed: Vec<(f64, f64)> = (0..t.points.len())
-            .filter(|i| t.points[*i].witnessed > 0)
-            .map(at)
-            .map(|(x, y)| (x, y + ymax * 0.1))
-            .collect();
-        chart
-            .draw_series(signed.iter().map(|p| Circle::new(*p, 5, SIGNED.filled())))
-            .map_err(err)?
-            .label("signed")
-            .legend(|(x, y)| Circle::new((x, y), 5, SIGNED.filled()));
-        chart
-            .draw_series(
-                unsigned
-                    .iter()
-                    .map(|p| Cross::new(*p, 5, UNSIGNED.stroke_width(2))),
-            )
-            .map_err(err)?
-            .label("unsigned")
-            .legend(|(x, y)| Cross::new((x, y), 5, UNSIGNED.stroke_width(2)));
-        if t.witnessed.is_some() {
-            chart
-                .draw_series(
-                    witnessed
-                        .iter()
-                        .map(|p| TriangleMarker::new(*p, 6, WITNESS.filled())),
-                )
-                .map_err(err)?
-                .label("witnessed")
-                .legend(|(x, y)| TriangleMarker::new((x, y), 6, WITNESS.filled()));
-        }
+        let at = |i: usize| (axis.x(times[i]), t.points[i].commits as f64);
+        draw_seal_marks(&mut chart, t, at, ymax)?;
         chart
             .configure_series_labels()
             .background_style(WHITE.mix(0.9))
@@ -286,22 +311,55 @@ pub(crate) fn timeline(id: &str, t: &Timeline) -> Result<Option<String>> {
             .map_err(err)?;
         root.present().map_err(err)?;
     }
-    let desc = format!(
-        "{} seals from {} to {}: {} signed, {} unsigned{}. Each mark is {}; its height the commits it added.",
-        t.seals,
-        start.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-        end.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-        t.signed,
-        t.seals - t.signed,
-        t.witnessed
-            .map(|w| format!(", {w} witnessed"))
-            .unwrap_or_default(),
-        if t.grouped { "a group of consecutive seals" } else { "one seal" }
-    );
-    Ok(Some(accessible(
-        &buf,
-        id,
-        "The seal chain over time",
-        &desc,
-    )))
+    Ok(buf)
+}
+
+/// The timeline's marks, each series with its legend entry: signed and unsigned points at
+/// `at(i)`, witnessed ones (when a witness was checked) a little above.
+fn draw_seal_marks(
+    chart: &mut TimelineChart<'_, '_>,
+    t: &Timeline,
+    at: impl Fn(usize) -> (f64, f64),
+    ymax: f64,
+) -> Result<()> {
+    let seals_of = |i: &usize| t.points[*i].last_seq - t.points[*i].first_seq + 1;
+    let signed: Vec<(f64, f64)> = (0..t.points.len())
+        .filter(|i| t.points[*i].signed == seals_of(i))
+        .map(&at)
+        .collect();
+    let unsigned: Vec<(f64, f64)> = (0..t.points.len())
+        .filter(|i| t.points[*i].signed < seals_of(i))
+        .map(&at)
+        .collect();
+    let witnessed: Vec<(f64, f64)> = (0..t.points.len())
+        .filter(|i| t.points[*i].witnessed > 0)
+        .map(&at)
+        .map(|(x, y)| (x, y + ymax * 0.1))
+        .collect();
+    chart
+        .draw_series(signed.iter().map(|p| Circle::new(*p, 5, SIGNED.filled())))
+        .map_err(err)?
+        .label("signed")
+        .legend(|(x, y)| Circle::new((x, y), 5, SIGNED.filled()));
+    chart
+        .draw_series(
+            unsigned
+                .iter()
+                .map(|p| Cross::new(*p, 5, UNSIGNED.stroke_width(2))),
+        )
+        .map_err(err)?
+        .label("unsigned")
+        .legend(|(x, y)| Cross::new((x, y), 5, UNSIGNED.stroke_width(2)));
+    if t.witnessed.is_some() {
+        chart
+            .draw_series(
+                witnessed
+                    .iter()
+                    .map(|p| TriangleMarker::new(*p, 6, WITNESS.filled())),
+            )
+            .map_err(err)?
+            .label("witnessed")
+            .legend(|(x, y)| TriangleMarker::new((x, y), 6, WITNESS.filled()));
+    }
+    Ok(())
 }

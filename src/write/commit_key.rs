@@ -9,7 +9,7 @@
 //! is published (a payload with more flushes would add its extra flushes before the first
 //! collision is seen). So the writer first claims the key: in the pass that validates the
 //! input it digests the payload (its flushes, their commit ids, row counts and the rows
-//! themselves, see [`crate::write::stream`]'s `digest`), creates
+//! themselves, see [`crate::write::stream`]'s `payload_summary`), creates
 //! `_lineage/commit-keys/<sha256(KEY)>.json` recording that digest, and only then, in a
 //! second pass, publishes parts. A claim already there for another payload refuses the
 //! whole append, naming both digests, with nothing published.

@@ -22,7 +22,7 @@ use bytes::Bytes;
 use futures::StreamExt;
 
 use crate::audit::chain::Chain;
-use crate::audit::report::{InFlight, InFlightKind, Problem, ProblemKind};
+use crate::audit::findings::{InFlight, InFlightKind, Problem, ProblemKind};
 use crate::audit::verify::flight::Window;
 use crate::base::error::Result;
 use crate::base::time::rfc3339;

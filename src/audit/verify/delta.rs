@@ -11,7 +11,7 @@
 //!   Delta log at all was sealed before Delta versions existed;
 //! - `bad_delta_version`: a version that is not what its seal gives, or one no seal has;
 //! - `unknown_delta_object`: anything else under `_delta_log/` (checkpoints of ours are
-//!   checked by [`super::checkpoint`]).
+//!   checked by [`super::delta_checkpoint`]).
 //!
 //! Stats of an `add` whose part is itself reported (missing, changed), and the version of
 //! a seal the chain walk reported, are not judged again.
@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, HashSet};
 use serde_json::Value;
 
 use crate::audit::chain::Chain;
-use crate::audit::report::{Problem, ProblemKind};
+use crate::audit::findings::{Problem, ProblemKind};
 use crate::base::error::{Error, Result};
 use crate::format::delta::{decode_path, parse_actions, version_key, TAG_COMMIT_ID};
 use crate::history::delta::{read_version, Builder};

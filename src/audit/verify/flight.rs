@@ -22,9 +22,9 @@ use std::collections::{BTreeMap, HashMap};
 use chrono::{DateTime, Duration, Utc};
 use futures::StreamExt;
 
-use crate::audit::report::InFlight;
-use crate::audit::report::InFlightKind;
-use crate::audit::report::{Problem, ProblemKind};
+use crate::audit::findings::InFlight;
+use crate::audit::findings::InFlightKind;
+use crate::audit::findings::{Problem, ProblemKind};
 use crate::base::digest::Want;
 use crate::base::time::rfc3339;
 use crate::format::claim::Claim;

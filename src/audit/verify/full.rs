@@ -15,10 +15,10 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::audit::chain::{self, Chain};
-use crate::audit::report::{Problem, ProblemKind, Report};
-use crate::audit::verify::checkpoint;
+use crate::audit::findings::{Problem, ProblemKind, Report};
 use crate::audit::verify::compaction;
 use crate::audit::verify::delta;
+use crate::audit::verify::delta_checkpoint;
 use crate::audit::verify::flight::{self, Window};
 use crate::audit::verify::history;
 use crate::audit::verify::options::VerifyOptions;
@@ -287,7 +287,7 @@ impl Strategy for Full {
             }
             report
                 .problems
-                .extend(checkpoint::check(store, &checkpoints).await?);
+                .extend(delta_checkpoint::check(store, &checkpoints).await?);
             let cx = delta::Context {
                 chain: &self.chain,
                 versions,

@@ -20,7 +20,7 @@ use chrono::{DateTime, Duration, Utc};
 use futures::StreamExt;
 
 use crate::audit::chain::Chain;
-use crate::audit::report::{Problem, ProblemKind};
+use crate::audit::findings::{Problem, ProblemKind};
 use crate::audit::verify::shard::Scope;
 use crate::base::error::Result;
 use crate::format::keys::{self, HistoryKey, KeyKind, TILE_WIDTH};

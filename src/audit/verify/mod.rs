@@ -20,9 +20,9 @@
 //! orphan candidate's pointer is looked up again after the scan (it may have landed since
 //! the listing). A pointer whose part was not in the listing is looked up again likewise.
 
-mod checkpoint;
 mod compaction;
 mod delta;
+mod delta_checkpoint;
 pub(crate) mod flight;
 mod full;
 pub(crate) mod history;
@@ -35,7 +35,7 @@ pub mod report_dir;
 pub mod shard;
 mod since;
 
-use crate::audit::report::Report;
+use crate::audit::findings::Report;
 use crate::base::error::Result;
 use crate::publish::AtomicPublisher;
 

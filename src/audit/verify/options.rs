@@ -6,7 +6,7 @@ use chrono::{DateTime, Duration, Utc};
 use ed25519_dalek::VerifyingKey;
 use serde::{Deserialize, Serialize};
 
-use crate::audit::report::Progress;
+use crate::audit::findings::Progress;
 use crate::base::digest::Check;
 use crate::base::error::{Error, Result};
 use crate::base::param::{text, Param};

@@ -4,7 +4,7 @@ use std::sync::atomic::Ordering;
 
 use futures::StreamExt;
 
-use crate::audit::report::{ProblemKind, Progress, Report};
+use crate::audit::findings::{ProblemKind, Progress, Report};
 use crate::audit::verify::options::VerifyOptions;
 use crate::base::digest::Want;
 use crate::base::rng::Rng;

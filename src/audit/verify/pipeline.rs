@@ -3,7 +3,7 @@
 
 use std::future::Future;
 
-use crate::audit::report::Report;
+use crate::audit::findings::Report;
 use crate::audit::verify::options::VerifyOptions;
 use crate::audit::verify::parts;
 use crate::audit::verify::pointers;

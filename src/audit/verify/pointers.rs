@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 
 use futures::StreamExt;
 
-use crate::audit::report::{Problem, ProblemKind, Report};
+use crate::audit::findings::{Problem, ProblemKind, Report};
 use crate::base::digest::sha256_hex;
 use crate::format::keys::{self, KeyKind};
 use crate::format::pointer::{check_pointer, Pointer, MAX_POINTER_BYTES};

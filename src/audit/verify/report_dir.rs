@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 
-use crate::audit::report::{Report, ShardInfo};
+use crate::audit::findings::{Report, ShardInfo};
 use crate::base::error::{Error, Result};
 use crate::base::param::{text, Param};
 use crate::publish::checked::{create_or_read_back, Landed};

@@ -25,9 +25,9 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::audit::chain::Chain;
-use crate::audit::report::Merged;
-use crate::audit::report::ShardInfo;
-use crate::audit::report::{Problem, Report};
+use crate::audit::findings::Merged;
+use crate::audit::findings::ShardInfo;
+use crate::audit::findings::{Problem, Report};
 use crate::audit::verify::ShardSpec;
 use crate::audit::verify::VerifyOptions;
 use crate::base::error::{Error, Result};

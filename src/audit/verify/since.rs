@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, HashSet};
 use chrono::{DateTime, Utc};
 use futures::{StreamExt, TryStreamExt};
 
-use crate::audit::report::{Problem, ProblemKind, Report};
+use crate::audit::findings::{Problem, ProblemKind, Report};
 use crate::audit::verify::history::{entry_matches, index_entry_problem};
 use crate::audit::verify::options::VerifyOptions;
 use crate::audit::verify::pipeline::Strategy;

@@ -2,7 +2,7 @@
 //! nothing": the input is read twice.
 //!
 //! 1. **Validate** every batch (and with a commit key, digest the payload, see
-//!    `digest`), keeping nothing. The whole input is read even after a refused row, so
+//!    `payload_summary`), keeping nothing. The whole input is read even after a refused row, so
 //!    that every error is reported (the first `max_errors`, and how many in all); any
 //!    refused row ends the append here. The first batch
 //!    fixes the contract version written (`version`: the requested one, a typed input's
@@ -39,9 +39,9 @@ use crate::schema::events::{Origin, SourcedBatch};
 use crate::write::commit_key::{self, Claimed};
 use crate::write::flush::WriteConfig;
 use crate::write::input::BatchSource;
-use crate::write::stream::digest::PayloadDigest;
-pub(crate) use crate::write::stream::digest::PayloadSummary;
 use crate::write::stream::group::Grouper;
+use crate::write::stream::payload_summary::PayloadDigest;
+pub(crate) use crate::write::stream::payload_summary::PayloadSummary;
 use crate::write::stream::sink::{Sink, SinkOptions};
 use crate::write::stream::version::VersionPin;
 use crate::write::validate::Validator;

@@ -11,14 +11,14 @@
 //!
 //! Inside: `partition` numbers partitions, `group` buffers rows until a flush is full
 //! (spilling to `spill` over the memory budget), `commit` runs bounded encode+publish
-//! tasks, `digest` computes a keyed payload's digest in the first pass, `version` fixes
+//! tasks, `payload_summary` computes a keyed payload's digest in the first pass, `version` fixes
 //! the contract version written (`--schema-version` rules) and widens older batches.
 
 pub(crate) mod append;
 mod commit;
-mod digest;
 mod group;
 mod partition;
+mod payload_summary;
 mod sink;
 mod spill;
 mod version;

@@ -183,13 +183,13 @@ async fn compaction_merges_sealed_parts_and_its_seal_version_removes_and_adds() 
     assert_eq!(rows_of(mem.clone()).await, before);
     // The compaction's version gets a checkpoint (readers then skip the adds and removes):
     // the compacted files live, every source a tombstone.
-    let cp_key = lineage_store::internal::checkpoint::checkpoint_key(2);
+    let cp_key = lineage_store::internal::delta_checkpoint::checkpoint_key(2);
     let cp = mem
         .get(&cp_key)
         .await
         .unwrap()
         .expect("checkpoint of version 2");
-    let rows = lineage_store::internal::checkpoint::decode_rows(&cp_key, cp).unwrap();
+    let rows = lineage_store::internal::delta_checkpoint::decode_rows(&cp_key, cp).unwrap();
     let count = |kind: &str| {
         rows.iter()
             .filter(|r| r.starts_with(&format!("{{\"{kind}\"")))
@@ -198,7 +198,9 @@ async fn compaction_merges_sealed_parts_and_its_seal_version_removes_and_adds() 
     assert_eq!(count("add"), after_files.len());
     assert_eq!(count("remove"), seen.len());
     assert!(mem
-        .get(&lineage_store::internal::checkpoint::checkpoint_key(1))
+        .get(&lineage_store::internal::delta_checkpoint::checkpoint_key(
+            1
+        ))
         .await
         .unwrap()
         .is_none());

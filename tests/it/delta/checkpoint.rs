@@ -7,8 +7,8 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use lineage_store::internal::checkpoint::{checkpoint_key, decode_rows, Snapshot};
 use lineage_store::internal::delta::{parse_actions, version_key, DELTA_LOG_PREFIX};
+use lineage_store::internal::delta_checkpoint::{checkpoint_key, decode_rows, Snapshot};
 use lineage_store::internal::{write_delta_checkpoint, write_delta_checkpoint_if_due};
 use lineage_store::replicate::{replicate, ReplicateOptions};
 use lineage_store::AtomicPublisher;

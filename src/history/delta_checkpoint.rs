@@ -1,4 +1,4 @@
-//! Writing Delta checkpoints ([`crate::format::checkpoint`]): after seal N is complete
+//! Writing Delta checkpoints ([`crate::format::delta_checkpoint`]): after seal N is complete
 //! (its Delta version written), the sealer writes `N.checkpoint.parquet` when
 //! [`due`] says so: every `interval` versions and for a
 //! version that removes files (a compaction's).
@@ -15,8 +15,8 @@ use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 
 use crate::base::error::{Error, Result};
-use crate::format::checkpoint::{checkpoint_key, decode_rows, due, Snapshot};
 use crate::format::delta::{parse_actions, version_key};
+use crate::format::delta_checkpoint::{checkpoint_key, decode_rows, due, Snapshot};
 use crate::history::delta::read_version;
 use crate::history::pointers::READ_CONCURRENCY;
 use crate::publish::checked::publish_checked;

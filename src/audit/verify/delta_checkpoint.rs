@@ -1,4 +1,4 @@
-//! What a full `verify` checks of the Delta checkpoints ([`crate::format::checkpoint`]):
+//! What a full `verify` checks of the Delta checkpoints ([`crate::format::delta_checkpoint`]):
 //! a Delta reader that finds `N.checkpoint.parquet` reads the table as of version N from
 //! it and skips versions 0..=N, so a checkpoint must hold exactly the replay of those
 //! versions. Each one listed is compared, row by row (decoded, so an equal checkpoint in
@@ -15,10 +15,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use bytes::Bytes;
 
-use crate::audit::report::{Problem, ProblemKind};
+use crate::audit::findings::{Problem, ProblemKind};
 use crate::base::error::Result;
-use crate::format::checkpoint::{decode_rows, Snapshot};
 use crate::format::delta::{parse_actions, version_key};
+use crate::format::delta_checkpoint::{decode_rows, Snapshot};
 use crate::publish::{AtomicPublisher, ObjectInfo};
 
 /// The least a checkpoint may hold whatever its versions (a table's protocol, metadata and

@@ -199,6 +199,25 @@ pub struct Merged {
     pub plan: String,
 }
 
+/// The verdict in a few words, from the problems found and the objects in flight: "clean:
+/// no problems", "clean except N objects in flight", or "N problems" (with the in-flight
+/// count when there are any). [`Report::summary`] and the audit report's verdict say it.
+pub(crate) fn verdict_headline(problems: u64, in_flight: u64) -> String {
+    let flying = match in_flight {
+        0 => String::new(),
+        1 => "1 object in flight".to_string(),
+        n => format!("{n} objects in flight"),
+    };
+    match (problems, flying.is_empty()) {
+        (0, true) => "clean: no problems".to_string(),
+        (0, false) => format!("clean except {flying}"),
+        (1, true) => "1 problem".to_string(),
+        (n, true) => format!("{n} problems"),
+        (1, false) => format!("1 problem; {flying}"),
+        (n, false) => format!("{n} problems; {flying}"),
+    }
+}
+
 /// The result of a verification.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Report {
@@ -286,19 +305,7 @@ impl Report {
     /// The verdict in a few words: "clean: no problems", "clean except N objects in
     /// flight", or "N problems" (with the in-flight count when there are any).
     pub fn summary(&self) -> String {
-        let flying = match self.in_flight {
-            0 => String::new(),
-            1 => "1 object in flight".to_string(),
-            n => format!("{n} objects in flight"),
-        };
-        match (self.problems.len(), flying.is_empty()) {
-            (0, true) => "clean: no problems".to_string(),
-            (0, false) => format!("clean except {flying}"),
-            (1, true) => "1 problem".to_string(),
-            (n, true) => format!("{n} problems"),
-            (1, false) => format!("1 problem; {flying}"),
-            (n, false) => format!("{n} problems; {flying}"),
-        }
+        verdict_headline(self.problems.len() as u64, self.in_flight)
     }
 
     pub(crate) fn fly(&mut self, f: InFlight) {

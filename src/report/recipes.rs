@@ -1,0 +1,119 @@
+//! "How to check independently": the commands that check what the report says without it
+//! (`lineage verify` with the same trust anchors, an inclusion proof and its offline check,
+//! the Delta table in DuckDB and deltalake).
+
+use crate::audit::findings::Report;
+use crate::report::model::{Recipe, RunSection};
+use crate::report::options::ReportOptions;
+
+/// The recipes for the store of `opts`, verified as `v`, whose runs are `runs`.
+pub(crate) fn recipes(opts: &ReportOptions, v: &Report, runs: &[RunSection]) -> Vec<Recipe> {
+    let mut out = vec![verify_recipe(opts)];
+    out.extend(proof_recipes(opts, v, runs));
+    out.extend(table_recipes(opts, v));
+    out
+}
+
+/// Quote a shell word when it needs it.
+fn sh(word: &str) -> String {
+    if !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@+,".contains(c))
+    {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// SQL string literal.
+fn sql(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+/// `lineage verify` with the report's trust anchors.
+fn verify_recipe(opts: &ReportOptions) -> Recipe {
+    let store = sh(&opts.store_url);
+    let mut verify = format!("lineage verify --store {store}");
+    if let Some(h) = &opts.verify.expect_head {
+        verify.push_str(&format!(" --expect-head {h}"));
+    }
+    for k in &opts.key_sources {
+        verify.push_str(&format!(" --public-key {}", sh(k)));
+    }
+    if let Some(f) = opts.verify.signed_from {
+        verify.push_str(&format!(" --signed-from {f}"));
+    }
+    if let Some((_, w)) = &opts.witness {
+        verify.push_str(&format!(" --witness {}", sh(w)));
+    }
+    Recipe {
+        what: "The whole store: seal chain, every pointer and part, against the same trust anchors"
+            .into(),
+        tool: "lineage".into(),
+        command: verify,
+    }
+}
+
+/// An inclusion proof of a commit (of the first run shown), and its check offline.
+fn proof_recipes(opts: &ReportOptions, v: &Report, runs: &[RunSection]) -> [Recipe; 2] {
+    let store = sh(&opts.store_url);
+    let head = v.head.clone().unwrap_or_else(|| "<HEAD_DIGEST>".into());
+    let commit = runs
+        .first()
+        .map(|r| r.sample_commit_id.clone())
+        .filter(|c| !c.is_empty())
+        .unwrap_or_else(|| "<COMMIT_ID>".into());
+    let key = opts
+        .key_sources
+        .first()
+        .map(|k| format!(" --public-key {}", sh(k)))
+        .unwrap_or_default();
+    [
+        Recipe {
+            what: "One commit is in the sealed history (an inclusion proof under the head digest)"
+                .into(),
+            tool: "lineage".into(),
+            command: format!(
+                "lineage prove --store {store} {commit} --head {head} --out proof.json"
+            ),
+        },
+        Recipe {
+            what: "The proof, offline, without the store".into(),
+            tool: "lineage".into(),
+            command: format!("lineage verify-proof proof.json --head {head}{key}"),
+        },
+    ]
+}
+
+/// The events by run, stage and outcome, read as the Delta table (DuckDB, deltalake).
+fn table_recipes(opts: &ReportOptions, v: &Report) -> [Recipe; 2] {
+    let version = opts.as_of_seal.or(v.head_seq);
+    let url = crate::export::canonical_store_url(&opts.store_url);
+    let table = sql(url.strip_prefix("file://").unwrap_or(&url));
+    let version_arg = version
+        .map(|n| format!(", version={n}"))
+        .unwrap_or_default();
+    [
+        Recipe {
+            what: "Events by run, stage and outcome, as the Delta table the seals make".into(),
+            tool: "duckdb".into(),
+            command: format!(
+                "INSTALL delta; LOAD delta; SELECT run_id, stage, outcome, count(*) AS events FROM delta_scan({table}) GROUP BY ALL ORDER BY ALL;"
+            ),
+        },
+        Recipe {
+            what: format!(
+                "The same with deltalake (Python){}",
+                version
+                    .map(|n| format!(", as of seal {n}"))
+                    .unwrap_or_default()
+            ),
+            tool: "python".into(),
+            command: format!(
+                "from deltalake import DeltaTable; t = DeltaTable({table}{version_arg}).to_pyarrow_table(); print(t.group_by([\"run_id\", \"stage\", \"outcome\"]).aggregate([([], \"count_all\")]))"
+            ),
+        },
+    ]
+}
