@@ -2,15 +2,16 @@
 //! the library's one kind mapping: `Input` → `InputError`, `Conflict` → `ConflictError`,
 //! `Io`/`NotFound` → `StoreError`, `Internal` → `LineageError`. The message is what the
 //! CLI prints (its `error: ` lines without the prefix, one per error of refused input, and
-//! its `hint: ` line), in the caller's language ([`pythonic`]): a message names the
+//! its `hint: ` line), in the caller's words ([`message`]): the library marks each
+//! parameter a message names ([`lineage_store::Param`]), and this package names it as the
 //! keyword argument the caller passed (`batch_rows`), not the CLI's flag (`--batch-rows`),
 //! and what the package has no keyword for as the CLI command that has it
-//! (`` `lineage keygen --force` ``); refused input (which quotes the input's values) is
-//! never rewritten, and a schema mismatch adds the lines that fix it in the caller's
-//! library ([`crate::refusal::schema_error`]). Verify's problems and a proof summary's
-//! `signed_by` are rewritten the same way (`types.rs`).
+//! (`` `lineage keygen --force` ``). Nothing is rewritten by matching text. A schema
+//! mismatch adds the lines that fix it in the caller's library
+//! ([`crate::refusal::schema_error`]). Verify's problems and a proof summary's `signed_by`
+//! are worded the same way (`types.rs`).
 
-use lineage_store::{Error, ErrorKind, InputError, Place};
+use lineage_store::{Error, ErrorKind, InputError, Param, Place};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -37,66 +38,30 @@ pub fn raise(
 /// How an error of a producer's Arrow stream begins (followed by the producer's text).
 pub const STREAM_FAILED: &str = "reading the Arrow stream failed:";
 
-/// Whole phrases that name a flag the package has no keyword for: the CLI command that
-/// has it, quoted, so the caller knows it is the CLI's (checked before [`FLAGS`]).
-const PHRASES: [(&str, &str); 5] = [
-    (
-        "use append with --commit-key",
-        "use Store.append(commit_key=...)",
-    ),
-    (
-        "sign this one too (--signing-key), or pass --unsigned to publish an unsigned seal after signed ones (verify --signed-from then reports it)",
-        "sign this one too (signing_key=...), or pass allow_unsigned=True to publish an unsigned seal after signed ones (verify(signed_from=...) then reports it)",
-    ),
-    ("(--force replaces it)", "(`lineage keygen --force` replaces it)"),
-    (
-        "(seals signed only from a later seal on: --signed-from SEQ)",
-        "(seals signed only from a later seal on: signed_from=SEQ)",
-    ),
-    ("(--signed-from ", "(signed_from="),
-];
+/// A parameter a message names, as a Python caller names it: the keyword argument
+/// (`batch_rows=`), or, for what the package has no keyword for, the CLI command that has
+/// it, quoted (`` `lineage keygen --force` ``).
+pub fn keyword(p: Param) -> String {
+    match p {
+        Param::Unsigned => "allow_unsigned=True".into(),
+        Param::AllowReadableKey => "allow_readable_key=True".into(),
+        Param::Force => "`lineage keygen --force`".into(),
+        Param::Rescan => "`lineage seal --rescan`".into(),
+        Param::Store => "store".into(),
+        other => format!("{}=", other.name()),
+    }
+}
 
-/// The CLI's flags, as the keyword arguments a Python caller passes.
-const FLAGS: [(&str, &str); 16] = [
-    ("--store ", "store "),
-    ("--endpoint-url", "endpoint_url"),
-    ("--since-seal ", "since_seal="),
-    ("--public-key", "public_key="),
-    ("--batch-rows", "batch_rows"),
-    ("--commit-key", "commit_key"),
-    ("--expect-head ", "expect_head="),
-    ("--grace ", "grace="),
-    ("--format", "format="),
-    ("--signing-key", "signing_key="),
-    ("--as-of-seal ", "as_of_seal="),
-    ("--columns", "columns"),
-    ("--run-id", "run_id"),
-    ("--max-errors", "max_errors"),
-    ("--max-seal-bytes", "set_read_limits(max_seal_bytes=...)"),
-    ("--max-page-bytes", "set_read_limits(max_page_bytes=...)"),
-];
-
-/// `message` in the caller's language: the CLI's flags spelled as Python keyword
-/// arguments, and a flag the package has no keyword for named with its CLI command. Text
-/// in backticks (a quoted command or value) is left as it is.
-pub fn pythonic(message: &str) -> String {
-    let phrased = PHRASES
-        .iter()
-        .fold(message.to_string(), |m, (from, to)| m.replace(from, to));
-    // Rewrite outside backticks only: even pieces of a split on '`' are plain text.
-    phrased
-        .split('`')
-        .enumerate()
-        .map(|(i, piece)| {
-            if i % 2 == 1 {
-                return piece.to_string();
-            }
-            FLAGS
-                .iter()
-                .fold(piece.to_string(), |m, (flag, kw)| m.replace(flag, kw))
-        })
-        .collect::<Vec<_>>()
-        .join("`")
+/// `e`'s message in the caller's words: each parameter it names as [`keyword`] names it;
+/// a parameter that is not acceptable as the keyword itself (`batch_rows must be ...`).
+pub fn message(e: &Error) -> String {
+    match e {
+        Error::Invalid { param, why } => format!("{} {}", param.name(), why.render(&keyword)),
+        Error::Corrupt { what, key, message } => {
+            format!("corrupt {what} {key}: {}", message.render(&keyword))
+        }
+        other => other.render(&keyword),
+    }
 }
 
 /// Whether `e` is Ctrl-C reaching a producer that runs Python code while it is read (a
@@ -105,6 +70,7 @@ pub fn pythonic(message: &str) -> String {
 /// ending in `KeyboardInterrupt`.
 fn interrupted_producer(e: &Error) -> bool {
     let Error::Usage(m) = e else { return false };
+    let m = m.as_str();
     let last = m.lines().rev().map(str::trim).find(|l| !l.is_empty());
     m.starts_with(STREAM_FAILED)
         && last.is_some_and(|l| l == "KeyboardInterrupt" || l.starts_with("KeyboardInterrupt:"))
@@ -115,11 +81,7 @@ pub fn to_py(py: Python<'_>, e: Error) -> PyErr {
     if interrupted_producer(&e) {
         return pyo3::exceptions::PyKeyboardInterrupt::new_err(());
     }
-    // Refused input quotes the input's values: never rewritten.
-    let message = match &e {
-        Error::Record { .. } | Error::Rejected(_) | Error::Schema(_) => e.to_string(),
-        other => pythonic(&other.to_string()),
-    };
+    let message = message(&e);
     match e.kind() {
         ErrorKind::Input => match input_kwargs(py, &e) {
             Ok(kwargs) => raise(py, "InputError", message, Some(&kwargs)),
@@ -195,7 +157,7 @@ fn locate(e: &Error) -> (Option<u64>, Option<String>, String) {
             (row, first_backticked(location), message.clone())
         }
         Error::Schema(m) => (None, first_backticked(m), m.clone()),
-        Error::Usage(m) => (None, None, pythonic(m)),
+        Error::Usage(_) | Error::Invalid { .. } => (None, None, message(e)),
         other => (None, None, other.to_string()),
     }
 }

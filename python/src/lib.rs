@@ -85,7 +85,7 @@ fn read_proof(proof: &Bound<'_, PyAny>) -> PyResult<LResult<(LibProof, String)>>
         .map_err(|e| Error::Corrupt {
             what: "proof",
             key: name,
-            message: e.to_string(),
+            message: e.to_string().into(),
         }))
 }
 

@@ -47,7 +47,7 @@ fn micros(p: &Pointer, field: &str, v: &str) -> LResult<i64> {
         .map_err(|e| Error::Corrupt {
             what: "pointer",
             key: keys::pointer_key(&p.run_id, &p.commit_id),
-            message: format!("{field} {v:?} is not an RFC 3339 time: {e}"),
+            message: format!("{field} {v:?} is not an RFC 3339 time: {e}").into(),
         })
 }
 
@@ -55,7 +55,7 @@ fn count(p: &Pointer, field: &str, v: u64) -> LResult<i64> {
     i64::try_from(v).map_err(|_| Error::Corrupt {
         what: "pointer",
         key: keys::pointer_key(&p.run_id, &p.commit_id),
-        message: format!("{field} {v} is out of range"),
+        message: format!("{field} {v} is out of range").into(),
     })
 }
 

@@ -156,7 +156,7 @@ impl From<&LibProblem> for Problem {
         Self {
             kind,
             key: p.key.clone(),
-            message: crate::errors::pythonic(&p.detail),
+            message: p.detail.render(&crate::errors::keyword),
         }
     }
 }
@@ -491,7 +491,7 @@ impl From<LibSummary> for ProofSummary {
             rows: s.rows,
             seal_seq: s.seal_seq,
             sealed_utc: s.sealed_utc,
-            signed_by: s.signed_by.map(|by| crate::errors::pythonic(&by)),
+            signed_by: s.signed_by.map(|by| by.render(&crate::errors::keyword)),
             part_file_checked: s.part_file_checked,
         }
     }

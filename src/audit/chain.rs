@@ -59,7 +59,12 @@ impl Chain {
             .collect()
     }
 
-    fn push(&mut self, kind: ProblemKind, key: impl Into<String>, detail: impl Into<String>) {
+    fn push(
+        &mut self,
+        kind: ProblemKind,
+        key: impl Into<String>,
+        detail: impl Into<crate::base::param::Text>,
+    ) {
         self.problems.push(Problem {
             kind,
             key: key.into(),
@@ -237,6 +242,7 @@ pub fn check_head(chain: &Chain, expect: &str) -> Option<Problem> {
         key: keys::SEALS_PREFIX.to_string(),
         detail: format!(
             "no seal has the expected head digest {want} ({newest}): the newest seals were cut off or rewritten"
-        ),
+        )
+        .into(),
     })
 }

@@ -6,6 +6,8 @@ use std::sync::atomic::AtomicU64;
 
 use serde::{Deserialize, Serialize};
 
+use crate::base::param::Text;
+
 /// What kind of problem was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -111,8 +113,9 @@ pub struct Problem {
     pub kind: ProblemKind,
     /// The object it is about.
     pub key: String,
-    /// Details for a person.
-    pub detail: String,
+    /// Details for a person (naming parameters as [`crate::Param`]s: each front end
+    /// words them).
+    pub detail: Text,
 }
 
 /// Live counters for a progress display (read by the CLI while `verify` runs).
@@ -140,7 +143,7 @@ impl ProblemKind {
 
 impl Problem {
     /// A problem of `kind` naming the object `key`.
-    pub fn new(kind: ProblemKind, key: &str, detail: impl Into<String>) -> Self {
+    pub fn new(kind: ProblemKind, key: &str, detail: impl Into<Text>) -> Self {
         Problem {
             kind,
             key: key.to_string(),
@@ -173,8 +176,9 @@ pub struct InFlight {
     pub kind: InFlightKind,
     /// When its content says it was made (RFC 3339).
     pub since: String,
-    /// Details for a person.
-    pub detail: String,
+    /// Details for a person (naming parameters as [`crate::Param`]s: each front end
+    /// words them).
+    pub detail: Text,
 }
 
 /// What a shard report records about its shard.
@@ -322,7 +326,7 @@ impl Report {
         &mut self,
         kind: ProblemKind,
         key: impl Into<String>,
-        detail: impl Into<String>,
+        detail: impl Into<Text>,
     ) {
         self.problems.push(Problem {
             kind,

@@ -86,14 +86,14 @@ pub(crate) async fn since_seal_past_corrupt(
         let seal = s.seal.map_err(|m| Error::Corrupt {
             what: "seal",
             key: s.key.clone(),
-            message: m,
+            message: m.into(),
         })?;
         keys_after.extend(seal.entries.into_iter().map(|e| e.key));
     }
     let head_seal = newest.seal.map_err(|m| Error::Corrupt {
         what: "seal",
         key: newest.key.clone(),
-        message: m,
+        message: m.into(),
     })?;
     let watermark: Option<DateTime<Utc>> = head_seal
         .watermark_utc

@@ -130,7 +130,7 @@ pub enum Error {
         /// The object key or file.
         key: String,
         /// Why it could not be read.
-        message: String,
+        message: Text,
     },
     /// An HTTP endpoint did not accept what was sent (after retries).
     #[error("delivery to {url} failed: {message}")]

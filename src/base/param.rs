@@ -7,7 +7,7 @@
 use std::fmt;
 
 /// A parameter of a call. Each front end spells it its own way.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[non_exhaustive]
 pub enum Param {
     /// The store URL.
@@ -149,7 +149,7 @@ impl fmt::Display for Param {
 }
 
 /// One piece of a [`Text`]: words, or a parameter each front end names its own way.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Piece {
     /// Words, as they are.
     Words(String),
@@ -175,52 +175,91 @@ impl From<&str> for Piece {
     }
 }
 
-/// A message that may name parameters: rendered by each front end with its own names for
-/// them ([`Text::render`]); `Display` uses the library's ([`Param`]'s `Display`).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Text(Vec<Piece>);
+/// A message that may name parameters: each front end renders it with its own names for
+/// them ([`Text::render`]). It reads (`Deref` to `str`, `Display`, JSON) as the reference
+/// wording, the CLI's, kept beside the pieces.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Text {
+    pieces: Vec<Piece>,
+    shown: String,
+}
 
 impl Text {
     /// The pieces, in order.
     pub fn from_pieces(pieces: Vec<Piece>) -> Self {
-        Text(pieces)
+        let shown = render(&pieces, &|p| p.to_string());
+        Text { pieces, shown }
     }
 
     /// The message with every parameter named by `name`.
     pub fn render(&self, name: &dyn Fn(Param) -> String) -> String {
-        self.0
-            .iter()
-            .map(|p| match p {
-                Piece::Words(w) => w.clone(),
-                Piece::Param(p) => name(*p),
-            })
-            .collect()
+        render(&self.pieces, name)
     }
 
     /// The parameters it names, in order.
     pub fn params(&self) -> impl Iterator<Item = Param> + '_ {
-        self.0.iter().filter_map(|p| match p {
+        self.pieces.iter().filter_map(|p| match p {
             Piece::Param(p) => Some(*p),
             Piece::Words(_) => None,
         })
+    }
+
+    /// The reference wording.
+    pub fn as_str(&self) -> &str {
+        &self.shown
+    }
+}
+
+fn render(pieces: &[Piece], name: &dyn Fn(Param) -> String) -> String {
+    pieces
+        .iter()
+        .map(|p| match p {
+            Piece::Words(w) => w.clone(),
+            Piece::Param(p) => name(*p),
+        })
+        .collect()
+}
+
+impl std::ops::Deref for Text {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.shown
     }
 }
 
 impl From<String> for Text {
     fn from(s: String) -> Self {
-        Text(vec![Piece::Words(s)])
+        Text {
+            shown: s.clone(),
+            pieces: vec![Piece::Words(s)],
+        }
     }
 }
 
 impl From<&str> for Text {
     fn from(s: &str) -> Self {
-        Text(vec![Piece::Words(s.to_string())])
+        Text::from(s.to_string())
     }
 }
 
 impl fmt::Display for Text {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.render(&|p| p.to_string()))
+        f.write_str(&self.shown)
+    }
+}
+
+impl serde::Serialize for Text {
+    /// As the reference wording (a report's JSON reads the same from every front end).
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(&self.shown)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Text {
+    /// Words only: a report read back (`verify merge`) has no pieces left to name.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        String::deserialize(d).map(Text::from)
     }
 }
 

@@ -83,7 +83,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     for u in &unreadable {
         let why = match &u.error {
             Error::Corrupt { message, .. } => message.clone(),
-            e => e.to_string(),
+            e => e.to_string().into(),
         };
         let line = format!("PROBLEM corrupt_pointer: {}: {why}", u.key);
         use std::io::Write;

@@ -40,7 +40,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     let proof: Proof = serde_json::from_str(&text).map_err(|e| Error::Corrupt {
         what: "proof",
         key: name.clone(),
-        message: e.to_string(),
+        message: e.to_string().into(),
     })?;
     let key = a.public_key.as_deref().map(read_public_key).transpose()?;
     match verify_proof(&proof, &a.head, key.as_ref(), a.part.as_deref())? {

@@ -143,7 +143,7 @@ pub async fn sealed_records(
                 .ok_or_else(|| Error::Corrupt {
                     what: "compaction record",
                     key: r.key.clone(),
-                    message: format!("named by {} but missing; run `lineage verify`", s.key),
+                    message: format!("named by {} but missing; run `lineage verify`", s.key).into(),
                 })?;
             let got = sha256_hex(&bytes);
             if !got.eq_ignore_ascii_case(&r.sha256) {
@@ -153,7 +153,7 @@ pub async fn sealed_records(
                     message: format!(
                         "sha256 {got}, {} records {}; run `lineage verify`",
                         s.key, r.sha256
-                    ),
+                    ).into(),
                 });
             }
             out.push((s.key_seq, CompactionRecord::from_bytes(&r.key, &bytes)?));

@@ -106,7 +106,7 @@ impl CompactionRecord {
         let bad = |m: String| Error::Corrupt {
             what: "compaction record",
             key: key.to_string(),
-            message: m,
+            message: m.into(),
         };
         let r: CompactionRecord = serde_json::from_slice(bytes).map_err(|e| bad(e.to_string()))?;
         if let Some(m) = r.problem(key) {

@@ -575,7 +575,7 @@ pub fn parse_actions(key: &str, bytes: &[u8]) -> Result<Vec<(String, Value)>> {
     let bad = |m: String| Error::Corrupt {
         what: "Delta version",
         key: key.to_string(),
-        message: m,
+        message: m.into(),
     };
     let text = std::str::from_utf8(bytes).map_err(|e| bad(format!("not UTF-8: {e}")))?;
     let mut out = Vec::new();

@@ -73,7 +73,7 @@ impl Snapshot {
         let bad = |m: String| Error::Corrupt {
             what: "Delta version",
             key: crate::format::keys::delta_version_key(v),
-            message: m,
+            message: m.into(),
         };
         for (kind, body) in actions {
             let text = serde_json::to_string(body).map_err(|e| Error::internal_from(e))?;
@@ -181,7 +181,7 @@ pub fn decode_rows(key: &str, bytes: Bytes) -> Result<Vec<String>> {
     let bad = |m: String| Error::Corrupt {
         what: "Delta checkpoint",
         key: key.to_string(),
-        message: m,
+        message: m.into(),
     };
     let reader = ParquetRecordBatchReaderBuilder::try_new(bytes)
         .map_err(|e| bad(e.to_string()))?

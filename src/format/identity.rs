@@ -47,7 +47,7 @@ impl StoreIdentity {
         let corrupt = |message: String| Error::Corrupt {
             what: "store identity",
             key: key.to_string(),
-            message,
+            message: message.into(),
         };
         let id: StoreIdentity =
             serde_json::from_slice(bytes).map_err(|e| corrupt(e.to_string()))?;

@@ -79,7 +79,7 @@ impl Pointer {
         let corrupt = |message: String| Error::Corrupt {
             what: "pointer",
             key: key.to_string(),
-            message,
+            message: message.into(),
         };
         if bytes.len() > MAX_POINTER_BYTES {
             return Err(corrupt(format!(
@@ -202,7 +202,7 @@ pub fn check_pointer(key: &str, bytes: &[u8], run_id: &str, commit_id: &str) -> 
         Some(m) => Err(Error::Corrupt {
             what: "pointer",
             key: key.to_string(),
-            message: m,
+            message: m.into(),
         }),
         None => Ok(p),
     }

@@ -70,7 +70,7 @@ fn parsed(s: &StoredSeal) -> Result<&Seal> {
     s.seal.as_ref().map_err(|m| Error::Corrupt {
         what: "seal",
         key: s.key.clone(),
-        message: format!("{m}; run `lineage verify`"),
+        message: format!("{m}; run `lineage verify`").into(),
     })
 }
 
@@ -159,7 +159,7 @@ impl Builder {
                     key: e.key.clone(),
                     message: format!(
                         "sealed by {seal_key} but missing: its Delta version cannot be written; run `lineage verify`"
-                    ),
+                    ).into(),
                 })?;
                 let digest = sha256_hex(&bytes);
                 if !digest.eq_ignore_ascii_case(&e.sha256) {
@@ -169,7 +169,7 @@ impl Builder {
                         message: format!(
                             "sha256 {digest}, sealed by {seal_key} as {}: its Delta version cannot be written; run `lineage verify`",
                             e.sha256
-                        ),
+                        ).into(),
                     });
                 }
                 let pointer = Pointer::from_bytes(&e.key, &bytes)?;
@@ -218,7 +218,7 @@ impl Builder {
                 key: r.key.clone(),
                 message: format!(
                     "named by {seal_key} but missing: its Delta version cannot be written; run `lineage verify`"
-                ),
+                ).into(),
             })?;
             let digest = sha256_hex(&bytes);
             if !digest.eq_ignore_ascii_case(&r.sha256) {
@@ -228,7 +228,7 @@ impl Builder {
                     message: format!(
                         "sha256 {digest}, named by {seal_key} as {}: its Delta version cannot be written; run `lineage verify`",
                         r.sha256
-                    ),
+                    ).into(),
                 });
             }
             let record = CompactionRecord::from_bytes(&r.key, &bytes)?;

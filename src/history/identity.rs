@@ -22,7 +22,7 @@ pub async fn read_identity(store: &dyn AtomicPublisher) -> Result<Option<StoreId
             Error::TooLarge { size, max, .. } => Error::Corrupt {
                 what: "store identity",
                 key: IDENTITY_KEY.to_string(),
-                message: format!("{size} bytes; a store identity is at most {max} (not read)"),
+                message: format!("{size} bytes; a store identity is at most {max} (not read)").into(),
             },
             e => e,
         })?;
@@ -62,7 +62,7 @@ pub async fn ensure_identity(
         Landed::Theirs(why) => Err(crate::Error::Corrupt {
             what: "store identity",
             key: IDENTITY_KEY.to_string(),
-            message: why,
+            message: why.into(),
         }),
     }
 }

@@ -24,6 +24,7 @@ use ed25519_dalek::{Signature, VerifyingKey};
 use futures::{StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
 
+use crate::base::param::{text, Param, Text};
 use crate::base::error::{Error, Result};
 use crate::format::keys::{self, HistoryKey, KeyKind};
 use crate::history::pointers::READ_CONCURRENCY;
@@ -116,7 +117,7 @@ impl Seal {
         let s: Seal = serde_json::from_slice(bytes).map_err(|e| Error::Corrupt {
             what: "seal",
             key: key.to_string(),
-            message: e.to_string(),
+            message: e.to_string().into(),
         })?;
         let v2_fields = s.frontier.is_some() && s.watermark_utc.is_some() && s.ahead.is_some();
         let why = match s.format.as_str() {
@@ -136,7 +137,7 @@ impl Seal {
             Some(message) => Err(Error::Corrupt {
                 what: "seal",
                 key: key.to_string(),
-                message,
+                message: message.into(),
             }),
             None => Ok(s),
         }
@@ -223,31 +224,41 @@ impl Trust {
     /// Judge seal `seq`'s signature: `Ok(Some(key id))` when validly signed by a trusted
     /// key (any key when none are given), `Ok(None)` when unsigned and allowed to be, else
     /// the problem in words.
-    pub fn judge(&self, seq: u64, seal: &Seal) -> std::result::Result<Option<String>, String> {
+    pub fn judge(&self, seq: u64, seal: &Seal) -> std::result::Result<Option<String>, Text> {
         if seal.signature.is_none() && seal.public_key.is_none() {
             if !self.requires(seq) {
                 return Ok(None);
             }
             return Err(match self.signed_from {
-                Some(n) => format!("is not signed, but every seal from {n} on must be (--signed-from {n})"),
-                None => "is not signed, but a public key was given (seals signed only from a later seal on: --signed-from SEQ)".into(),
+                Some(n) => text![
+                    format!("is not signed, but every seal from {n} on must be ("),
+                    Param::SignedFrom,
+                    format!(" {n})")
+                ],
+                None => text![
+                    "is not signed, but a public key was given (seals signed only from a later seal on: ",
+                    Param::SignedFrom,
+                    " SEQ)"
+                ],
             });
         }
-        seal.check_signature(None).map_err(|e| e.to_string())?;
+        seal.check_signature(None)
+            .map_err(|e| Text::from(e.to_string()))?;
         let named = seal
             .public_key
             .as_deref()
             .map(parse_public_key)
             .transpose()
-            .map_err(|e| e.to_string())?
-            .ok_or("a signature without a public_key")?;
+            .map_err(|e| Text::from(e.to_string()))?
+            .ok_or_else(|| Text::from("a signature without a public_key"))?;
         let id = key_id(&named);
         if !self.keys.is_empty() && !self.keys.contains(&named) {
             let given: Vec<String> = self.keys.iter().map(key_id).collect();
-            return Err(format!(
-                "signed by key {id}, which is not a key given (--public-key: {})",
-                given.join(", ")
-            ));
+            return Err(text![
+                format!("signed by key {id}, which is not a key given ("),
+                Param::PublicKey,
+                format!(": {})", given.join(", "))
+            ]);
         }
         Ok(Some(id))
     }
@@ -285,7 +296,7 @@ impl StoredSeal {
     /// why in place of the parsed seal, naming the flag that raises the limit.
     fn too_large(key: String, seq: u64, size: u64, max: u64) -> Self {
         StoredSeal {
-            seal: Err(too_large_text(size, max)),
+            seal: Err(too_large_text(size, max).to_string()),
             digest: String::new(),
             key,
             key_seq: seq,
@@ -335,8 +346,12 @@ pub(crate) async fn get_bytes(store: &dyn AtomicPublisher, key: &str) -> Result<
     })
 }
 
-fn too_large_text(size: u64, max: u64) -> String {
-    format!("{size} bytes; a seal is at most {max} (--max-seal-bytes; not read)")
+fn too_large_text(size: u64, max: u64) -> Text {
+    text![
+        format!("{size} bytes; a seal is at most {max} ("),
+        Param::MaxSealBytes,
+        "; not read)"
+    ]
 }
 
 /// Every seal object in the store, sorted by the sequence number in its key. A seal

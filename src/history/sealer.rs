@@ -295,7 +295,7 @@ async fn complete_pending(
         s.seal.as_ref().map_err(|m| Error::Corrupt {
             what: "seal",
             key: s.key.clone(),
-            message: format!("{m}; run `lineage verify` before sealing again"),
+            message: format!("{m}; run `lineage verify` before sealing again").into(),
         })?;
         complete::complete(store, s).await?;
     }
@@ -308,7 +308,7 @@ fn time_of(s: &str, key: &str) -> Result<DateTime<Utc>> {
         .map_err(|e| Error::Corrupt {
             what: "seal",
             key: key.to_string(),
-            message: format!("watermark {s:?} is not a time: {e}"),
+            message: format!("watermark {s:?} is not a time: {e}").into(),
         })
 }
 
@@ -331,7 +331,7 @@ async fn draft_incremental(
     let corrupt = |m: &str| Error::Corrupt {
         what: "seal",
         key: base.key.clone(),
-        message: format!("{m}; run `lineage verify`"),
+        message: format!("{m}; run `lineage verify`").into(),
     };
     let frontier = Frontier::from_hex(s.tree_size, s.frontier.as_deref().unwrap_or_default())
         .ok_or_else(|| corrupt("its frontier does not fit its tree size"))?;
@@ -431,13 +431,13 @@ async fn draft_full(
         let seal = s.seal.as_ref().map_err(|m| Error::Corrupt {
             what: "seal",
             key: s.key.clone(),
-            message: format!("{m}; run `lineage verify` before sealing again"),
+            message: format!("{m}; run `lineage verify` before sealing again").into(),
         })?;
         for e in &seal.entries {
             merkle::parse_hash(&e.sha256).ok_or_else(|| Error::Corrupt {
                 what: "seal",
                 key: s.key.clone(),
-                message: format!("entry {} has no valid sha256", e.key),
+                message: format!("entry {} has no valid sha256", e.key).into(),
             })?;
             leaves.push((e.key.clone(), e.sha256.to_lowercase()));
             sealed.insert(e.key.clone());

@@ -143,10 +143,13 @@ pub fn check_signing_key_file(
         use std::os::unix::fs::PermissionsExt;
         let mode = meta.permissions().mode() & 0o777;
         if mode & 0o077 != 0 && !allow_readable {
-            return Err(Error::Signature(format!(
-                "the signing key {} is accessible by others (mode {mode:04o}): `chmod 600` it (as `lineage keygen` makes it), or pass --allow-readable-key",
-                path.display()
-            )));
+            return Err(Error::usage(text![
+                format!(
+                    "the signing key {} is accessible by others (mode {mode:04o}): `chmod 600` it (as `lineage keygen` makes it), or pass ",
+                    path.display()
+                ),
+                Param::AllowReadableKey
+            ]));
         }
     }
     #[cfg(not(unix))]

@@ -160,7 +160,7 @@ async fn get_tile(store: &dyn AtomicPublisher, key: &str, width: u64) -> Result<
         Error::TooLarge { size, .. } => Error::Corrupt {
             what: "tile",
             key: key.to_string(),
-            message: format!("{size} bytes; a tile of {width} hashes is {max} (not read)"),
+            message: format!("{size} bytes; a tile of {width} hashes is {max} (not read)").into(),
         },
         e => e,
     })
@@ -178,7 +178,7 @@ fn take_width(key: &str, bytes: &[u8], width: u64, min_width: u64) -> Result<Vec
             message: format!(
                 "{} bytes, not {width} hashes of 32 bytes (run `lineage verify`)",
                 bytes.len()
-            ),
+            ).into(),
         }),
     }
 }

@@ -324,7 +324,7 @@ pub(crate) fn corrupt(key: &str, message: String) -> Error {
     Error::Corrupt {
         what: "part",
         key: key.to_string(),
-        message,
+        message: message.into(),
     }
 }
 

@@ -53,7 +53,7 @@ fn corrupt(key: &str, m: impl std::fmt::Display) -> Error {
     Error::Corrupt {
         what: "part",
         key: key.to_string(),
-        message: m.to_string(),
+        message: m.to_string().into(),
     }
 }
 

@@ -311,7 +311,7 @@ pub(crate) fn decode(
     let bad = |m: String| Error::Corrupt {
         what: "part",
         key: key.to_string(),
-        message: m,
+        message: m.into(),
     };
     let builder = crate::parts::pages::builder(bytes, max_page).map_err(bad)?;
     let part_schema = builder.schema().clone();

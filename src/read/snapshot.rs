@@ -411,7 +411,7 @@ async fn sealed_part(
 ) -> Result<std::result::Result<SnapshotPart, Failed>> {
     let seq = e.by.seq;
     let got = match crate::history::pointers::get_pointer(store, &e.key).await {
-        Err(Error::Corrupt { message, .. }) => return Ok(Err(Failed::new(e.key, message))),
+        Err(Error::Corrupt { message, .. }) => return Ok(Err(Failed::new(e.key, message.to_string()))),
         got => got?,
     };
     let Some(bytes) = got else {
@@ -469,7 +469,7 @@ async fn unsealed(
             // Gone since the listing: not part of what is read.
             let got = match crate::history::pointers::get_pointer(store, &key).await {
                 Err(Error::Corrupt { message, .. }) => {
-                    return Ok::<_, Error>(Some(Err(Failed::new(key, message))))
+                    return Ok::<_, Error>(Some(Err(Failed::new(key, message.to_string()))))
                 }
                 got => got?,
             };

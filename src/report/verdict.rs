@@ -22,7 +22,7 @@ pub(crate) fn verdict(v: &Report, witness: Option<&WitnessReport>) -> Verdict {
             .take(MAX_PROBLEMS_PER_KIND)
             .map(|f| Named {
                 key: f.key.clone(),
-                detail: f.detail.clone(),
+                detail: f.detail.to_string(),
             })
             .collect(),
         in_flight_omitted: v.in_flight.saturating_sub(MAX_PROBLEMS_PER_KIND as u64),
@@ -36,14 +36,14 @@ fn group_problems(v: &Report, witness: Option<&WitnessReport>) -> (u64, Vec<Prob
     let items = v
         .problems
         .iter()
-        .map(|p| ("verify", p.kind.name(), &p.key, &p.detail))
+        .map(|p| ("verify", p.kind.name(), &p.key, p.detail.to_string()))
         .chain(witness.into_iter().flat_map(|w| {
             w.problems.iter().map(|p| {
                 let kind = serde_json::to_value(p.kind)
                     .ok()
                     .and_then(|v| v.as_str().map(str::to_string))
                     .unwrap_or_default();
-                ("witness", kind, &p.key, &p.detail)
+                ("witness", kind, &p.key, p.detail.clone())
             })
         }));
     let mut total = 0u64;
@@ -62,7 +62,7 @@ fn group_problems(v: &Report, witness: Option<&WitnessReport>) -> (u64, Vec<Prob
         if g.items.len() < MAX_PROBLEMS_PER_KIND {
             g.items.push(Named {
                 key: key.clone(),
-                detail: detail.clone(),
+                detail,
             });
         } else {
             g.omitted += 1;

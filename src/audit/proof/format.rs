@@ -15,6 +15,7 @@ use sha2::{Digest, Sha256};
 
 use crate::base::digest::sha256_hex;
 use crate::base::error::{Error, Result};
+use crate::base::param::{text, Param, Text};
 use crate::format::keys;
 use crate::format::pointer::Pointer;
 use crate::history::merkle;
@@ -80,7 +81,7 @@ pub struct ProofSummary {
     /// When that seal was made.
     pub sealed_utc: String,
     /// Key id of the seal's signature, when signed (and checked).
-    pub signed_by: Option<String>,
+    pub signed_by: Option<Text>,
     /// True when a part file was given and matched.
     pub part_file_checked: bool,
 }
@@ -119,15 +120,19 @@ pub fn verify_proof(
     }
     let signed_by = match seal.check_signature(public_key) {
         Ok(true) => Some(match public_key {
-            Some(k) => key_id(k),
-            None => format!(
-                "{} (the key the seal names; pass --public-key to check it is the trusted one)",
-                seal.public_key
-                    .as_deref()
-                    .and_then(|k| parse_public_key(k).ok())
-                    .map(|k| key_id(&k))
-                    .unwrap_or_default()
-            ),
+            Some(k) => key_id(k).into(),
+            None => text![
+                format!(
+                    "{} (the key the seal names; pass ",
+                    seal.public_key
+                        .as_deref()
+                        .and_then(|k| parse_public_key(k).ok())
+                        .map(|k| key_id(&k))
+                        .unwrap_or_default()
+                ),
+                Param::PublicKey,
+                " to check it is the trusted one)"
+            ],
         }),
         Ok(false) if public_key.is_some() => {
             return Ok(Err(

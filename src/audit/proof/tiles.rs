@@ -95,7 +95,7 @@ pub(crate) async fn prove_from_tiles(
     let seal = stored.seal.as_ref().map_err(|m| Error::Corrupt {
         what: "seal",
         key: stored.key.clone(),
-        message: m.clone(),
+        message: m.clone().into(),
     })?;
     if index >= seal.tree_size {
         return Err(Error::usage(format!(
@@ -131,7 +131,7 @@ pub(crate) async fn prove_from_tiles(
             message: format!(
                 "the hash tiles do not lead to the root of seal {}; run `lineage verify`",
                 stored.key_seq
-            ),
+            ).into(),
         });
     }
     let text = |b: &[u8], what: &'static str, key: &str| {

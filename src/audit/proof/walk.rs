@@ -23,7 +23,7 @@ pub(crate) async fn prove_by_walking(
             message: format!(
                 "{}; run `lineage verify` (no proof from a broken chain)",
                 p.detail
-            ),
+            ).into(),
         });
     }
     let stored = match against {
@@ -41,7 +41,7 @@ pub(crate) async fn prove_by_walking(
     let seal = stored.seal.as_ref().map_err(|m| Error::Corrupt {
         what: "seal",
         key: stored.key.clone(),
-        message: m.clone(),
+        message: m.clone().into(),
     })?;
     let index = chain
         .leaves

@@ -111,7 +111,8 @@ pub(crate) fn judge_temp(key: &str, w: &Window) -> Result<InFlight, String> {
         detail: format!(
             "publish of {target} in progress (temp made at {})",
             rfc3339(created)
-        ),
+        )
+        .into(),
     })
 }
 
@@ -279,7 +280,7 @@ pub(crate) async fn judge_pointerless_parts(
                         key: key.to_string(),
                         kind: InFlightKind::Part,
                         since: rfc3339(*t),
-                        detail: format!("well-formed part, no pointer yet; {source}"),
+                        detail: format!("well-formed part, no pointer yet; {source}").into(),
                     });
                     continue;
                 }

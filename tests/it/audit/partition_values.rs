@@ -51,7 +51,7 @@ fn footer_problems(r: &lineage_store::Report) -> Vec<String> {
     r.problems
         .iter()
         .filter(|p| p.kind == ProblemKind::FooterMismatch)
-        .map(|p| p.detail.clone())
+        .map(|p| p.detail.to_string())
         .collect()
 }
 

@@ -64,7 +64,7 @@ pub fn of_kind(r: &Report, kind: ProblemKind) -> Vec<(String, String)> {
     r.problems
         .iter()
         .filter(|p| p.kind == kind)
-        .map(|p| (p.key.clone(), p.detail.clone()))
+        .map(|p| (p.key.clone(), p.detail.to_string()))
         .collect()
 }
 
