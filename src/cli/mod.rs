@@ -1,16 +1,17 @@
 //! The `lineage` command line: one file per command; this file parses arguments, sets up
 //! logging and the runtime, and maps errors to exit codes (via [`ErrorKind`]).
 //!
-//! Exit codes: 0 success; 1 `verify` found problems, or `files`/`scan` found a part or
-//! pointer that is not as sealed; 2 refused input, usage or access
-//! error (nothing was published); 3 conflict in the store; 4 internal error.
+//! Exit codes, the same from every command ([`crate::ErrorKind::exit_code`], the one mapping):
+//! 0 success (clean); 1 the store is not as recorded (`verify`'s or `report`'s problems,
+//! or an object a command read failing its check); 2 refused input, usage or access error
+//! (nothing was published); 3 conflict in the store; 4 internal error.
 
 use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::base::error::{Error, ErrorKind};
+use crate::base::error::Error;
 use common::closed_stdout;
 
 mod append;
@@ -170,11 +171,7 @@ fn fail(e: &Error) -> ExitCode {
             );
         }
     }
-    let code = match e.kind() {
-        ErrorKind::Input | ErrorKind::Io | ErrorKind::NotFound => 2,
-        k => k.exit_code(),
-    };
-    ExitCode::from(u8::try_from(code).unwrap_or(4))
+    ExitCode::from(u8::try_from(e.kind().exit_code()).unwrap_or(4))
 }
 
 /// The error and each underlying cause its message does not already hold: object_store's

@@ -48,17 +48,6 @@ pub(crate) struct Args {
 }
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
-    match report(a).await {
-        Ok(s) => Ok(s),
-        // Any error here is a usage or access error: exit 2, never 1 ("problems found").
-        Err(e) => {
-            let _ = std::io::Write::write_fmt(&mut std::io::stderr(), format_args!("error: {e}\n"));
-            Ok(2)
-        }
-    }
-}
-
-async fn report(a: Args) -> Result<Status> {
     let format: ReportFormat = a.format.parse()?;
     if let Some(h) = &a.expect_head {
         if crate::history::merkle::parse_hash(h).is_none() {

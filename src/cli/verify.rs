@@ -118,17 +118,6 @@ struct MergeArgs {
 }
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
-    match check(a).await {
-        Ok(s) => Ok(s),
-        // Any error here is a usage or access error: exit 2, never 1 ("problems found").
-        Err(e) => {
-            let _ = writeln!(std::io::stderr(), "error: {e}");
-            Ok(2)
-        }
-    }
-}
-
-async fn check(a: Args) -> Result<Status> {
     if let Some(Merge::Merge(m)) = &a.merge {
         return merge(m).await;
     }

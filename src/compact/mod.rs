@@ -153,7 +153,8 @@ pub async fn sealed_records(
                     message: format!(
                         "sha256 {got}, {} records {}; run `lineage verify`",
                         s.key, r.sha256
-                    ).into(),
+                    )
+                    .into(),
                 });
             }
             out.push((s.key_seq, CompactionRecord::from_bytes(&r.key, &bytes)?));

@@ -79,7 +79,8 @@ pub(crate) async fn replay(store: &dyn AtomicPublisher, v: u64) -> Result<Snapsh
             key: version_key(i),
             message: format!(
                 "missing: the table as of version {v} cannot be replayed; run `lineage verify`"
-            ).into(),
+            )
+            .into(),
         })?;
         snapshot.apply(i, &parse_actions(&version_key(i), &bytes)?)?;
     }

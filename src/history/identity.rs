@@ -22,7 +22,8 @@ pub async fn read_identity(store: &dyn AtomicPublisher) -> Result<Option<StoreId
             Error::TooLarge { size, max, .. } => Error::Corrupt {
                 what: "store identity",
                 key: IDENTITY_KEY.to_string(),
-                message: format!("{size} bytes; a store identity is at most {max} (not read)").into(),
+                message: format!("{size} bytes; a store identity is at most {max} (not read)")
+                    .into(),
             },
             e => e,
         })?;

@@ -37,7 +37,8 @@ pub(crate) async fn get_pointer(store: &dyn AtomicPublisher, key: &str) -> Resul
                 key: key.to_string(),
                 message: format!(
                     "{size} bytes; a pointer is at most {MAX_POINTER_BYTES} (not read)"
-                ).into(),
+                )
+                .into(),
             },
             e => e,
         })

@@ -24,8 +24,8 @@ use ed25519_dalek::{Signature, VerifyingKey};
 use futures::{StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
 
-use crate::base::param::{text, Param, Text};
 use crate::base::error::{Error, Result};
+use crate::base::param::{text, Param, Text};
 use crate::format::keys::{self, HistoryKey, KeyKind};
 use crate::history::pointers::READ_CONCURRENCY;
 use crate::history::signing::{key_id, parse_public_key};

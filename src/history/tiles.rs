@@ -178,7 +178,8 @@ fn take_width(key: &str, bytes: &[u8], width: u64, min_width: u64) -> Result<Vec
             message: format!(
                 "{} bytes, not {width} hashes of 32 bytes (run `lineage verify`)",
                 bytes.len()
-            ).into(),
+            )
+            .into(),
         }),
     }
 }

@@ -411,7 +411,9 @@ async fn sealed_part(
 ) -> Result<std::result::Result<SnapshotPart, Failed>> {
     let seq = e.by.seq;
     let got = match crate::history::pointers::get_pointer(store, &e.key).await {
-        Err(Error::Corrupt { message, .. }) => return Ok(Err(Failed::new(e.key, message.to_string()))),
+        Err(Error::Corrupt { message, .. }) => {
+            return Ok(Err(Failed::new(e.key, message.to_string())))
+        }
         got => got?,
     };
     let Some(bytes) = got else {

@@ -131,7 +131,8 @@ pub(crate) async fn prove_from_tiles(
             message: format!(
                 "the hash tiles do not lead to the root of seal {}; run `lineage verify`",
                 stored.key_seq
-            ).into(),
+            )
+            .into(),
         });
     }
     let text = |b: &[u8], what: &'static str, key: &str| {

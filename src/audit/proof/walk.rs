@@ -23,7 +23,8 @@ pub(crate) async fn prove_by_walking(
             message: format!(
                 "{}; run `lineage verify` (no proof from a broken chain)",
                 p.detail
-            ).into(),
+            )
+            .into(),
         });
     }
     let stored = match against {

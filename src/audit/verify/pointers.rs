@@ -60,7 +60,8 @@ pub(crate) async fn read(
                     key: w.key.clone(),
                     message: format!(
                         "{n} bytes; a pointer is at most {MAX_POINTER_BYTES} (not read)"
-                    ).into(),
+                    )
+                    .into(),
                 }),
                 _ => crate::history::pointers::get_pointer(store, &w.key).await,
             };
