@@ -125,53 +125,12 @@ pub async fn seal_with(
         let heads = head::find(store).await?;
         let newest = complete_pending(store, &heads).await?;
         if signing.is_none() && !opts.allow_unsigned {
-            if let Some(Ok(s)) = newest.as_ref().map(|n| &n.seal) {
-                if s.signature.is_some() {
-                    let id = s
-                        .public_key
-                        .as_deref()
-                        .and_then(|k| crate::history::signing::parse_public_key(k).ok())
-                        .map_or_else(|| "?".to_string(), |k| key_id(&k));
-                    return Err(Error::Usage(format!(
-                        "the newest seal, {}, is signed (key id {id}): sign this one too (--signing-key), or pass --unsigned to publish an unsigned seal after signed ones (verify --signed-from then reports it)",
-                        s.seq
-                    )));
-                }
-            }
+            refuse_unsigned(newest.as_ref())?;
         }
         if !opts.compactions.is_empty() {
-            let now = newest.as_ref().map_or(0, |s| s.key_seq);
-            for seq in opts.compactions_planned_at + 1..=now {
-                let later = crate::history::head::read_seal(store, seq).await?;
-                if later
-                    .as_ref()
-                    .and_then(|s| s.seal.as_ref().ok())
-                    .is_some_and(|s| s.compactions.as_ref().is_some_and(|c| !c.is_empty()))
-                {
-                    return Err(Error::Conflict {
-                        key: seal_key(seq),
-                        message: format!(
-                            "seal {seq} put other compactions into effect after this one was planned (as of seal {}): its records and parts stay unreferenced (`lineage verify` names them); run `lineage compact` again",
-                            opts.compactions_planned_at
-                        ),
-                    });
-                }
-            }
+            compactions_still_planned(store, newest.as_ref(), opts).await?;
         }
-        let incremental = match &newest {
-            Some(s) if !opts.rescan => s.seal.as_ref().is_ok_and(Seal::is_v2),
-            _ => false,
-        };
-        let draft = if incremental {
-            let base = newest.ok_or_else(|| Error::Internal("no base seal".into()))?;
-            draft_incremental(store, clock, opts, base).await?
-        } else {
-            let all = match heads.legacy {
-                Some(all) => all,
-                None => read_seals(store).await?,
-            };
-            draft_full(store, clock, opts, all).await?
-        };
+        let draft = draft(store, clock, opts, heads, newest).await?;
         let full = draft.all_leaves.is_some();
         if draft.new.is_empty() && !opts.allow_empty && opts.compactions.is_empty() {
             return Ok(nothing_new(draft.prev.as_ref(), full, lost));
@@ -194,33 +153,7 @@ pub async fn seal_with(
             continue;
         }
         tracing::info!(seq = seal.seq, tree_size = seal.tree_size, full, "sealed");
-        let stored = StoredSeal::new(key.clone(), seal.seq, bytes.clone());
-        match &draft.all_leaves {
-            Some(leaves) => {
-                let mut leaves = leaves.clone();
-                leaves.extend(
-                    seal.entries
-                        .iter()
-                        .map(|e| (e.key.clone(), e.sha256.clone())),
-                );
-                complete::complete_growth(store, seal.seq, 0, &leaves).await?;
-            }
-            None => {
-                complete::complete(store, &stored).await?;
-            }
-        }
-        // The checkpoint is an optimisation for Delta readers: the seal stands without it.
-        if let Err(e) = crate::history::checkpoint::write_if_due(
-            store,
-            seal.seq,
-            opts.delta_checkpoint_interval,
-            // A seal's Delta version removes files exactly when the seal carries compactions.
-            seal.compactions.as_ref().is_some_and(|c| !c.is_empty()),
-        )
-        .await
-        {
-            tracing::warn!(seq = seal.seq, error = %e, "Delta checkpoint not written");
-        }
+        finish(store, &draft, &seal, &key, &bytes, opts).await?;
         return Ok(SealOutcome {
             seq: seal.seq,
             key,
@@ -238,6 +171,116 @@ pub async fn seal_with(
         key: keys::SEALS_PREFIX.to_string(),
         message: format!("lost {MAX_SEAL_ATTEMPTS} sealing races in a row; try again"),
     })
+}
+
+/// Refuse an unsigned seal after a signed one.
+fn refuse_unsigned(newest: Option<&StoredSeal>) -> Result<()> {
+    if let Some(Ok(s)) = newest.map(|n| &n.seal) {
+        if s.signature.is_some() {
+            let id = s
+                .public_key
+                .as_deref()
+                .and_then(|k| crate::history::signing::parse_public_key(k).ok())
+                .map_or_else(|| "?".to_string(), |k| key_id(&k));
+            return Err(Error::Usage(format!(
+                "the newest seal, {}, is signed (key id {id}): sign this one too (--signing-key), or pass --unsigned to publish an unsigned seal after signed ones (verify --signed-from then reports it)",
+                s.seq
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Refuse compactions when a seal after the one they were planned at put other
+/// compactions into effect.
+async fn compactions_still_planned(
+    store: &dyn AtomicPublisher,
+    newest: Option<&StoredSeal>,
+    opts: &SealOptions,
+) -> Result<()> {
+    let now = newest.map_or(0, |s| s.key_seq);
+    for seq in opts.compactions_planned_at + 1..=now {
+        let later = crate::history::head::read_seal(store, seq).await?;
+        if later
+            .as_ref()
+            .and_then(|s| s.seal.as_ref().ok())
+            .is_some_and(|s| s.compactions.as_ref().is_some_and(|c| !c.is_empty()))
+        {
+            return Err(Error::Conflict {
+                key: seal_key(seq),
+                message: format!(
+                    "seal {seq} put other compactions into effect after this one was planned (as of seal {}): its records and parts stay unreferenced (`lineage verify` names them); run `lineage compact` again",
+                    opts.compactions_planned_at
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The draft of the next seal: incremental after a seal of the new format (unless
+/// `rescan`), full otherwise.
+async fn draft(
+    store: &dyn AtomicPublisher,
+    clock: &dyn Clock,
+    opts: &SealOptions,
+    heads: Heads,
+    newest: Option<StoredSeal>,
+) -> Result<Draft> {
+    let incremental = match &newest {
+        Some(s) if !opts.rescan => s.seal.as_ref().is_ok_and(Seal::is_v2),
+        _ => false,
+    };
+    if incremental {
+        let base = newest.ok_or_else(|| Error::Internal("no base seal".into()))?;
+        draft_incremental(store, clock, opts, base).await
+    } else {
+        let all = match heads.legacy {
+            Some(all) => all,
+            None => read_seals(store).await?,
+        };
+        draft_full(store, clock, opts, all).await
+    }
+}
+
+/// After seal `seal` (stored as `key`, `bytes`) is published: its locators, tiles and head
+/// marker, then a Delta checkpoint when one is due.
+async fn finish(
+    store: &dyn AtomicPublisher,
+    draft: &Draft,
+    seal: &Seal,
+    key: &str,
+    bytes: &Bytes,
+    opts: &SealOptions,
+) -> Result<()> {
+    let stored = StoredSeal::new(key.to_string(), seal.seq, bytes.clone());
+    match &draft.all_leaves {
+        Some(leaves) => {
+            let mut leaves = leaves.clone();
+            leaves.extend(
+                seal.entries
+                    .iter()
+                    .map(|e| (e.key.clone(), e.sha256.clone())),
+            );
+            complete::complete_growth(store, seal.seq, 0, &leaves).await?;
+        }
+        None => {
+            complete::complete(store, &stored).await?;
+        }
+    }
+    // The checkpoint is an optimisation for Delta readers: the seal stands without it.
+    if let Err(e) = crate::history::checkpoint::write_if_due(
+        store,
+        seal.seq,
+        opts.delta_checkpoint_interval,
+        // A seal's Delta version removes files exactly when the seal carries compactions.
+        seal.compactions.as_ref().is_some_and(|c| !c.is_empty()),
+    )
+    .await
+    {
+        tracing::warn!(seq = seal.seq, error = %e, "Delta checkpoint not written");
+    }
+    Ok(())
 }
 
 /// The outcome of a seal with nothing new to add: the current head, nothing published.
@@ -408,81 +451,22 @@ async fn draft_full(
     seals: Vec<StoredSeal>,
 ) -> Result<Draft> {
     let listed_at = clock.now();
-    let mut leaves: Vec<SealedLeaf> = Vec::new();
-    let mut sealed: HashSet<String> = HashSet::new();
-    let mut w_prev: Option<DateTime<Utc>> = None;
-    let mut ahead_prev: Vec<String> = Vec::new();
-    for s in &seals {
-        let seal = s.seal.as_ref().map_err(|m| Error::Corrupt {
-            what: "seal",
-            key: s.key.clone(),
-            message: format!("{m}; run `lineage verify` before sealing again"),
-        })?;
-        for e in &seal.entries {
-            merkle::parse_hash(&e.sha256).ok_or_else(|| Error::Corrupt {
-                what: "seal",
-                key: s.key.clone(),
-                message: format!("entry {} has no valid sha256", e.key),
-            })?;
-            leaves.push((e.key.clone(), e.sha256.to_lowercase()));
-            sealed.insert(e.key.clone());
-        }
-        if let Some(w) = &seal.watermark_utc {
-            w_prev = Some(time_of(w, &s.key)?);
-            ahead_prev = seal.ahead.clone().unwrap_or_default();
-        }
-    }
-    let watermark = w_prev.map_or(listed_at - opts.lookback, |w| {
+    let so_far = SoFar::of(&seals)?;
+    let watermark = so_far.watermark.map_or(listed_at - opts.lookback, |w| {
         w.max(listed_at - opts.lookback)
     });
-    let listed = store.list(keys::COMMITS_PREFIX).await?;
-    let unsealed = listed.into_iter().filter(|o| {
-        matches!(keys::classify(&o.key), KeyKind::Pointer { .. }) && !sealed.contains(&o.key)
-    });
-    let mut new: Vec<NewCommit> = futures::stream::iter(unsealed)
-        .map(|o| async move {
-            let bytes = crate::history::pointers::get_pointer(store, &o.key)
-                .await?
-                .ok_or_else(|| Error::NotFound(o.key.clone()))?;
-            read_commit(&o.key, &bytes)
-        })
-        .buffer_unordered(READ_CONCURRENCY)
-        .try_collect()
-        .await?;
+    let mut new = read_unsealed(store, &so_far.sealed).await?;
     sort_commits(&mut new);
-    // Sealed earlier but committed at or after the watermark: their index entries will be
-    // listed by the next seal, which must skip them. Only seals made within the lookback
-    // of the watermark can hold such commits; read those pointers for their times.
-    let recent: Vec<String> = seals
-        .iter()
-        .filter_map(|s| s.seal.as_ref().ok())
-        .filter(|s| {
-            DateTime::parse_from_rfc3339(&s.sealed_utc)
-                .map_or(true, |t| t.with_timezone(&Utc) >= watermark - opts.lookback)
-        })
-        .flat_map(|s| s.entries.iter().map(|e| e.key.clone()))
-        .collect();
-    let recent_keys: Vec<Option<String>> = futures::stream::iter(recent)
-        .map(|k| async move {
-            Ok::<_, Error>(
-                match crate::history::pointers::get_pointer_or_none(store, &k).await? {
-                    Some(b) => Pointer::from_bytes(&k, &b)
-                        .ok()
-                        .and_then(|p| index::key_of(&p)),
-                    None => None,
-                },
-            )
-        })
-        .buffer_unordered(READ_CONCURRENCY)
-        .try_collect()
-        .await?;
+    let recent_keys = recent_index_keys(store, &seals, watermark - opts.lookback).await?;
     let ahead = ahead_keys(
-        ahead_prev
+        so_far
+            .ahead
             .into_iter()
             .chain(recent_keys.into_iter().flatten())
             .chain(new.iter().filter_map(|c| c.index_key.clone())),
         watermark,
     );
+    let leaves = so_far.leaves;
     let hashes: Vec<Hash> = leaves
         .iter()
         .filter_map(|(_, d)| merkle::parse_hash(d).map(|d| merkle::leaf_hash(&d)))
@@ -495,6 +479,106 @@ async fn draft_full(
         watermark,
         ahead,
     })
+}
+
+/// What every seal so far records, for a full seal.
+struct SoFar {
+    /// Every leaf, in order.
+    leaves: Vec<SealedLeaf>,
+    /// Every sealed pointer key.
+    sealed: HashSet<String>,
+    /// The newest seal's watermark.
+    watermark: Option<DateTime<Utc>>,
+    /// The newest seal's `ahead`.
+    ahead: Vec<String>,
+}
+
+impl SoFar {
+    /// Read from `seals`; a seal that is corrupt stops the sealing.
+    fn of(seals: &[StoredSeal]) -> Result<Self> {
+        let mut out = SoFar {
+            leaves: Vec::new(),
+            sealed: HashSet::new(),
+            watermark: None,
+            ahead: Vec::new(),
+        };
+        for s in seals {
+            let seal = s.seal.as_ref().map_err(|m| Error::Corrupt {
+                what: "seal",
+                key: s.key.clone(),
+                message: format!("{m}; run `lineage verify` before sealing again"),
+            })?;
+            for e in &seal.entries {
+                merkle::parse_hash(&e.sha256).ok_or_else(|| Error::Corrupt {
+                    what: "seal",
+                    key: s.key.clone(),
+                    message: format!("entry {} has no valid sha256", e.key),
+                })?;
+                out.leaves.push((e.key.clone(), e.sha256.to_lowercase()));
+                out.sealed.insert(e.key.clone());
+            }
+            if let Some(w) = &seal.watermark_utc {
+                out.watermark = Some(time_of(w, &s.key)?);
+                out.ahead = seal.ahead.clone().unwrap_or_default();
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Every listed pointer not in `sealed`, read.
+async fn read_unsealed(
+    store: &dyn AtomicPublisher,
+    sealed: &HashSet<String>,
+) -> Result<Vec<NewCommit>> {
+    let listed = store.list(keys::COMMITS_PREFIX).await?;
+    let unsealed = listed.into_iter().filter(|o| {
+        matches!(keys::classify(&o.key), KeyKind::Pointer { .. }) && !sealed.contains(&o.key)
+    });
+    futures::stream::iter(unsealed)
+        .map(|o| async move {
+            let bytes = crate::history::pointers::get_pointer(store, &o.key)
+                .await?
+                .ok_or_else(|| Error::NotFound(o.key.clone()))?;
+            read_commit(&o.key, &bytes)
+        })
+        .buffer_unordered(READ_CONCURRENCY)
+        .try_collect()
+        .await
+}
+
+/// The index keys of commits sealed earlier but committed at or after the watermark: their
+/// index entries will be listed by the next seal, which must skip them. Only seals made
+/// since `since` (the watermark less the lookback) can hold such commits; their pointers
+/// are read for their times.
+async fn recent_index_keys(
+    store: &dyn AtomicPublisher,
+    seals: &[StoredSeal],
+    since: DateTime<Utc>,
+) -> Result<Vec<Option<String>>> {
+    let recent: Vec<String> = seals
+        .iter()
+        .filter_map(|s| s.seal.as_ref().ok())
+        .filter(|s| {
+            DateTime::parse_from_rfc3339(&s.sealed_utc)
+                .map_or(true, |t| t.with_timezone(&Utc) >= since)
+        })
+        .flat_map(|s| s.entries.iter().map(|e| e.key.clone()))
+        .collect();
+    futures::stream::iter(recent)
+        .map(|k| async move {
+            Ok::<_, Error>(
+                match crate::history::pointers::get_pointer_or_none(store, &k).await? {
+                    Some(b) => Pointer::from_bytes(&k, &b)
+                        .ok()
+                        .and_then(|p| index::key_of(&p)),
+                    None => None,
+                },
+            )
+        })
+        .buffer_unordered(READ_CONCURRENCY)
+        .try_collect()
+        .await
 }
 
 fn draft_seal(d: &Draft, clock: &dyn Clock, compactions: &[CompactionRef]) -> Result<Seal> {
