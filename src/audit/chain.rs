@@ -232,8 +232,7 @@ impl Chain {
             );
         } else if let Some(f) = &seal.frontier {
             let want = tree.to_hex();
-            if f.len() != want.len()
-                || f.iter().zip(&want).any(|(a, b)| !a.eq_ignore_ascii_case(b))
+            if f.len() != want.len() || f.iter().zip(&want).any(|(a, b)| !a.eq_ignore_ascii_case(b))
             {
                 self.push(
                     ProblemKind::SealRootMismatch,

@@ -81,7 +81,10 @@ impl Strategy for Full {
         let chain = &self.chain;
         let mut seen: BTreeSet<String> = wanted.iter().map(|w| w.key.clone()).collect();
         for leaf in &chain.leaves {
-            let owned = self.scope.as_ref().is_none_or(|s| s.owns_pointer(&leaf.key));
+            let owned = self
+                .scope
+                .as_ref()
+                .is_none_or(|s| s.owns_pointer(&leaf.key));
             if owned && seen.insert(leaf.key.clone()) {
                 wanted.push(Wanted {
                     listed_size: None,
@@ -354,7 +357,8 @@ fn judge_temp(o: &ObjectInfo, window: &Window, report: &mut Report) {
             format!(
                 "temp not in flight: {why} ({} bytes, modified {}); `lineage sweep` removes it",
                 o.size,
-                o.modified.map_or("at an unknown time".into(), |t| t.to_rfc3339())
+                o.modified
+                    .map_or("at an unknown time".into(), |t| t.to_rfc3339())
             ),
         ),
     }

@@ -179,7 +179,9 @@ async fn missed_one(
             }
             None => false,
         };
-    let late = mark.at.is_some_and(|w| index::committed(p).is_some_and(|t| t < w));
+    let late = mark
+        .at
+        .is_some_and(|w| index::committed(p).is_some_and(|t| t < w));
     Ok(if !present {
         Some(Problem::new(
             ProblemKind::MissedBySeals,

@@ -277,4 +277,3 @@ fn unfinished(cx: &Context<'_>, heads: &[(u64, &ObjectInfo)]) -> Option<u64> {
     let seal = newest.seal.as_ref().ok()?;
     (seal.is_v2() && !marked).then_some(newest.key_seq)
 }
-

@@ -67,7 +67,11 @@ pub(super) async fn missing_locators(
 
 /// Head markers: empty, each of a seal that exists (`later`: the newest seal now, which
 /// may have landed after the walk).
-pub(super) fn check_heads(cx: &Context<'_>, heads: &[(u64, &ObjectInfo)], later: u64) -> Vec<Problem> {
+pub(super) fn check_heads(
+    cx: &Context<'_>,
+    heads: &[(u64, &ObjectInfo)],
+    later: u64,
+) -> Vec<Problem> {
     let mut out = Vec::new();
     let seqs: HashSet<u64> = cx.chain.seals.iter().map(|s| s.key_seq).collect();
     for (seq, o) in heads {
@@ -107,7 +111,9 @@ pub(super) async fn check_tiles(
     let levels = tiles::all_levels(&cx.chain.leaf_hashes(cx.chain.leaves.len()));
     let mut out = Vec::new();
     let read: Vec<Result<Option<Problem>>> = futures::stream::iter(listed)
-        .map(|&(level, index, width, o)| judge_tile(store, &levels, later, (level, index, width), o))
+        .map(|&(level, index, width, o)| {
+            judge_tile(store, &levels, later, (level, index, width), o)
+        })
         .buffer_unordered(READ_CONCURRENCY)
         .collect()
         .await;
