@@ -311,25 +311,10 @@ async fn with_compacted(
     let mut slots: Vec<Option<SnapshotPart>> = parts.into_iter().map(Some).collect();
     let mut failed = Vec::new();
     for (by, r) in compactions {
-        let Some(bytes) = crate::history::delta::read_record(store, &r.key).await? else {
-            failed.push(Failed::new(
-                r.key.clone(),
-                format!("is missing (seal {} puts it into effect)", by.seq),
-            ));
-            continue;
-        };
-        let got = sha256_hex(&bytes);
-        if !got.eq_ignore_ascii_case(&r.sha256) {
-            failed.push(Failed::new(
-                r.key.clone(),
-                format!("has sha256 {got}, but seal {} records {}", by.seq, r.sha256),
-            ));
-            continue;
-        }
-        let rec = match CompactionRecord::from_bytes(&r.key, &bytes) {
+        let rec = match read_compaction(store, by, r).await? {
             Ok(rec) => rec,
-            Err(e) => {
-                failed.push(Failed::new(r.key.clone(), e.to_string()));
+            Err(f) => {
+                failed.push(f);
                 continue;
             }
         };
@@ -341,21 +326,7 @@ async fn with_compacted(
         if idx.iter().all(Option::is_none) {
             continue; // not selected
         }
-        let mut ok = idx.iter().all(Option::is_some);
-        for (s, i) in rec.sources.iter().zip(&idx) {
-            let Some(p) = i.and_then(|i| slots[i].as_ref()) else {
-                ok = false;
-                continue;
-            };
-            if p.pointer_sha256 != s.pointer_sha256.to_lowercase()
-                || p.pointer.part_path != s.part_path
-                || p.pointer.sha256 != s.sha256
-                || p.pointer.size_bytes != s.size_bytes
-            {
-                ok = false;
-            }
-        }
-        if !ok {
+        if !sources_agree(&rec, &idx, &slots) {
             failed.push(Failed::new(
                 r.key.clone(),
                 "its sources are not the sealed commits it names (or another compaction holds one); run `lineage verify`".to_string(),
@@ -369,36 +340,89 @@ async fn with_compacted(
         for s in &rec.sources {
             at.remove(&s.pointer_key);
         }
-        slots[first] = Some(SnapshotPart {
-            pointer_key: r.key.clone(),
-            pointer_sha256: r.sha256.to_lowercase(),
-            pointer: Pointer {
-                format: crate::format::pointer::POINTER_FORMAT.to_string(),
-                commit_id: rec.compaction_id.clone(),
-                run_id: rec.run_id.clone(),
-                target_crs: rec.target_crs.clone(),
-                part_path: rec.part_path.clone(),
-                row_count: rec.row_count,
-                size_bytes: rec.size_bytes,
-                schema_version: rec.schema_version.clone(),
-                sha256: rec.sha256.clone(),
-                blake3: Some(rec.blake3.clone()),
-                committed_utc: rec.compacted_utc.clone(),
-                first_sequence: rec.first_sequence,
-                last_sequence: rec.last_sequence,
-                min_event_time_utc: rec.min_event_time_utc.clone(),
-                max_event_time_utc: rec.max_event_time_utc.clone(),
-                tool_version: rec.tool_version.clone(),
-                commit_key: None,
-                adopted: false,
-            },
-            sealed_by: Some(by.clone()),
-        });
+        slots[first] = Some(compacted_part(by, r, &rec));
     }
     if !failed.is_empty() {
         return Err(Error::Integrity(failed));
     }
     Ok(slots.into_iter().flatten().collect())
+}
+
+/// The compaction record `r` that seal `by` puts into effect, read and checked against the
+/// digest sealed; `Err(Failed)` when it is missing, changed or unreadable.
+async fn read_compaction(
+    store: &dyn AtomicPublisher,
+    by: &SealRef,
+    r: &CompactionRef,
+) -> Result<std::result::Result<CompactionRecord, Failed>> {
+    let Some(bytes) = crate::history::delta::read_record(store, &r.key).await? else {
+        return Ok(Err(Failed::new(
+            r.key.clone(),
+            format!("is missing (seal {} puts it into effect)", by.seq),
+        )));
+    };
+    let got = sha256_hex(&bytes);
+    if !got.eq_ignore_ascii_case(&r.sha256) {
+        return Ok(Err(Failed::new(
+            r.key.clone(),
+            format!("has sha256 {got}, but seal {} records {}", by.seq, r.sha256),
+        )));
+    }
+    Ok(CompactionRecord::from_bytes(&r.key, &bytes)
+        .map_err(|e| Failed::new(r.key.clone(), e.to_string())))
+}
+
+/// Whether every source of `rec` is in the snapshot (at `idx` in `slots`, not taken by
+/// another compaction) as the record names it.
+fn sources_agree(
+    rec: &CompactionRecord,
+    idx: &[Option<usize>],
+    slots: &[Option<SnapshotPart>],
+) -> bool {
+    let mut ok = idx.iter().all(Option::is_some);
+    for (s, i) in rec.sources.iter().zip(idx) {
+        let Some(p) = i.and_then(|i| slots[i].as_ref()) else {
+            ok = false;
+            continue;
+        };
+        if p.pointer_sha256 != s.pointer_sha256.to_lowercase()
+            || p.pointer.part_path != s.part_path
+            || p.pointer.sha256 != s.sha256
+            || p.pointer.size_bytes != s.size_bytes
+        {
+            ok = false;
+        }
+    }
+    ok
+}
+
+/// The snapshot part a compaction in effect (record `r` of seal `by`) reads as.
+fn compacted_part(by: &SealRef, r: &CompactionRef, rec: &CompactionRecord) -> SnapshotPart {
+    SnapshotPart {
+        pointer_key: r.key.clone(),
+        pointer_sha256: r.sha256.to_lowercase(),
+        pointer: Pointer {
+            format: crate::format::pointer::POINTER_FORMAT.to_string(),
+            commit_id: rec.compaction_id.clone(),
+            run_id: rec.run_id.clone(),
+            target_crs: rec.target_crs.clone(),
+            part_path: rec.part_path.clone(),
+            row_count: rec.row_count,
+            size_bytes: rec.size_bytes,
+            schema_version: rec.schema_version.clone(),
+            sha256: rec.sha256.clone(),
+            blake3: Some(rec.blake3.clone()),
+            committed_utc: rec.compacted_utc.clone(),
+            first_sequence: rec.first_sequence,
+            last_sequence: rec.last_sequence,
+            min_event_time_utc: rec.min_event_time_utc.clone(),
+            max_event_time_utc: rec.max_event_time_utc.clone(),
+            tool_version: rec.tool_version.clone(),
+            commit_key: None,
+            adopted: false,
+        },
+        sealed_by: Some(by.clone()),
+    }
 }
 
 /// A sealed pointer, read and checked against the digest sealed; `Err(Failed)` when it is

@@ -276,13 +276,33 @@ pub async fn check(
             format!("the witness holds no record of this store (identity {id}, the sha256 of its seal 1): never witnessed there, or rewritten from its first seal{seen}"),
         );
     }
+    judge_records(&mut report, chain, &id, &records);
+    report.records = records.len() as u64;
+    if let Some(newest) = records.iter().rev().find_map(|r| r.record.as_ref().ok()) {
+        report.unwitnessed_seals = newest_seal.saturating_sub(newest.seq);
+        report.newest_witnessed = Some(Witnessed {
+            seq: newest.seq,
+            head: newest.head.clone(),
+            witnessed_utc: newest.witnessed_utc.clone(),
+        });
+    }
+    report
+        .problems
+        .sort_by(|a, b| (a.kind, &a.key).cmp(&(b.kind, &b.key)));
+    Ok(report)
+}
+
+/// Every record the witness holds for store `id` against the chain (`seals`), and against
+/// the record before it.
+fn judge_records(report: &mut WitnessReport, chain: &Chain, id: &str, records: &[ReadRecord]) {
+    let newest_seal = chain.head().map_or(0, |(n, _)| n);
     let seals: BTreeMap<u64, &str> = chain
         .seals
         .iter()
         .map(|s| (s.key_seq, s.digest.as_str()))
         .collect();
     let by_seq: BTreeMap<u64, &ReadRecord> = records.iter().map(|r| (r.key_seq, r)).collect();
-    for r in &records {
+    for r in records {
         let rec = match &r.record {
             Ok(rec) => rec,
             Err(why) => {
@@ -315,7 +335,7 @@ pub async fn check(
             match by_seq.get(&prev.seq) {
                 None => report.push(
                     WitnessProblemKind::WitnessRecordMissing,
-                    record_key(&id, prev.seq),
+                    record_key(id, prev.seq),
                     format!("the record of seal {} names it (sha256 {}), but it is gone from the witness store: deleted", rec.seq, prev.sha256),
                 ),
                 Some(p) if p.digest != prev.sha256 => report.push(
@@ -327,19 +347,6 @@ pub async fn check(
             }
         }
     }
-    report.records = records.len() as u64;
-    if let Some(newest) = records.iter().rev().find_map(|r| r.record.as_ref().ok()) {
-        report.unwitnessed_seals = newest_seal.saturating_sub(newest.seq);
-        report.newest_witnessed = Some(Witnessed {
-            seq: newest.seq,
-            head: newest.head.clone(),
-            witnessed_utc: newest.witnessed_utc.clone(),
-        });
-    }
-    report
-        .problems
-        .sort_by(|a, b| (a.kind, &a.key).cmp(&(b.kind, &b.key)));
-    Ok(report)
 }
 
 /// ", the witness recorded this URL as identity X (newest seal N)..." for messages about
@@ -419,21 +426,7 @@ pub async fn witness(
         )));
     };
     let report = check(&chain, &store.describe(), witness).await?;
-    let mut problems: Vec<WitnessProblem> = chain
-        .problems
-        .iter()
-        .map(|p| WitnessProblem {
-            kind: WitnessProblemKind::StoreChain,
-            key: p.key.clone(),
-            detail: format!("{}: {}", p.kind.name(), p.detail),
-        })
-        .collect();
-    problems.extend(
-        report
-            .problems
-            .into_iter()
-            .filter(|p| p.kind != WitnessProblemKind::NotWitnessed),
-    );
+    let problems = blocking_problems(&chain, report.problems);
     let store_id = report.store_id.unwrap_or_default();
     let mut outcome = WitnessOutcome {
         record: record_key(&store_id, last.key_seq),
@@ -476,24 +469,50 @@ pub async fn witness(
         tool_version: tool_version(),
         prev,
     };
-    let mut bytes = serde_json::to_vec_pretty(&rec).map_err(|e| Error::Internal(e.to_string()))?;
-    bytes.push(b'\n');
-    // Another witness may record the same head at once: same seal and head is agreement.
-    let published =
-        publish_checked(
-            witness,
-            &outcome.record,
-            Bytes::from(bytes),
-            |have| match parse_record(have, &store_id, rec.seq) {
-                Ok(o) if o.head == rec.head => Ok(()),
-                Ok(o) => Err(format!(
-                    "the witness recorded head {} for seal {}, this store's seal {} has {}",
-                    o.head, o.seq, rec.seq, rec.head
-                )),
-                Err(e) => Err(format!("an unreadable record is in the way: {e}")),
-            },
-        )
-        .await?;
+    let published = publish_record(witness, &outcome.record, &rec).await?;
     outcome.created = published == Published::Created;
     Ok(outcome)
+}
+
+/// What keeps `witness` from recording: the chain's problems, and the check's (a store not
+/// witnessed yet is not one).
+fn blocking_problems(chain: &Chain, checked: Vec<WitnessProblem>) -> Vec<WitnessProblem> {
+    let mut problems: Vec<WitnessProblem> = chain
+        .problems
+        .iter()
+        .map(|p| WitnessProblem {
+            kind: WitnessProblemKind::StoreChain,
+            key: p.key.clone(),
+            detail: format!("{}: {}", p.kind.name(), p.detail),
+        })
+        .collect();
+    problems.extend(
+        checked
+            .into_iter()
+            .filter(|p| p.kind != WitnessProblemKind::NotWitnessed),
+    );
+    problems
+}
+
+/// Publish `rec` under `key` create-only. Another witness may record the same head at
+/// once: same seal and head is agreement.
+async fn publish_record(
+    witness: &dyn AtomicPublisher,
+    key: &str,
+    rec: &WitnessRecord,
+) -> Result<Published> {
+    let mut bytes = serde_json::to_vec_pretty(rec).map_err(|e| Error::Internal(e.to_string()))?;
+    bytes.push(b'\n');
+    let store_id = &rec.store_id;
+    publish_checked(witness, key, Bytes::from(bytes), |have| match parse_record(
+        have, store_id, rec.seq,
+    ) {
+        Ok(o) if o.head == rec.head => Ok(()),
+        Ok(o) => Err(format!(
+            "the witness recorded head {} for seal {}, this store's seal {} has {}",
+            o.head, o.seq, rec.seq, rec.head
+        )),
+        Err(e) => Err(format!("an unreadable record is in the way: {e}")),
+    })
+    .await
 }

@@ -106,36 +106,9 @@ impl Strategy for Since {
         report.head_seq = Some(newest.key_seq);
         report.head = Some(newest.digest.clone());
         report.head_sealed_utc = newest.seal.as_ref().ok().map(|s| s.sealed_utc.clone());
-        // The seals from the one before SEQ to the newest, by number.
-        let mut seals: BTreeMap<u64, StoredSeal> = self
-            .heads
-            .marked
-            .iter()
-            .chain(&self.heads.unmarked)
-            .filter(|s| s.key_seq + 1 >= since)
-            .map(|s| (s.key_seq, s.clone()))
-            .collect();
         let from = since.saturating_sub(1).max(1);
-        let missing: Vec<u64> = (from..=newest.key_seq)
-            .filter(|n| !seals.contains_key(n))
-            .collect();
-        let read: Vec<(u64, Option<StoredSeal>)> = futures::stream::iter(missing)
-            .map(|n| async move { Ok::<_, Error>((n, read_seal(store, n).await?)) })
-            .buffer_unordered(opts.concurrency.max(1))
-            .try_collect()
-            .await?;
-        for (n, s) in read {
-            match s {
-                Some(s) => {
-                    seals.insert(n, s);
-                }
-                None => report.push_problem(Problem::new(
-                    ProblemKind::SealMissing,
-                    &seal_key(n),
-                    format!("seal {n} is missing: the chain jumps over it"),
-                )),
-            }
-        }
+        let seals =
+            read_seals_from(store, opts, &self.heads, since, newest.key_seq, report).await?;
         check_seals(opts, &seals, since, report);
         self.checked_seals = seals
             .range(since.max(1)..)
@@ -161,25 +134,8 @@ impl Strategy for Since {
             })
             .count() as u64;
         report.sealed_commits = head_seal.tree_size;
-
-        // Commits sealed after SEQ: their pointers must be what was sealed.
-        let mut wanted: Vec<Wanted> = seals
-            .values()
-            .filter(|s| s.key_seq > since)
-            .filter_map(|s| s.seal.as_ref().ok().map(|x| (s.key_seq, x)))
-            .flat_map(|(seq, s)| {
-                s.entries.iter().map(move |e| Wanted {
-                    listed_size: None,
-                    key: e.key.clone(),
-                    sealed: Some(SealedAs {
-                        seq,
-                        digest: e.sha256.to_lowercase(),
-                    }),
-                })
-            })
-            .collect();
+        let mut wanted = sealed_after(&seals, since);
         self.sealed_after = wanted.iter().map(|w| w.key.clone()).collect();
-
         // Commits not sealed yet: from the index, after the newest seal's watermark.
         let watermark = head_seal
             .watermark_utc
@@ -252,6 +208,64 @@ impl Strategy for Since {
         report.problems.extend(found.problems);
         Ok(())
     }
+}
+
+/// The seals from the one before `since` to `newest`, by number: those `heads` found, the
+/// others read (a missing one reported).
+async fn read_seals_from(
+    store: &dyn AtomicPublisher,
+    opts: &VerifyOptions,
+    heads: &head::Heads,
+    since: u64,
+    newest: u64,
+    report: &mut Report,
+) -> Result<BTreeMap<u64, StoredSeal>> {
+    let mut seals: BTreeMap<u64, StoredSeal> = heads
+        .marked
+        .iter()
+        .chain(&heads.unmarked)
+        .filter(|s| s.key_seq + 1 >= since)
+        .map(|s| (s.key_seq, s.clone()))
+        .collect();
+    let from = since.saturating_sub(1).max(1);
+    let missing: Vec<u64> = (from..=newest).filter(|n| !seals.contains_key(n)).collect();
+    let read: Vec<(u64, Option<StoredSeal>)> = futures::stream::iter(missing)
+        .map(|n| async move { Ok::<_, Error>((n, read_seal(store, n).await?)) })
+        .buffer_unordered(opts.concurrency.max(1))
+        .try_collect()
+        .await?;
+    for (n, s) in read {
+        match s {
+            Some(s) => {
+                seals.insert(n, s);
+            }
+            None => report.push_problem(Problem::new(
+                ProblemKind::SealMissing,
+                &seal_key(n),
+                format!("seal {n} is missing: the chain jumps over it"),
+            )),
+        }
+    }
+    Ok(seals)
+}
+
+/// Commits sealed after seal `since`: their pointers must be what was sealed.
+fn sealed_after(seals: &BTreeMap<u64, StoredSeal>, since: u64) -> Vec<Wanted> {
+    seals
+        .values()
+        .filter(|s| s.key_seq > since)
+        .filter_map(|s| s.seal.as_ref().ok().map(|x| (s.key_seq, x)))
+        .flat_map(|(seq, s)| {
+            s.entries.iter().map(move |e| Wanted {
+                listed_size: None,
+                key: e.key.clone(),
+                sealed: Some(SealedAs {
+                    seq,
+                    digest: e.sha256.to_lowercase(),
+                }),
+            })
+        })
+        .collect()
 }
 
 /// Chain checks of the seals from `since` on, each against the one before it.
