@@ -10,20 +10,22 @@
 //! part's name, or anywhere else, is never seen. Unsealed commits are read only when asked
 //! for ([`ReadOptions::include_unsealed`]), each checked against its own key.
 
+mod chain;
+mod compacted;
+
 use std::collections::HashSet;
 
 use futures::{StreamExt, TryStreamExt};
 
 use crate::base::error::{Error, Failed, Result};
-use crate::format::compaction::{CompactionRecord, CompactionRef};
 use crate::format::keys::{self, KeyKind};
 use crate::format::pointer::{check_pointer, Pointer};
-use crate::history::frontier::Frontier;
-use crate::history::merkle;
 use crate::history::pointers::{commit_order, READ_CONCURRENCY};
-use crate::history::seal::{read_seals, Seal, StoredSeal};
+use crate::history::seal::read_seals;
 use crate::parts::encode::sha256_hex;
 use crate::publish::AtomicPublisher;
+use chain::chain_up_to;
+use compacted::with_compacted;
 
 /// What to read: which seal, and which commits of it.
 #[derive(Debug, Clone, Default)]
@@ -151,22 +153,7 @@ pub async fn snapshot(store: &dyn AtomicPublisher, opts: &ReadOptions) -> Result
                 .is_none_or(|r| run_of(&e.key) == Some(r))
         })
         .collect();
-    let results: Vec<std::result::Result<SnapshotPart, Failed>> =
-        futures::stream::iter(selected.into_iter().map(|e| sealed_part(store, e)))
-            .buffered(READ_CONCURRENCY)
-            .try_collect()
-            .await?;
-    let mut failed = Vec::new();
-    let mut parts = Vec::new();
-    for r in results {
-        match r {
-            Ok(p) => parts.push(p),
-            Err(f) => failed.push(f),
-        }
-    }
-    if !failed.is_empty() {
-        return Err(Error::Integrity(failed));
-    }
+    let mut parts = read_sealed(store, selected).await?;
     if opts.include_unsealed {
         let covered: HashSet<&str> = parts
             .iter()
@@ -189,240 +176,34 @@ pub async fn snapshot(store: &dyn AtomicPublisher, opts: &ReadOptions) -> Result
     })
 }
 
-fn run_of(pointer_key: &str) -> Option<&str> {
-    let rest = pointer_key.strip_prefix(keys::COMMITS_PREFIX)?;
-    rest.strip_prefix("run_id=")?.split('/').next()
-}
-
-/// The chain of seals 1..=`as_of` (default: the newest), checked link by link; its entries
-/// in leaf order; and the pointer keys sealed by the seals after it (never "unsealed").
-type Chained = (
-    Option<SnapshotSeal>,
-    Vec<Entry>,
-    Vec<String>,
-    Vec<(SealRef, CompactionRef)>,
-);
-
-fn chain_up_to(seals: &[StoredSeal], as_of: Option<u64>) -> Result<Chained> {
-    let newest = seals.last().map_or(0, |s| s.key_seq);
-    let upto = as_of.unwrap_or(newest);
-    if as_of == Some(0) || upto > newest {
-        return Err(Error::Usage(format!(
-            "--as-of-seal {upto}: the store's seals are 1..={newest}"
-        )));
-    }
-    let mut tree = Frontier::new();
-    let mut entries = Vec::new();
-    let mut later = Vec::new();
-    let mut head = None;
-    let mut compactions = Vec::new();
-    let mut prev: Option<&StoredSeal> = None;
-    for (i, s) in seals.iter().enumerate() {
-        let expect = i as u64 + 1;
-        if s.key_seq > upto {
-            // Only their entries matter (what "unsealed" excludes); a broken later seal
-            // does not change what seals 1..=upto prove.
-            if let Ok(seal) = &s.seal {
-                later.extend(seal.entries.iter().map(|e| e.key.clone()));
-            }
-            continue;
-        }
-        let bad = |m: String| Error::Integrity(vec![Failed::new(s.key.clone(), m)]);
-        if s.key_seq != expect {
-            return Err(Error::Integrity(vec![Failed::new(
-                keys::seal_key(expect),
-                format!("is missing: the chain jumps to {}", s.key),
-            )]));
-        }
-        let seal: &Seal = s.seal.as_ref().map_err(|m| bad(m.clone()))?;
-        if seal.seq != s.key_seq {
-            return Err(bad(format!("records seq {}", seal.seq)));
-        }
-        let prev_digest = prev.map(|p| p.digest.as_str());
-        if seal.prev_sha256.as_deref() != prev_digest {
-            return Err(bad(format!(
-                "records previous seal {}, but the seal before it has sha256 {}",
-                seal.prev_sha256.as_deref().unwrap_or("(none)"),
-                prev_digest.unwrap_or("(none: it is the first)")
-            )));
-        }
-        seal.check_signature(None)
-            .map_err(|e| bad(format!("{e}")))?;
-        let by = SealRef {
-            seq: s.key_seq,
-            sha256: s.digest.clone(),
-        };
-        for e in &seal.entries {
-            let d = merkle::parse_hash(&e.sha256)
-                .ok_or_else(|| bad(format!("entry {} has no valid sha256", e.key)))?;
-            tree.push(merkle::leaf_hash(&d));
-            entries.push(Entry {
-                key: e.key.clone(),
-                sha256: e.sha256.to_lowercase(),
-                by: by.clone(),
-            });
-        }
-        for c in seal.compactions.iter().flatten() {
-            compactions.push((by.clone(), c.clone()));
-        }
-        let root = hex::encode(tree.root());
-        if seal.tree_size != tree.size() || !seal.root.eq_ignore_ascii_case(&root) {
-            return Err(bad(format!(
-                "records tree size {} root {}, but its entries and those before give {} and {root}",
-                seal.tree_size,
-                seal.root,
-                tree.size()
-            )));
-        }
-        head = Some(SnapshotSeal {
-            seq: s.key_seq,
-            sha256: s.digest.clone(),
-            tree_size: seal.tree_size,
-            root: seal.root.clone(),
-            sealed_utc: seal.sealed_utc.clone(),
-        });
-        prev = Some(s);
-    }
-    let mut seen = HashSet::new();
-    if let Some(e) = entries.iter().find(|e| !seen.insert(e.key.as_str())) {
-        return Err(Error::Integrity(vec![Failed::new(
-            keys::seal_key(e.by.seq),
-            format!("seals {} again", e.key),
-        )]));
-    }
-    Ok((head, entries, later, compactions))
-}
-
-/// Replace the sources of every compaction in effect by its compacted part (see
-/// [`ReadOptions::prefer_compacted`]), at the place of its first source. A record that is
-/// missing or not as sealed, or whose sources are not the snapshot's sealed commits as
-/// recorded, is an [`Error::Integrity`]; one whose sources the filters left out is skipped.
-async fn with_compacted(
+/// The sealed pointers `selected`, each read and checked against the digest sealed; any
+/// missing or changed is an [`Error::Integrity`] naming every one.
+async fn read_sealed(
     store: &dyn AtomicPublisher,
-    parts: Vec<SnapshotPart>,
-    compactions: &[(SealRef, CompactionRef)],
+    selected: Vec<Entry>,
 ) -> Result<Vec<SnapshotPart>> {
-    let mut at: std::collections::HashMap<String, usize> = parts
-        .iter()
-        .enumerate()
-        .filter(|(_, p)| p.sealed_by.is_some())
-        .map(|(i, p)| (p.pointer_key.clone(), i))
-        .collect();
-    let mut slots: Vec<Option<SnapshotPart>> = parts.into_iter().map(Some).collect();
+    let results: Vec<std::result::Result<SnapshotPart, Failed>> =
+        futures::stream::iter(selected.into_iter().map(|e| sealed_part(store, e)))
+            .buffered(READ_CONCURRENCY)
+            .try_collect()
+            .await?;
     let mut failed = Vec::new();
-    for (by, r) in compactions {
-        let rec = match read_compaction(store, by, r).await? {
-            Ok(rec) => rec,
-            Err(f) => {
-                failed.push(f);
-                continue;
-            }
-        };
-        let idx: Vec<Option<usize>> = rec
-            .sources
-            .iter()
-            .map(|s| at.get(&s.pointer_key).copied())
-            .collect();
-        if idx.iter().all(Option::is_none) {
-            continue; // not selected
+    let mut parts = Vec::new();
+    for r in results {
+        match r {
+            Ok(p) => parts.push(p),
+            Err(f) => failed.push(f),
         }
-        if !sources_agree(&rec, &idx, &slots) {
-            failed.push(Failed::new(
-                r.key.clone(),
-                "its sources are not the sealed commits it names (or another compaction holds one); run `lineage verify`".to_string(),
-            ));
-            continue;
-        }
-        let first = idx.iter().flatten().copied().min().unwrap_or_default();
-        for i in idx.into_iter().flatten() {
-            slots[i] = None;
-        }
-        for s in &rec.sources {
-            at.remove(&s.pointer_key);
-        }
-        slots[first] = Some(compacted_part(by, r, &rec));
     }
     if !failed.is_empty() {
         return Err(Error::Integrity(failed));
     }
-    Ok(slots.into_iter().flatten().collect())
+    Ok(parts)
 }
 
-/// The compaction record `r` that seal `by` puts into effect, read and checked against the
-/// digest sealed; `Err(Failed)` when it is missing, changed or unreadable.
-async fn read_compaction(
-    store: &dyn AtomicPublisher,
-    by: &SealRef,
-    r: &CompactionRef,
-) -> Result<std::result::Result<CompactionRecord, Failed>> {
-    let Some(bytes) = crate::history::delta::read_record(store, &r.key).await? else {
-        return Ok(Err(Failed::new(
-            r.key.clone(),
-            format!("is missing (seal {} puts it into effect)", by.seq),
-        )));
-    };
-    let got = sha256_hex(&bytes);
-    if !got.eq_ignore_ascii_case(&r.sha256) {
-        return Ok(Err(Failed::new(
-            r.key.clone(),
-            format!("has sha256 {got}, but seal {} records {}", by.seq, r.sha256),
-        )));
-    }
-    Ok(CompactionRecord::from_bytes(&r.key, &bytes)
-        .map_err(|e| Failed::new(r.key.clone(), e.to_string())))
-}
-
-/// Whether every source of `rec` is in the snapshot (at `idx` in `slots`, not taken by
-/// another compaction) as the record names it.
-fn sources_agree(
-    rec: &CompactionRecord,
-    idx: &[Option<usize>],
-    slots: &[Option<SnapshotPart>],
-) -> bool {
-    let mut ok = idx.iter().all(Option::is_some);
-    for (s, i) in rec.sources.iter().zip(idx) {
-        let Some(p) = i.and_then(|i| slots[i].as_ref()) else {
-            ok = false;
-            continue;
-        };
-        if p.pointer_sha256 != s.pointer_sha256.to_lowercase()
-            || p.pointer.part_path != s.part_path
-            || p.pointer.sha256 != s.sha256
-            || p.pointer.size_bytes != s.size_bytes
-        {
-            ok = false;
-        }
-    }
-    ok
-}
-
-/// The snapshot part a compaction in effect (record `r` of seal `by`) reads as.
-fn compacted_part(by: &SealRef, r: &CompactionRef, rec: &CompactionRecord) -> SnapshotPart {
-    SnapshotPart {
-        pointer_key: r.key.clone(),
-        pointer_sha256: r.sha256.to_lowercase(),
-        pointer: Pointer {
-            format: crate::format::pointer::POINTER_FORMAT.to_string(),
-            commit_id: rec.compaction_id.clone(),
-            run_id: rec.run_id.clone(),
-            target_crs: rec.target_crs.clone(),
-            part_path: rec.part_path.clone(),
-            row_count: rec.row_count,
-            size_bytes: rec.size_bytes,
-            schema_version: rec.schema_version.clone(),
-            sha256: rec.sha256.clone(),
-            blake3: Some(rec.blake3.clone()),
-            committed_utc: rec.compacted_utc.clone(),
-            first_sequence: rec.first_sequence,
-            last_sequence: rec.last_sequence,
-            min_event_time_utc: rec.min_event_time_utc.clone(),
-            max_event_time_utc: rec.max_event_time_utc.clone(),
-            tool_version: rec.tool_version.clone(),
-            commit_key: None,
-            adopted: false,
-        },
-        sealed_by: Some(by.clone()),
-    }
+fn run_of(pointer_key: &str) -> Option<&str> {
+    let rest = pointer_key.strip_prefix(keys::COMMITS_PREFIX)?;
+    rest.strip_prefix("run_id=")?.split('/').next()
 }
 
 /// A sealed pointer, read and checked against the digest sealed; `Err(Failed)` when it is
