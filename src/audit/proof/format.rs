@@ -218,6 +218,15 @@ fn check_path(proof: &Proof, seal: &Seal) -> std::result::Result<(), String> {
     Ok(())
 }
 
+/// `b` as text; bytes that are not UTF-8 make `what` at `key` corrupt.
+pub(super) fn utf8(b: &[u8], what: &'static str, key: &str) -> Result<String> {
+    String::from_utf8(b.to_vec()).map_err(|_| Error::Corrupt {
+        what,
+        key: key.to_string(),
+        message: "not UTF-8".into(),
+    })
+}
+
 /// Size and sha256 of a local file, streamed.
 fn hash_file(path: &Path) -> Result<(u64, String)> {
     use std::io::Read;

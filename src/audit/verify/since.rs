@@ -291,48 +291,70 @@ fn check_seals(
             ));
         }
         let prev = n.checked_sub(1).and_then(|p| seals.get(&p));
-        match (prev, &seal.prev_sha256) {
-            (Some(before), Some(p)) if p != &before.digest => report.push_problem(Problem::new(
-                ProblemKind::SealChainBroken,
-                &before.key,
-                format!(
-                    "has sha256 {}, but the next seal {} records {p}: this seal was edited or replaced after {} was made",
-                    before.digest, s.key, s.key
-                ),
-            )),
-            (Some(before), None) => report.push_problem(Problem::new(
-                ProblemKind::SealChainBroken,
-                &s.key,
-                format!("records no previous seal, but follows {}", before.key),
-            )),
-            _ => {}
+        if let Some(p) = link_problem(prev, s, seal) {
+            report.push_problem(p);
         }
         if let Some(f) = &seal.frontier {
-            let why = match Frontier::from_hex(seal.tree_size, f) {
-                None => Some("its frontier does not fit its tree size".to_string()),
-                Some(fr) if !hex::encode(fr.root()).eq_ignore_ascii_case(&seal.root) => {
-                    Some("its frontier does not give its root".to_string())
-                }
-                Some(_) => grows_from(prev, seal),
-            };
-            if let Some(w) = why {
-                report.push_problem(Problem::new(
-                    ProblemKind::SealRootMismatch,
-                    &s.key,
-                    format!("{w}: the seal was edited"),
-                ));
-            }
-            let prev_w = prev
-                .and_then(|p| p.seal.as_ref().ok())
-                .and_then(|p| p.watermark_utc.as_deref());
-            for w in seal_fields(seal, prev_w, None) {
-                report.push_problem(Problem::new(ProblemKind::SealCorrupt, &s.key, w));
+            for p in frontier_problems(prev, s, seal, f) {
+                report.push_problem(p);
             }
         }
         if let Err(why) = opts.trust().judge(s.key_seq, seal) {
             report.push_problem(Problem::new(ProblemKind::BadSignature, &s.key, why));
         }
     }
+}
+
+/// Seal `s` (parsed: `seal`) against the seal before it, `prev`.
+fn link_problem(prev: Option<&StoredSeal>, s: &StoredSeal, seal: &Seal) -> Option<Problem> {
+    match (prev, &seal.prev_sha256) {
+        (Some(before), Some(p)) if p != &before.digest => Some(Problem::new(
+            ProblemKind::SealChainBroken,
+            &before.key,
+            format!(
+                "has sha256 {}, but the next seal {} records {p}: this seal was edited or replaced after {} was made",
+                before.digest, s.key, s.key
+            ),
+        )),
+        (Some(before), None) => Some(Problem::new(
+            ProblemKind::SealChainBroken,
+            &s.key,
+            format!("records no previous seal, but follows {}", before.key),
+        )),
+        _ => None,
+    }
+}
+
+/// Seal `s`'s frontier `f` against its root and its predecessor's tree, and its
+/// `lineage-seal/2` fields.
+fn frontier_problems(
+    prev: Option<&StoredSeal>,
+    s: &StoredSeal,
+    seal: &Seal,
+    f: &[String],
+) -> Vec<Problem> {
+    let mut out = Vec::new();
+    let why = match Frontier::from_hex(seal.tree_size, f) {
+        None => Some("its frontier does not fit its tree size".to_string()),
+        Some(fr) if !hex::encode(fr.root()).eq_ignore_ascii_case(&seal.root) => {
+            Some("its frontier does not give its root".to_string())
+        }
+        Some(_) => grows_from(prev, seal),
+    };
+    if let Some(w) = why {
+        out.push(Problem::new(
+            ProblemKind::SealRootMismatch,
+            &s.key,
+            format!("{w}: the seal was edited"),
+        ));
+    }
+    let prev_w = prev
+        .and_then(|p| p.seal.as_ref().ok())
+        .and_then(|p| p.watermark_utc.as_deref());
+    for w in seal_fields(seal, prev_w, None) {
+        out.push(Problem::new(ProblemKind::SealCorrupt, &s.key, w));
+    }
+    out
 }
 
 /// Why a seal's tree is not its predecessor's tree plus its entries (`None` when it is, or

@@ -102,16 +102,7 @@ pub(crate) async fn check(
         }
     }
     let later = listed.later(store, cx).await?;
-    let walked = cx.chain.leaves.len() as u64;
-    for (leaf_index, o) in &listed.beyond {
-        if *leaf_index >= later.tree_size {
-            out.push(Problem::new(
-                ProblemKind::BadLocator,
-                &o.key,
-                format!("names leaf {leaf_index}, but the seals hold {walked} leaves"),
-            ));
-        }
-    }
+    out.extend(listed.beyond_tree(cx, later.tree_size));
     out.extend(missed(store, cx, &listed.index_keys).await?);
     let complete = complete_size(store, cx).await?;
     out.extend(missing_locators(store, cx, &listed.locators, complete).await?);
@@ -182,6 +173,22 @@ impl<'a> Listed<'a> {
             ));
         }
         out
+    }
+
+    /// Locators beyond even the tree of the seals now (`tree_size` leaves).
+    fn beyond_tree(&self, cx: &Context<'_>, tree_size: u64) -> Vec<Problem> {
+        let walked = cx.chain.leaves.len() as u64;
+        self.beyond
+            .iter()
+            .filter(|(leaf_index, _)| *leaf_index >= tree_size)
+            .map(|(leaf_index, o)| {
+                Problem::new(
+                    ProblemKind::BadLocator,
+                    &o.key,
+                    format!("names leaf {leaf_index}, but the seals hold {walked} leaves"),
+                )
+            })
+            .collect()
     }
 
     /// The newest seal and tree size now: read again only when something listed lies
