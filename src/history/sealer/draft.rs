@@ -4,10 +4,9 @@
 
 use std::collections::HashSet;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Duration, Utc};
 use futures::{StreamExt, TryStreamExt};
 
-use super::SealOptions;
 use crate::base::clock::Clock;
 use crate::base::error::{Error, Result};
 use crate::format::keys::{self, HistoryKey, KeyKind};
@@ -42,27 +41,29 @@ pub(super) struct Draft {
 }
 
 /// The draft of the next seal: incremental after a seal of the new format (unless
-/// `rescan`), full otherwise.
+/// `rescan`), full otherwise; `lookback`: how far behind the sealer's clock a writer's
+/// index entry may still land.
 pub(super) async fn draft(
     store: &dyn AtomicPublisher,
     clock: &dyn Clock,
-    opts: &SealOptions,
+    lookback: Duration,
+    rescan: bool,
     heads: Heads,
     newest: Option<StoredSeal>,
 ) -> Result<Draft> {
     let incremental = match &newest {
-        Some(s) if !opts.rescan => s.seal.as_ref().is_ok_and(Seal::is_v2),
+        Some(s) if !rescan => s.seal.as_ref().is_ok_and(Seal::is_v2),
         _ => false,
     };
     if incremental {
         let base = newest.ok_or_else(|| Error::Internal("no base seal".into()))?;
-        draft_incremental(store, clock, opts, base).await
+        draft_incremental(store, clock, lookback, base).await
     } else {
         let all = match heads.legacy {
             Some(all) => all,
             None => read_seals(store).await?,
         };
-        draft_full(store, clock, opts, all).await
+        draft_full(store, clock, lookback, all).await
     }
 }
 
@@ -89,7 +90,7 @@ fn index_time(key: &str) -> Option<DateTime<Utc>> {
 async fn draft_incremental(
     store: &dyn AtomicPublisher,
     clock: &dyn Clock,
-    opts: &SealOptions,
+    lookback: Duration,
     base: StoredSeal,
 ) -> Result<Draft> {
     let listed_at = clock.now();
@@ -122,7 +123,7 @@ async fn draft_incremental(
         .await?;
     let mut new: Vec<NewCommit> = read.into_iter().flatten().collect();
     sort_commits(&mut new);
-    let watermark = w_prev.max(listed_at - opts.lookback);
+    let watermark = w_prev.max(listed_at - lookback);
     let ahead = ahead_keys(
         ahead_prev
             .into_iter()
@@ -186,17 +187,17 @@ fn read_commit(key: &str, bytes: &[u8]) -> Result<NewCommit> {
 async fn draft_full(
     store: &dyn AtomicPublisher,
     clock: &dyn Clock,
-    opts: &SealOptions,
+    lookback: Duration,
     seals: Vec<StoredSeal>,
 ) -> Result<Draft> {
     let listed_at = clock.now();
     let so_far = SoFar::of(&seals)?;
-    let watermark = so_far.watermark.map_or(listed_at - opts.lookback, |w| {
-        w.max(listed_at - opts.lookback)
-    });
+    let watermark = so_far
+        .watermark
+        .map_or(listed_at - lookback, |w| w.max(listed_at - lookback));
     let mut new = read_unsealed(store, &so_far.sealed).await?;
     sort_commits(&mut new);
-    let recent_keys = recent_index_keys(store, &seals, watermark - opts.lookback).await?;
+    let recent_keys = recent_index_keys(store, &seals, watermark - lookback).await?;
     let ahead = ahead_keys(
         so_far
             .ahead

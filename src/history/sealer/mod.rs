@@ -107,7 +107,7 @@ pub async fn seal_with(
         if !opts.compactions.is_empty() {
             compactions_still_planned(store, newest.as_ref(), opts).await?;
         }
-        let draft = draft(store, clock, opts, heads, newest).await?;
+        let draft = draft(store, clock, opts.lookback, opts.rescan, heads, newest).await?;
         let full = draft.all_leaves.is_some();
         if draft.new.is_empty() && !opts.allow_empty && opts.compactions.is_empty() {
             return Ok(nothing_new(draft.prev.as_ref(), full, lost));

@@ -2,13 +2,23 @@
 
 use std::collections::HashSet;
 
-use super::{Entry, SealRef, SnapshotSeal};
+use super::types::{SealRef, SnapshotSeal};
 use crate::base::error::{Error, Failed, Result};
 use crate::format::compaction::CompactionRef;
 use crate::format::keys;
 use crate::history::frontier::Frontier;
 use crate::history::merkle;
 use crate::history::seal::{Seal, StoredSeal};
+
+/// One sealed entry: its pointer key, the digest sealed, the seal.
+pub(super) struct Entry {
+    /// The pointer key.
+    pub(super) key: String,
+    /// The digest sealed.
+    pub(super) sha256: String,
+    /// The seal.
+    pub(super) by: SealRef,
+}
 
 /// The chain of seals 1..=`as_of` (default: the newest), checked link by link; its entries
 /// in leaf order; and the pointer keys sealed by the seals after it (never "unsealed").

@@ -1,6 +1,6 @@
 //! Reading compacted parts in place of their sources ([`super::ReadOptions::prefer_compacted`]).
 
-use super::{SealRef, SnapshotPart};
+use super::types::{SealRef, SnapshotPart};
 use crate::base::error::{Error, Failed, Result};
 use crate::format::compaction::{CompactionRecord, CompactionRef};
 use crate::format::pointer::Pointer;

@@ -12,6 +12,7 @@
 
 mod chain;
 mod compacted;
+mod types;
 
 use std::collections::HashSet;
 
@@ -24,8 +25,9 @@ use crate::history::pointers::{commit_order, READ_CONCURRENCY};
 use crate::history::seal::read_seals;
 use crate::parts::encode::sha256_hex;
 use crate::publish::AtomicPublisher;
-use chain::chain_up_to;
+use chain::{chain_up_to, Entry};
 use compacted::with_compacted;
+pub use types::{SealRef, SnapshotPart, SnapshotSeal};
 
 /// What to read: which seal, and which commits of it.
 #[derive(Debug, Clone, Default)]
@@ -46,43 +48,6 @@ pub struct ReadOptions {
     /// part appears as one [`SnapshotPart`] whose "pointer" is made from the record
     /// (`commit_id` the compaction id, `pointer_key` the record's key).
     pub prefer_compacted: bool,
-}
-
-/// The seal a commit was sealed by.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SealRef {
-    /// Its sequence number.
-    pub seq: u64,
-    /// sha256 of its exact bytes: a head digest under which the commit can be proven.
-    pub sha256: String,
-}
-
-/// The seal a snapshot is "as of".
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SnapshotSeal {
-    /// Its sequence number.
-    pub seq: u64,
-    /// sha256 of its exact bytes (the head digest).
-    pub sha256: String,
-    /// Commits it covers (every commit of seals 1..=seq).
-    pub tree_size: u64,
-    /// Its Merkle root.
-    pub root: String,
-    /// When it was made.
-    pub sealed_utc: String,
-}
-
-/// One commit of a snapshot.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SnapshotPart {
-    /// The pointer's key.
-    pub pointer_key: String,
-    /// sha256 of the pointer's exact bytes (what its seal records).
-    pub pointer_sha256: String,
-    /// The pointer: the part's key, size and digests the scan checks it against.
-    pub pointer: Pointer,
-    /// The seal that added it; `None` for an unsealed commit.
-    pub sealed_by: Option<SealRef>,
 }
 
 /// The commits a read covers.
@@ -112,13 +77,6 @@ impl Snapshot {
     pub fn bytes(&self) -> u64 {
         self.parts.iter().map(|p| p.pointer.size_bytes).sum()
     }
-}
-
-/// One sealed entry: its pointer key, the digest sealed, the seal.
-struct Entry {
-    key: String,
-    sha256: String,
-    by: SealRef,
 }
 
 /// Read the snapshot `opts` asks for. Refuses (with [`Error::Integrity`], naming every

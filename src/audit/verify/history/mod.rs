@@ -14,54 +14,22 @@
 //! - a seal whose frontier, watermark or `ahead` is wrong: `seal_root_mismatch` /
 //!   `seal_corrupt`, reported by the chain walk.
 
+mod context;
 mod entries;
 mod tree;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
-use chrono::{DateTime, Duration, Utc};
-
-use crate::audit::chain::Chain;
 use crate::audit::report::{Problem, ProblemKind};
-use crate::audit::verify::shard::Scope;
 use crate::base::error::Result;
 use crate::format::keys::{self, HistoryKey, KeyKind};
-use crate::format::pointer::Pointer;
 use crate::history::seal::Seal;
 use crate::publish::{AtomicPublisher, ObjectInfo};
 
+pub(crate) use context::Context;
 use entries::{check_index_entry, missed};
 pub(crate) use entries::{entry_matches, index_entry_problem};
 use tree::{check_heads, check_tiles, missing_locators, tile_within};
-
-/// What the history checks look at.
-#[derive(Debug)]
-pub(crate) struct Context<'a> {
-    /// The walked chain.
-    pub chain: &'a Chain,
-    /// Pointers read by this verify (this shard's), parsed.
-    pub pointers: HashMap<&'a str, &'a Pointer>,
-    /// Every pointer key listed by this verify, parseable or not.
-    pub pointer_keys: HashSet<&'a str>,
-    /// "Now", for the grace period.
-    pub now: DateTime<Utc>,
-    /// Younger commits and seals are in flight.
-    pub grace: Duration,
-    /// The shard, when verifying one.
-    pub scope: Option<&'a Scope>,
-}
-
-impl Context<'_> {
-    fn owns_pointer(&self, k: &str) -> bool {
-        self.scope.is_none_or(|s| s.owns_pointer(k))
-    }
-    fn first(&self) -> bool {
-        self.scope.is_none_or(Scope::first)
-    }
-    fn old(&self, t: Option<DateTime<Utc>>) -> bool {
-        t.is_none_or(|t| t <= self.now - self.grace)
-    }
-}
 
 /// Check the listed history objects (this shard's) against the chain and the pointers.
 pub(crate) async fn check(
