@@ -8,9 +8,10 @@ use crate::parts::encode::sha256_hex;
 use crate::publish::AtomicPublisher;
 
 /// Replace the sources of every compaction in effect by its compacted part (see
-/// [`super::ReadOptions::prefer_compacted`]), at the place of its first source. A record that is
-/// missing or not as sealed, or whose sources are not the snapshot's sealed commits as
-/// recorded, is an [`Error::Integrity`]; one whose sources the filters left out is skipped.
+/// [`super::ReadOptions::prefer_compacted`]), at the place of its first source. A record
+/// that is missing or not as sealed, or whose sources are not the snapshot's sealed commits
+/// as recorded, is an [`Error::Integrity`]; one whose sources the filters left out is
+/// skipped.
 pub(super) async fn with_compacted(
     store: &dyn AtomicPublisher,
     parts: Vec<SnapshotPart>,
