@@ -13,7 +13,7 @@ use crate::format::keys;
 use crate::format::keys::seal_key;
 use crate::history::frontier::Frontier;
 use crate::history::merkle::{self, Hash};
-use crate::history::seal::{read_seals, StoredSeal, Trust};
+use crate::history::seal::{read_seals, Seal, StoredSeal, Trust};
 use crate::publish::AtomicPublisher;
 
 /// One sealed commit, in leaf order.
@@ -91,23 +91,7 @@ pub async fn walk(store: &dyn AtomicPublisher, trust: Option<&Trust>) -> Result<
     let mut expected_seq = 1;
     let mut prev: Option<&StoredSeal> = None;
     for s in &seals {
-        if s.key_seq > expected_seq {
-            let missing = if s.key_seq - expected_seq == 1 {
-                format!("seal {expected_seq} is missing")
-            } else {
-                format!("seals {expected_seq} to {} are missing", s.key_seq - 1)
-            };
-            chain.push(
-                ProblemKind::SealMissing,
-                seal_key(expected_seq),
-                format!("{missing}: the chain jumps to {}", s.key),
-            );
-        }
-        let gap = s.key_seq != expected_seq;
-        if gap {
-            // The missing seals' entries are unknown, so later roots cannot be recomputed.
-            chain.broken = true;
-        }
+        let gap = chain.check_seq(s, expected_seq);
         expected_seq = s.key_seq + 1;
         let seal = match &s.seal {
             Ok(seal) => seal,
@@ -118,92 +102,11 @@ pub async fn walk(store: &dyn AtomicPublisher, trust: Option<&Trust>) -> Result<
                 continue;
             }
         };
-        if seal.seq != s.key_seq {
-            chain.push(
-                ProblemKind::SealMisplaced,
-                &s.key,
-                format!(
-                    "records seq {} but is stored as seal {} (seals renamed or swapped)",
-                    seal.seq, s.key_seq
-                ),
-            );
-        }
-        match (prev, &seal.prev_sha256) {
-            (None, None) => {}
-            (None, Some(p)) if !gap => chain.push(
-                ProblemKind::SealChainBroken,
-                &s.key,
-                format!("is the first seal but records a previous seal {p}"),
-            ),
-            // A seal not read (too large) has no digest: it is reported corrupt already.
-            (Some(before), Some(p)) if !gap && !before.digest.is_empty() && p != &before.digest => chain.push(
-                ProblemKind::SealChainBroken,
-                &before.key,
-                format!(
-                    "has sha256 {}, but the next seal {} records {p}: this seal was edited or replaced after {} was made",
-                    before.digest, s.key, s.key
-                ),
-            ),
-            (Some(before), None) => chain.push(
-                ProblemKind::SealChainBroken,
-                &s.key,
-                format!("records no previous seal, but follows {}", before.key),
-            ),
-            _ => {}
-        }
+        chain.check_link(prev, s, seal, gap);
         prev = Some(s);
-        for e in &seal.entries {
-            if let Some(&i) = chain.by_key.get(&e.key) {
-                let first = chain.leaves[i].seq;
-                chain.push(
-                    ProblemKind::SealCorrupt,
-                    &s.key,
-                    format!("seals {} again (already sealed by seal {first})", e.key),
-                );
-                continue;
-            }
-            let Some(d) = merkle::parse_hash(&e.sha256) else {
-                chain.push(
-                    ProblemKind::SealCorrupt,
-                    &s.key,
-                    format!("entry {} has no valid sha256", e.key),
-                );
-                chain.broken = true;
-                continue;
-            };
-            tree.push(merkle::leaf_hash(&d));
-            chain.by_key.insert(e.key.clone(), chain.leaves.len());
-            chain.leaves.push(crate::audit::chain::Leaf {
-                key: e.key.clone(),
-                digest: e.sha256.to_lowercase(),
-                seq: s.key_seq,
-            });
-        }
+        chain.add_entries(&mut tree, s, seal);
         if !chain.broken {
-            let root = hex::encode(tree.root());
-            if seal.tree_size != tree.size() || !seal.root.eq_ignore_ascii_case(&root) {
-                chain.push(
-                    ProblemKind::SealRootMismatch,
-                    &s.key,
-                    format!(
-                        "records tree size {} root {}, but its entries and those of the seals before it give {} and {root}: the seal was edited",
-                        seal.tree_size,
-                        seal.root,
-                        tree.size()
-                    ),
-                );
-            } else if let Some(f) = &seal.frontier {
-                let want = tree.to_hex();
-                if f.len() != want.len()
-                    || f.iter().zip(&want).any(|(a, b)| !a.eq_ignore_ascii_case(b))
-                {
-                    chain.push(
-                        ProblemKind::SealRootMismatch,
-                        &s.key,
-                        "records a frontier that is not the right edge of its tree: the seal was edited, and the next seal would build on it",
-                    );
-                }
-            }
+            chain.check_root(&tree, s, seal);
         }
         if seal.is_v2() {
             let problems = crate::history::seal::seal_fields(
@@ -224,6 +127,126 @@ pub async fn walk(store: &dyn AtomicPublisher, trust: Option<&Trust>) -> Result<
     }
     chain.seals = seals;
     Ok(chain)
+}
+
+impl Chain {
+    /// Seal `s` where seal `expected_seq` is due: the seals missing before it named. True
+    /// when its key is not the one due (a gap: the chain is then broken).
+    fn check_seq(&mut self, s: &StoredSeal, expected_seq: u64) -> bool {
+        if s.key_seq > expected_seq {
+            let missing = if s.key_seq - expected_seq == 1 {
+                format!("seal {expected_seq} is missing")
+            } else {
+                format!("seals {expected_seq} to {} are missing", s.key_seq - 1)
+            };
+            self.push(
+                ProblemKind::SealMissing,
+                seal_key(expected_seq),
+                format!("{missing}: the chain jumps to {}", s.key),
+            );
+        }
+        let gap = s.key_seq != expected_seq;
+        if gap {
+            // The missing seals' entries are unknown, so later roots cannot be recomputed.
+            self.broken = true;
+        }
+        gap
+    }
+
+    /// Seal `s` (parsed: `seal`) against its key and the seal before it (`prev`).
+    fn check_link(&mut self, prev: Option<&StoredSeal>, s: &StoredSeal, seal: &Seal, gap: bool) {
+        if seal.seq != s.key_seq {
+            self.push(
+                ProblemKind::SealMisplaced,
+                &s.key,
+                format!(
+                    "records seq {} but is stored as seal {} (seals renamed or swapped)",
+                    seal.seq, s.key_seq
+                ),
+            );
+        }
+        match (prev, &seal.prev_sha256) {
+            (None, None) => {}
+            (None, Some(p)) if !gap => self.push(
+                ProblemKind::SealChainBroken,
+                &s.key,
+                format!("is the first seal but records a previous seal {p}"),
+            ),
+            // A seal not read (too large) has no digest: it is reported corrupt already.
+            (Some(before), Some(p)) if !gap && !before.digest.is_empty() && p != &before.digest => self.push(
+                ProblemKind::SealChainBroken,
+                &before.key,
+                format!(
+                    "has sha256 {}, but the next seal {} records {p}: this seal was edited or replaced after {} was made",
+                    before.digest, s.key, s.key
+                ),
+            ),
+            (Some(before), None) => self.push(
+                ProblemKind::SealChainBroken,
+                &s.key,
+                format!("records no previous seal, but follows {}", before.key),
+            ),
+            _ => {}
+        }
+    }
+
+    /// The entries of seal `s` as leaves, each grown into `tree`.
+    fn add_entries(&mut self, tree: &mut Frontier, s: &StoredSeal, seal: &Seal) {
+        for e in &seal.entries {
+            if let Some(&i) = self.by_key.get(&e.key) {
+                let first = self.leaves[i].seq;
+                self.push(
+                    ProblemKind::SealCorrupt,
+                    &s.key,
+                    format!("seals {} again (already sealed by seal {first})", e.key),
+                );
+                continue;
+            }
+            let Some(d) = merkle::parse_hash(&e.sha256) else {
+                self.push(
+                    ProblemKind::SealCorrupt,
+                    &s.key,
+                    format!("entry {} has no valid sha256", e.key),
+                );
+                self.broken = true;
+                continue;
+            };
+            tree.push(merkle::leaf_hash(&d));
+            self.by_key.insert(e.key.clone(), self.leaves.len());
+            self.leaves.push(Leaf {
+                key: e.key.clone(),
+                digest: e.sha256.to_lowercase(),
+                seq: s.key_seq,
+            });
+        }
+    }
+
+    /// Seal `s`'s tree size, root and frontier against the tree of every leaf so far.
+    fn check_root(&mut self, tree: &Frontier, s: &StoredSeal, seal: &Seal) {
+        let root = hex::encode(tree.root());
+        if seal.tree_size != tree.size() || !seal.root.eq_ignore_ascii_case(&root) {
+            self.push(
+                ProblemKind::SealRootMismatch,
+                &s.key,
+                format!(
+                    "records tree size {} root {}, but its entries and those of the seals before it give {} and {root}: the seal was edited",
+                    seal.tree_size,
+                    seal.root,
+                    tree.size()
+                ),
+            );
+        } else if let Some(f) = &seal.frontier {
+            let want = tree.to_hex();
+            if f.len() != want.len() || f.iter().zip(&want).any(|(a, b)| !a.eq_ignore_ascii_case(b))
+            {
+                self.push(
+                    ProblemKind::SealRootMismatch,
+                    &s.key,
+                    "records a frontier that is not the right edge of its tree: the seal was edited, and the next seal would build on it",
+                );
+            }
+        }
+    }
 }
 
 /// Check an expected head digest against the chain; a problem when no seal has it.

@@ -16,6 +16,7 @@ use crate::history::index;
 use crate::history::pointers::{
     read_pointers_past_corrupt, sort_in_commit_order, Unreadable, READ_CONCURRENCY,
 };
+use crate::history::seal::StoredSeal;
 use crate::publish::AtomicPublisher;
 
 /// The commits after seal `since` (the newest when `None`), of one run if given. A store
@@ -47,25 +48,7 @@ pub(crate) async fn since_seal_past_corrupt(
         Some(n) if heads.legacy.is_none() => n.clone(),
         _ => {
             let all = heads.legacy.unwrap_or_default();
-            if let Some(n) = since {
-                if !all.iter().any(|s| s.key_seq == n) {
-                    return Err(Error::invalid(
-                        Param::SinceSeal,
-                        text![format!("{n}: the store has no seal {n}")],
-                    ));
-                }
-            }
-            // Earlier format: the sealed set comes from every seal, the rest from the pointers.
-            let sealed: HashSet<String> = all
-                .iter()
-                .filter(|s| since.is_none_or(|n| s.key_seq <= n))
-                .filter_map(|s| s.seal.as_ref().ok())
-                .flat_map(|s| s.entries.iter().map(|e| e.key.clone()))
-                .collect();
-            let (mut v, mut bad) = read_pointers_past_corrupt(store, run_id).await?;
-            v.retain(|p| !sealed.contains(&keys::pointer_key(&p.run_id, &p.commit_id)));
-            bad.retain(|u| !sealed.contains(&u.key));
-            return Ok((v, bad));
+            return whole_store(store, &all, since, run_id).await;
         }
     };
     let since = since.unwrap_or(newest.key_seq);
@@ -78,6 +61,56 @@ pub(crate) async fn since_seal_past_corrupt(
             )],
         ));
     }
+    let keys_after = keys_after(store, since, newest).await?;
+    let prefix = run_id.map(|r| keys::pointer_key(r, ""));
+    let prefix = prefix.as_deref().map(|p| p.trim_end_matches(".json"));
+    let wanted: Vec<String> = keys_after
+        .into_iter()
+        .filter(|k| prefix.is_none_or(|p| k.starts_with(p)))
+        .collect();
+    let (mut v, mut bad) = read_wanted(store, wanted).await?;
+    sort_in_commit_order(&mut v);
+    v.dedup_by(|a, b| a.commit_id == b.commit_id && a.run_id == b.run_id);
+    bad.sort_by(|a, b| a.key.cmp(&b.key));
+    bad.dedup_by(|a, b| a.key == b.key);
+    Ok((v, bad))
+}
+
+/// A store without a seal of the current format (seals `all`): the sealed set comes from
+/// every seal up to `since`, the rest from every pointer.
+async fn whole_store(
+    store: &dyn AtomicPublisher,
+    all: &[StoredSeal],
+    since: Option<u64>,
+    run_id: Option<&str>,
+) -> Result<(Vec<Pointer>, Vec<Unreadable>)> {
+    if let Some(n) = since {
+        if !all.iter().any(|s| s.key_seq == n) {
+            return Err(Error::invalid(
+                Param::SinceSeal,
+                text![format!("{n}: the store has no seal {n}")],
+            ));
+        }
+    }
+    let sealed: HashSet<String> = all
+        .iter()
+        .filter(|s| since.is_none_or(|n| s.key_seq <= n))
+        .filter_map(|s| s.seal.as_ref().ok())
+        .flat_map(|s| s.entries.iter().map(|e| e.key.clone()))
+        .collect();
+    let (mut v, mut bad) = read_pointers_past_corrupt(store, run_id).await?;
+    v.retain(|p| !sealed.contains(&keys::pointer_key(&p.run_id, &p.commit_id)));
+    bad.retain(|u| !sealed.contains(&u.key));
+    Ok((v, bad))
+}
+
+/// The pointer keys after seal `since`: the entries of the seals after it up to `newest`,
+/// then the index after `newest`'s watermark (less what it records as `ahead`).
+async fn keys_after(
+    store: &dyn AtomicPublisher,
+    since: u64,
+    newest: StoredSeal,
+) -> Result<Vec<String>> {
     let mut keys_after: Vec<String> = Vec::new();
     for n in since + 1..=newest.key_seq {
         let s = read_seal(store, n)
@@ -109,12 +142,15 @@ pub(crate) async fn since_seal_past_corrupt(
                 .map(|e| e.pointer_key),
         );
     }
-    let prefix = run_id.map(|r| keys::pointer_key(r, ""));
-    let prefix = prefix.as_deref().map(|p| p.trim_end_matches(".json"));
-    let wanted: Vec<String> = keys_after
-        .into_iter()
-        .filter(|k| prefix.is_none_or(|p| k.starts_with(p)))
-        .collect();
+    Ok(keys_after)
+}
+
+/// The pointers `wanted`, read (those gone since left out), and those that cannot be
+/// parsed.
+async fn read_wanted(
+    store: &dyn AtomicPublisher,
+    wanted: Vec<String>,
+) -> Result<(Vec<Pointer>, Vec<Unreadable>)> {
     let read: Vec<(String, Result<Option<Pointer>>)> = futures::stream::iter(wanted)
         .map(|k| async move {
             let got = match crate::history::pointers::get_pointer(store, &k).await {
@@ -136,9 +172,5 @@ pub(crate) async fn since_seal_past_corrupt(
             Err(e) => return Err(e),
         }
     }
-    sort_in_commit_order(&mut v);
-    v.dedup_by(|a, b| a.commit_id == b.commit_id && a.run_id == b.run_id);
-    bad.sort_by(|a, b| a.key.cmp(&b.key));
-    bad.dedup_by(|a, b| a.key == b.key);
     Ok((v, bad))
 }

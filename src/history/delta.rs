@@ -15,7 +15,7 @@ use futures::{StreamExt, TryStreamExt};
 
 use crate::base::clock::SystemClock;
 use crate::base::error::{Error, Result};
-use crate::format::compaction::CompactionRecord;
+use crate::format::compaction::{CompactionRecord, CompactionRef};
 use crate::format::delta::{
     self, millis, parse_actions, recorded_contract, version_bytes, version_key, AddFile,
     CompactedFile, SealFacts, Table, Version,
@@ -25,12 +25,12 @@ use crate::format::pointer::Pointer;
 use crate::history::head::read_seal;
 use crate::history::identity::ensure_identity;
 use crate::history::pointers::READ_CONCURRENCY;
-use crate::history::seal::{Seal, StoredSeal};
+use crate::history::seal::{Seal, SealEntry, StoredSeal};
 use crate::parts::encode::sha256_hex;
 use crate::parts::stats::footer_stats;
 use crate::publish::checked::publish_checked;
 use crate::publish::AtomicPublisher;
-use crate::schema::contract::{self, ContractVersion, SCHEMA_VERSION};
+use crate::schema::contract::{self, Column, ContractVersion, SCHEMA_VERSION};
 
 /// The most a Delta version of ours can hold: each sealed commit is one `add` of at most a
 /// few KiB (its path, partition values, tags and stats of at most 64 characters a value),
@@ -150,103 +150,16 @@ impl Builder {
         seal: &StoredSeal,
     ) -> Result<(Vec<u8>, Vec<AddFile>)> {
         let s = parsed(seal)?;
-        let seal_key = seal.key.clone();
-        let seal_key = &seal_key;
+        let seal_key = seal.key.as_str();
         let adds: Vec<AddFile> = futures::stream::iter(s.entries.clone())
-            .map(|e| async move {
-                let bytes = crate::history::pointers::get_pointer(store, &e.key).await?.ok_or_else(|| Error::Corrupt {
-                    what: "pointer",
-                    key: e.key.clone(),
-                    message: format!(
-                        "sealed by {seal_key} but missing: its Delta version cannot be written; run `lineage verify`"
-                    ).into(),
-                })?;
-                let digest = sha256_hex(&bytes);
-                if !digest.eq_ignore_ascii_case(&e.sha256) {
-                    return Err(Error::Corrupt {
-                        what: "pointer",
-                        key: e.key.clone(),
-                        message: format!(
-                            "sha256 {digest}, sealed by {seal_key} as {}: its Delta version cannot be written; run `lineage verify`",
-                            e.sha256
-                        ).into(),
-                    });
-                }
-                let pointer = Pointer::from_bytes(&e.key, &bytes)?;
-                let columns = registered(&pointer.schema_version)?.columns.clone();
-                let stats =
-                    match footer_stats(store, &pointer.part_path, pointer.size_bytes, &columns)
-                        .await
-                    {
-                        Ok(s) => Some(s),
-                        Err(err) => {
-                            tracing::warn!(part = %pointer.part_path, error = %err, "part footer unreadable; its Delta add has no stats (see `lineage verify`)");
-                            None
-                        }
-                    };
-                Ok::<_, Error>(AddFile {
-                    pointer,
-                    pointer_sha256: e.sha256.to_lowercase(),
-                    stats,
-                })
-            })
+            .map(|e| add_file(store, seal_key, e))
             .buffered(READ_CONCURRENCY)
             .try_collect()
             .await?;
-        let newest = adds
-            .iter()
-            .filter_map(|a| rank(&a.pointer.schema_version).map(|r| (r, &a.pointer.schema_version)))
-            .max();
-        let mut new_columns = None;
-        if let Some((r, v)) = newest {
-            if rank(&self.table.contract).is_none_or(|have| r > have) {
-                if !self.created_known {
-                    let seal1 = read_seal(store, 1)
-                        .await?
-                        .ok_or_else(|| Error::NotFound(keys::seal_key(1)))?;
-                    self.table.created_ms = millis(&parsed(&seal1)?.sealed_utc, "sealed_utc")?;
-                    self.created_known = true;
-                }
-                self.table.contract = v.clone();
-                new_columns = Some(registered(v)?.columns.clone());
-            }
-        }
+        let new_columns = self.newer_contract(store, &adds).await?;
         let mut compactions = Vec::new();
         for r in s.compactions.iter().flatten() {
-            let bytes = read_record(store, &r.key).await?.ok_or_else(|| Error::Corrupt {
-                what: "compaction record",
-                key: r.key.clone(),
-                message: format!(
-                    "named by {seal_key} but missing: its Delta version cannot be written; run `lineage verify`"
-                ).into(),
-            })?;
-            let digest = sha256_hex(&bytes);
-            if !digest.eq_ignore_ascii_case(&r.sha256) {
-                return Err(Error::Corrupt {
-                    what: "compaction record",
-                    key: r.key.clone(),
-                    message: format!(
-                        "sha256 {digest}, named by {seal_key} as {}: its Delta version cannot be written; run `lineage verify`",
-                        r.sha256
-                    ).into(),
-                });
-            }
-            let record = CompactionRecord::from_bytes(&r.key, &bytes)?;
-            let columns = registered(&record.schema_version)?.columns.clone();
-            let stats = match footer_stats(store, &record.part_path, record.size_bytes, &columns)
-                .await
-            {
-                Ok(s) => Some(s),
-                Err(err) => {
-                    tracing::warn!(part = %record.part_path, error = %err, "compacted part's footer unreadable; its Delta add has no stats (see `lineage verify`)");
-                    None
-                }
-            };
-            compactions.push(CompactedFile {
-                record,
-                record_sha256: r.sha256.to_lowercase(),
-                stats,
-            });
+            compactions.push(compacted_file(store, seal_key, r).await?);
         }
         let facts = SealFacts {
             seq: seal.key_seq,
@@ -265,6 +178,114 @@ impl Builder {
         })?;
         Ok((bytes, adds))
     }
+
+    /// When `adds` bring a contract version newer than the table's: the table moves to it,
+    /// and its columns are returned (the version then carries the new schema).
+    async fn newer_contract(
+        &mut self,
+        store: &dyn AtomicPublisher,
+        adds: &[AddFile],
+    ) -> Result<Option<Vec<Column>>> {
+        let newest = adds
+            .iter()
+            .filter_map(|a| rank(&a.pointer.schema_version).map(|r| (r, &a.pointer.schema_version)))
+            .max();
+        let Some((r, v)) = newest else {
+            return Ok(None);
+        };
+        if rank(&self.table.contract).is_some_and(|have| r <= have) {
+            return Ok(None);
+        }
+        if !self.created_known {
+            let seal1 = read_seal(store, 1)
+                .await?
+                .ok_or_else(|| Error::NotFound(keys::seal_key(1)))?;
+            self.table.created_ms = millis(&parsed(&seal1)?.sealed_utc, "sealed_utc")?;
+            self.created_known = true;
+        }
+        self.table.contract = v.clone();
+        Ok(Some(registered(v)?.columns.clone()))
+    }
+}
+
+/// The `add` of sealed entry `e` (sealed by `seal_key`): its pointer, which must still be
+/// the one sealed, and its part footer's stats (`None` when the footer cannot be read).
+async fn add_file(store: &dyn AtomicPublisher, seal_key: &str, e: SealEntry) -> Result<AddFile> {
+    let bytes = crate::history::pointers::get_pointer(store, &e.key)
+        .await?
+        .ok_or_else(|| Error::Corrupt {
+            what: "pointer",
+            key: e.key.clone(),
+            message: format!(
+                "sealed by {seal_key} but missing: its Delta version cannot be written; run `lineage verify`"
+            ).into(),
+        })?;
+    let digest = sha256_hex(&bytes);
+    if !digest.eq_ignore_ascii_case(&e.sha256) {
+        return Err(Error::Corrupt {
+            what: "pointer",
+            key: e.key.clone(),
+            message: format!(
+                "sha256 {digest}, sealed by {seal_key} as {}: its Delta version cannot be written; run `lineage verify`",
+                e.sha256
+            ).into(),
+        });
+    }
+    let pointer = Pointer::from_bytes(&e.key, &bytes)?;
+    let columns = registered(&pointer.schema_version)?.columns.clone();
+    let stats = match footer_stats(store, &pointer.part_path, pointer.size_bytes, &columns).await {
+        Ok(s) => Some(s),
+        Err(err) => {
+            tracing::warn!(part = %pointer.part_path, error = %err, "part footer unreadable; its Delta add has no stats (see `lineage verify`)");
+            None
+        }
+    };
+    Ok(AddFile {
+        pointer,
+        pointer_sha256: e.sha256.to_lowercase(),
+        stats,
+    })
+}
+
+/// The compaction `r` (named by `seal_key`): its record, which must have the digest the
+/// seal records, and its part footer's stats (`None` when the footer cannot be read).
+async fn compacted_file(
+    store: &dyn AtomicPublisher,
+    seal_key: &str,
+    r: &CompactionRef,
+) -> Result<CompactedFile> {
+    let bytes = read_record(store, &r.key).await?.ok_or_else(|| Error::Corrupt {
+        what: "compaction record",
+        key: r.key.clone(),
+        message: format!(
+            "named by {seal_key} but missing: its Delta version cannot be written; run `lineage verify`"
+        ).into(),
+    })?;
+    let digest = sha256_hex(&bytes);
+    if !digest.eq_ignore_ascii_case(&r.sha256) {
+        return Err(Error::Corrupt {
+            what: "compaction record",
+            key: r.key.clone(),
+            message: format!(
+                "sha256 {digest}, named by {seal_key} as {}: its Delta version cannot be written; run `lineage verify`",
+                r.sha256
+            ).into(),
+        });
+    }
+    let record = CompactionRecord::from_bytes(&r.key, &bytes)?;
+    let columns = registered(&record.schema_version)?.columns.clone();
+    let stats = match footer_stats(store, &record.part_path, record.size_bytes, &columns).await {
+        Ok(s) => Some(s),
+        Err(err) => {
+            tracing::warn!(part = %record.part_path, error = %err, "compacted part's footer unreadable; its Delta add has no stats (see `lineage verify`)");
+            None
+        }
+    };
+    Ok(CompactedFile {
+        record,
+        record_sha256: r.sha256.to_lowercase(),
+        stats,
+    })
 }
 
 /// Publish one version create-only; an object already there must hold exactly `bytes`.
@@ -370,49 +391,12 @@ pub(crate) async fn restore_missing(
         out.missing.push((first, "the store has no identity (`_lineage/store.json`): its Delta versions cannot be rebuilt".into()));
         return Ok(out);
     };
-    let mut builder = match first {
-        0 => {
-            let Some(seal1) = read_seal(store, 1).await? else {
-                out.missing
-                    .push((0, "seal 1 is missing: restore it first".into()));
-                return Ok(out);
-            };
-            let b = Builder::new(&id.store_id, &seal1)?;
-            if !dry_run {
-                publish_version(store, 0, b.create()?).await?;
-            }
-            out.restored.push(0);
-            b
-        }
-        _ => {
-            let prev = store
-                .get_at_most(&version_key(first - 1), max_version_bytes(store))
-                .await?
-                .ok_or_else(|| Error::NotFound(version_key(first - 1)))?;
-            Builder::after(&id.store_id, first - 1, &prev)?
-        }
+    let Some(mut builder) = first_builder(store, &id.store_id, first, dry_run, &mut out).await?
+    else {
+        return Ok(out);
     };
     for v in first.max(1)..=head {
-        let built = match read_seal(store, v).await? {
-            None => Err(format!("seal {v} is missing: restore it first")),
-            Some(seal) => match builder.seal(store, &seal).await {
-                Err(e) => Err(e.to_string()),
-                Ok((_, adds)) if adds.iter().any(|a| a.stats.is_none()) => {
-                    let unread: Vec<&str> = adds
-                        .iter()
-                        .filter(|a| a.stats.is_none())
-                        .map(|a| a.pointer.part_path.as_str())
-                        .collect();
-                    Err(format!(
-                        "the footers of {} cannot be read (restore the parts first): {}",
-                        unread.len(),
-                        unread.join(", ")
-                    ))
-                }
-                Ok((bytes, _)) => Ok(bytes),
-            },
-        };
-        match built {
+        match rebuild(store, &mut builder, v).await? {
             Ok(bytes) if !listed.contains(&v) => {
                 if !dry_run {
                     publish_version(store, v, bytes).await?;
@@ -437,6 +421,64 @@ pub(crate) async fn restore_missing(
         }
     }
     Ok(out)
+}
+
+/// The builder to rebuild from version `first` on: version 0 written again (unless
+/// `dry_run`) when it is the first missing, else the version before read. `None` (and
+/// why, in `out`) when seal 1 is missing.
+async fn first_builder(
+    store: &dyn AtomicPublisher,
+    store_id: &str,
+    first: u64,
+    dry_run: bool,
+    out: &mut DeltaRestore,
+) -> Result<Option<Builder>> {
+    if first == 0 {
+        let Some(seal1) = read_seal(store, 1).await? else {
+            out.missing
+                .push((0, "seal 1 is missing: restore it first".into()));
+            return Ok(None);
+        };
+        let b = Builder::new(store_id, &seal1)?;
+        if !dry_run {
+            publish_version(store, 0, b.create()?).await?;
+        }
+        out.restored.push(0);
+        return Ok(Some(b));
+    }
+    let prev = store
+        .get_at_most(&version_key(first - 1), max_version_bytes(store))
+        .await?
+        .ok_or_else(|| Error::NotFound(version_key(first - 1)))?;
+    Ok(Some(Builder::after(store_id, first - 1, &prev)?))
+}
+
+/// Version `v` rebuilt byte-identical; the inner `Err` says why it cannot be (its seal
+/// missing, a pointer not the one sealed, a part footer unreadable).
+async fn rebuild(
+    store: &dyn AtomicPublisher,
+    builder: &mut Builder,
+    v: u64,
+) -> Result<std::result::Result<Vec<u8>, String>> {
+    Ok(match read_seal(store, v).await? {
+        None => Err(format!("seal {v} is missing: restore it first")),
+        Some(seal) => match builder.seal(store, &seal).await {
+            Err(e) => Err(e.to_string()),
+            Ok((_, adds)) if adds.iter().any(|a| a.stats.is_none()) => {
+                let unread: Vec<&str> = adds
+                    .iter()
+                    .filter(|a| a.stats.is_none())
+                    .map(|a| a.pointer.part_path.as_str())
+                    .collect();
+                Err(format!(
+                    "the footers of {} cannot be read (restore the parts first): {}",
+                    unread.len(),
+                    unread.join(", ")
+                ))
+            }
+            Ok((bytes, _)) => Ok(bytes),
+        },
+    })
 }
 
 /// The table's newest Delta version that Delta readers see: the newest version such that

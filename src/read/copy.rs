@@ -29,10 +29,11 @@ use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataR
 use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
 
+use crate::base::digest::Check;
 use crate::base::error::{Error, Result};
 use crate::publish::AtomicPublisher;
 use crate::read::scan::{decode, fetch_checked, scan_schema, ScanOptions, ScanStats};
-use crate::read::snapshot::Snapshot;
+use crate::read::snapshot::{Snapshot, SnapshotPart};
 
 /// Whether a scan with `opts` can be written to Parquet by copying: it keeps every column
 /// and every row of every part.
@@ -71,14 +72,7 @@ pub(crate) async fn copy_parquet<W: Write + Send + 'static>(
     stats: &ScanStats,
     w: W,
 ) -> Result<(u64, W)> {
-    let schema: SchemaRef = scan_schema(snap, None)?;
-    let mut props = WriterProperties::builder()
-        .set_compression(Compression::ZSTD(ZstdLevel::default()))
-        .set_created_by(format!("lineage-store {}", env!("CARGO_PKG_VERSION")))
-        .build();
-    add_encoded_arrow_schema_to_metadata(&schema, &mut props);
-    let descr = ArrowSchemaConverter::new().convert(&schema)?;
-    let writer = SerializedFileWriter::new(w, descr.root_schema_ptr(), Arc::new(props))?;
+    let (writer, schema) = file_writer(snap, w)?;
     let depth = opts.concurrency.max(1);
     let (tx, rx) = std::sync::mpsc::sync_channel::<Fetched>(depth);
     let thread = std::thread::Builder::new()
@@ -89,24 +83,7 @@ pub(crate) async fn copy_parquet<W: Write + Send + 'static>(
     let mut parts = futures::stream::iter(snap.parts.clone())
         .map(|part| {
             let store = store.clone();
-            async move {
-                let bytes = fetch_checked(store.as_ref(), &part, check).await?;
-                let key = part.pointer.part_path.clone();
-                let max_page = store.read_limits().max_page_bytes;
-                crate::base::pool::run(move || {
-                    let meta = ParquetMetaDataReader::new()
-                        .with_page_index_policy(PageIndexPolicy::Optional)
-                        .parse_and_finish(&bytes)
-                        .map_err(|e| corrupt(&key, format!("unreadable footer: {e}")))?;
-                    Ok::<_, Error>(Fetched {
-                        key,
-                        bytes,
-                        meta,
-                        max_page,
-                    })
-                })
-                .await?
-            }
+            async move { fetch(store.as_ref(), part, check).await }
         })
         .buffered(depth);
     let mut failed = None;
@@ -146,6 +123,43 @@ pub(crate) async fn copy_parquet<W: Write + Send + 'static>(
         Some(e) => Err(e),
         None => written,
     }
+}
+
+/// The Parquet writer of the scan's file (its schema: that of the snapshot's parts) over
+/// `w`.
+fn file_writer<W: Write + Send>(
+    snap: &Snapshot,
+    w: W,
+) -> Result<(SerializedFileWriter<W>, SchemaRef)> {
+    let schema: SchemaRef = scan_schema(snap, None)?;
+    let mut props = WriterProperties::builder()
+        .set_compression(Compression::ZSTD(ZstdLevel::default()))
+        .set_created_by(format!("lineage-store {}", env!("CARGO_PKG_VERSION")))
+        .build();
+    add_encoded_arrow_schema_to_metadata(&schema, &mut props);
+    let descr = ArrowSchemaConverter::new().convert(&schema)?;
+    let writer = SerializedFileWriter::new(w, descr.root_schema_ptr(), Arc::new(props))?;
+    Ok((writer, schema))
+}
+
+/// Part `part`, fetched and checked (with `check`), and its footer parsed.
+async fn fetch(store: &dyn AtomicPublisher, part: SnapshotPart, check: Check) -> Result<Fetched> {
+    let bytes = fetch_checked(store, &part, check).await?;
+    let key = part.pointer.part_path.clone();
+    let max_page = store.read_limits().max_page_bytes;
+    crate::base::pool::run(move || {
+        let meta = ParquetMetaDataReader::new()
+            .with_page_index_policy(PageIndexPolicy::Optional)
+            .parse_and_finish(&bytes)
+            .map_err(|e| corrupt(&key, format!("unreadable footer: {e}")))?;
+        Ok::<_, Error>(Fetched {
+            key,
+            bytes,
+            meta,
+            max_page,
+        })
+    })
+    .await?
 }
 
 /// The writer thread: every part received, in order, into the file; the rows written.

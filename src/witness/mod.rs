@@ -26,7 +26,7 @@
 //! witness then holds no record for it, which `verify --witness` reports as a problem,
 //! naming the identities the witness recorded for the same URL.
 
-use std::collections::BTreeMap;
+mod check;
 
 use bytes::Bytes;
 use futures::StreamExt;
@@ -36,12 +36,13 @@ use crate::audit::chain::{self, Chain};
 use crate::base::clock::Clock;
 use crate::base::error::{Error, Result};
 use crate::base::time::rfc3339;
-use crate::format::keys::seal_key;
 use crate::format::pointer::tool_version;
 use crate::history::pointers::READ_CONCURRENCY;
 use crate::parts::encode::sha256_hex;
 use crate::publish::checked::{publish_checked, Published};
 use crate::publish::AtomicPublisher;
+
+pub use check::check;
 
 /// Format tag of witness records.
 pub const RECORD_FORMAT: &str = "lineage-witness/1";
@@ -241,151 +242,6 @@ fn parse_record(
     Ok(r)
 }
 
-/// Check a store's chain against every record the witness holds for it.
-pub async fn check(
-    chain: &Chain,
-    store: &str,
-    witness: &dyn AtomicPublisher,
-) -> Result<WitnessReport> {
-    let store_id = store_identity(chain);
-    let newest_seal = chain.head().map_or(0, |(n, _)| n);
-    let mut report = WitnessReport {
-        witness: witness.describe(),
-        store_id: store_id.clone(),
-        records: 0,
-        newest_witnessed: None,
-        store_head_seq: chain.head().map(|(n, _)| n),
-        unwitnessed_seals: 0,
-        problems: Vec::new(),
-    };
-    let Some(id) = store_id else {
-        let seen = records_for_url(witness, store).await?;
-        report.push(
-            WitnessProblemKind::NotWitnessed,
-            seal_key(1),
-            format!("the store has no seal 1, so no identity the witness could know it by{seen}"),
-        );
-        return Ok(report);
-    };
-    let records = read_records(witness, &id).await?;
-    if records.is_empty() {
-        let seen = records_for_url(witness, store).await?;
-        report.push(
-            WitnessProblemKind::NotWitnessed,
-            format!("{HEADS_PREFIX}{id}/"),
-            format!("the witness holds no record of this store (identity {id}, the sha256 of its seal 1): never witnessed there, or rewritten from its first seal{seen}"),
-        );
-    }
-    let seals: BTreeMap<u64, &str> = chain
-        .seals
-        .iter()
-        .map(|s| (s.key_seq, s.digest.as_str()))
-        .collect();
-    let by_seq: BTreeMap<u64, &ReadRecord> = records.iter().map(|r| (r.key_seq, r)).collect();
-    for r in &records {
-        let rec = match &r.record {
-            Ok(rec) => rec,
-            Err(why) => {
-                report.push(
-                    WitnessProblemKind::WitnessRecordCorrupt,
-                    r.key.clone(),
-                    why.clone(),
-                );
-                continue;
-            }
-        };
-        let seen = format!(
-            "witnessed on {} with head {} (tree size {}, root {})",
-            rec.witnessed_utc, rec.head, rec.tree_size, rec.root
-        );
-        match seals.get(&rec.seq) {
-            None => report.push(
-                WitnessProblemKind::WitnessedSealMissing,
-                seal_key(rec.seq),
-                format!("seal {} was {seen}, but the store has no seal {} (its newest is {newest_seal}): the newest seals were cut off", rec.seq, rec.seq),
-            ),
-            Some(d) if *d != rec.head => report.push(
-                WitnessProblemKind::WitnessedSealRewritten,
-                seal_key(rec.seq),
-                format!("has sha256 {d}, but seal {} was {seen}: history was rewritten after the witness saw it", rec.seq),
-            ),
-            Some(_) => {}
-        }
-        if let Some(prev) = &rec.prev {
-            match by_seq.get(&prev.seq) {
-                None => report.push(
-                    WitnessProblemKind::WitnessRecordMissing,
-                    record_key(&id, prev.seq),
-                    format!("the record of seal {} names it (sha256 {}), but it is gone from the witness store: deleted", rec.seq, prev.sha256),
-                ),
-                Some(p) if p.digest != prev.sha256 => report.push(
-                    WitnessProblemKind::WitnessRecordCorrupt,
-                    p.key.clone(),
-                    format!("has sha256 {}, but the record of seal {} names {}: edited", p.digest, rec.seq, prev.sha256),
-                ),
-                Some(_) => {}
-            }
-        }
-    }
-    report.records = records.len() as u64;
-    if let Some(newest) = records.iter().rev().find_map(|r| r.record.as_ref().ok()) {
-        report.unwitnessed_seals = newest_seal.saturating_sub(newest.seq);
-        report.newest_witnessed = Some(Witnessed {
-            seq: newest.seq,
-            head: newest.head.clone(),
-            witnessed_utc: newest.witnessed_utc.clone(),
-        });
-    }
-    report
-        .problems
-        .sort_by(|a, b| (a.kind, &a.key).cmp(&(b.kind, &b.key)));
-    Ok(report)
-}
-
-/// ", the witness recorded this URL as identity X (newest seal N)..." for messages about
-/// a store the witness does not know by its identity.
-async fn records_for_url(witness: &dyn AtomicPublisher, store: &str) -> Result<String> {
-    let listed = witness.list(HEADS_PREFIX).await?;
-    let mut newest: BTreeMap<String, (u64, String)> = BTreeMap::new();
-    for o in listed {
-        let Some((id, file)) = o
-            .key
-            .strip_prefix(HEADS_PREFIX)
-            .and_then(|r| r.split_once('/'))
-        else {
-            continue;
-        };
-        let Some(n) = file
-            .strip_suffix(".json")
-            .and_then(|s| s.parse::<u64>().ok())
-        else {
-            continue;
-        };
-        let e = newest.entry(id.to_string()).or_insert((0, String::new()));
-        if n >= e.0 {
-            *e = (n, o.key);
-        }
-    }
-    let mut same_url = Vec::new();
-    for (id, (n, key)) in newest {
-        if let Ok(Some(b)) = witness.get_at_most(&key, MAX_RECORD_BYTES).await {
-            if let Ok(r) = serde_json::from_slice::<WitnessRecord>(&b) {
-                if r.store == store {
-                    same_url.push(format!("identity {id} (witnessed up to seal {n})"));
-                }
-            }
-        }
-    }
-    Ok(if same_url.is_empty() {
-        String::new()
-    } else {
-        format!(
-            "; the witness recorded this URL under {}: the history there was replaced",
-            same_url.join(", ")
-        )
-    })
-}
-
 /// What `witness` did.
 #[derive(Debug, Clone, Serialize)]
 pub struct WitnessOutcome {
@@ -419,21 +275,7 @@ pub async fn witness(
         )));
     };
     let report = check(&chain, &store.describe(), witness).await?;
-    let mut problems: Vec<WitnessProblem> = chain
-        .problems
-        .iter()
-        .map(|p| WitnessProblem {
-            kind: WitnessProblemKind::StoreChain,
-            key: p.key.clone(),
-            detail: format!("{}: {}", p.kind.name(), p.detail),
-        })
-        .collect();
-    problems.extend(
-        report
-            .problems
-            .into_iter()
-            .filter(|p| p.kind != WitnessProblemKind::NotWitnessed),
-    );
+    let problems = blocking_problems(&chain, report.problems);
     let store_id = report.store_id.unwrap_or_default();
     let mut outcome = WitnessOutcome {
         record: record_key(&store_id, last.key_seq),
@@ -476,24 +318,50 @@ pub async fn witness(
         tool_version: tool_version(),
         prev,
     };
-    let mut bytes = serde_json::to_vec_pretty(&rec).map_err(|e| Error::internal_from(e))?;
-    bytes.push(b'\n');
-    // Another witness may record the same head at once: same seal and head is agreement.
-    let published =
-        publish_checked(
-            witness,
-            &outcome.record,
-            Bytes::from(bytes),
-            |have| match parse_record(have, &store_id, rec.seq) {
-                Ok(o) if o.head == rec.head => Ok(()),
-                Ok(o) => Err(format!(
-                    "the witness recorded head {} for seal {}, this store's seal {} has {}",
-                    o.head, o.seq, rec.seq, rec.head
-                )),
-                Err(e) => Err(format!("an unreadable record is in the way: {e}")),
-            },
-        )
-        .await?;
+    let published = publish_record(witness, &outcome.record, &rec).await?;
     outcome.created = published == Published::Created;
     Ok(outcome)
+}
+
+/// What keeps `witness` from recording: the chain's problems, and the check's (a store not
+/// witnessed yet is not one).
+fn blocking_problems(chain: &Chain, checked: Vec<WitnessProblem>) -> Vec<WitnessProblem> {
+    let mut problems: Vec<WitnessProblem> = chain
+        .problems
+        .iter()
+        .map(|p| WitnessProblem {
+            kind: WitnessProblemKind::StoreChain,
+            key: p.key.clone(),
+            detail: format!("{}: {}", p.kind.name(), p.detail),
+        })
+        .collect();
+    problems.extend(
+        checked
+            .into_iter()
+            .filter(|p| p.kind != WitnessProblemKind::NotWitnessed),
+    );
+    problems
+}
+
+/// Publish `rec` under `key` create-only. Another witness may record the same head at
+/// once: same seal and head is agreement.
+async fn publish_record(
+    witness: &dyn AtomicPublisher,
+    key: &str,
+    rec: &WitnessRecord,
+) -> Result<Published> {
+    let mut bytes = serde_json::to_vec_pretty(rec).map_err(|e| Error::internal_from(e))?;
+    bytes.push(b'\n');
+    let store_id = &rec.store_id;
+    publish_checked(witness, key, Bytes::from(bytes), |have| match parse_record(
+        have, store_id, rec.seq,
+    ) {
+        Ok(o) if o.head == rec.head => Ok(()),
+        Ok(o) => Err(format!(
+            "the witness recorded head {} for seal {}, this store's seal {} has {}",
+            o.head, o.seq, rec.seq, rec.head
+        )),
+        Err(e) => Err(format!("an unreadable record is in the way: {e}")),
+    })
+    .await
 }

@@ -99,76 +99,17 @@ pub fn verify_proof(
             "head digest {head:?} is not 64 hex digits"
         )));
     }
-    if proof.format != PROOF_FORMAT {
-        return Ok(Err(format!("unknown proof format {:?}", proof.format)));
-    }
-    let seal_digest = sha256_hex(proof.seal.as_bytes());
-    if seal_digest != head {
-        return Ok(Err(format!(
-            "the proof's seal has sha256 {seal_digest}, not the head digest {head}"
-        )));
-    }
-    let seal = match Seal::from_bytes("proof seal", proof.seal.as_bytes()) {
-        Ok(s) => s,
-        Err(e) => return Ok(Err(e.to_string())),
+    let checked = (|| {
+        let seal = proof_seal(proof, &head)?;
+        let signed_by = signer(&seal, public_key)?;
+        let pointer = proof_pointer(proof)?;
+        check_path(proof, &seal)?;
+        Ok((seal, signed_by, pointer))
+    })();
+    let (seal, signed_by, pointer) = match checked {
+        Ok(c) => c,
+        Err(why) => return Ok(Err(why)),
     };
-    if seal.tree_size != proof.tree_size {
-        return Ok(Err(format!(
-            "the proof is for a tree of {} leaves, the seal covers {}",
-            proof.tree_size, seal.tree_size
-        )));
-    }
-    let signed_by = match seal.check_signature(public_key) {
-        Ok(true) => Some(match public_key {
-            Some(k) => key_id(k).into(),
-            None => text![
-                format!(
-                    "{} (the key the seal names; pass ",
-                    seal.public_key
-                        .as_deref()
-                        .and_then(|k| parse_public_key(k).ok())
-                        .map(|k| key_id(&k))
-                        .unwrap_or_default()
-                ),
-                Param::PublicKey,
-                " to check it is the trusted one)"
-            ],
-        }),
-        Ok(false) if public_key.is_some() => {
-            return Ok(Err(
-                "the seal is not signed, but a public key was given".into()
-            ))
-        }
-        Ok(false) => None,
-        Err(e) => return Ok(Err(format!("seal {}: {e}", seal.seq))),
-    };
-    let pointer = match Pointer::from_bytes(&proof.pointer_key, proof.pointer.as_bytes()) {
-        Ok(p) => p,
-        Err(e) => return Ok(Err(e.to_string())),
-    };
-    if pointer.commit_id != proof.commit_id
-        || keys::pointer_key(&pointer.run_id, &pointer.commit_id) != proof.pointer_key
-    {
-        return Ok(Err(format!(
-            "the pointer records commit {} of run {}, not {} at {}",
-            pointer.commit_id, pointer.run_id, proof.commit_id, proof.pointer_key
-        )));
-    }
-    let mut path = Vec::new();
-    for h in &proof.path {
-        match merkle::parse_hash(h) {
-            Some(h) => path.push(h),
-            None => return Ok(Err(format!("path element {h:?} is not a sha256"))),
-        }
-    }
-    let leaf = merkle::leaf_hash(&Sha256::digest(proof.pointer.as_bytes()));
-    let root = merkle::root_from_path(&leaf, proof.leaf_index, proof.tree_size, &path);
-    if root.map(hex::encode).as_deref() != Some(seal.root.to_lowercase().as_str()) {
-        return Ok(Err(format!(
-            "the audit path does not lead from the pointer to the seal's root {}",
-            seal.root
-        )));
-    }
     let mut part_file_checked = false;
     if let Some(file) = part_file {
         let (size, digest) = hash_file(file)?;
@@ -194,6 +135,101 @@ pub fn verify_proof(
         signed_by,
         part_file_checked,
     }))
+}
+
+/// The proof's seal, when the proof is of our format, the seal's digest is `head` and it
+/// covers the proof's tree.
+fn proof_seal(proof: &Proof, head: &str) -> std::result::Result<Seal, String> {
+    if proof.format != PROOF_FORMAT {
+        return Err(format!("unknown proof format {:?}", proof.format));
+    }
+    let seal_digest = sha256_hex(proof.seal.as_bytes());
+    if seal_digest != head {
+        return Err(format!(
+            "the proof's seal has sha256 {seal_digest}, not the head digest {head}"
+        ));
+    }
+    let seal = Seal::from_bytes("proof seal", proof.seal.as_bytes()).map_err(|e| e.to_string())?;
+    if seal.tree_size != proof.tree_size {
+        return Err(format!(
+            "the proof is for a tree of {} leaves, the seal covers {}",
+            proof.tree_size, seal.tree_size
+        ));
+    }
+    Ok(seal)
+}
+
+/// Who signed the seal (checked against `public_key` when given); `None` when unsigned.
+fn signer(
+    seal: &Seal,
+    public_key: Option<&VerifyingKey>,
+) -> std::result::Result<Option<Text>, String> {
+    match seal.check_signature(public_key) {
+        Ok(true) => Ok(Some(match public_key {
+            Some(k) => key_id(k).into(),
+            None => text![
+                format!(
+                    "{} (the key the seal names; pass ",
+                    seal.public_key
+                        .as_deref()
+                        .and_then(|k| parse_public_key(k).ok())
+                        .map(|k| key_id(&k))
+                        .unwrap_or_default()
+                ),
+                Param::PublicKey,
+                " to check it is the trusted one)"
+            ],
+        })),
+        Ok(false) if public_key.is_some() => {
+            Err("the seal is not signed, but a public key was given".into())
+        }
+        Ok(false) => Ok(None),
+        Err(e) => Err(format!("seal {}: {e}", seal.seq)),
+    }
+}
+
+/// The proof's pointer, when it is the commit the proof names, at the key it names.
+fn proof_pointer(proof: &Proof) -> std::result::Result<Pointer, String> {
+    let pointer = Pointer::from_bytes(&proof.pointer_key, proof.pointer.as_bytes())
+        .map_err(|e| e.to_string())?;
+    if pointer.commit_id != proof.commit_id
+        || keys::pointer_key(&pointer.run_id, &pointer.commit_id) != proof.pointer_key
+    {
+        return Err(format!(
+            "the pointer records commit {} of run {}, not {} at {}",
+            pointer.commit_id, pointer.run_id, proof.commit_id, proof.pointer_key
+        ));
+    }
+    Ok(pointer)
+}
+
+/// That the audit path leads from the pointer's leaf to the seal's root.
+fn check_path(proof: &Proof, seal: &Seal) -> std::result::Result<(), String> {
+    let mut path = Vec::new();
+    for h in &proof.path {
+        match merkle::parse_hash(h) {
+            Some(h) => path.push(h),
+            None => return Err(format!("path element {h:?} is not a sha256")),
+        }
+    }
+    let leaf = merkle::leaf_hash(&Sha256::digest(proof.pointer.as_bytes()));
+    let root = merkle::root_from_path(&leaf, proof.leaf_index, proof.tree_size, &path);
+    if root.map(hex::encode).as_deref() != Some(seal.root.to_lowercase().as_str()) {
+        return Err(format!(
+            "the audit path does not lead from the pointer to the seal's root {}",
+            seal.root
+        ));
+    }
+    Ok(())
+}
+
+/// `b` as text; bytes that are not UTF-8 make `what` at `key` corrupt.
+pub(super) fn utf8(b: &[u8], what: &'static str, key: &str) -> Result<String> {
+    String::from_utf8(b.to_vec()).map_err(|_| Error::Corrupt {
+        what,
+        key: key.to_string(),
+        message: "not UTF-8".into(),
+    })
 }
 
 /// Size and sha256 of a local file, streamed.

@@ -3,12 +3,12 @@
 //! audit path comes from the few hash tiles it crosses. The proof is the same
 //! `lineage-proof/1` the full walk builds, checked offline the same way.
 
-use crate::audit::proof::format::{Proof, ProveAgainst, PROOF_FORMAT};
+use crate::audit::proof::format::{utf8, Proof, ProveAgainst, PROOF_FORMAT};
 use crate::base::error::{Error, ErrorKind, Result};
 use crate::format::keys::{self, HistoryKey, KeyKind};
 use crate::history::head;
-use crate::history::merkle;
-use crate::history::seal::StoredSeal;
+use crate::history::merkle::{self, Hash};
+use crate::history::seal::{Seal, StoredSeal};
 use crate::history::tiles;
 use crate::parts::encode::sha256_hex;
 use crate::publish::AtomicPublisher;
@@ -123,7 +123,29 @@ pub(crate) async fn prove_from_tiles(
             message: "the pointer differs from what was sealed".into(),
         });
     }
-    let root = merkle::root_from_path(&leaf, index, seal.tree_size, &path);
+    check_root(&stored, seal, &leaf, index, &path)?;
+    Ok(Some(Proof {
+        format: PROOF_FORMAT.to_string(),
+        commit_id: commit_id.to_string(),
+        pointer: utf8(&bytes, "pointer", &pointer_key)?,
+        pointer_key,
+        leaf_index: index,
+        tree_size: seal.tree_size,
+        path: path.iter().map(hex::encode).collect(),
+        seal: utf8(&stored.bytes, "seal", &stored.key)?,
+        seal_sha256: stored.digest.clone(),
+    }))
+}
+
+/// That the audit path from the tiles leads from `leaf` (at `index`) to the seal's root.
+fn check_root(
+    stored: &StoredSeal,
+    seal: &Seal,
+    leaf: &Hash,
+    index: u64,
+    path: &[Hash],
+) -> Result<()> {
+    let root = merkle::root_from_path(leaf, index, seal.tree_size, path);
     if root.map(hex::encode).as_deref() != Some(seal.root.to_lowercase().as_str()) {
         return Err(Error::Corrupt {
             what: "tile",
@@ -135,22 +157,5 @@ pub(crate) async fn prove_from_tiles(
             .into(),
         });
     }
-    let text = |b: &[u8], what: &'static str, key: &str| {
-        String::from_utf8(b.to_vec()).map_err(|_| Error::Corrupt {
-            what,
-            key: key.to_string(),
-            message: "not UTF-8".into(),
-        })
-    };
-    Ok(Some(Proof {
-        format: PROOF_FORMAT.to_string(),
-        commit_id: commit_id.to_string(),
-        pointer: text(&bytes, "pointer", &pointer_key)?,
-        pointer_key,
-        leaf_index: index,
-        tree_size: seal.tree_size,
-        path: path.iter().map(hex::encode).collect(),
-        seal: text(&stored.bytes, "seal", &stored.key)?,
-        seal_sha256: stored.digest.clone(),
-    }))
+    Ok(())
 }

@@ -2,11 +2,12 @@
 //! locators and hash tiles needs; O(n) reads.
 
 use crate::audit::chain;
-use crate::audit::proof::format::{Proof, ProveAgainst, PROOF_FORMAT};
+use crate::audit::proof::format::{utf8, Proof, ProveAgainst, PROOF_FORMAT};
 use crate::base::digest::sha256_hex;
 use crate::base::error::{Error, Result};
 use crate::format::keys::{self, KeyKind};
 use crate::history::merkle;
+use crate::history::seal::StoredSeal;
 use crate::publish::AtomicPublisher;
 
 /// An inclusion proof of `commit_id` against the seal `against` names, from every seal.
@@ -27,18 +28,7 @@ pub(crate) async fn prove_by_walking(
             .into(),
         });
     }
-    let stored = match against {
-        ProveAgainst::Newest => chain.seals.last(),
-        ProveAgainst::Seq(n) => chain.seals.iter().find(|s| s.key_seq == *n),
-        ProveAgainst::Head(d) => {
-            let d = d.trim().to_lowercase();
-            chain.seals.iter().find(|s| s.digest == d)
-        }
-    }
-    .ok_or_else(|| match against {
-        ProveAgainst::Newest => Error::usage("the store has no seals yet: run `lineage seal`"),
-        _ => Error::NotFound(format!("seal {against:?}")),
-    })?;
+    let stored = chosen(&chain, against)?;
     let seal = stored.seal.as_ref().map_err(|m| Error::Corrupt {
         what: "seal",
         key: stored.key.clone(),
@@ -62,28 +52,11 @@ pub(crate) async fn prove_by_walking(
             leaf.seq, stored.key_seq
         )));
     }
-    let bytes = crate::history::pointers::get_pointer(store, &leaf.key)
-        .await?
-        .ok_or_else(|| Error::NotFound(leaf.key.clone()))?;
-    if sha256_hex(&bytes) != leaf.digest {
-        return Err(Error::Conflict {
-            key: leaf.key.clone(),
-            message: "the pointer differs from what was sealed".into(),
-        });
-    }
-    let pointer = String::from_utf8(bytes.to_vec()).map_err(|_| Error::Corrupt {
-        what: "pointer",
-        key: leaf.key.clone(),
-        message: "not UTF-8".into(),
-    })?;
+    let pointer = sealed_pointer(store, leaf).await?;
     let hashes = chain.leaf_hashes(seal.tree_size as usize);
     let path = merkle::inclusion_path(&hashes, index)
         .ok_or_else(|| Error::internal("leaf outside the tree"))?;
-    let seal_text = String::from_utf8(stored.bytes.to_vec()).map_err(|_| Error::Corrupt {
-        what: "seal",
-        key: stored.key.clone(),
-        message: "not UTF-8".into(),
-    })?;
+    let seal_text = utf8(&stored.bytes, "seal", &stored.key)?;
     Ok(Proof {
         format: PROOF_FORMAT.to_string(),
         commit_id: commit_id.to_string(),
@@ -95,4 +68,34 @@ pub(crate) async fn prove_by_walking(
         seal: seal_text,
         seal_sha256: stored.digest.clone(),
     })
+}
+
+/// The seal `against` names, in the walked chain.
+fn chosen<'c>(chain: &'c chain::Chain, against: &ProveAgainst) -> Result<&'c StoredSeal> {
+    match against {
+        ProveAgainst::Newest => chain.seals.last(),
+        ProveAgainst::Seq(n) => chain.seals.iter().find(|s| s.key_seq == *n),
+        ProveAgainst::Head(d) => {
+            let d = d.trim().to_lowercase();
+            chain.seals.iter().find(|s| s.digest == d)
+        }
+    }
+    .ok_or_else(|| match against {
+        ProveAgainst::Newest => Error::usage("the store has no seals yet: run `lineage seal`"),
+        _ => Error::NotFound(format!("seal {against:?}")),
+    })
+}
+
+/// The pointer of `leaf`, read and checked against the digest sealed, as text.
+async fn sealed_pointer(store: &dyn AtomicPublisher, leaf: &chain::Leaf) -> Result<String> {
+    let bytes = crate::history::pointers::get_pointer(store, &leaf.key)
+        .await?
+        .ok_or_else(|| Error::NotFound(leaf.key.clone()))?;
+    if sha256_hex(&bytes) != leaf.digest {
+        return Err(Error::Conflict {
+            key: leaf.key.clone(),
+            message: "the pointer differs from what was sealed".into(),
+        });
+    }
+    utf8(&bytes, "pointer", &leaf.key)
 }

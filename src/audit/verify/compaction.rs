@@ -26,10 +26,11 @@ use crate::audit::findings::{InFlight, InFlightKind, Problem, ProblemKind};
 use crate::audit::verify::flight::Window;
 use crate::base::error::Result;
 use crate::base::time::rfc3339;
-use crate::format::compaction::CompactionRecord;
+use crate::format::compaction::{CompactionRecord, CompactionRef, CompactionSource};
 use crate::format::delta::{decode_path, parse_actions};
 use crate::format::keys::{self, KeyKind};
 use crate::format::pointer::Pointer;
+use crate::history::seal::StoredSeal;
 use crate::parts::encode::sha256_hex;
 use crate::parts::multiset::RowMultiset;
 use crate::publish::AtomicPublisher;
@@ -161,105 +162,55 @@ async fn check_rows(store: &dyn AtomicPublisher, key: &str, r: &CompactionRecord
 /// Run every check (see the module docs).
 pub(crate) async fn check(store: &dyn AtomicPublisher, cx: &Context<'_>) -> Result<Found> {
     let mut found = Found::default();
-    let bad = |found: &mut Found, key: &str, m: String| {
-        found
-            .problems
-            .push(Problem::new(ProblemKind::BadCompactionRecord, key, m))
-    };
+    let in_effect = records_in_effect(store, cx, &mut found).await?;
+    let rows: Vec<Vec<Problem>> = futures::stream::iter(in_effect.iter())
+        .map(|(k, r)| check_rows(store, k, r))
+        .buffered(CONCURRENCY)
+        .collect()
+        .await;
+    found.problems.extend(rows.into_iter().flatten());
+    orphans(cx, &in_effect, &mut found);
+    if cx.all_pointers && !cx.versions.is_empty() {
+        found.problems.extend(replay(store, cx).await?);
+    }
+    Ok(found)
+}
+
+/// A `bad_compaction_record` problem.
+fn bad(key: &str, detail: String) -> Problem {
+    Problem::new(ProblemKind::BadCompactionRecord, key, detail)
+}
+
+/// Every record the seals name, read and checked against its seal and its sources: the
+/// records in effect (key, record); the problems found go into `found`.
+async fn records_in_effect(
+    store: &dyn AtomicPublisher,
+    cx: &Context<'_>,
+    found: &mut Found,
+) -> Result<Vec<(String, CompactionRecord)>> {
     let mut in_effect: Vec<(String, CompactionRecord)> = Vec::new();
     let mut holder: HashMap<String, String> = HashMap::new();
     for s in &cx.chain.seals {
         let Ok(seal) = &s.seal else { continue };
         for r in seal.compactions.iter().flatten() {
-            let bytes = match crate::history::delta::read_record(store, &r.key).await {
-                Err(crate::base::error::Error::TooLarge { size, max, .. }) => {
-                    bad(
-                        &mut found,
-                        &r.key,
-                        format!(
-                            "is {size} bytes, more than any compaction record can be ({max}, \
-                             --max-seal-bytes); not read; {} names it",
-                            s.key
-                        ),
-                    );
-                    continue;
-                }
-                other => other?,
-            };
-            let Some(bytes) = bytes else {
-                bad(
-                    &mut found,
-                    &r.key,
-                    format!("is missing; {} names it", s.key),
-                );
-                continue;
-            };
-            let got = sha256_hex(&bytes);
-            if !got.eq_ignore_ascii_case(&r.sha256) {
-                bad(
-                    &mut found,
-                    &r.key,
-                    format!("has sha256 {got}; {} records {}", s.key, r.sha256),
-                );
-                continue;
-            }
-            let rec = match CompactionRecord::from_bytes(&r.key, &bytes) {
+            let rec = match read_record(store, s, r).await? {
                 Ok(rec) => rec,
-                Err(e) => {
-                    bad(&mut found, &r.key, e.to_string());
+                Err(why) => {
+                    found.problems.push(bad(&r.key, why));
                     continue;
                 }
             };
             let mut ok = true;
             for src in &rec.sources {
-                let why = match cx.chain.by_key.get(&src.pointer_key) {
-                    None => Some("is not a sealed commit".to_string()),
-                    Some(&i) => {
-                        let leaf = &cx.chain.leaves[i];
-                        if leaf.seq >= s.key_seq {
-                            Some(format!(
-                                "is sealed by seal {}, not before {}",
-                                leaf.seq, s.key
-                            ))
-                        } else if !leaf.digest.eq_ignore_ascii_case(&src.pointer_sha256) {
-                            Some(format!(
-                                "was sealed with pointer sha256 {}, not {}",
-                                leaf.digest, src.pointer_sha256
-                            ))
-                        } else {
-                            match cx.sealed.get(&src.pointer_key) {
-                                Some(p)
-                                    if p.commit_id != src.commit_id
-                                        || p.part_path != src.part_path
-                                        || p.size_bytes != src.size_bytes
-                                        || !p.sha256.eq_ignore_ascii_case(&src.sha256)
-                                        || p.row_count != src.row_count
-                                        || p.run_id != rec.run_id
-                                        || p.target_crs != rec.target_crs
-                                        || p.schema_version != rec.schema_version =>
-                                {
-                                    Some(format!(
-                                        "records part {} ({} bytes, {} rows, sha256 {}) of {}/{} {}; the record says {} ({} bytes, {} rows, sha256 {})",
-                                        p.part_path, p.size_bytes, p.row_count, p.sha256,
-                                        p.run_id, p.target_crs, p.schema_version,
-                                        src.part_path, src.size_bytes, src.row_count, src.sha256
-                                    ))
-                                }
-                                _ => None,
-                            }
-                        }
-                    }
-                };
-                if let Some(why) = why {
+                if let Some(why) = source_problem(cx, s, &rec, src) {
                     ok = false;
-                    bad(
-                        &mut found,
+                    found.problems.push(bad(
                         &r.key,
                         format!(
                             "source {} (commit {}) {why}",
                             src.pointer_key, src.commit_id
                         ),
-                    );
+                    ));
                 }
                 if let Some(other) = holder.insert(src.commit_id.clone(), r.key.clone()) {
                     found.problems.push(Problem::new(
@@ -277,13 +228,88 @@ pub(crate) async fn check(store: &dyn AtomicPublisher, cx: &Context<'_>) -> Resu
             }
         }
     }
-    let rows: Vec<Vec<Problem>> = futures::stream::iter(in_effect.iter())
-        .map(|(k, r)| check_rows(store, k, r))
-        .buffered(CONCURRENCY)
-        .collect()
-        .await;
-    found.problems.extend(rows.into_iter().flatten());
-    // Objects no seal puts into effect.
+    Ok(in_effect)
+}
+
+/// The record `r` that seal `s` names, read and parsed; the inner `Err` says why it is a
+/// `bad_compaction_record`.
+async fn read_record(
+    store: &dyn AtomicPublisher,
+    s: &StoredSeal,
+    r: &CompactionRef,
+) -> Result<std::result::Result<CompactionRecord, String>> {
+    let bytes = match crate::history::delta::read_record(store, &r.key).await {
+        Err(crate::base::error::Error::TooLarge { size, max, .. }) => {
+            return Ok(Err(format!(
+                "is {size} bytes, more than any compaction record can be ({max}, \
+                 --max-seal-bytes); not read; {} names it",
+                s.key
+            )));
+        }
+        other => other?,
+    };
+    let Some(bytes) = bytes else {
+        return Ok(Err(format!("is missing; {} names it", s.key)));
+    };
+    let got = sha256_hex(&bytes);
+    if !got.eq_ignore_ascii_case(&r.sha256) {
+        return Ok(Err(format!(
+            "has sha256 {got}; {} records {}",
+            s.key, r.sha256
+        )));
+    }
+    Ok(CompactionRecord::from_bytes(&r.key, &bytes).map_err(|e| e.to_string()))
+}
+
+/// Why source `src` of record `rec` (named by seal `s`) does not match what the chain and
+/// the sealed pointers say of it, if it does not.
+fn source_problem(
+    cx: &Context<'_>,
+    s: &StoredSeal,
+    rec: &CompactionRecord,
+    src: &CompactionSource,
+) -> Option<String> {
+    let Some(&i) = cx.chain.by_key.get(&src.pointer_key) else {
+        return Some("is not a sealed commit".to_string());
+    };
+    let leaf = &cx.chain.leaves[i];
+    if leaf.seq >= s.key_seq {
+        return Some(format!(
+            "is sealed by seal {}, not before {}",
+            leaf.seq, s.key
+        ));
+    }
+    if !leaf.digest.eq_ignore_ascii_case(&src.pointer_sha256) {
+        return Some(format!(
+            "was sealed with pointer sha256 {}, not {}",
+            leaf.digest, src.pointer_sha256
+        ));
+    }
+    match cx.sealed.get(&src.pointer_key) {
+        Some(p)
+            if p.commit_id != src.commit_id
+                || p.part_path != src.part_path
+                || p.size_bytes != src.size_bytes
+                || !p.sha256.eq_ignore_ascii_case(&src.sha256)
+                || p.row_count != src.row_count
+                || p.run_id != rec.run_id
+                || p.target_crs != rec.target_crs
+                || p.schema_version != rec.schema_version =>
+        {
+            Some(format!(
+                "records part {} ({} bytes, {} rows, sha256 {}) of {}/{} {}; the record says {} ({} bytes, {} rows, sha256 {})",
+                p.part_path, p.size_bytes, p.row_count, p.sha256,
+                p.run_id, p.target_crs, p.schema_version,
+                src.part_path, src.size_bytes, src.row_count, src.sha256
+            ))
+        }
+        _ => None,
+    }
+}
+
+/// Records and compacted parts listed that no seal puts into effect: in flight within the
+/// grace window, orphans after it.
+fn orphans(cx: &Context<'_>, in_effect: &[(String, CompactionRecord)], found: &mut Found) {
     let named: BTreeSet<&str> = cx
         .chain
         .seals
@@ -331,10 +357,6 @@ pub(crate) async fn check(store: &dyn AtomicPublisher, cx: &Context<'_>) -> Resu
             )),
         }
     }
-    if cx.all_pointers && !cx.versions.is_empty() {
-        found.problems.extend(replay(store, cx).await?);
-    }
-    Ok(found)
 }
 
 /// The newest Delta version's rows (replayed) against the sealed commits' rows.

@@ -51,37 +51,9 @@ pub(crate) struct Checked {
 
 /// Check the Delta log against the chain.
 pub(crate) async fn check(store: &dyn AtomicPublisher, cx: &Context<'_>) -> Result<Checked> {
-    let mut out = Vec::new();
-    for o in &cx.others {
-        out.push(Problem::new(
-            ProblemKind::UnknownDeltaObject,
-            &o.key,
-            format!(
-                "{} bytes under _delta_log/ that lineage-store did not write (it writes only \
-                 <20-digit version>.json and <20-digit version>.checkpoint.parquet, never \
-                 _last_checkpoint)",
-                o.size
-            ),
-        ));
-    }
+    let mut out = foreign_objects(cx);
     let head = cx.chain.head().map_or(0, |(n, _)| n);
-    // Versions beyond the walked chain: a seal may have landed since the walk.
-    for (&v, o) in cx.versions.range(head.saturating_add(1)..) {
-        if v == 0 {
-            continue;
-        }
-        let seal_now = crate::history::head::read_seal(store, v).await?;
-        if seal_now.is_none() {
-            out.push(Problem::new(
-                ProblemKind::BadDeltaVersion,
-                &o.key,
-                format!(
-                    "version {v} has no seal {v}: not written by lineage-store (a foreign Delta \
-                     writer?); Delta readers see it as part of the table"
-                ),
-            ));
-        }
-    }
+    out.extend(unsealed_versions(store, cx, head).await?);
     // No version at all: a store sealed only before Delta versions existed (its next seal
     // writes the log). Versions missing after the newest one are not written yet (a seal
     // by a lineage-store without Delta versions, or a sealer finishing); missing ones
@@ -113,43 +85,72 @@ pub(crate) async fn check(store: &dyn AtomicPublisher, cx: &Context<'_>) -> Resu
     let Ok(mut b) = Builder::new(&id.store_id, seal1) else {
         return done(out);
     };
+    rebuild_and_judge(store, cx, &mut b, last, &mut out).await?;
+    done(out)
+}
+
+/// Everything under `_delta_log/` that is neither a version nor a checkpoint of ours.
+fn foreign_objects(cx: &Context<'_>) -> Vec<Problem> {
+    cx.others
+        .iter()
+        .map(|o| {
+            Problem::new(
+                ProblemKind::UnknownDeltaObject,
+                &o.key,
+                format!(
+                    "{} bytes under _delta_log/ that lineage-store did not write (it writes only \
+                     <20-digit version>.json and <20-digit version>.checkpoint.parquet, never \
+                     _last_checkpoint)",
+                    o.size
+                ),
+            )
+        })
+        .collect()
+}
+
+/// Versions beyond the walked chain (newest seal `head`) that have no seal: a seal may have
+/// landed since the walk, so each is asked for its seal again.
+async fn unsealed_versions(
+    store: &dyn AtomicPublisher,
+    cx: &Context<'_>,
+    head: u64,
+) -> Result<Vec<Problem>> {
+    let mut out = Vec::new();
+    for (&v, o) in cx.versions.range(head.saturating_add(1)..) {
+        if v == 0 {
+            continue;
+        }
+        let seal_now = crate::history::head::read_seal(store, v).await?;
+        if seal_now.is_none() {
+            out.push(Problem::new(
+                ProblemKind::BadDeltaVersion,
+                &o.key,
+                format!(
+                    "version {v} has no seal {v}: not written by lineage-store (a foreign Delta \
+                     writer?); Delta readers see it as part of the table"
+                ),
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// Every version up to the chain's newest seal rebuilt by `b` and judged against the one
+/// stored (`last`: the newest listed); the problems into `out`, oversized versions last.
+async fn rebuild_and_judge(
+    store: &dyn AtomicPublisher,
+    cx: &Context<'_>,
+    b: &mut Builder,
+    last: u64,
+    out: &mut Vec<Problem>,
+) -> Result<()> {
     // Seals the chain walk reported: their versions are not judged again.
     let reported: HashSet<&str> = cx.chain.problems.iter().map(|p| p.key.as_str()).collect();
     // Versions larger than any version can be: named, never read, not judged.
     let mut oversized = Vec::new();
-    let mut judge = |v: u64, have: Option<bytes::Bytes>, want: Option<Vec<u8>>| {
-        let key = version_key(v);
-        match have {
-            None if v > last => {}
-            None => out.push(Problem::new(
-                ProblemKind::MissingDeltaVersion,
-                &key,
-                format!(
-                    "seal {} has no Delta version, but later versions exist: Delta readers stop \
-                     at version {}; `lineage seal` cannot fill a gap behind the newest version",
-                    v.max(1),
-                    v.saturating_sub(1)
-                ),
-            )),
-            Some(have) => {
-                if let Some(want) = want {
-                    if have.as_ref() != want.as_slice() {
-                        let why = diagnose(&key, &have, &want, &cx.bad_parts, true);
-                        if !why.is_empty() {
-                            out.push(Problem::new(
-                                ProblemKind::BadDeltaVersion,
-                                &key,
-                                why.join("; "),
-                            ));
-                        }
-                    }
-                }
-            }
-        }
-    };
     // Read whether listed or not: an unlisted one may have landed since the listing.
     match bounded(store, 0).await? {
-        Ok(have) => judge(0, have, b.create().ok()),
+        Ok(have) => judge(out, &cx.bad_parts, last, 0, have, b.create().ok()),
         Err(p) => oversized.push(p),
     }
     for s in &cx.chain.seals {
@@ -186,10 +187,50 @@ pub(crate) async fn check(store: &dyn AtomicPublisher, cx: &Context<'_>) -> Resu
                 }
             }
         }
-        judge(v, have, rebuilt);
+        judge(out, &cx.bad_parts, last, v, have, rebuilt);
     }
     out.extend(oversized);
-    done(out)
+    Ok(())
+}
+
+/// Version `v` as stored (`have`) against the one its seal gives (`want`, `None` when it
+/// could not be rebuilt); `last`: the newest version listed.
+fn judge(
+    out: &mut Vec<Problem>,
+    bad_parts: &HashSet<String>,
+    last: u64,
+    v: u64,
+    have: Option<bytes::Bytes>,
+    want: Option<Vec<u8>>,
+) {
+    let key = version_key(v);
+    match have {
+        None if v > last => {}
+        None => out.push(Problem::new(
+            ProblemKind::MissingDeltaVersion,
+            &key,
+            format!(
+                "seal {} has no Delta version, but later versions exist: Delta readers stop \
+                 at version {}; `lineage seal` cannot fill a gap behind the newest version",
+                v.max(1),
+                v.saturating_sub(1)
+            ),
+        )),
+        Some(have) => {
+            if let Some(want) = want {
+                if have.as_ref() != want.as_slice() {
+                    let why = diagnose(&key, &have, &want, bad_parts, true);
+                    if !why.is_empty() {
+                        out.push(Problem::new(
+                            ProblemKind::BadDeltaVersion,
+                            &key,
+                            why.join("; "),
+                        ));
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// Version `v`, at most [`max_version_bytes`](crate::history::delta::max_version_bytes) of
@@ -236,17 +277,7 @@ pub(crate) async fn check_since(
     let Ok(mut b) = Builder::after(&id.store_id, before, &prev) else {
         return Ok(Checked::default());
     };
-    let mut have: Vec<(u64, Option<bytes::Bytes>)> = Vec::new();
-    let mut oversized = Vec::new();
-    for s in seals {
-        match bounded(store, s.key_seq).await? {
-            Ok(h) => have.push((s.key_seq, h)),
-            Err(p) => {
-                oversized.push(p);
-                have.push((s.key_seq, None));
-            }
-        }
-    }
+    let (have, oversized) = read_since(store, seals).await?;
     let last = have
         .iter()
         .filter(|(_, h)| h.is_some())
@@ -264,27 +295,7 @@ pub(crate) async fn check_since(
                     format!("seal {v} has no Delta version, but later versions exist: Delta readers stop at version {}", v - 1),
                 ));
             }
-            Some(h) => {
-                match b.seal(store, s).await {
-                    Ok((want, _)) if h.as_ref() != want.as_slice() => {
-                        // Sealed parts are not read by --since-seal: stats unjudged.
-                        let why = diagnose(&key, &h, &want, bad_parts, false);
-                        if !why.is_empty() {
-                            out.push(Problem::new(
-                                ProblemKind::BadDeltaVersion,
-                                &key,
-                                why.join("; "),
-                            ));
-                        }
-                    }
-                    Ok(_) => {}
-                    Err(_) => {
-                        if let Ok(actions) = parse_actions(&key, &h) {
-                            b.follow(&actions);
-                        }
-                    }
-                }
-            }
+            Some(h) => out.extend(judge_since(store, &mut b, s, &key, &h, bad_parts).await),
         }
     }
     out.extend(oversized);
@@ -293,6 +304,58 @@ pub(crate) async fn check_since(
         problems: out,
         newest: None,
     })
+}
+
+/// The versions of `seals` as stored (`None`: not there, or too large), and the problems
+/// naming those too large to read.
+async fn read_since(
+    store: &dyn AtomicPublisher,
+    seals: &[&crate::history::seal::StoredSeal],
+) -> Result<(Vec<(u64, Option<bytes::Bytes>)>, Vec<Problem>)> {
+    let mut have: Vec<(u64, Option<bytes::Bytes>)> = Vec::new();
+    let mut oversized = Vec::new();
+    for s in seals {
+        match bounded(store, s.key_seq).await? {
+            Ok(h) => have.push((s.key_seq, h)),
+            Err(p) => {
+                oversized.push(p);
+                have.push((s.key_seq, None));
+            }
+        }
+    }
+    Ok((have, oversized))
+}
+
+/// Version `key` as stored (`h`) against the one `b` rebuilds from seal `s`; a version
+/// that cannot be rebuilt is followed instead.
+async fn judge_since(
+    store: &dyn AtomicPublisher,
+    b: &mut Builder,
+    s: &crate::history::seal::StoredSeal,
+    key: &str,
+    h: &[u8],
+    bad_parts: &HashSet<String>,
+) -> Option<Problem> {
+    match b.seal(store, s).await {
+        Ok((want, _)) if h != want.as_slice() => {
+            // Sealed parts are not read by --since-seal: stats unjudged.
+            let why = diagnose(key, h, &want, bad_parts, false);
+            if !why.is_empty() {
+                return Some(Problem::new(
+                    ProblemKind::BadDeltaVersion,
+                    key,
+                    why.join("; "),
+                ));
+            }
+        }
+        Ok(_) => {}
+        Err(_) => {
+            if let Ok(actions) = parse_actions(key, h) {
+                b.follow(&actions);
+            }
+        }
+    }
+    None
 }
 
 fn action_lists(actions: Vec<(String, Value)>) -> (BTreeMap<String, Vec<Value>>, Vec<Value>) {
@@ -346,37 +409,8 @@ fn diagnose(
             ));
             continue;
         };
-        for field in [
-            "path",
-            "size",
-            "partitionValues",
-            "modificationTime",
-            "dataChange",
-            "tags",
-        ] {
-            if h[field] != w[field] {
-                why.push(format!(
-                    "add of {p}: {field} {}, the seal's pointer gives {}",
-                    h[field], w[field]
-                ));
-            }
-        }
-        if h["stats"] != w["stats"] && judge_stats && !bad_parts.contains(p) {
-            why.push(format!("add of {p}: stats are not the part footer's"));
-        }
-        let extra: Vec<&String> = h
-            .as_object()
-            .map(|o| {
-                o.keys()
-                    .filter(|k| *k != "stats" && w.get(k.as_str()).is_none())
-                    .collect()
-            })
-            .unwrap_or_default();
-        if !extra.is_empty() {
-            why.push(format!(
-                "add of {p}: fields {extra:?} lineage-store does not write"
-            ));
-        }
+        let judge = judge_stats && !bad_parts.contains(p);
+        why.extend(diagnose_add(p, h, w, judge));
     }
     for p in h_by.keys().filter(|p| !w_by.contains_key(*p)) {
         why.push(format!("add of {p}: not a part the seal seals"));
@@ -388,6 +422,44 @@ fn diagnose(
     let stats_unjudged = !judge_stats || w_adds.iter().any(|a| bad_parts.contains(&part_of(a)));
     if only_stats && !stats_unjudged {
         why.push("bytes differ from what the seal gives (order or formatting)".into());
+    }
+    why
+}
+
+/// Why the `add` of part `p` as stored (`h`) is not the one the seal gives (`w`); stats
+/// compared only with `judge_stats`.
+fn diagnose_add(p: &str, h: &Value, w: &Value, judge_stats: bool) -> Vec<String> {
+    let mut why = Vec::new();
+    for field in [
+        "path",
+        "size",
+        "partitionValues",
+        "modificationTime",
+        "dataChange",
+        "tags",
+    ] {
+        if h[field] != w[field] {
+            why.push(format!(
+                "add of {p}: {field} {}, the seal's pointer gives {}",
+                h[field], w[field]
+            ));
+        }
+    }
+    if h["stats"] != w["stats"] && judge_stats {
+        why.push(format!("add of {p}: stats are not the part footer's"));
+    }
+    let extra: Vec<&String> = h
+        .as_object()
+        .map(|o| {
+            o.keys()
+                .filter(|k| *k != "stats" && w.get(k.as_str()).is_none())
+                .collect()
+        })
+        .unwrap_or_default();
+    if !extra.is_empty() {
+        why.push(format!(
+            "add of {p}: fields {extra:?} lineage-store does not write"
+        ));
     }
     why
 }

@@ -244,18 +244,7 @@ pub(crate) async fn judge_pointerless_parts(
         let when = commit_time(&commit_id, &run_id, &target_crs, &claims);
         let claim = when.as_ref().ok().and_then(|(_, c)| *c);
         let facts = well_formed(store, key, o.size, &run_id, &target_crs, &commit_id, claim).await;
-        let (malformed, unidentified) = match facts {
-            Err(why) => (Some(why), false),
-            // A part naming another store was copied in: never one of ours in flight.
-            Ok(Some(named)) if Some(named.as_str()) != store_id => (
-                Some(format!(
-                    "its footer names store {named}, but this store is {}: written to another store and copied in",
-                    store_id.unwrap_or("without an identity")
-                )),
-                false,
-            ),
-            Ok(named) => (None, named.is_none() && store_id.is_some()),
-        };
+        let (malformed, unidentified) = judge_footer(facts, store_id);
         if let Some(why) = malformed {
             problems.push(Problem::new(
                 ProblemKind::MalformedPart,
@@ -267,26 +256,12 @@ pub(crate) async fn judge_pointerless_parts(
             ));
             continue;
         }
-        let why_not_in_flight = match when.as_ref() {
-            Ok((t, _)) => match w.admits(*t) {
-                Ok(()) => {
-                    let source = match claim {
-                        Some((k, _)) => {
-                            format!("its commit key was claimed at {} ({k})", rfc3339(*t))
-                        }
-                        None => format!("its commit id was made at {}", rfc3339(*t)),
-                    };
-                    flying.push(InFlight {
-                        key: key.to_string(),
-                        kind: InFlightKind::Part,
-                        since: rfc3339(*t),
-                        detail: format!("well-formed part, no pointer yet; {source}").into(),
-                    });
-                    continue;
-                }
-                Err(why) => why,
-            },
-            Err(why) => why.clone(),
+        let why_not_in_flight = match in_flight(key, w, &when, claim) {
+            Ok(f) => {
+                flying.push(f);
+                continue;
+            }
+            Err(why) => why,
         };
         // The writer may have published the pointer since the listing.
         if let Ok(true) =
@@ -300,21 +275,69 @@ pub(crate) async fn judge_pointerless_parts(
             });
             continue;
         }
-        let adopt = if unidentified {
-            "its footer matches its path but names no store (written before parts named their store): `lineage repair --adopt-unidentified` adopts it if you know it is this store's"
-        } else {
-            "its footer matches its path and names this store: `lineage repair` can adopt it"
-        };
-        problems.push(Problem::new(
-            ProblemKind::OrphanPart,
-            key,
-            format!(
-                "{} bytes, no pointer records it and none can still be coming ({why_not_in_flight}); {adopt}",
-                o.size
-            ),
-        ));
+        problems.push(orphan(key, o.size, unidentified, &why_not_in_flight));
     }
     (flying, problems)
+}
+
+/// What a part's footer (as [`well_formed`] read it) says: why it is malformed, if it is,
+/// and whether it names no store while this store has an identity.
+fn judge_footer(
+    facts: Result<Option<String>, String>,
+    store_id: Option<&str>,
+) -> (Option<String>, bool) {
+    match facts {
+        Err(why) => (Some(why), false),
+        // A part naming another store was copied in: never one of ours in flight.
+        Ok(Some(named)) if Some(named.as_str()) != store_id => (
+            Some(format!(
+                "its footer names store {named}, but this store is {}: written to another store and copied in",
+                store_id.unwrap_or("without an identity")
+            )),
+            false,
+        ),
+        Ok(named) => (None, named.is_none() && store_id.is_some()),
+    }
+}
+
+/// Well-formed part `key`, made at `when`: in flight when the window admits that time,
+/// else why not.
+fn in_flight(
+    key: &str,
+    w: &Window,
+    when: &Result<(DateTime<Utc>, Option<ClaimRef<'_>>), String>,
+    claim: Option<ClaimRef<'_>>,
+) -> Result<InFlight, String> {
+    let (t, _) = when.as_ref().map_err(Clone::clone)?;
+    w.admits(*t)?;
+    let source = match claim {
+        Some((k, _)) => {
+            format!("its commit key was claimed at {} ({k})", rfc3339(*t))
+        }
+        None => format!("its commit id was made at {}", rfc3339(*t)),
+    };
+    Ok(InFlight {
+        key: key.to_string(),
+        kind: InFlightKind::Part,
+        since: rfc3339(*t),
+        detail: format!("well-formed part, no pointer yet; {source}").into(),
+    })
+}
+
+/// The `orphan_part` problem of well-formed part `key` of `size` bytes.
+fn orphan(key: &str, size: u64, unidentified: bool, why_not_in_flight: &str) -> Problem {
+    let adopt = if unidentified {
+        "its footer matches its path but names no store (written before parts named their store): `lineage repair --adopt-unidentified` adopts it if you know it is this store's"
+    } else {
+        "its footer matches its path and names this store: `lineage repair` can adopt it"
+    };
+    Problem::new(
+        ProblemKind::OrphanPart,
+        key,
+        format!(
+            "{size} bytes, no pointer records it and none can still be coming ({why_not_in_flight}); {adopt}"
+        ),
+    )
 }
 
 /// `Ok` (with the store its footer names, if any) when the object under a part's name is

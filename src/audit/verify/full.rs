@@ -63,98 +63,28 @@ impl Strategy for Full {
         report: &mut Report,
     ) -> Result<Vec<Wanted>> {
         self.chain = chain::walk(store, Some(&opts.trust())).await?;
-        let chain = &self.chain;
-        self.scope = Scope::of(opts, chain)?;
-        let scope = self.scope.as_ref();
-        report.shard = scope.map(Scope::info);
-        if scope.is_none_or(Scope::first) {
-            report.problems.extend(chain.problems.iter().cloned());
-        }
-        report.seals = chain.seals.len() as u64;
-        report.signed_seals = chain.signed;
-        report.sealed_commits = chain.leaves.len() as u64;
-        if let Some((seq, d)) = chain.head() {
-            report.head_seq = Some(seq);
-            report.head = Some(d.to_string());
-            report.head_sealed_utc = chain
-                .seals
-                .last()
-                .and_then(|s| s.seal.as_ref().ok())
-                .map(|s| s.sealed_utc.clone());
-        }
-        if let Some(want) = &opts.expect_head {
-            report.problems.extend(chain::check_head(chain, want));
-        }
-
-        self.listing = match scope {
+        self.scope = Scope::of(opts, &self.chain)?;
+        report_chain(&self.chain, self.scope.as_ref(), opts, report);
+        self.listing = match &self.scope {
             Some(s) => s.list(store).await?,
             None => store.list("").await?,
         };
-        if self.listing.is_empty() && scope.is_none() {
+        if self.listing.is_empty() && self.scope.is_none() {
             // Most likely a mistyped location: "clean, 0 commits" would mislead an auditor.
             return Err(Error::NotFound(format!(
                 "{}: the store holds no objects (empty, or not where the URL points)",
                 store.describe()
             )));
         }
-        let window = window(opts);
-        let mut wanted = Vec::new();
-        for (i, o) in self.listing.iter().enumerate() {
-            if let Some(target) = &o.link {
-                // Never followed, never classified as what its name says.
-                report.push(ProblemKind::Symlink, &o.key, symlink_detail(target));
-                continue;
-            }
-            self.sizes.insert(o.key.clone(), o.size);
-            match keys::classify(&o.key) {
-                KeyKind::Part { .. } => {
-                    self.pointerless.insert(o.key.clone(), i);
-                }
-                KeyKind::Pointer { .. } => wanted.push(Wanted {
-                    sealed: sealed_as(chain, &o.key),
-                    listed_size: Some(o.size),
-                    key: o.key.clone(),
-                }),
-                KeyKind::Temp => match flight::judge_temp(&o.key, &window) {
-                    Ok(f) => report.fly(f),
-                    Err(why) => report.push(
-                        ProblemKind::StaleTemp,
-                        &o.key,
-                        format!(
-                            "temp not in flight: {why} ({} bytes, modified {}); `lineage sweep` removes it",
-                            o.size,
-                            o.modified.map_or("at an unknown time".into(), |t| t.to_rfc3339())
-                        ),
-                    ),
-                },
-                KeyKind::Foreign => report.push(
-                    ProblemKind::ForeignObject,
-                    &o.key,
-                    "not written by lineage-store",
-                ),
-                KeyKind::Unknown => report.push(
-                    ProblemKind::UnknownLineageObject,
-                    &o.key,
-                    format!(
-                        "{} bytes under `_lineage/`, not an object lineage-store writes there",
-                        o.size
-                    ),
-                ),
-                KeyKind::History(_) => self.history.push(i),
-                KeyKind::Identity => self.identity = true,
-                KeyKind::DeltaVersion(_) | KeyKind::DeltaCheckpoint(_) | KeyKind::DeltaOther => {
-                    self.delta.push(i)
-                }
-                KeyKind::CompactionRecord { .. } | KeyKind::CompactedPart { .. } => {
-                    self.compacted.push(i)
-                }
-                KeyKind::Seal(_) | KeyKind::Claim | KeyKind::Witness => {}
-            }
-        }
+        let mut wanted = self.classify(&window(opts), report);
         // Sealed pointers that were not listed: read, so that a missing one is named.
+        let chain = &self.chain;
         let mut seen: BTreeSet<String> = wanted.iter().map(|w| w.key.clone()).collect();
         for leaf in &chain.leaves {
-            let owned = scope.is_none_or(|s| s.owns_pointer(&leaf.key));
+            let owned = self
+                .scope
+                .as_ref()
+                .is_none_or(|s| s.owns_pointer(&leaf.key));
             if owned && seen.insert(leaf.key.clone()) {
                 wanted.push(Wanted {
                     listed_size: None,
@@ -196,16 +126,135 @@ impl Strategy for Full {
         };
         let checked = history::check(store, &cx, &objects).await?;
         if self.identity {
-            match read_identity(store).await {
-                Ok(id) => self.store_id = id.map(|i| i.store_id),
-                Err(e) if self.scope.as_ref().is_none_or(Scope::first) => {
-                    report.push(ProblemKind::BadIdentity, IDENTITY_KEY, e.to_string())
-                }
-                Err(_) => {}
-            }
+            self.note_identity(store, report).await;
         }
         report.problems.extend(checked.problems);
         report.unfinished_seal = checked.unfinished_seal;
+        self.drop_accounted_parts(&read);
+        Ok(read.parsed.into_iter().collect())
+    }
+
+    fn listed_size(&self, key: &str) -> Option<u64> {
+        self.sizes.get(key).copied()
+    }
+
+    async fn after_parts(
+        &mut self,
+        store: &dyn AtomicPublisher,
+        opts: &VerifyOptions,
+        report: &mut Report,
+    ) -> Result<()> {
+        let parts: BTreeMap<&str, &ObjectInfo> = self
+            .pointerless
+            .iter()
+            .map(|(k, &i)| (k.as_str(), &self.listing[i]))
+            .collect();
+        let (flying, problems): (_, Vec<Problem>) = flight::judge_pointerless_parts(
+            store,
+            &window(opts),
+            parts,
+            &self.listing,
+            self.store_id.as_deref(),
+        )
+        .await;
+        flying.into_iter().for_each(|f| report.fly(f));
+        report.problems.extend(problems);
+        // The Delta log: once, by the first shard (it is small: one version per seal).
+        if self.scope.as_ref().is_none_or(Scope::first) {
+            self.check_delta_log(store, opts, report).await?;
+        }
+        Ok(())
+    }
+}
+
+/// What the walked chain says into the report: its problems (once, by the first shard),
+/// counts and head, and the expected head checked.
+fn report_chain(chain: &Chain, scope: Option<&Scope>, opts: &VerifyOptions, report: &mut Report) {
+    report.shard = scope.map(Scope::info);
+    if scope.is_none_or(Scope::first) {
+        report.problems.extend(chain.problems.iter().cloned());
+    }
+    report.seals = chain.seals.len() as u64;
+    report.signed_seals = chain.signed;
+    report.sealed_commits = chain.leaves.len() as u64;
+    if let Some((seq, d)) = chain.head() {
+        report.head_seq = Some(seq);
+        report.head = Some(d.to_string());
+        report.head_sealed_utc = chain
+            .seals
+            .last()
+            .and_then(|s| s.seal.as_ref().ok())
+            .map(|s| s.sealed_utc.clone());
+    }
+    if let Some(want) = &opts.expect_head {
+        report.problems.extend(chain::check_head(chain, want));
+    }
+}
+
+impl Full {
+    /// Classify the listing: the pointers to read (returned), the parts, history, Delta and
+    /// compaction objects kept for their steps, temps, symlinks and objects not ours
+    /// reported.
+    fn classify(&mut self, window: &Window, report: &mut Report) -> Vec<Wanted> {
+        let mut wanted = Vec::new();
+        for (i, o) in self.listing.iter().enumerate() {
+            if let Some(target) = &o.link {
+                // Never followed, never classified as what its name says.
+                report.push(ProblemKind::Symlink, &o.key, symlink_detail(target));
+                continue;
+            }
+            self.sizes.insert(o.key.clone(), o.size);
+            match keys::classify(&o.key) {
+                KeyKind::Part { .. } => {
+                    self.pointerless.insert(o.key.clone(), i);
+                }
+                KeyKind::Pointer { .. } => wanted.push(Wanted {
+                    sealed: sealed_as(&self.chain, &o.key),
+                    listed_size: Some(o.size),
+                    key: o.key.clone(),
+                }),
+                KeyKind::Temp => judge_temp(o, window, report),
+                KeyKind::Foreign => report.push(
+                    ProblemKind::ForeignObject,
+                    &o.key,
+                    "not written by lineage-store",
+                ),
+                KeyKind::Unknown => report.push(
+                    ProblemKind::UnknownLineageObject,
+                    &o.key,
+                    format!(
+                        "{} bytes under `_lineage/`, not an object lineage-store writes there",
+                        o.size
+                    ),
+                ),
+                KeyKind::History(_) => self.history.push(i),
+                KeyKind::Identity => self.identity = true,
+                KeyKind::DeltaVersion(_) | KeyKind::DeltaCheckpoint(_) | KeyKind::DeltaOther => {
+                    self.delta.push(i)
+                }
+                KeyKind::CompactionRecord { .. } | KeyKind::CompactedPart { .. } => {
+                    self.compacted.push(i)
+                }
+                KeyKind::Seal(_) | KeyKind::Claim | KeyKind::Witness => {}
+            }
+        }
+        wanted
+    }
+
+    /// The store's id from its identity object; one that cannot be read is reported (once,
+    /// by the first shard).
+    async fn note_identity(&mut self, store: &dyn AtomicPublisher, report: &mut Report) {
+        match read_identity(store).await {
+            Ok(id) => self.store_id = id.map(|i| i.store_id),
+            Err(e) if self.scope.as_ref().is_none_or(Scope::first) => {
+                report.push(ProblemKind::BadIdentity, IDENTITY_KEY, e.to_string())
+            }
+            Err(_) => {}
+        }
+    }
+
+    /// Drop from the pointerless parts those a pointer or a record accounts for.
+    fn drop_accounted_parts(&mut self, read: &ReadBack) {
         // A part is not pointerless when its pointer names it, or when its pointer key
         // exists but is corrupt (that pointer is the problem reported).
         for p in read.parsed.values() {
@@ -240,83 +289,78 @@ impl Strategy for Full {
                 .contains(&keys::pointer_key(&run_id, &commit_id)),
             _ => true,
         });
-        Ok(read.parsed.into_iter().collect())
     }
 
-    fn listed_size(&self, key: &str) -> Option<u64> {
-        self.sizes.get(key).copied()
-    }
-
-    async fn after_parts(
-        &mut self,
+    /// The Delta log's checkpoints and versions, then the compactions.
+    async fn check_delta_log(
+        &self,
         store: &dyn AtomicPublisher,
         opts: &VerifyOptions,
         report: &mut Report,
     ) -> Result<()> {
-        let parts: BTreeMap<&str, &ObjectInfo> = self
-            .pointerless
-            .iter()
-            .map(|(k, &i)| (k.as_str(), &self.listing[i]))
-            .collect();
-        let (flying, problems): (_, Vec<Problem>) = flight::judge_pointerless_parts(
-            store,
-            &window(opts),
-            parts,
-            &self.listing,
-            self.store_id.as_deref(),
-        )
-        .await;
-        flying.into_iter().for_each(|f| report.fly(f));
-        report.problems.extend(problems);
-        // The Delta log: once, by the first shard (it is small: one version per seal).
-        if self.scope.as_ref().is_none_or(Scope::first) {
-            let mut versions = BTreeMap::new();
-            let mut checkpoints = BTreeMap::new();
-            let mut others = Vec::new();
-            for &i in &self.delta {
-                let o = &self.listing[i];
-                match keys::classify(&o.key) {
-                    KeyKind::DeltaVersion(v) => {
-                        versions.insert(v, o);
-                    }
-                    KeyKind::DeltaCheckpoint(v) => {
-                        checkpoints.insert(v, o);
-                    }
-                    _ => others.push(o),
+        let mut versions = BTreeMap::new();
+        let mut checkpoints = BTreeMap::new();
+        let mut others = Vec::new();
+        for &i in &self.delta {
+            let o = &self.listing[i];
+            match keys::classify(&o.key) {
+                KeyKind::DeltaVersion(v) => {
+                    versions.insert(v, o);
                 }
+                KeyKind::DeltaCheckpoint(v) => {
+                    checkpoints.insert(v, o);
+                }
+                _ => others.push(o),
             }
-            report
-                .problems
-                .extend(delta_checkpoint::check(store, &checkpoints).await?);
-            let cx = delta::Context {
-                chain: &self.chain,
-                versions,
-                others,
-                bad_parts: report.problems.iter().map(|p| p.key.clone()).collect(),
-            };
-            let version_keys: Vec<&str> = cx.versions.values().map(|o| o.key.as_str()).collect();
-            let found = delta::check(store, &cx).await?;
-            report.problems.extend(found.problems);
-            report.delta_version = found.newest;
-            let cx = compaction::Context {
-                chain: &self.chain,
-                sealed: &self.sealed,
-                listed: self
-                    .compacted
-                    .iter()
-                    .map(|&i| self.listing[i].key.as_str())
-                    .collect(),
-                versions: version_keys,
-                all_pointers: self.scope.is_none()
-                    && !self.chain.broken
-                    && self.sealed.len() == self.chain.by_key.len(),
-                window: window(opts),
-            };
-            let found = compaction::check(store, &cx).await?;
-            report.problems.extend(found.problems);
-            found.flying.into_iter().for_each(|f| report.fly(f));
         }
+        report
+            .problems
+            .extend(delta_checkpoint::check(store, &checkpoints).await?);
+        let cx = delta::Context {
+            chain: &self.chain,
+            versions,
+            others,
+            bad_parts: report.problems.iter().map(|p| p.key.clone()).collect(),
+        };
+        let version_keys: Vec<&str> = cx.versions.values().map(|o| o.key.as_str()).collect();
+        let found = delta::check(store, &cx).await?;
+        report.problems.extend(found.problems);
+        report.delta_version = found.newest;
+        let cx = compaction::Context {
+            chain: &self.chain,
+            sealed: &self.sealed,
+            listed: self
+                .compacted
+                .iter()
+                .map(|&i| self.listing[i].key.as_str())
+                .collect(),
+            versions: version_keys,
+            all_pointers: self.scope.is_none()
+                && !self.chain.broken
+                && self.sealed.len() == self.chain.by_key.len(),
+            window: window(opts),
+        };
+        let found = compaction::check(store, &cx).await?;
+        report.problems.extend(found.problems);
+        found.flying.into_iter().for_each(|f| report.fly(f));
         Ok(())
+    }
+}
+
+/// A temp: in flight, or stale (reported).
+fn judge_temp(o: &ObjectInfo, window: &Window, report: &mut Report) {
+    match flight::judge_temp(&o.key, window) {
+        Ok(f) => report.fly(f),
+        Err(why) => report.push(
+            ProblemKind::StaleTemp,
+            &o.key,
+            format!(
+                "temp not in flight: {why} ({} bytes, modified {}); `lineage sweep` removes it",
+                o.size,
+                o.modified
+                    .map_or("at an unknown time".into(), |t| t.to_rfc3339())
+            ),
+        ),
     }
 }
 

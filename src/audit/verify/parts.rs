@@ -113,29 +113,9 @@ async fn check_part(
     want: Option<Want>,
     progress: &Progress,
 ) -> Found {
-    let size = match listed {
-        Some(s) => Some(s),
-        // Not in the listing: look again (a POSIX walk is not a snapshot).
-        None => match store.list(&p.part_path).await {
-            Ok(l) => match l.into_iter().find(|o| o.key == p.part_path) {
-                Some(o) if o.link.is_some() => {
-                    return vec![(
-                        ProblemKind::MissingPart,
-                        format!(
-                            "recorded by {key}; only a symlink is there, which is never followed"
-                        ),
-                    )]
-                }
-                o => o.map(|o| o.size),
-            },
-            Err(e) => return vec![(ProblemKind::MissingPart, format!("cannot list: {e}"))],
-        },
-    };
-    let Some(size) = size else {
-        return vec![(
-            ProblemKind::MissingPart,
-            format!("recorded by {key}, not in the store"),
-        )];
+    let size = match part_size(store, key, p, listed).await {
+        Ok(size) => size,
+        Err(found) => return found,
     };
     if size != p.size_bytes {
         return vec![(
@@ -179,6 +159,44 @@ async fn check_part(
         Err(e) => out.push((ProblemKind::FooterMismatch, e.to_string())),
     }
     out
+}
+
+/// The size of pointer `key`'s part `p`: as `listed`, else listed again (a POSIX walk is
+/// not a snapshot); `Err` holds the problem when it is not there (or only a symlink is).
+async fn part_size(
+    store: &dyn AtomicPublisher,
+    key: &str,
+    p: &Pointer,
+    listed: Option<u64>,
+) -> Result<u64, Found> {
+    let size = match listed {
+        Some(s) => Some(s),
+        None => match store.list(&p.part_path).await {
+            Ok(l) => match l.into_iter().find(|o| o.key == p.part_path) {
+                Some(o) if o.link.is_some() => {
+                    return Err(vec![(
+                        ProblemKind::MissingPart,
+                        format!(
+                            "recorded by {key}; only a symlink is there, which is never followed"
+                        ),
+                    )])
+                }
+                o => o.map(|o| o.size),
+            },
+            Err(e) => {
+                return Err(vec![(
+                    ProblemKind::MissingPart,
+                    format!("cannot list: {e}"),
+                )])
+            }
+        },
+    };
+    size.ok_or_else(|| {
+        vec![(
+            ProblemKind::MissingPart,
+            format!("recorded by {key}, not in the store"),
+        )]
+    })
 }
 
 /// Where the part's row count, sequence range or event-time range contradicts the summary

@@ -122,6 +122,29 @@ impl ShardRequest {
 }
 
 fn auto(shards: Option<u32>, env: &dyn Fn(&str) -> Option<String>) -> Result<ResolvedShard> {
+    let (name, platform, index) = task_index(env)?;
+    let mut source = format!("{name}={index} ({platform})");
+    let count = task_count(env, shards, name, index, &mut source)?;
+    if count == 0 {
+        return Err(Error::invalid(
+            Param::Shard,
+            text![format!(
+                "auto: {COUNT_VAR}=0: a job of no tasks has no shard to check"
+            )],
+        ));
+    }
+    if index >= count {
+        return Err(Error::invalid(Param::Shard, text![format!("auto: {name}={index} is not below the number of shards {count} ({source}): the indices run from 0 to {}", count - 1)]));
+    }
+    Ok(ResolvedShard {
+        spec: ShardSpec { index, count },
+        source,
+    })
+}
+
+/// This task's index: (variable, platform, index) from the one index variable set (or
+/// several that agree).
+fn task_index(env: &dyn Fn(&str) -> Option<String>) -> Result<(&'static str, &'static str, u32)> {
     // Every index variable that is set, with its value.
     let mut found: Vec<(&str, &str, u32)> = Vec::new();
     for (name, platform) in INDEX_VARS {
@@ -147,45 +170,37 @@ fn auto(shards: Option<u32>, env: &dyn Fn(&str) -> Option<String>) -> Result<Res
     if let Some(&(other, _, i)) = found.iter().find(|(_, _, i)| *i != index) {
         return Err(Error::invalid(Param::Shard, text![format!("auto: {name}={index} and {other}={i} disagree on the task index; unset the one that is not this platform's")]));
     }
-    let mut source = format!("{name}={index} ({platform})");
+    Ok((name, platform, index))
+}
+
+/// How many tasks there are: from the environment or `--shards` (where it came from is
+/// added to `source`); index variable `name` gave `index`.
+fn task_count(
+    env: &dyn Fn(&str) -> Option<String>,
+    shards: Option<u32>,
+    name: &str,
+    index: u32,
+    source: &mut String,
+) -> Result<u32> {
     let from_env = var(env, COUNT_VAR)
         .map(|c| whole(COUNT_VAR, &c))
         .transpose()?;
-    let count = match (from_env, shards) {
-        (Some(c), Some(n)) if c != n => {
-            return Err(Error::invalid(Param::Shard, text![format!("auto: {COUNT_VAR}={c} but "), Param::Shards, format!(" {n}: they disagree on the number of shards")]))
-        }
+    match (from_env, shards) {
+        (Some(c), Some(n)) if c != n => Err(Error::invalid(Param::Shard, text![format!("auto: {COUNT_VAR}={c} but "), Param::Shards, format!(" {n}: they disagree on the number of shards")])),
         (Some(c), _) => {
             source.push_str(&format!(", {COUNT_VAR}={c}"));
-            c
+            Ok(c)
         }
         (None, Some(n)) => {
             source.push_str(&format!(", --shards {n}"));
-            n
+            Ok(n)
         }
-        (None, None) => {
-            return Err(Error::invalid(Param::Shard, text![format!("auto: {name}={index} gives this task's index but not how many tasks there are: give "), Param::Shards, format!(" N (the {})", if name == "JOB_COMPLETION_INDEX" {
-                    "Job's .spec.completions"
-                } else {
-                    "array size"
-                })]))
-        }
-    };
-    if count == 0 {
-        return Err(Error::invalid(
-            Param::Shard,
-            text![format!(
-                "auto: {COUNT_VAR}=0: a job of no tasks has no shard to check"
-            )],
-        ));
+        (None, None) => Err(Error::invalid(Param::Shard, text![format!("auto: {name}={index} gives this task's index but not how many tasks there are: give "), Param::Shards, format!(" N (the {})", if name == "JOB_COMPLETION_INDEX" {
+                "Job's .spec.completions"
+            } else {
+                "array size"
+            })])),
     }
-    if index >= count {
-        return Err(Error::invalid(Param::Shard, text![format!("auto: {name}={index} is not below the number of shards {count} ({source}): the indices run from 0 to {}", count - 1)]));
-    }
-    Ok(ResolvedShard {
-        spec: ShardSpec { index, count },
-        source,
-    })
 }
 
 #[cfg(test)]

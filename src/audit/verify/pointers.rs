@@ -54,17 +54,7 @@ pub(crate) async fn read(
 ) -> ReadBack {
     let read: Vec<(Wanted, crate::Result<Option<bytes::Bytes>>)> = futures::stream::iter(wanted)
         .map(|w| async move {
-            let got = match w.listed_size {
-                Some(n) if n > MAX_POINTER_BYTES as u64 => Err(crate::Error::Corrupt {
-                    what: "pointer",
-                    key: w.key.clone(),
-                    message: format!(
-                        "{n} bytes; a pointer is at most {MAX_POINTER_BYTES} (not read)"
-                    )
-                    .into(),
-                }),
-                _ => crate::history::pointers::get_pointer(store, &w.key).await,
-            };
+            let got = get(store, &w).await;
             (w, got)
         })
         .buffer_unordered(concurrency.max(1))
@@ -97,37 +87,54 @@ pub(crate) async fn read(
                 continue;
             }
         };
-        let digest = sha256_hex(&bytes);
-        if let Some(s) = w.sealed.as_ref().filter(|s| s.digest != digest) {
-            report.push_problem(Problem::new(
-                ProblemKind::SealedPointerChanged,
-                &w.key,
-                format!(
-                    "sha256 {digest}, but seal {} sealed {}: the pointer was edited",
-                    s.seq, s.digest
-                ),
-            ));
-        }
-        let parsed = match keys::classify(&w.key) {
-            KeyKind::Pointer { run_id, commit_id } => {
-                check_pointer(&w.key, &bytes, &run_id, &commit_id)
-            }
-            _ => Pointer::from_bytes(&w.key, &bytes),
-        };
-        match parsed {
-            Ok(p) => {
-                out.parsed.insert(w.key.clone(), p);
-            }
-            Err(e) => {
-                report.push_problem(Problem::new(
-                    ProblemKind::CorruptPointer,
-                    &w.key,
-                    e.to_string(),
-                ));
-                out.corrupt.insert(w.key.clone());
-            }
-        }
-        out.present.insert(w.key, digest);
+        judge(w, &bytes, &mut out, report);
     }
     out
+}
+
+/// The bytes of pointer `w`; one listed larger than any pointer can be is not read.
+async fn get(store: &dyn AtomicPublisher, w: &Wanted) -> crate::Result<Option<bytes::Bytes>> {
+    match w.listed_size {
+        Some(n) if n > MAX_POINTER_BYTES as u64 => Err(crate::Error::Corrupt {
+            what: "pointer",
+            key: w.key.clone(),
+            message: format!("{n} bytes; a pointer is at most {MAX_POINTER_BYTES} (not read)")
+                .into(),
+        }),
+        _ => crate::history::pointers::get_pointer(store, &w.key).await,
+    }
+}
+
+/// Pointer `w` as read (`bytes`): against the digest sealed, parsed and checked against
+/// its key, into `out`; problems go into `report`.
+fn judge(w: Wanted, bytes: &[u8], out: &mut ReadBack, report: &mut Report) {
+    let digest = sha256_hex(bytes);
+    if let Some(s) = w.sealed.as_ref().filter(|s| s.digest != digest) {
+        report.push_problem(Problem::new(
+            ProblemKind::SealedPointerChanged,
+            &w.key,
+            format!(
+                "sha256 {digest}, but seal {} sealed {}: the pointer was edited",
+                s.seq, s.digest
+            ),
+        ));
+    }
+    let parsed = match keys::classify(&w.key) {
+        KeyKind::Pointer { run_id, commit_id } => check_pointer(&w.key, bytes, &run_id, &commit_id),
+        _ => Pointer::from_bytes(&w.key, bytes),
+    };
+    match parsed {
+        Ok(p) => {
+            out.parsed.insert(w.key.clone(), p);
+        }
+        Err(e) => {
+            report.push_problem(Problem::new(
+                ProblemKind::CorruptPointer,
+                &w.key,
+                e.to_string(),
+            ));
+            out.corrupt.insert(w.key.clone());
+        }
+    }
+    out.present.insert(w.key, digest);
 }

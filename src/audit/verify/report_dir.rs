@@ -1,5 +1,5 @@
 //! `--report-dir URL`: where the shards of one verification leave their reports and where
-//! `verify merge --report-dir URL` finds them. The directory is any store URL (a local
+//! `verify --merge --report-dir URL` finds them. The directory is any store URL (a local
 //! directory, `s3://bucket/prefix`, `az://…`, `gs://…`), used only for these reports.
 //!
 //! A shard report is published create-only under
@@ -74,7 +74,7 @@ pub async fn write_shard_report(dir: &dyn AtomicPublisher, report: &Report) -> R
                 Param::Shard,
                 " I/N or ",
                 Param::Shard,
-                " auto (or `verify merge` to read them)"
+                " auto (or --merge to read them)"
             ],
         )
     })?;
@@ -114,18 +114,7 @@ pub async fn write_shard_report(dir: &dyn AtomicPublisher, report: &Report) -> R
 /// The newest attempt of every shard report in the directory, checked to be of one
 /// verification, in shard order: what [`crate::audit::verify::shard::merge`] takes.
 pub async fn read_shard_reports(dir: &dyn AtomicPublisher) -> Result<Vec<Report>> {
-    // (count, plan) -> index -> (attempt, key)
-    let mut found: BTreeMap<(u32, String), BTreeMap<u32, (u32, String)>> = BTreeMap::new();
-    for o in list_pages(dir, PREFIX, "", None).await? {
-        let Some((index, count, plan, attempt)) = parse_key(&o.key) else {
-            continue;
-        };
-        let shards = found.entry((count, plan)).or_default();
-        let newest = shards.entry(index).or_insert((attempt, o.key.clone()));
-        if attempt > newest.0 {
-            *newest = (attempt, o.key);
-        }
-    }
+    let found = newest_attempts(dir).await?;
     if found.len() > 1 {
         let seen: Vec<String> = found
             .iter()
@@ -147,31 +136,60 @@ pub async fn read_shard_reports(dir: &dyn AtomicPublisher) -> Result<Vec<Report>
     };
     let mut reports = Vec::new();
     for (index, (_, key)) in shards {
-        let bytes = dir.get(&key).await?.ok_or_else(|| {
-            Error::NotFound(format!(
-                "{} {key}: listed, but gone when read",
-                dir.describe()
-            ))
-        })?;
-        let report: Report = serde_json::from_slice(&bytes).map_err(|e| {
-            Error::usage(text![format!(
-                "{} {key}: not a `verify --json` report: {e}",
-                dir.describe()
-            )])
-        })?;
-        let named = report
-            .shard
-            .as_ref()
-            .is_some_and(|s| s.index == index && s.count == count && s.plan == plan);
-        if !named {
-            return Err(Error::usage(format!(
-                "{} {key}: the report inside is not of shard {index}/{count} of plan {plan}",
-                dir.describe()
-            )));
-        }
-        reports.push(report);
+        reports.push(read_report(dir, &key, index, count, &plan).await?);
     }
     Ok(reports)
+}
+
+/// The shard reports listed in `dir`: (count, plan) -> index -> (newest attempt, key).
+async fn newest_attempts(
+    dir: &dyn AtomicPublisher,
+) -> Result<BTreeMap<(u32, String), BTreeMap<u32, (u32, String)>>> {
+    let mut found: BTreeMap<(u32, String), BTreeMap<u32, (u32, String)>> = BTreeMap::new();
+    for o in list_pages(dir, PREFIX, "", None).await? {
+        let Some((index, count, plan, attempt)) = parse_key(&o.key) else {
+            continue;
+        };
+        let shards = found.entry((count, plan)).or_default();
+        let newest = shards.entry(index).or_insert((attempt, o.key.clone()));
+        if attempt > newest.0 {
+            *newest = (attempt, o.key);
+        }
+    }
+    Ok(found)
+}
+
+/// The report under `key`, which must be of shard `index`/`count` of `plan`.
+async fn read_report(
+    dir: &dyn AtomicPublisher,
+    key: &str,
+    index: u32,
+    count: u32,
+    plan: &str,
+) -> Result<Report> {
+    let bytes = dir.get(key).await?.ok_or_else(|| {
+        Error::NotFound(format!(
+            "{} {key}: listed, but gone when read",
+            dir.describe()
+        ))
+    })?;
+    let report: Report = serde_json::from_slice(&bytes).map_err(|e| {
+        Error::usage(text![format!(
+            "{} {key}: not a `verify --json` report: {e}",
+            dir.describe()
+        )])
+    })?;
+    let named = report
+        .shard
+        .as_ref()
+        .is_some_and(|s| s.index == index && s.count == count && s.plan == plan);
+    if !named {
+        return Err(Error::usage(format!(
+            "{} {key}: the report inside is not of shard {index}/{count} of plan {plan}",
+            dir.describe()
+        )));
+    }
+    Ok(report)
 }
 
 #[cfg(test)]

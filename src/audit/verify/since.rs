@@ -111,36 +111,9 @@ impl Strategy for Since {
         report.head_seq = Some(newest.key_seq);
         report.head = Some(newest.digest.clone());
         report.head_sealed_utc = newest.seal.as_ref().ok().map(|s| s.sealed_utc.clone());
-        // The seals from the one before SEQ to the newest, by number.
-        let mut seals: BTreeMap<u64, StoredSeal> = self
-            .heads
-            .marked
-            .iter()
-            .chain(&self.heads.unmarked)
-            .filter(|s| s.key_seq + 1 >= since)
-            .map(|s| (s.key_seq, s.clone()))
-            .collect();
         let from = since.saturating_sub(1).max(1);
-        let missing: Vec<u64> = (from..=newest.key_seq)
-            .filter(|n| !seals.contains_key(n))
-            .collect();
-        let read: Vec<(u64, Option<StoredSeal>)> = futures::stream::iter(missing)
-            .map(|n| async move { Ok::<_, Error>((n, read_seal(store, n).await?)) })
-            .buffer_unordered(opts.concurrency.max(1))
-            .try_collect()
-            .await?;
-        for (n, s) in read {
-            match s {
-                Some(s) => {
-                    seals.insert(n, s);
-                }
-                None => report.push_problem(Problem::new(
-                    ProblemKind::SealMissing,
-                    &seal_key(n),
-                    format!("seal {n} is missing: the chain jumps over it"),
-                )),
-            }
-        }
+        let seals =
+            read_seals_from(store, opts, &self.heads, since, newest.key_seq, report).await?;
         check_seals(opts, &seals, since, report);
         self.checked_seals = seals
             .range(since.max(1)..)
@@ -166,25 +139,8 @@ impl Strategy for Since {
             })
             .count() as u64;
         report.sealed_commits = head_seal.tree_size;
-
-        // Commits sealed after SEQ: their pointers must be what was sealed.
-        let mut wanted: Vec<Wanted> = seals
-            .values()
-            .filter(|s| s.key_seq > since)
-            .filter_map(|s| s.seal.as_ref().ok().map(|x| (s.key_seq, x)))
-            .flat_map(|(seq, s)| {
-                s.entries.iter().map(move |e| Wanted {
-                    listed_size: None,
-                    key: e.key.clone(),
-                    sealed: Some(SealedAs {
-                        seq,
-                        digest: e.sha256.to_lowercase(),
-                    }),
-                })
-            })
-            .collect();
+        let mut wanted = sealed_after(&seals, since);
         self.sealed_after = wanted.iter().map(|w| w.key.clone()).collect();
-
         // Commits not sealed yet: from the index, after the newest seal's watermark.
         let watermark = head_seal
             .watermark_utc
@@ -259,6 +215,64 @@ impl Strategy for Since {
     }
 }
 
+/// The seals from the one before `since` to `newest`, by number: those `heads` found, the
+/// others read (a missing one reported).
+async fn read_seals_from(
+    store: &dyn AtomicPublisher,
+    opts: &VerifyOptions,
+    heads: &head::Heads,
+    since: u64,
+    newest: u64,
+    report: &mut Report,
+) -> Result<BTreeMap<u64, StoredSeal>> {
+    let mut seals: BTreeMap<u64, StoredSeal> = heads
+        .marked
+        .iter()
+        .chain(&heads.unmarked)
+        .filter(|s| s.key_seq + 1 >= since)
+        .map(|s| (s.key_seq, s.clone()))
+        .collect();
+    let from = since.saturating_sub(1).max(1);
+    let missing: Vec<u64> = (from..=newest).filter(|n| !seals.contains_key(n)).collect();
+    let read: Vec<(u64, Option<StoredSeal>)> = futures::stream::iter(missing)
+        .map(|n| async move { Ok::<_, Error>((n, read_seal(store, n).await?)) })
+        .buffer_unordered(opts.concurrency.max(1))
+        .try_collect()
+        .await?;
+    for (n, s) in read {
+        match s {
+            Some(s) => {
+                seals.insert(n, s);
+            }
+            None => report.push_problem(Problem::new(
+                ProblemKind::SealMissing,
+                &seal_key(n),
+                format!("seal {n} is missing: the chain jumps over it"),
+            )),
+        }
+    }
+    Ok(seals)
+}
+
+/// Commits sealed after seal `since`: their pointers must be what was sealed.
+fn sealed_after(seals: &BTreeMap<u64, StoredSeal>, since: u64) -> Vec<Wanted> {
+    seals
+        .values()
+        .filter(|s| s.key_seq > since)
+        .filter_map(|s| s.seal.as_ref().ok().map(|x| (s.key_seq, x)))
+        .flat_map(|(seq, s)| {
+            s.entries.iter().map(move |e| Wanted {
+                listed_size: None,
+                key: e.key.clone(),
+                sealed: Some(SealedAs {
+                    seq,
+                    digest: e.sha256.to_lowercase(),
+                }),
+            })
+        })
+        .collect()
+}
+
 /// Chain checks of the seals from `since` on, each against the one before it.
 fn check_seals(
     opts: &VerifyOptions,
@@ -282,48 +296,70 @@ fn check_seals(
             ));
         }
         let prev = n.checked_sub(1).and_then(|p| seals.get(&p));
-        match (prev, &seal.prev_sha256) {
-            (Some(before), Some(p)) if p != &before.digest => report.push_problem(Problem::new(
-                ProblemKind::SealChainBroken,
-                &before.key,
-                format!(
-                    "has sha256 {}, but the next seal {} records {p}: this seal was edited or replaced after {} was made",
-                    before.digest, s.key, s.key
-                ),
-            )),
-            (Some(before), None) => report.push_problem(Problem::new(
-                ProblemKind::SealChainBroken,
-                &s.key,
-                format!("records no previous seal, but follows {}", before.key),
-            )),
-            _ => {}
+        if let Some(p) = link_problem(prev, s, seal) {
+            report.push_problem(p);
         }
         if let Some(f) = &seal.frontier {
-            let why = match Frontier::from_hex(seal.tree_size, f) {
-                None => Some("its frontier does not fit its tree size".to_string()),
-                Some(fr) if !hex::encode(fr.root()).eq_ignore_ascii_case(&seal.root) => {
-                    Some("its frontier does not give its root".to_string())
-                }
-                Some(_) => grows_from(prev, seal),
-            };
-            if let Some(w) = why {
-                report.push_problem(Problem::new(
-                    ProblemKind::SealRootMismatch,
-                    &s.key,
-                    format!("{w}: the seal was edited"),
-                ));
-            }
-            let prev_w = prev
-                .and_then(|p| p.seal.as_ref().ok())
-                .and_then(|p| p.watermark_utc.as_deref());
-            for w in seal_fields(seal, prev_w, None) {
-                report.push_problem(Problem::new(ProblemKind::SealCorrupt, &s.key, w));
+            for p in frontier_problems(prev, s, seal, f) {
+                report.push_problem(p);
             }
         }
         if let Err(why) = opts.trust().judge(s.key_seq, seal) {
             report.push_problem(Problem::new(ProblemKind::BadSignature, &s.key, why));
         }
     }
+}
+
+/// Seal `s` (parsed: `seal`) against the seal before it, `prev`.
+fn link_problem(prev: Option<&StoredSeal>, s: &StoredSeal, seal: &Seal) -> Option<Problem> {
+    match (prev, &seal.prev_sha256) {
+        (Some(before), Some(p)) if p != &before.digest => Some(Problem::new(
+            ProblemKind::SealChainBroken,
+            &before.key,
+            format!(
+                "has sha256 {}, but the next seal {} records {p}: this seal was edited or replaced after {} was made",
+                before.digest, s.key, s.key
+            ),
+        )),
+        (Some(before), None) => Some(Problem::new(
+            ProblemKind::SealChainBroken,
+            &s.key,
+            format!("records no previous seal, but follows {}", before.key),
+        )),
+        _ => None,
+    }
+}
+
+/// Seal `s`'s frontier `f` against its root and its predecessor's tree, and its
+/// `lineage-seal/2` fields.
+fn frontier_problems(
+    prev: Option<&StoredSeal>,
+    s: &StoredSeal,
+    seal: &Seal,
+    f: &[String],
+) -> Vec<Problem> {
+    let mut out = Vec::new();
+    let why = match Frontier::from_hex(seal.tree_size, f) {
+        None => Some("its frontier does not fit its tree size".to_string()),
+        Some(fr) if !hex::encode(fr.root()).eq_ignore_ascii_case(&seal.root) => {
+            Some("its frontier does not give its root".to_string())
+        }
+        Some(_) => grows_from(prev, seal),
+    };
+    if let Some(w) = why {
+        out.push(Problem::new(
+            ProblemKind::SealRootMismatch,
+            &s.key,
+            format!("{w}: the seal was edited"),
+        ));
+    }
+    let prev_w = prev
+        .and_then(|p| p.seal.as_ref().ok())
+        .and_then(|p| p.watermark_utc.as_deref());
+    for w in seal_fields(seal, prev_w, None) {
+        out.push(Problem::new(ProblemKind::SealCorrupt, &s.key, w));
+    }
+    out
 }
 
 /// Why a seal's tree is not its predecessor's tree plus its entries (`None` when it is, or

@@ -1,0 +1,164 @@
+//! Checking a store's chain against the records a witness holds for it.
+
+use std::collections::BTreeMap;
+
+use super::{
+    read_records, record_key, store_identity, ReadRecord, WitnessProblemKind, WitnessRecord,
+    WitnessReport, Witnessed, HEADS_PREFIX, MAX_RECORD_BYTES,
+};
+use crate::audit::chain::Chain;
+use crate::base::error::Result;
+use crate::format::keys::seal_key;
+use crate::publish::AtomicPublisher;
+
+/// Check a store's chain against every record the witness holds for it.
+pub async fn check(
+    chain: &Chain,
+    store: &str,
+    witness: &dyn AtomicPublisher,
+) -> Result<WitnessReport> {
+    let store_id = store_identity(chain);
+    let newest_seal = chain.head().map_or(0, |(n, _)| n);
+    let mut report = WitnessReport {
+        witness: witness.describe(),
+        store_id: store_id.clone(),
+        records: 0,
+        newest_witnessed: None,
+        store_head_seq: chain.head().map(|(n, _)| n),
+        unwitnessed_seals: 0,
+        problems: Vec::new(),
+    };
+    let Some(id) = store_id else {
+        let seen = records_for_url(witness, store).await?;
+        report.push(
+            WitnessProblemKind::NotWitnessed,
+            seal_key(1),
+            format!("the store has no seal 1, so no identity the witness could know it by{seen}"),
+        );
+        return Ok(report);
+    };
+    let records = read_records(witness, &id).await?;
+    if records.is_empty() {
+        let seen = records_for_url(witness, store).await?;
+        report.push(
+            WitnessProblemKind::NotWitnessed,
+            format!("{HEADS_PREFIX}{id}/"),
+            format!("the witness holds no record of this store (identity {id}, the sha256 of its seal 1): never witnessed there, or rewritten from its first seal{seen}"),
+        );
+    }
+    judge_records(&mut report, chain, &id, &records);
+    report.records = records.len() as u64;
+    if let Some(newest) = records.iter().rev().find_map(|r| r.record.as_ref().ok()) {
+        report.unwitnessed_seals = newest_seal.saturating_sub(newest.seq);
+        report.newest_witnessed = Some(Witnessed {
+            seq: newest.seq,
+            head: newest.head.clone(),
+            witnessed_utc: newest.witnessed_utc.clone(),
+        });
+    }
+    report
+        .problems
+        .sort_by(|a, b| (a.kind, &a.key).cmp(&(b.kind, &b.key)));
+    Ok(report)
+}
+
+/// Every record the witness holds for store `id` against the chain (`seals`), and against
+/// the record before it.
+fn judge_records(report: &mut WitnessReport, chain: &Chain, id: &str, records: &[ReadRecord]) {
+    let newest_seal = chain.head().map_or(0, |(n, _)| n);
+    let seals: BTreeMap<u64, &str> = chain
+        .seals
+        .iter()
+        .map(|s| (s.key_seq, s.digest.as_str()))
+        .collect();
+    let by_seq: BTreeMap<u64, &ReadRecord> = records.iter().map(|r| (r.key_seq, r)).collect();
+    for r in records {
+        let rec = match &r.record {
+            Ok(rec) => rec,
+            Err(why) => {
+                report.push(
+                    WitnessProblemKind::WitnessRecordCorrupt,
+                    r.key.clone(),
+                    why.clone(),
+                );
+                continue;
+            }
+        };
+        let seen = format!(
+            "witnessed on {} with head {} (tree size {}, root {})",
+            rec.witnessed_utc, rec.head, rec.tree_size, rec.root
+        );
+        match seals.get(&rec.seq) {
+            None => report.push(
+                WitnessProblemKind::WitnessedSealMissing,
+                seal_key(rec.seq),
+                format!("seal {} was {seen}, but the store has no seal {} (its newest is {newest_seal}): the newest seals were cut off", rec.seq, rec.seq),
+            ),
+            Some(d) if *d != rec.head => report.push(
+                WitnessProblemKind::WitnessedSealRewritten,
+                seal_key(rec.seq),
+                format!("has sha256 {d}, but seal {} was {seen}: history was rewritten after the witness saw it", rec.seq),
+            ),
+            Some(_) => {}
+        }
+        if let Some(prev) = &rec.prev {
+            match by_seq.get(&prev.seq) {
+                None => report.push(
+                    WitnessProblemKind::WitnessRecordMissing,
+                    record_key(id, prev.seq),
+                    format!("the record of seal {} names it (sha256 {}), but it is gone from the witness store: deleted", rec.seq, prev.sha256),
+                ),
+                Some(p) if p.digest != prev.sha256 => report.push(
+                    WitnessProblemKind::WitnessRecordCorrupt,
+                    p.key.clone(),
+                    format!("has sha256 {}, but the record of seal {} names {}: edited", p.digest, rec.seq, prev.sha256),
+                ),
+                Some(_) => {}
+            }
+        }
+    }
+}
+
+/// ", the witness recorded this URL as identity X (newest seal N)..." for messages about
+/// a store the witness does not know by its identity.
+async fn records_for_url(witness: &dyn AtomicPublisher, store: &str) -> Result<String> {
+    let listed = witness.list(HEADS_PREFIX).await?;
+    let mut newest: BTreeMap<String, (u64, String)> = BTreeMap::new();
+    for o in listed {
+        let Some((id, file)) = o
+            .key
+            .strip_prefix(HEADS_PREFIX)
+            .and_then(|r| r.split_once('/'))
+        else {
+            continue;
+        };
+        let Some(n) = file
+            .strip_suffix(".json")
+            .and_then(|s| s.parse::<u64>().ok())
+        else {
+            continue;
+        };
+        let e = newest.entry(id.to_string()).or_insert((0, String::new()));
+        if n >= e.0 {
+            *e = (n, o.key);
+        }
+    }
+    let mut same_url = Vec::new();
+    for (id, (n, key)) in newest {
+        if let Ok(Some(b)) = witness.get_at_most(&key, MAX_RECORD_BYTES).await {
+            if let Ok(r) = serde_json::from_slice::<WitnessRecord>(&b) {
+                if r.store == store {
+                    same_url.push(format!("identity {id} (witnessed up to seal {n})"));
+                }
+            }
+        }
+    }
+    Ok(if same_url.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; the witness recorded this URL under {}: the history there was replaced",
+            same_url.join(", ")
+        )
+    })
+}
