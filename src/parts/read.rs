@@ -389,6 +389,8 @@ pub fn row_count_problem(meta: &ParquetMetaData, size: u64) -> Option<String> {
     None
 }
 
+/// The facts of a part of `size` bytes from its footer, decoding only the column chunks
+/// whose statistics do not settle them.
 async fn facts_from(
     src: &Source<'_>,
     key: &str,
@@ -404,34 +406,11 @@ async fn facts_from(
     if let Some(why) = row_count_problem(&meta, size) {
         return Err(bad(why));
     }
-    let kv = |name: &str| {
-        meta.file_metadata()
-            .key_value_metadata()
-            .and_then(|kv| kv.iter().find(|k| k.key == name))
-            .and_then(|k| k.value.clone())
-    };
-    let mut facts = PartFacts {
-        commit_id: kv(contract::META_COMMIT_ID),
-        schema_version: kv(contract::META_SCHEMA_VERSION),
-        store_id: kv(contract::META_STORE_ID),
-        schema_problem: None,
-        rows: u64::try_from(meta.file_metadata().num_rows()).unwrap_or(0),
-        run_ids: Vec::new(),
-        target_crs: Vec::new(),
-        null_partition_values: 0,
-        sequence: None,
-        event_time_us: None,
-    };
     let meta = Arc::new(meta);
     let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Skip);
     let arrow_meta = ArrowReaderMetadata::try_new(meta.clone(), options.clone())
         .map_err(|e| bad(format!("no Arrow schema in the footer: {e}")))?;
-    // The writer stamps both keys into the Parquet key-value metadata and into the Arrow
-    // schema's metadata (stored as ARROW:schema); either is accepted.
-    let from_schema = |name: &str| arrow_meta.schema().metadata().get(name).cloned();
-    facts.commit_id = from_schema(contract::META_COMMIT_ID).or(facts.commit_id);
-    facts.schema_version = from_schema(contract::META_SCHEMA_VERSION).or(facts.schema_version);
-    facts.store_id = from_schema(contract::META_STORE_ID).or(facts.store_id);
+    let mut facts = footer_facts(&meta, &arrow_meta);
     // The schema must be the one of the version the footer declares (1.2.0 when it
     // declares none or an unknown one: that is reported above).
     let declared = facts
@@ -478,22 +457,8 @@ async fn facts_from(
     if decode_ranges {
         cols.extend([col::SEQUENCE, col::EVENT_TIME_UTC]);
     }
-    // Fetch only these columns' chunks, plus the footer, into a sparse view of the file.
     let mut pieces = vec![(footer_start, footer)];
-    for rg in meta.row_groups() {
-        for &c in &cols {
-            let (start, len) = rg.column(c).byte_range();
-            if start.checked_add(len).is_none_or(|end| end > size) {
-                return Err(bad(format!("column chunk {c} lies outside the file")));
-            }
-            if len > MAX_FETCH_BYTES {
-                return Err(bad(format!(
-                    "column chunk {c} of {len} bytes is over the {MAX_FETCH_BYTES}-byte limit"
-                )));
-            }
-            pieces.push((start, src.range(key, start..start + len).await?));
-        }
-    }
+    pieces.extend(fetch_chunks(src, key, size, &meta, &cols).await?);
     // No page of them decodes to more than the cap (a few fetched bytes can claim gigabytes).
     crate::parts::pages::check_chunks(&meta, |start, len| {
         pieces[1..]
@@ -516,57 +481,14 @@ async fn facts_from(
         .with_projection(mask)
         .build()
         .map_err(|e| bad(e.to_string()))?;
-    let mut seq: Option<(i64, i64)> = None;
-    let mut time: Option<(i64, i64)> = None;
+    let (mut seq, mut time): (Option<(i64, i64)>, Option<(i64, i64)>) = (None, None);
     for batch in reader {
         let batch = batch.map_err(|e| bad(format!("unreadable column data: {e}")))?;
-        // The reader returns projected columns in file order: look them up by name.
-        let column = |c: usize| {
-            batch
-                .column_by_name(contract::COLUMNS[c].name)
-                .ok_or_else(|| bad(format!("column {} is missing", contract::COLUMNS[c].name)))
-        };
-        let partitions = [
-            (col::RUN_ID, &mut facts.run_ids),
-            (col::TARGET_CRS, &mut facts.target_crs),
-        ];
-        for (c, out) in partitions.into_iter().filter(|_| decode_partitions) {
-            let a = column(c)?;
-            facts.null_partition_values += a.null_count() as u64;
-            let d = a
-                .as_any_dictionary_opt()
-                .ok_or_else(|| bad("partition column is not a dictionary".into()))?;
-            let values = d
-                .values()
-                .as_string_opt::<i32>()
-                .ok_or_else(|| bad("partition column is not a string".into()))?;
-            // The dictionary entries some row refers to.
-            let mut used = vec![false; values.len()];
-            for (i, k) in d.normalized_keys().into_iter().enumerate() {
-                if a.is_valid(i) {
-                    if let Some(u) = used.get_mut(k) {
-                        *u = true;
-                    }
-                }
-            }
-            for (k, u) in used.into_iter().enumerate() {
-                let v = values.value(k);
-                if u && !out.iter().any(|x| x == v) && out.len() < 4 {
-                    out.push(v.to_string());
-                }
-            }
+        if decode_partitions {
+            add_partition_values(key, &batch, &mut facts)?;
         }
         if decode_ranges {
-            let s = column(col::SEQUENCE)?;
-            let s = s
-                .as_primitive_opt::<Int64Type>()
-                .ok_or_else(|| bad("sequence is not int64".into()))?;
-            let t = column(col::EVENT_TIME_UTC)?;
-            let t = t
-                .as_primitive_opt::<TimestampMicrosecondType>()
-                .ok_or_else(|| bad("event_time_utc is not a timestamp".into()))?;
-            widen(&mut seq, s.iter().flatten());
-            widen(&mut time, t.iter().flatten());
+            widen_ranges(key, &batch, &mut seq, &mut time)?;
         }
     }
     if decode_ranges {
@@ -574,6 +496,150 @@ async fn facts_from(
         facts.event_time_us = time;
     }
     Ok(facts)
+}
+
+/// The facts the footer states: its metadata keys (from the Arrow schema's metadata or the
+/// Parquet key-value metadata) and row count; the rest left empty.
+fn footer_facts(meta: &ParquetMetaData, arrow_meta: &ArrowReaderMetadata) -> PartFacts {
+    let kv = |name: &str| {
+        meta.file_metadata()
+            .key_value_metadata()
+            .and_then(|kv| kv.iter().find(|k| k.key == name))
+            .and_then(|k| k.value.clone())
+    };
+    // The writer stamps both keys into the Parquet key-value metadata and into the Arrow
+    // schema's metadata (stored as ARROW:schema); either is accepted.
+    let either = |name: &str| {
+        arrow_meta
+            .schema()
+            .metadata()
+            .get(name)
+            .cloned()
+            .or_else(|| kv(name))
+    };
+    PartFacts {
+        commit_id: either(contract::META_COMMIT_ID),
+        schema_version: either(contract::META_SCHEMA_VERSION),
+        store_id: either(contract::META_STORE_ID),
+        schema_problem: None,
+        rows: u64::try_from(meta.file_metadata().num_rows()).unwrap_or(0),
+        run_ids: Vec::new(),
+        target_crs: Vec::new(),
+        null_partition_values: 0,
+        sequence: None,
+        event_time_us: None,
+    }
+}
+
+/// Fetch the chunks of columns `cols` in every row group, each checked to lie inside the
+/// file and to be under [`MAX_FETCH_BYTES`]: (offset, bytes).
+async fn fetch_chunks(
+    src: &Source<'_>,
+    key: &str,
+    size: u64,
+    meta: &ParquetMetaData,
+    cols: &[usize],
+) -> Result<Vec<(u64, Bytes)>> {
+    let mut pieces = Vec::new();
+    for rg in meta.row_groups() {
+        for &c in cols {
+            let (start, len) = rg.column(c).byte_range();
+            if start.checked_add(len).is_none_or(|end| end > size) {
+                return Err(corrupt(
+                    key,
+                    format!("column chunk {c} lies outside the file"),
+                ));
+            }
+            if len > MAX_FETCH_BYTES {
+                return Err(corrupt(
+                    key,
+                    format!(
+                        "column chunk {c} of {len} bytes is over the {MAX_FETCH_BYTES}-byte limit"
+                    ),
+                ));
+            }
+            pieces.push((start, src.range(key, start..start + len).await?));
+        }
+    }
+    Ok(pieces)
+}
+
+/// A decoded column of `batch` by its contract index (the reader returns projected
+/// columns in file order, so they are looked up by name).
+fn batch_column<'b>(
+    key: &str,
+    batch: &'b arrow_array::RecordBatch,
+    c: usize,
+) -> Result<&'b arrow_array::ArrayRef> {
+    batch
+        .column_by_name(contract::COLUMNS[c].name)
+        .ok_or_else(|| {
+            corrupt(
+                key,
+                format!("column {} is missing", contract::COLUMNS[c].name),
+            )
+        })
+}
+
+/// Add the run ids and target CRSs some row of `batch` holds (at most 4 each) and its
+/// null partition values to `facts`.
+fn add_partition_values(
+    key: &str,
+    batch: &arrow_array::RecordBatch,
+    facts: &mut PartFacts,
+) -> Result<()> {
+    let bad = |m: &str| corrupt(key, m.to_string());
+    let partitions = [
+        (col::RUN_ID, &mut facts.run_ids),
+        (col::TARGET_CRS, &mut facts.target_crs),
+    ];
+    for (c, out) in partitions {
+        let a = batch_column(key, batch, c)?;
+        facts.null_partition_values += a.null_count() as u64;
+        let d = a
+            .as_any_dictionary_opt()
+            .ok_or_else(|| bad("partition column is not a dictionary"))?;
+        let values = d
+            .values()
+            .as_string_opt::<i32>()
+            .ok_or_else(|| bad("partition column is not a string"))?;
+        // The dictionary entries some row refers to.
+        let mut used = vec![false; values.len()];
+        for (i, k) in d.normalized_keys().into_iter().enumerate() {
+            if a.is_valid(i) {
+                if let Some(u) = used.get_mut(k) {
+                    *u = true;
+                }
+            }
+        }
+        for (k, u) in used.into_iter().enumerate() {
+            let v = values.value(k);
+            if u && !out.iter().any(|x| x == v) && out.len() < 4 {
+                out.push(v.to_string());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Widen `seq` and `time` by the sequence and event times of `batch`.
+fn widen_ranges(
+    key: &str,
+    batch: &arrow_array::RecordBatch,
+    seq: &mut Option<(i64, i64)>,
+    time: &mut Option<(i64, i64)>,
+) -> Result<()> {
+    let s = batch_column(key, batch, col::SEQUENCE)?;
+    let s = s
+        .as_primitive_opt::<Int64Type>()
+        .ok_or_else(|| corrupt(key, "sequence is not int64".into()))?;
+    let t = batch_column(key, batch, col::EVENT_TIME_UTC)?;
+    let t = t
+        .as_primitive_opt::<TimestampMicrosecondType>()
+        .ok_or_else(|| corrupt(key, "event_time_utc is not a timestamp".into()))?;
+    widen(seq, s.iter().flatten());
+    widen(time, t.iter().flatten());
+    Ok(())
 }
 
 /// The exact (min, max) of an INT64 column over every row group, from statistics; `None`

@@ -14,10 +14,11 @@ use crate::format::keys::seal_key;
 use crate::format::keys::{self, KeyKind};
 use crate::format::pointer::check_pointer;
 use crate::format::pointer::Pointer;
+use crate::history::seal::StoredSeal;
 use crate::parts::encode::sha256_hex;
 use crate::parts::read::stream_sha256;
 use crate::publish::checked::{publish_checked, Published};
-use crate::publish::AtomicPublisher;
+use crate::publish::{AtomicPublisher, ObjectInfo};
 use crate::replicate::hold::{hold_back, AtDestination};
 use crate::replicate::kinds::{kind_of, Kind, Stage};
 use crate::replicate::types::{Conflict, Head, NotCopied, Progress, ReplicateOptions, Summary};
@@ -320,6 +321,19 @@ fn claim_problem(key: &str, bytes: &[u8]) -> Option<String> {
     })
 }
 
+/// The source's listing sorted by what a pass does with each key.
+#[derive(Default)]
+struct Sorted {
+    /// Parts: key → size.
+    parts: Vec<(String, u64)>,
+    /// Unsettled pointers: key, run id, commit id.
+    pointers: Vec<(String, String, String)>,
+    /// Objects copied verbatim (after a content check where their kind has one), by stage.
+    verbatim: BTreeMap<Stage, Vec<(String, Kind)>>,
+    /// Every pointer key listed, settled or not.
+    pointer_keys: HashSet<String>,
+}
+
 /// Run one pass of `r`.
 async fn run(r: &mut Replicator) -> Result<Summary> {
     let (src, dst) = (r.src.as_ref(), r.dst.as_ref());
@@ -357,12 +371,30 @@ async fn run(r: &mut Replicator) -> Result<Summary> {
         }),
         ..Summary::default()
     };
+    let sorted = sort_listing(r, listing, &mut summary);
+    set_totals(&progress, r, &chain, &sorted, &dst_sizes);
+    let ctx = Ctx {
+        src,
+        dst,
+        chain: &chain,
+        dst_sizes,
+        progress: progress.clone(),
+        r,
+    };
+    let (handled, dst_head) = run_stages(&ctx, sorted.pointers, sorted.verbatim).await?;
+    let stopped = ctx.stopping();
+    if !stopped {
+        summary.conflicts.extend(seals_beyond_source(&ctx).await?);
+    }
+    summary.stopped = stopped;
+    summary.destination_head = dst_head;
+    Ok(finish(r, summary, handled))
+}
 
-    let mut parts: Vec<(String, u64)> = Vec::new();
-    let mut pointers = Vec::new();
-    // Objects copied verbatim (after a content check where their kind has one), by stage.
-    let mut verbatim: BTreeMap<Stage, Vec<(String, Kind)>> = BTreeMap::new();
-    let mut pointer_keys = HashSet::new();
+/// Sort the source's listing: symlinks, foreign and unknown keys, and parts no pointer
+/// names go to `summary.skipped`; the rest by what the pass does with them.
+fn sort_listing(r: &Replicator, listing: Vec<ObjectInfo>, summary: &mut Summary) -> Sorted {
+    let mut s = Sorted::default();
     for o in listing {
         if let Some(target) = &o.link {
             // Never followed, never copied: `lineage verify` names it.
@@ -377,11 +409,11 @@ async fn run(r: &mut Replicator) -> Result<Summary> {
         }
         let kind = kind_of(&o.key);
         match kind {
-            Kind::Part => parts.push((o.key, o.size)),
+            Kind::Part => s.parts.push((o.key, o.size)),
             Kind::Pointer { run_id, commit_id } => {
-                pointer_keys.insert(o.key.clone());
+                s.pointer_keys.insert(o.key.clone());
                 if !r.settled.contains_key(&o.key) {
-                    pointers.push((o.key, run_id, commit_id));
+                    s.pointers.push((o.key, run_id, commit_id));
                 }
             }
             Kind::Foreign => summary.skipped.push(NotCopied {
@@ -397,19 +429,22 @@ async fn run(r: &mut Replicator) -> Result<Summary> {
             _ => {
                 if let Some(stage) = kind.stage() {
                     if !r.settled.contains_key(&o.key) {
-                        verbatim.entry(stage).or_default().push((o.key, kind));
+                        s.verbatim.entry(stage).or_default().push((o.key, kind));
                     }
                 }
             }
         }
     }
     // Parts no pointer names: a commit in flight, or an orphan. Copied once named.
-    for (key, _) in &parts {
+    for (key, _) in &s.parts {
         if let KeyKind::Part {
             run_id, commit_id, ..
         } = keys::classify(key)
         {
-            if !pointer_keys.contains(&keys::pointer_key(&run_id, &commit_id)) {
+            if !s
+                .pointer_keys
+                .contains(&keys::pointer_key(&run_id, &commit_id))
+            {
                 summary.skipped.push(NotCopied {
                     key: key.clone(),
                     reason: "no pointer names it yet: a commit in flight (copied once its pointer lands), or an orphan (`lineage repair` at the source adopts it)".into(),
@@ -417,87 +452,107 @@ async fn run(r: &mut Replicator) -> Result<Summary> {
             }
         }
     }
+    s
+}
+
+/// Store the pass's totals: objects to handle, and part bytes the destination lacks.
+fn set_totals(
+    progress: &Progress,
+    r: &Replicator,
+    chain: &Chain,
+    s: &Sorted,
+    dst_sizes: &HashMap<String, u64>,
+) {
     let unsettled_seals = chain
         .seals
         .iter()
         .filter(|s| !r.settled.contains_key(&s.key))
         .count();
     progress.objects_total.store(
-        (pointers.len() * 2 + verbatim.values().map(Vec::len).sum::<usize>() + unsettled_seals)
+        (s.pointers.len() * 2 + s.verbatim.values().map(Vec::len).sum::<usize>() + unsettled_seals)
             as u64,
         Ordering::Relaxed,
     );
-    let missing_bytes: u64 = parts
+    let missing_bytes: u64 = s
+        .parts
         .iter()
         .filter(|(k, _)| !dst_sizes.contains_key(k))
         .map(|(_, s)| s)
         .sum();
     progress.bytes_total.store(missing_bytes, Ordering::Relaxed);
+}
 
-    let ctx = Ctx {
-        src,
-        dst,
-        chain: &chain,
-        dst_sizes,
-        progress: progress.clone(),
-        r,
-    };
-    let conc = r.opts.concurrency.max(1);
+/// Stage by stage; every unit (a commit, a seal, an object) starts only while no stop
+/// is requested, and one that started finishes. Returns what was handled and the
+/// destination's head (see [`copy_seals`]).
+async fn run_stages(
+    ctx: &Ctx<'_>,
+    mut pointers: Vec<(String, String, String)>,
+    mut verbatim: BTreeMap<Stage, Vec<(String, Kind)>>,
+) -> Result<(Vec<Handled>, Option<Head>)> {
+    let conc = ctx.r.opts.concurrency.max(1);
     let mut handled: Vec<Handled> = Vec::new();
     let mut dst_head = None;
-    // Stage by stage; every unit (a commit, a seal, an object) starts only while no stop
-    // is requested, and one that started finishes.
     for stage in Stage::ALL {
         if ctx.stopping() {
             break;
         }
         match stage {
             Stage::Commits => {
-                handled.extend(copy_commits(&ctx, std::mem::take(&mut pointers), conc).await?)
+                handled.extend(copy_commits(ctx, std::mem::take(&mut pointers), conc).await?)
             }
             Stage::Seals => {
-                let (seals, head) = copy_seals(&ctx, &handled).await?;
+                let (seals, head) = copy_seals(ctx, &handled).await?;
                 handled.extend(seals);
                 dst_head = head;
             }
             _ => {
-                let mut objects = verbatim.remove(&stage).unwrap_or_default();
-                // History objects only once what they name is at the destination.
-                let settled_here: HashSet<&str> = handled
-                    .iter()
-                    .filter(|h| h.settled())
-                    .map(|h| h.key.as_str())
-                    .collect();
-                let holds = |k: &str| {
-                    settled_here.contains(k)
-                        || ctx.r.settled.contains_key(k)
-                        || ctx.dst_sizes.contains_key(k)
-                };
-                let tree = dst_head.as_ref().and_then(|h: &Head| {
-                    ctx.chain
-                        .seals
-                        .iter()
-                        .find(|s| s.key_seq == h.seq)
-                        .and_then(|s| s.seal.as_ref().ok())
-                        .map(|s| (h.seq, s.tree_size))
-                });
-                let held = hold_back(&mut objects, &AtDestination::new(&holds, tree));
-                handled.extend(
-                    held.into_iter()
-                        .map(|(key, kind, why)| Handled::new(key, kind, Done::Skipped(why), None)),
-                );
+                let objects = verbatim.remove(&stage).unwrap_or_default();
                 let conc = if stage.sequential() { 1 } else { conc };
-                handled.extend(run_smalls(&ctx, objects, conc).await?);
+                let more = copy_verbatim(ctx, objects, &handled, dst_head.as_ref(), conc).await?;
+                handled.extend(more);
             }
         }
     }
-    let stopped = ctx.stopping();
-    if !stopped {
-        summary.conflicts.extend(seals_beyond_source(&ctx).await?);
-    }
+    Ok((handled, dst_head))
+}
 
-    summary.stopped = stopped;
-    summary.destination_head = dst_head;
+/// One stage of verbatim objects: history objects only once what they name is at the
+/// destination (the rest are held back, skipped), then copied `conc` at a time.
+async fn copy_verbatim(
+    ctx: &Ctx<'_>,
+    mut objects: Vec<(String, Kind)>,
+    handled: &[Handled],
+    dst_head: Option<&Head>,
+    conc: usize,
+) -> Result<Vec<Handled>> {
+    let settled_here: HashSet<&str> = handled
+        .iter()
+        .filter(|h| h.settled())
+        .map(|h| h.key.as_str())
+        .collect();
+    let holds = |k: &str| {
+        settled_here.contains(k) || ctx.r.settled.contains_key(k) || ctx.dst_sizes.contains_key(k)
+    };
+    let tree = dst_head.and_then(|h: &Head| {
+        ctx.chain
+            .seals
+            .iter()
+            .find(|s| s.key_seq == h.seq)
+            .and_then(|s| s.seal.as_ref().ok())
+            .map(|s| (h.seq, s.tree_size))
+    });
+    let held = hold_back(&mut objects, &AtDestination::new(&holds, tree));
+    let mut out: Vec<Handled> = held
+        .into_iter()
+        .map(|(key, kind, why)| Handled::new(key, kind, Done::Skipped(why), None))
+        .collect();
+    out.extend(run_smalls(ctx, objects, conc).await?);
+    Ok(out)
+}
+
+/// Remember what settled (all but parts), count everything into `summary`, sort its lists.
+fn finish(r: &mut Replicator, mut summary: Summary, handled: Vec<Handled>) -> Summary {
     for h in handled {
         if h.settled() && !matches!(h.kind, Kind::Part) {
             if let Some(d) = &h.digest {
@@ -509,7 +564,7 @@ async fn run(r: &mut Replicator) -> Result<Summary> {
     summary.skipped.sort_by(|a, b| a.key.cmp(&b.key));
     summary.refused.sort_by(|a, b| a.key.cmp(&b.key));
     summary.conflicts.sort_by(|a, b| a.key.cmp(&b.key));
-    Ok(summary)
+    summary
 }
 
 /// Commits, `conc` at a time: each its part, then its pointer.
@@ -571,18 +626,7 @@ async fn run_smalls(
 /// Copy the source's seals in order. Returns what was handled and the newest seal the
 /// destination now holds in agreement with the source.
 async fn copy_seals(ctx: &Ctx<'_>, handled: &[Handled]) -> Result<(Vec<Handled>, Option<Head>)> {
-    // Pointers at the destination with their digests: this pass's and earlier passes'.
-    let mut at_dst: HashMap<&str, &str> = ctx
-        .r
-        .settled
-        .iter()
-        .map(|(k, d)| (k.as_str(), d.as_str()))
-        .collect();
-    for h in handled {
-        if let (Kind::Pointer { .. }, true, Some(d)) = (&h.kind, h.settled(), &h.digest) {
-            at_dst.insert(h.key.as_str(), d.as_str());
-        }
-    }
+    let at_dst = pointers_at_dst(ctx, handled);
     let mut problems: HashMap<&str, String> = HashMap::new();
     for p in &ctx.chain.problems {
         problems
@@ -617,30 +661,9 @@ async fn copy_seals(ctx: &Ctx<'_>, handled: &[Handled]) -> Result<(Vec<Handled>,
             head = Some(this_head);
             continue;
         }
-        if let Some(why) = problems.get(s.key.as_str()) {
-            let why =
-                format!("fails the source's chain check ({why}); not copied, nor any later seal");
+        if let Some(why) = seal_refusal(ctx, s, &problems, &at_dst) {
             out.push(Handled::new(&s.key, kind, Done::Refused(why), None));
             break;
-        }
-        let Ok(seal) = &s.seal else {
-            let why = "unreadable at the source; not copied, nor any later seal".to_string();
-            out.push(Handled::new(&s.key, kind, Done::Refused(why), None));
-            break;
-        };
-        if !ctx.dst_sizes.contains_key(&s.key) {
-            let uncovered = seal
-                .entries
-                .iter()
-                .find(|e| at_dst.get(e.key.as_str()) != Some(&e.sha256.as_str()));
-            if let Some(e) = uncovered {
-                let why = format!(
-                    "covers {}, which is not at the destination with the sealed sha256 {} (see above); not copied, nor any later seal",
-                    e.key, e.sha256
-                );
-                out.push(Handled::new(&s.key, kind, Done::Refused(why), None));
-                break;
-            }
         }
         let done = ctx.put_small(&s.key, s.bytes.clone(), &s.digest).await?;
         ctx.progress.objects_done.fetch_add(1, Ordering::Relaxed);
@@ -652,6 +675,52 @@ async fn copy_seals(ctx: &Ctx<'_>, handled: &[Handled]) -> Result<(Vec<Handled>,
         head = Some(this_head);
     }
     Ok((out, head))
+}
+
+/// Pointers at the destination with their digests: this pass's and earlier passes'.
+fn pointers_at_dst<'a>(ctx: &'a Ctx<'_>, handled: &'a [Handled]) -> HashMap<&'a str, &'a str> {
+    let mut at_dst: HashMap<&str, &str> = ctx
+        .r
+        .settled
+        .iter()
+        .map(|(k, d)| (k.as_str(), d.as_str()))
+        .collect();
+    for h in handled {
+        if let (Kind::Pointer { .. }, true, Some(d)) = (&h.kind, h.settled(), &h.digest) {
+            at_dst.insert(h.key.as_str(), d.as_str());
+        }
+    }
+    at_dst
+}
+
+/// Why the seal `s` is not copied (nor any later one), if it is not: it fails the source's
+/// chain check, is unreadable, or (when the destination lacks it) covers a pointer the
+/// destination does not hold with the sealed digest.
+fn seal_refusal(
+    ctx: &Ctx<'_>,
+    s: &StoredSeal,
+    problems: &HashMap<&str, String>,
+    at_dst: &HashMap<&str, &str>,
+) -> Option<String> {
+    if let Some(why) = problems.get(s.key.as_str()) {
+        return Some(format!(
+            "fails the source's chain check ({why}); not copied, nor any later seal"
+        ));
+    }
+    let Ok(seal) = &s.seal else {
+        return Some("unreadable at the source; not copied, nor any later seal".to_string());
+    };
+    if ctx.dst_sizes.contains_key(&s.key) {
+        return None;
+    }
+    let e = seal
+        .entries
+        .iter()
+        .find(|e| at_dst.get(e.key.as_str()) != Some(&e.sha256.as_str()))?;
+    Some(format!(
+        "covers {}, which is not at the destination with the sealed sha256 {} (see above); not copied, nor any later seal",
+        e.key, e.sha256
+    ))
 }
 
 /// Seals the destination holds beyond the source's newest: the source's newest seals were
