@@ -68,7 +68,6 @@ pub(crate) async fn claim(
         serde_json::to_vec_pretty(&claim).map_err(|e| Error::Internal(e.to_string()))?;
     bytes.push(b'\n');
     let object = crate::format::keys::commit_key_claim_key(key);
-    let ours = claim.payload_sha256.clone();
     let older = std::sync::Mutex::new(None);
     let standing = std::sync::Mutex::new(encoding.tag());
     let published = publish_checked(store, &object, bytes.into(), |have| {
@@ -92,23 +91,25 @@ pub(crate) async fn claim(
                 other.format
             ));
         }
-        if other.payload_sha256 == ours {
+        if other.payload_sha256 == claim.payload_sha256 {
             if let Ok(mut g) = standing.lock() {
                 *g = other.part_encoding;
             }
             Ok(())
         } else {
-            Err(conflict_message(key, &other.payload_sha256, &ours))
+            Err(conflict_message(
+                key,
+                &other.payload_sha256,
+                &claim.payload_sha256,
+            ))
         }
     })
     .await?;
-    Ok(match older.into_inner().ok().flatten() {
-        Some(c) => Claimed::Format1(c),
-        None => {
-            let tag = standing.into_inner().ok().flatten();
-            Claimed::Ours(published, PartEncoding::from_tag(tag)?)
-        }
-    })
+    if let Some(c) = older.into_inner().ok().flatten() {
+        return Ok(Claimed::Format1(c));
+    }
+    let tag = standing.into_inner().ok().flatten();
+    Ok(Claimed::Ours(published, PartEncoding::from_tag(tag)?))
 }
 
 /// The refusal of a key claimed for another payload.
