@@ -201,16 +201,7 @@ pub async fn compact(
     if plan.is_empty() {
         return Ok(out);
     }
-    // Refuse before writing anything what the seal would refuse after (see `seal`).
-    let signed = seals
-        .last()
-        .and_then(|s| s.seal.as_ref().ok())
-        .is_some_and(|s| s.signature.is_some());
-    if signed && signing.is_none() && !opts.allow_unsigned {
-        return Err(Error::Usage(
-            "the newest seal is signed: sign the compaction's seal too (--signing-key), or pass --unsigned".into(),
-        ));
-    }
+    check_signing(&seals, signing, opts)?;
     let store_id = read_identity(store.as_ref()).await?.map(|i| i.store_id);
     let mut refs = Vec::new();
     for chunk in plan {
@@ -218,13 +209,7 @@ pub async fn compact(
         if !opts.dry_run {
             let (record, bytes) =
                 compact_chunk(store.clone(), clock, ids, &snap, chunk, store_id.as_deref()).await?;
-            c.record = Some(keys::compaction_record_key(&record.compaction_id));
-            c.part_path = Some(record.part_path.clone());
-            c.size_bytes = Some(record.size_bytes);
-            refs.push(CompactionRef {
-                key: keys::compaction_record_key(&record.compaction_id),
-                sha256: sha256_hex(&bytes),
-            });
+            refs.push(made(&mut c, &record, &bytes));
         }
         out.compactions.push(c);
     }
@@ -246,6 +231,37 @@ pub async fn compact(
     .await?;
     out.seal = Some(sealed);
     Ok(out)
+}
+
+/// Fill in what was made of `c` from its `record`; returns the reference the seal makes
+/// to the record (`bytes`).
+fn made(c: &mut Compaction, record: &CompactionRecord, bytes: &[u8]) -> CompactionRef {
+    c.record = Some(keys::compaction_record_key(&record.compaction_id));
+    c.part_path = Some(record.part_path.clone());
+    c.size_bytes = Some(record.size_bytes);
+    CompactionRef {
+        key: keys::compaction_record_key(&record.compaction_id),
+        sha256: sha256_hex(bytes),
+    }
+}
+
+/// Refuse before writing anything what the seal would refuse after (see `seal`): an
+/// unsigned seal after a signed one, unless `allow_unsigned`.
+fn check_signing(
+    seals: &[StoredSeal],
+    signing: Option<&SigningKey>,
+    opts: &CompactOptions,
+) -> Result<()> {
+    let signed = seals
+        .last()
+        .and_then(|s| s.seal.as_ref().ok())
+        .is_some_and(|s| s.signature.is_some());
+    if signed && signing.is_none() && !opts.allow_unsigned {
+        return Err(Error::Usage(
+            "the newest seal is signed: sign the compaction's seal too (--signing-key), or pass --unsigned".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// The seals up to `head`, and the chunks to compact: the sealed commits of `snap` no

@@ -68,8 +68,9 @@ pub(crate) async fn claim(
         serde_json::to_vec_pretty(&claim).map_err(|e| Error::Internal(e.to_string()))?;
     bytes.push(b'\n');
     let object = crate::format::keys::commit_key_claim_key(key);
-    let older = std::sync::Mutex::new(None);
-    let standing = std::sync::Mutex::new(encoding.tag());
+    let ours = claim.payload_sha256.clone();
+    // The claim standing under the key when it is a format-1 one or our own.
+    let standing = std::sync::Mutex::new(None);
     let published = publish_checked(store, &object, bytes.into(), |have| {
         let other: Claim = serde_json::from_slice(have)
             .map_err(|e| format!("commit key {key:?} is claimed by an unreadable object: {e}"))?;
@@ -79,37 +80,26 @@ pub(crate) async fn claim(
                 other.commit_key
             ));
         }
-        if other.format == CLAIM_FORMAT_V1 {
-            if let Ok(mut g) = older.lock() {
-                *g = Some(other);
-            }
-            return Ok(());
-        }
-        if other.format != CLAIM_FORMAT {
+        if other.format != CLAIM_FORMAT_V1 && other.format != CLAIM_FORMAT {
             return Err(format!(
                 "commit key {key:?} is claimed in an unknown format {:?}",
                 other.format
             ));
         }
-        if other.payload_sha256 == claim.payload_sha256 {
-            if let Ok(mut g) = standing.lock() {
-                *g = other.part_encoding;
-            }
-            Ok(())
-        } else {
-            Err(conflict_message(
-                key,
-                &other.payload_sha256,
-                &claim.payload_sha256,
-            ))
+        if other.format == CLAIM_FORMAT && other.payload_sha256 != ours {
+            return Err(conflict_message(key, &other.payload_sha256, &ours));
         }
+        if let Ok(mut g) = standing.lock() {
+            *g = Some(other);
+        }
+        Ok(())
     })
     .await?;
-    if let Some(c) = older.into_inner().ok().flatten() {
-        return Ok(Claimed::Format1(c));
-    }
-    let tag = standing.into_inner().ok().flatten();
-    Ok(Claimed::Ours(published, PartEncoding::from_tag(tag)?))
+    Ok(match standing.into_inner().ok().flatten() {
+        Some(c) if c.format == CLAIM_FORMAT_V1 => Claimed::Format1(c),
+        Some(c) => Claimed::Ours(published, PartEncoding::from_tag(c.part_encoding)?),
+        None => Claimed::Ours(published, PartEncoding::from_tag(encoding.tag())?),
+    })
 }
 
 /// The refusal of a key claimed for another payload.

@@ -94,7 +94,7 @@ fn run_labels(r: usize, rng: &mut Rng) -> (String, String, String) {
     let tool = format!("geostd/2.4.{r}");
     let tag = format!(
         "{}:2026Q3:r{r:02}",
-        if r % 2 == 0 {
+        if r.is_multiple_of(2) {
             "iso19115-li"
         } else {
             "inspire-tg"

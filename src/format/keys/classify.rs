@@ -99,12 +99,7 @@ pub fn classify(key: &str) -> KeyKind {
         return KeyKind::Witness;
     }
     if let Some(rest) = key.strip_prefix(COMPACTION_RECORDS_PREFIX) {
-        return match rest.strip_suffix(".json") {
-            Some(id) if is_commit_id(id) => KeyKind::CompactionRecord {
-                compaction_id: id.to_string(),
-            },
-            _ => KeyKind::Unknown,
-        };
+        return classify_compaction_record(rest);
     }
     if let Some(rest) = key.strip_prefix(COMPACTED_PARTS_PREFIX) {
         return match partition_file(rest, "part-", COMPACTED_PART_SUFFIX) {
@@ -150,6 +145,17 @@ fn classify_pointer(rest: &str) -> KeyKind {
         }
     }
     KeyKind::Unknown
+}
+
+/// A key under [`COMPACTION_RECORDS_PREFIX`] (`rest` is what follows it): a compaction
+/// record, or unknown.
+fn classify_compaction_record(rest: &str) -> KeyKind {
+    match rest.strip_suffix(".json") {
+        Some(id) if is_commit_id(id) => KeyKind::CompactionRecord {
+            compaction_id: id.to_string(),
+        },
+        _ => KeyKind::Unknown,
+    }
 }
 
 /// A key under [`SEALS_PREFIX`] (`rest` is what follows it): a seal, or unknown.
