@@ -2,8 +2,8 @@
 
 use super::history::parse_history;
 use super::{
-    parse_delta_checkpoint_key, parse_delta_version_key, run_id_segment_problem, HistoryKey,
-    COMMITS_PREFIX, COMMIT_KEYS_PREFIX, COMPACTED_PARTS_PREFIX, COMPACTED_PART_SUFFIX,
+    is_commit_id, parse_delta_checkpoint_key, parse_delta_version_key, run_id_segment_problem,
+    HistoryKey, COMMITS_PREFIX, COMMIT_KEYS_PREFIX, COMPACTED_PARTS_PREFIX, COMPACTED_PART_SUFFIX,
     COMPACTION_RECORDS_PREFIX, DELTA_LOG_PREFIX, HEADS_PREFIX, IDENTITY_KEY, INDEX_PREFIX,
     LEAVES_PREFIX, META_PREFIX, SEALS_PREFIX, TILES_PREFIX, WITNESS_PREFIX,
 };
@@ -190,11 +190,6 @@ fn partition_file(path: &str, prefix: &str, suffix: &str) -> Option<(String, Str
 /// e.g. one holding `%`, is foreign, never a part or pointer of ours).
 fn is_run_id(run_id: &str) -> bool {
     run_id_segment_problem(run_id).is_none()
-}
-
-/// A commit id is a hyphenated lower-case UUID.
-pub fn is_commit_id(s: &str) -> bool {
-    s.len() == 36 && uuid::Uuid::try_parse(s).is_ok() && !s.bytes().any(|b| b.is_ascii_uppercase())
 }
 
 /// Whether `key` is a commit-key claim: `_lineage/commit-keys/<64 lower-case hex>.json`.

@@ -53,7 +53,7 @@ mod history;
 #[cfg(test)]
 mod tests;
 
-pub use self::classify::{classify, is_claim_key, is_commit_id, is_witness_key, KeyKind};
+pub use self::classify::{classify, is_claim_key, is_witness_key, KeyKind};
 pub use self::history::{
     canonical_index_key, head_key, head_key_in, index_bound, index_key, index_key_in, leaf_key,
     leaf_key_in, leaf_prefix, leaf_prefix_in, tile_key, tile_partials_prefix, HistoryKey, Layout,
@@ -248,6 +248,11 @@ pub fn commit_key_claim_key(commit_key: &str) -> String {
         "{COMMIT_KEYS_PREFIX}{}.json",
         hex::encode(sha2::Sha256::digest(commit_key.as_bytes()))
     )
+}
+
+/// A commit id is a hyphenated lower-case UUID.
+pub fn is_commit_id(s: &str) -> bool {
+    s.len() == 36 && uuid::Uuid::try_parse(s).is_ok() && !s.bytes().any(|b| b.is_ascii_uppercase())
 }
 
 /// The hidden temp name a POSIX publish of the object `name` writes first:

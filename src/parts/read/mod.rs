@@ -3,14 +3,13 @@
 //!
 //! Everything goes through [`AtomicPublisher::get_range`], so it works on every backend.
 //! The footer is fetched first; then only the column chunks a check needs are fetched and
-//! decoded from a sparse in-memory view of the file ([`Sparse`](decode::Sparse)). A part no larger than one
+//! decoded from a sparse in-memory view of the file ([`Sparse`](sparse::Sparse)). A part no larger than one
 //! hash chunk is fetched once ([`hash_and_facts`]): its hash and its facts come from the
 //! same bytes, so nothing is read twice.
 
 use std::ops::Range;
 
 use bytes::Bytes;
-use futures::FutureExt;
 use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
 
 use crate::schema::rules::quote;
@@ -20,9 +19,10 @@ use crate::base::error::{Error, Result};
 use crate::publish::AtomicPublisher;
 use crate::schema::contract;
 
-mod decode;
+mod facts;
+mod sparse;
 
-use self::decode::facts_from;
+pub use self::facts::{hash_and_facts, read_facts};
 
 /// Bytes fetched per ranged read while hashing: large enough for few round trips to an
 /// object store, small enough that many parts hash in parallel in bounded memory.
@@ -103,65 +103,6 @@ impl Source<'_> {
                 Ok(b.slice(start..end))
             }
         }
-    }
-}
-
-/// The digests `want` asks for and the [`PartFacts`] of a part of `size` bytes. A part
-/// that fits in one hash chunk is fetched in one read and both come from those bytes; a
-/// larger one is streamed, then its footer and the needed column chunks are fetched
-/// (never whole).
-pub async fn hash_and_facts(
-    store: &dyn AtomicPublisher,
-    key: &str,
-    size: u64,
-    want: Want,
-    with_ranges: bool,
-    on_bytes: &(dyn Fn(u64) + Send + Sync),
-) -> (Result<Digests>, Result<PartFacts>) {
-    // A backend that hashes where the bytes are (local disk) does large parts itself;
-    // the footer is then read on its own, a few KiB.
-    if size >= LOCAL_HASH_MIN_BYTES {
-        match store.digest_range(key, 0..size, want).await {
-            Ok(Some((digests, n))) => {
-                on_bytes(n);
-                return (Ok(digests), read_facts(store, key, size, with_ranges).await);
-            }
-            Ok(None) => {}
-            Err(e) => return (Err(e), read_facts(store, key, size, with_ranges).await),
-        }
-    }
-    if size > HASH_CHUNK_BYTES {
-        let digests =
-            stream_digests_chunked(store, key, size, HASH_CHUNK_BYTES, want, on_bytes).await;
-        return (digests, read_facts(store, key, size, with_ranges).await);
-    }
-    match store.get_range(key, 0..size).await {
-        Ok(bytes) => {
-            on_bytes(bytes.len() as u64);
-            // Hash and decode on the encoder pool (one thread per core), not inline: a
-            // verify's parts are futures of one task, which would use one core.
-            let k = key.to_string();
-            let done = crate::base::pool::run(move || {
-                let digests = Hasher::of(want, &bytes);
-                // Shorter than listed means the object changed under us: judge what is there.
-                let facts =
-                    facts_from(&Source::Memory(&bytes), &k, bytes.len() as u64, with_ranges)
-                        .now_or_never()
-                        .unwrap_or_else(|| {
-                            Err(Error::Internal("reading a part from memory waited".into()))
-                        });
-                (digests, facts)
-            })
-            .await;
-            match done {
-                Ok((digests, facts)) => (Ok(digests), facts),
-                Err(e) => {
-                    let again = Error::Internal(e.to_string());
-                    (Err(e), Err(again))
-                }
-            }
-        }
-        Err(e) => (Err(e), read_facts(store, key, size, with_ranges).await),
     }
 }
 
@@ -277,18 +218,6 @@ impl PartFacts {
             ),
         }
     }
-}
-
-/// Read the footer of a part of `size` bytes and the columns the checks need.
-/// `with_ranges` also reads `sequence` and `event_time_utc` (for `repair`).
-/// An error means the object is not a readable Parquet file (the message says why).
-pub async fn read_facts(
-    store: &dyn AtomicPublisher,
-    key: &str,
-    size: u64,
-    with_ranges: bool,
-) -> Result<PartFacts> {
-    facts_from(&Source::Store(store), key, size, with_ranges).await
 }
 
 /// A part's footer: where it starts, its bytes and its decoded metadata.

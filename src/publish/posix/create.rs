@@ -10,10 +10,24 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{AtFlags, Mode, OFlags, RenameFlags};
 use rustix::io::Errno;
 
-use super::InjectedWriteError;
 use crate::base::error::{Error, Result};
 use crate::publish::beneath;
 use crate::publish::Outcome;
+
+/// A write error injected into this publisher's temps, for tests on machines where the
+/// real condition cannot be made (no small filesystem can be mounted for a real ENOSPC;
+/// a root process that cannot drop privileges ignores mode bits, so no real EACCES).
+/// The temp is created and `after_bytes` written before the error, so the cleanup path
+/// is the one a real failure takes.
+#[derive(Debug, Clone)]
+pub struct InjectedWriteError {
+    /// Only publishes of keys containing this fail.
+    pub key_contains: String,
+    /// Bytes written to the temp before the error.
+    pub after_bytes: usize,
+    /// The OS error returned (28 ENOSPC, 13 EACCES, ...).
+    pub errno: i32,
+}
 
 /// Removes the temp file on drop unless disarmed: every error path cleans up.
 struct TempGuard<'a> {

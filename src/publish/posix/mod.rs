@@ -35,7 +35,7 @@ mod create;
 mod walk;
 
 use self::create::publish_file;
-pub use self::create::temp_path;
+pub use self::create::{temp_path, InjectedWriteError};
 use self::walk::{Page, Walker};
 
 /// Called by [`PosixPublisher::list`] for every directory entry after it was read from
@@ -63,21 +63,6 @@ impl std::fmt::Debug for PosixPublisher {
             .field("inject", &self.inject)
             .finish()
     }
-}
-
-/// A write error injected into this publisher's temps, for tests on machines where the
-/// real condition cannot be made (no small filesystem can be mounted for a real ENOSPC;
-/// a root process that cannot drop privileges ignores mode bits, so no real EACCES).
-/// The temp is created and `after_bytes` written before the error, so the cleanup path
-/// is the one a real failure takes.
-#[derive(Debug, Clone)]
-pub struct InjectedWriteError {
-    /// Only publishes of keys containing this fail.
-    pub key_contains: String,
-    /// Bytes written to the temp before the error.
-    pub after_bytes: usize,
-    /// The OS error returned (28 ENOSPC, 13 EACCES, ...).
-    pub errno: i32,
 }
 
 impl PosixPublisher {

@@ -17,12 +17,10 @@ use crate::parts::read::stream_sha256;
 use crate::publish::checked::{publish_checked, Published};
 use crate::publish::AtomicPublisher;
 use crate::replicate::kinds::Kind;
-use crate::replicate::types::{Progress, ReplicateOptions, Summary};
+use crate::replicate::types::{Progress, ReplicateOptions};
 
 mod pass;
 mod seals;
-
-use self::pass::run;
 
 /// Copies one store into another, pass after pass. Between passes it remembers which
 /// keys are settled (present at both sides with the same bytes), so a later pass reads
@@ -52,11 +50,6 @@ impl Replicator {
             settled: HashMap::new(),
             created: Arc::new(AtomicU64::new(0)),
         }
-    }
-
-    /// One pass: copy everything the destination lacks (see [`crate::replicate`]).
-    pub async fn pass(&mut self) -> Result<Summary> {
-        run(self).await
     }
 }
 

@@ -15,6 +15,13 @@ use crate::replicate::hold::{hold_back, AtDestination};
 use crate::replicate::kinds::{kind_of, Kind, Stage};
 use crate::replicate::types::{Conflict, Head, NotCopied, Progress, Summary};
 
+impl Replicator {
+    /// One pass: copy everything the destination lacks (see [`crate::replicate`]).
+    pub async fn pass(&mut self) -> Result<Summary> {
+        run(self).await
+    }
+}
+
 /// The source's listing sorted by what a pass does with each key.
 #[derive(Default)]
 struct Sorted {
@@ -29,7 +36,7 @@ struct Sorted {
 }
 
 /// Run one pass of `r`.
-pub(super) async fn run(r: &mut Replicator) -> Result<Summary> {
+async fn run(r: &mut Replicator) -> Result<Summary> {
     let (src, dst) = (r.src.as_ref(), r.dst.as_ref());
     let progress = r.opts.progress.clone().unwrap_or_default();
     for c in [

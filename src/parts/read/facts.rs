@@ -1,24 +1,100 @@
-//! The facts of a part from its footer and, where statistics do not settle them, from
-//! decoding a few column chunks fetched into a sparse view of the file.
+//! The facts of a part ([`PartFacts`]) from its footer and, where statistics do not settle
+//! them, from decoding a few column chunks fetched into a sparse view of the file.
 
-use std::io::Cursor;
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int64Type, TimestampMicrosecondType};
 use arrow_array::Array;
 use bytes::Bytes;
+use futures::FutureExt;
 use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader,
     ParquetRecordBatchReaderBuilder,
 };
 use parquet::arrow::ProjectionMask;
 use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData};
-use parquet::file::reader::{ChunkReader, Length};
 
-use super::{corrupt, fetch_footer, row_count_problem, Footer, PartFacts, Source, MAX_FETCH_BYTES};
-use crate::base::error::Result;
+use super::sparse::Sparse;
+use super::{
+    corrupt, fetch_footer, row_count_problem, stream_digests_chunked, Footer, PartFacts, Source,
+    HASH_CHUNK_BYTES, LOCAL_HASH_MIN_BYTES, MAX_FETCH_BYTES,
+};
+use crate::base::digest::{Digests, Hasher, Want};
+use crate::base::error::{Error, Result};
+use crate::publish::AtomicPublisher;
 use crate::schema::contract::{self, col};
+
+/// The digests `want` asks for and the [`PartFacts`] of a part of `size` bytes. A part
+/// that fits in one hash chunk is fetched in one read and both come from those bytes; a
+/// larger one is streamed, then its footer and the needed column chunks are fetched
+/// (never whole).
+pub async fn hash_and_facts(
+    store: &dyn AtomicPublisher,
+    key: &str,
+    size: u64,
+    want: Want,
+    with_ranges: bool,
+    on_bytes: &(dyn Fn(u64) + Send + Sync),
+) -> (Result<Digests>, Result<PartFacts>) {
+    // A backend that hashes where the bytes are (local disk) does large parts itself;
+    // the footer is then read on its own, a few KiB.
+    if size >= LOCAL_HASH_MIN_BYTES {
+        match store.digest_range(key, 0..size, want).await {
+            Ok(Some((digests, n))) => {
+                on_bytes(n);
+                return (Ok(digests), read_facts(store, key, size, with_ranges).await);
+            }
+            Ok(None) => {}
+            Err(e) => return (Err(e), read_facts(store, key, size, with_ranges).await),
+        }
+    }
+    if size > HASH_CHUNK_BYTES {
+        let digests =
+            stream_digests_chunked(store, key, size, HASH_CHUNK_BYTES, want, on_bytes).await;
+        return (digests, read_facts(store, key, size, with_ranges).await);
+    }
+    match store.get_range(key, 0..size).await {
+        Ok(bytes) => {
+            on_bytes(bytes.len() as u64);
+            // Hash and decode on the encoder pool (one thread per core), not inline: a
+            // verify's parts are futures of one task, which would use one core.
+            let k = key.to_string();
+            let done = crate::base::pool::run(move || {
+                let digests = Hasher::of(want, &bytes);
+                // Shorter than listed means the object changed under us: judge what is there.
+                let facts =
+                    facts_from(&Source::Memory(&bytes), &k, bytes.len() as u64, with_ranges)
+                        .now_or_never()
+                        .unwrap_or_else(|| {
+                            Err(Error::Internal("reading a part from memory waited".into()))
+                        });
+                (digests, facts)
+            })
+            .await;
+            match done {
+                Ok((digests, facts)) => (Ok(digests), facts),
+                Err(e) => {
+                    let again = Error::Internal(e.to_string());
+                    (Err(e), Err(again))
+                }
+            }
+        }
+        Err(e) => (Err(e), read_facts(store, key, size, with_ranges).await),
+    }
+}
+
+/// Read the footer of a part of `size` bytes and the columns the checks need.
+/// `with_ranges` also reads `sequence` and `event_time_utc` (for `repair`).
+/// An error means the object is not a readable Parquet file (the message says why).
+pub async fn read_facts(
+    store: &dyn AtomicPublisher,
+    key: &str,
+    size: u64,
+    with_ranges: bool,
+) -> Result<PartFacts> {
+    facts_from(&Source::Store(store), key, size, with_ranges).await
+}
 
 /// The facts of a part of `size` bytes from its footer, decoding only the column chunks
 /// whose statistics do not settle them.
@@ -378,64 +454,5 @@ fn widen(acc: &mut Option<(i64, i64)>, values: impl Iterator<Item = i64>) {
             None => (v, v),
             Some((lo, hi)) => (lo.min(v), hi.max(v)),
         });
-    }
-}
-
-/// Some byte ranges of a file, enough for the reader to decode the projected columns.
-/// A read outside them is an error (it would mean the footer lied about its offsets).
-pub(crate) struct Sparse {
-    size: u64,
-    pieces: Vec<(u64, Bytes)>,
-}
-
-impl Sparse {
-    /// A file of `size` bytes of which only `pieces` (offset, bytes) are known.
-    pub(crate) fn new(size: u64, pieces: Vec<(u64, Bytes)>) -> Self {
-        Sparse { size, pieces }
-    }
-
-    fn find(&self, start: u64, len: u64) -> parquet::errors::Result<Bytes> {
-        let Some(stop) = start.checked_add(len) else {
-            return Err(parquet::errors::ParquetError::General(format!(
-                "range {start}+{len} overflows"
-            )));
-        };
-        for (s, b) in &self.pieces {
-            let end = s + b.len() as u64;
-            if start >= *s && stop <= end {
-                let off = (start - s) as usize;
-                return Ok(b.slice(off..off + len as usize));
-            }
-        }
-        Err(parquet::errors::ParquetError::General(format!(
-            "bytes {start}..{} were not fetched",
-            start + len
-        )))
-    }
-}
-
-impl Length for Sparse {
-    fn len(&self) -> u64 {
-        self.size
-    }
-}
-
-impl ChunkReader for Sparse {
-    type T = Cursor<Bytes>;
-
-    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
-        for (s, b) in &self.pieces {
-            let end = s + b.len() as u64;
-            if start >= *s && start < end {
-                return Ok(Cursor::new(b.slice((start - s) as usize..)));
-            }
-        }
-        Err(parquet::errors::ParquetError::General(format!(
-            "offset {start} was not fetched"
-        )))
-    }
-
-    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
-        self.find(start, length as u64)
     }
 }
