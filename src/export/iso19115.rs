@@ -197,7 +197,7 @@ fn identification(x: &mut Xml, rec: &Record) {
     x.close().close();
 }
 
-/// The lineage: statement, scope, the seal cited, one process step per stage.
+/// The lineage: statement, scope, the seal cited, and the process steps.
 fn resource_lineage(x: &mut Xml, rec: &Record) {
     x.open("mdb:resourceLineage", &[])
         .open("mrl:LI_Lineage", &[]);

@@ -111,7 +111,7 @@ fn identification(x: &mut Xml, rec: &Record) {
     x.close().close();
 }
 
-/// The data quality: scope, lineage statement, one process step per stage.
+/// The data quality: scope, lineage statement, and the process steps.
 fn data_quality(x: &mut Xml, rec: &Record) {
     x.open("gmd:dataQualityInfo", &[])
         .open("gmd:DQ_DataQuality", &[]);

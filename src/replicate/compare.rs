@@ -279,8 +279,8 @@ struct Sides<'a> {
 }
 
 impl Sides<'_> {
-    /// Why the replica should hold `key`, if it should (a pointer it need not hold yet
-    /// counts into `behind.commits`).
+    /// Why `k`, only in the source, is a problem, if it is; otherwise it is behind (a
+    /// pointer the replica need not hold yet counts into `behind.commits`).
     fn why_missing(&self, k: &str, behind: &mut Behind) -> Option<String> {
         let rmax = self.rmax;
         match kind_of(k) {
