@@ -27,34 +27,24 @@
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
-use arrow_array::cast::AsArray;
-use arrow_array::types::{Int64Type, TimestampMicrosecondType};
-use arrow_array::{RecordBatch, UInt32Array};
-use bytes::Bytes;
 use ed25519_dalek::SigningKey;
-use futures::TryStreamExt;
 use serde::Serialize;
 
 use crate::base::clock::{Clock, IdGen};
-use crate::base::digest::Check;
 use crate::base::error::{Error, Result};
 use crate::base::param::{text, Param};
-use crate::base::time::{rfc3339, rfc3339_us};
-use crate::format::compaction::{
-    CompactionRecord, CompactionRef, CompactionSource, COMPACTION_FORMAT,
-};
+use crate::format::compaction::{CompactionRecord, CompactionRef};
 use crate::format::keys;
-use crate::format::pointer::tool_version;
 use crate::history::identity::read_identity;
 use crate::history::seal::{read_seals, StoredSeal};
 use crate::history::sealer::{seal_with, SealOptions, SealOutcome};
-use crate::parts::encode::{encode_compacted, sha256_hex};
-use crate::parts::multiset::RowMultiset;
-use crate::publish::checked::publish_checked;
+use crate::parts::encode::sha256_hex;
 use crate::publish::AtomicPublisher;
-use crate::read::scan::{scan, ScanOptions};
 use crate::read::snapshot::{snapshot, ReadOptions, Snapshot, SnapshotPart};
-use crate::schema::contract::col;
+
+mod chunk;
+
+use self::chunk::compact_chunk;
 
 /// Default `min_parts`: a partition with fewer uncompacted sealed parts is left alone.
 pub const DEFAULT_MIN_PARTS: usize = 2;
@@ -206,33 +196,7 @@ pub async fn compact(
     )
     .await?;
     let head = snap.seal.as_ref().map_or(0, |s| s.seq);
-    let seals: Vec<StoredSeal> = read_seals(store.as_ref())
-        .await?
-        .into_iter()
-        .filter(|s| s.key_seq <= head)
-        .collect();
-    let done: HashSet<String> = sealed_records(store.as_ref(), &seals)
-        .await?
-        .into_iter()
-        .flat_map(|(_, r)| r.sources.into_iter().map(|s| s.commit_id))
-        .collect();
-    let mut groups: BTreeMap<(String, String, String), Vec<SnapshotPart>> = BTreeMap::new();
-    for p in &snap.parts {
-        if done.contains(&p.pointer.commit_id) || p.sealed_by.is_none() {
-            continue;
-        }
-        let k = (
-            p.pointer.run_id.clone(),
-            p.pointer.target_crs.clone(),
-            p.pointer.schema_version.clone(),
-        );
-        groups.entry(k).or_default().push(p.clone());
-    }
-    let plan: Vec<Vec<SnapshotPart>> = groups
-        .into_values()
-        .filter(|g| g.len() >= opts.min_parts.max(2))
-        .flat_map(|g| chunks(g, opts.target_rows as u64))
-        .collect();
+    let (seals, plan) = plan(store.as_ref(), &snap, head, opts).await?;
     let mut out = CompactOutcome {
         as_of_seal: head,
         compactions: Vec::new(),
@@ -242,44 +206,15 @@ pub async fn compact(
     if plan.is_empty() {
         return Ok(out);
     }
-    // Refuse before writing anything what the seal would refuse after (see `seal`).
-    let signed = seals
-        .last()
-        .and_then(|s| s.seal.as_ref().ok())
-        .is_some_and(|s| s.signature.is_some());
-    if signed && signing.is_none() && !opts.allow_unsigned {
-        return Err(Error::usage(text![
-            "the newest seal is signed: sign the compaction's seal too (",
-            Param::SigningKey,
-            "), or pass ",
-            Param::Unsigned
-        ]));
-    }
+    check_signing(&seals, signing, opts)?;
     let store_id = read_identity(store.as_ref()).await?.map(|i| i.store_id);
     let mut refs = Vec::new();
     for chunk in plan {
-        let first = &chunk[0].pointer;
-        let mut c = Compaction {
-            run_id: first.run_id.clone(),
-            target_crs: first.target_crs.clone(),
-            schema_version: first.schema_version.clone(),
-            commits: chunk.iter().map(|p| p.pointer.commit_id.clone()).collect(),
-            rows: chunk.iter().map(|p| p.pointer.row_count).sum(),
-            source_bytes: chunk.iter().map(|p| p.pointer.size_bytes).sum(),
-            record: None,
-            part_path: None,
-            size_bytes: None,
-        };
+        let mut c = planned(&chunk);
         if !opts.dry_run {
             let (record, bytes) =
                 compact_chunk(store.clone(), clock, ids, &snap, chunk, store_id.as_deref()).await?;
-            c.record = Some(keys::compaction_record_key(&record.compaction_id));
-            c.part_path = Some(record.part_path.clone());
-            c.size_bytes = Some(record.size_bytes);
-            refs.push(CompactionRef {
-                key: keys::compaction_record_key(&record.compaction_id),
-                sha256: sha256_hex(&bytes),
-            });
+            refs.push(made(&mut c, &record, &bytes));
         }
         out.compactions.push(c);
     }
@@ -303,128 +238,91 @@ pub async fn compact(
     Ok(out)
 }
 
-/// Read, sort, encode and publish one chunk, then its record; returns the record and its
-/// bytes.
-async fn compact_chunk(
-    store: Arc<dyn AtomicPublisher>,
-    clock: &dyn Clock,
-    ids: &dyn IdGen,
-    snap: &Snapshot,
-    chunk: Vec<SnapshotPart>,
-    store_id: Option<&str>,
-) -> Result<(CompactionRecord, Vec<u8>)> {
-    let sub = Snapshot {
-        seal: snap.seal.clone(),
-        parts: chunk.clone(),
-        sealed_total: snap.sealed_total,
-    };
-    let scanned = scan(
-        store.clone(),
-        &sub,
-        &ScanOptions {
-            digest: Check::Fastest,
-            ..ScanOptions::default()
-        },
-    )?;
-    let schema = scanned.schema();
-    let batches: Vec<RecordBatch> = scanned.into_stream().try_collect().await?;
-    let mut rows = RowMultiset::default();
-    for b in &batches {
-        rows.add_batch(b)?;
+/// Fill in what was made of `c` from its `record`; returns the reference the seal makes
+/// to the record (`bytes`).
+fn made(c: &mut Compaction, record: &CompactionRecord, bytes: &[u8]) -> CompactionRef {
+    c.record = Some(keys::compaction_record_key(&record.compaction_id));
+    c.part_path = Some(record.part_path.clone());
+    c.size_bytes = Some(record.size_bytes);
+    CompactionRef {
+        key: keys::compaction_record_key(&record.compaction_id),
+        sha256: sha256_hex(bytes),
     }
-    let id = ids.commit_id().to_string();
-    let cid = id.clone();
-    let sid = store_id.map(str::to_string);
-    let enc = crate::base::pool::run(move || -> Result<_> {
-        let all = arrow_select::concat::concat_batches(&schema, &batches)?;
-        let sorted = sort_rows(&all)?;
-        encode_compacted(&sorted, &cid, sid.as_deref())
-    })
-    .await??;
-    let first = &chunk[0].pointer;
-    let part_path = keys::compacted_part_key(&first.run_id, &first.target_crs, &id);
-    let want = enc.bytes.clone();
-    publish_checked(store.as_ref(), &part_path, enc.bytes.clone(), move |have| {
-        if have == want.as_ref() {
-            Ok(())
-        } else {
-            Err("holds other bytes than this compaction's part".into())
-        }
-    })
-    .await?;
-    let record = CompactionRecord {
-        format: COMPACTION_FORMAT.to_string(),
-        compaction_id: id.clone(),
-        run_id: first.run_id.clone(),
-        target_crs: first.target_crs.clone(),
-        schema_version: enc.schema_version.clone(),
-        part_path,
-        size_bytes: enc.bytes.len() as u64,
-        sha256: enc.sha256.clone(),
-        blake3: enc.blake3.clone(),
-        row_count: enc.rows,
-        rows_digest: rows.hex(),
-        first_sequence: enc.sequence.0,
-        last_sequence: enc.sequence.1,
-        min_event_time_utc: rfc3339_us(enc.event_time_us.0),
-        max_event_time_utc: rfc3339_us(enc.event_time_us.1),
-        planned_at_seal: snap.seal.as_ref().map_or(0, |s| s.seq),
-        compacted_utc: rfc3339(clock.now()),
-        tool_version: tool_version(),
-        sources: chunk
-            .iter()
-            .map(|p| CompactionSource {
-                commit_id: p.pointer.commit_id.clone(),
-                pointer_key: p.pointer_key.clone(),
-                pointer_sha256: p.pointer_sha256.clone(),
-                sealed_by: p.sealed_by.as_ref().map_or(0, |s| s.seq),
-                part_path: p.pointer.part_path.clone(),
-                size_bytes: p.pointer.size_bytes,
-                sha256: p.pointer.sha256.clone(),
-                row_count: p.pointer.row_count,
-            })
-            .collect(),
-    };
-    if rows.rows != record.row_count {
-        return Err(Error::internal(format!(
-            "compaction {id}: read {} rows, encoded {}",
-            rows.rows, record.row_count
-        )));
-    }
-    let bytes = record.to_bytes()?;
-    let key = keys::compaction_record_key(&id);
-    let want = bytes.clone();
-    publish_checked(
-        store.as_ref(),
-        &key,
-        Bytes::from(bytes.clone()),
-        move |have| {
-            if have == want.as_slice() {
-                Ok(())
-            } else {
-                Err("holds another compaction record".into())
-            }
-        },
-    )
-    .await?;
-    tracing::info!(compaction = %id, rows = record.row_count, sources = record.sources.len(), "compacted");
-    Ok((record, bytes))
 }
 
-/// The rows of `batch` ordered by (`event_time_utc`, `sequence`, `event_id`).
-fn sort_rows(batch: &RecordBatch) -> Result<RecordBatch> {
-    let t = batch
-        .column(col::EVENT_TIME_UTC)
-        .as_primitive::<TimestampMicrosecondType>();
-    let s = batch.column(col::SEQUENCE).as_primitive::<Int64Type>();
-    let e = batch.column(col::EVENT_ID).as_string::<i32>();
-    let mut idx: Vec<u32> = (0..batch.num_rows() as u32).collect();
-    idx.sort_by(|&a, &b| {
-        let (a, b) = (a as usize, b as usize);
-        (t.value(a), s.value(a), e.value(a)).cmp(&(t.value(b), s.value(b), e.value(b)))
-    });
-    Ok(arrow_select::take::take_record_batch(
-        batch,
-        &UInt32Array::from(idx),
-    )?)
+/// Refuse before writing anything what the seal would refuse after (see `seal`): an
+/// unsigned seal after a signed one, unless `allow_unsigned`.
+fn check_signing(
+    seals: &[StoredSeal],
+    signing: Option<&SigningKey>,
+    opts: &CompactOptions,
+) -> Result<()> {
+    let signed = seals
+        .last()
+        .and_then(|s| s.seal.as_ref().ok())
+        .is_some_and(|s| s.signature.is_some());
+    if signed && signing.is_none() && !opts.allow_unsigned {
+        return Err(Error::usage(text![
+            "the newest seal is signed: sign the compaction's seal too (",
+            Param::SigningKey,
+            "), or pass ",
+            Param::Unsigned
+        ]));
+    }
+    Ok(())
+}
+
+/// The seals up to `head`, and the chunks to compact: the sealed commits of `snap` no
+/// compaction took yet, grouped by partition and contract version (groups of at least
+/// `min_parts`), each group cut into chunks.
+async fn plan(
+    store: &dyn AtomicPublisher,
+    snap: &Snapshot,
+    head: u64,
+    opts: &CompactOptions,
+) -> Result<(Vec<StoredSeal>, Vec<Vec<SnapshotPart>>)> {
+    let seals: Vec<StoredSeal> = read_seals(store)
+        .await?
+        .into_iter()
+        .filter(|s| s.key_seq <= head)
+        .collect();
+    let done: HashSet<String> = sealed_records(store, &seals)
+        .await?
+        .into_iter()
+        .flat_map(|(_, r)| r.sources.into_iter().map(|s| s.commit_id))
+        .collect();
+    let mut groups: BTreeMap<(String, String, String), Vec<SnapshotPart>> = BTreeMap::new();
+    for p in &snap.parts {
+        if done.contains(&p.pointer.commit_id) || p.sealed_by.is_none() {
+            continue;
+        }
+        let k = (
+            p.pointer.run_id.clone(),
+            p.pointer.target_crs.clone(),
+            p.pointer.schema_version.clone(),
+        );
+        groups.entry(k).or_default().push(p.clone());
+    }
+    let plan = groups
+        .into_values()
+        .filter(|g| g.len() >= opts.min_parts.max(2))
+        .flat_map(|g| chunks(g, opts.target_rows as u64))
+        .collect();
+    Ok((seals, plan))
+}
+
+/// The compaction of `chunk` as planned (nothing made yet).
+fn planned(chunk: &[SnapshotPart]) -> Compaction {
+    let first = &chunk[0].pointer;
+    Compaction {
+        run_id: first.run_id.clone(),
+        target_crs: first.target_crs.clone(),
+        schema_version: first.schema_version.clone(),
+        commits: chunk.iter().map(|p| p.pointer.commit_id.clone()).collect(),
+        rows: chunk.iter().map(|p| p.pointer.row_count).sum(),
+        source_bytes: chunk.iter().map(|p| p.pointer.size_bytes).sum(),
+        record: None,
+        part_path: None,
+        size_bytes: None,
+    }
 }

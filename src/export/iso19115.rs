@@ -127,8 +127,19 @@ fn iso19115_3(rec: &Record) -> String {
             ),
         ],
     );
+    metadata_about(&mut x, rec);
+    for t in &rec.targets {
+        reference_system(&mut x, "mdb:referenceSystemInfo", t);
+    }
+    identification(&mut x, rec);
+    resource_lineage(&mut x, rec);
+    x.finish()
+}
+
+/// The metadata record's own identifier, locale, scope, contact, date and standard.
+fn metadata_about(x: &mut Xml, rec: &Record) {
     x.open("mdb:metadataIdentifier", &[]);
-    identifier(&mut x, &rec.identifier, "urn:uuid");
+    identifier(x, &rec.identifier, "urn:uuid");
     x.close();
     x.open("mdb:defaultLocale", &[]).open("lan:PT_Locale", &[]);
     x.open("lan:language", &[]);
@@ -166,15 +177,16 @@ fn iso19115_3(rec: &Record) -> String {
         .open("cit:CI_Citation", &[]);
     x.string("cit:title", "ISO 19115-3");
     x.close().close();
-    for t in &rec.targets {
-        reference_system(&mut x, "mdb:referenceSystemInfo", t);
-    }
+}
+
+/// The dataset's citation, abstract and temporal extent.
+fn identification(x: &mut Xml, rec: &Record) {
     x.open("mdb:identificationInfo", &[])
         .open("mri:MD_DataIdentification", &[]);
     x.open("mri:citation", &[]).open("cit:CI_Citation", &[]);
     x.string("cit:title", &rec.title);
     x.open("cit:identifier", &[]);
-    identifier(&mut x, &rec.run_id, "lineage-store:run_id");
+    identifier(x, &rec.run_id, "lineage-store:run_id");
     x.close().close().close();
     x.string("mri:abstract", &rec.abstract_text());
     x.open("mri:extent", &[])
@@ -182,9 +194,13 @@ fn iso19115_3(rec: &Record) -> String {
         .open("gex:temporalElement", &[])
         .open("gex:EX_TemporalExtent", &[])
         .open("gex:extent", &[]);
-    time_period(&mut x, "extent", &rec.begin, &rec.end);
+    time_period(x, "extent", &rec.begin, &rec.end);
     x.close().close().close().close().close();
     x.close().close();
+}
+
+/// The lineage: statement, scope, the seal cited, and the process steps.
+fn resource_lineage(x: &mut Xml, rec: &Record) {
     x.open("mdb:resourceLineage", &[])
         .open("mrl:LI_Lineage", &[]);
     x.string("mrl:statement", &rec.statement());
@@ -193,11 +209,10 @@ fn iso19115_3(rec: &Record) -> String {
         .open("mcc:level", &[]);
     x.code(CL, "mcc:MD_ScopeCode", "MD_ScopeCode", "dataset");
     x.close().close().close();
-    seal_citation(&mut x, "mrl:additionalDocumentation", rec, &[]);
+    seal_citation(x, "mrl:additionalDocumentation", rec, &[]);
     for (i, s) in rec.steps.iter().enumerate() {
-        process_step(&mut x, rec, s, i + 1);
+        process_step(x, rec, s, i + 1);
     }
-    x.finish()
 }
 
 fn process_step(x: &mut Xml, rec: &Record, s: &Step, n: usize) {
@@ -226,6 +241,13 @@ fn process_step(x: &mut Xml, rec: &Record, s: &Step, n: usize) {
         x.close().close().close().close();
     }
     seal_citation(x, "mrl:reference", rec, &s.commit_ids);
+    step_sources(x, s);
+    step_processing(x, s);
+    x.close().close();
+}
+
+/// A step's sources: the features per source CRS, and those without one.
+fn step_sources(x: &mut Xml, s: &Step) {
     for (crs, count) in &s.stats.source_crs {
         x.open("mrl:source", &[]).open("mrl:LI_Source", &[]);
         x.string("mrl:description", &format!("{count} features in {crs}"));
@@ -243,6 +265,10 @@ fn process_step(x: &mut Xml, rec: &Record, s: &Step, n: usize) {
         );
         x.close().close();
     }
+}
+
+/// A step's processing (tools, stage, event types), outcome report and output.
+fn step_processing(x: &mut Xml, s: &Step) {
     x.open("mrl:processingInformation", &[])
         .open("mrl:LE_Processing", &[]);
     x.open("mrl:identifier", &[]);
@@ -268,6 +294,5 @@ fn process_step(x: &mut Xml, rec: &Record, s: &Step, n: usize) {
         &format!("{} features transformed into {}", s.transformed(), s.target),
     );
     reference_system(x, "mrl:sourceReferenceSystem", &s.target);
-    x.close().close();
     x.close().close();
 }

@@ -43,13 +43,24 @@ pub(crate) fn document(rec: &Record) -> String {
             ),
         ],
     );
+    metadata_about(&mut x, rec);
+    for t in &rec.targets {
+        reference_system(&mut x, "gmd:referenceSystemInfo", t);
+    }
+    identification(&mut x, rec);
+    data_quality(&mut x, rec);
+    x.finish()
+}
+
+/// The metadata record's own identifier, language, scope, contact, date and standard.
+fn metadata_about(x: &mut Xml, rec: &Record) {
     x.string("gmd:fileIdentifier", &rec.identifier);
     x.open("gmd:language", &[]);
     x.code(CL, "gmd:LanguageCode", "LanguageCode", "eng");
     x.close().open("gmd:characterSet", &[]);
     x.code(CL, "gmd:MD_CharacterSetCode", "MD_CharacterSetCode", "utf8");
     x.close();
-    scope(&mut x, "gmd:hierarchyLevel");
+    scope(x, "gmd:hierarchyLevel");
     match &rec.contact {
         Some(org) => {
             x.open("gmd:contact", &[])
@@ -66,9 +77,10 @@ pub(crate) fn document(rec: &Record) -> String {
     x.prop("gmd:dateStamp", "gco:DateTime", &rec.date);
     x.string("gmd:metadataStandardName", "ISO 19115:2003/19139");
     x.string("gmd:metadataStandardVersion", "1.0");
-    for t in &rec.targets {
-        reference_system(&mut x, "gmd:referenceSystemInfo", t);
-    }
+}
+
+/// The dataset's citation, abstract, language and temporal extent.
+fn identification(x: &mut Xml, rec: &Record) {
     x.open("gmd:identificationInfo", &[])
         .open("gmd:MD_DataIdentification", &[]);
     x.open("gmd:citation", &[]).open("gmd:CI_Citation", &[]);
@@ -97,17 +109,20 @@ pub(crate) fn document(rec: &Record) -> String {
     x.close();
     x.close().close().close().close().close();
     x.close().close();
+}
+
+/// The data quality: scope, lineage statement, and the process steps.
+fn data_quality(x: &mut Xml, rec: &Record) {
     x.open("gmd:dataQualityInfo", &[])
         .open("gmd:DQ_DataQuality", &[]);
     x.open("gmd:scope", &[]).open("gmd:DQ_Scope", &[]);
-    scope(&mut x, "gmd:level");
+    scope(x, "gmd:level");
     x.close().close();
     x.open("gmd:lineage", &[]).open("gmd:LI_Lineage", &[]);
     x.string("gmd:statement", &rec.statement());
     for s in &rec.steps {
-        process_step(&mut x, rec, s);
+        process_step(x, rec, s);
     }
-    x.finish()
 }
 
 fn process_step(x: &mut Xml, rec: &Record, s: &Step) {

@@ -189,7 +189,22 @@ pub async fn collect(
             Some(s) => Error::NotFound(format!("no commits of run_id {r} sealed after seal {s}")),
         });
     }
-    // Every part is checked; all that fail are named together.
+    let commits = check_parts(store, selected).await?;
+    let runs = group_runs(commits);
+    Ok(Snapshot {
+        store_url: canonical_store_url(store_url),
+        store_id: read_identity(store).await?.map(|i| i.store_id),
+        runs,
+        head,
+    })
+}
+
+/// Fetch every selected part, check it against its pointer and take its statistics;
+/// every part that fails is named together.
+async fn check_parts(
+    store: &dyn AtomicPublisher,
+    selected: Vec<SnapshotPart>,
+) -> Result<Vec<ExportedCommit>> {
     let checked: Vec<std::result::Result<ExportedCommit, Vec<Failed>>> =
         futures::stream::iter(selected.into_iter().map(|p| async move {
             let bytes = match fetch_checked(store, &p, DigestCheck::Fastest).await {
@@ -224,7 +239,11 @@ pub async fn collect(
     if !failed.is_empty() {
         return Err(Error::Integrity(failed));
     }
-    // Runs in the order of their first commit, commits in commit order within a run.
+    Ok(commits)
+}
+
+/// Runs in the order of their first commit, commits in commit order within a run.
+fn group_runs(mut commits: Vec<ExportedCommit>) -> Vec<RunExport> {
     commits.sort_by(|a, b| commit_order(&a.pointer, &b.pointer));
     let mut runs: Vec<RunExport> = Vec::new();
     let mut index: BTreeMap<String, usize> = BTreeMap::new();
@@ -238,12 +257,7 @@ pub async fn collect(
         });
         runs[i].commits.push(c);
     }
-    Ok(Snapshot {
-        store_url: canonical_store_url(store_url),
-        store_id: read_identity(store).await?.map(|i| i.store_id),
-        runs,
-        head,
-    })
+    runs
 }
 
 /// Merge the statistics of several commits, per stage.

@@ -189,44 +189,8 @@ fn event(
     seal: Option<&SealRef>,
     (job_ns, job_name): (&str, &str),
 ) -> Result<Value> {
-    let rows: u64 = commits.iter().map(|c| c.pointer.row_count).sum();
-    let mut run_facet = json!({
-        "store": snap.store_url,
-        "runId": run.run_id,
-        "commitCount": commits.len(),
-        "rowCount": rows,
-        "unsealedCommits": commits.iter().filter(|c| c.sealed_by.is_none()).count(),
-    });
-    if let Some(id) = &snap.store_id {
-        run_facet["storeId"] = json!(id);
-    }
-    if let (Some(lo), Some(hi)) = (
-        commits.iter().map(|c| &c.pointer.min_event_time_utc).min(),
-        commits.iter().map(|c| &c.pointer.max_event_time_utc).max(),
-    ) {
-        run_facet["minEventTimeUtc"] = json!(lo);
-        run_facet["maxEventTimeUtc"] = json!(hi);
-    }
-    if let Some(s) = seal {
-        run_facet["seal"] = seal_json(s);
-    }
-    let mut targets: Vec<&str> = commits
-        .iter()
-        .map(|c| c.pointer.target_crs.as_str())
-        .collect();
-    targets.sort_unstable();
-    targets.dedup();
-    let outputs: Vec<Value> = targets
-        .into_iter()
-        .map(|t| {
-            let of: Vec<&ExportedCommit> = commits
-                .iter()
-                .copied()
-                .filter(|c| c.pointer.target_crs == t)
-                .collect();
-            output(snap, &run.run_id, t, &of)
-        })
-        .collect();
+    let run_facet = run_facet(snap, run, commits, seal);
+    let outputs = outputs(snap, run, commits);
     Ok(json!({
         "eventType": event_type,
         "eventTime": event_time,
@@ -251,6 +215,59 @@ fn event(
         "inputs": [],
         "outputs": outputs,
     }))
+}
+
+/// The run facet of an event: the store, the run, its commits and rows (and how many are
+/// unsealed), their event time range, and the seal cited.
+fn run_facet(
+    snap: &Snapshot,
+    run: &RunExport,
+    commits: &[&ExportedCommit],
+    seal: Option<&SealRef>,
+) -> Value {
+    let rows: u64 = commits.iter().map(|c| c.pointer.row_count).sum();
+    let mut run_facet = json!({
+        "store": snap.store_url,
+        "runId": run.run_id,
+        "commitCount": commits.len(),
+        "rowCount": rows,
+        "unsealedCommits": commits.iter().filter(|c| c.sealed_by.is_none()).count(),
+    });
+    if let Some(id) = &snap.store_id {
+        run_facet["storeId"] = json!(id);
+    }
+    if let (Some(lo), Some(hi)) = (
+        commits.iter().map(|c| &c.pointer.min_event_time_utc).min(),
+        commits.iter().map(|c| &c.pointer.max_event_time_utc).max(),
+    ) {
+        run_facet["minEventTimeUtc"] = json!(lo);
+        run_facet["maxEventTimeUtc"] = json!(hi);
+    }
+    if let Some(s) = seal {
+        run_facet["seal"] = seal_json(s);
+    }
+    run_facet
+}
+
+/// One output dataset per target CRS of the commits.
+fn outputs(snap: &Snapshot, run: &RunExport, commits: &[&ExportedCommit]) -> Vec<Value> {
+    let mut targets: Vec<&str> = commits
+        .iter()
+        .map(|c| c.pointer.target_crs.as_str())
+        .collect();
+    targets.sort_unstable();
+    targets.dedup();
+    targets
+        .into_iter()
+        .map(|t| {
+            let of: Vec<&ExportedCommit> = commits
+                .iter()
+                .copied()
+                .filter(|c| c.pointer.target_crs == t)
+                .collect();
+            output(snap, &run.run_id, t, &of)
+        })
+        .collect()
 }
 
 fn output(snap: &Snapshot, run_id: &str, target: &str, commits: &[&ExportedCommit]) -> Value {

@@ -423,30 +423,7 @@ pub fn version_bytes(v: &Version<'_>) -> Result<Vec<u8>> {
             table,
             columns,
             tool_version,
-        } => {
-            let info = CommitInfo {
-                timestamp: table.created_ms,
-                operation: "CREATE TABLE",
-                operation_parameters: BTreeMap::from([
-                    ("mode", "ErrorIfExists".to_string()),
-                    ("partitionBy", r#"["run_id","target_crs"]"#.to_string()),
-                ]),
-                engine_info: tool_version,
-                is_blind_append: true,
-                lineage: LineageInfo {
-                    table: &table.id,
-                    contract: &table.contract,
-                    seq: None,
-                    sha256: None,
-                    tree_size: None,
-                    root: None,
-                    compactions: Vec::new(),
-                },
-            };
-            line(&mut out, "commitInfo", &info)?;
-            line(&mut out, "protocol", &protocol())?;
-            line(&mut out, "metaData", &metadata(table, columns)?)?;
-        }
+        } => create_lines(&mut out, table, columns, tool_version)?,
         Version::Seal {
             seal,
             table,
@@ -454,95 +431,144 @@ pub fn version_bytes(v: &Version<'_>) -> Result<Vec<u8>> {
             adds,
             compactions,
         } => {
-            let info = CommitInfo {
-                timestamp: seal.sealed_ms,
-                operation: "WRITE",
-                operation_parameters: BTreeMap::from([
-                    ("mode", "Append".to_string()),
-                    ("partitionBy", r#"["run_id","target_crs"]"#.to_string()),
-                ]),
-                engine_info: &seal.tool_version,
-                is_blind_append: compactions.is_empty(),
-                lineage: LineageInfo {
-                    table: &table.id,
-                    contract: &table.contract,
-                    seq: Some(seal.seq),
-                    sha256: Some(&seal.sha256),
-                    tree_size: Some(seal.tree_size),
-                    root: Some(&seal.root),
-                    compactions: compactions
-                        .iter()
-                        .map(|c| c.record.compaction_id.as_str())
-                        .collect(),
-                },
-            };
-            line(&mut out, "commitInfo", &info)?;
-            if let Some(columns) = new_columns {
-                line(&mut out, "metaData", &metadata(table, columns)?)?;
-            }
-            line(
-                &mut out,
-                "txn",
-                &Txn {
-                    app_id: SEAL_APP_ID,
-                    version: seal.seq,
-                    last_updated: seal.sealed_ms,
-                },
-            )?;
+            seal_head_lines(&mut out, seal, table, *new_columns, compactions)?;
             for a in adds.iter() {
                 line(&mut out, "add", &add(a)?)?;
             }
             for c in compactions.iter() {
-                let r = &c.record;
-                let values = BTreeMap::from([
-                    ("run_id", r.run_id.as_str()),
-                    ("target_crs", r.target_crs.as_str()),
-                ]);
-                for src in &r.sources {
-                    line(
-                        &mut out,
-                        "remove",
-                        &Remove {
-                            path: encode_path(&src.part_path),
-                            deletion_timestamp: seal.sealed_ms,
-                            data_change: false,
-                            extended_file_metadata: true,
-                            partition_values: values.clone(),
-                            size: src.size_bytes,
-                            tags: BTreeMap::from([
-                                (TAG_COMMIT_ID, src.commit_id.as_str()),
-                                (TAG_SHA256, src.sha256.as_str()),
-                                (TAG_POINTER_SHA256, src.pointer_sha256.as_str()),
-                            ]),
-                        },
-                    )?;
-                }
-                let stats = c
-                    .stats
-                    .as_ref()
-                    .map(|s| serde_json::to_string(s).map_err(|e| Error::internal_from(e)))
-                    .transpose()?;
-                line(
-                    &mut out,
-                    "add",
-                    &Add {
-                        path: encode_path(&r.part_path),
-                        partition_values: values,
-                        size: r.size_bytes,
-                        modification_time: millis(&r.compacted_utc, "compacted_utc")?,
-                        data_change: false,
-                        stats,
-                        tags: BTreeMap::from([
-                            (TAG_COMPACTION_ID, r.compaction_id.as_str()),
-                            (TAG_SHA256, r.sha256.as_str()),
-                            (TAG_RECORD_SHA256, c.record_sha256.as_str()),
-                        ]),
-                    },
-                )?;
+                compaction_lines(&mut out, seal.sealed_ms, c)?;
             }
         }
     }
     Ok(out)
+}
+
+/// Version 0's actions: `commitInfo`, `protocol`, `metaData`.
+fn create_lines(
+    out: &mut Vec<u8>,
+    table: &Table,
+    columns: &[Column],
+    tool_version: &str,
+) -> Result<()> {
+    let info = CommitInfo {
+        timestamp: table.created_ms,
+        operation: "CREATE TABLE",
+        operation_parameters: BTreeMap::from([
+            ("mode", "ErrorIfExists".to_string()),
+            ("partitionBy", r#"["run_id","target_crs"]"#.to_string()),
+        ]),
+        engine_info: tool_version,
+        is_blind_append: true,
+        lineage: LineageInfo {
+            table: &table.id,
+            contract: &table.contract,
+            seq: None,
+            sha256: None,
+            tree_size: None,
+            root: None,
+            compactions: Vec::new(),
+        },
+    };
+    line(out, "commitInfo", &info)?;
+    line(out, "protocol", &protocol())?;
+    line(out, "metaData", &metadata(table, columns)?)
+}
+
+/// A seal's version up to its adds: `commitInfo`, a `metaData` when the schema changes,
+/// and the seal's `txn`.
+fn seal_head_lines(
+    out: &mut Vec<u8>,
+    seal: &SealFacts,
+    table: &Table,
+    new_columns: Option<&[Column]>,
+    compactions: &[CompactedFile],
+) -> Result<()> {
+    let info = CommitInfo {
+        timestamp: seal.sealed_ms,
+        operation: "WRITE",
+        operation_parameters: BTreeMap::from([
+            ("mode", "Append".to_string()),
+            ("partitionBy", r#"["run_id","target_crs"]"#.to_string()),
+        ]),
+        engine_info: &seal.tool_version,
+        is_blind_append: compactions.is_empty(),
+        lineage: LineageInfo {
+            table: &table.id,
+            contract: &table.contract,
+            seq: Some(seal.seq),
+            sha256: Some(&seal.sha256),
+            tree_size: Some(seal.tree_size),
+            root: Some(&seal.root),
+            compactions: compactions
+                .iter()
+                .map(|c| c.record.compaction_id.as_str())
+                .collect(),
+        },
+    };
+    line(out, "commitInfo", &info)?;
+    if let Some(columns) = new_columns {
+        line(out, "metaData", &metadata(table, columns)?)?;
+    }
+    line(
+        out,
+        "txn",
+        &Txn {
+            app_id: SEAL_APP_ID,
+            version: seal.seq,
+            last_updated: seal.sealed_ms,
+        },
+    )
+}
+
+/// One compaction's actions: a `remove` of each source part (no data change), then the
+/// `add` of the compacted part.
+fn compaction_lines(out: &mut Vec<u8>, sealed_ms: i64, c: &CompactedFile) -> Result<()> {
+    let r = &c.record;
+    let values = BTreeMap::from([
+        ("run_id", r.run_id.as_str()),
+        ("target_crs", r.target_crs.as_str()),
+    ]);
+    for src in &r.sources {
+        line(
+            out,
+            "remove",
+            &Remove {
+                path: encode_path(&src.part_path),
+                deletion_timestamp: sealed_ms,
+                data_change: false,
+                extended_file_metadata: true,
+                partition_values: values.clone(),
+                size: src.size_bytes,
+                tags: BTreeMap::from([
+                    (TAG_COMMIT_ID, src.commit_id.as_str()),
+                    (TAG_SHA256, src.sha256.as_str()),
+                    (TAG_POINTER_SHA256, src.pointer_sha256.as_str()),
+                ]),
+            },
+        )?;
+    }
+    let stats = c
+        .stats
+        .as_ref()
+        .map(|s| serde_json::to_string(s).map_err(|e| Error::internal_from(e)))
+        .transpose()?;
+    line(
+        out,
+        "add",
+        &Add {
+            path: encode_path(&r.part_path),
+            partition_values: values,
+            size: r.size_bytes,
+            modification_time: millis(&r.compacted_utc, "compacted_utc")?,
+            data_change: false,
+            stats,
+            tags: BTreeMap::from([
+                (TAG_COMPACTION_ID, r.compaction_id.as_str()),
+                (TAG_SHA256, r.sha256.as_str()),
+                (TAG_RECORD_SHA256, c.record_sha256.as_str()),
+            ]),
+        },
+    )
 }
 
 fn add(a: &AddFile) -> Result<Add<'_>> {

@@ -106,6 +106,14 @@ impl Pointer {
     /// UUID, `part_path` the key of a part, digests lower-case hex of their length, the
     /// other text fields short.
     pub fn field_problem(&self) -> Option<String> {
+        self.name_problem()
+            .or_else(|| self.digest_problem())
+            .or_else(|| self.text_problem())
+    }
+
+    /// Why `run_id`, `target_crs`, `commit_id` or `part_path` is not one lineage-store
+    /// could have written, or `None`.
+    fn name_problem(&self) -> Option<String> {
         use crate::format::keys;
         use crate::schema::rules::quote;
         if let Some(why) = keys::run_id_segment_problem(&self.run_id) {
@@ -129,6 +137,12 @@ impl Pointer {
                 quote(&self.part_path)
             ));
         }
+        None
+    }
+
+    /// Why `sha256` or `blake3` is not 64 lower-case hex digits, or `None`.
+    fn digest_problem(&self) -> Option<String> {
+        use crate::schema::rules::quote;
         let hex =
             |v: &str| v.len() == 64 && v.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
         if !hex(&self.sha256) {
@@ -137,12 +151,17 @@ impl Pointer {
                 quote(&self.sha256)
             ));
         }
-        if let Some(b3) = self.blake3.as_deref().filter(|b| !hex(b)) {
-            return Some(format!(
-                "blake3 {} is not 64 lower-case hex digits",
-                quote(b3)
-            ));
-        }
+        let b3 = self.blake3.as_deref().filter(|b| !hex(b))?;
+        Some(format!(
+            "blake3 {} is not 64 lower-case hex digits",
+            quote(b3)
+        ))
+    }
+
+    /// Why a short text field is too long or holds a control character, the commit key
+    /// is too long, or the sequence range is reversed, or `None`.
+    fn text_problem(&self) -> Option<String> {
+        use crate::schema::rules::quote;
         for (name, v) in [
             ("schema_version", &self.schema_version),
             ("committed_utc", &self.committed_utc),

@@ -125,12 +125,6 @@ pub async fn compare(
 ) -> Result<ReplicaReport> {
     let rchain = chain::walk(replica, None).await?;
     let schain = chain::walk(source, None).await?;
-    let listed = |l: Vec<crate::publish::ObjectInfo>| -> BTreeMap<String, u64> {
-        l.into_iter()
-            .filter(|o| kind_of(&o.key) != Kind::Temp)
-            .map(|o| (o.key, o.size))
-            .collect()
-    };
     let rlist = listed(replica.list("").await?);
     let slist = listed(source.list("").await?);
     let mut report = ReplicaReport {
@@ -144,15 +138,64 @@ pub async fn compare(
         behind: Behind::default(),
         problems: Vec::new(),
     };
-    let push = |r: &mut ReplicaReport, kind, key: &str, detail: String| {
-        r.problems.push(ReplicaProblem {
+    hash_both(replica, source, &rlist, &slist, &mut report).await?;
+    let rmax = relate_chains(&rchain, &schain, &mut report);
+    let sides = Sides {
+        rchain: &rchain,
+        schain: &schain,
+        rmax,
+        rlist: &rlist,
+    };
+    for k in slist.keys().filter(|k| !rlist.contains_key(*k)) {
+        match sides.why_missing(k, &mut report.behind) {
+            Some(w) => report.push(
+                ReplicaProblemKind::OnlyInSource,
+                k,
+                format!("missing from the replica: {w}"),
+            ),
+            None => report.behind.objects += 1,
+        }
+    }
+    for k in rlist.keys().filter(|k| !slist.contains_key(*k)) {
+        report.push(
+            ReplicaProblemKind::OnlyInReplica,
+            k,
+            "in the replica, not in the source: removed from the source, or written to the replica by something other than `lineage replicate`".into(),
+        );
+    }
+    report
+        .problems
+        .sort_by(|a, b| (a.kind, &a.key).cmp(&(b.kind, &b.key)));
+    Ok(report)
+}
+
+impl ReplicaReport {
+    /// Record one problem.
+    fn push(&mut self, kind: ReplicaProblemKind, key: &str, detail: String) {
+        self.problems.push(ReplicaProblem {
             kind,
             key: key.to_string(),
             detail,
         });
-    };
+    }
+}
 
-    // Objects on both sides: hashed on both.
+/// A listing as key → size, publishes in flight left out.
+fn listed(l: Vec<crate::publish::ObjectInfo>) -> BTreeMap<String, u64> {
+    l.into_iter()
+        .filter(|o| kind_of(&o.key) != Kind::Temp)
+        .map(|o| (o.key, o.size))
+        .collect()
+}
+
+/// Hash every object present on both sides, on both sides, and name those that differ.
+async fn hash_both(
+    replica: &dyn AtomicPublisher,
+    source: &dyn AtomicPublisher,
+    rlist: &BTreeMap<String, u64>,
+    slist: &BTreeMap<String, u64>,
+    report: &mut ReplicaReport,
+) -> Result<()> {
     let both: Vec<(&String, u64, u64)> = rlist
         .iter()
         .filter_map(|(k, &rs)| slist.get(k).map(|&ss| (k, rs, ss)))
@@ -173,8 +216,7 @@ pub async fn compare(
         report.objects_compared += 1;
         report.bytes_hashed += rs + ss;
         if rd != sd || rs != ss {
-            push(
-                &mut report,
+            report.push(
                 ReplicaProblemKind::Differs,
                 k,
                 format!(
@@ -183,8 +225,12 @@ pub async fn compare(
             );
         }
     }
+    Ok(())
+}
 
-    // The seal chains, seal by seal.
+/// Compare the two seal chains seal by seal: sets the report's relation (and seals
+/// behind), names a divergence. Returns the replica's newest seal number (0 for none).
+fn relate_chains(rchain: &Chain, schain: &Chain, report: &mut ReplicaReport) -> u64 {
     let rseals: BTreeMap<u64, &str> = rchain
         .seals
         .iter()
@@ -205,8 +251,7 @@ pub async fn compare(
     report.relation = match diverged {
         Some((n, d)) => {
             let s = sseals.get(n).copied().unwrap_or_default();
-            push(
-                &mut report,
+            report.push(
                 ReplicaProblemKind::Diverged,
                 &seal_key(*n),
                 format!("the replica's seal {n} has sha256 {d}, the source's {s}: the two histories diverge from seal {n}"),
@@ -221,20 +266,24 @@ pub async fn compare(
     if report.relation == Relation::ReplicaBehind {
         report.behind.seals = smax - rmax;
     }
+    rmax
+}
 
-    // Objects on one side only.
-    let sealed_at = |c: &Chain, key: &str| c.by_key.get(key).map(|&i| c.leaves[i].seq);
-    let vouched = |key: &str| -> Option<String> {
-        if let Some(n) = sealed_at(&rchain, key) {
-            return Some(format!("the replica's seal {n} covers it"));
-        }
-        match sealed_at(&schain, key) {
-            Some(n) if n <= rmax => Some(format!("sealed by seal {n}, which the replica holds")),
-            _ => None,
-        }
-    };
-    for (k, _) in slist.iter().filter(|(k, _)| !rlist.contains_key(*k)) {
-        let why = match kind_of(k) {
+/// What the replica vouches for, to judge an object only in the source.
+struct Sides<'a> {
+    rchain: &'a Chain,
+    schain: &'a Chain,
+    /// The replica's newest seal number.
+    rmax: u64,
+    rlist: &'a BTreeMap<String, u64>,
+}
+
+impl Sides<'_> {
+    /// Why `k`, only in the source, is a problem, if it is; otherwise it is behind (a
+    /// pointer the replica need not hold yet counts into `behind.commits`).
+    fn why_missing(&self, k: &str, behind: &mut Behind) -> Option<String> {
+        let rmax = self.rmax;
+        match kind_of(k) {
             Kind::Foreign => Some(
                 "not written by lineage-store, so `lineage replicate` does not copy it: see `lineage verify` of the source".to_string(),
             ),
@@ -245,9 +294,9 @@ pub async fn compare(
             Kind::Delta(v) => (v.max(1) <= rmax)
                 .then(|| format!("the replica holds seal {}, which this version is", v.max(1))),
             Kind::Pointer { .. } => {
-                let why = vouched(k);
+                let why = self.vouched(k);
                 if why.is_none() {
-                    report.behind.commits += 1;
+                    behind.commits += 1;
                 }
                 why
             }
@@ -256,10 +305,10 @@ pub async fn compare(
                     run_id, commit_id, ..
                 } => {
                     let ptr = keys::pointer_key(&run_id, &commit_id);
-                    if rlist.contains_key(&ptr) {
+                    if self.rlist.contains_key(&ptr) {
                         Some(format!("its pointer {ptr} is in the replica"))
                     } else {
-                        vouched(&ptr).map(|w| format!("its pointer {ptr}: {w}"))
+                        self.vouched(&ptr).map(|w| format!("its pointer {ptr}: {w}"))
                     }
                 }
                 _ => None,
@@ -274,27 +323,20 @@ pub async fn compare(
             | Kind::Head
             | Kind::Witness
             | Kind::Temp => None,
-        };
-        match why {
-            Some(w) => push(
-                &mut report,
-                ReplicaProblemKind::OnlyInSource,
-                k,
-                format!("missing from the replica: {w}"),
-            ),
-            None => report.behind.objects += 1,
         }
     }
-    for k in rlist.keys().filter(|k| !slist.contains_key(*k)) {
-        push(
-            &mut report,
-            ReplicaProblemKind::OnlyInReplica,
-            k,
-            "in the replica, not in the source: removed from the source, or written to the replica by something other than `lineage replicate`".into(),
-        );
+
+    /// How the replica vouches for the pointer `key`, if it does.
+    fn vouched(&self, key: &str) -> Option<String> {
+        let sealed_at = |c: &Chain, key: &str| c.by_key.get(key).map(|&i| c.leaves[i].seq);
+        if let Some(n) = sealed_at(self.rchain, key) {
+            return Some(format!("the replica's seal {n} covers it"));
+        }
+        match sealed_at(self.schain, key) {
+            Some(n) if n <= self.rmax => {
+                Some(format!("sealed by seal {n}, which the replica holds"))
+            }
+            _ => None,
+        }
     }
-    report
-        .problems
-        .sort_by(|a, b| (a.kind, &a.key).cmp(&(b.kind, &b.key)));
-    Ok(report)
 }

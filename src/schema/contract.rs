@@ -482,42 +482,8 @@ fn additive(prev: &ContractVersion, v: &str, columns: &[Column]) -> Result<Contr
             prev.version
         )));
     }
-    for (i, old) in prev.columns.iter().enumerate() {
-        match columns.iter().position(|c| c.name == old.name) {
-            None => {
-                return Err(major(match columns.get(i) {
-                    Some(c) if !prev.columns.iter().any(|o| o.name == c.name) => format!(
-                        "column {} `{}` of {} is renamed to `{}`",
-                        i + 1,
-                        old.name,
-                        prev.version,
-                        c.name
-                    ),
-                    _ => format!("column `{}` of {} is removed", old.name, prev.version),
-                }))
-            }
-            Some(j) if j != i => {
-                return Err(major(format!(
-                    "column `{}` moves from position {} to {}",
-                    old.name,
-                    i + 1,
-                    j + 1
-                )))
-            }
-            Some(j) => {
-                let c = &columns[j];
-                if c.kind != old.kind || c.required != old.required {
-                    return Err(major(format!(
-                        "column `{}` changes from {:?}{} to {:?}{}",
-                        old.name,
-                        old.kind,
-                        if old.required { " required" } else { "" },
-                        c.kind,
-                        if c.required { " required" } else { "" }
-                    )));
-                }
-            }
-        }
+    if let Some(why) = changed_column(prev, columns) {
+        return Err(major(why));
     }
     let added = &columns[prev.columns.len().min(columns.len())..];
     if added.is_empty() {
@@ -544,6 +510,49 @@ fn additive(prev: &ContractVersion, v: &str, columns: &[Column]) -> Result<Contr
         }
     }
     ContractVersion::new(v, columns.to_vec())
+}
+
+/// How a column of `prev` is removed, renamed, moved, retyped or made (not) required in
+/// `columns`, if one is: the first such change.
+fn changed_column(prev: &ContractVersion, columns: &[Column]) -> Option<String> {
+    for (i, old) in prev.columns.iter().enumerate() {
+        match columns.iter().position(|c| c.name == old.name) {
+            None => {
+                return Some(match columns.get(i) {
+                    Some(c) if !prev.columns.iter().any(|o| o.name == c.name) => format!(
+                        "column {} `{}` of {} is renamed to `{}`",
+                        i + 1,
+                        old.name,
+                        prev.version,
+                        c.name
+                    ),
+                    _ => format!("column `{}` of {} is removed", old.name, prev.version),
+                })
+            }
+            Some(j) if j != i => {
+                return Some(format!(
+                    "column `{}` moves from position {} to {}",
+                    old.name,
+                    i + 1,
+                    j + 1
+                ))
+            }
+            Some(j) => {
+                let c = &columns[j];
+                if c.kind != old.kind || c.required != old.required {
+                    return Some(format!(
+                        "column `{}` changes from {:?}{} to {:?}{}",
+                        old.name,
+                        old.kind,
+                        if old.required { " required" } else { "" },
+                        c.kind,
+                        if c.required { " required" } else { "" }
+                    ));
+                }
+            }
+        }
+    }
+    None
 }
 
 /// Batches of the version `from` as version `to`: the same batches when equal; with the

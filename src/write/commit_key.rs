@@ -68,8 +68,8 @@ pub(crate) async fn claim(
     bytes.push(b'\n');
     let object = crate::format::keys::commit_key_claim_key(key);
     let ours = claim.payload_sha256.clone();
-    let older = std::sync::Mutex::new(None);
-    let standing = std::sync::Mutex::new(encoding.tag());
+    // The claim standing under the key when it is a format-1 one or our own.
+    let standing = std::sync::Mutex::new(None);
     let published = publish_checked(store, &object, bytes.into(), |have| {
         let other: Claim = serde_json::from_slice(have)
             .map_err(|e| format!("commit key {key:?} is claimed by an unreadable object: {e}"))?;
@@ -79,34 +79,25 @@ pub(crate) async fn claim(
                 other.commit_key
             ));
         }
-        if other.format == CLAIM_FORMAT_V1 {
-            if let Ok(mut g) = older.lock() {
-                *g = Some(other);
-            }
-            return Ok(());
-        }
-        if other.format != CLAIM_FORMAT {
+        if other.format != CLAIM_FORMAT_V1 && other.format != CLAIM_FORMAT {
             return Err(format!(
                 "commit key {key:?} is claimed in an unknown format {:?}",
                 other.format
             ));
         }
-        if other.payload_sha256 == ours {
-            if let Ok(mut g) = standing.lock() {
-                *g = other.part_encoding;
-            }
-            Ok(())
-        } else {
-            Err(conflict_message(key, &other.payload_sha256, &ours))
+        if other.format == CLAIM_FORMAT && other.payload_sha256 != ours {
+            return Err(conflict_message(key, &other.payload_sha256, &ours));
         }
+        if let Ok(mut g) = standing.lock() {
+            *g = Some(other);
+        }
+        Ok(())
     })
     .await?;
-    Ok(match older.into_inner().ok().flatten() {
-        Some(c) => Claimed::Format1(c),
-        None => {
-            let tag = standing.into_inner().ok().flatten();
-            Claimed::Ours(published, PartEncoding::from_tag(tag)?)
-        }
+    Ok(match standing.into_inner().ok().flatten() {
+        Some(c) if c.format == CLAIM_FORMAT_V1 => Claimed::Format1(c),
+        Some(c) => Claimed::Ours(published, PartEncoding::from_tag(c.part_encoding)?),
+        None => Claimed::Ours(published, PartEncoding::from_tag(encoding.tag())?),
     })
 }
 

@@ -49,54 +49,13 @@ pub fn generate(rows: usize, runs: usize, seed: u64) -> Result<Vec<RecordBatch>>
     let base_us: i64 = 1_783_922_400_000_000; // 2026-07-13T06:00:00Z
     for r in 0..runs {
         let n = rows / runs + usize::from(r < rows % runs);
-        let run_id = format!(
-            "run-2026-07-{:02}-{:06x}",
-            13 + r,
-            rng.next_u64() & 0xff_ffff
-        );
-        let tool = format!("geostd/2.4.{r}");
-        let tag = format!(
-            "{}:2026Q3:r{r:02}",
-            if r % 2 == 0 {
-                "iso19115-li"
-            } else {
-                "inspire-tg"
-            }
-        );
+        let (run_id, tool, tag) = run_labels(r, &mut rng);
         let mut t = base_us + r as i64 * 86_400_000_000;
         for i in 0..n {
             t += 1 + (rng.unit() * 800.0) as i64;
             let (stage, event_type) = STAGES[rng.pick(&STAGE_W)];
-            let mut strategy = Some(rng.pick(&[0.7, 0.2, 0.07, 0.03]) as i32);
-            let (outcome, reason, acc) = if rng.unit() < 0.03 {
-                let reason = REASONS[(rng.next_u64() % 4) as usize];
-                let acc = match reason {
-                    "no_transform_path" => {
-                        strategy = None;
-                        None
-                    }
-                    "accuracy_exceeds_tolerance" => Some(10.0 + rng.unit() * 240.0),
-                    _ => None,
-                };
-                ("rejected", Some(reason), acc)
-            } else {
-                let base = STRATEGY_M[strategy.unwrap_or(0) as usize];
-                ("transformed", None, Some(base * (0.5 + rng.unit())))
-            };
-            let event_id = uuid::Builder::from_random_bytes(
-                rng.next_u64()
-                    .to_le_bytes()
-                    .repeat(2)
-                    .try_into()
-                    .unwrap_or([0; 16]),
-            )
-            .into_uuid()
-            .to_string();
-            let feature_id = format!(
-                "{}:{:08}",
-                LAYERS[(rng.next_u64() % 4) as usize],
-                rng.next_u64() % 100_000_000
-            );
+            let (strategy, outcome, reason, acc) = outcome(&mut rng);
+            let (event_id, feature_id) = ids(&mut rng);
             b.push(&EventRow {
                 event_id: Some(&event_id),
                 run_id: Some(&run_id),
@@ -123,4 +82,63 @@ pub fn generate(rows: usize, runs: usize, seed: u64) -> Result<Vec<RecordBatch>>
         out.push(b.finish()?);
     }
     Ok(out)
+}
+
+/// Run `r`'s id, tool version and audit tag.
+fn run_labels(r: usize, rng: &mut Rng) -> (String, String, String) {
+    let run_id = format!(
+        "run-2026-07-{:02}-{:06x}",
+        13 + r,
+        rng.next_u64() & 0xff_ffff
+    );
+    let tool = format!("geostd/2.4.{r}");
+    let tag = format!(
+        "{}:2026Q3:r{r:02}",
+        if r.is_multiple_of(2) {
+            "iso19115-li"
+        } else {
+            "inspire-tg"
+        }
+    );
+    (run_id, tool, tag)
+}
+
+/// One event's strategy, outcome, rejection reason and accuracy: a few percent rejected.
+fn outcome(rng: &mut Rng) -> (Option<i32>, &'static str, Option<&'static str>, Option<f64>) {
+    let mut strategy = Some(rng.pick(&[0.7, 0.2, 0.07, 0.03]) as i32);
+    let (outcome, reason, acc) = if rng.unit() < 0.03 {
+        let reason = REASONS[(rng.next_u64() % 4) as usize];
+        let acc = match reason {
+            "no_transform_path" => {
+                strategy = None;
+                None
+            }
+            "accuracy_exceeds_tolerance" => Some(10.0 + rng.unit() * 240.0),
+            _ => None,
+        };
+        ("rejected", Some(reason), acc)
+    } else {
+        let base = STRATEGY_M[strategy.unwrap_or(0) as usize];
+        ("transformed", None, Some(base * (0.5 + rng.unit())))
+    };
+    (strategy, outcome, reason, acc)
+}
+
+/// One event's id (a UUID from the generator) and feature id.
+fn ids(rng: &mut Rng) -> (String, String) {
+    let event_id = uuid::Builder::from_random_bytes(
+        rng.next_u64()
+            .to_le_bytes()
+            .repeat(2)
+            .try_into()
+            .unwrap_or([0; 16]),
+    )
+    .into_uuid()
+    .to_string();
+    let feature_id = format!(
+        "{}:{:08}",
+        LAYERS[(rng.next_u64() % 4) as usize],
+        rng.next_u64() % 100_000_000
+    );
+    (event_id, feature_id)
 }

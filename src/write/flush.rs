@@ -172,9 +172,30 @@ impl WriteConfig {
             }
         })
         .await?;
-        let pointer = Pointer {
+        let pointer = self.pointer_of(run_id, target_crs, commit_id.clone(), part_key, &enc);
+        let (outcome, stored) = self.publish_pointer(run_id, &pointer).await?;
+        tracing::info!(commit = %commit_id, rows = enc.rows, bytes = enc.bytes.len(), ?outcome, "committed");
+        let pointer = match (outcome, stored) {
+            (Published::AlreadyOurs, Some(p)) => p,
+            _ => pointer,
+        };
+        // 3. the index entry, named after the pointer as stored (a retry's is the same key).
+        crate::history::index::publish_entry(self.store.as_ref(), &pointer).await;
+        Ok(pointer)
+    }
+
+    /// The pointer of the encoded flush `enc`, published as `part_key`, committed now.
+    fn pointer_of(
+        &self,
+        run_id: &str,
+        target_crs: &str,
+        commit_id: String,
+        part_key: String,
+        enc: &EncodedPart,
+    ) -> Pointer {
+        Pointer {
             format: POINTER_FORMAT.to_string(),
-            commit_id: commit_id.clone(),
+            commit_id,
             run_id: run_id.to_string(),
             target_crs: target_crs.to_string(),
             part_path: part_key,
@@ -191,8 +212,17 @@ impl WriteConfig {
             tool_version: tool_version(),
             commit_key: self.commit_key.clone(),
             adopted: false,
-        };
-        let pkey = keys::pointer_key(run_id, &commit_id);
+        }
+    }
+
+    /// Publish `pointer` create-only. A pointer already there for the same commit and
+    /// part is ours (a retry): it is returned as stored, with the outcome.
+    async fn publish_pointer(
+        &self,
+        run_id: &str,
+        pointer: &Pointer,
+    ) -> Result<(Published, Option<Pointer>)> {
+        let pkey = keys::pointer_key(run_id, &pointer.commit_id);
         let existing = std::sync::Mutex::new(None);
         let outcome = publish_checked(
             self.store.as_ref(),
@@ -217,14 +247,6 @@ impl WriteConfig {
             },
         )
         .await?;
-        let stored = existing.into_inner().ok().flatten();
-        tracing::info!(commit = %commit_id, rows = enc.rows, bytes = enc.bytes.len(), ?outcome, "committed");
-        let pointer = match (outcome, stored) {
-            (Published::AlreadyOurs, Some(p)) => p,
-            _ => pointer,
-        };
-        // 3. the index entry, named after the pointer as stored (a retry's is the same key).
-        crate::history::index::publish_entry(self.store.as_ref(), &pointer).await;
-        Ok(pointer)
+        Ok((outcome, existing.into_inner().ok().flatten()))
     }
 }

@@ -338,45 +338,13 @@ fn decimal_text(v: i128, scale: i8) -> String {
     format!("{}{int}.{frac}", if v < 0 { "-" } else { "" })
 }
 
+/// `col` converted as `c` plans, to `want`; the first value that would change is an error
+/// (its row and why).
 fn convert(col: &ArrayRef, c: Conv, want: &DataType) -> std::result::Result<ArrayRef, Lossy> {
-    let internal = |what: &str| (0, format!("internal: {what} is not the type planned"));
     match c {
         Conv::Int => to_int(int_values(col).ok_or_else(|| internal("an integer"))?, want),
-        Conv::FloatToInt => {
-            let vals = float_values(col).ok_or_else(|| internal("a float"))?;
-            let mut out = Vec::with_capacity(vals.len());
-            for (r, v) in vals.into_iter().enumerate() {
-                out.push(match v {
-                    None => None,
-                    Some(f) if f.is_nan() => {
-                        return Err((
-                            r,
-                            "NaN is not a whole number (null is the value for none)".into(),
-                        ))
-                    }
-                    // Whole numbers up to 2^63 are exact in both; the range is checked below.
-                    Some(f) if f.fract() == 0.0 && f.abs() < 1e19 => Some(f as i128),
-                    Some(f) => return Err((r, format!("{f} is not a whole number"))),
-                });
-            }
-            to_int(out, want)
-        }
-        Conv::IntToFloat => {
-            let vals = int_values(col).ok_or_else(|| internal("an integer"))?;
-            const EXACT: i128 = 1 << 53;
-            if let Some((r, v)) = vals
-                .iter()
-                .enumerate()
-                .find_map(|(r, v)| v.filter(|v| v.abs() > EXACT).map(|v| (r, v)))
-            {
-                return Err((r, format!("{v} has no exact float64 (beyond 2^53)")));
-            }
-            Ok(Arc::new(
-                vals.into_iter()
-                    .map(|v| v.map(|v| v as f64))
-                    .collect::<Float64Array>(),
-            ))
-        }
+        Conv::FloatToInt => float_to_int(col, want),
+        Conv::IntToFloat => int_to_float(col),
         Conv::Widen => Ok(Arc::new(
             float_values(col)
                 .ok_or_else(|| internal("a float"))?
@@ -387,97 +355,159 @@ fn convert(col: &ArrayRef, c: Conv, want: &DataType) -> std::result::Result<Arra
             let a = col
                 .as_primitive_opt::<Decimal128Type>()
                 .ok_or_else(|| internal("a decimal"))?;
-            let scale = a.scale();
             if c == Conv::DecToFloat {
-                let mut out = Vec::with_capacity(a.len());
-                for (r, v) in a.iter().enumerate() {
-                    out.push(match v {
-                        None => None,
-                        Some(v) => Some(decimal_to_f64(v, scale).ok_or_else(|| {
-                            (
-                                r,
-                                format!("{} has no exact float64", decimal_text(v, scale)),
-                            )
-                        })?),
-                    });
-                }
-                return Ok(Arc::new(out.into_iter().collect::<Float64Array>()));
+                dec_to_float(a)
+            } else {
+                dec_to_int(a, want)
             }
-            let mut out = Vec::with_capacity(a.len());
-            for (r, v) in a.iter().enumerate() {
-                out.push(match v {
-                    None => None,
-                    Some(v) => {
-                        let whole = if scale >= 0 {
-                            let p = 10i128.checked_pow(u32::from(scale.unsigned_abs()));
-                            p.filter(|p| v % p == 0).map(|p| v / p)
-                        } else {
-                            10i128
-                                .checked_pow(u32::from(scale.unsigned_abs()))
-                                .and_then(|p| v.checked_mul(p))
-                        };
-                        Some(whole.ok_or_else(|| {
-                            (
-                                r,
-                                format!("{} is not a whole number", decimal_text(v, scale)),
-                            )
-                        })?)
-                    }
-                });
-            }
-            to_int(out, want)
         }
-        Conv::Time(unit) => {
-            let a: Vec<Option<i64>> = match unit {
-                TimeUnit::Second => col
-                    .as_primitive_opt::<arrow_array::types::TimestampSecondType>()
-                    .map(|a| a.iter().collect()),
-                TimeUnit::Millisecond => col
-                    .as_primitive_opt::<arrow_array::types::TimestampMillisecondType>()
-                    .map(|a| a.iter().collect()),
-                TimeUnit::Microsecond => col
-                    .as_primitive_opt::<arrow_array::types::TimestampMicrosecondType>()
-                    .map(|a| a.iter().collect()),
-                TimeUnit::Nanosecond => col
-                    .as_primitive_opt::<arrow_array::types::TimestampNanosecondType>()
-                    .map(|a| a.iter().collect()),
+        Conv::Time(unit) => time_to_micros(col, unit),
+    }
+}
+
+/// The error of a column that is not of the type the plan found.
+fn internal(what: &str) -> Lossy {
+    (0, format!("internal: {what} is not the type planned"))
+}
+
+/// Floats that are whole numbers, to the integer type `want`.
+fn float_to_int(col: &ArrayRef, want: &DataType) -> std::result::Result<ArrayRef, Lossy> {
+    let vals = float_values(col).ok_or_else(|| internal("a float"))?;
+    let mut out = Vec::with_capacity(vals.len());
+    for (r, v) in vals.into_iter().enumerate() {
+        out.push(match v {
+            None => None,
+            Some(f) if f.is_nan() => {
+                return Err((
+                    r,
+                    "NaN is not a whole number (null is the value for none)".into(),
+                ))
             }
-            .ok_or_else(|| internal("a timestamp"))?;
-            let mut out = Vec::with_capacity(a.len());
-            for (r, v) in a.into_iter().enumerate() {
-                let Some(v) = v else {
-                    out.push(None);
-                    continue;
+            // Whole numbers up to 2^63 are exact in both; the range is checked below.
+            Some(f) if f.fract() == 0.0 && f.abs() < 1e19 => Some(f as i128),
+            Some(f) => return Err((r, format!("{f} is not a whole number"))),
+        });
+    }
+    to_int(out, want)
+}
+
+/// Integers up to 2^53 in magnitude, to float64.
+fn int_to_float(col: &ArrayRef) -> std::result::Result<ArrayRef, Lossy> {
+    let vals = int_values(col).ok_or_else(|| internal("an integer"))?;
+    const EXACT: i128 = 1 << 53;
+    if let Some((r, v)) = vals
+        .iter()
+        .enumerate()
+        .find_map(|(r, v)| v.filter(|v| v.abs() > EXACT).map(|v| (r, v)))
+    {
+        return Err((r, format!("{v} has no exact float64 (beyond 2^53)")));
+    }
+    Ok(Arc::new(
+        vals.into_iter()
+            .map(|v| v.map(|v| v as f64))
+            .collect::<Float64Array>(),
+    ))
+}
+
+/// Decimals that are exactly a float64, to float64.
+fn dec_to_float(a: &arrow_array::Decimal128Array) -> std::result::Result<ArrayRef, Lossy> {
+    let scale = a.scale();
+    let mut out = Vec::with_capacity(a.len());
+    for (r, v) in a.iter().enumerate() {
+        out.push(match v {
+            None => None,
+            Some(v) => Some(decimal_to_f64(v, scale).ok_or_else(|| {
+                (
+                    r,
+                    format!("{} has no exact float64", decimal_text(v, scale)),
+                )
+            })?),
+        });
+    }
+    Ok(Arc::new(out.into_iter().collect::<Float64Array>()))
+}
+
+/// Decimals that are whole numbers, to the integer type `want`.
+fn dec_to_int(
+    a: &arrow_array::Decimal128Array,
+    want: &DataType,
+) -> std::result::Result<ArrayRef, Lossy> {
+    let scale = a.scale();
+    let mut out = Vec::with_capacity(a.len());
+    for (r, v) in a.iter().enumerate() {
+        out.push(match v {
+            None => None,
+            Some(v) => {
+                let whole = if scale >= 0 {
+                    let p = 10i128.checked_pow(u32::from(scale.unsigned_abs()));
+                    p.filter(|p| v % p == 0).map(|p| v / p)
+                } else {
+                    10i128
+                        .checked_pow(u32::from(scale.unsigned_abs()))
+                        .and_then(|p| v.checked_mul(p))
                 };
-                let us = match unit {
-                    TimeUnit::Second => v.checked_mul(1_000_000),
-                    TimeUnit::Millisecond => v.checked_mul(1_000),
-                    TimeUnit::Microsecond => Some(v),
-                    TimeUnit::Nanosecond => {
-                        let sub = v.rem_euclid(1_000);
-                        if sub != 0 {
-                            return Err((
-                                r,
-                                format!(
-                                    "{v} ns since 1970 has a sub-microsecond part ({sub} ns) that the contract's microseconds cannot hold"
-                                ),
-                            ));
-                        }
-                        Some(v.div_euclid(1_000))
-                    }
-                };
-                out.push(Some(us.ok_or_else(|| {
+                Some(whole.ok_or_else(|| {
                     (
                         r,
-                        format!("{v} is out of the range of microseconds since 1970"),
+                        format!("{} is not a whole number", decimal_text(v, scale)),
                     )
-                })?));
+                })?)
             }
-            Ok(Arc::new(
-                TimestampMicrosecondArray::from(out).with_timezone("UTC"),
-            ))
-        }
+        });
     }
+    to_int(out, want)
+}
+
+/// Timestamps in `unit` to UTC microseconds, each in range and (from nanoseconds) whole.
+fn time_to_micros(col: &ArrayRef, unit: TimeUnit) -> std::result::Result<ArrayRef, Lossy> {
+    let a: Vec<Option<i64>> = match unit {
+        TimeUnit::Second => col
+            .as_primitive_opt::<arrow_array::types::TimestampSecondType>()
+            .map(|a| a.iter().collect()),
+        TimeUnit::Millisecond => col
+            .as_primitive_opt::<arrow_array::types::TimestampMillisecondType>()
+            .map(|a| a.iter().collect()),
+        TimeUnit::Microsecond => col
+            .as_primitive_opt::<arrow_array::types::TimestampMicrosecondType>()
+            .map(|a| a.iter().collect()),
+        TimeUnit::Nanosecond => col
+            .as_primitive_opt::<arrow_array::types::TimestampNanosecondType>()
+            .map(|a| a.iter().collect()),
+    }
+    .ok_or_else(|| internal("a timestamp"))?;
+    let mut out = Vec::with_capacity(a.len());
+    for (r, v) in a.into_iter().enumerate() {
+        let Some(v) = v else {
+            out.push(None);
+            continue;
+        };
+        let us = match unit {
+            TimeUnit::Second => v.checked_mul(1_000_000),
+            TimeUnit::Millisecond => v.checked_mul(1_000),
+            TimeUnit::Microsecond => Some(v),
+            TimeUnit::Nanosecond => {
+                let sub = v.rem_euclid(1_000);
+                if sub != 0 {
+                    return Err((
+                        r,
+                        format!(
+                            "{v} ns since 1970 has a sub-microsecond part ({sub} ns) that the contract's microseconds cannot hold"
+                        ),
+                    ));
+                }
+                Some(v.div_euclid(1_000))
+            }
+        };
+        out.push(Some(us.ok_or_else(|| {
+            (
+                r,
+                format!("{v} is out of the range of microseconds since 1970"),
+            )
+        })?));
+    }
+    Ok(Arc::new(
+        TimestampMicrosecondArray::from(out).with_timezone("UTC"),
+    ))
 }
 
 #[cfg(test)]

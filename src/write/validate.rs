@@ -56,6 +56,70 @@ impl Refuse<'_> {
     }
 }
 
+/// Required fields: no null, and no empty string.
+fn required_cells(version: &contract::ContractVersion, batch: &RecordBatch, r: &mut Refuse<'_>) {
+    for (ci, c) in version.columns.iter().enumerate() {
+        let arr = batch.column(ci);
+        if c.required && arr.null_count() > 0 {
+            for i in (0..arr.len()).filter(|&i| arr.is_null(i)) {
+                r.cell(i, ci, None, "is null, but the contract requires a value");
+            }
+        }
+        if c.kind == Kind::Str {
+            let s = arr.as_string::<i32>();
+            for i in (0..s.len()).filter(|&i| s.is_valid(i) && s.value(i).is_empty()) {
+                r.cell(
+                    i,
+                    ci,
+                    Some(String::new()),
+                    "is an empty string (use null for no value)",
+                );
+            }
+        }
+    }
+}
+
+/// A rejection without its reason, an accuracy that is not a finite non-negative number,
+/// a negative strategy index.
+fn value_rules(batch: &RecordBatch, r: &mut Refuse<'_>) {
+    let outcome = batch.column(col::OUTCOME).as_string::<i32>();
+    let reason = batch.column(col::REJECTION_REASON);
+    for i in (0..outcome.len())
+        .filter(|&i| outcome.is_valid(i) && outcome.value(i) == "rejected" && reason.is_null(i))
+    {
+        r.cell(
+            i,
+            col::REJECTION_REASON,
+            None,
+            "is null, but outcome is `rejected`",
+        );
+    }
+    let acc = batch.column(col::ACCURACY_M).as_primitive::<Float64Type>();
+    for i in (0..acc.len())
+        .filter(|&i| acc.is_valid(i) && !(acc.value(i).is_finite() && acc.value(i) >= 0.0))
+    {
+        // `{:?}` is the shortest exact spelling, in exponent form when long.
+        let v = format!("{:?}", acc.value(i));
+        r.cell(
+            i,
+            col::ACCURACY_M,
+            Some(v.clone()),
+            format!("{v} is not a finite, non-negative number of metres"),
+        );
+    }
+    let strat = batch
+        .column(col::STRATEGY_INDEX)
+        .as_primitive::<Int32Type>();
+    for i in (0..strat.len()).filter(|&i| strat.is_valid(i) && strat.value(i) < 0) {
+        r.cell(
+            i,
+            col::STRATEGY_INDEX,
+            Some(strat.value(i).to_string()),
+            format!("{} is negative", strat.value(i)),
+        );
+    }
+}
+
 impl Validator {
     /// A fresh validator; [`validate`](Self::validate) lists the first
     /// [`DEFAULT_MAX_ERRORS`] errors of a batch.
@@ -102,29 +166,27 @@ impl Validator {
             names: version.columns.iter().map(|c| c.name).collect(),
             errors,
         };
-        // Required fields: no null, and no empty string.
-        for (ci, c) in version.columns.iter().enumerate() {
-            let arr = batch.column(ci);
-            if c.required && arr.null_count() > 0 {
-                for i in (0..arr.len()).filter(|&i| arr.is_null(i)) {
-                    r.cell(i, ci, None, "is null, but the contract requires a value");
-                }
-            }
-            if c.kind == Kind::Str {
-                let s = arr.as_string::<i32>();
-                for i in (0..s.len()).filter(|&i| s.is_valid(i) && s.value(i).is_empty()) {
-                    r.cell(
-                        i,
-                        ci,
-                        Some(String::new()),
-                        "is an empty string (use null for no value)",
-                    );
-                }
-            }
-        }
+        required_cells(&version, batch, &mut r);
         crate::schema::rules::check_batch(batch, &mut |i, ci, value, why| {
             r.cell(i, ci, value, why)
         });
+        self.check_run_ids(batch, &mut r);
+        value_rules(batch, &mut r);
+        let mut cols: Vec<ArrayRef> = batch.columns().to_vec();
+        for ci in [col::SOURCE_CRS, col::TARGET_CRS] {
+            if let Some(canon) = self.canonical_crs(batch.column(ci), ci, &mut r) {
+                cols[ci] = canon;
+            }
+        }
+        if r.errors.total() > before {
+            return Ok(None);
+        }
+        Ok(Some(RecordBatch::try_new(version.schema(), cols)?))
+    }
+
+    /// Refuse each `run_id` that is not acceptable in new input (those found good are
+    /// remembered).
+    fn check_run_ids(&mut self, batch: &RecordBatch, r: &mut Refuse<'_>) {
         let run_ids = batch.column(col::RUN_ID).as_string::<i32>();
         for i in (0..run_ids.len()).filter(|&i| run_ids.is_valid(i)) {
             let v = run_ids.value(i);
@@ -138,52 +200,6 @@ impl Validator {
                 }
             }
         }
-        let outcome = batch.column(col::OUTCOME).as_string::<i32>();
-        let reason = batch.column(col::REJECTION_REASON);
-        for i in (0..outcome.len())
-            .filter(|&i| outcome.is_valid(i) && outcome.value(i) == "rejected" && reason.is_null(i))
-        {
-            r.cell(
-                i,
-                col::REJECTION_REASON,
-                None,
-                "is null, but outcome is `rejected`",
-            );
-        }
-        let acc = batch.column(col::ACCURACY_M).as_primitive::<Float64Type>();
-        for i in (0..acc.len())
-            .filter(|&i| acc.is_valid(i) && !(acc.value(i).is_finite() && acc.value(i) >= 0.0))
-        {
-            // `{:?}` is the shortest exact spelling, in exponent form when long.
-            let v = format!("{:?}", acc.value(i));
-            r.cell(
-                i,
-                col::ACCURACY_M,
-                Some(v.clone()),
-                format!("{v} is not a finite, non-negative number of metres"),
-            );
-        }
-        let strat = batch
-            .column(col::STRATEGY_INDEX)
-            .as_primitive::<Int32Type>();
-        for i in (0..strat.len()).filter(|&i| strat.is_valid(i) && strat.value(i) < 0) {
-            r.cell(
-                i,
-                col::STRATEGY_INDEX,
-                Some(strat.value(i).to_string()),
-                format!("{} is negative", strat.value(i)),
-            );
-        }
-        let mut cols: Vec<ArrayRef> = batch.columns().to_vec();
-        for ci in [col::SOURCE_CRS, col::TARGET_CRS] {
-            if let Some(canon) = self.canonical_crs(batch.column(ci), ci, &mut r) {
-                cols[ci] = canon;
-            }
-        }
-        if r.errors.total() > before {
-            return Ok(None);
-        }
-        Ok(Some(RecordBatch::try_new(version.schema(), cols)?))
     }
 
     /// The canonical column, or `None` when every value already is canonical (or some

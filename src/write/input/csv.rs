@@ -142,6 +142,52 @@ pub(super) fn read<R: std::io::Read>(
         .has_headers(true)
         .flexible(false)
         .from_reader(Lines::new(r, max_record));
+    let (headers, pos) = read_header(&mut rdr)?;
+    let mut batcher = LineBatcher::new();
+    let mut rec = csv::StringRecord::new();
+    loop {
+        match rdr.read_record(&mut rec) {
+            Ok(false) => break,
+            Ok(true) => {
+                let line = rec
+                    .position()
+                    .map_or(0, |p| rdr.get_ref().line_at(p.byte()));
+                push_record(&rec, line, &pos, &mut batcher)?;
+            }
+            Err(e) => {
+                if let Some(too_long) = rdr.get_mut().take_too_long() {
+                    return Err(too_long);
+                }
+                // The record is skipped; reading goes on at the next one.
+                let line = match e.position() {
+                    Some(p) => rdr.get_ref().line_at(p.byte()),
+                    None => return Err(crate::base::error::Error::usage(format!("CSV: {e}"))),
+                };
+                let (column, field) = utf8_field(&e, &headers, &pos);
+                batcher.error_in(
+                    line,
+                    column,
+                    field.as_deref(),
+                    None,
+                    csv_reason(&e, Some(&headers)),
+                )?;
+            }
+        }
+        for b in batcher.take_ready() {
+            emit(b)?;
+        }
+    }
+    for b in batcher.finish()? {
+        emit(b)?;
+    }
+    Ok(())
+}
+
+/// The header record and the column index in the file of each contract column; an
+/// unreadable header or one that is not the contract's refuses the input.
+fn read_header<R: std::io::Read>(
+    rdr: &mut csv::Reader<Lines<R>>,
+) -> Result<(csv::StringRecord, [usize; 15])> {
     let headers = match rdr.headers() {
         Ok(h) => h.clone(),
         Err(e) => {
@@ -161,85 +207,56 @@ pub(super) fn read<R: std::io::Read>(
         .position()
         .map_or(1, |p| rdr.get_ref().line_at(p.byte()));
     let pos = header_columns(&headers, header_line)?;
-    let mut batcher = LineBatcher::new();
-    let mut rec = csv::StringRecord::new();
-    loop {
-        match rdr.read_record(&mut rec) {
-            Ok(false) => break,
-            Ok(true) => {}
-            Err(e) => {
-                if let Some(too_long) = rdr.get_mut().take_too_long() {
-                    return Err(too_long);
-                }
-                // The record is skipped; reading goes on at the next one.
-                let line = match e.position() {
-                    Some(p) => rdr.get_ref().line_at(p.byte()),
-                    None => return Err(crate::base::error::Error::usage(format!("CSV: {e}"))),
-                };
-                let (column, field) = utf8_field(&e, &headers, &pos);
-                batcher.error_in(
-                    line,
-                    column,
-                    field.as_deref(),
-                    None,
-                    csv_reason(&e, Some(&headers)),
-                )?;
-                for b in batcher.take_ready() {
-                    emit(b)?;
-                }
-                continue;
-            }
-        }
-        let line = rec
-            .position()
-            .map_or(0, |p| rdr.get_ref().line_at(p.byte()));
-        let cell = |ci: usize| -> Option<&str> { rec.get(pos[ci]).filter(|v| !v.is_empty()) };
-        let mut refused = Vec::new();
-        let mut row = EventRow::default();
-        for (ci, c) in COLUMNS.iter().enumerate() {
-            let Some(v) = cell(ci) else { continue };
-            let n = v.trim_matches(' ');
-            let got = match c.kind {
-                Kind::Str => Ok(()),
-                Kind::I64 => n
-                    .parse()
-                    .map(|x| row.sequence = Some(x))
-                    .map_err(|_| format!("`{}` is not a 64-bit integer", cut(v))),
-                Kind::I32 => n
-                    .parse()
-                    .map(|x| row.strategy_index = Some(x))
-                    .map_err(|_| format!("`{}` is not a 32-bit integer", cut(v))),
-                Kind::F64 => n
-                    .parse()
-                    .map(|x| row.accuracy_m = Some(x))
-                    .map_err(|_| format!("`{}` is not a number", cut(v))),
-                Kind::TimestampUtc => parse_time_us(v).map(|us| row.event_time_us = Some(us)),
-            };
-            if let Err(why) = got {
-                batcher.error(line, Some(ci), Some(cut(v)), why)?;
-                refused.push(ci);
-            }
-        }
-        row.event_id = cell(0);
-        row.run_id = cell(1);
-        row.stage = cell(4);
-        row.event_type = cell(5);
-        row.feature_id = cell(6);
-        row.source_crs = cell(7);
-        row.target_crs = cell(8);
-        row.outcome = cell(9);
-        row.rejection_reason = cell(12);
-        row.tool_version = cell(13);
-        row.audit_tag = cell(14);
-        batcher.push_refused(&row, line, &refused)?;
-        for b in batcher.take_ready() {
-            emit(b)?;
+    Ok((headers, pos))
+}
+
+/// One record at `line` into the batcher: each cell parsed as its column's type, the
+/// cells that do not parse refused (and named).
+fn push_record(
+    rec: &csv::StringRecord,
+    line: u64,
+    pos: &[usize; 15],
+    batcher: &mut LineBatcher,
+) -> Result<()> {
+    let cell = |ci: usize| -> Option<&str> { rec.get(pos[ci]).filter(|v| !v.is_empty()) };
+    let mut refused = Vec::new();
+    let mut row = EventRow::default();
+    for (ci, c) in COLUMNS.iter().enumerate() {
+        let Some(v) = cell(ci) else { continue };
+        let n = v.trim_matches(' ');
+        let got = match c.kind {
+            Kind::Str => Ok(()),
+            Kind::I64 => n
+                .parse()
+                .map(|x| row.sequence = Some(x))
+                .map_err(|_| format!("`{}` is not a 64-bit integer", cut(v))),
+            Kind::I32 => n
+                .parse()
+                .map(|x| row.strategy_index = Some(x))
+                .map_err(|_| format!("`{}` is not a 32-bit integer", cut(v))),
+            Kind::F64 => n
+                .parse()
+                .map(|x| row.accuracy_m = Some(x))
+                .map_err(|_| format!("`{}` is not a number", cut(v))),
+            Kind::TimestampUtc => parse_time_us(v).map(|us| row.event_time_us = Some(us)),
+        };
+        if let Err(why) = got {
+            batcher.error(line, Some(ci), Some(cut(v)), why)?;
+            refused.push(ci);
         }
     }
-    for b in batcher.finish()? {
-        emit(b)?;
-    }
-    Ok(())
+    row.event_id = cell(0);
+    row.run_id = cell(1);
+    row.stage = cell(4);
+    row.event_type = cell(5);
+    row.feature_id = cell(6);
+    row.source_crs = cell(7);
+    row.target_crs = cell(8);
+    row.outcome = cell(9);
+    row.rejection_reason = cell(12);
+    row.tool_version = cell(13);
+    row.audit_tag = cell(14);
+    batcher.push_refused(&row, line, &refused)
 }
 
 /// Column index in the file of each contract column; every problem of the header at once.

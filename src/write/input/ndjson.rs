@@ -16,7 +16,7 @@ use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
 
 use crate::base::error::Result;
-use crate::schema::contract::{Kind, COLUMNS};
+use crate::schema::contract::{col, Kind, COLUMNS};
 use crate::schema::events::{EventRow, LineBatcher, SourcedBatch};
 use crate::schema::rules::{cut, shorten};
 
@@ -220,34 +220,7 @@ fn trailing(
 /// A line that parsed as the contract's object: report missing fields and refused times,
 /// and push the row.
 fn push_raw(raw: Raw<'_>, line_no: u64, batcher: &mut LineBatcher) -> Result<()> {
-    let mut refused: Vec<usize> = Vec::new();
-    let mut missing = |v_is_none: bool, ci: usize, batcher: &mut LineBatcher| -> Result<()> {
-        if v_is_none {
-            batcher.error(line_no, Some(ci), None, MISSING)?;
-            refused.push(ci);
-        }
-        Ok(())
-    };
-    use crate::schema::contract::col;
-    missing(raw.event_id.is_none(), col::EVENT_ID, batcher)?;
-    missing(raw.run_id.is_none(), col::RUN_ID, batcher)?;
-    missing(raw.sequence.is_none(), col::SEQUENCE, batcher)?;
-    missing(raw.event_time_utc.is_none(), col::EVENT_TIME_UTC, batcher)?;
-    missing(raw.stage.is_none(), col::STAGE, batcher)?;
-    missing(raw.event_type.is_none(), col::EVENT_TYPE, batcher)?;
-    missing(raw.feature_id.is_none(), col::FEATURE_ID, batcher)?;
-    missing(raw.source_crs.is_none(), col::SOURCE_CRS, batcher)?;
-    missing(raw.target_crs.is_none(), col::TARGET_CRS, batcher)?;
-    missing(raw.outcome.is_none(), col::OUTCOME, batcher)?;
-    missing(raw.strategy_index.is_none(), col::STRATEGY_INDEX, batcher)?;
-    missing(raw.accuracy_m.is_none(), col::ACCURACY_M, batcher)?;
-    missing(
-        raw.rejection_reason.is_none(),
-        col::REJECTION_REASON,
-        batcher,
-    )?;
-    missing(raw.tool_version.is_none(), col::TOOL_VERSION, batcher)?;
-    missing(raw.audit_tag.is_none(), col::AUDIT_TAG, batcher)?;
+    let mut refused = missing_fields(&raw, line_no, batcher)?;
     let time = raw.event_time_utc.flatten();
     let time_us = match &time {
         Some(t) => match parse_time_us(&t.0) {
@@ -285,6 +258,36 @@ fn push_raw(raw: Raw<'_>, line_no: u64, batcher: &mut LineBatcher) -> Result<()>
         audit_tag: s(&audit_tag),
     };
     batcher.push_refused(&row, line_no, &refused)
+}
+
+/// Report every field absent from `raw` (an explicit null is present); returns their
+/// columns, in column order.
+fn missing_fields(raw: &Raw<'_>, line_no: u64, batcher: &mut LineBatcher) -> Result<Vec<usize>> {
+    let absent = [
+        (raw.event_id.is_none(), col::EVENT_ID),
+        (raw.run_id.is_none(), col::RUN_ID),
+        (raw.sequence.is_none(), col::SEQUENCE),
+        (raw.event_time_utc.is_none(), col::EVENT_TIME_UTC),
+        (raw.stage.is_none(), col::STAGE),
+        (raw.event_type.is_none(), col::EVENT_TYPE),
+        (raw.feature_id.is_none(), col::FEATURE_ID),
+        (raw.source_crs.is_none(), col::SOURCE_CRS),
+        (raw.target_crs.is_none(), col::TARGET_CRS),
+        (raw.outcome.is_none(), col::OUTCOME),
+        (raw.strategy_index.is_none(), col::STRATEGY_INDEX),
+        (raw.accuracy_m.is_none(), col::ACCURACY_M),
+        (raw.rejection_reason.is_none(), col::REJECTION_REASON),
+        (raw.tool_version.is_none(), col::TOOL_VERSION),
+        (raw.audit_tag.is_none(), col::AUDIT_TAG),
+    ];
+    let mut refused = Vec::new();
+    for (none, ci) in absent {
+        if none {
+            batcher.error(line_no, Some(ci), None, MISSING)?;
+            refused.push(ci);
+        }
+    }
+    Ok(refused)
 }
 
 /// A JSON object's members in the order written (duplicates kept).
@@ -331,36 +334,34 @@ fn field_by_field(line: &str, line_no: u64, batcher: &mut LineBatcher) -> Result
     if let Err(e) = de.end() {
         return trailing(line, line_no, &e, batcher);
     }
-    let mut values: [Option<serde_json::Value>; 15] = Default::default();
-    for (key, v) in members.0 {
-        match COLUMNS.iter().position(|c| c.name == key) {
-            None => {
-                let hint = match crate::schema::rules::meant(&key) {
-                    Some(name) => format!("; did you mean `{name}`?"),
-                    None => String::new(),
-                };
-                batcher.error_in(
-                    line_no,
-                    None,
-                    Some(&key),
-                    shown(&v),
-                    format!(
-                        "unknown field `{}`: not one of the contract's 15 fields (`lineage schema` lists them){hint}",
-                        cut(&key)
-                    ),
-                )?;
-            }
-            Some(ci) if values[ci].is_some() => {
-                batcher.error(
-                    line_no,
-                    Some(ci),
-                    shown(&v),
-                    format!("duplicate field `{key}`: it appears more than once in the object"),
-                )?;
-            }
-            Some(ci) => values[ci] = Some(v),
-        }
-    }
+    let values = by_column(members, line_no, batcher)?;
+    let (row, strs, refused) = typed(line, line_no, &values, batcher)?;
+    let st = |ci: usize| strs[ci].as_deref();
+    let row = EventRow {
+        event_id: st(col::EVENT_ID),
+        run_id: st(col::RUN_ID),
+        stage: st(col::STAGE),
+        event_type: st(col::EVENT_TYPE),
+        feature_id: st(col::FEATURE_ID),
+        source_crs: st(col::SOURCE_CRS),
+        target_crs: st(col::TARGET_CRS),
+        outcome: st(col::OUTCOME),
+        rejection_reason: st(col::REJECTION_REASON),
+        tool_version: st(col::TOOL_VERSION),
+        audit_tag: st(col::AUDIT_TAG),
+        ..row
+    };
+    batcher.push_refused(&row, line_no, &refused)
+}
+
+/// Each placed value read as its column's type: the row's non-text cells, its text
+/// cells by column, and the refused columns (missing or mistyped, each reported).
+fn typed(
+    line: &str,
+    line_no: u64,
+    values: &[Option<serde_json::Value>; 15],
+    batcher: &mut LineBatcher,
+) -> Result<(EventRow<'static>, [Option<String>; 15], Vec<usize>)> {
     let mut refused = Vec::new();
     let mut strs: [Option<String>; 15] = Default::default();
     let mut row = EventRow::default();
@@ -395,23 +396,47 @@ fn field_by_field(line: &str, line_no: u64, batcher: &mut LineBatcher) -> Result
             refused.push(ci);
         }
     }
-    let st = |ci: usize| strs[ci].as_deref();
-    use crate::schema::contract::col;
-    let row = EventRow {
-        event_id: st(col::EVENT_ID),
-        run_id: st(col::RUN_ID),
-        stage: st(col::STAGE),
-        event_type: st(col::EVENT_TYPE),
-        feature_id: st(col::FEATURE_ID),
-        source_crs: st(col::SOURCE_CRS),
-        target_crs: st(col::TARGET_CRS),
-        outcome: st(col::OUTCOME),
-        rejection_reason: st(col::REJECTION_REASON),
-        tool_version: st(col::TOOL_VERSION),
-        audit_tag: st(col::AUDIT_TAG),
-        ..row
-    };
-    batcher.push_refused(&row, line_no, &refused)
+    Ok((row, strs, refused))
+}
+
+/// An object's members placed by contract column; an unknown or repeated field is
+/// reported (and its value dropped).
+fn by_column(
+    members: Members,
+    line_no: u64,
+    batcher: &mut LineBatcher,
+) -> Result<[Option<serde_json::Value>; 15]> {
+    let mut values: [Option<serde_json::Value>; 15] = Default::default();
+    for (key, v) in members.0 {
+        match COLUMNS.iter().position(|c| c.name == key) {
+            None => {
+                let hint = match crate::schema::rules::meant(&key) {
+                    Some(name) => format!("; did you mean `{name}`?"),
+                    None => String::new(),
+                };
+                batcher.error_in(
+                    line_no,
+                    None,
+                    Some(&key),
+                    shown(&v),
+                    format!(
+                        "unknown field `{}`: not one of the contract's 15 fields (`lineage schema` lists them){hint}",
+                        cut(&key)
+                    ),
+                )?;
+            }
+            Some(ci) if values[ci].is_some() => {
+                batcher.error(
+                    line_no,
+                    Some(ci),
+                    shown(&v),
+                    format!("duplicate field `{key}`: it appears more than once in the object"),
+                )?;
+            }
+            Some(ci) => values[ci] = Some(v),
+        }
+    }
+    Ok(values)
 }
 
 #[cfg(test)]

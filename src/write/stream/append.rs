@@ -2,7 +2,7 @@
 //! nothing": the input is read twice.
 //!
 //! 1. **Validate** every batch (and with a commit key, digest the payload, see
-//!    `payload_summary`), keeping nothing. The whole input is read even after a refused row, so
+//!    `digest`), keeping nothing. The whole input is read even after a refused row, so
 //!    that every error is reported (the first `max_errors`, and how many in all); any
 //!    refused row ends the append here. The first batch
 //!    fixes the contract version written (`version`: the requested one, a typed input's
@@ -119,20 +119,7 @@ pub(crate) async fn append(
     mut on_commit: impl FnMut(&Pointer),
 ) -> Result<AppendSummary> {
     let key = writer.commit_key.clone();
-    if let Some(k) = &key {
-        if k.is_empty() || k.len() > 256 || k.chars().any(char::is_control) {
-            return Err(Error::invalid(
-                Param::CommitKey,
-                text!["must be 1 to 256 printable characters"],
-            ));
-        }
-    }
-    if writer.batch_rows == 0 {
-        return Err(Error::invalid(
-            Param::BatchRows,
-            text!["must be at least 1"],
-        ));
-    }
+    check_options(writer)?;
     let mut version = VersionPin::new(writer.schema_version.as_deref())?;
     let typed = source.typed();
     // Pass 1: validate everything (and digest a keyed payload) before any commit.
@@ -141,25 +128,7 @@ pub(crate) async fn append(
     // The writer the commits go through: its encoder settings are the key's claim's.
     let mut encoder = writer.clone();
     if !validated || key.is_some() {
-        let src = source.clone();
-        let k = key.clone();
-        let (rows, max, max_errors) = (writer.batch_rows, writer.max_part_bytes, writer.max_errors);
-        // What pass 1 may keep: the memory budget, scaled down for small flushes (whose
-        // appends are expected to run in less memory).
-        let mut keep = writer
-            .batch_rows
-            .saturating_mul(KEEP_BYTES_PER_FLUSH_ROW)
-            .max(32 << 20)
-            .min(writer.max_buffered_bytes);
-        if source.expected_bytes().is_some_and(|b| b > keep as u64) {
-            keep = 0;
-        }
-        let pin = version.clone();
-        let pass = tokio::task::spawn_blocking(move || {
-            first_pass(src.as_ref(), pin, k, rows, max, keep, max_errors)
-        })
-        .await
-        .map_err(|e| Error::internal(format!("validation failed: {e}")))??;
+        let pass = spawn_first_pass(writer, &source, version.clone()).await?;
         version = pass.version;
         if let (Some(k), Some(payload)) = (&key, &pass.summary) {
             let how = claim(writer, source.clone(), version.clone(), k, payload).await?;
@@ -179,9 +148,9 @@ pub(crate) async fn append(
         // Known from the first pass, else (unkeyed batches in memory) from the first batch.
         schema_version: version.fixed().map(|v| v.version.clone()),
     };
-    let mut sink = Sink::open(encoder, &opts, key)?;
+    let sink = Sink::open(encoder, &opts, key)?;
     let mut out = AppendSummary::default();
-    let mut land = |ps: Vec<Pointer>, out: &mut AppendSummary| {
+    let mut land = |ps: Vec<Pointer>| {
         for p in ps {
             on_commit(&p);
             out.commits += 1;
@@ -191,9 +160,69 @@ pub(crate) async fn append(
             }
         }
     };
-    // Batches kept from pass 1 are committed as they are (held until the append ends:
-    // they were counted against the memory budget when kept); otherwise the input is
-    // read again.
+    commit_pass(sink, kept, source, typed, &mut land).await?;
+    Ok(out)
+}
+
+/// Refuse a commit key that is empty, over 256 characters or holds a control character,
+/// and a `batch_rows` of 0.
+fn check_options(writer: &WriteConfig) -> Result<()> {
+    if let Some(k) = &writer.commit_key {
+        if k.is_empty() || k.len() > 256 || k.chars().any(char::is_control) {
+            return Err(Error::invalid(
+                Param::CommitKey,
+                text!["must be 1 to 256 printable characters"],
+            ));
+        }
+    }
+    if writer.batch_rows == 0 {
+        return Err(Error::invalid(
+            Param::BatchRows,
+            text!["must be at least 1"],
+        ));
+    }
+    Ok(())
+}
+
+/// [`first_pass`] on a thread of the blocking pool, keeping the validated batches when
+/// they fit the memory budget (scaled down for small flushes, whose appends are expected
+/// to run in less memory; none when the input says it is larger).
+async fn spawn_first_pass(
+    writer: &WriteConfig,
+    source: &Arc<dyn BatchSource>,
+    pin: VersionPin,
+) -> Result<FirstPass> {
+    let src = source.clone();
+    let k = writer.commit_key.clone();
+    let (rows, max, max_errors) = (writer.batch_rows, writer.max_part_bytes, writer.max_errors);
+    let mut keep = writer
+        .batch_rows
+        .saturating_mul(KEEP_BYTES_PER_FLUSH_ROW)
+        .max(32 << 20)
+        .min(writer.max_buffered_bytes);
+    if source.expected_bytes().is_some_and(|b| b > keep as u64) {
+        keep = 0;
+    }
+    tokio::task::spawn_blocking(move || {
+        first_pass(src.as_ref(), pin, k, rows, max, keep, max_errors)
+    })
+    .await
+    .map_err(|e| Error::internal(format!("validation failed: {e}")))?
+}
+
+/// Write every batch into `sink` and finish it, handing what lands to `land`. Batches
+/// kept from pass 1 are committed as they are (held until the append ends: they were
+/// counted against the memory budget when kept); otherwise the input is read again. On
+/// an error the commits already started end complete and are landed before it is
+/// returned.
+async fn commit_pass(
+    mut sink: Sink,
+    mut kept: Option<std::vec::IntoIter<RecordBatch>>,
+    source: Arc<dyn BatchSource>,
+    typed: bool,
+    land: &mut impl FnMut(Vec<Pointer>),
+) -> Result<()> {
+    let validated = source.validated();
     let held = kept.is_some() || source.held_in_memory();
     let mut rx = kept.is_none().then(|| reader(source));
     loop {
@@ -214,13 +243,13 @@ pub(crate) async fn append(
             drop(rx);
             // Commits already started end complete; show them, then report.
             let landed = sink.abort().await.unwrap_or_default();
-            land(landed, &mut out);
+            land(landed);
             return Err(e);
         }
-        land(sink.take_landed(), &mut out);
+        land(sink.take_landed());
     }
-    land(sink.finish().await?, &mut out);
-    Ok(out)
+    land(sink.finish().await?);
+    Ok(())
 }
 
 /// What the validation pass found.
@@ -410,16 +439,22 @@ async fn format1_digest(
     while let Some(r) = pending.next().await {
         done.push(r?);
     }
-    // Format 1 listed commits partition by partition (first appearance), then by index.
-    let rank: std::collections::HashMap<(String, String), usize> = grouper
-        .partitions()
+    Ok(payload_sha256(&format1_order(grouper.partitions(), done)))
+}
+
+/// The encoded flushes as the commits a format-1 claim lists: partition by partition (in
+/// the order of `partitions`, their first appearance), then by index in the partition.
+fn format1_order(
+    partitions: Vec<(String, String)>,
+    mut done: Vec<(String, String, u64, EncodedPart)>,
+) -> Vec<ClaimedCommit> {
+    let rank: std::collections::HashMap<(String, String), usize> = partitions
         .into_iter()
         .enumerate()
         .map(|(i, p)| (p, i))
         .collect();
     done.sort_by_key(|(r, c, i, _)| (rank.get(&(r.clone(), c.clone())).copied(), *i));
-    let commits: Vec<ClaimedCommit> = done
-        .into_iter()
+    done.into_iter()
         .map(|(run_id, target_crs, _, e)| ClaimedCommit {
             run_id,
             target_crs,
@@ -427,6 +462,5 @@ async fn format1_digest(
             sha256: e.sha256,
             rows: e.rows,
         })
-        .collect();
-    Ok(payload_sha256(&commits))
+        .collect()
 }

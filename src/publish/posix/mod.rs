@@ -1,0 +1,337 @@
+//! The local-disk [`AtomicPublisher`].
+//!
+//! Publish protocol, per object:
+//! 1. create the parent directories (each new one fsynced into its parent);
+//! 2. write a hidden temp `.<name>.<nonce>.tmp` beside the target (same directory, so the
+//!    publish below is a same-filesystem metadata operation; hidden, so dataset readers
+//!    skip it; the nonce keeps concurrent creators of one key from sharing a temp);
+//! 3. fsync the temp;
+//! 4. publish it with `renameat2(RENAME_NOREPLACE)`, or where the filesystem does not
+//!    support that flag, with `link(temp, target)` + `unlink(temp)`; both fail with
+//!    `EEXIST` instead of replacing (a plain `rename` would silently overwrite);
+//! 5. fsync the directory so the new name survives a power cut.
+//!
+//! The temp is removed on every error path (a drop guard), so only a crash of the process
+//! itself can leave one; `verify` reports those and `sweep` removes them. An empty object
+//! (the history's index entries and markers) is created with `O_CREAT|O_EXCL` directly:
+//! with no content, that is already all-or-nothing and never over anything.
+
+use std::fs::File;
+use std::io::{ErrorKind as IoKind, Read, Seek, SeekFrom};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use rustix::fs::AtFlags;
+use rustix::io::Errno;
+
+use crate::base::error::{Error, Result};
+use crate::publish::beneath;
+use crate::publish::{check_key, check_temp_key, AtomicPublisher, ObjectInfo, Outcome};
+
+mod create;
+mod walk;
+
+use self::create::publish_file;
+pub use self::create::{temp_path, InjectedWriteError};
+use self::walk::{Page, Walker};
+
+/// Called by [`PosixPublisher::list`] for every directory entry after it was read from
+/// its directory and before it is examined: the window in which a concurrent publish can
+/// rename a temp away. Tests use it to make that race happen deterministically.
+pub type ListHook = Arc<dyn Fn(&Path) + Send + Sync>;
+
+/// A store rooted at a local directory.
+#[derive(Clone)]
+pub struct PosixPublisher {
+    root: PathBuf,
+    list_hook: Option<ListHook>,
+    delete_hook: Option<ListHook>,
+    inject: Option<InjectedWriteError>,
+    /// Entries whose metadata a listing read (`statx`), for [`Self::metadata_reads`].
+    stats: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl std::fmt::Debug for PosixPublisher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PosixPublisher")
+            .field("root", &self.root)
+            .field("list_hook", &self.list_hook.is_some())
+            .field("delete_hook", &self.delete_hook.is_some())
+            .field("inject", &self.inject)
+            .finish()
+    }
+}
+
+impl PosixPublisher {
+    /// A store at `root` (created on first publish).
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self {
+            root: root.into(),
+            list_hook: None,
+            delete_hook: None,
+            inject: None,
+            stats: Arc::default(),
+        }
+    }
+
+    /// How many entries' metadata the listings of this publisher (and its clones) have
+    /// read so far: one per object a listing returns, and one per entry whose type the
+    /// directory did not give. What a listing costs the file system, for tests and benches.
+    pub fn metadata_reads(&self) -> u64 {
+        self.stats.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Inject a [`ListHook`] (fault injection for tests; never needed otherwise).
+    pub fn with_list_hook(mut self, hook: ListHook) -> Self {
+        self.list_hook = Some(hook);
+        self
+    }
+
+    /// Call `hook` with a temp's path at the start of every
+    /// [`delete_temp`](AtomicPublisher::delete_temp): the window between `sweep`'s listing
+    /// and its unlink, in which a directory can be swapped for a symlink (fault injection
+    /// for tests; never needed otherwise).
+    pub fn with_delete_hook(mut self, hook: ListHook) -> Self {
+        self.delete_hook = Some(hook);
+        self
+    }
+
+    /// Fail publishes as `e` says (tests only; see [`InjectedWriteError`]).
+    pub fn with_injected_write_error(mut self, e: InjectedWriteError) -> Self {
+        self.inject = Some(e);
+        self
+    }
+
+    /// The root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn path_of(&self, key: &str) -> Result<PathBuf> {
+        check_key(key)?;
+        Ok(self.root.join(key))
+    }
+}
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Error::internal(format!("blocking task failed: {e}")))?
+}
+
+/// The object `key` under `root` opened for reading at byte `start`, never through a
+/// symlink ([`beneath`]); a missing one is [`Error::NotFound`].
+fn open_at(root: &Path, key: &str, start: u64) -> Result<File> {
+    let path = root.join(key);
+    let mut f = beneath::open_file(root, key)?
+        .ok_or_else(|| Error::NotFound(path.display().to_string()))?;
+    f.seek(SeekFrom::Start(start))
+        .map_err(|e| Error::io(&path, e))?;
+    Ok(f)
+}
+
+#[async_trait]
+impl AtomicPublisher for PosixPublisher {
+    /// A valid `file:///` URL of the absolute root (a relative `--store lake` is not shown
+    /// as `file://lake`, which would name a host "lake").
+    fn describe(&self) -> String {
+        let abs = std::path::absolute(&self.root).unwrap_or_else(|_| self.root.clone());
+        url::Url::from_file_path(&abs)
+            .map(String::from)
+            .unwrap_or_else(|()| format!("file://{}", abs.display()))
+    }
+
+    async fn put_create(&self, key: &str, bytes: Bytes) -> Result<Outcome> {
+        self.path_of(key)?;
+        let (root, key) = (self.root.clone(), key.to_string());
+        let inject = self
+            .inject
+            .clone()
+            .filter(|i| key.contains(i.key_contains.as_str()));
+        blocking(move || publish_file(&root, &key, &bytes, inject.as_ref())).await
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<Bytes>> {
+        let path = self.path_of(key)?;
+        let (root, key) = (self.root.clone(), key.to_string());
+        blocking(move || {
+            let Some(mut f) = beneath::open_file(&root, &key)? else {
+                return Ok(None);
+            };
+            let mut b = Vec::new();
+            f.read_to_end(&mut b).map_err(|e| Error::io(&path, e))?;
+            Ok(Some(Bytes::from(b)))
+        })
+        .await
+    }
+
+    async fn get_at_most(&self, key: &str, max: u64) -> Result<Option<Bytes>> {
+        let path = self.path_of(key)?;
+        let (root, key) = (self.root.clone(), key.to_string());
+        blocking(move || {
+            let Some(f) = beneath::open_file(&root, &key)? else {
+                return Ok(None);
+            };
+            let size = f.metadata().map_err(|e| Error::io(&path, e))?.len();
+            crate::publish::too_large(&key, size, max)?;
+            // At most one byte more than allowed, should the file grow meanwhile.
+            let mut b = Vec::new();
+            f.take(max.saturating_add(1))
+                .read_to_end(&mut b)
+                .map_err(|e| Error::io(&path, e))?;
+            crate::publish::too_large(&key, b.len() as u64, max)?;
+            Ok(Some(Bytes::from(b)))
+        })
+        .await
+    }
+
+    async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
+        let path = self.path_of(key)?;
+        let (root, key) = (self.root.clone(), key.to_string());
+        blocking(move || {
+            let f = open_at(&root, &key, range.start)?;
+            let len = range.end.saturating_sub(range.start);
+            // A recycled buffer for large reads (verify reads every part whole).
+            let mut buf = crate::publish::recycle::take(len as usize);
+            f.take(len)
+                .read_to_end(&mut buf)
+                .map_err(|e| Error::io(&path, e))?;
+            Ok(crate::publish::recycle::freeze(buf))
+        })
+        .await
+    }
+
+    /// Reads and hashes in 256 KiB pieces through one reused buffer per thread: the
+    /// bytes are hashed from cache, never copied into a buffer of the range's size.
+    async fn digest_range(
+        &self,
+        key: &str,
+        range: Range<u64>,
+        want: crate::base::digest::Want,
+    ) -> Result<Option<(crate::base::digest::Digests, u64)>> {
+        const PIECE: usize = 256 * 1024;
+        thread_local! {
+            static PIECE_BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        let path = self.path_of(key)?;
+        let (root, key) = (self.root.clone(), key.to_string());
+        blocking(move || {
+            let mut f = open_at(&root, &key, range.start)?;
+            let mut left = range.end.saturating_sub(range.start);
+            let mut h = crate::base::digest::Hasher::new(want);
+            let mut n = 0u64;
+            PIECE_BUF.with_borrow_mut(|buf| {
+                buf.resize(PIECE, 0);
+                while left > 0 {
+                    let want = usize::try_from(left).unwrap_or(PIECE).min(PIECE);
+                    let got = match f.read(&mut buf[..want]) {
+                        Ok(0) => break,
+                        Ok(got) => got,
+                        Err(e) if e.kind() == IoKind::Interrupted => continue,
+                        Err(e) => return Err(Error::io(&path, e)),
+                    };
+                    h.update(&buf[..got]);
+                    n += got as u64;
+                    left -= got as u64;
+                }
+                Ok(())
+            })?;
+            Ok(Some((h.finish(), n)))
+        })
+        .await
+    }
+
+    async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>> {
+        let root = self.root.clone();
+        let prefix = prefix.to_string();
+        let hook = self.list_hook.clone();
+        let stats = self.stats.clone();
+        blocking(move || {
+            // Start at the deepest directory the prefix names, so listing one run's
+            // pointers does not walk the whole store.
+            let dir_part = match prefix.rfind('/') {
+                Some(i) => &prefix[..i],
+                None => "",
+            };
+            // A listing prefix is checked like any key: it never leaves the root.
+            if !dir_part.is_empty() {
+                check_key(dir_part)?;
+            }
+            let mut out = Vec::new();
+            let Some(start) = beneath::open_dir_to_read(&root, dir_part)? else {
+                return Ok(out);
+            };
+            let walker = Walker {
+                root: &root,
+                prefix: &prefix,
+                hook: hook.as_deref(),
+                stats: &stats,
+            };
+            walker.walk(&start, &root.join(dir_part), &mut out)?;
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn list_after(&self, prefix: &str, after: &str, limit: usize) -> Result<Vec<ObjectInfo>> {
+        let root = self.root.clone();
+        let prefix = prefix.to_string();
+        let after = after.to_string();
+        let hook = self.list_hook.clone();
+        let stats = self.stats.clone();
+        blocking(move || {
+            let dir_part = match prefix.rfind('/') {
+                Some(i) => &prefix[..i],
+                None => "",
+            };
+            // A listing prefix is checked like any key: it never leaves the root.
+            if !dir_part.is_empty() {
+                check_key(dir_part)?;
+            }
+            let mut out = Vec::new();
+            let Some(start) = beneath::open_dir_to_read(&root, dir_part)? else {
+                return Ok(out);
+            };
+            let page = Page {
+                prefix: &prefix,
+                after: &after,
+                limit,
+            };
+            let walker = Walker {
+                root: &root,
+                prefix: &prefix,
+                hook: hook.as_deref(),
+                stats: &stats,
+            };
+            walker.walk_sorted(&start, &root.join(dir_part), &page, &mut out)?;
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn delete_temp(&self, key: &str) -> Result<()> {
+        check_temp_key(key)?;
+        let path = self.path_of(key)?;
+        if let Some(hook) = &self.delete_hook {
+            hook(&path);
+        }
+        let (root, key) = (self.root.clone(), key.to_string());
+        // The unlink is relative to the handle of the temp's directory, each directory on
+        // the way opened without following a symlink: a directory swapped for a symlink
+        // since the listing is refused, never deleted through.
+        blocking(move || {
+            let (dir, name) = beneath::split(&key);
+            let Some(dfd) = beneath::open_dir(&root, dir, false)? else {
+                return Ok(());
+            };
+            match rustix::fs::unlinkat(&dfd, name, AtFlags::empty()) {
+                Ok(()) | Err(Errno::NOENT) => Ok(()),
+                Err(e) => Err(Error::io(path, e.into())),
+            }
+        })
+        .await
+    }
+}

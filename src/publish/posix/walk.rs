@@ -1,0 +1,308 @@
+//! Listing a local store: a recursive walk that never follows a symlink, and a walk in
+//! key order for one page of a `start-after` listing.
+
+use std::ffi::{OsStr, OsString};
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use rustix::fs::{AtFlags, Mode, OFlags};
+use rustix::io::Errno;
+
+use crate::base::error::{Error, Result};
+use crate::publish::beneath;
+use crate::publish::ObjectInfo;
+
+/// A recursive listing, each directory opened relative to its parent's handle without
+/// following a symlink ([`beneath`]). A symlink (to a file or a directory) is listed as an
+/// object of its own, with [`ObjectInfo::link`] naming its target, and never descended
+/// into. A directory walk is not a snapshot: a concurrent publish renames its temp away,
+/// and `sweep` removes temps, between reading a directory and the `stat` of an entry. An
+/// entry (file or directory) that vanished in that window is skipped, as if the walk had
+/// run a moment later; a directory swapped for a symlink in that window is listed as the
+/// symlink; every other error is reported.
+pub(super) struct Walker<'a> {
+    pub(super) root: &'a Path,
+    pub(super) prefix: &'a str,
+    pub(super) hook: Option<&'a (dyn Fn(&Path) + Send + Sync)>,
+    pub(super) stats: &'a std::sync::atomic::AtomicU64,
+}
+
+/// One entry read from a directory: its name, the handle of the directory it is in, and
+/// its type as the directory says it (`d_type`; `None` where the file system does not say).
+struct Entry {
+    dir: Arc<OwnedFd>,
+    name: OsString,
+    path: PathBuf,
+    told: Option<Option<Type>>,
+}
+
+/// What a listing entry is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Type {
+    Dir,
+    File,
+    Link,
+}
+
+impl Walker<'_> {
+    pub(super) fn walk(&self, dir: &OwnedFd, path: &Path, out: &mut Vec<ObjectInfo>) -> Result<()> {
+        for (entry, t) in self.entries(dir, path)? {
+            if t == Type::Dir {
+                match open_sub(&entry)? {
+                    Sub::Dir(fd) => self.walk(&fd, &entry.path, out)?,
+                    Sub::Gone => {}
+                    Sub::Link => self.push_object(&entry, out)?,
+                }
+                continue;
+            }
+            self.push_object(&entry, out)?;
+        }
+        Ok(())
+    }
+
+    fn push_object(&self, entry: &Entry, out: &mut Vec<ObjectInfo>) -> Result<()> {
+        let key = self.key(&entry.path)?;
+        if key.starts_with(self.prefix) {
+            out.extend(self.object(entry, key)?);
+        }
+        Ok(())
+    }
+
+    /// The files, directories and symlinks of `dir` (with the type of each); entries
+    /// that vanish before their type is read are skipped.
+    fn entries(&self, dir: &OwnedFd, path: &Path) -> Result<Vec<(Entry, Type)>> {
+        let mut out = Vec::new();
+        for entry in read_entries(dir, path)? {
+            if let Some(t) = self.examine(&entry)? {
+                out.push((entry, t));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The type of an entry read from its directory (after the hook), or `None` when it
+    /// vanished since or is neither a file, a directory nor a symlink (a FIFO, a socket).
+    /// The type the directory gave (`d_type`) is taken as it is: ext4, xfs, btrfs and tmpfs
+    /// give it, so a listing stats only what it returns, not every entry it skips or sorts
+    /// (a directory of 10^3 seals or Delta versions listed for one key). Only a file system
+    /// that does not say costs a `statx` here. Nothing is trusted further than that: a
+    /// directory is opened with `O_NOFOLLOW` (a symlink put in its place is listed as a
+    /// symlink), and a listed object is stat'ed without following ([`Self::object`]).
+    fn examine(&self, entry: &Entry) -> Result<Option<Type>> {
+        if let Some(hook) = self.hook {
+            hook(&entry.path);
+        }
+        if let Some(told) = entry.told {
+            return Ok(told);
+        }
+        self.stats
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        match rustix::fs::statat(&*entry.dir, &entry.name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => Ok(type_of(&st)),
+            Err(Errno::NOENT) => Ok(None),
+            Err(e) => Err(Error::io(&entry.path, e.into())),
+        }
+    }
+
+    /// An entry's listing entry (a symlink's with its target); `None` when it vanished since
+    /// its directory was read.
+    fn object(&self, entry: &Entry, key: String) -> Result<Option<ObjectInfo>> {
+        self.stats
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let st = match rustix::fs::statat(&*entry.dir, &entry.name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => st,
+            Err(Errno::NOENT) => return Ok(None),
+            Err(e) => return Err(Error::io(&entry.path, e.into())),
+        };
+        let link = match type_of(&st) {
+            Some(Type::Link) => Some(
+                beneath::link_target(&*entry.dir, &entry.name).unwrap_or_else(|| "?".to_string()),
+            ),
+            Some(Type::Dir) => Some("(a directory swapped for a symlink while listing)".into()),
+            _ => None,
+        };
+        let modified = u64::try_from(st.st_mtime).ok().map(|secs| {
+            std::time::UNIX_EPOCH
+                + std::time::Duration::new(secs, u32::try_from(st.st_mtime_nsec).unwrap_or(0))
+        });
+        Ok(Some(ObjectInfo {
+            key,
+            size: u64::try_from(st.st_size).unwrap_or(0),
+            modified: modified.map(DateTime::<Utc>::from),
+            link,
+        }))
+    }
+
+    /// The store key of a path under the root.
+    fn key(&self, path: &Path) -> Result<String> {
+        let rel = path
+            .strip_prefix(self.root)
+            .map_err(|e| Error::internal_from(e))?;
+        Ok(key_of(rel))
+    }
+}
+
+fn type_of(st: &rustix::fs::Stat) -> Option<Type> {
+    let t = rustix::fs::FileType::from_raw_mode(st.st_mode);
+    if t.is_dir() {
+        Some(Type::Dir)
+    } else if t.is_file() {
+        Some(Type::File)
+    } else if t.is_symlink() {
+        Some(Type::Link)
+    } else {
+        None
+    }
+}
+
+/// A subdirectory opened for the walk.
+enum Sub {
+    Dir(OwnedFd),
+    /// It vanished since it was read.
+    Gone,
+    /// It was swapped for a symlink since it was read: listed as one, not descended.
+    Link,
+}
+
+fn open_sub(entry: &Entry) -> Result<Sub> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    match rustix::fs::openat(&*entry.dir, &entry.name, flags, Mode::empty()) {
+        Ok(fd) => Ok(Sub::Dir(fd)),
+        Err(Errno::NOENT) => Ok(Sub::Gone),
+        Err(Errno::LOOP | Errno::NOTDIR) => Ok(Sub::Link),
+        Err(e) => Err(Error::io(&entry.path, e.into())),
+    }
+}
+
+/// The entries of `dir` (at `path`) as read, with the type the directory gives (nothing
+/// stat'ed); an entry that vanished while being read is skipped.
+fn read_entries(dir: &OwnedFd, path: &Path) -> Result<Vec<Entry>> {
+    let shared = Arc::new(rustix::io::dup(dir).map_err(|e| Error::io(path, e.into()))?);
+    let entries = rustix::fs::Dir::read_from(dir).map_err(|e| Error::io(path, e.into()))?;
+    let mut out = Vec::new();
+    for entry in entries {
+        match entry {
+            Ok(e) => {
+                let bytes = e.file_name().to_bytes();
+                if bytes == b"." || bytes == b".." {
+                    continue;
+                }
+                let name = OsStr::from_bytes(bytes).to_os_string();
+                let told = match e.file_type() {
+                    rustix::fs::FileType::Directory => Some(Some(Type::Dir)),
+                    rustix::fs::FileType::RegularFile => Some(Some(Type::File)),
+                    rustix::fs::FileType::Symlink => Some(Some(Type::Link)),
+                    rustix::fs::FileType::Unknown => None,
+                    _ => Some(None), // a FIFO, a socket, a device: never listed
+                };
+                out.push(Entry {
+                    dir: shared.clone(),
+                    path: path.join(&name),
+                    name,
+                    told,
+                });
+            }
+            Err(Errno::NOENT) => continue,
+            Err(e) => return Err(Error::io(path, e.into())),
+        }
+    }
+    Ok(out)
+}
+
+/// The store key of a relative path. Every key lineage-store writes is UTF-8; a name that
+/// is not (a file someone else put there) is listed with each invalid byte written as
+/// `%XX`, so that `verify` can name it. Such a key contains `%`, which no `run_id`,
+/// CRS or file name of ours does, so it is always classified as foreign and is never
+/// mistaken for one of ours (it cannot be opened through the store, and need not be).
+fn key_of(rel: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut key = String::new();
+    for (i, c) in rel.components().enumerate() {
+        if i > 0 {
+            key.push('/');
+        }
+        for chunk in c.as_os_str().as_bytes().utf8_chunks() {
+            key.push_str(chunk.valid());
+            for b in chunk.invalid() {
+                key.push_str(&format!("%{b:02X}"));
+            }
+        }
+    }
+    key
+}
+
+/// What one [`crate::publish::AtomicPublisher::list_after`] page asks for.
+pub(super) struct Page<'a> {
+    pub(super) prefix: &'a str,
+    pub(super) after: &'a str,
+    pub(super) limit: usize,
+}
+
+impl Walker<'_> {
+    /// A directory walk in key order that skips every subtree sorting wholly before
+    /// `page.after` or outside `page.prefix`, and stops once `limit` keys are found: the
+    /// local emulation of a `start-after` listing. Each directory is read once; an entry is
+    /// judged by its name first, and one that can be neither a key of the page nor a
+    /// directory holding one is dropped there, before its type is asked for or its
+    /// metadata read (so a page after a bound costs the names of the directories on the way
+    /// and one `statx` per key returned, however many entries sort before the bound). The
+    /// rest are sorted by the key they stand for (`name/` for a directory, so that `a/x`
+    /// sorts after `a-b`, as keys do). Entries that vanish mid-walk are skipped, as in
+    /// [`Walker::walk`].
+    pub(super) fn walk_sorted(
+        &self,
+        dir: &OwnedFd,
+        path: &Path,
+        page: &Page<'_>,
+        out: &mut Vec<ObjectInfo>,
+    ) -> Result<()> {
+        let mut named = Vec::new();
+        for entry in read_entries(dir, path)? {
+            let key = self.key(&entry.path)?;
+            let as_dir = format!("{key}/");
+            let file_wanted = key.as_str() > page.after && key.starts_with(page.prefix);
+            if !file_wanted && !page.may_hold(&as_dir) {
+                continue;
+            }
+            match self.examine(&entry)? {
+                Some(Type::Dir) if page.may_hold(&as_dir) => named.push((as_dir, entry)),
+                // A symlink is listed under its own name, like a file.
+                Some(Type::File | Type::Link) if file_wanted => named.push((key, entry)),
+                _ => {}
+            }
+        }
+        named.sort_by(|a, b| a.0.cmp(&b.0));
+        for (key, entry) in named {
+            if out.len() >= page.limit {
+                break;
+            }
+            if let Some(k) = key.strip_suffix('/') {
+                match open_sub(&entry)? {
+                    Sub::Dir(fd) => self.walk_sorted(&fd, &entry.path, page, out)?,
+                    Sub::Gone => {}
+                    Sub::Link if k > page.after && k.starts_with(page.prefix) => {
+                        out.extend(self.object(&entry, k.to_string())?)
+                    }
+                    Sub::Link => {}
+                }
+            } else {
+                out.extend(self.object(&entry, key)?);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Page<'_> {
+    /// Whether the subtree of the directory key `dir` (ending in `/`) can hold a key of
+    /// the page: every key inside starts with `dir`, so it cannot when `dir` is outside
+    /// the prefix, or when all of it sorts before `after`.
+    fn may_hold(&self, dir: &str) -> bool {
+        let in_prefix = dir.starts_with(self.prefix) || self.prefix.starts_with(dir);
+        let all_before = self.after > dir && !self.after.starts_with(dir);
+        in_prefix && !all_before
+    }
+}
