@@ -61,7 +61,7 @@ bench-inputs:
     gen() { [ -s "{{bench_data}}/$1" ] || "{{bench_venv}}/bin/python" "{{shared_bench}}/gen_events.py" --rows "$2" --seed 42 --out "{{bench_data}}/$1" ${3:+--format "$3"}; }
     gen ev-1m.arrow 1000000; gen ev-10k.arrow 10000; gen ev-1m.ndjson 1000000 ndjson; gen ev-5m.ndjson 5000000 ndjson
 
-# items 1 and 5 of docs/performance.md: write throughput beside the shared bench's engines,
+# docs/performance.md, Append, Commit latency, Memory, Verify: write throughput beside the shared bench's engines,
 # verify GB/s, peak RSS of streaming appends, LocalStack commits/s (started and stopped here)
 bench sections="write,verify,rss,s3": bench-inputs
     #!/usr/bin/env bash
@@ -117,7 +117,7 @@ python-rss rows="3000000":
     "$v/bin/pip" install -q --force-reinstall --no-deps "$wheels"/*.whl
     "$v/bin/python" python/bench/bench_stream_rss.py --rows {{rows}}
 
-# the history at scale on local disk, through the CLI (docs/performance.md, section 6;
+# the history at scale on local disk, through the CLI (docs/performance.md, History at scale;
 # benches/history_disk.rs): log/verify --since-seal, seal and prove of 100 new commits as
 # processes, with strace counts; stores of up to 20,000 commits are built with the CLI,
 # larger ones through the library (10^5: ~4.5 min to generate here; 10^6: ~4 M files, ~15 GB)
@@ -125,7 +125,7 @@ bench-history-disk sizes="1000,20000,100000":
     cargo build --release --locked --bin lineage
     cargo bench --bench history_disk -- --sizes {{sizes}} --lineage-bin target/release/lineage
 
-# every table of docs/performance.md from one run: the write path (above) and the history
+# the tables of docs/performance.md from these benches in one run: the write path (above) and the history
 # at scale (benches/history.rs in memory, benches/history_disk.rs on local disk)
 bench-all: bench bench-history-disk
     cargo bench --bench history

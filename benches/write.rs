@@ -1,5 +1,5 @@
-//! Write-path benchmark (a bench binary, not a timed test). Prints the tables of
-//! docs/performance.md from one run:
+//! Write-path benchmark (a bench binary, not a timed test). Prints these tables of
+//! docs/performance.md (Append, Commit latency, Memory, Verify) from one run:
 //!
 //! 1. **Throughput against the shared bench** (`../shared/bench`: the design note's
 //!    writer, pyarrow `write_dataset`, DuckDB `COPY`), side by side, same input, same

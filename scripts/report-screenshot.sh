@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's screenshot of an audit report (docs/report-screenshot.png): a demo store
+# The screenshot of an audit report in docs/cli.md (docs/report-screenshot.png): a demo store
 # sealed twice with a signing key and witnessed after each seal, its report, and the top
 # of the page in headless Chromium. Usage: scripts/report-screenshot.sh [OUT.png]
 # (LINEAGE: the binary, default target/release/lineage, else target/debug/lineage).

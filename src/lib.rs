@@ -162,3 +162,8 @@ pub mod internal {
     pub use crate::schema::events;
     pub use crate::write::{conform, input, lossless, validate};
 }
+
+/// The README's Rust examples, compiled by `cargo test --doc` so they keep to the public API.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

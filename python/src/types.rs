@@ -39,7 +39,7 @@ pub struct Commit {
     pub schema_version: String,
     /// Lower-case hex sha256 of the part.
     pub sha256: String,
-    /// Lower-case hex BLAKE3 of the part (`None` in commits written before issue 8f).
+    /// Lower-case hex BLAKE3 of the part (`None` in older commits, whose pointers lack it).
     pub blake3: Option<String>,
     /// When it was published (RFC 3339, UTC).
     pub committed_utc: String,

@@ -1,7 +1,7 @@
 //! The digests a pointer records of its part, and computing any of them in one pass.
 //!
 //! Every pointer records the part's **sha256** (the digest auditors' tools know:
-//! `sha256sum`, FIPS 180-4). Pointers written since issue 8f also record its **BLAKE3**
+//! `sha256sum`, FIPS 180-4). Pointers written by current versions also record its **BLAKE3**
 //! (256-bit, 128-bit collision security like sha256): on the CPUs this runs on, sha256
 //! with SHA-NI hashes ~0.9-1.3 GB/s per core and BLAKE3 ~3 GB/s, so `verify` of a large
 //! archive is bounded by sha256 long before it is bounded by reading. `verify` checks a

@@ -69,7 +69,7 @@ async fn append(a: Args) -> Result<Status> {
         None => {}
     }
     if done.commits == 0 {
-        // Empty input is a no-op, not an error (README, "Input"), and says so.
+        // Empty input is a no-op, not an error (docs/input.md), and says so.
         let note = "the input holds no events: nothing was appended";
         return out_raw(&if a.json {
             json_line(

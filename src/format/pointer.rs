@@ -38,7 +38,7 @@ pub struct Pointer {
     pub schema_version: String,
     /// Lower-case hex sha256 of the part.
     pub sha256: String,
-    /// Lower-case hex BLAKE3 of the part; absent in pointers written before issue 8f
+    /// Lower-case hex BLAKE3 of the part; absent in pointers written before BLAKE3 was recorded
     /// ([`crate::base::digest`]: what `verify` checks by default where present).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blake3: Option<String>,

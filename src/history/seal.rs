@@ -87,7 +87,7 @@ pub struct Seal {
     /// The compactions this seal puts into effect ([`crate::format::compaction`]): each
     /// record's key and the sha256 of its bytes. Its Delta version removes their sources
     /// and adds their compacted parts. Absent in seals without compactions (every seal
-    /// before issue 20), so their bytes are as before; part of the signed message.
+    /// written before compaction existed), so their bytes are as before; part of the signed message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compactions: Option<Vec<crate::format::compaction::CompactionRef>>,
     /// Ed25519 public key (base64) the seal is signed with, when signed.

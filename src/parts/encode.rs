@@ -41,11 +41,11 @@ pub struct EncodedPart {
 /// [`crate::write::commit_key`]), so the settings of every earlier writer stay selectable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum PartEncoding {
-    /// Before issue 8c: every column dictionary-encoded (falling back to plain once a
+    /// Part encoding 1: every column dictionary-encoded (falling back to plain once a
     /// dictionary page is full), page-level statistics and page index on every column.
     /// Kept byte-for-byte for retries of keyed appends whose claim predates [`Self::V2`].
     V1,
-    /// Now: no dictionary for the columns whose values are (nearly) unique per row
+    /// Part encoding 2: no dictionary for the columns whose values are (nearly) unique per row
     /// ([`UNIQUE_COLUMNS`]: hashing every value into a dictionary that is abandoned
     /// anyway was ~20 % of the encoding instructions), and statistics per column chunk
     /// instead of per page (min/max of every column in the footer, what `verify` and
@@ -53,7 +53,7 @@ pub enum PartEncoding {
     /// strings whose min/max prune nothing (their string comparisons were ~8 %).
     /// Kept byte-for-byte for retries of keyed appends claimed under it.
     V2,
-    /// Now (issues 19 and 21): [`Self::V2`] plus a Parquet split-block bloom filter on
+    /// Part encoding 3, the default: [`Self::V2`] plus a Parquet split-block bloom filter on
     /// each of [`BLOOM_COLUMNS`] (`feature_id`, `event_id`: the lookups auditors make),
     /// sized for the part's rows at [`BLOOM_FPP`] false positives, so DuckDB, pyarrow,
     /// Spark and `lineage scan --feature-id` skip parts that cannot hold a value

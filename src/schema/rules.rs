@@ -1,6 +1,6 @@
 //! Value rules every input format shares (beyond the contract's types), and how values
 //! are quoted in error messages. The readers and [`crate::write::validate`] call these; each
-//! decision is listed in the README's "Input" section.
+//! decision is listed in docs/input.md.
 //!
 //! - `event_time_utc` lies in [1970-01-01T00:00:00Z, 9999-12-31T23:59:59.999999Z]: what
 //!   RFC 3339 (four-digit years) and the usual readers (Python `datetime`) can represent,

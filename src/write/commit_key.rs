@@ -23,7 +23,7 @@
 //!
 //! Encoder settings: a part's bytes depend on them ([`crate::parts::encode::PartEncoding`]). A
 //! retry publishes with the settings of the claim that stands (format 1, and format 2
-//! without `part_encoding`: the settings before issue 8c), so the parts an earlier attempt
+//! without `part_encoding`: part encoding 1), so the parts an earlier attempt
 //! published are read back identical instead of conflicting.
 
 use crate::base::error::{Error, Result};

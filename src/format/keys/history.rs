@@ -13,7 +13,7 @@ use super::{
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Layout {
     /// One directory per day (index), for all seals (markers), per 1/256 of the commits
-    /// (locators): written by versions before issue 23, read as it is.
+    /// (locators): key layout 1, written by earlier versions, read as it is.
     V1,
     /// Bounded directories: written by this version.
     V2,

@@ -32,7 +32,7 @@
 //! second, a marker directory 1,000 seals, a tile directory 1,000 tiles, and a locator
 //! directory 1/65,536 of the commits (`hh`, `gg`: the commit id's last four hex digits).
 //!
-//! Stores written before issue 23 hold index entries, head markers and locators in one
+//! Stores in key layout 1 (earlier versions) hold index entries, head markers and locators in one
 //! directory per day, one for all seals and one per 1/256 of the commits:
 //! `_lineage/index/<YYYY-MM-DD>/T<…>Z.<id>.run_id=<r>`, `_lineage/heads/<inv>-<seq>` and
 //! `_lineage/leaves/<hh>/<id>.<leaf>.run_id=<r>` ([`Layout::V1`]). Those keys are read and

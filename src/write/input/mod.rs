@@ -34,7 +34,7 @@ pub use source::{BatchSource, Input};
 /// unreadable file, is an error here.
 pub fn parse(bytes: Bytes, format: Format) -> Result<Vec<SourcedBatch>> {
     if crate::write::conform::is_empty_input(&bytes, format) {
-        return Ok(Vec::new()); // no events: appending them is a no-op (README, "Input")
+        return Ok(Vec::new()); // no events: appending them is a no-op (docs/input.md)
     }
     match format {
         Format::Ndjson => ndjson::parse(&bytes),

@@ -118,7 +118,7 @@ fn char_column(line: &str, byte_column: usize) -> usize {
 
 /// Parse an RFC 3339 timestamp into microseconds since the epoch, UTC. Spaces around it
 /// are ignored; `T`, `t` or a space between date and time, `Z` or `z`, and any offset
-/// (converted to UTC) are accepted (README, "Input").
+/// (converted to UTC) are accepted (docs/input.md).
 pub(crate) fn parse_time_us(s: &str) -> Result<i64, String> {
     let t = chrono::DateTime::parse_from_rfc3339(s.trim_matches(' '))
         .map_err(|e| crate::schema::rules::time_parse_problem(s, &e))?;

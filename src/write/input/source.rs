@@ -385,7 +385,7 @@ impl BatchSource for Input {
     fn read_all(&self, emit: &mut dyn FnMut(SourcedBatch) -> Result<()>) -> Result<()> {
         let mut f = self.reopen()?;
         if self.holds_no_events(&mut f)? {
-            return Ok(()); // no events: appending them is a no-op (README, "Input")
+            return Ok(()); // no events: appending them is a no-op (docs/input.md)
         }
         if self.defaulted {
             self.refuse_other_format(&mut f)?;

@@ -1,6 +1,6 @@
-//! The README's synopsis lists every flag each command takes, and no other: the flags of
-//! `lineage <cmd> --help` for every subcommand (and `export`'s), compared with the
-//! synopsis lines of that command.
+//! The README's synopsis, and the same synopsis in docs/cli.md, list every flag each command
+//! takes, and no other: the flags of `lineage <cmd> --help` for every subcommand (and
+//! `export`'s), compared with the synopsis lines of that command.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -62,11 +62,15 @@ fn subcommands(args: &[&str]) -> Vec<String> {
     v
 }
 
-/// The README's synopsis: command (one or two words) → every `--flag` of its lines.
-fn synopsis() -> BTreeMap<String, BTreeSet<String>> {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let start = readme.find("## The CLI").unwrap();
+/// The files holding the synopsis, each with the heading its `sh` block follows.
+const SYNOPSES: [(&str, &str); 2] = [("README.md", "## The CLI"), ("docs/cli.md", "## Synopsis")];
+
+/// The synopsis in `file` (the first `sh` block after `heading`): command (one or two
+/// words) → every `--flag` of its lines.
+fn synopsis(file: &str, heading: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let path = format!("{}/{file}", env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(path).unwrap();
+    let start = readme.find(heading).unwrap();
     let block = &readme[start..];
     let block = &block[block.find("```sh").unwrap() + 5..];
     let block = &block[..block.find("```").unwrap()];
@@ -93,7 +97,14 @@ fn synopsis() -> BTreeMap<String, BTreeSet<String>> {
 
 #[test]
 fn the_readme_synopsis_lists_every_flag_of_every_command() {
-    let readme = synopsis();
+    for (file, heading) in SYNOPSES {
+        check_synopsis(file, heading);
+    }
+}
+
+/// The synopsis in `file` against every command's `--help`.
+fn check_synopsis(file: &str, heading: &str) {
+    let readme = synopsis(file, heading);
     let mut commands: Vec<Vec<String>> = Vec::new();
     for c in subcommands(&[]) {
         if c == "export" {
@@ -111,20 +122,20 @@ fn the_readme_synopsis_lists_every_flag_of_every_command() {
         let name = c.join(" ");
         let want = help_flags(&args);
         let Some(have) = readme.get(&name) else {
-            wrong.push(format!("{name}: no synopsis line in README.md"));
+            wrong.push(format!("{name}: no synopsis line in {file}"));
             continue;
         };
         let missing: Vec<_> = want.difference(have).collect();
         let extra: Vec<_> = have.difference(&want).collect();
         if !missing.is_empty() || !extra.is_empty() {
             wrong.push(format!(
-                "{name}: README lacks {missing:?}, lists unknown {extra:?}"
+                "{name}: {file} lacks {missing:?}, lists unknown {extra:?}"
             ));
         }
     }
     assert!(
         wrong.is_empty(),
-        "README.md synopsis out of step with --help:\n{}",
+        "{file} synopsis out of step with --help:\n{}",
         wrong.join("\n")
     );
 }

@@ -1,7 +1,7 @@
 //! Issue 22, the rest of "a job can fix its input in one round": the writer's own
 //! `max_errors` (the library's `--max-errors`), values cut in the CLI's `--json`, the
 //! standard-input refusal as JSON, `check` on a file it cannot read, and every
-//! normalisation the README's Input section promises (and the ones it promises not to
+//! normalisation docs/input.md promises (and the ones it promises not to
 //! make: no case or Unicode normalisation of strings, in NDJSON and CSV alike).
 
 use std::sync::Arc;

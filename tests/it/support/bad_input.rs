@@ -1058,7 +1058,7 @@ fn ndjson_cases() -> Vec<Case> {
             "… and 10 more errors (30 in all)",
         ],
     ));
-    // Normalisations (README, "Input"), each decided: spaces around a CRS or a time are
+    // Normalisations (docs/input.md), each decided: spaces around a CRS or a time are
     // ignored, a space or lower-case `t` may separate date and time, zeros below a
     // microsecond are exact; a tab or newline is never trimmed.
     for (name, field, v) in [
@@ -1253,7 +1253,7 @@ fn csv_cases() -> Vec<Case> {
         }, &["line 5, field `source_crs`: `None` is not an EPSG CRS identifier", "line 16, field `strategy_index`: `None` is not a 32-bit integer"]),
         refused("csv: every refused cell of a record", c, csv(&[csv_row(2, &[("sequence", "two"), ("event_time_utc", "noon"), ("target_crs", "WGS84"), ("accuracy_m", "-1")])]),
             &["line 3, field `sequence`: `two` is not a 64-bit integer", "line 3, field `event_time_utc`: `noon`", "line 3, field `target_crs`: `WGS84`", "line 3, field `accuracy_m`: -1.0 is not a finite"]),
-        // Normalisations (README, "Input"): spaces around numbers and times are ignored,
+        // Normalisations (docs/input.md): spaces around numbers and times are ignored,
         // a sign and exponent notation are numbers; nothing else is trimmed.
         same_as("csv: spaces around numbers and times", c, csv(&[csv_row(2, &[("sequence", " 2 "), ("strategy_index", "0 "), ("accuracy_m", " 0.5"), ("event_time_utc", " 2026-07-13T06:00:00Z ")]), csv_row(3, &[])]), good3.clone(), c),
         same_as("csv: a plus sign and exponent notation", c, csv(&[csv_row(2, &[("sequence", "+2"), ("accuracy_m", "5e-1")]), csv_row(3, &[])]), good3.clone(), c),
