@@ -78,8 +78,9 @@ fn synopsis(file: &str, heading: &str) -> BTreeMap<String, BTreeSet<String>> {
     for line in block.lines().filter(|l| l.starts_with("lineage ")) {
         let mut words = line.split_whitespace().skip(1);
         let mut cmd = words.next().unwrap().to_string();
-        if cmd == "export" {
-            cmd = format!("export {}", words.next().unwrap());
+        let mut rest = words.clone();
+        if cmd == "export" || (cmd == "verify" && rest.next() == Some("merge")) {
+            cmd = format!("{cmd} {}", words.next().unwrap());
         }
         let flags = out.entry(cmd).or_default();
         for w in line.split(|c: char| c.is_whitespace() || c == '[' || c == ']' || c == '|') {
@@ -107,11 +108,13 @@ fn check_synopsis(file: &str, heading: &str) {
     let readme = synopsis(file, heading);
     let mut commands: Vec<Vec<String>> = Vec::new();
     for c in subcommands(&[]) {
-        if c == "export" {
-            for e in subcommands(&["export"]) {
+        // `export` is only its subcommands; `verify` is a command and has `verify merge`.
+        if c == "export" || c == "verify" {
+            for e in subcommands(&[c.as_str()]) {
                 commands.push(vec![c.clone(), e]);
             }
-        } else {
+        }
+        if c != "export" {
             commands.push(vec![c]);
         }
     }

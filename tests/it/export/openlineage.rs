@@ -283,7 +283,7 @@ fn a_pointer_changed_after_sealing_is_refused() {
     assert_ne!(text, edited);
     let o = lineage_env(&["export", "openlineage", "--store", &s], &[]);
     let (out, err) = support::text(&o);
-    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(out.is_empty(), "nothing exported: {out}");
     assert!(err.contains("changed after sealing"), "{err}");
     assert!(
