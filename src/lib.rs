@@ -4,7 +4,7 @@
 //! ```no_run
 //! # async fn run() -> lineage_store::Result<()> {
 //! use lineage_store::{open, verify, Writer};
-//! let store = open("/data/lineage").await?;
+//! let store = open("/data/lineage", &Default::default()).await?;
 //! let batches = lineage_store::generate_demo_events(1_000, 2, 7)?;
 //! Writer::new(store.clone()).append(&batches, |_| {}).await?;
 //! let report = verify(store.as_ref()).await?;
