@@ -334,7 +334,7 @@ async fn adopt(
             }
         })
         .await;
-        match published {
+        match published.map(|kept| kept.published) {
             Ok(Published::Created) => {
                 tracing::info!(part = %o.key, pointer = %pkey, "adopted orphan part");
                 out.adopted.push(pkey);

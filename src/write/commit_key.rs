@@ -50,7 +50,7 @@ pub(crate) enum Claimed {
 pub(crate) async fn claim(
     store: &dyn AtomicPublisher,
     key: &str,
-    payload: &crate::write::stream::append::PayloadSummary,
+    payload: &crate::write::stream::digest::PayloadSummary,
     encoding: PartEncoding,
     claimed_utc: String,
 ) -> Result<Claimed> {
@@ -69,9 +69,7 @@ pub(crate) async fn claim(
     bytes.push(b'\n');
     let object = crate::format::keys::commit_key_claim_key(key);
     let ours = claim.payload_sha256.clone();
-    let older = std::sync::Mutex::new(None);
-    let standing = std::sync::Mutex::new(encoding.tag());
-    let published = publish_checked(store, &object, bytes.into(), |have| {
+    let kept = publish_checked(store, &object, bytes.into(), |have| {
         let other: Claim = serde_json::from_slice(have)
             .map_err(|e| format!("commit key {key:?} is claimed by an unreadable object: {e}"))?;
         if other.commit_key != key {
@@ -81,10 +79,7 @@ pub(crate) async fn claim(
             ));
         }
         if other.format == CLAIM_FORMAT_V1 {
-            if let Ok(mut g) = older.lock() {
-                *g = Some(other);
-            }
-            return Ok(());
+            return Ok(Found::Format1(other));
         }
         if other.format != CLAIM_FORMAT {
             return Err(format!(
@@ -93,22 +88,25 @@ pub(crate) async fn claim(
             ));
         }
         if other.payload_sha256 == ours {
-            if let Ok(mut g) = standing.lock() {
-                *g = other.part_encoding;
-            }
-            Ok(())
+            Ok(Found::Ours(other.part_encoding))
         } else {
             Err(conflict_message(key, &other.payload_sha256, &ours))
         }
     })
     .await?;
-    Ok(match older.into_inner().ok().flatten() {
-        Some(c) => Claimed::Format1(c),
-        None => {
-            let tag = standing.into_inner().ok().flatten();
-            Claimed::Ours(published, PartEncoding::from_tag(tag)?)
-        }
+    Ok(match kept.found {
+        Some(Found::Format1(c)) => Claimed::Format1(c),
+        Some(Found::Ours(tag)) => Claimed::Ours(kept.published, PartEncoding::from_tag(tag)?),
+        None => Claimed::Ours(kept.published, PartEncoding::from_tag(encoding.tag())?),
     })
+}
+
+/// A claim found under the key that does not refuse the append.
+enum Found {
+    /// A format-1 claim, for the caller to compare.
+    Format1(Claim),
+    /// Our own earlier claim, with the encoder settings it records.
+    Ours(Option<u32>),
 }
 
 /// The refusal of a key claimed for another payload.

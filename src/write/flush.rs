@@ -30,7 +30,7 @@ use crate::format::keys;
 use crate::format::pointer::{tool_version, Pointer, POINTER_FORMAT};
 use crate::history::identity::ensure_identity;
 use crate::parts::encode::{self, sha256_hex, EncodedPart};
-use crate::publish::checked::{publish_checked, Published};
+use crate::publish::checked::publish_checked;
 use crate::publish::AtomicPublisher;
 
 /// Default rows per flush: one Parquet row group of ~4–5 MB per part, few enough parts
@@ -120,11 +120,11 @@ impl WriteConfig {
     /// refuse it when it is over the single-PUT limit. The rows are dropped once encoded.
     pub(crate) async fn encode_flush(
         &self,
-        f: crate::write::stream::Flush,
+        f: crate::write::stream::group::Flush,
         commit_id: &str,
         permit: tokio::sync::OwnedSemaphorePermit,
     ) -> Result<EncodedPart> {
-        let crate::write::stream::Flush {
+        let crate::write::stream::group::Flush {
             run_id,
             target_crs,
             rows,
@@ -195,8 +195,7 @@ impl WriteConfig {
             adopted: false,
         };
         let pkey = keys::pointer_key(run_id, &commit_id);
-        let existing = std::sync::Mutex::new(None);
-        let outcome = publish_checked(
+        let kept = publish_checked(
             self.store.as_ref(),
             &pkey,
             Bytes::from(pointer.to_bytes()?),
@@ -206,10 +205,7 @@ impl WriteConfig {
                     && other.sha256 == pointer.sha256
                     && other.part_path == pointer.part_path
                 {
-                    if let Ok(mut g) = existing.lock() {
-                        *g = Some(other);
-                    }
-                    Ok(())
+                    Ok(other)
                 } else {
                     Err(format!(
                         "pointer already exists for another part: existing sha256 {}, ours {}",
@@ -219,12 +215,9 @@ impl WriteConfig {
             },
         )
         .await?;
-        let stored = existing.into_inner().ok().flatten();
-        tracing::info!(commit = %commit_id, rows = enc.rows, bytes = enc.bytes.len(), ?outcome, "committed");
-        let pointer = match (outcome, stored) {
-            (Published::AlreadyOurs, Some(p)) => p,
-            _ => pointer,
-        };
+        tracing::info!(commit = %commit_id, rows = enc.rows, bytes = enc.bytes.len(), outcome = ?kept.published, "committed");
+        // An earlier attempt's pointer, as stored, when it landed.
+        let pointer = kept.found.unwrap_or(pointer);
         // 3. the index entry, named after the pointer as stored (a retry's is the same key).
         crate::history::index::publish_entry(self.store.as_ref(), &pointer).await;
         Ok(pointer)

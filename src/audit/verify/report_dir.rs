@@ -89,7 +89,7 @@ pub async fn write_shard_report(dir: &dyn AtomicPublisher, report: &Report) -> R
             if have == mine.as_ref() {
                 Ok(())
             } else {
-                Err("another attempt's report".into())
+                Err(String::from("another attempt's report"))
             }
         })
         .await?

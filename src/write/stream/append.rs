@@ -39,7 +39,7 @@ use crate::write::commit_key::{self, Claimed};
 use crate::write::flush::WriteConfig;
 use crate::write::input::BatchSource;
 use crate::write::stream::digest::PayloadDigest;
-pub(crate) use crate::write::stream::digest::PayloadSummary;
+use crate::write::stream::digest::PayloadSummary;
 use crate::write::stream::group::Grouper;
 use crate::write::stream::sink::{Sink, SinkOptions};
 use crate::write::stream::version::VersionPin;

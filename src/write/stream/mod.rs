@@ -16,13 +16,12 @@
 
 pub(crate) mod append;
 mod commit;
-mod digest;
-mod group;
+pub(crate) mod digest;
+pub(crate) mod group;
 mod partition;
 mod sink;
 mod spill;
 mod version;
 
 pub use crate::write::flush::DEFAULT_MAX_BUFFERED_BYTES;
-pub(crate) use group::Flush;
 pub use sink::{Sink, SinkOptions};
