@@ -40,6 +40,7 @@ use serde::Serialize;
 
 use crate::audit::chain;
 use crate::audit::verify::flight::{commit_time, Claims, Window};
+use crate::base::digest::sha256_hex;
 use crate::base::digest::Want;
 use crate::base::error::{Error, Result};
 use crate::base::time::{rfc3339, rfc3339_us};
@@ -47,7 +48,6 @@ use crate::format::keys::{self, HistoryKey, KeyKind};
 use crate::format::pointer::{check_pointer, tool_version, Pointer, POINTER_FORMAT};
 use crate::history::identity::read_identity;
 use crate::history::seal::Seal;
-use crate::parts::encode::sha256_hex;
 use crate::parts::read::hash_and_facts;
 use crate::publish::checked::{publish_checked, Published};
 use crate::publish::{require_objects, AtomicPublisher, ObjectInfo};
@@ -189,12 +189,12 @@ pub async fn repair_with(
             delta
                 .restored
                 .iter()
-                .map(|&v| crate::format::delta::version_key(v)),
+                .map(|&v| crate::format::keys::delta_version_key(v)),
         );
         out.missing
             .extend(delta.missing.into_iter().map(|(v, why)| {
                 (
-                    crate::format::delta::version_key(v),
+                    crate::format::keys::delta_version_key(v),
                     format!("Delta version {v} cannot be rebuilt byte-identical: {why}"),
                 )
             }));

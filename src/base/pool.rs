@@ -101,6 +101,9 @@ mod tests {
         )
         .await
         .expect("every encoder thread is still there");
-        assert_eq!(done.into_iter().map(|r| r.unwrap()).sum::<usize>(), n * (n - 1) / 2);
+        assert_eq!(
+            done.into_iter().map(|r| r.unwrap()).sum::<usize>(),
+            n * (n - 1) / 2
+        );
     }
 }

@@ -8,8 +8,10 @@ use crate::base::error::Result;
 use crate::base::rejection::DEFAULT_MAX_ERRORS;
 use crate::cli::common::{json_line, out, out_raw, refusal_json, Status, StoreUrlArg};
 use crate::format::pointer::Pointer;
-use crate::write::input::{self, Format};
-use crate::write::writer::{Writer, DEFAULT_BATCH_ROWS};
+use crate::write::flush::DEFAULT_BATCH_ROWS;
+use crate::write::input;
+use crate::write::input::format::Format;
+use crate::write::writer::Writer;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -39,7 +41,7 @@ pub(crate) struct Args {
     /// string value; a longer one is refused, naming its line (or row and field), before it
     /// is parsed (bounds the memory one line can cost; standard input is refused as soon as
     /// the line passes the limit, not after spooling the rest).
-    #[arg(long, value_name = "BYTES", default_value_t = crate::write::input::DEFAULT_MAX_LINE_BYTES)]
+    #[arg(long, value_name = "BYTES", default_value_t = crate::write::input::guard::DEFAULT_MAX_LINE_BYTES)]
     max_line_bytes: usize,
     /// One JSON pointer per line; refused input: one JSON object listing the errors
     /// (`errors`: each with `line`, `row`, `field`, `value`, `reason`), as `check --json`.
@@ -60,7 +62,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
 
 async fn append(a: Args) -> Result<Status> {
     // Standard input is spooled to a temp file first: it is read twice.
-    let input = Arc::new(input::Input::open_limited(
+    let input = Arc::new(input::source::Input::open_limited(
         a.input.as_deref(),
         a.format,
         a.max_line_bytes,

@@ -11,8 +11,9 @@ use crate::base::error::Result;
 use crate::base::rejection::DEFAULT_MAX_ERRORS;
 use crate::cli::common::{json_line, out, out_raw, refusal_json, Status};
 use crate::write::check::{check, CheckOptions, CheckReport};
-use crate::write::input::{Format, Input};
-use crate::write::writer::DEFAULT_BATCH_ROWS;
+use crate::write::flush::DEFAULT_BATCH_ROWS;
+use crate::write::input::format::Format;
+use crate::write::input::source::Input;
 
 /// Partitions the text summary lists (all of them with `--json`).
 const PARTITIONS_SHOWN: usize = 20;
@@ -36,7 +37,7 @@ pub(crate) struct Args {
     /// string value; a longer one is refused, naming its line (or row and field), before it
     /// is parsed (bounds the memory one line can cost; standard input is refused as soon as
     /// the line passes the limit, not after spooling the rest).
-    #[arg(long, value_name = "BYTES", default_value_t = crate::write::input::DEFAULT_MAX_LINE_BYTES)]
+    #[arg(long, value_name = "BYTES", default_value_t = crate::write::input::guard::DEFAULT_MAX_LINE_BYTES)]
     max_line_bytes: usize,
     /// Rows per commit the append would use, for the summary's commit count.
     #[arg(long, default_value_t = DEFAULT_BATCH_ROWS)]

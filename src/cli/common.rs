@@ -24,7 +24,7 @@ pub(crate) struct StoreUrlArg {
 impl StoreUrlArg {
     /// Open the store these arguments name.
     pub(crate) async fn open(&self) -> Result<std::sync::Arc<dyn crate::AtomicPublisher>> {
-        let opts = crate::publish::store::CloudOptions {
+        let opts = crate::publish::store::cloud::CloudOptions {
             endpoint_url: self.endpoint_url.clone(),
         };
         crate::publish::store::open_with(&self.store, &opts).await

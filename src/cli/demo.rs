@@ -7,12 +7,14 @@
 
 use std::collections::BTreeSet;
 
-use crate::audit::verify::{verify_with, VerifyOptions};
+use crate::audit::verify::options::VerifyOptions;
+use crate::audit::verify::verify_with;
 use crate::base::clock::SystemClock;
 use crate::base::error::{Error, Result};
 use crate::cli::common::{out, Status};
 use crate::history::sealer::seal;
-use crate::publish::store::{open_with, CloudOptions};
+use crate::publish::store::cloud::CloudOptions;
+use crate::publish::store::open_with;
 use crate::schema::events::{Origin, SourcedBatch};
 use crate::write::validate::Validator;
 use crate::write::writer::Writer;

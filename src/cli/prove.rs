@@ -2,7 +2,8 @@
 
 use std::path::PathBuf;
 
-use crate::audit::proof::{prove, ProveAgainst};
+use crate::audit::proof::format::ProveAgainst;
+use crate::audit::proof::prove;
 use crate::base::error::{Error, Result};
 use crate::cli::common::{out_raw, write_out_file, Status, StoreArg};
 

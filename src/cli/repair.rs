@@ -9,7 +9,8 @@ use crate::audit::verify::options::DEFAULT_GRACE_MINUTES;
 use crate::base::error::Result;
 use crate::base::time::parse_duration;
 use crate::cli::common::{json_line, out, out_raw, Status, StoreArg};
-use crate::publish::store::{open_side, CloudOptions, SideEnv};
+use crate::publish::store::cloud::{CloudOptions, SideEnv};
+use crate::publish::store::open_side;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {

@@ -5,11 +5,12 @@
 
 use std::path::PathBuf;
 
-use crate::audit::verify::VerifyOptions;
+use crate::audit::verify::options::VerifyOptions;
 use crate::base::error::{Error, Result};
 use crate::cli::common::{out, write_out_file, Status, StoreArg};
 use crate::history::signing::read_public_key;
-use crate::report::{collect, render, ReportFormat, ReportOptions};
+use crate::report::render::ReportFormat;
+use crate::report::{collect, render, ReportOptions};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {

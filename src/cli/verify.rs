@@ -7,15 +7,17 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::audit::report::{Progress, Report};
+use crate::audit::verify::options::VerifyOptions;
 use crate::audit::verify::options::DEFAULT_GRACE_MINUTES;
 use crate::audit::verify::platform::{ResolvedShard, ShardRequest};
 use crate::audit::verify::report_dir::{read_shard_reports, write_shard_report};
-use crate::audit::verify::{verify_with, VerifyOptions};
+use crate::audit::verify::verify_with;
 use crate::base::error::{Error, Result};
 use crate::base::time::parse_duration;
 use crate::cli::common::{json_line, out, out_raw, Status, StoreArg};
 use crate::history::signing::read_public_key;
-use crate::publish::store::{open_plain, CloudOptions};
+use crate::publish::store::cloud::CloudOptions;
+use crate::publish::store::open_plain;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {

@@ -36,6 +36,7 @@ use futures::TryStreamExt;
 use serde::Serialize;
 
 use crate::base::clock::{Clock, IdGen};
+use crate::base::digest::sha256_hex;
 use crate::base::digest::Check;
 use crate::base::error::{Error, Result};
 use crate::base::time::{rfc3339, rfc3339_us};
@@ -47,7 +48,7 @@ use crate::format::pointer::tool_version;
 use crate::history::identity::read_identity;
 use crate::history::seal::{read_seals, StoredSeal};
 use crate::history::sealer::{seal_with, SealOptions, SealOutcome};
-use crate::parts::encode::{encode_compacted, sha256_hex};
+use crate::parts::encode::encode_compacted;
 use crate::parts::multiset::RowMultiset;
 use crate::publish::checked::publish_checked;
 use crate::publish::AtomicPublisher;
@@ -82,7 +83,7 @@ impl Default for CompactOptions {
     fn default() -> Self {
         CompactOptions {
             run_id: None,
-            target_rows: crate::write::writer::DEFAULT_BATCH_ROWS,
+            target_rows: crate::write::flush::DEFAULT_BATCH_ROWS,
             min_parts: DEFAULT_MIN_PARTS,
             dry_run: false,
             allow_unsigned: false,

@@ -27,9 +27,9 @@ use serde_json::{json, Map, Value};
 use uuid::Uuid;
 
 use crate::base::error::{Error, Result};
-use crate::export::{
-    dataset_id, merge_stats, ExportedCommit, RunExport, SealRef, Snapshot, StageStats,
-};
+use crate::export::{dataset_id, merge_stats, ExportedCommit, RunExport, Snapshot};
+use crate::parts::scan::StageStats;
+use crate::read::snapshot::SealRef;
 use crate::schema::contract;
 
 /// The RunEvent schema the events follow.

@@ -4,10 +4,10 @@ use futures::{StreamExt, TryStreamExt};
 
 use bytes::Bytes;
 
+use crate::base::digest::sha256_hex;
 use crate::base::error::{Error, Result};
 use crate::format::keys::{self, KeyKind};
 use crate::format::pointer::{Pointer, MAX_POINTER_BYTES};
-use crate::parts::encode::sha256_hex;
 use crate::publish::AtomicPublisher;
 
 /// Parallel reads of small objects.

@@ -25,11 +25,11 @@ use ed25519_dalek::{Signature, VerifyingKey};
 use futures::{StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
 
+use crate::base::digest::sha256_hex;
 use crate::base::error::{Error, Result};
 use crate::format::keys::{self, HistoryKey, KeyKind};
 use crate::history::pointers::READ_CONCURRENCY;
 use crate::history::signing::{key_id, parse_public_key};
-use crate::parts::encode::sha256_hex;
 use crate::publish::AtomicPublisher;
 
 /// Format tag of seal objects written before the history structures (no frontier).

@@ -28,6 +28,7 @@ use ed25519_dalek::{Signer, SigningKey};
 use futures::{StreamExt, TryStreamExt};
 
 use crate::base::clock::Clock;
+use crate::base::digest::sha256_hex;
 use crate::base::error::{Error, Result};
 use crate::base::time::rfc3339;
 use crate::format::compaction::CompactionRef;
@@ -44,7 +45,6 @@ use crate::history::seal::{
     read_seals, Seal, SealEntry, StoredSeal, MAX_SEAL_ATTEMPTS, SEAL_FORMAT_V2,
 };
 use crate::history::signing::key_id;
-use crate::parts::encode::sha256_hex;
 use crate::publish::AtomicPublisher;
 
 /// Default lookback: how late (by the sealer's clock) an index entry may land and still be

@@ -14,6 +14,7 @@ use std::collections::HashSet;
 
 use futures::{StreamExt, TryStreamExt};
 
+use crate::base::digest::sha256_hex;
 use crate::base::error::{Error, Failed, Result};
 use crate::format::compaction::{CompactionRecord, CompactionRef};
 use crate::format::keys::{self, KeyKind};
@@ -22,7 +23,6 @@ use crate::history::frontier::Frontier;
 use crate::history::merkle;
 use crate::history::pointers::{commit_order, READ_CONCURRENCY};
 use crate::history::seal::{read_seals, Seal, StoredSeal};
-use crate::parts::encode::sha256_hex;
 use crate::publish::AtomicPublisher;
 
 /// What to read: which seal, and which commits of it.

@@ -25,7 +25,7 @@ use crate::history::pointers::READ_CONCURRENCY;
 use crate::parts::read::stream_sha256;
 use crate::publish::AtomicPublisher;
 use crate::replicate::kinds::{kind_of, Kind};
-use crate::replicate::Head;
+use crate::replicate::types::Head;
 
 /// What is wrong between a replica and its source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]

@@ -8,13 +8,13 @@ use bytes::Bytes;
 use futures::StreamExt;
 
 use crate::audit::chain::{self, Chain};
+use crate::base::digest::sha256_hex;
 use crate::base::error::{Error, Result};
 use crate::format::claim::{Claim, CLAIM_FORMAT};
 use crate::format::keys::seal_key;
 use crate::format::keys::{self, KeyKind};
 use crate::format::pointer::check_pointer;
 use crate::format::pointer::Pointer;
-use crate::parts::encode::sha256_hex;
 use crate::parts::read::stream_sha256;
 use crate::publish::checked::{create_or_read_back, Landed, Published};
 use crate::publish::AtomicPublisher;

@@ -26,7 +26,8 @@ use futures::{StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
 
 use crate::audit::report::{ProblemKind, Report};
-use crate::audit::verify::{verify_with, VerifyOptions};
+use crate::audit::verify::options::VerifyOptions;
+use crate::audit::verify::verify_with;
 use crate::base::digest::Check as DigestCheck;
 use crate::base::error::{Error, Failed, Result};
 use crate::history::identity::read_identity;
@@ -34,7 +35,7 @@ use crate::history::seal::read_seals;
 use crate::history::signing::{key_id, parse_public_key};
 use crate::publish::AtomicPublisher;
 use crate::read::scan::fetch_checked;
-use crate::read::{ReadOptions, SnapshotPart};
+use crate::read::snapshot::{ReadOptions, SnapshotPart};
 
 mod chart;
 pub(crate) mod count;

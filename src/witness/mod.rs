@@ -34,12 +34,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::audit::chain::{self, Chain};
 use crate::base::clock::Clock;
+use crate::base::digest::sha256_hex;
 use crate::base::error::{Error, Result};
 use crate::base::time::rfc3339;
 use crate::format::keys::seal_key;
 use crate::format::pointer::tool_version;
 use crate::history::pointers::READ_CONCURRENCY;
-use crate::parts::encode::sha256_hex;
 use crate::publish::checked::{publish_checked, Published};
 use crate::publish::AtomicPublisher;
 

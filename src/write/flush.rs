@@ -23,13 +23,15 @@ use bytes::Bytes;
 use uuid::Uuid;
 
 use crate::base::clock::{Clock, IdGen, SystemClock, V7Ids};
+use crate::base::digest::sha256_hex;
 use crate::base::error::{Error, Result};
 use crate::base::time::{rfc3339, rfc3339_us};
 use crate::format::identity::StoreIdentity;
 use crate::format::keys;
 use crate::format::pointer::{tool_version, Pointer, POINTER_FORMAT};
 use crate::history::identity::ensure_identity;
-use crate::parts::encode::{self, sha256_hex, EncodedPart};
+use crate::parts::encode;
+use crate::parts::encode::EncodedPart;
 use crate::publish::checked::publish_checked;
 use crate::publish::AtomicPublisher;
 

@@ -294,7 +294,11 @@ impl<'ast> Visit<'ast> for StaticVisitor {
     }
     fn visit_macro(&mut self, m: &'ast syn::Macro) {
         // `thread_local! { static NAME: T = ...; }`: per thread, but state all the same.
-        if m.path.segments.last().is_some_and(|s| s.ident == "thread_local") {
+        if m.path
+            .segments
+            .last()
+            .is_some_and(|s| s.ident == "thread_local")
+        {
             let text = m.tokens.to_string();
             let words: Vec<&str> = text.split_whitespace().collect();
             for w in words.windows(2) {
@@ -802,7 +806,9 @@ fn the_check_finds_planted_reexport_circles_and_globals() {
     );
     for name in ["LIMIT", "RAW", "SET", "BUF"] {
         assert!(
-            all.contains(&format!("base/conf.rs declares process-wide state `{name}`")),
+            all.contains(&format!(
+                "base/conf.rs declares process-wide state `{name}`"
+            )),
             "{name}: {all}"
         );
     }

@@ -18,7 +18,8 @@ use bytes::Bytes;
 use crate::audit::report::{Problem, ProblemKind};
 use crate::base::error::Result;
 use crate::format::checkpoint::{decode_rows, Snapshot};
-use crate::format::delta::{parse_actions, version_key};
+use crate::format::delta::parse_actions;
+use crate::format::keys::delta_version_key as version_key;
 use crate::publish::{AtomicPublisher, ObjectInfo};
 
 /// The least a checkpoint may hold whatever its versions (a table's protocol, metadata and

@@ -29,9 +29,9 @@ use crate::audit::report::Merged;
 use crate::audit::report::ShardInfo;
 use crate::audit::report::{Problem, Report};
 use crate::audit::verify::options::{ShardSpec, VerifyOptions};
+use crate::base::digest::sha256_hex;
 use crate::base::error::{Error, Result};
 use crate::format::keys::{self, HistoryKey};
-use crate::parts::encode::sha256_hex;
 use crate::publish::{list_pages, AtomicPublisher, ObjectInfo};
 
 /// Where the shards' ranges are cut (each list holds n+1 bounds, the first and the last

@@ -14,8 +14,9 @@ use std::time::SystemTime;
 
 use crate::base::error::{Error, Result};
 use crate::schema::events::{LineBatcher, SourcedBatch};
+use crate::write::input::format::Format;
 use crate::write::input::guard::{LineGuard, DEFAULT_MAX_LINE_BYTES};
-use crate::write::input::{binary, csv, ndjson, Format};
+use crate::write::input::{binary, csv, ndjson};
 
 /// An input that can be read from its start more than once.
 pub trait BatchSource: Send + Sync + std::fmt::Debug + 'static {

@@ -37,7 +37,7 @@ use crate::parts::encode::{self, EncodedPart, PartEncoding};
 use crate::schema::events::{Origin, SourcedBatch};
 use crate::write::commit_key::{self, Claimed};
 use crate::write::flush::WriteConfig;
-use crate::write::input::BatchSource;
+use crate::write::input::source::BatchSource;
 use crate::write::stream::digest::PayloadDigest;
 use crate::write::stream::digest::PayloadSummary;
 use crate::write::stream::group::Grouper;

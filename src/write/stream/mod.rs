@@ -19,7 +19,7 @@ mod commit;
 pub(crate) mod digest;
 pub(crate) mod group;
 mod partition;
-mod sink;
+pub(crate) mod sink;
 mod spill;
 mod version;
 
