@@ -36,7 +36,7 @@ use types::{Proof, ProofSummary};
 #[pyfunction]
 #[pyo3(signature = (*, max_seal_bytes=None, max_page_bytes=None))]
 fn set_read_limits(max_seal_bytes: Option<u64>, max_page_bytes: Option<u64>) -> (u64, u64) {
-    use lineage_store::internal::{pages, seal};
+    use lineage_store::{read_limits as pages, read_limits as seal};
     if let Some(n) = max_seal_bytes {
         seal::set_max_seal_bytes(n);
     }

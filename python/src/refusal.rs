@@ -3,8 +3,8 @@
 //! both the errors and the producer of the Arrow data, and `arrow_in` raises errors).
 
 use arrow_schema::{DataType, Schema};
-use lineage_store::internal::conform::{self, Mismatch};
-use lineage_store::internal::lossless;
+use lineage_store::conform::{self, Mismatch};
+use lineage_store::lossless;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 

@@ -3,9 +3,10 @@
 //! The write path needs exactly one strong primitive, create-only publish; the audit
 //! path needs reads and listings. Each backend lives in its own module:
 //! [`posix`] (local disk), [`memory`] (tests), and [`object`] (S3, Azure Blob, GCS).
-//! [`faulty`] wraps any of them to inject failures in tests, [`disorderly`] to list out of
-//! order the way some S3-compatible servers do; [`metered`] counts requests and models an
-//! object store's latency for benchmarks.
+//! Test doubles, compiled only for the project's own tests and benches (feature
+//! `internal-api`): `faulty` wraps any of them to inject failures, `disorderly` to list out
+//! of order the way some S3-compatible servers do; `metered` counts requests and models an
+//! object store's latency.
 
 use std::fmt::Debug;
 use std::ops::Range;
@@ -18,9 +19,12 @@ use crate::base::error::Result;
 
 mod beneath;
 pub mod checked;
+#[cfg(any(test, feature = "internal-api"))]
 pub mod disorderly;
+#[cfg(any(test, feature = "internal-api"))]
 pub mod faulty;
 pub(crate) mod memory;
+#[cfg(any(test, feature = "internal-api"))]
 pub mod metered;
 pub mod object;
 pub mod posix;
