@@ -20,7 +20,9 @@ use std::time::Duration;
 
 use arrow_array::RecordBatch;
 use lineage_store::conform_batch;
-use lineage_store::{BatchValidator, Error, Pointer, Sink, SinkOptions, Writer as LibWriter};
+use lineage_store::{
+    BatchValidator, Clock, Error, Pointer, Sink, SinkOptions, SystemClock, Writer as LibWriter,
+};
 use pyo3::prelude::*;
 use tokio::sync::{Mutex, Notify};
 
@@ -151,7 +153,7 @@ async fn tick(s: Arc<Shared>) {
         };
         match deadline {
             Some(d) => {
-                let wait = (d - chrono::Utc::now()).to_std().unwrap_or(Duration::ZERO);
+                let wait = (d - SystemClock.now()).to_std().unwrap_or(Duration::ZERO);
                 tokio::select! {
                     _ = tokio::time::sleep(wait) => {}
                     _ = s.wake.notified() => continue,

@@ -6,6 +6,7 @@
 
 use crate::audit::repair::{repair_with, RepairOptions};
 use crate::audit::verify::options::DEFAULT_GRACE_MINUTES;
+use crate::base::clock::{Clock, SystemClock};
 use crate::base::error::Result;
 use crate::base::time::parse_duration;
 use crate::cli::common::{json_line, out, out_raw, Status, StoreArg};
@@ -65,7 +66,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         None => None,
     };
     let opts = RepairOptions {
-        now: chrono::Utc::now(),
+        now: SystemClock.now(),
         grace,
         dry_run: a.dry_run,
         adopt_unidentified: a.adopt_unidentified,

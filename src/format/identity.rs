@@ -29,7 +29,7 @@ impl StoreIdentity {
     pub fn new(created_utc: String) -> Self {
         Self {
             format: IDENTITY_FORMAT.to_string(),
-            store_id: uuid::Uuid::new_v4().to_string(),
+            store_id: crate::base::rng::random_uuid().to_string(),
             created_utc,
         }
     }

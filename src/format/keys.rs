@@ -687,7 +687,11 @@ pub fn is_commit_id(s: &str) -> bool {
 /// made, so `verify` can tell a temp in flight from a stale or planted one by its name
 /// (never by its modification time, which anyone can set).
 pub fn temp_name(name: &str) -> String {
-    format!(".{name}.{}.tmp", uuid::Uuid::now_v7().simple())
+    use crate::base::clock::IdGen;
+    format!(
+        ".{name}.{}.tmp",
+        crate::base::clock::V7Ids.commit_id().simple()
+    )
 }
 
 /// What a temp's file name says about it (see [`temp_name`]).

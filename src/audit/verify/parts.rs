@@ -23,7 +23,7 @@ fn choose_hashed(
     if let Some(n) = opts.sample {
         let seed = opts.sample_seed.unwrap_or_else(|| {
             let mut b = [0u8; 8];
-            let _ = getrandom::fill(&mut b);
+            let _ = crate::base::rng::os_random(&mut b);
             u64::from_le_bytes(b)
         });
         report.sample_seed = Some(seed);
