@@ -57,6 +57,8 @@ pub fn schema_error(py: Python<'_>, producer: Producer, schema: &Schema) -> Opti
                 Mismatch::Extra { got, .. } => ("extra", Some(got), None),
                 Mismatch::Missing { want, .. } => ("missing", None, Some(want)),
                 Mismatch::Type { got, want, .. } => ("type", Some(got), Some(want)),
+                // A kind this package does not know yet: named, with no types.
+                _ => ("other", None, None),
             };
             let lossless = matches!((got, want), (Some(g), Some(w)) if lossless::can_convert(w, g));
             list.append((

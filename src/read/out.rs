@@ -19,6 +19,7 @@ use crate::base::error::{Error, Result};
 use crate::read::scan::Scan;
 
 /// What a scan is written as.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OutFormat {
     /// `.parquet`: zstd.

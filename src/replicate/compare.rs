@@ -28,6 +28,7 @@ use crate::replicate::kinds::{kind_of, Kind};
 use crate::replicate::types::Head;
 
 /// What is wrong between a replica and its source.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ReplicaProblemKind {

@@ -81,6 +81,7 @@ impl Stage {
 }
 
 /// The kind of one object, as far as replication is concerned.
+#[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Kind {
     /// The store's identity (`_lineage/store.json`).

@@ -12,6 +12,7 @@ use crate::base::error::{Error, Result};
 use crate::report::{chart, AuditReport};
 
 /// The report's formats.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ReportFormat {
     /// One self-contained HTML page: inline CSS and SVG, nothing loaded from elsewhere.

@@ -105,6 +105,7 @@ pub struct WitnessRecord {
 }
 
 /// What kind of problem the witness check found.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WitnessProblemKind {
