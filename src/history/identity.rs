@@ -56,7 +56,7 @@ pub async fn ensure_identity(
     .await?;
     match landed {
         Landed::Ours(kept) => Ok(kept.found.flatten().unwrap_or(ours)),
-        Landed::Theirs(why) => Err(crate::Error::Corrupt {
+        Landed::Theirs(why) => Err(crate::base::error::Error::Corrupt {
             what: "store identity",
             key: IDENTITY_KEY.to_string(),
             message: why,

@@ -148,7 +148,7 @@ pub(crate) const LIST_PAGE: usize = 1000;
 pub(crate) async fn exists(store: &dyn AtomicPublisher, key: &str) -> Result<bool> {
     match store.get_at_most(key, 0).await {
         Ok(got) => Ok(got.is_some()),
-        Err(crate::Error::TooLarge { .. }) => Ok(true),
+        Err(crate::base::error::Error::TooLarge { .. }) => Ok(true),
         Err(e) => Err(e),
     }
 }
@@ -156,7 +156,7 @@ pub(crate) async fn exists(store: &dyn AtomicPublisher, key: &str) -> Result<boo
 /// [`crate::Error::TooLarge`] when `size` exceeds `max`.
 pub(crate) fn too_large(key: &str, size: u64, max: u64) -> Result<()> {
     if size > max {
-        return Err(crate::Error::TooLarge {
+        return Err(crate::base::error::Error::TooLarge {
             key: key.to_string(),
             size,
             max,

@@ -333,7 +333,7 @@ async fn missed(
             let ahead = &ahead;
             async move {
                 let Some(ik) = index::key_of(p) else {
-                    return Ok::<_, crate::Error>(Some(Problem::new(
+                    return Ok::<_, crate::base::error::Error>(Some(Problem::new(
                         ProblemKind::MissedBySeals,
                         k,
                         format!("committed_utc {:?} is not a time, so no index entry can name it; `lineage seal --rescan` seals it", p.committed_utc),
@@ -519,7 +519,7 @@ async fn check_tiles(
                 } else {
                     match store.get_at_most(&o.key, max).await {
                         Ok(have) => Ok(have.unwrap_or_default()),
-                        Err(crate::Error::TooLarge { size, .. }) => Err(size),
+                        Err(crate::base::error::Error::TooLarge { size, .. }) => Err(size),
                         Err(e) => return Err(e),
                     }
                 };
@@ -562,7 +562,7 @@ async fn check_tiles(
                     Ok(None) => "missing: the newest complete seal's tree needs it; `lineage seal --rescan` writes it".to_string(),
                     Ok(Some(have)) if tiles::parse_tile(&have).as_deref() == want => continue,
                     Ok(Some(have)) => changed(have.len() as u64, need),
-                    Err(crate::Error::TooLarge { size, .. }) => changed(size, need),
+                    Err(crate::base::error::Error::TooLarge { size, .. }) => changed(size, need),
                     Err(e) => return Err(e),
                 };
                 out.push(Problem::new(ProblemKind::BadTile, &key, why));

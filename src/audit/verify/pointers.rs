@@ -52,23 +52,26 @@ pub(crate) async fn read(
     concurrency: usize,
     report: &mut Report,
 ) -> ReadBack {
-    let read: Vec<(Wanted, crate::Result<Option<bytes::Bytes>>)> = futures::stream::iter(wanted)
-        .map(|w| async move {
-            let got = match w.listed_size {
-                Some(n) if n > MAX_POINTER_BYTES as u64 => Err(crate::Error::Corrupt {
-                    what: "pointer",
-                    key: w.key.clone(),
-                    message: format!(
-                        "{n} bytes; a pointer is at most {MAX_POINTER_BYTES} (not read)"
-                    ),
-                }),
-                _ => crate::history::pointers::get_pointer(store, &w.key).await,
-            };
-            (w, got)
-        })
-        .buffer_unordered(concurrency.max(1))
-        .collect()
-        .await;
+    let read: Vec<(Wanted, crate::base::error::Result<Option<bytes::Bytes>>)> =
+        futures::stream::iter(wanted)
+            .map(|w| async move {
+                let got = match w.listed_size {
+                    Some(n) if n > MAX_POINTER_BYTES as u64 => {
+                        Err(crate::base::error::Error::Corrupt {
+                            what: "pointer",
+                            key: w.key.clone(),
+                            message: format!(
+                                "{n} bytes; a pointer is at most {MAX_POINTER_BYTES} (not read)"
+                            ),
+                        })
+                    }
+                    _ => crate::history::pointers::get_pointer(store, &w.key).await,
+                };
+                (w, got)
+            })
+            .buffer_unordered(concurrency.max(1))
+            .collect()
+            .await;
     let mut out = ReadBack::default();
     for (w, got) in read {
         let bytes = match got {
