@@ -58,8 +58,8 @@
 //! which promises nothing.
 
 // Without `internal-api`, the items only the project's own tests, benches and fuzz targets
-// reach are unused: dead code is checked with the feature on (`cargo clippy --all-targets`
-// enables it), where the crate is seen as those users see it.
+// reach are unused: dead code is checked with the feature on (clippy of all targets enables
+// it), where the crate is seen as those users see it.
 #![cfg_attr(
     not(feature = "internal-api"),
     allow(dead_code, unused_imports, unreachable_pub)
@@ -165,7 +165,8 @@ pub use write::lossless;
 pub use format::keys::pointer_key;
 pub use history::merkle;
 
-/// The read limits, process-wide (the CLI's `--max-seal-bytes` and `--max-page-bytes`).
+/// The read limits, process-wide: the largest seal and the largest decoded page any
+/// command reads (docs/security.md).
 pub mod read_limits {
     pub use crate::history::seal::{max_seal_bytes, set_max_seal_bytes};
     pub use crate::parts::pages::{max_page_bytes, set_max_page_bytes};
