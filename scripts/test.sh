@@ -29,11 +29,11 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 # security advisories only where the RustSec database is on the machine (it comes from
 # GitHub, which a machine reaching only the package registries cannot fetch).
 command -v cargo-deny >/dev/null || cargo install --locked cargo-deny@0.20.2
-if [ -d "${CARGO_HOME:-$HOME/.cargo}/advisory-dbs" ]; then
-  cargo deny check --disable-fetch
+if compgen -G "${CARGO_HOME:-$HOME/.cargo}/advisory-dbs/advisory-db-*/.git" >/dev/null; then
+  cargo deny --locked --offline check
 else
   echo "cargo deny: advisories NOT checked (no RustSec database on this machine; see deny.toml)"
-  cargo deny check licenses bans sources
+  cargo deny --locked --offline check licenses bans sources
 fi
 # The docs, private layers included, with every intra-doc link resolving.
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --document-private-items --locked
