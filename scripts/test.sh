@@ -23,7 +23,18 @@ localstack/start.sh
 . .emulators/env
 
 cargo fmt --all -- --check
+# clippy.toml: the wall clock and OS randomness only behind the injected clock and rng.
 cargo clippy --workspace --all-targets --locked -- -D warnings
+# The dependency tree (deny.toml): licenses, duplicates (warned) and sources, offline; the
+# security advisories only where the RustSec database is on the machine (it comes from
+# GitHub, which a machine reaching only the package registries cannot fetch).
+command -v cargo-deny >/dev/null || cargo install --locked cargo-deny@0.20.2
+if compgen -G "${CARGO_HOME:-$HOME/.cargo}/advisory-dbs/advisory-db-*/.git" >/dev/null; then
+  cargo deny --locked --offline check
+else
+  echo "cargo deny: advisories NOT checked (no RustSec database on this machine; see deny.toml)"
+  cargo deny --locked --offline check licenses bans sources
+fi
 # The docs, private layers included, with every intra-doc link resolving.
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --document-private-items --locked
 cargo build --locked

@@ -53,11 +53,28 @@
 //!     `cli::main`. Clap lives only here.
 //!
 //! The layers are private; what users need is re-exported here. The project's own tests,
-//! benches, fuzz targets and Python package reach further through [`internal`], which
-//! promises nothing.
+//! benches and fuzz targets reach further through `internal` (feature `internal-api`, with
+//! the test doubles: a failure-injecting, an out-of-order-listing and a metering store),
+//! which promises nothing.
 
+// Without `internal-api`, the items only the project's own tests, benches and fuzz targets
+// reach are unused: dead code is checked with the feature on (clippy of all targets enables
+// it), where the crate is seen as those users see it.
+#![cfg_attr(
+    not(feature = "internal-api"),
+    allow(dead_code, unused_imports, unreachable_pub)
+)]
 // Unit tests report failures by panicking.
-#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+// Unit tests may read the real clock (clippy.toml keeps the library behind its injected one).
+#![cfg_attr(
+    test,
+    allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::disallowed_methods
+    )
+)]
 
 mod audit;
 mod base;
@@ -141,8 +158,19 @@ pub use audit::verify::{verify, verify_with};
 pub use base::digest::Check as DigestCheck;
 pub use base::time::parse_duration;
 
-/// What the project's own tests, benches, fuzz targets and Python package use beyond the
-/// API above: the layers' inner pieces. No stability promise; not for other users.
+// Conforming Arrow data to the contract, and what does not conform.
+pub use write::conform;
+pub use write::input::batches::conform as conform_batch;
+pub use write::lossless;
+
+// The seal chain's hashes, and where a commit's pointer is.
+pub use format::keys::pointer_key;
+pub use history::merkle;
+
+/// What the project's own tests, benches and fuzz targets use beyond the API above: the
+/// layers' inner pieces and the test doubles. Feature `internal-api`; no stability
+/// promise; not for other users.
+#[cfg(feature = "internal-api")]
 #[doc(hidden)]
 pub mod internal {
     pub use crate::audit::{chain, verify::platform, verify::report_dir, verify::shard};

@@ -13,7 +13,7 @@ use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_array::{RecordBatch, RecordBatchIterator};
 use arrow_pyarrow::{IntoPyArrow, Table};
 use arrow_schema::SchemaRef;
-use lineage_store::internal::lossless;
+use lineage_store::lossless;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyCapsule};
 

@@ -9,7 +9,7 @@ use arrow_array::builder::{
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_pyarrow::{IntoPyArrow, Table};
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
-use lineage_store::internal::keys;
+use lineage_store::pointer_key;
 use lineage_store::{Error, Pointer};
 use pyo3::prelude::*;
 
@@ -46,7 +46,7 @@ fn micros(p: &Pointer, field: &str, v: &str) -> LResult<i64> {
         .map(|t| t.timestamp_micros())
         .map_err(|e| Error::Corrupt {
             what: "pointer",
-            key: keys::pointer_key(&p.run_id, &p.commit_id),
+            key: pointer_key(&p.run_id, &p.commit_id),
             message: format!("{field} {v:?} is not an RFC 3339 time: {e}").into(),
         })
 }
@@ -54,7 +54,7 @@ fn micros(p: &Pointer, field: &str, v: &str) -> LResult<i64> {
 fn count(p: &Pointer, field: &str, v: u64) -> LResult<i64> {
     i64::try_from(v).map_err(|_| Error::Corrupt {
         what: "pointer",
-        key: keys::pointer_key(&p.run_id, &p.commit_id),
+        key: pointer_key(&p.run_id, &p.commit_id),
         message: format!("{field} {v} is out of range").into(),
     })
 }

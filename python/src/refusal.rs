@@ -3,8 +3,8 @@
 //! both the errors and the producer of the Arrow data, and `arrow_in` raises errors).
 
 use arrow_schema::{DataType, Schema};
-use lineage_store::internal::conform::{self, Mismatch};
-use lineage_store::internal::lossless;
+use lineage_store::conform::{self, Mismatch};
+use lineage_store::lossless;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 
@@ -57,6 +57,8 @@ pub fn schema_error(py: Python<'_>, producer: Producer, schema: &Schema) -> Opti
                 Mismatch::Extra { got, .. } => ("extra", Some(got), None),
                 Mismatch::Missing { want, .. } => ("missing", None, Some(want)),
                 Mismatch::Type { got, want, .. } => ("type", Some(got), Some(want)),
+                // A kind this package does not know yet: named, with no types.
+                _ => ("other", None, None),
             };
             let lossless = matches!((got, want), (Some(g), Some(w)) if lossless::can_convert(w, g));
             list.append((

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use arrow_pyarrow::IntoPyArrow;
-use lineage_store::internal::merkle;
+use lineage_store::merkle;
 use lineage_store::{
     check_all, parse_duration, part_location, prove, read_pointers, read_public_key,
     read_signing_key, snapshot, validate_all_listing, verify_with, AtomicPublisher, DigestCheck,
@@ -21,7 +21,7 @@ use lineage_store::{
 };
 use pyo3::prelude::*;
 
-use lineage_store::internal::conform;
+use lineage_store::conform;
 use lineage_store::report::{self, ReportFormat, ReportOptions};
 
 use crate::arrow_in;

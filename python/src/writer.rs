@@ -19,8 +19,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arrow_array::RecordBatch;
-use lineage_store::internal::input::batches;
-use lineage_store::{BatchValidator, Error, Pointer, Sink, SinkOptions, Writer as LibWriter};
+use lineage_store::conform_batch;
+use lineage_store::{
+    BatchValidator, Clock, Error, Pointer, Sink, SinkOptions, SystemClock, Writer as LibWriter,
+};
 use pyo3::prelude::*;
 use tokio::sync::{Mutex, Notify};
 
@@ -151,7 +153,7 @@ async fn tick(s: Arc<Shared>) {
         };
         match deadline {
             Some(d) => {
-                let wait = (d - chrono::Utc::now()).to_std().unwrap_or(Duration::ZERO);
+                let wait = (d - SystemClock.now()).to_std().unwrap_or(Duration::ZERO);
                 tokio::select! {
                     _ = tokio::time::sleep(wait) => {}
                     _ = s.wake.notified() => continue,
@@ -177,7 +179,7 @@ async fn tick(s: Arc<Shared>) {
 fn prepare(source: arrow_in::Source) -> LResult<Vec<RecordBatch>> {
     let raw = source.read_all()?;
     if raw.len() == 1 {
-        return raw.into_iter().map(batches::conform).collect();
+        return raw.into_iter().map(conform_batch).collect();
     }
     let mut v = BatchValidator::new();
     raw.into_iter().map(|b| v.validate(b)).collect()

@@ -21,7 +21,8 @@ use serde::Serialize;
 
 use crate::base::error::{Error, Result};
 use crate::base::param::{text, Param};
-use crate::format::keys::{self, KeyKind};
+use crate::format::keys;
+use crate::format::keys::kind::KeyKind;
 use crate::publish::AtomicPublisher;
 
 /// Shortest accepted age: anything younger may belong to a publish in progress.

@@ -40,7 +40,13 @@ fn sender() -> Result<mpsc::Sender<Job>> {
                     Err(_) => return,
                 };
                 match job {
-                    Ok(job) => job(),
+                    // A panicking job drops its result sender (its submitter gets an
+                    // error) and leaves this thread serving the queue.
+                    Ok(job) => {
+                        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(job)).is_err() {
+                            tracing::error!("an encoder job panicked");
+                        }
+                    }
                     Err(_) => return,
                 }
             });
@@ -65,5 +71,39 @@ pub(crate) async fn run<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'stati
         .send(job)
         .map_err(|_| Error::internal("the encoder pool has stopped"))?;
     rx.await
-        .map_err(|_| Error::internal("an encoder thread failed"))
+        .map_err(|_| Error::internal("an encoder job failed"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A job that panics fails for its submitter, and the pool keeps every thread: more
+    /// panicking jobs than threads, then as many jobs as threads at once, all run.
+    #[tokio::test]
+    async fn a_panicking_job_fails_alone_and_keeps_its_thread() {
+        let n = std::thread::available_parallelism().map_or(2, |n| n.get());
+        for _ in 0..n + 2 {
+            let r = run(|| -> u32 { panic!("planted") }).await;
+            assert!(matches!(r, Err(Error::Internal { .. })), "{r:?}");
+        }
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(n));
+        let jobs = (0..n).map(|i| {
+            let b = barrier.clone();
+            run(move || {
+                b.wait();
+                i
+            })
+        });
+        let done = tokio::time::timeout(
+            std::time::Duration::from_secs(30),
+            futures::future::join_all(jobs),
+        )
+        .await
+        .expect("every encoder thread is still there");
+        assert_eq!(
+            done.into_iter().map(|r| r.unwrap()).sum::<usize>(),
+            n * (n - 1) / 2
+        );
+    }
 }

@@ -1,5 +1,22 @@
 //! A small seeded random number generator: sample data, and samples a seed can repeat
 //! (`verify --sample N --sample-seed S` picks the same parts on every machine and version).
+//! And the one door to the operating system's randomness ([`os_random`], [`random_uuid`]):
+//! clippy.toml refuses `getrandom` and random UUIDs anywhere else.
+
+use crate::base::error::{Error, Result};
+
+/// Fill `buf` from the operating system's randomness (a signing key's seed, a sample's
+/// seed when none is given).
+#[allow(clippy::disallowed_methods)]
+pub(crate) fn os_random(buf: &mut [u8]) -> Result<()> {
+    getrandom::fill(buf).map_err(|e| Error::internal(format!("no randomness: {e}")))
+}
+
+/// A random (version 4) UUID: a store's id, a unique temporary file name.
+#[allow(clippy::disallowed_methods)]
+pub(crate) fn random_uuid() -> uuid::Uuid {
+    uuid::Uuid::new_v4()
+}
 
 /// SplitMix64: tiny, deterministic, the same sequence for a seed everywhere.
 #[derive(Debug, Clone)]

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::base::error::Result;
 use crate::cli::common::{json_line, out, out_raw, refusal_json, InputArgs, Status, StoreArg};
 use crate::format::pointer::Pointer;
-use crate::publish::store::Opening;
+use crate::publish::store::options::Opening;
 
 use crate::write::writer::Writer;
 

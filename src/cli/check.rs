@@ -38,7 +38,7 @@ pub(crate) fn run(a: Args) -> Result<Status> {
         Ok((format, report)) => {
             if a.json {
                 let mut v = serde_json::to_value(&report)
-                    .map_err(|e| crate::base::error::Error::internal_from(e))?;
+                    .map_err(crate::base::error::Error::internal_from)?;
                 v["valid"] = json!(true);
                 v["format"] = json!(format.flag());
                 out_raw(&json_line(&v)?)?;

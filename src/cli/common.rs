@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use crate::base::error::{Error, Result};
 use crate::base::limits::{ReadLimits, DEFAULT_MAX_PAGE_BYTES, DEFAULT_MAX_SEAL_BYTES};
-use crate::publish::store::{Opening, SideEnv, Store, StoreOptions};
+use crate::publish::store::options::{Opening, SideEnv, StoreOptions};
+use crate::publish::store::Store;
 
 /// The store a command works on: its URL, endpoint, and the limits of what is read
 /// (`--max-seal-bytes`, `--max-page-bytes`).
@@ -111,9 +112,9 @@ pub(crate) struct InputArgs {
     pub input: Option<std::path::PathBuf>,
     /// Input format; detected from the file extension when not given (stdin: ndjson).
     #[arg(long, value_enum)]
-    pub format: Option<crate::write::input::Format>,
+    pub format: Option<crate::write::input::format::Format>,
     /// Most rows per commit (one Parquet part each).
-    #[arg(long, default_value_t = crate::write::writer::DEFAULT_BATCH_ROWS)]
+    #[arg(long, default_value_t = crate::write::flush::DEFAULT_BATCH_ROWS)]
     pub batch_rows: usize,
     /// Contract version to write (default: the newest; Arrow/Parquet input keeps the
     /// version its schema is). Older input is widened with null columns.
@@ -127,15 +128,15 @@ pub(crate) struct InputArgs {
     /// string value; a longer one is refused, naming its line (or row and field), before it
     /// is parsed (bounds the memory one line can cost; standard input is refused as soon as
     /// the line passes the limit, not after spooling the rest).
-    #[arg(long, value_name = "BYTES", default_value_t = crate::write::input::DEFAULT_MAX_LINE_BYTES)]
+    #[arg(long, value_name = "BYTES", default_value_t = crate::write::input::guard::DEFAULT_MAX_LINE_BYTES)]
     pub max_line_bytes: usize,
 }
 
 impl InputArgs {
     /// The input, opened (standard input spooled to a temp file: it is read twice), its
     /// Parquet pages at most `max_page` bytes.
-    pub(crate) fn open(&self, max_page: u64) -> Result<crate::write::input::Input> {
-        crate::write::input::Input::open_limited(
+    pub(crate) fn open(&self, max_page: u64) -> Result<crate::write::input::source::Input> {
+        crate::write::input::source::Input::open_limited(
             self.input.as_deref(),
             self.format,
             self.max_line_bytes,
@@ -216,7 +217,7 @@ pub(crate) fn out_raw(text: &str) -> Result<()> {
 
 /// JSON of a serialisable value on one line.
 pub(crate) fn json_line<T: serde::Serialize>(v: &T) -> Result<String> {
-    serde_json::to_string(v).map_err(|e| Error::internal_from(e))
+    serde_json::to_string(v).map_err(Error::internal_from)
 }
 
 /// Refused input as the JSON object `append --json` and `check --json` print on standard

@@ -5,7 +5,7 @@ use crate::base::clock::{SystemClock, V7Ids};
 use crate::base::error::Result;
 use crate::cli::common::{json_line, out, SigningArgs, Status, StoreArg};
 use crate::compact::{compact, CompactOptions, DEFAULT_MIN_PARTS};
-use crate::publish::store::Opening;
+use crate::publish::store::options::Opening;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -16,7 +16,7 @@ pub(crate) struct Args {
     run_id: Option<String>,
     /// Rows per compacted part, about: whole source parts are merged until a part holds at
     /// least this many.
-    #[arg(long, value_name = "N", default_value_t = crate::write::writer::DEFAULT_BATCH_ROWS)]
+    #[arg(long, value_name = "N", default_value_t = crate::write::flush::DEFAULT_BATCH_ROWS)]
     target_rows: usize,
     /// Leave a partition alone while it has fewer uncompacted sealed parts than this.
     #[arg(long, value_name = "K", default_value_t = DEFAULT_MIN_PARTS)]

@@ -7,14 +7,15 @@
 
 use std::collections::BTreeSet;
 
-use crate::audit::verify::{verify_with, VerifyOptions};
+use crate::audit::verify::options::VerifyOptions;
+use crate::audit::verify::verify_with;
 use crate::base::clock::SystemClock;
 use crate::base::error::{Error, Result};
 use crate::base::limits::ReadLimits;
 use crate::cli::common::{open, Side};
 use crate::cli::common::{out, Status};
 use crate::history::sealer::seal;
-use crate::publish::store::{Opening, SideEnv};
+use crate::publish::store::options::{Opening, SideEnv};
 use crate::publish::AtomicPublisher;
 use crate::schema::events::{Origin, SourcedBatch};
 use crate::write::validate::Validator;

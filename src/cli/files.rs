@@ -7,7 +7,7 @@ use serde::Serialize;
 use crate::base::error::Result;
 use crate::cli::common::{json_line, out, out_raw, Status, StoreArg};
 use crate::cli::scan::ReadArgs;
-use crate::publish::store::Opening;
+use crate::publish::store::options::Opening;
 use crate::read::location::part_location;
 use crate::read::scan::check_all;
 use crate::read::snapshot::snapshot;

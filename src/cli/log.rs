@@ -7,7 +7,7 @@
 use crate::base::error::{Error, Result};
 use crate::cli::common::{json_line, out, out_raw, Status, StoreArg};
 use crate::history::pointers::read_pointers_past_corrupt;
-use crate::publish::store::Opening;
+use crate::publish::store::options::Opening;
 use crate::publish::AtomicPublisher;
 
 #[derive(Debug, clap::Args)]

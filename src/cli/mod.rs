@@ -1,5 +1,5 @@
 //! The `lineage` command line: one file per command; this file parses arguments, sets up
-//! logging and the runtime, and maps errors to exit codes (via [`ErrorKind`]).
+//! logging and the runtime, and maps errors to exit codes (via [`crate::ErrorKind`]).
 //!
 //! Exit codes, the same from every command ([`crate::ErrorKind::exit_code`], the one mapping):
 //! 0 success (clean); 1 the store is not as recorded (`verify`'s or `report`'s problems,

@@ -2,10 +2,11 @@
 
 use std::path::PathBuf;
 
-use crate::audit::proof::{prove, ProveAgainst};
+use crate::audit::proof::format::ProveAgainst;
+use crate::audit::proof::prove;
 use crate::base::error::{Error, Result};
 use crate::cli::common::{out_raw, write_out_file, Status, StoreArg};
-use crate::publish::store::Opening;
+use crate::publish::store::options::Opening;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -35,7 +36,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         (None, None) => ProveAgainst::Newest,
     };
     let proof = prove(store.as_ref(), &a.commit_id, &against).await?;
-    let mut text = serde_json::to_string_pretty(&proof).map_err(|e| Error::internal_from(e))?;
+    let mut text = serde_json::to_string_pretty(&proof).map_err(Error::internal_from)?;
     text.push('\n');
     match a.out {
         Some(path) => write_out_file(&path, text.as_bytes(), a.force)?,

@@ -4,12 +4,14 @@
 // The doc comments of the argument structs are clap help texts, not rustdoc.
 #![allow(rustdoc::broken_intra_doc_links)]
 
-use crate::audit::repair::{repair_with, RepairOptions};
+use crate::audit::repair::options::RepairOptions;
+use crate::audit::repair::repair_with;
+use crate::base::clock::{Clock, SystemClock};
 use crate::base::error::Result;
 use crate::cli::common::{duration, open, DEFAULT_GRACE};
 use crate::cli::common::{json_line, out, out_raw, Status, StoreArg};
 use crate::cli::replicate::side;
-use crate::publish::store::Opening;
+use crate::publish::store::options::Opening;
 use crate::publish::AtomicPublisher;
 
 #[derive(Debug, clap::Args)]
@@ -63,7 +65,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         None => None,
     };
     let opts = RepairOptions {
-        now: chrono::Utc::now(),
+        now: SystemClock.now(),
         grace,
         dry_run: a.dry_run,
         adopt_unidentified: a.adopt_unidentified,

@@ -15,12 +15,14 @@ use std::sync::Arc;
 use crate::base::error::{Error, Result};
 use crate::cli::common::{duration, open, Side};
 use crate::cli::common::{json_line, out, out_raw, Status};
-use crate::publish::store::{Opening, SideEnv};
+use crate::publish::store::options::{Opening, SideEnv};
 use crate::publish::AtomicPublisher;
 use crate::replicate::compare::{compare, Relation, ReplicaReport};
-use crate::replicate::{
-    follow, replicate, Progress, PublishHook, ReplicateOptions, Stop, Summary, DEFAULT_CONCURRENCY,
+use crate::replicate::stop::Stop;
+use crate::replicate::types::{
+    Progress, PublishHook, ReplicateOptions, Summary, DEFAULT_CONCURRENCY,
 };
+use crate::replicate::{follow, replicate};
 
 /// Test hook: after the Nth object this process creates at the destination, say so on
 /// stderr and hold until a stop is requested (tests SIGKILL or SIGTERM it there).
@@ -235,7 +237,7 @@ fn print_summary(s: &Summary) -> Result<()> {
         ))?;
     }
     out(&format!("{} → {}: {}", s.from, s.to, copied_line(s)))?;
-    let head = |h: &Option<crate::replicate::Head>| {
+    let head = |h: &Option<crate::replicate::types::Head>| {
         h.as_ref().map_or("no seal".to_string(), |h| {
             format!("seal {} sha256 {}", h.seq, h.sha256)
         })
@@ -327,7 +329,7 @@ pub(crate) fn replica_lines(r: &ReplicaReport) -> Vec<String> {
             format!("PROBLEM replica {kind}: {}: {}", p.key, p.detail)
         })
         .collect();
-    let head = |h: &Option<crate::replicate::Head>| {
+    let head = |h: &Option<crate::replicate::types::Head>| {
         h.as_ref()
             .map_or("no seal".to_string(), |h| format!("seal {}", h.seq))
     };

@@ -5,12 +5,14 @@
 
 use std::path::PathBuf;
 
-use crate::audit::verify::VerifyOptions;
+use crate::audit::verify::options::VerifyOptions;
 use crate::base::error::{Error, Result};
 use crate::cli::common::{out, write_out_file, Status, StoreArg};
 use crate::history::signing::read_public_key;
-use crate::publish::store::Opening;
-use crate::report::{collect, render, ReportFormat, ReportOptions};
+use crate::publish::store::options::Opening;
+use crate::report::options::ReportOptions;
+use crate::report::render::ReportFormat;
+use crate::report::{collect, render};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use crate::base::error::{Error, Result};
 use crate::cli::common::{Status, StoreArg, STDOUT};
-use crate::publish::store::Opening;
+use crate::publish::store::options::Opening;
 use crate::read::scan::{default_concurrency, scan, ScanOptions, ScanStats};
 use crate::read::snapshot::{snapshot, ReadOptions, Snapshot};
 

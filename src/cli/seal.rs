@@ -7,7 +7,7 @@ use crate::cli::common::{
     duration, json_line, out, out_raw, SigningArgs, Status, StoreArg, DEFAULT_LOOKBACK,
 };
 use crate::history::sealer::{seal_with, SealOptions};
-use crate::publish::store::Opening;
+use crate::publish::store::options::Opening;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {

@@ -1,10 +1,11 @@
 //! `lineage sweep`: remove stale temps left by crashed publishes.
 
 use crate::audit::sweep::{sweep, sweep_all};
+use crate::base::clock::{Clock, SystemClock};
 use crate::base::error::Result;
 use crate::base::time::parse_duration;
 use crate::cli::common::{duration, json_line, out, out_raw, Status, StoreArg};
-use crate::publish::store::Opening;
+use crate::publish::store::options::Opening;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -38,7 +39,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     let r = if a.i_know_no_writer_is_running {
         sweep_all(store.as_ref(), a.dry_run).await?
     } else {
-        sweep(store.as_ref(), chrono::Utc::now(), older, a.dry_run).await?
+        sweep(store.as_ref(), SystemClock.now(), older, a.dry_run).await?
     };
     if a.json {
         out_raw(&json_line(&r)?)?;

@@ -7,15 +7,16 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::audit::findings::{Progress, Report};
+use crate::audit::verify::options::VerifyOptions;
 use crate::audit::verify::platform::{ResolvedShard, ShardRequest};
 use crate::audit::verify::report_dir::{read_shard_reports, write_shard_report};
-use crate::audit::verify::{verify_with, VerifyOptions};
+use crate::audit::verify::verify_with;
 use crate::base::error::{Error, Result};
 use crate::base::limits::ReadLimits;
 use crate::cli::common::{duration, open, Side, DEFAULT_GRACE};
 use crate::cli::common::{json_line, out, out_raw, Status, StoreArg};
 use crate::history::signing::read_public_key;
-use crate::publish::store::{Opening, SideEnv};
+use crate::publish::store::options::{Opening, SideEnv};
 use crate::publish::AtomicPublisher;
 
 #[derive(Debug, clap::Args)]
@@ -187,9 +188,9 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         None => None,
     };
     if a.json {
-        let mut v = serde_json::to_value(&report).map_err(|e| Error::internal_from(e))?;
-        v["replica"] = serde_json::to_value(&replica).map_err(|e| Error::internal_from(e))?;
-        v["witness"] = serde_json::to_value(&witness).map_err(|e| Error::internal_from(e))?;
+        let mut v = serde_json::to_value(&report).map_err(Error::internal_from)?;
+        v["replica"] = serde_json::to_value(&replica).map_err(Error::internal_from)?;
+        v["witness"] = serde_json::to_value(&witness).map_err(Error::internal_from)?;
         if let Some(w) = &written {
             v["report_written"] = serde_json::Value::String(w.clone());
         }

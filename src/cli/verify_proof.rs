@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use crate::audit::proof::{verify_proof, Proof};
+use crate::audit::proof::format::{verify_proof, Proof};
 use crate::base::error::{Error, Result};
 use crate::cli::common::{json_line, out, out_raw, Status};
 use crate::history::signing::read_public_key;

@@ -11,7 +11,7 @@ use crate::base::error::{Error, Result};
 use crate::cli::common::{json_line, out, out_raw, Status, StoreArg};
 use crate::cli::common::{open, Side};
 use crate::cli::replicate::side;
-use crate::publish::store::Opening;
+use crate::publish::store::options::Opening;
 use crate::publish::AtomicPublisher;
 use crate::witness::{self, WitnessProblem, WitnessReport};
 

@@ -21,7 +21,8 @@ use crate::parts::multiset::RowMultiset;
 use crate::publish::checked::publish_checked;
 use crate::publish::AtomicPublisher;
 use crate::read::scan::{scan, ScanOptions};
-use crate::read::snapshot::{Snapshot, SnapshotPart};
+use crate::read::snapshot::types::SnapshotPart;
+use crate::read::snapshot::Snapshot;
 use crate::schema::contract::col;
 
 /// Read, sort, encode and publish one chunk, then its record; returns the record and its

@@ -31,6 +31,7 @@ use ed25519_dalek::SigningKey;
 use serde::Serialize;
 
 use crate::base::clock::{Clock, IdGen};
+use crate::base::digest::sha256_hex;
 use crate::base::error::{Error, Result};
 use crate::base::param::{text, Param};
 use crate::format::compaction::{CompactionRecord, CompactionRef};
@@ -38,9 +39,9 @@ use crate::format::keys;
 use crate::history::identity::read_identity;
 use crate::history::seal::{read_seals, StoredSeal};
 use crate::history::sealer::{seal_with, SealOptions, SealOutcome};
-use crate::parts::encode::sha256_hex;
 use crate::publish::AtomicPublisher;
-use crate::read::snapshot::{snapshot, ReadOptions, Snapshot, SnapshotPart};
+use crate::read::snapshot::types::SnapshotPart;
+use crate::read::snapshot::{snapshot, ReadOptions, Snapshot};
 
 mod chunk;
 
@@ -73,7 +74,7 @@ impl Default for CompactOptions {
     fn default() -> Self {
         CompactOptions {
             run_id: None,
-            target_rows: crate::write::writer::DEFAULT_BATCH_ROWS,
+            target_rows: crate::write::flush::DEFAULT_BATCH_ROWS,
             min_parts: DEFAULT_MIN_PARTS,
             dry_run: false,
             allow_unsigned: false,

@@ -24,6 +24,7 @@ use crate::base::error::{Error, Result};
 pub use crate::export::record::IsoOptions;
 
 /// Which ISO encoding.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum IsoFormat {

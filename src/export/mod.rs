@@ -24,13 +24,14 @@ use crate::history::identity::read_identity;
 use crate::history::pointers::commit_order;
 use crate::publish::AtomicPublisher;
 use crate::read::scan::fetch_checked;
-use crate::read::{ReadOptions, SnapshotPart};
+use crate::read::snapshot::types::SnapshotPart;
+use crate::read::snapshot::ReadOptions;
 
 pub mod iso19115;
 mod iso19139;
 pub mod openlineage;
 pub mod post;
-mod record;
+pub(crate) mod record;
 mod xml;
 
 pub use crate::parts::scan::{PartStats, StageStats};

@@ -27,9 +27,9 @@ use serde_json::{json, Map, Value};
 use uuid::Uuid;
 
 use crate::base::error::{Error, Result};
-use crate::export::{
-    dataset_id, merge_stats, ExportedCommit, RunExport, SealRef, Snapshot, StageStats,
-};
+use crate::export::{dataset_id, merge_stats, ExportedCommit, RunExport, Snapshot};
+use crate::parts::scan::StageStats;
+use crate::read::snapshot::types::SealRef;
 use crate::schema::contract;
 
 /// The RunEvent schema the events follow.
@@ -125,7 +125,7 @@ pub fn events(snap: &Snapshot, per: Granularity, job: &JobNaming) -> Result<Vec<
 pub fn to_ndjson(events: &[Value]) -> Result<String> {
     let mut s = String::new();
     for e in events {
-        s.push_str(&serde_json::to_string(e).map_err(|e| Error::internal_from(e))?);
+        s.push_str(&serde_json::to_string(e).map_err(Error::internal_from)?);
         s.push('\n');
     }
     Ok(s)

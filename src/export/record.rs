@@ -5,7 +5,10 @@ use std::collections::BTreeMap;
 
 use crate::base::error::Result;
 use crate::base::time::rfc3339_us;
-use crate::export::{merge_stats, openlineage::run_uuid, RunExport, SealRef, Snapshot, StageStats};
+use crate::export::openlineage::run_uuid;
+use crate::export::{merge_stats, RunExport, Snapshot};
+use crate::parts::scan::StageStats;
+use crate::read::snapshot::types::SealRef;
 
 /// What the store cannot say about the record.
 #[derive(Debug, Clone, Default)]

@@ -112,7 +112,7 @@ pub fn schema_string(columns: &[Column]) -> Result<String> {
             })
             .collect(),
     };
-    serde_json::to_string(&s).map_err(|e| Error::internal_from(e))
+    serde_json::to_string(&s).map_err(Error::internal_from)
 }
 
 /// A part's key as a Delta `add.path`: a relative URI, percent-encoded once. Every byte
@@ -381,7 +381,7 @@ pub fn millis(rfc3339: &str, what: &str) -> Result<i64> {
 fn line<T: Serialize>(out: &mut Vec<u8>, action: &str, v: &T) -> Result<()> {
     let mut m = BTreeMap::new();
     m.insert(action, v);
-    serde_json::to_writer(&mut *out, &m).map_err(|e| Error::internal_from(e))?;
+    serde_json::to_writer(&mut *out, &m).map_err(Error::internal_from)?;
     out.push(b'\n');
     Ok(())
 }
@@ -550,7 +550,7 @@ fn compaction_lines(out: &mut Vec<u8>, sealed_ms: i64, c: &CompactedFile) -> Res
     let stats = c
         .stats
         .as_ref()
-        .map(|s| serde_json::to_string(s).map_err(|e| Error::internal_from(e)))
+        .map(|s| serde_json::to_string(s).map_err(Error::internal_from))
         .transpose()?;
     line(
         out,
@@ -576,7 +576,7 @@ fn add(a: &AddFile) -> Result<Add<'_>> {
     let stats = a
         .stats
         .as_ref()
-        .map(|s| serde_json::to_string(s).map_err(|e| Error::internal_from(e)))
+        .map(|s| serde_json::to_string(s).map_err(Error::internal_from))
         .transpose()?;
     Ok(Add {
         path: encode_path(&p.part_path),

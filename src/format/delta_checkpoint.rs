@@ -76,7 +76,7 @@ impl Snapshot {
             message: m.into(),
         };
         for (kind, body) in actions {
-            let text = serde_json::to_string(body).map_err(|e| Error::internal_from(e))?;
+            let text = serde_json::to_string(body).map_err(Error::internal_from)?;
             let path = || {
                 body.get("path")
                     .and_then(Value::as_str)

@@ -29,14 +29,14 @@ impl StoreIdentity {
     pub fn new(created_utc: String) -> Self {
         Self {
             format: IDENTITY_FORMAT.to_string(),
-            store_id: uuid::Uuid::new_v4().to_string(),
+            store_id: crate::base::rng::random_uuid().to_string(),
             created_utc,
         }
     }
 
     /// The stored bytes (pretty JSON and a newline, like every object of the store).
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
-        let mut b = serde_json::to_vec_pretty(self).map_err(|e| Error::internal_from(e))?;
+        let mut b = serde_json::to_vec_pretty(self).map_err(Error::internal_from)?;
         b.push(b'\n');
         Ok(b)
     }

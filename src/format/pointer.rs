@@ -65,7 +65,7 @@ pub struct Pointer {
 impl Pointer {
     /// The JSON stored for this pointer (stable field order, one trailing newline).
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
-        let mut v = serde_json::to_vec_pretty(self).map_err(|e| Error::internal_from(e))?;
+        let mut v = serde_json::to_vec_pretty(self).map_err(Error::internal_from)?;
         v.push(b'\n');
         Ok(v)
     }

@@ -8,7 +8,8 @@ use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 
 use crate::base::error::{Error, ErrorKind, Result};
-use crate::format::keys::{self, KeyKind};
+use crate::format::keys;
+use crate::format::keys::kind::KeyKind;
 use crate::history::merkle::{self, Hash};
 use crate::history::seal::{read_seals, Seal, StoredSeal};
 use crate::history::tiles::{self, Tile};

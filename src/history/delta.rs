@@ -14,19 +14,22 @@ use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 
 use crate::base::clock::SystemClock;
+use crate::base::digest::sha256_hex;
 use crate::base::error::{Error, Result};
 use crate::format::compaction::{CompactionRecord, CompactionRef};
+use crate::format::delta;
 use crate::format::delta::{
-    self, millis, parse_actions, recorded_contract, version_bytes, version_key, AddFile,
-    CompactedFile, SealFacts, Table, Version,
+    millis, parse_actions, recorded_contract, version_bytes, AddFile, CompactedFile, SealFacts,
+    Table, Version,
 };
-use crate::format::keys::{self, KeyKind};
+use crate::format::keys;
+use crate::format::keys::delta_version_key as version_key;
+use crate::format::keys::kind::KeyKind;
 use crate::format::pointer::Pointer;
 use crate::history::head::read_seal;
 use crate::history::identity::ensure_identity;
 use crate::history::pointers::READ_CONCURRENCY;
 use crate::history::seal::{Seal, SealEntry, StoredSeal};
-use crate::parts::encode::sha256_hex;
 use crate::parts::stats::footer_stats;
 use crate::publish::checked::publish_checked;
 use crate::publish::AtomicPublisher;
@@ -492,7 +495,7 @@ pub async fn delta_version(store: &dyn AtomicPublisher) -> Result<Option<u64>> {
 /// The versions listed under `_delta_log/`.
 async fn listed_versions(store: &dyn AtomicPublisher) -> Result<BTreeSet<u64>> {
     Ok(store
-        .list(delta::DELTA_LOG_PREFIX)
+        .list(keys::DELTA_LOG_PREFIX)
         .await?
         .into_iter()
         .filter_map(|o| match keys::classify(&o.key) {

@@ -15,8 +15,10 @@ use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 
 use crate::base::error::{Error, Result};
-use crate::format::delta::{parse_actions, version_key};
-use crate::format::delta_checkpoint::{checkpoint_key, decode_rows, due, Snapshot};
+use crate::format::delta::parse_actions;
+use crate::format::delta_checkpoint::{decode_rows, due, Snapshot};
+use crate::format::keys::delta_checkpoint_key as checkpoint_key;
+use crate::format::keys::delta_version_key as version_key;
 use crate::history::delta::read_version;
 use crate::history::pointers::READ_CONCURRENCY;
 use crate::publish::checked::publish_checked;

@@ -8,8 +8,10 @@
 //! without markers (sealed only by earlier versions) is read the old way, by listing seals.
 
 use crate::base::error::Result;
+use crate::format::keys;
+use crate::format::keys::history::HistoryKey;
+use crate::format::keys::kind::KeyKind;
 use crate::format::keys::seal_key;
-use crate::format::keys::{self, HistoryKey, KeyKind};
 use crate::history::seal::{read_seals, StoredSeal};
 use crate::publish::AtomicPublisher;
 

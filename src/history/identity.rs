@@ -45,22 +45,19 @@ pub async fn ensure_identity(
     }
     let ours = StoreIdentity::new(rfc3339(clock.now()));
     let bytes = Bytes::from(ours.to_bytes()?);
-    let theirs = std::sync::Mutex::new(None);
     let landed = create_or_read_back(store, IDENTITY_KEY, bytes.clone(), |have| {
         if have == bytes.as_ref() {
-            return Ok(());
+            return Ok(None);
         }
         // Another first append won the race: its identity is the store's.
-        let id = StoreIdentity::from_bytes(IDENTITY_KEY, have).map_err(|e| e.to_string())?;
-        if let Ok(mut t) = theirs.lock() {
-            *t = Some(id);
-        }
-        Ok(())
+        StoreIdentity::from_bytes(IDENTITY_KEY, have)
+            .map(Some)
+            .map_err(|e| e.to_string())
     })
     .await?;
     match landed {
-        Landed::Ours(_) => Ok(theirs.into_inner().ok().flatten().unwrap_or(ours)),
-        Landed::Theirs(why) => Err(crate::Error::Corrupt {
+        Landed::Ours(kept) => Ok(kept.found.flatten().unwrap_or(ours)),
+        Landed::Theirs(why) => Err(crate::base::error::Error::Corrupt {
             what: "store identity",
             key: IDENTITY_KEY.to_string(),
             message: why.into(),

@@ -14,7 +14,9 @@ use bytes::Bytes;
 use chrono::{DateTime, Utc};
 
 use crate::base::error::Result;
-use crate::format::keys::{self, HistoryKey, KeyKind};
+use crate::format::keys;
+use crate::format::keys::history::HistoryKey;
+use crate::format::keys::kind::KeyKind;
 use crate::format::pointer::Pointer;
 use crate::publish::{list_pages, AtomicPublisher};
 

@@ -4,10 +4,11 @@ use futures::{StreamExt, TryStreamExt};
 
 use bytes::Bytes;
 
+use crate::base::digest::sha256_hex;
 use crate::base::error::{Error, Result};
-use crate::format::keys::{self, KeyKind};
+use crate::format::keys;
+use crate::format::keys::kind::KeyKind;
 use crate::format::pointer::{Pointer, MAX_POINTER_BYTES};
-use crate::parts::encode::sha256_hex;
 use crate::publish::AtomicPublisher;
 
 /// Parallel reads of small objects.

@@ -24,12 +24,14 @@ use ed25519_dalek::{Signature, VerifyingKey};
 use futures::{StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
 
+use crate::base::digest::sha256_hex;
 use crate::base::error::{Error, Result};
 use crate::base::param::{text, Param, Text};
-use crate::format::keys::{self, HistoryKey, KeyKind};
+use crate::format::keys;
+use crate::format::keys::history::HistoryKey;
+use crate::format::keys::kind::KeyKind;
 use crate::history::pointers::READ_CONCURRENCY;
 use crate::history::signing::{key_id, parse_public_key};
-use crate::parts::encode::sha256_hex;
 use crate::publish::AtomicPublisher;
 
 /// Format tag of seal objects written before the history structures (no frontier).
@@ -107,7 +109,7 @@ pub struct Seal {
 impl Seal {
     /// The exact bytes stored.
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
-        let mut v = serde_json::to_vec_pretty(self).map_err(|e| Error::internal_from(e))?;
+        let mut v = serde_json::to_vec_pretty(self).map_err(Error::internal_from)?;
         v.push(b'\n');
         Ok(v)
     }
@@ -155,7 +157,7 @@ impl Seal {
         unsigned.signature = None;
         unsigned.key_id = None;
         let mut m = SIGNED_PREFIX.to_vec();
-        m.extend(serde_json::to_vec(&unsigned).map_err(|e| Error::internal_from(e))?);
+        m.extend(serde_json::to_vec(&unsigned).map_err(Error::internal_from)?);
         Ok(m)
     }
 

@@ -41,7 +41,7 @@ pub fn keygen(prefix: &Path) -> Result<String> {
 /// whole beside it and renamed over it) instead of refused.
 pub fn keygen_with(prefix: &Path, replace: bool) -> Result<String> {
     let mut seed = [0u8; 32];
-    getrandom::fill(&mut seed).map_err(|e| Error::internal(format!("no randomness: {e}")))?;
+    crate::base::rng::os_random(&mut seed)?;
     let sk = SigningKey::from_bytes(&seed);
     let vk = sk.verifying_key();
     let secret = prefix.with_extension("key");
@@ -64,7 +64,7 @@ pub fn keygen_with(prefix: &Path, replace: bool) -> Result<String> {
         let tmp = path.with_extension(format!(
             "{}.{}.tmp",
             path.extension().and_then(|e| e.to_str()).unwrap_or(""),
-            uuid::Uuid::new_v4().simple()
+            crate::base::rng::random_uuid().simple()
         ));
         write_new(&tmp, bytes, is_secret)
             .and_then(|()| std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e)))

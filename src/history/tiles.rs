@@ -12,7 +12,10 @@ use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 
 use crate::base::error::{Error, Result};
-use crate::format::keys::{self, HistoryKey, KeyKind, TILE_WIDTH};
+use crate::format::keys;
+use crate::format::keys::history::HistoryKey;
+use crate::format::keys::kind::KeyKind;
+use crate::format::keys::TILE_WIDTH;
 use crate::history::merkle::{self, Hash};
 use crate::publish::AtomicPublisher;
 

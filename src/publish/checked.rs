@@ -22,13 +22,29 @@ pub enum Published {
     AlreadyOurs,
 }
 
-/// What a create-only publish found: ours (created now or earlier), or someone else's.
+/// A publish that succeeded, with what `is_ours` decided of the object found there.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Landed {
+pub struct Kept<O> {
+    /// Created now, or found there and ours.
+    pub published: Published,
+    /// What `is_ours` returned for the object found there (`None` when created now).
+    pub found: Option<O>,
+}
+
+impl<O> PartialEq<Published> for Kept<O> {
+    fn eq(&self, other: &Published) -> bool {
+        self.published == *other
+    }
+}
+
+/// What a create-only publish found: ours (created now or earlier, with what `is_ours`
+/// decided of the object found there), or someone else's (with why, as `is_ours` said).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Landed<O, W = String> {
     /// The key holds our bytes.
-    Ours(Published),
+    Ours(Kept<O>),
     /// The key holds something else; why it is not ours.
-    Theirs(String),
+    Theirs(W),
 }
 
 /// Create `key`; on `AlreadyExists` or an ambiguous error, read it back and ask `is_ours`
@@ -38,12 +54,12 @@ pub(crate) enum Landed {
 /// The least a read-back may read (see [`create_or_read_back`]).
 const READ_BACK_MIN_BYTES: u64 = 1 << 20;
 
-pub(crate) async fn create_or_read_back(
+pub(crate) async fn create_or_read_back<O, W: From<String>>(
     store: &dyn AtomicPublisher,
     key: &str,
     bytes: Bytes,
-    is_ours: impl Fn(&[u8]) -> std::result::Result<(), String>,
-) -> Result<Landed> {
+    is_ours: impl Fn(&[u8]) -> std::result::Result<O, W>,
+) -> Result<Landed<O, W>> {
     // What is already there is read back at most a few times our size: an object the same
     // as ours (or the same content from another build) is never far larger, and a planted
     // one of any size is then refused without being read.
@@ -51,22 +67,30 @@ pub(crate) async fn create_or_read_back(
         .saturating_mul(4)
         .max(READ_BACK_MIN_BYTES);
     let first = match store.put_create(key, bytes).await {
-        Ok(Outcome::Created) => return Ok(Landed::Ours(Published::Created)),
+        Ok(Outcome::Created) => {
+            return Ok(Landed::Ours(Kept {
+                published: Published::Created,
+                found: None,
+            }))
+        }
         Ok(Outcome::AlreadyExists) => None,
         Err(e) if matches!(e.kind(), ErrorKind::Io | ErrorKind::Conflict) => Some(e),
         Err(e) => return Err(e),
     };
     match store.get_at_most(key, most).await {
-        Err(Error::TooLarge { size, max, .. }) => Ok(Landed::Theirs(format!(
+        Err(Error::TooLarge { size, max, .. }) => Ok(Landed::Theirs(W::from(format!(
             "holds {size} bytes, more than the {max} any object of this kind written here can be: not ours (not read); run `lineage verify`"
-        ))),
+        )))),
         Ok(Some(existing)) => match is_ours(&existing) {
-            Ok(()) => {
+            Ok(found) => {
                 tracing::info!(
                     key,
                     "object already present and identical: an earlier attempt landed"
                 );
-                Ok(Landed::Ours(Published::AlreadyOurs))
+                Ok(Landed::Ours(Kept {
+                    published: Published::AlreadyOurs,
+                    found: Some(found),
+                }))
             }
             Err(why) => Ok(Landed::Theirs(why)),
         },
@@ -80,14 +104,15 @@ pub(crate) async fn create_or_read_back(
 
 /// [`create_or_read_back`] for objects only we may write under their key: someone else's
 /// object there is a [`Error::Conflict`] naming the key and why. Never accepts silently.
-pub async fn publish_checked(
+/// What `is_ours` decided of an object found there comes back in [`Kept::found`].
+pub async fn publish_checked<O>(
     store: &dyn AtomicPublisher,
     key: &str,
     bytes: Bytes,
-    is_ours: impl Fn(&[u8]) -> std::result::Result<(), String>,
-) -> Result<Published> {
+    is_ours: impl Fn(&[u8]) -> std::result::Result<O, String>,
+) -> Result<Kept<O>> {
     match create_or_read_back(store, key, bytes, is_ours).await? {
-        Landed::Ours(p) => Ok(p),
+        Landed::Ours(kept) => Ok(kept),
         Landed::Theirs(why) => Err(Error::Conflict {
             key: key.to_string(),
             message: why,
@@ -108,7 +133,7 @@ pub(crate) async fn publish_racing(
         if have == want.as_ref() {
             Ok(())
         } else {
-            Err("another writer's bytes".into())
+            Err(String::from("another writer's bytes"))
         }
     })
     .await?;

@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use chrono::Utc;
 
+use crate::base::clock::{Clock, SystemClock};
 use crate::base::error::{Error, Result};
 use crate::publish::{check_key, check_temp_key, AtomicPublisher, ObjectInfo, Outcome};
 
@@ -26,7 +27,8 @@ impl MemoryPublisher {
     /// Test helper: put an object regardless of what is there (simulates tampering or a
     /// foreign writer; the store's own write path never calls it).
     pub fn tamper_put(&self, key: &str, bytes: Bytes) {
-        self.lock().insert(key.to_string(), (bytes, Utc::now()));
+        self.lock()
+            .insert(key.to_string(), (bytes, SystemClock.now()));
     }
 
     /// Test helper: remove an object (simulates tampering).
@@ -52,7 +54,7 @@ impl AtomicPublisher for MemoryPublisher {
         if map.contains_key(key) {
             return Ok(Outcome::AlreadyExists);
         }
-        map.insert(key.to_string(), (bytes, Utc::now()));
+        map.insert(key.to_string(), (bytes, SystemClock.now()));
         Ok(Outcome::Created)
     }
 

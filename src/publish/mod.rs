@@ -3,9 +3,10 @@
 //! The write path needs exactly one strong primitive, create-only publish; the audit
 //! path needs reads and listings. Each backend lives in its own module:
 //! [`posix`] (local disk), [`memory`] (tests), and [`object`] (S3, Azure Blob, GCS).
-//! [`faulty`] wraps any of them to inject failures in tests, [`disorderly`] to list out of
-//! order the way some S3-compatible servers do; [`metered`] counts requests and models an
-//! object store's latency for benchmarks.
+//! Test doubles, compiled only for the project's own tests and benches (feature
+//! `internal-api`): `faulty` wraps any of them to inject failures, `disorderly` to list out
+//! of order the way some S3-compatible servers do; `metered` counts requests and models an
+//! object store's latency.
 
 use std::fmt::Debug;
 use std::ops::Range;
@@ -18,9 +19,12 @@ use crate::base::error::Result;
 
 mod beneath;
 pub mod checked;
+#[cfg(any(test, feature = "internal-api"))]
 pub mod disorderly;
+#[cfg(any(test, feature = "internal-api"))]
 pub mod faulty;
 pub(crate) mod memory;
+#[cfg(any(test, feature = "internal-api"))]
 pub mod metered;
 pub mod object;
 pub mod posix;
@@ -151,7 +155,7 @@ pub(crate) const LIST_PAGE: usize = 1000;
 pub(crate) async fn exists(store: &dyn AtomicPublisher, key: &str) -> Result<bool> {
     match store.get_at_most(key, 0).await {
         Ok(got) => Ok(got.is_some()),
-        Err(crate::Error::TooLarge { .. }) => Ok(true),
+        Err(crate::base::error::Error::TooLarge { .. }) => Ok(true),
         Err(e) => Err(e),
     }
 }
@@ -159,7 +163,7 @@ pub(crate) async fn exists(store: &dyn AtomicPublisher, key: &str) -> Result<boo
 /// [`crate::Error::TooLarge`] when `size` exceeds `max`.
 pub(crate) fn too_large(key: &str, size: u64, max: u64) -> Result<()> {
     if size > max {
-        return Err(crate::Error::TooLarge {
+        return Err(crate::base::error::Error::TooLarge {
             key: key.to_string(),
             size,
             max,
@@ -368,7 +372,7 @@ pub(crate) fn check_key(key: &str) -> Result<()> {
 /// Refuse to delete anything but a temp.
 pub(crate) fn check_temp_key(key: &str) -> Result<()> {
     check_key(key)?;
-    if crate::format::keys::classify(key) != crate::format::keys::KeyKind::Temp {
+    if crate::format::keys::kind::classify(key) != crate::format::keys::kind::KeyKind::Temp {
         return Err(crate::base::error::Error::usage(format!(
             "refusing to delete {key}: only stale temporaries are ever deleted"
         )));

@@ -33,7 +33,8 @@ use crate::base::digest::Check;
 use crate::base::error::{Error, Result};
 use crate::publish::AtomicPublisher;
 use crate::read::scan::{decode, fetch_checked, scan_schema, ScanOptions, ScanStats};
-use crate::read::snapshot::{Snapshot, SnapshotPart};
+use crate::read::snapshot::types::SnapshotPart;
+use crate::read::snapshot::Snapshot;
 
 /// Whether a scan with `opts` can be written to Parquet by copying: it keeps every column
 /// and every row of every part.

@@ -20,6 +20,7 @@ use crate::base::param::{text, Param};
 use crate::read::scan::Scan;
 
 /// What a scan is written as.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OutFormat {
     /// `.parquet`: zstd.

@@ -27,7 +27,8 @@ use crate::base::error::{Error, Failed, Result};
 use crate::base::param::{text, Param};
 use crate::publish::AtomicPublisher;
 use crate::read::prune::{self, Verdict};
-use crate::read::snapshot::{Snapshot, SnapshotPart};
+use crate::read::snapshot::types::SnapshotPart;
+use crate::read::snapshot::Snapshot;
 use crate::schema::contract;
 
 /// Rows per batch handed on.

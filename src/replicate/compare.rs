@@ -19,15 +19,17 @@ use serde::Serialize;
 
 use crate::audit::chain::{self, Chain};
 use crate::base::error::Result;
+use crate::format::keys;
+use crate::format::keys::kind::KeyKind;
 use crate::format::keys::seal_key;
-use crate::format::keys::{self, KeyKind};
 use crate::history::pointers::READ_CONCURRENCY;
 use crate::parts::read::stream_sha256;
 use crate::publish::AtomicPublisher;
 use crate::replicate::kinds::{kind_of, Kind};
-use crate::replicate::Head;
+use crate::replicate::types::Head;
 
 /// What is wrong between a replica and its source.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ReplicaProblemKind {

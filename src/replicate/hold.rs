@@ -5,7 +5,9 @@
 //! wider than the destination's tree); a head marker and a Delta version for its seal. What waits is copied by
 //! a later pass, once its subject has landed.
 
-use crate::format::keys::{self, HistoryKey, KeyKind};
+use crate::format::keys;
+use crate::format::keys::history::HistoryKey;
+use crate::format::keys::kind::KeyKind;
 use crate::history::tiles::width_in;
 use crate::replicate::kinds::Kind;
 

@@ -14,7 +14,8 @@
 //! checked before copying, a check in `pass.rs` beside the claims' (`Ctx::small`). It is
 //! then copied verbatim, byte for byte, compared when the destination has it.
 
-use crate::format::keys::{self, KeyKind};
+use crate::format::keys;
+use crate::format::keys::kind::KeyKind;
 
 /// Publication order. Every object of a stage is published after every object of the
 /// stages before it.
@@ -81,6 +82,7 @@ impl Stage {
 }
 
 /// The kind of one object, as far as replication is concerned.
+#[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Kind {
     /// The store's identity (`_lineage/store.json`).

@@ -36,7 +36,7 @@ mod hold;
 pub mod kinds;
 mod replicator;
 pub mod stop;
-mod types;
+pub(crate) mod types;
 
 pub use replicator::Replicator;
 pub use stop::Stop;

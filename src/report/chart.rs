@@ -9,7 +9,7 @@ use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 use crate::base::error::{Error, Result};
-use crate::report::{Histogram, Timeline, ValueCount};
+use crate::report::model::{Histogram, Timeline, ValueCount};
 
 /// Labels longer than this are cut (the tables beside the charts hold them whole).
 const LABEL_CHARS: usize = 40;

@@ -30,8 +30,8 @@ use crate::publish::AtomicPublisher;
 
 mod chart;
 mod collect;
-mod model;
-mod options;
+pub(crate) mod model;
+pub(crate) mod options;
 mod recipes;
 pub mod render;
 mod runs;

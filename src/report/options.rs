@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::audit::verify::VerifyOptions;
+use crate::audit::verify::options::VerifyOptions;
 use crate::publish::AtomicPublisher;
 
 /// What to report on, and against what.

@@ -9,9 +9,11 @@ use std::collections::BTreeMap;
 use minijinja::{AutoEscape, Environment, Value};
 
 use crate::base::error::{Error, Result};
-use crate::report::{chart, AuditReport};
+use crate::report::chart;
+use crate::report::model::AuditReport;
 
 /// The report's formats.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ReportFormat {
     /// One self-contained HTML page: inline CSS and SVG, nothing loaded from elsewhere.
@@ -172,7 +174,7 @@ pub fn render(r: &AuditReport, format: ReportFormat) -> Result<String> {
     let bad = |e: minijinja::Error| Error::internal(format!("rendering the report: {e:#}"));
     match format {
         ReportFormat::Json => {
-            let mut s = serde_json::to_string_pretty(r).map_err(|e| Error::internal_from(e))?;
+            let mut s = serde_json::to_string_pretty(r).map_err(Error::internal_from)?;
             s.push('\n');
             Ok(s)
         }

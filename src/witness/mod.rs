@@ -34,11 +34,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::audit::chain::{self, Chain};
 use crate::base::clock::Clock;
+use crate::base::digest::sha256_hex;
 use crate::base::error::{Error, Result};
 use crate::base::time::rfc3339;
 use crate::format::pointer::tool_version;
 use crate::history::pointers::READ_CONCURRENCY;
-use crate::parts::encode::sha256_hex;
 use crate::publish::checked::{publish_checked, Published};
 use crate::publish::AtomicPublisher;
 
@@ -106,6 +106,7 @@ pub struct WitnessRecord {
 }
 
 /// What kind of problem the witness check found.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WitnessProblemKind {
@@ -350,7 +351,7 @@ async fn publish_record(
     key: &str,
     rec: &WitnessRecord,
 ) -> Result<Published> {
-    let mut bytes = serde_json::to_vec_pretty(rec).map_err(|e| Error::internal_from(e))?;
+    let mut bytes = serde_json::to_vec_pretty(rec).map_err(Error::internal_from)?;
     bytes.push(b'\n');
     let store_id = &rec.store_id;
     publish_checked(witness, key, Bytes::from(bytes), |have| match parse_record(
@@ -364,4 +365,5 @@ async fn publish_record(
         Err(e) => Err(format!("an unreadable record is in the way: {e}")),
     })
     .await
+    .map(|kept| kept.published)
 }

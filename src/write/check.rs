@@ -16,7 +16,7 @@ use crate::base::param::{text, Param};
 use crate::base::rejection::DEFAULT_MAX_ERRORS;
 use crate::schema::contract::{self, col};
 use crate::write::flush::DEFAULT_BATCH_ROWS;
-use crate::write::input::BatchSource;
+use crate::write::input::source::BatchSource;
 
 /// How to check: as `append` would be run.
 #[derive(Debug, Clone)]

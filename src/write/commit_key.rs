@@ -50,7 +50,7 @@ pub(crate) enum Claimed {
 pub(crate) async fn claim(
     store: &dyn AtomicPublisher,
     key: &str,
-    payload: &crate::write::stream::append::PayloadSummary,
+    payload: &crate::write::stream::payload_summary::PayloadSummary,
     encoding: PartEncoding,
     claimed_utc: String,
 ) -> Result<Claimed> {
@@ -64,13 +64,12 @@ pub(crate) async fn claim(
         commits: Vec::new(),
         claimed_utc,
     };
-    let mut bytes = serde_json::to_vec_pretty(&claim).map_err(|e| Error::internal_from(e))?;
+    let mut bytes = serde_json::to_vec_pretty(&claim).map_err(Error::internal_from)?;
     bytes.push(b'\n');
     let object = crate::format::keys::commit_key_claim_key(key);
     let ours = claim.payload_sha256.clone();
-    // The claim standing under the key when it is a format-1 one or our own.
-    let standing = std::sync::Mutex::new(None);
-    let published = publish_checked(store, &object, bytes.into(), |have| {
+    // `found`: the claim standing under the key when it is a format-1 one or our own.
+    let kept = publish_checked(store, &object, bytes.into(), |have| {
         let other: Claim = serde_json::from_slice(have)
             .map_err(|e| format!("commit key {key:?} is claimed by an unreadable object: {e}"))?;
         if other.commit_key != key {
@@ -88,13 +87,11 @@ pub(crate) async fn claim(
         if other.format == CLAIM_FORMAT && other.payload_sha256 != ours {
             return Err(conflict_message(key, &other.payload_sha256, &ours));
         }
-        if let Ok(mut g) = standing.lock() {
-            *g = Some(other);
-        }
-        Ok(())
+        Ok(other)
     })
     .await?;
-    Ok(match standing.into_inner().ok().flatten() {
+    let published = kept.published;
+    Ok(match kept.found {
         Some(c) if c.format == CLAIM_FORMAT_V1 => Claimed::Format1(c),
         Some(c) => Claimed::Ours(published, PartEncoding::from_tag(c.part_encoding)?),
         None => Claimed::Ours(published, PartEncoding::from_tag(encoding.tag())?),

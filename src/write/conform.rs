@@ -87,6 +87,7 @@ pub struct Plan {
 }
 
 /// One way an input schema differs from the contract.
+#[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Mismatch {
     /// A column name appears more than once (`index`: 0-based, of the repetition).

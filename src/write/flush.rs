@@ -23,6 +23,7 @@ use bytes::Bytes;
 use uuid::Uuid;
 
 use crate::base::clock::{Clock, IdGen, SystemClock, V7Ids};
+use crate::base::digest::sha256_hex;
 use crate::base::error::{Error, Result};
 use crate::base::param::{text, Param};
 use crate::base::time::{rfc3339, rfc3339_us};
@@ -30,7 +31,8 @@ use crate::format::identity::StoreIdentity;
 use crate::format::keys;
 use crate::format::pointer::{tool_version, Pointer, POINTER_FORMAT};
 use crate::history::identity::ensure_identity;
-use crate::parts::encode::{self, sha256_hex, EncodedPart};
+use crate::parts::encode;
+use crate::parts::encode::EncodedPart;
 use crate::publish::checked::{publish_checked, Published};
 use crate::publish::AtomicPublisher;
 
@@ -121,11 +123,11 @@ impl WriteConfig {
     /// refuse it when it is over the single-PUT limit. The rows are dropped once encoded.
     pub(crate) async fn encode_flush(
         &self,
-        f: crate::write::stream::Flush,
+        f: crate::write::stream::group::Flush,
         commit_id: &str,
         permit: tokio::sync::OwnedSemaphorePermit,
     ) -> Result<EncodedPart> {
-        let crate::write::stream::Flush {
+        let crate::write::stream::group::Flush {
             run_id,
             target_crs,
             rows,
@@ -223,8 +225,7 @@ impl WriteConfig {
         pointer: &Pointer,
     ) -> Result<(Published, Option<Pointer>)> {
         let pkey = keys::pointer_key(run_id, &pointer.commit_id);
-        let existing = std::sync::Mutex::new(None);
-        let outcome = publish_checked(
+        let kept = publish_checked(
             self.store.as_ref(),
             &pkey,
             Bytes::from(pointer.to_bytes()?),
@@ -234,10 +235,7 @@ impl WriteConfig {
                     && other.sha256 == pointer.sha256
                     && other.part_path == pointer.part_path
                 {
-                    if let Ok(mut g) = existing.lock() {
-                        *g = Some(other);
-                    }
-                    Ok(())
+                    Ok(other)
                 } else {
                     Err(format!(
                         "pointer already exists for another part: existing sha256 {}, ours {}",
@@ -247,6 +245,6 @@ impl WriteConfig {
             },
         )
         .await?;
-        Ok((outcome, existing.into_inner().ok().flatten()))
+        Ok((kept.published, kept.found))
     }
 }

@@ -20,9 +20,9 @@ use crate::base::param::{text, Param};
 use crate::format::pointer::Pointer;
 use crate::publish::AtomicPublisher;
 use crate::write::flush::WriteConfig;
-use crate::write::input::BatchSource;
+use crate::write::input::source::BatchSource;
 use crate::write::stream::append::AppendSummary;
-use crate::write::stream::{Sink, SinkOptions};
+use crate::write::stream::sink::{Sink, SinkOptions};
 
 pub use crate::write::flush::{DEFAULT_BATCH_ROWS, DEFAULT_CONCURRENCY, MAX_PART_BYTES};
 

@@ -10,11 +10,20 @@
 //!   ([`LAYERS`]). Modules of one layer (`write` and `read`; `replicate`, `witness` and
 //!   `export`) may not name each other.
 //! - **No import circle between files**: the graph of those names has no cycle, also
-//!   within one module.
+//!   within one module. A name counts as a dependency on the file that defines it and on
+//!   every file whose re-export it passes through (what a reader of the `use` line sees).
+//! - **No name through another file's re-export**: a file names an item at the module
+//!   that defines it, not through a `pub use` in another file (which hides a dependency:
+//!   `write/commit_key.rs` once took a type through `write/stream/append.rs`, which imports
+//!   it). The crate root's re-exports (the public API) are for `cli` only
+//!   ([`ROOT_PATHS_ALLOWED`]).
+//! - **No process-wide configuration**: no `static` holding mutable state (atomics, locks,
+//!   cells, `static mut`, `thread_local!`) outside [`ALLOWED_STATICS`], the caches and pools
+//!   that may be shared by the whole process.
 //!
-//! Not counted: `mod` declarations, and re-exports (`pub use`, `pub(crate) use`): a
-//! re-export is a name, not a dependency of the file's code; whoever uses the name depends
-//! on the file that defines it. Code under `#[cfg(test)]` is not counted either.
+//! Not counted as a file's own dependency: `mod` declarations, and re-exports (`pub use`,
+//! `pub(crate) use`): a re-export is a name; whoever uses the name depends on it (see
+//! above). Code under `#[cfg(test)]` is not counted either.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -37,6 +46,46 @@ const LAYERS: &[&[&str]] = &[
     &["cli"],
 ];
 
+/// Top-level modules whose files may take names through the crate root's re-exports
+/// (`crate::Error`): the front end, which sees the library as its users do.
+const ROOT_PATHS_ALLOWED: &[&str] = &["cli"];
+
+/// Whether `via` is a directory module's `mod.rs` re-exporting `defined` from one of its own
+/// files to `user` outside that directory: the module's interface, not a sibling's
+/// re-export (inside the directory, files name each other directly).
+fn facade(via: &str, defined: &str, user: &str) -> bool {
+    let Some(dir) = via.strip_suffix("mod.rs") else {
+        return false;
+    };
+    !dir.is_empty() && defined.starts_with(dir) && !user.starts_with(dir)
+}
+
+/// The `static`s with mutable state that may stay process-wide: (file, name). Caches and
+/// pools only; configuration travels with the store handle or the call.
+const ALLOWED_STATICS: &[(&str, &str)] = &[
+    // The contract's Arrow schema and the registry of contract versions (built once).
+    ("schema/contract.rs", "SCHEMA"),
+    ("schema/contract.rs", "REGISTRY"),
+    // Freed part buffers kept for reuse.
+    ("publish/recycle.rs", "FREE"),
+    // The encoder threads.
+    ("base/pool.rs", "POOL"),
+    // A per-thread read buffer of the POSIX digest.
+    ("publish/posix/mod.rs", "PIECE_BUF"),
+    // "This store lists out of order" is warned once per process.
+    ("publish/mod.rs", "WARNED"),
+    // The Python extension's tokio runtime.
+    ("runtime.rs", "RUNTIME"),
+    // The Python package's defaults for stores opened later (`set_read_limits`): read
+    // once when a store is opened, which then holds its own limits.
+    ("limits.rs", "DEFAULTS"),
+];
+
+/// Words in a `static`'s type that make it mutable state.
+const MUTABLE_STATE: &[&str] = &[
+    "Atomic", "Mutex", "RwLock", "Cell", "OnceLock", "OnceCell", "LazyLock", "Lazy",
+];
+
 fn rank(top: &str) -> Option<usize> {
     LAYERS.iter().position(|l| l.contains(&top))
 }
@@ -57,6 +106,8 @@ struct Crate {
     modules: BTreeMap<Vec<String>, Module>,
     /// file → (absolute path named, how it was written) for every name counted.
     uses: BTreeMap<String, Vec<(Vec<String>, String)>>,
+    /// file → the `static`s with mutable state it declares (name, how).
+    statics: BTreeMap<String, Vec<(String, String)>>,
 }
 
 fn module_path(rel: &Path) -> Vec<String> {
@@ -215,6 +266,76 @@ impl<'ast> Visit<'ast> for PathVisitor<'_> {
     }
 }
 
+/// Finds `static`s holding mutable state, also inside functions and `thread_local!`.
+#[derive(Default)]
+struct StaticVisitor {
+    found: Vec<(String, String)>,
+}
+
+impl StaticVisitor {
+    fn check(&mut self, name: String, mutable: bool, ty: String) {
+        if mutable {
+            self.found.push((name, format!("static mut {ty}")));
+        } else if MUTABLE_STATE.iter().any(|w| ty.contains(w)) {
+            self.found.push((name, format!("static {ty}")));
+        }
+    }
+}
+
+impl<'ast> Visit<'ast> for StaticVisitor {
+    fn visit_item_static(&mut self, s: &'ast syn::ItemStatic) {
+        let ty = &s.ty;
+        self.check(
+            s.ident.to_string(),
+            matches!(s.mutability, syn::StaticMutability::Mut(_)),
+            type_words(ty),
+        );
+    }
+    fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
+        if !is_cfg_test(&m.attrs) {
+            syn::visit::visit_item_mod(self, m);
+        }
+    }
+    fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
+        if !is_cfg_test(&f.attrs) {
+            syn::visit::visit_item_fn(self, f);
+        }
+    }
+    fn visit_macro(&mut self, m: &'ast syn::Macro) {
+        // `thread_local! { static NAME: T = ...; }`: per thread, but state all the same.
+        if m.path
+            .segments
+            .last()
+            .is_some_and(|s| s.ident == "thread_local")
+        {
+            let text = m.tokens.to_string();
+            let words: Vec<&str> = text.split_whitespace().collect();
+            for w in words.windows(2) {
+                if w[0] == "static" {
+                    let name = w[1].trim_end_matches(':').to_string();
+                    self.found.push((name, "thread_local! static".to_string()));
+                }
+            }
+        }
+        syn::visit::visit_macro(self, m);
+    }
+}
+
+/// The names in a type (`Mutex<Option<u32>>` → `Mutex Option u32`).
+fn type_words(ty: &syn::Type) -> String {
+    #[derive(Default)]
+    struct Words(Vec<String>);
+    impl<'ast> Visit<'ast> for Words {
+        fn visit_path_segment(&mut self, s: &'ast syn::PathSegment) {
+            self.0.push(s.ident.to_string());
+            syn::visit::visit_path_segment(self, s);
+        }
+    }
+    let mut w = Words::default();
+    w.visit_type(ty);
+    w.0.join(" ")
+}
+
 fn parse_crate(src: &Path, skip: &[&str]) -> Crate {
     let mut krate = Crate::default();
     for path in rs_files(src, skip) {
@@ -287,14 +408,25 @@ fn parse_crate(src: &Path, skip: &[&str]) -> Crate {
         };
         v.visit_file(&ast);
         names.extend(v.found);
+        let mut statics = StaticVisitor::default();
+        statics.visit_file(&ast);
+        krate.statics.insert(file.clone(), statics.found);
         krate.uses.insert(file, names);
     }
     krate
 }
 
+/// Where a path leads: the file that defines the item, and the modules whose re-exports
+/// it passes through on the way (outermost first).
+#[derive(Debug, Default)]
+struct Resolved {
+    file: String,
+    through: Vec<Vec<String>>,
+}
+
 impl Crate {
     /// The file that defines what `path` names, following re-exports.
-    fn resolve(&self, path: &[String], depth: usize) -> Option<String> {
+    fn resolve(&self, path: &[String], depth: usize) -> Option<Resolved> {
         if depth > 16 {
             return None;
         }
@@ -307,19 +439,28 @@ impl Crate {
             }
             if let Some(target) = m.reexports.get(seg) {
                 let full: Vec<String> = target.iter().chain(&path[i + 1..]).cloned().collect();
-                return self.resolve(&full, depth + 1);
+                let mut r = self.resolve(&full, depth + 1)?;
+                r.through.insert(0, at);
+                return Some(r);
             }
             for g in &m.globs {
                 let full: Vec<String> = g.iter().chain(&path[i..]).cloned().collect();
-                if let Some(f) = self.resolve(&full, depth + 1) {
-                    if self.modules.get(g).and_then(|gm| gm.file.as_ref()) != Some(&f) {
-                        return Some(f);
+                if let Some(mut r) = self.resolve(&full, depth + 1) {
+                    if self.modules.get(g).and_then(|gm| gm.file.as_ref()) != Some(&r.file) {
+                        r.through.insert(0, at);
+                        return Some(r);
                     }
                 }
             }
-            return self.file_of(&at);
+            return self.file_of(&at).map(|file| Resolved {
+                file,
+                through: Vec::new(),
+            });
         }
-        self.file_of(&at)
+        self.file_of(&at).map(|file| Resolved {
+            file,
+            through: Vec::new(),
+        })
     }
 
     /// The file a module's items are in (an inline module's is its parent's file).
@@ -333,13 +474,18 @@ impl Crate {
         }
     }
 
-    /// Edges between files: file → (file it names, an example of how).
+    /// Edges between files: file → (file it names, an example of how). A name is an edge
+    /// to the file that defines it and to each file whose re-export it passes through.
     fn edges(&self) -> BTreeMap<String, BTreeMap<String, String>> {
         let mut edges: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
         for (file, names) in &self.uses {
             let e = edges.entry(file.clone()).or_default();
             for (path, text) in names {
-                if let Some(to) = self.resolve(path, 0) {
+                let Some(r) = self.resolve(path, 0) else {
+                    continue;
+                };
+                let via = r.through.iter().filter_map(|m| self.file_of(m));
+                for to in via.chain(std::iter::once(r.file)) {
                     if &to != file {
                         e.entry(to).or_insert_with(|| text.clone());
                     }
@@ -348,6 +494,68 @@ impl Crate {
         }
         edges
     }
+
+    /// Names a file takes through another file's re-export (the crate root's excepted
+    /// for [`ROOT_PATHS_ALLOWED`], and for every file when `root_paths` is true).
+    fn reexported_names(&self, root_paths: bool) -> Vec<String> {
+        let mut out = BTreeSet::new();
+        for (file, names) in &self.uses {
+            if file == "lib.rs" {
+                continue;
+            }
+            let top = top_module(file);
+            let root_ok = root_paths || ROOT_PATHS_ALLOWED.contains(&top.as_str());
+            for (path, text) in names {
+                let Some(r) = self.resolve(path, 0) else {
+                    continue;
+                };
+                let Some(first) = r.through.first() else {
+                    continue;
+                };
+                let via = self.file_of(first).unwrap_or_default();
+                if &via == file || facade(&via, &r.file, file) {
+                    continue;
+                }
+                if first.is_empty() {
+                    if !root_ok {
+                        out.insert(format!(
+                            "{file} names `{text}` through the crate root: name the module that defines it ({})",
+                            r.file
+                        ));
+                    }
+                    continue;
+                }
+                out.insert(format!(
+                    "{file} takes `{text}` through the re-export in {via}: name the module that defines it ({})",
+                    r.file
+                ));
+            }
+        }
+        out.into_iter().collect()
+    }
+
+    /// `static`s with mutable state not in [`ALLOWED_STATICS`].
+    fn global_state(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for (file, found) in &self.statics {
+            for (name, how) in found {
+                if !ALLOWED_STATICS.contains(&(file.as_str(), name.as_str())) {
+                    out.push(format!(
+                        "{file} declares process-wide state `{name}` ({how}): pass it with the store handle or the call"
+                    ));
+                }
+            }
+        }
+        out
+    }
+}
+
+fn top_module(f: &str) -> String {
+    f.split('/')
+        .next()
+        .unwrap_or(f)
+        .trim_end_matches(".rs")
+        .to_string()
 }
 
 /// Every cycle (strongly connected component of more than one file).
@@ -425,13 +633,7 @@ fn describe_cycle(c: &[String], edges: &BTreeMap<String, BTreeMap<String, String
 
 /// Imports that go up the layer order, or sideways between modules of one layer.
 fn layer_violations(edges: &BTreeMap<String, BTreeMap<String, String>>) -> Vec<String> {
-    let top = |f: &str| {
-        f.split('/')
-            .next()
-            .unwrap_or(f)
-            .trim_end_matches(".rs")
-            .to_string()
-    };
+    let top = top_module;
     let mut out = Vec::new();
     for (a, to) in edges {
         let ta = top(a);
@@ -466,7 +668,9 @@ fn check(src: &Path, skip: &[&str], layered: bool) -> Vec<String> {
         .collect();
     if layered {
         problems.extend(layer_violations(&edges));
+        problems.extend(krate.reexported_names(false));
     }
+    problems.extend(krate.global_state());
     problems
 }
 
@@ -532,7 +736,97 @@ fn the_check_finds_planted_circles_and_upward_imports() {
         all.contains("write/w.rs (write) names read/mod.rs (read, not below it)"),
         "{all}"
     );
-    // `crate::Thing` resolves through two re-exports to base/a.rs: allowed (read is above base).
+    // `crate::Thing` resolves through two re-exports to base/a.rs: not upward (read is
+    // above base), but a root path below `cli`.
     assert!(!all.contains("read/mod.rs (read) names"), "{all}");
-    assert_eq!(problems.len(), 3, "{all}");
+    assert!(
+        all.contains("read/mod.rs names `crate::Thing` through the crate root"),
+        "{all}"
+    );
+    assert_eq!(problems.len(), 4, "{all}");
+}
+
+/// Python's extension takes nothing through `lineage_store::internal` (what it needs is
+/// in the curated root).
+#[test]
+fn python_extension_uses_only_the_public_api() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("python/src");
+    let uses: Vec<String> = rs_files(&src, &[])
+        .iter()
+        .filter(|p| {
+            std::fs::read_to_string(p)
+                .unwrap()
+                .contains("lineage_store::internal")
+        })
+        .map(|p| p.display().to_string())
+        .collect();
+    assert!(uses.is_empty(), "{uses:?}");
+}
+
+/// The checker finds a circle hidden behind a re-export, a name taken through another
+/// file's re-export, a root path below `cli`, and process-wide state (so the test above
+/// can fail on them).
+#[test]
+fn the_check_finds_planted_reexport_circles_and_globals() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path();
+    let files = [
+        (
+            "lib.rs",
+            "mod base; mod write; mod cli;\npub use base::conf::LIMIT;",
+        ),
+        ("base/mod.rs", "pub mod conf;"),
+        (
+            "base/conf.rs",
+            "pub static LIMIT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);\n\
+             pub static mut RAW: u64 = 0;\n\
+             pub static NAMES: &[&str] = &[];\n\
+             fn f() {\n\
+                 static SET: std::sync::Mutex<Option<u64>> = std::sync::Mutex::new(None);\n\
+                 thread_local! { static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) }; }\n\
+             }",
+        ),
+        ("write/mod.rs", "pub mod key;\npub mod stream;"),
+        (
+            "write/key.rs",
+            "pub fn k(_: &crate::write::stream::append::Summary) { crate::LIMIT; }",
+        ),
+        ("write/stream/mod.rs", "pub mod append;\npub mod digest;"),
+        ("write/stream/digest.rs", "pub struct Summary;"),
+        (
+            "write/stream/append.rs",
+            "pub(crate) use crate::write::stream::digest::Summary;\nuse crate::write::key;\npub fn a() { key::k(&Summary); }",
+        ),
+        ("cli/mod.rs", "fn c() { crate::LIMIT; }"),
+    ];
+    for (f, text) in files {
+        let p = src.join(f);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    let problems = check(src, &[], true);
+    let all = problems.join("\n");
+    assert!(
+        all.contains("import circle between write/key.rs, write/stream/append.rs"),
+        "{all}"
+    );
+    assert!(
+        all.contains("write/key.rs takes `crate::write::stream::append::Summary` through the re-export in write/stream/append.rs"),
+        "{all}"
+    );
+    for name in ["LIMIT", "RAW", "SET", "BUF"] {
+        assert!(
+            all.contains(&format!(
+                "base/conf.rs declares process-wide state `{name}`"
+            )),
+            "{name}: {all}"
+        );
+    }
+    assert!(!all.contains("`NAMES`"), "{all}");
+    let root = parse_crate(src, &[]).reexported_names(false).join("\n");
+    assert!(
+        root.contains("write/key.rs names `crate::LIMIT` through the crate root"),
+        "{root}"
+    );
+    assert!(!root.contains("cli/mod.rs"), "{root}");
 }

@@ -6,11 +6,13 @@
 //! ([`support::own_process`]); one that needs the storage emulators finds them through
 //! the variables `localstack/start.sh` writes ([`support::Emulator`]).
 
-// In tests a panic is the failure report, and helpers are not API.
+// In tests a panic is the failure report, and helpers are not API. Tests may read the
+// real clock and randomness (clippy.toml keeps them behind the library's injected ones).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
     clippy::panic,
+    clippy::disallowed_methods,
     unreachable_pub
 )]
 

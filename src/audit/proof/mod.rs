@@ -7,7 +7,7 @@
 //! vouches for the part through its sha256, which the verifier can check against a copy of
 //! the part file.
 
-mod format;
+pub(crate) mod format;
 pub(crate) mod tiles;
 mod walk;
 

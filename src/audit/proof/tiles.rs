@@ -4,13 +4,15 @@
 //! `lineage-proof/1` the full walk builds, checked offline the same way.
 
 use crate::audit::proof::format::{utf8, Proof, ProveAgainst, PROOF_FORMAT};
+use crate::base::digest::sha256_hex;
 use crate::base::error::{Error, ErrorKind, Result};
-use crate::format::keys::{self, HistoryKey, KeyKind};
+use crate::format::keys;
+use crate::format::keys::history::HistoryKey;
+use crate::format::keys::kind::KeyKind;
 use crate::history::head;
 use crate::history::merkle::{self, Hash};
 use crate::history::seal::{Seal, StoredSeal};
 use crate::history::tiles;
-use crate::parts::encode::sha256_hex;
 use crate::publish::AtomicPublisher;
 
 /// The sealed place of a commit: (leaf index, run id), from its locator (written in this

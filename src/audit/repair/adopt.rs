@@ -5,14 +5,15 @@ use std::collections::{BTreeMap, HashSet};
 
 use bytes::Bytes;
 
-use super::{RepairOptions, RepairOutcome};
+use crate::audit::repair::options::{RepairOptions, RepairOutcome};
 use crate::audit::verify::flight::{commit_time, Claims, Window};
 use crate::base::digest::Want;
 use crate::base::error::Result;
 use crate::base::time::{rfc3339, rfc3339_us};
-use crate::format::keys::{self, KeyKind};
+use crate::format::keys;
+use crate::format::keys::kind::KeyKind;
 use crate::format::pointer::{tool_version, Pointer, POINTER_FORMAT};
-use crate::parts::read::hash_and_facts;
+use crate::parts::read::facts::hash_and_facts;
 use crate::publish::checked::{publish_checked, Published};
 use crate::publish::{AtomicPublisher, ObjectInfo};
 use crate::schema::contract;
@@ -161,7 +162,7 @@ async fn publish_adopted(
         }
     })
     .await;
-    match published {
+    match published.map(|kept| kept.published) {
         Ok(Published::Created) => {
             tracing::info!(part = %o.key, pointer = %pkey, "adopted orphan part");
             out.adopted.push(pkey);

@@ -33,7 +33,7 @@
 //! reported, not written.
 
 mod adopt;
-mod options;
+pub(crate) mod options;
 mod restore;
 
 use std::collections::{BTreeMap, HashSet};
@@ -44,7 +44,9 @@ use crate::audit::chain;
 use crate::base::error::{Error, Result};
 use crate::base::param::{text, Param};
 use crate::format::identity::StoreIdentity;
-use crate::format::keys::{self, HistoryKey, KeyKind};
+use crate::format::keys;
+use crate::format::keys::history::HistoryKey;
+use crate::format::keys::kind::KeyKind;
 use crate::history::identity::read_identity;
 use crate::publish::{require_objects, AtomicPublisher, ObjectInfo};
 
@@ -166,12 +168,12 @@ async fn restore_delta(
         delta
             .restored
             .iter()
-            .map(|&v| crate::format::delta::version_key(v)),
+            .map(|&v| crate::format::keys::delta_version_key(v)),
     );
     out.missing
         .extend(delta.missing.into_iter().map(|(v, why)| {
             (
-                crate::format::delta::version_key(v),
+                crate::format::keys::delta_version_key(v),
                 format!("Delta version {v} cannot be rebuilt byte-identical: {why}"),
             )
         }));

@@ -7,16 +7,18 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
 
-use super::{RepairOptions, RepairOutcome};
 use crate::audit::chain;
+use crate::audit::repair::options::{RepairOptions, RepairOutcome};
+use crate::base::digest::sha256_hex;
 use crate::base::digest::Want;
 use crate::base::error::Result;
 use crate::base::time::rfc3339_us;
-use crate::format::keys::{self, HistoryKey, KeyKind};
+use crate::format::keys;
+use crate::format::keys::history::HistoryKey;
+use crate::format::keys::kind::KeyKind;
 use crate::format::pointer::{check_pointer, Pointer};
 use crate::history::seal::{Seal, StoredSeal};
-use crate::parts::encode::sha256_hex;
-use crate::parts::read::hash_and_facts;
+use crate::parts::read::facts::hash_and_facts;
 use crate::publish::checked::publish_checked;
 use crate::publish::{AtomicPublisher, ObjectInfo};
 

@@ -24,14 +24,15 @@ use futures::StreamExt;
 use crate::audit::chain::Chain;
 use crate::audit::findings::{InFlight, InFlightKind, Problem, ProblemKind};
 use crate::audit::verify::flight::Window;
+use crate::base::digest::sha256_hex;
 use crate::base::error::Result;
 use crate::base::time::rfc3339;
 use crate::format::compaction::{CompactionRecord, CompactionRef, CompactionSource};
 use crate::format::delta::{decode_path, parse_actions};
-use crate::format::keys::{self, KeyKind};
+use crate::format::keys;
+use crate::format::keys::kind::KeyKind;
 use crate::format::pointer::Pointer;
 use crate::history::seal::StoredSeal;
-use crate::parts::encode::sha256_hex;
 use crate::parts::multiset::RowMultiset;
 use crate::publish::AtomicPublisher;
 

@@ -17,8 +17,9 @@ use bytes::Bytes;
 
 use crate::audit::findings::{Problem, ProblemKind};
 use crate::base::error::Result;
-use crate::format::delta::{parse_actions, version_key};
+use crate::format::delta::parse_actions;
 use crate::format::delta_checkpoint::{decode_rows, Snapshot};
+use crate::format::keys::delta_version_key as version_key;
 use crate::publish::{AtomicPublisher, ObjectInfo};
 
 /// The least a checkpoint may hold whatever its versions (a table's protocol, metadata and

@@ -28,9 +28,10 @@ use crate::audit::findings::{Problem, ProblemKind};
 use crate::base::digest::Want;
 use crate::base::time::rfc3339;
 use crate::format::claim::Claim;
-use crate::format::keys::{self, KeyKind};
+use crate::format::keys;
+use crate::format::keys::kind::KeyKind;
 use crate::history::pointers::READ_CONCURRENCY;
-use crate::parts::read::{hash_and_facts, read_facts};
+use crate::parts::read::facts::{hash_and_facts, read_facts};
 use crate::publish::{AtomicPublisher, ObjectInfo};
 
 /// How far ahead of this machine's clock a writer's clock may be before a time it wrote

@@ -39,7 +39,7 @@ use crate::audit::findings::Report;
 use crate::base::error::Result;
 use crate::publish::AtomicPublisher;
 
-pub(crate) use options::{ShardSpec, VerifyOptions};
+pub(crate) use options::VerifyOptions;
 
 /// Verify the whole store with default options.
 pub async fn verify(store: &dyn AtomicPublisher) -> Result<Report> {

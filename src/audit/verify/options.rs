@@ -7,6 +7,7 @@ use ed25519_dalek::VerifyingKey;
 use serde::{Deserialize, Serialize};
 
 use crate::audit::findings::Progress;
+use crate::base::clock::{Clock, SystemClock};
 use crate::base::digest::Check;
 use crate::base::error::{Error, Result};
 use crate::base::param::{text, Param};
@@ -64,7 +65,7 @@ impl VerifyOptions {
 impl Default for VerifyOptions {
     fn default() -> Self {
         Self {
-            now: Utc::now(),
+            now: SystemClock.now(),
             grace: Duration::minutes(DEFAULT_GRACE_MINUTES),
             sample: None,
             sample_seed: None,

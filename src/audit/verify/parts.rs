@@ -10,7 +10,8 @@ use crate::base::digest::Want;
 use crate::base::rng::Rng;
 use crate::base::time::rfc3339_us;
 use crate::format::pointer::Pointer;
-use crate::parts::read::{hash_and_facts, read_facts, PartFacts};
+use crate::parts::read::facts::{hash_and_facts, read_facts};
+use crate::parts::read::PartFacts;
 use crate::publish::AtomicPublisher;
 
 /// Which pointers' parts get hashed: all, or a sample of `--sample` of them.
@@ -23,7 +24,7 @@ fn choose_hashed(
     if let Some(n) = opts.sample {
         let seed = opts.sample_seed.unwrap_or_else(|| {
             let mut b = [0u8; 8];
-            let _ = getrandom::fill(&mut b);
+            let _ = crate::base::rng::os_random(&mut b);
             u64::from_le_bytes(b)
         });
         report.sample_seed = Some(seed);

@@ -8,7 +8,8 @@ use futures::StreamExt;
 
 use crate::audit::findings::{Problem, ProblemKind, Report};
 use crate::base::digest::sha256_hex;
-use crate::format::keys::{self, KeyKind};
+use crate::format::keys;
+use crate::format::keys::kind::KeyKind;
 use crate::format::pointer::{check_pointer, Pointer, MAX_POINTER_BYTES};
 use crate::publish::AtomicPublisher;
 
@@ -52,14 +53,15 @@ pub(crate) async fn read(
     concurrency: usize,
     report: &mut Report,
 ) -> ReadBack {
-    let read: Vec<(Wanted, crate::Result<Option<bytes::Bytes>>)> = futures::stream::iter(wanted)
-        .map(|w| async move {
-            let got = get(store, &w).await;
-            (w, got)
-        })
-        .buffer_unordered(concurrency.max(1))
-        .collect()
-        .await;
+    let read: Vec<(Wanted, crate::base::error::Result<Option<bytes::Bytes>>)> =
+        futures::stream::iter(wanted)
+            .map(|w| async move {
+                let got = get(store, &w).await;
+                (w, got)
+            })
+            .buffer_unordered(concurrency.max(1))
+            .collect()
+            .await;
     let mut out = ReadBack::default();
     for (w, got) in read {
         let bytes = match got {
@@ -93,9 +95,12 @@ pub(crate) async fn read(
 }
 
 /// The bytes of pointer `w`; one listed larger than any pointer can be is not read.
-async fn get(store: &dyn AtomicPublisher, w: &Wanted) -> crate::Result<Option<bytes::Bytes>> {
+async fn get(
+    store: &dyn AtomicPublisher,
+    w: &Wanted,
+) -> crate::base::error::Result<Option<bytes::Bytes>> {
     match w.listed_size {
-        Some(n) if n > MAX_POINTER_BYTES as u64 => Err(crate::Error::Corrupt {
+        Some(n) if n > MAX_POINTER_BYTES as u64 => Err(crate::base::error::Error::Corrupt {
             what: "pointer",
             key: w.key.clone(),
             message: format!("{n} bytes; a pointer is at most {MAX_POINTER_BYTES} (not read)")

@@ -78,7 +78,7 @@ pub async fn write_shard_report(dir: &dyn AtomicPublisher, report: &Report) -> R
             ],
         )
     })?;
-    let mut bytes = serde_json::to_vec(report).map_err(|e| Error::internal_from(e))?;
+    let mut bytes = serde_json::to_vec(report).map_err(Error::internal_from)?;
     bytes.push(b'\n');
     let bytes = Bytes::from(bytes);
     let stem = stem(info);
@@ -96,7 +96,7 @@ pub async fn write_shard_report(dir: &dyn AtomicPublisher, report: &Report) -> R
             if have == mine.as_ref() {
                 Ok(())
             } else {
-                Err("another attempt's report".into())
+                Err(String::from("another attempt's report"))
             }
         })
         .await?

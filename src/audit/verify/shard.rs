@@ -28,12 +28,13 @@ use crate::audit::chain::Chain;
 use crate::audit::findings::Merged;
 use crate::audit::findings::ShardInfo;
 use crate::audit::findings::{Problem, Report};
-use crate::audit::verify::ShardSpec;
-use crate::audit::verify::VerifyOptions;
+use crate::audit::verify::options::ShardSpec;
+use crate::audit::verify::options::VerifyOptions;
+use crate::base::digest::sha256_hex;
 use crate::base::error::{Error, Result};
 use crate::base::param::{text, Param};
-use crate::format::keys::{self, HistoryKey};
-use crate::parts::encode::sha256_hex;
+use crate::format::keys;
+use crate::format::keys::history::HistoryKey;
 use crate::publish::{list_pages, AtomicPublisher, ObjectInfo};
 
 /// Where the shards' ranges are cut (each list holds n+1 bounds, the first and the last

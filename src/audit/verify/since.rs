@@ -20,7 +20,7 @@ use chrono::{DateTime, Utc};
 use futures::{StreamExt, TryStreamExt};
 
 use crate::audit::findings::{Problem, ProblemKind, Report};
-use crate::audit::verify::history::{entry_matches, index_entry_problem};
+use crate::audit::verify::history::entries::{entry_matches, index_entry_problem};
 use crate::audit::verify::options::VerifyOptions;
 use crate::audit::verify::pipeline::Strategy;
 use crate::audit::verify::pointers::{ReadBack, SealedAs, Wanted};

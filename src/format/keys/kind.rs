@@ -1,9 +1,10 @@
 //! What a key is, by its place in the layout ([`classify`]).
 
 use super::history::parse_history;
-use super::{
+use crate::format::keys::history::HistoryKey;
+use crate::format::keys::{
     is_commit_id, parse_delta_checkpoint_key, parse_delta_version_key, run_id_segment_problem,
-    HistoryKey, COMMITS_PREFIX, COMMIT_KEYS_PREFIX, COMPACTED_PARTS_PREFIX, COMPACTED_PART_SUFFIX,
+    COMMITS_PREFIX, COMMIT_KEYS_PREFIX, COMPACTED_PARTS_PREFIX, COMPACTED_PART_SUFFIX,
     COMPACTION_RECORDS_PREFIX, DELTA_LOG_PREFIX, HEADS_PREFIX, IDENTITY_KEY, INDEX_PREFIX,
     LEAVES_PREFIX, META_PREFIX, SEALS_PREFIX, TILES_PREFIX, WITNESS_PREFIX,
 };

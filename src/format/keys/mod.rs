@@ -48,8 +48,8 @@
 
 use crate::base::error::{Error, Result};
 
-mod history;
-mod kind;
+pub(crate) mod history;
+pub(crate) mod kind;
 #[cfg(test)]
 mod tests;
 
@@ -261,7 +261,10 @@ pub fn is_commit_id(s: &str) -> bool {
 /// made, so `verify` can tell a temp in flight from a stale or planted one by its name
 /// (never by its modification time, which anyone can set).
 pub fn temp_name(name: &str) -> String {
-    format!(".{name}.{}.tmp", uuid::Uuid::now_v7().simple())
+    format!(
+        ".{name}.{}.tmp",
+        crate::base::clock::IdGen::commit_id(&crate::base::clock::V7Ids).simple()
+    )
 }
 
 /// What a temp's file name says about it (see [`temp_name`]).

@@ -8,8 +8,11 @@ use chrono::{DateTime, Duration, Utc};
 use futures::{StreamExt, TryStreamExt};
 
 use crate::base::clock::Clock;
+use crate::base::digest::sha256_hex;
 use crate::base::error::{Error, Result};
-use crate::format::keys::{self, HistoryKey, KeyKind};
+use crate::format::keys;
+use crate::format::keys::history::HistoryKey;
+use crate::format::keys::kind::KeyKind;
 use crate::format::pointer::Pointer;
 use crate::history::complete::SealedLeaf;
 use crate::history::frontier::Frontier;
@@ -18,7 +21,6 @@ use crate::history::index;
 use crate::history::merkle::{self, Hash};
 use crate::history::pointers::READ_CONCURRENCY;
 use crate::history::seal::{read_seals, Seal, SealEntry, StoredSeal};
-use crate::parts::encode::sha256_hex;
 use crate::publish::AtomicPublisher;
 
 /// One commit about to be sealed.

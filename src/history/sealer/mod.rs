@@ -28,6 +28,7 @@ use chrono::Duration;
 use ed25519_dalek::{Signer, SigningKey};
 
 use crate::base::clock::Clock;
+use crate::base::digest::sha256_hex;
 use crate::base::error::{Error, Result};
 use crate::base::param::{text, Param};
 use crate::base::time::rfc3339;
@@ -40,7 +41,6 @@ use crate::history::head::{self, Heads};
 use crate::history::merkle;
 use crate::history::seal::{Seal, StoredSeal, MAX_SEAL_ATTEMPTS, SEAL_FORMAT_V2};
 use crate::history::signing::key_id;
-use crate::parts::encode::sha256_hex;
 use crate::publish::AtomicPublisher;
 use draft::{draft, Draft};
 

@@ -19,7 +19,7 @@ use crate::base::error::{Error, Result};
 use crate::publish::AtomicPublisher;
 use crate::schema::contract;
 
-mod facts;
+pub(crate) mod facts;
 mod sparse;
 
 pub use self::facts::{hash_and_facts, read_facts};

@@ -138,9 +138,7 @@ impl Walker<'_> {
 
     /// The store key of a path under the root.
     fn key(&self, path: &Path) -> Result<String> {
-        let rel = path
-            .strip_prefix(self.root)
-            .map_err(|e| Error::internal_from(e))?;
+        let rel = path.strip_prefix(self.root).map_err(Error::internal_from)?;
         Ok(key_of(rel))
     }
 }

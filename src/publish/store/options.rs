@@ -3,7 +3,7 @@
 
 use crate::base::limits::ReadLimits;
 
-/// What the caller of [`open`] expects to find at the URL.
+/// What the caller of [`open`](crate::publish::store::open) expects to find at the URL.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Opening {

@@ -1,10 +1,10 @@
 //! Reading compacted parts in place of their sources ([`super::ReadOptions::prefer_compacted`]).
 
 use super::types::{SealRef, SnapshotPart};
+use crate::base::digest::sha256_hex;
 use crate::base::error::{Error, Failed, Result};
 use crate::format::compaction::{CompactionRecord, CompactionRef};
 use crate::format::pointer::Pointer;
-use crate::parts::encode::sha256_hex;
 use crate::publish::AtomicPublisher;
 
 /// Replace the sources of every compaction in effect by its compacted part (see

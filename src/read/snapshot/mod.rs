@@ -12,19 +12,20 @@
 
 mod chain;
 mod compacted;
-mod types;
+pub(crate) mod types;
 
 use std::collections::HashSet;
 
 use futures::{StreamExt, TryStreamExt};
 
+use crate::base::digest::sha256_hex;
 use crate::base::error::{Error, Failed, Result};
 use crate::base::param::{text, Param};
-use crate::format::keys::{self, KeyKind};
+use crate::format::keys;
+use crate::format::keys::kind::KeyKind;
 use crate::format::pointer::{check_pointer, Pointer};
 use crate::history::pointers::{commit_order, READ_CONCURRENCY};
 use crate::history::seal::read_seals;
-use crate::parts::encode::sha256_hex;
 use crate::publish::AtomicPublisher;
 use chain::{chain_up_to, Entry};
 use compacted::with_compacted;

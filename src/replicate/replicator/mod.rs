@@ -2,19 +2,19 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use bytes::Bytes;
 
 use crate::audit::chain::Chain;
-use crate::base::error::{ErrorKind, Result};
+use crate::base::digest::sha256_hex;
+use crate::base::error::{Error, Result};
 use crate::format::claim::{Claim, CLAIM_FORMAT};
 use crate::format::keys;
 use crate::format::pointer::check_pointer;
 use crate::format::pointer::Pointer;
-use crate::parts::encode::sha256_hex;
 use crate::parts::read::stream_sha256;
-use crate::publish::checked::{publish_checked, Published};
+use crate::publish::checked::{create_or_read_back, Landed, Published};
 use crate::publish::AtomicPublisher;
 use crate::replicate::kinds::Kind;
 use crate::replicate::types::{Progress, ReplicateOptions};
@@ -123,33 +123,34 @@ impl Ctx<'_> {
     /// Create `key` at the destination (read back after an unclear answer).
     async fn publish(&self, key: &str, bytes: Bytes, want: &str) -> Result<Done> {
         let len = bytes.len() as u64;
-        let theirs = Mutex::new(None);
-        let r = publish_checked(self.dst, key, bytes, |have| {
+        let landed = create_or_read_back(self.dst, key, bytes, |have| {
             let got = sha256_hex(have);
             if got == want {
                 return Ok(());
             }
-            let msg = format!("destination sha256 {got}, source sha256 {want}");
-            if let Ok(mut t) = theirs.lock() {
-                *t = Some(got);
-            }
-            Err(msg)
+            Err(Mismatch {
+                why: format!("destination sha256 {got}, source sha256 {want}"),
+                destination: Some(got),
+            })
         })
-        .await;
-        match r {
-            Ok(Published::Created) => {
+        .await?;
+        match landed {
+            Landed::Ours(kept) if kept.published == Published::Created => {
                 self.created(key).await;
                 Ok(Done::Copied(len))
             }
-            Ok(Published::AlreadyOurs) => Ok(Done::Present),
-            Err(e) if e.kind() == ErrorKind::Conflict => match theirs.into_inner().ok().flatten() {
-                Some(t) => Ok(Done::Conflict {
-                    source: Some(want.to_string()),
-                    destination: t,
-                }),
-                None => Err(e),
-            },
-            Err(e) => Err(e),
+            Landed::Ours(_) => Ok(Done::Present),
+            Landed::Theirs(Mismatch {
+                destination: Some(t),
+                ..
+            }) => Ok(Done::Conflict {
+                source: Some(want.to_string()),
+                destination: t,
+            }),
+            Landed::Theirs(m) => Err(Error::Conflict {
+                key: key.to_string(),
+                message: m.why,
+            }),
         }
     }
 
@@ -313,4 +314,20 @@ fn claim_problem(key: &str, bytes: &[u8]) -> Option<String> {
             claim.commit_key
         )
     })
+}
+
+/// Why a destination object is not the source's: the message, and the destination's
+/// sha256 when it was read.
+struct Mismatch {
+    why: String,
+    destination: Option<String>,
+}
+
+impl From<String> for Mismatch {
+    fn from(why: String) -> Self {
+        Mismatch {
+            why,
+            destination: None,
+        }
+    }
 }

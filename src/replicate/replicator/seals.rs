@@ -5,11 +5,12 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 
 use super::{Ctx, Done, Handled};
+use crate::base::digest::sha256_hex;
 use crate::base::error::Result;
+use crate::format::keys;
+use crate::format::keys::kind::KeyKind;
 use crate::format::keys::seal_key;
-use crate::format::keys::{self, KeyKind};
 use crate::history::seal::StoredSeal;
-use crate::parts::encode::sha256_hex;
 use crate::replicate::kinds::Kind;
 use crate::replicate::types::{Conflict, Head};
 

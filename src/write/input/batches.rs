@@ -22,7 +22,7 @@ use arrow_schema::Schema;
 use crate::base::error::Result;
 use crate::base::rejection::{Collector, DEFAULT_MAX_ERRORS};
 use crate::schema::events::{Origin, SourcedBatch};
-use crate::write::input::BatchSource;
+use crate::write::input::source::BatchSource;
 use crate::write::validate::Validator;
 
 /// The batch in its contract version's schema, as the CLI conforms binary input (see the

@@ -20,9 +20,9 @@ pub mod batches;
 mod binary;
 mod csv;
 pub(crate) mod format;
-mod guard;
+pub(crate) mod guard;
 mod ndjson;
-mod source;
+pub(crate) mod source;
 
 pub use format::Format;
 pub use guard::DEFAULT_MAX_LINE_BYTES;

@@ -16,8 +16,9 @@ use crate::base::error::{Error, Result};
 use crate::base::limits::DEFAULT_MAX_PAGE_BYTES;
 use crate::base::param::{text, Param};
 use crate::schema::events::{LineBatcher, SourcedBatch};
+use crate::write::input::format::Format;
 use crate::write::input::guard::{LineGuard, DEFAULT_MAX_LINE_BYTES};
-use crate::write::input::{binary, csv, ndjson, Format};
+use crate::write::input::{binary, csv, ndjson};
 
 /// An input that can be read from its start more than once.
 pub trait BatchSource: Send + Sync + std::fmt::Debug + 'static {

@@ -79,13 +79,13 @@ impl Committer {
             .clone()
             .acquire_owned()
             .await
-            .map_err(|e| Error::internal_from(e))?;
+            .map_err(Error::internal_from)?;
         let encoder = self
             .encoders
             .clone()
             .acquire_owned()
             .await
-            .map_err(|e| Error::internal_from(e))?;
+            .map_err(Error::internal_from)?;
         self.collect_ready().await?;
         let id = match &self.commit_key {
             Some(k) => derived_commit_id(&f.run_id, &f.target_crs, k, f.index_in_group),

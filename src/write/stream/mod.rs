@@ -16,13 +16,12 @@
 
 pub(crate) mod append;
 mod commit;
-mod group;
+pub(crate) mod group;
 mod partition;
-mod payload_summary;
-mod sink;
+pub(crate) mod payload_summary;
+pub(crate) mod sink;
 mod spill;
 mod version;
 
 pub use crate::write::flush::DEFAULT_MAX_BUFFERED_BYTES;
-pub(crate) use group::Flush;
 pub use sink::{Sink, SinkOptions};

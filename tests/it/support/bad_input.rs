@@ -76,6 +76,7 @@ pub fn ext(f: Format) -> &'static str {
         Format::Csv => "csv",
         Format::Arrow => "arrow",
         Format::Parquet => "parquet",
+        other => panic!("no bad inputs for {other:?} yet"),
     }
 }
 

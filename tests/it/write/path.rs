@@ -244,11 +244,11 @@ async fn posix_create_never_replaces_and_leaves_no_temp() {
     );
     let snap = sample::snapshot(dir.path());
     assert_eq!(snap.len(), 1, "{snap:?}");
-    // Such a key only comes from a hostile store's content: a conflict naming it (exit 3),
-    // not an internal error (issue 26).
+    // Such a key only comes from a hostile store's content: the store is not as recorded,
+    // naming it (exit 1), not an internal error.
     for bad in ["../escape", "/abs", "a//b", "a/./b"] {
         let e = p.put_create(bad, Bytes::new()).await.unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::Conflict);
+        assert_eq!(e.kind(), ErrorKind::Integrity);
         assert!(e.to_string().contains("refusing an unsafe key"), "{e}");
     }
     let e = p.delete_temp(key).await.unwrap_err();

@@ -5,10 +5,11 @@ use std::collections::HashSet;
 use chrono::{DateTime, Utc};
 use futures::StreamExt;
 
-use super::Context;
 use crate::audit::findings::{Problem, ProblemKind};
+use crate::audit::verify::history::context::Context;
 use crate::base::error::Result;
-use crate::format::keys::{self, HistoryKey};
+use crate::format::keys;
+use crate::format::keys::history::HistoryKey;
 use crate::format::pointer::Pointer;
 use crate::history::index;
 use crate::history::pointers::READ_CONCURRENCY;

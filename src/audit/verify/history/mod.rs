@@ -14,21 +14,22 @@
 //! - a seal whose frontier, watermark or `ahead` is wrong: `seal_root_mismatch` /
 //!   `seal_corrupt`, reported by the chain walk.
 
-mod context;
-mod entries;
+pub(crate) mod context;
+pub(crate) mod entries;
 mod tree;
 
 use std::collections::HashSet;
 
 use crate::audit::findings::{Problem, ProblemKind};
 use crate::base::error::Result;
-use crate::format::keys::{self, HistoryKey, KeyKind};
+use crate::format::keys;
+use crate::format::keys::history::HistoryKey;
+use crate::format::keys::kind::KeyKind;
 use crate::history::seal::Seal;
 use crate::publish::{AtomicPublisher, ObjectInfo};
 
 pub(crate) use context::Context;
 use entries::{check_index_entry, missed};
-pub(crate) use entries::{entry_matches, index_entry_problem};
 use tree::{check_heads, check_tiles, missing_locators, tile_within};
 
 /// Check the listed history objects (this shard's) against the chain and the pointers.

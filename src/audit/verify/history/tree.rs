@@ -4,10 +4,12 @@ use std::collections::{HashMap, HashSet};
 
 use futures::StreamExt;
 
-use super::Context;
 use crate::audit::findings::{Problem, ProblemKind};
+use crate::audit::verify::history::context::Context;
 use crate::base::error::Result;
-use crate::format::keys::{self, KeyKind, TILE_WIDTH};
+use crate::format::keys;
+use crate::format::keys::kind::KeyKind;
+use crate::format::keys::TILE_WIDTH;
 use crate::history::merkle::Hash;
 use crate::history::pointers::READ_CONCURRENCY;
 use crate::history::tiles::{self, width_in};
@@ -154,7 +156,7 @@ async fn judge_tile(
     } else {
         match store.get_at_most(&o.key, max).await {
             Ok(have) => Ok(have.unwrap_or_default()),
-            Err(crate::Error::TooLarge { size, .. }) => Err(size),
+            Err(crate::base::error::Error::TooLarge { size, .. }) => Err(size),
             Err(e) => return Err(e),
         }
     };
@@ -201,7 +203,7 @@ async fn missing_tiles(
                     Ok(None) => "missing: the newest complete seal's tree needs it; `lineage seal --rescan` writes it".to_string(),
                     Ok(Some(have)) if tiles::parse_tile(&have).as_deref() == want => continue,
                     Ok(Some(have)) => changed(have.len() as u64, need),
-                    Err(crate::Error::TooLarge { size, .. }) => changed(size, need),
+                    Err(crate::base::error::Error::TooLarge { size, .. }) => changed(size, need),
                     Err(e) => return Err(e),
                 };
                 out.push(Problem::new(ProblemKind::BadTile, &key, why));
