@@ -25,7 +25,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._errors import ConflictError, InputError, LineageError, StoreError, VerifyError
+from ._errors import (
+    ConflictError,
+    InputError,
+    IntegrityError,
+    LineageError,
+    StoreError,
+    VerifyError,
+)
 from ._native import (
     DEFAULT_BATCH_ROWS,
     DEFAULT_MAX_IN_FLIGHT,
@@ -64,6 +71,7 @@ __all__ = [
     "Commit",
     "Conformed",
     "ConflictError",
+    "IntegrityError",
     "InputError",
     "LineageError",
     "Problem",

@@ -52,8 +52,15 @@ class InputError(LineageError, ValueError):
 
 class ConflictError(LineageError):
     """The store holds something that contradicts what was written or expected: a key
-    taken by other content, a commit key claimed for another payload, a corrupt pointer
-    (the CLI's exit code 3)."""
+    taken by other content, a commit key claimed for another payload (the CLI's exit code
+    3), or, as ``IntegrityError``, an object that is not as recorded."""
+
+
+class IntegrityError(ConflictError):
+    """The store is not as recorded: a part, pointer, seal or other object changed,
+    missing, planted, too large to be ours or not decodable, named in the message (the
+    CLI's exit code 1, as ``verify``'s problems). A ``ConflictError``, as it was before it
+    had a class of its own."""
 
 
 class StoreError(LineageError, OSError):

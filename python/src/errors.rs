@@ -1,5 +1,6 @@
 //! Library errors → the package's exceptions (defined in `lineage_store/_errors.py`), by
 //! the library's one kind mapping: `Input` → `InputError`, `Conflict` → `ConflictError`,
+//! `Integrity` → `IntegrityError` (a `ConflictError`),
 //! `Io`/`NotFound` → `StoreError`, `Internal` → `LineageError`. The message is what the
 //! CLI prints (its `error: ` lines without the prefix, one per error of refused input, and
 //! its `hint: ` line), in the caller's words ([`message`]): the library marks each
@@ -39,16 +40,16 @@ pub fn raise(
 pub const STREAM_FAILED: &str = "reading the Arrow stream failed:";
 
 /// A parameter a message names, as a Python caller names it: the keyword argument
-/// (`batch_rows=`), or, for what the package has no keyword for, the CLI command that has
-/// it, quoted (`` `lineage keygen --force` ``).
+/// (`batch_rows`; a flag as the keyword that sets it, `allow_unsigned=True`), or, for what
+/// the package has no keyword for, the CLI command that has it, quoted
+/// (`` `lineage keygen --force` ``).
 pub fn keyword(p: Param) -> String {
     match p {
         Param::Unsigned => "allow_unsigned=True".into(),
         Param::AllowReadableKey => "allow_readable_key=True".into(),
         Param::Force => "`lineage keygen --force`".into(),
         Param::Rescan => "`lineage seal --rescan`".into(),
-        Param::Store => "store".into(),
-        other => format!("{}=", other.name()),
+        other => other.name().into(),
     }
 }
 
@@ -57,9 +58,6 @@ pub fn keyword(p: Param) -> String {
 pub fn message(e: &Error) -> String {
     match e {
         Error::Invalid { param, why } => format!("{} {}", param.name(), why.render(&keyword)),
-        Error::Corrupt { what, key, message } => {
-            format!("corrupt {what} {key}: {}", message.render(&keyword))
-        }
         other => other.render(&keyword),
     }
 }
@@ -88,6 +86,7 @@ pub fn to_py(py: Python<'_>, e: Error) -> PyErr {
             Err(err) => err,
         },
         ErrorKind::Conflict => raise(py, "ConflictError", message, None),
+        ErrorKind::Integrity => raise(py, "IntegrityError", message, None),
         ErrorKind::Io | ErrorKind::NotFound => raise(py, "StoreError", message, None),
         // Internal, and any kind a later version adds: the base class.
         _ => raise(py, "LineageError", message, None),

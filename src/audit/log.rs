@@ -119,14 +119,14 @@ async fn keys_after(
         let seal = s.seal.map_err(|m| Error::Corrupt {
             what: "seal",
             key: s.key.clone(),
-            message: m.into(),
+            message: m,
         })?;
         keys_after.extend(seal.entries.into_iter().map(|e| e.key));
     }
     let head_seal = newest.seal.map_err(|m| Error::Corrupt {
         what: "seal",
         key: newest.key.clone(),
-        message: m.into(),
+        message: m,
     })?;
     let watermark: Option<DateTime<Utc>> = head_seal
         .watermark_utc

@@ -218,13 +218,13 @@ impl From<arrow_schema::ArrowError> for Error {
 pub struct Failed {
     /// The object key (a part, a pointer, a seal).
     pub key: String,
-    /// What is wrong with it.
-    pub detail: String,
+    /// What is wrong with it (naming parameters as [`Param`]s).
+    pub detail: Text,
 }
 
 impl Failed {
     /// A failure of `key`.
-    pub fn new(key: impl Into<String>, detail: impl Into<String>) -> Self {
+    pub fn new(key: impl Into<String>, detail: impl Into<Text>) -> Self {
         Failed {
             key: key.into(),
             detail: detail.into(),
@@ -233,9 +233,13 @@ impl Failed {
 }
 
 fn integrity_text(failed: &[Failed]) -> String {
+    integrity_text_named(failed, &|p| p.to_string())
+}
+
+fn integrity_text_named(failed: &[Failed], name: &dyn Fn(Param) -> String) -> String {
     let each: Vec<String> = failed
         .iter()
-        .map(|f| format!("{}: {}", f.key, f.detail))
+        .map(|f| format!("{}: {}", f.key, f.detail.render(name)))
         .collect();
     let n = failed.len();
     format!(
@@ -323,6 +327,10 @@ impl Error {
         match self {
             Error::Usage(t) => t.render(name),
             Error::Invalid { param, why } => format!("{} {}", name(*param), why.render(name)),
+            Error::Integrity(failed) => integrity_text_named(failed, name),
+            Error::Corrupt { what, key, message } => {
+                format!("corrupt {what} {key}: {}", message.render(name))
+            }
             other => other.to_string(),
         }
     }

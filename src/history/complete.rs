@@ -72,7 +72,7 @@ fn parsed(seal: &StoredSeal) -> Result<&Seal> {
     seal.seal.as_ref().map_err(|m| Error::Corrupt {
         what: "seal",
         key: seal.key.clone(),
-        message: m.clone().into(),
+        message: m.clone(),
     })
 }
 

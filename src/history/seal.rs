@@ -278,14 +278,14 @@ pub struct StoredSeal {
     /// The exact bytes.
     pub bytes: Bytes,
     /// Parsed, or why it could not be.
-    pub seal: std::result::Result<Seal, String>,
+    pub seal: std::result::Result<Seal, Text>,
 }
 
 impl StoredSeal {
     /// A seal as read, parsed or with why not.
     pub(crate) fn new(key: String, seq: u64, bytes: Bytes) -> Self {
         StoredSeal {
-            seal: Seal::from_bytes(&key, &bytes).map_err(|e| e.to_string()),
+            seal: Seal::from_bytes(&key, &bytes).map_err(|e| Text::from(e.to_string())),
             digest: sha256_hex(&bytes),
             key,
             key_seq: seq,
@@ -298,7 +298,7 @@ impl StoredSeal {
     /// why in place of the parsed seal, naming the flag that raises the limit.
     fn too_large(key: String, seq: u64, size: u64, max: u64) -> Self {
         StoredSeal {
-            seal: Err(too_large_text(size, max).to_string()),
+            seal: Err(too_large_text(size, max)),
             digest: String::new(),
             key,
             key_seq: seq,

@@ -260,7 +260,10 @@ async fn fetch_and_count(store: &dyn AtomicPublisher, p: &SnapshotPart) -> Resul
             return Ok(Fetched::NotCounted(
                 failed
                     .into_iter()
-                    .map(|Failed { key, detail }| Named { key, detail })
+                    .map(|Failed { key, detail }| Named {
+                        key,
+                        detail: detail.to_string(),
+                    })
                     .collect(),
             ))
         }

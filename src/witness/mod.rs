@@ -292,7 +292,7 @@ pub async fn witness(
     let seal = last.seal.as_ref().map_err(|m| Error::Corrupt {
         what: "seal",
         key: last.key.clone(),
-        message: m.clone().into(),
+        message: m.clone(),
     })?;
     let records = read_records(witness, &store_id).await?;
     if records.iter().any(|r| r.key_seq == last.key_seq) {

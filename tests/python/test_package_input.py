@@ -376,7 +376,7 @@ def test_usage_errors_are_input_errors_with_the_clis_message(used_store: tuple[l
     calls: list[tuple[Callable[[], object], str]] = [
         (lambda: store.append(events(3), commit_key=""), "commit_key must be 1 to 256 printable characters"),
         (lambda: store.append(events(3).to_reader(), batch_rows=0), "batch_rows must be at least 1"),
-        (lambda: store.verify(since_seal=7), "since_seal=7: the store has no seal 7"),
+        (lambda: store.verify(since_seal=7), "since_seal 7: the store has no seal 7"),
         (lambda: store.verify(expect_head="x"), 'expect_head="x" is not a sha256 (64 hex digits)'),
         (lambda: ls.open(tmp_path / "e.arrow"), f"store {tmp_path / 'e.arrow'}: is a file"),
         (lambda: ls.open("s3://b/p", endpoint_url="ftp://x"), "S3 endpoint \"ftp://x\" (from endpoint_url,"),
@@ -419,17 +419,17 @@ def test_messages_from_python_name_keyword_arguments_not_cli_flags(tmp_path: Pat
 
     assert refused(lambda: ls.keygen(tmp_path / "k")).endswith(
         "refusing to overwrite a key (`lineage keygen --force` replaces it)")
-    assert refused(lambda: ls.check(str(tmp_path / "x.xyz"))).endswith("from its extension; pass format=")
-    assert refused(lambda: store.append_file(tmp_path / "x.xyz")).endswith("from its extension; pass format=")
-    assert refused(lambda: store.scan(columns=["nope"])).startswith('columns: no column "nope"')
-    assert refused(lambda: store.scan(as_of_seal=9)) == "as_of_seal=9: the store's seals are 1..=1"
-    assert refused(lambda: store.files(as_of_seal=9)) == "as_of_seal=9: the store's seals are 1..=1"
+    assert refused(lambda: ls.check(str(tmp_path / "x.xyz"))).endswith("from its extension; pass format")
+    assert refused(lambda: store.append_file(tmp_path / "x.xyz")).endswith("from its extension; pass format")
+    assert refused(lambda: store.scan(columns=["nope"])).startswith('columns no column "nope"')
+    assert refused(lambda: store.scan(as_of_seal=9)) == "as_of_seal 9: the store's seals are 1..=1"
+    assert refused(lambda: store.files(as_of_seal=9)) == "as_of_seal 9: the store's seals are 1..=1"
     assert refused(lambda: ls.open("")) == "no store given: pass store or set LINEAGE_STORE"
     # verify with a key over an unsigned seal: the problem, and the VerifyError's text.
     report = store.verify(public_key=tmp_path / "k.pub")
     said += [p.message for p in report.problems] + [str(p) for p in report.problems]
     assert report.problems[0].message.endswith(
-        "(seals signed only from a later seal on: signed_from=SEQ)")
+        "(seals signed only from a later seal on: signed_from SEQ)")
     refused(lambda: store.verify(public_key=tmp_path / "k.pub", check=True), ls.VerifyError)
     # A signed seal: the proof's summary without a key, then an unsigned seal after it.
     store.append(events(5, runs=("run-n",)))
@@ -437,10 +437,10 @@ def test_messages_from_python_name_keyword_arguments_not_cli_flags(tmp_path: Pat
     summary = ls.verify_proof(store.prove(first[0].commit_id, head), head)
     assert summary.signed_by is not None
     said.append(summary.signed_by)
-    assert summary.signed_by.endswith("(the key the seal names; pass public_key= to check it is the trusted one)")
+    assert summary.signed_by.endswith("(the key the seal names; pass public_key to check it is the trusted one)")
     store.append(events(5, runs=("run-o",)))
-    assert "sign this one too (signing_key=...), or pass allow_unsigned=True to publish an unsigned seal " \
-           "after signed ones (verify(signed_from=...) then reports it)" in refused(lambda: store.seal())
+    assert "sign this one too (signing_key), or pass allow_unsigned=True to publish an unsigned seal " \
+           "after signed ones (verify signed_from then reports it)" in refused(lambda: store.seal())
     for message in said:
         assert "--" not in outside_cli_commands(message), message
 

@@ -306,9 +306,10 @@ def test_the_gil_is_released_while_the_store_is_written(monkeypatch: pytest.Monk
 
 
 def test_read_limits_are_set_from_python_and_named_in_its_terms(tmp_path: Path) -> None:
-    """`set_read_limits` is the package's `--max-seal-bytes`/`--max-page-bytes`: a seal over
-    the limit is refused unread, and the refusal names the keyword, not the flag. Run in a
-    child process: the limits are the process's."""
+    """`set_read_limits` sets the defaults of stores opened later (the package's
+    `--max-seal-bytes`/`--max-page-bytes`): a seal over the limit is refused unread, and the
+    refusal names the keyword, not the flag. Run in a child process: the defaults are the
+    package's, per process."""
     import subprocess
     import sys
 
@@ -333,6 +334,6 @@ print(len(ls.open({str(store)!r}).files()))
     lines = r.stdout.splitlines()
     assert lines[0] == f"({64 << 20}, {256 << 20})", lines
     assert lines[1] == f"(100, {256 << 20})", lines
-    assert lines[2].startswith("refused:") and "set_read_limits(max_seal_bytes=...)" in lines[2], lines
+    assert lines[2].startswith("refused:") and "(max_seal_bytes; not read)" in lines[2], lines
     assert "--max-seal-bytes" not in lines[2], lines
     assert int(lines[4]) >= 1, lines

@@ -97,7 +97,7 @@ pub(crate) async fn prove_from_tiles(
     let seal = stored.seal.as_ref().map_err(|m| Error::Corrupt {
         what: "seal",
         key: stored.key.clone(),
-        message: m.clone().into(),
+        message: m.clone(),
     })?;
     if index >= seal.tree_size {
         return Err(Error::usage(format!(

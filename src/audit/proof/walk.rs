@@ -33,7 +33,7 @@ pub(crate) async fn prove_by_walking(
     let seal = stored.seal.as_ref().map_err(|m| Error::Corrupt {
         what: "seal",
         key: stored.key.clone(),
-        message: m.clone().into(),
+        message: m.clone(),
     })?;
     let index = chain
         .leaves

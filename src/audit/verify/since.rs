@@ -127,7 +127,7 @@ impl Strategy for Since {
         let head_seal = newest
             .seal
             .as_ref()
-            .map_err(|m| Error::internal(m.clone()))?;
+            .map_err(|m| Error::internal(m.to_string()))?;
         report.seals = newest.key_seq;
         report.signed_seals = seals
             .values()

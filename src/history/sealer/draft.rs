@@ -96,7 +96,10 @@ async fn draft_incremental(
     base: StoredSeal,
 ) -> Result<Draft> {
     let listed_at = clock.now();
-    let s = base.seal.as_ref().map_err(|m| Error::internal(m.clone()))?;
+    let s = base
+        .seal
+        .as_ref()
+        .map_err(|m| Error::internal(m.to_string()))?;
     let corrupt = |m: &str| Error::Corrupt {
         what: "seal",
         key: base.key.clone(),

@@ -86,7 +86,7 @@ pub(super) fn chain_up_to(seals: &[StoredSeal], as_of: Option<u64>) -> Result<Ch
 }
 
 /// The integrity error naming seal `s`.
-fn bad(s: &StoredSeal, m: String) -> Error {
+fn bad(s: &StoredSeal, m: impl Into<crate::base::param::Text>) -> Error {
     Error::Integrity(vec![Failed::new(s.key.clone(), m)])
 }
 
