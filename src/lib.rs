@@ -19,17 +19,19 @@
 //! `tests/it/layering.rs` reads every `use` line and path and fails on an upward import or a
 //! circle. docs/architecture.md describes each layer; from the bottom:
 //!
-//! 1. `base`: errors and their one mapping to kinds and exit codes, refused input's list of
-//!    errors, the injected clock and
-//!    ids, digests (sha256, BLAKE3), time formats and duration flags, the encoder pool, a
+//! 1. `base`: errors and their one mapping to kinds and exit codes, the parameters a
+//!    message names ([`Param`], [`Text`]: each front end words them), the read limits a
+//!    store carries ([`ReadLimits`]), refused input's list of errors, the injected clock
+//!    and ids, digests (sha256, BLAKE3), time formats and durations, the encoder pool, a
 //!    seeded rng. Imports nothing of ours.
 //! 2. `schema`: the contract (15 columns, versions 1.2.0+), the row builder with its input
 //!    positions, the value rules every format shares, CRS canonicalisation.
 //! 3. `format`: the object layout (every key is built and classified here), the pointer,
 //!    the commit-key claim, the Delta log's versions and checkpoints: pure data, no I/O.
 //! 4. `publish`: the [`AtomicPublisher`] trait and its backends (POSIX, memory, S3 / Azure /
-//!    GCS through `object_store`, a fault-injecting and a metering wrapper), store URLs, and
-//!    create-only publishing that reads back after an ambiguous answer.
+//!    GCS through `object_store`), [`open`]: the one way a store is opened, a URL and
+//!    [`StoreOptions`] into a [`Store`] that carries its limits, and create-only
+//!    publishing that reads back after an ambiguous answer.
 //! 5. `parts`: encoding a flush as a Parquet part, and reading parts back in pieces
 //!    (streamed digests, the footer, single column chunks, page headers checked before a
 //!    page is decoded).
@@ -49,8 +51,9 @@
 //!    sources with `dataChange` false and adds the compacted part).
 //! 10. [`report`]: the audit report (HTML, Markdown, JSON): `verify` with its trust
 //!     anchors and the witness check, then one streamed count over the trusted read.
-//! 11. `cli` (feature `cli`): one file per command; `src/bin/lineage.rs` only calls
-//!     `cli::main`. Clap lives only here.
+//! 11. `cli` (feature `cli`): one file per command, one door through which each opens its
+//!     stores, errors worded and mapped to exit codes in one place; `src/bin/lineage.rs`
+//!     only calls `cli::main`. Clap lives only here.
 //!
 //! The layers are private; what users need is re-exported here. The project's own tests,
 //! benches and fuzz targets reach further through `internal` (feature `internal-api`, with
@@ -64,8 +67,7 @@
     not(feature = "internal-api"),
     allow(dead_code, unused_imports, unreachable_pub)
 )]
-// Unit tests report failures by panicking.
-// Unit tests may read the real clock (clippy.toml keeps the library behind its injected one).
+// Unit tests report failures by panicking, and may read the real clock (clippy.toml keeps the library behind its injected one).
 #![cfg_attr(
     test,
     allow(

@@ -4,9 +4,11 @@
 //! commit at all is a mistake (exit 2, like `export --run-id`); `--since-seal` with
 //! nothing new is an answer (exit 0).
 
+use std::io::Write;
+
 use crate::base::error::{Error, Result};
 use crate::cli::common::{json_line, out, out_raw, Status, StoreArg};
-use crate::history::pointers::read_pointers_past_corrupt;
+use crate::history::pointers::{read_pointers_past_corrupt, Unreadable};
 use crate::publish::store::options::Opening;
 use crate::publish::AtomicPublisher;
 
@@ -41,26 +43,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         None => read_pointers_past_corrupt(store.as_ref(), a.run_id.as_deref()).await?,
     };
     if pointers.is_empty() && unreadable.is_empty() {
-        if let Some(r) = &a.run_id {
-            let prefix = format!("{}run_id={r}/", crate::format::keys::COMMITS_PREFIX);
-            if store.list_after(&prefix, "", 1).await?.is_empty() {
-                return Err(Error::NotFound(format!(
-                    "no commits of run_id {r} in {}",
-                    store.describe()
-                )));
-            }
-        }
-        let what = a
-            .run_id
-            .as_ref()
-            .map_or(String::new(), |r| format!(" of run_id {r}"));
-        let since = match a.since_seal {
-            Some(Some(n)) => format!(" after seal {n}"),
-            Some(None) => " after the newest seal".to_string(),
-            None => String::new(),
-        };
-        use std::io::Write;
-        let _ = writeln!(std::io::stderr(), "no commits{what}{since}");
+        say_none(&a, store.as_ref()).await?;
     }
     for p in pointers {
         if a.json {
@@ -80,24 +63,53 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
             ))?;
         }
     }
-    for u in &unreadable {
+    Ok(problems(&unreadable))
+}
+
+/// No commit to list: a run the store never had is refused (exit 2); otherwise say so on
+/// standard error (exit 0).
+async fn say_none(a: &Args, store: &dyn AtomicPublisher) -> Result<()> {
+    if let Some(r) = &a.run_id {
+        let prefix = format!("{}run_id={r}/", crate::format::keys::COMMITS_PREFIX);
+        if store.list_after(&prefix, "", 1).await?.is_empty() {
+            return Err(Error::NotFound(format!(
+                "no commits of run_id {r} in {}",
+                store.describe()
+            )));
+        }
+    }
+    let what = a
+        .run_id
+        .as_ref()
+        .map_or(String::new(), |r| format!(" of run_id {r}"));
+    let since = match a.since_seal {
+        Some(Some(n)) => format!(" after seal {n}"),
+        Some(None) => " after the newest seal".to_string(),
+        None => String::new(),
+    };
+    let _ = writeln!(std::io::stderr(), "no commits{what}{since}");
+    Ok(())
+}
+
+/// Name every pointer that could not be read on standard error: the exit status (1 when
+/// there is any).
+fn problems(unreadable: &[Unreadable]) -> Status {
+    for u in unreadable {
         let why = match &u.error {
             Error::Corrupt { message, .. } => message.clone(),
             e => e.to_string().into(),
         };
         let line = format!("PROBLEM corrupt_pointer: {}: {why}", u.key);
-        use std::io::Write;
         let _ = writeln!(std::io::stderr(), "{}", crate::base::text::printable(&line));
     }
-    if !unreadable.is_empty() {
-        use std::io::Write;
-        let n = unreadable.len();
-        let _ = writeln!(
-            std::io::stderr(),
-            "{n} pointer{} not read (`lineage verify` reports the store); every other commit is listed",
-            if n == 1 { "" } else { "s" }
-        );
-        return Ok(1);
+    if unreadable.is_empty() {
+        return 0;
     }
-    Ok(0)
+    let n = unreadable.len();
+    let _ = writeln!(
+        std::io::stderr(),
+        "{n} pointer{} not read (`lineage verify` reports the store); every other commit is listed",
+        if n == 1 { "" } else { "s" }
+    );
+    1
 }

@@ -4,7 +4,7 @@
 // The doc comments of the argument structs are clap help texts, not rustdoc.
 #![allow(rustdoc::broken_intra_doc_links)]
 
-use crate::audit::repair::options::RepairOptions;
+use crate::audit::repair::options::{RepairOptions, RepairOutcome};
 use crate::audit::repair::repair_with;
 use crate::base::clock::{Clock, SystemClock};
 use crate::base::error::Result;
@@ -80,35 +80,41 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     if a.json {
         out_raw(&json_line(&r)?)?;
     } else {
-        let (restore, adopt) = match a.dry_run {
-            true => ("would restore", "would adopt"),
-            false => ("restored", "adopted"),
-        };
-        for k in &r.restored {
-            out(&format!("{restore}: {k}"))?;
-        }
-        for k in &r.adopted {
-            out(&format!("{adopt}: {k}"))?;
-        }
-        for (k, why) in &r.missing {
-            out(&format!("missing: {k}: {why}"))?;
-        }
-        for (k, why) in &r.refused {
-            out(&format!("refused: {k}: {why}"))?;
-        }
-        out(&format!(
-            "{} {restore}, {} {adopt}, {} missing, {} refused, {} in flight (left alone)",
-            r.restored.len(),
-            r.adopted.len(),
-            r.missing.len(),
-            r.refused.len(),
-            r.in_flight
-        ))?;
-        if !a.dry_run && !r.adopted.is_empty() {
-            // Adopted pointers have no index entry: incremental seals do not find them.
-            out("next: lineage seal --rescan (seals the adopted commits)")?;
-        }
+        print_outcome(&r, a.dry_run)?;
     }
     // Refused orphans and missing history are still problems an auditor must look at.
     Ok(if r.is_complete() { 0 } else { 1 })
+}
+
+/// What was (or, with `--dry-run`, would be) restored and adopted, and what was not.
+fn print_outcome(r: &RepairOutcome, dry_run: bool) -> Result<()> {
+    let (restore, adopt) = match dry_run {
+        true => ("would restore", "would adopt"),
+        false => ("restored", "adopted"),
+    };
+    for k in &r.restored {
+        out(&format!("{restore}: {k}"))?;
+    }
+    for k in &r.adopted {
+        out(&format!("{adopt}: {k}"))?;
+    }
+    for (k, why) in &r.missing {
+        out(&format!("missing: {k}: {why}"))?;
+    }
+    for (k, why) in &r.refused {
+        out(&format!("refused: {k}: {why}"))?;
+    }
+    out(&format!(
+        "{} {restore}, {} {adopt}, {} missing, {} refused, {} in flight (left alone)",
+        r.restored.len(),
+        r.adopted.len(),
+        r.missing.len(),
+        r.refused.len(),
+        r.in_flight
+    ))?;
+    if !dry_run && !r.adopted.is_empty() {
+        // Adopted pointers have no index entry: incremental seals do not find them.
+        out("next: lineage seal --rescan (seals the adopted commits)")?;
+    }
+    Ok(())
 }

@@ -121,6 +121,12 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     } else {
         print_summary(&s)?;
     }
+    Ok(status(&s, signal.load(Ordering::SeqCst), a.follow))
+}
+
+/// The exit status of a finished run (a conflict named on standard error): 3 for a
+/// conflict, 1 for refused source objects, 128 + the signal that stopped a one-shot run.
+fn status(s: &Summary, signal: u8, follow: bool) -> Status {
     if let Some(c) = s.conflicts.first() {
         let _ = writeln!(
             std::io::stderr(),
@@ -134,17 +140,16 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
                 String::new()
             }
         );
-        return Ok(3);
+        return 3;
     }
     if !s.refused.is_empty() {
-        return Ok(1);
+        return 1;
     }
-    let sig = signal.load(Ordering::SeqCst);
-    Ok(if s.stopped && !a.follow && sig > 0 {
-        128 + sig
+    if s.stopped && !follow && signal > 0 {
+        128 + signal
     } else {
         0
-    })
+    }
 }
 
 /// SIGINT/SIGTERM: the first requests a clean stop (objects in flight finish, nothing new

@@ -135,6 +135,87 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         (Some(url), Some(_)) => Some(report_location(url, a.store.endpoint_url.as_deref()).await?),
         (None, _) => None,
     };
+    let progress = Arc::new(Progress::default());
+    let opts = options(&a, shard.as_ref(), progress.clone())?;
+    let store = a.store.open(Opening::ExistingStore).await?;
+    let report = with_progress(progress, verify_with(store.as_ref(), &opts)).await?;
+    let replica = a.replica.check(store.as_ref()).await?;
+    let witness = a.witness.check(store.as_ref()).await?;
+    // Published before anything is printed: a task that could not leave its report fails
+    // (exit 2) and is retried by its platform.
+    let written = match &report_dir {
+        Some(dir) => Some(format!(
+            "{} {}",
+            dir.describe(),
+            write_shard_report(dir.as_ref(), &report).await?
+        )),
+        None => None,
+    };
+    let checks = Checks {
+        report,
+        replica,
+        witness,
+        written,
+    };
+    checks.print(&a, shard.as_ref())
+}
+
+/// What one `verify` found: the store's report, the replica and witness checks, and
+/// where the shard report was written.
+struct Checks {
+    report: Report,
+    replica: Option<crate::replicate::compare::ReplicaReport>,
+    witness: Option<crate::witness::WitnessReport>,
+    written: Option<String>,
+}
+
+impl Checks {
+    /// Print it (`--json`: one object) and say the exit status: 1 when anything is wrong.
+    fn print(&self, a: &Args, shard: Option<&ResolvedShard>) -> Result<Status> {
+        let more = self.replica.as_ref().map_or(0, |r| r.problems.len())
+            + self.witness.as_ref().map_or(0, |w| w.problems.len());
+        if a.json {
+            let mut v = serde_json::to_value(&self.report).map_err(Error::internal_from)?;
+            v["replica"] = serde_json::to_value(&self.replica).map_err(Error::internal_from)?;
+            v["witness"] = serde_json::to_value(&self.witness).map_err(Error::internal_from)?;
+            if let Some(w) = &self.written {
+                v["report_written"] = serde_json::Value::String(w.clone());
+            }
+            out_raw(&json_line(&v)?)?;
+        } else {
+            let mut lines = self
+                .replica
+                .as_ref()
+                .map(crate::cli::replicate::replica_lines)
+                .unwrap_or_default();
+            lines.extend(
+                self.witness
+                    .as_ref()
+                    .map(crate::cli::witness::witness_lines)
+                    .unwrap_or_default(),
+            );
+            lines.extend(shard.map(|s| format!("{s}")));
+            lines.extend(
+                self.written
+                    .as_ref()
+                    .map(|w| format!("shard report written: {w}")),
+            );
+            print_report(&self.report, &lines, more, a.problems_per_kind)?;
+        }
+        Ok(if self.report.is_clean() && more == 0 {
+            0
+        } else {
+            1
+        })
+    }
+}
+
+/// The library's options from the arguments (the key files read, the head digest checked).
+fn options(
+    a: &Args,
+    shard: Option<&ResolvedShard>,
+    progress: Arc<Progress>,
+) -> Result<VerifyOptions> {
     let public_keys = a
         .public_key
         .iter()
@@ -147,9 +228,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
             )));
         }
     }
-    let store = a.store.open(Opening::ExistingStore).await?;
-    let progress = Arc::new(Progress::default());
-    let opts = VerifyOptions {
+    Ok(VerifyOptions {
         grace: a.grace,
         sample: a.sample,
         sample_seed: a.sample_seed,
@@ -157,64 +236,29 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         public_keys,
         signed_from: a.signed_from,
         expect_head: a.expect_head.clone(),
-        progress: Some(progress.clone()),
+        progress: Some(progress),
         concurrency: a.concurrency.max(1),
-        shard: shard.as_ref().map(|s| s.spec),
+        shard: shard.map(|s| s.spec),
         plan_seal: a.plan_seal,
         digest: a.digest,
         ..VerifyOptions::default()
-    };
+    })
+}
+
+/// Run `work`, showing `progress` on a terminal's standard error meanwhile.
+async fn with_progress<T>(
+    progress: Arc<Progress>,
+    work: impl std::future::Future<Output = T>,
+) -> T {
     let bar = std::io::stderr()
         .is_terminal()
-        .then(|| tokio::spawn(show_progress(progress.clone())));
-    let report = verify_with(store.as_ref(), &opts).await;
+        .then(|| tokio::spawn(show_progress(progress)));
+    let out = work.await;
     if let Some(bar) = bar {
         bar.abort();
         let _ = write!(std::io::stderr(), "\r\x1b[2K");
     }
-    let report = report?;
-    let replica = a.replica.check(store.as_ref()).await?;
-    let witness = a.witness.check(store.as_ref()).await?;
-    let more = replica.as_ref().map_or(0, |r| r.problems.len())
-        + witness.as_ref().map_or(0, |w| w.problems.len());
-    // Published before anything is printed: a task that could not leave its report fails
-    // (exit 2) and is retried by its platform.
-    let written = match &report_dir {
-        Some(dir) => Some(format!(
-            "{} {}",
-            dir.describe(),
-            write_shard_report(dir.as_ref(), &report).await?
-        )),
-        None => None,
-    };
-    if a.json {
-        let mut v = serde_json::to_value(&report).map_err(Error::internal_from)?;
-        v["replica"] = serde_json::to_value(&replica).map_err(Error::internal_from)?;
-        v["witness"] = serde_json::to_value(&witness).map_err(Error::internal_from)?;
-        if let Some(w) = &written {
-            v["report_written"] = serde_json::Value::String(w.clone());
-        }
-        out_raw(&json_line(&v)?)?;
-    } else {
-        let mut lines = replica
-            .as_ref()
-            .map(crate::cli::replicate::replica_lines)
-            .unwrap_or_default();
-        lines.extend(
-            witness
-                .as_ref()
-                .map(crate::cli::witness::witness_lines)
-                .unwrap_or_default(),
-        );
-        if let Some(s) = &shard {
-            lines.push(format!("{s}"));
-        }
-        if let Some(w) = &written {
-            lines.push(format!("shard report written: {w}"));
-        }
-        print_report(&report, &lines, more, a.problems_per_kind)?;
-    }
-    Ok(if report.is_clean() && more == 0 { 0 } else { 1 })
+    out
 }
 
 /// The shard `--shard` asks for (`auto`: from the platform's environment).
@@ -275,6 +319,28 @@ const PROBLEMS_PER_KIND: usize = 20;
 /// The report, then `more` lines (of `--replica-of`, `--witness`) holding `extra` problems;
 /// at most `per_kind` problems of each kind (0: all), then how many more.
 fn print_report(r: &Report, more: &[String], extra: usize, per_kind: usize) -> Result<()> {
+    print_problems(r, per_kind)?;
+    print_counts(r)?;
+    print_notes(r)?;
+    print_seals(r)?;
+    for f in &r.in_flight_objects {
+        out(&format!("IN FLIGHT {}: {}", f.key, f.detail))?;
+    }
+    for l in more {
+        out(l)?;
+    }
+    if extra == 0 {
+        return out(&r.summary());
+    }
+    let flying = match r.in_flight {
+        0 => String::new(),
+        n => format!("; {n} object{} in flight", if n == 1 { "" } else { "s" }),
+    };
+    out(&format!("{} problems{flying}", r.problems.len() + extra))
+}
+
+/// At most `per_kind` problems of each kind (0: all), then how many more of each.
+fn print_problems(r: &Report, per_kind: usize) -> Result<()> {
     let mut shown: std::collections::BTreeMap<String, usize> = Default::default();
     for p in &r.problems {
         let kind = p.kind.name();
@@ -292,6 +358,11 @@ fn print_report(r: &Report, more: &[String], extra: usize, per_kind: usize) -> R
             ))?;
         }
     }
+    Ok(())
+}
+
+/// What was checked: commits, parts, how they were hashed, rows and bytes.
+fn print_counts(r: &Report) -> Result<()> {
     let mut hashed = format!("{} parts hashed", r.parts_hashed);
     if r.parts_hashed > 0 {
         hashed.push_str(&format!(
@@ -308,7 +379,11 @@ fn print_report(r: &Report, more: &[String], extra: usize, per_kind: usize) -> R
     out(&format!(
         "{}: {} commits, {} parts verified ({hashed}; {} rows, {} bytes hashed)",
         r.store, r.commits, r.parts_ok, r.rows, r.bytes_hashed
-    ))?;
+    ))
+}
+
+/// What the check covered, when it was less than everything or more than one run.
+fn print_notes(r: &Report) -> Result<()> {
     if let Some(n) = r.unfinished_seal {
         out(&format!(
             "seal {n} is not finished (no head marker yet): `lineage seal` finishes it; its tiles and locators are checked once it is"
@@ -338,6 +413,11 @@ fn print_report(r: &Report, more: &[String], extra: usize, per_kind: usize) -> R
             m.shards, m.plan
         ))?;
     }
+    Ok(())
+}
+
+/// The seal chain: how many seals, signed, commits sealed and not, and the head.
+fn print_seals(r: &Report) -> Result<()> {
     match (&r.head_seq, &r.head) {
         (Some(seq), Some(head)) => out(&format!(
             "seals: {} ({} signed), {} commits sealed, {} not sealed yet; head: seal {seq} sha256 {head}{}",
@@ -349,26 +429,12 @@ fn print_report(r: &Report, more: &[String], extra: usize, per_kind: usize) -> R
                 .as_deref()
                 .map(|t| format!(", sealed {t}"))
                 .unwrap_or_default()
-        ))?,
+        )),
         _ => out(&format!(
             "seals: none ({} commits not sealed): run `lineage seal` to protect against removal",
             r.unsealed_commits
-        ))?,
+        )),
     }
-    for f in &r.in_flight_objects {
-        out(&format!("IN FLIGHT {}: {}", f.key, f.detail))?;
-    }
-    for l in more {
-        out(l)?;
-    }
-    if extra == 0 {
-        return out(&r.summary());
-    }
-    let flying = match r.in_flight {
-        0 => String::new(),
-        n => format!("; {n} object{} in flight", if n == 1 { "" } else { "s" }),
-    };
-    out(&format!("{} problems{flying}", r.problems.len() + extra))
 }
 
 /// Redraw a one-line progress bar on stderr until aborted.

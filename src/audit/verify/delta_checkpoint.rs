@@ -123,6 +123,12 @@ async fn compare(
     if have == want {
         return Ok(None);
     }
+    Ok(bad(difference(&have, &want, v)))
+}
+
+/// How a checkpoint's rows differ from the replay of versions 0..=`v`: rows planted, rows
+/// hidden, or the same rows in another order or number.
+fn difference(have: &[String], want: &[String], v: u64) -> String {
     let have: BTreeSet<&String> = have.iter().collect();
     let want: BTreeSet<&String> = want.iter().collect();
     let extra: Vec<&&String> = have.difference(&want).collect();
@@ -147,7 +153,7 @@ async fn compare(
             "holds the replay's rows in another order or number than versions 0..={v} give"
         ));
     }
-    Ok(bad(why.join("; ")))
+    why.join("; ")
 }
 
 /// The first rows, by action and path (quoted at most 64 characters each).

@@ -71,29 +71,8 @@ impl Plan {
             Some(n) => n,
             None => chain.head().map_or(0, |(n, _)| n),
         };
-        // The runs of the sealed commits (with repetition, so quantiles weigh commits), as
-        // the bounds they become (`run_id=<r>/`), sorted as such: `run_id=a-b/` sorts
-        // before `run_id=a/`, although `run_id=a` sorts before `run_id=a-b`.
-        let mut runs: Vec<String> = chain
-            .leaves
-            .iter()
-            .filter(|l| l.seq <= upto)
-            .filter_map(|l| l.key.strip_prefix(keys::COMMITS_PREFIX))
-            .filter_map(|k| k.split_once('/').map(|(r, _)| format!("{r}/")))
-            .collect();
-        runs.sort_unstable();
-        // The commit time a leaf position reaches: the watermark (or time) of its seal.
-        let mut ends: Vec<(u64, String)> = Vec::new();
-        let mut total = 0u64;
-        for s in chain.seals.iter().filter(|s| s.key_seq <= upto) {
-            if let Ok(seal) = &s.seal {
-                total += seal.entries.len() as u64;
-                let t = seal.watermark_utc.as_deref().unwrap_or(&seal.sealed_utc);
-                if let Ok(t) = chrono::DateTime::parse_from_rfc3339(t) {
-                    ends.push((total, keys::index_bound(t.with_timezone(&chrono::Utc))));
-                }
-            }
-        }
+        let runs = sealed_runs(chain, upto);
+        let (ends, total) = seal_ends(chain, upto);
         let n = count as usize;
         let mut plan = Self {
             count,
@@ -294,51 +273,12 @@ impl Scope {
 /// Combine the reports of every shard of one verification into one report. Refuses a set
 /// that is not exactly shards 0..n of one plan.
 pub fn merge(reports: Vec<Report>) -> Result<Report> {
-    let mut by_index: BTreeMap<u32, Report> = BTreeMap::new();
-    let mut plan: Option<(u32, String)> = None;
-    for r in reports {
-        let info = r.shard.clone().ok_or_else(|| {
-            Error::usage(format!(
-                "a report of {} is not a shard report (no `shard`)",
-                r.store
-            ))
-        })?;
-        match &plan {
-            None => plan = Some((info.count, info.plan.clone())),
-            Some((n, p)) if *n != info.count || *p != info.plan => {
-                return Err(Error::usage(text![format!("shard {}/{} used plan {} but others used {n} shards of plan {p}: run every shard with the same ", info.index, info.count, info.plan), Param::PlanSeal]))
-            }
-            Some(_) => {}
-        }
-        if by_index.insert(info.index, r).is_some() {
-            return Err(Error::usage(format!("shard {} given twice", info.index)));
-        }
-    }
-    let (count, fp) = plan.ok_or_else(|| Error::usage("no reports to merge"))?;
-    let missing: Vec<String> = (0..count)
-        .filter(|i| !by_index.contains_key(i))
-        .map(|i| i.to_string())
-        .collect();
-    if !missing.is_empty() {
-        return Err(Error::usage(format!(
-            "shards {} of {count} are missing",
-            missing.join(", ")
-        )));
-    }
+    let (by_index, count, fp) = by_shard(reports)?;
     let mut merged = Report::default();
     let mut problems: Vec<Problem> = Vec::new();
     for (i, r) in by_index {
         if i == 0 {
-            merged.store = r.store.clone();
-            merged.seals = r.seals;
-            merged.signed_seals = r.signed_seals;
-            merged.head_seq = r.head_seq;
-            merged.head = r.head.clone();
-            merged.head_sealed_utc = r.head_sealed_utc.clone();
-            merged.unfinished_seal = r.unfinished_seal;
-            merged.delta_version = r.delta_version;
-            merged.sealed_commits = r.sealed_commits;
-            merged.sample_seed = r.sample_seed;
+            take_chain_facts(&mut merged, &r);
         }
         merged.commits += r.commits;
         merged.parts_ok += r.parts_ok;
@@ -363,4 +303,93 @@ pub fn merge(reports: Vec<Report>) -> Result<Report> {
     merged.in_flight_objects.sort_by(|a, b| a.key.cmp(&b.key));
     merged.summary = merged.summary();
     Ok(merged)
+}
+
+/// The reports by shard index, the shard count and the plan: every one of shards 0..n of
+/// one plan, each once.
+fn by_shard(reports: Vec<Report>) -> Result<(BTreeMap<u32, Report>, u32, String)> {
+    let mut by_index: BTreeMap<u32, Report> = BTreeMap::new();
+    let mut plan: Option<(u32, String)> = None;
+    for r in reports {
+        let info = r.shard.clone().ok_or_else(|| {
+            Error::usage(format!(
+                "a report of {} is not a shard report (no `shard`)",
+                r.store
+            ))
+        })?;
+        match &plan {
+            None => plan = Some((info.count, info.plan.clone())),
+            Some((n, p)) if *n != info.count || *p != info.plan => {
+                return Err(Error::usage(text![
+                    format!(
+                        "shard {}/{} used plan {} but others used {n} shards of plan {p}: run every shard with the same ",
+                        info.index, info.count, info.plan
+                    ),
+                    Param::PlanSeal
+                ]))
+            }
+            Some(_) => {}
+        }
+        if by_index.insert(info.index, r).is_some() {
+            return Err(Error::usage(format!("shard {} given twice", info.index)));
+        }
+    }
+    let (count, fp) = plan.ok_or_else(|| Error::usage("no reports to merge"))?;
+    let missing: Vec<String> = (0..count)
+        .filter(|i| !by_index.contains_key(i))
+        .map(|i| i.to_string())
+        .collect();
+    if !missing.is_empty() {
+        return Err(Error::usage(format!(
+            "shards {} of {count} are missing",
+            missing.join(", ")
+        )));
+    }
+    Ok((by_index, count, fp))
+}
+
+/// What every shard saw alike (the seal chain), from shard 0's report.
+fn take_chain_facts(merged: &mut Report, r: &Report) {
+    merged.store = r.store.clone();
+    merged.seals = r.seals;
+    merged.signed_seals = r.signed_seals;
+    merged.head_seq = r.head_seq;
+    merged.head = r.head.clone();
+    merged.head_sealed_utc = r.head_sealed_utc.clone();
+    merged.unfinished_seal = r.unfinished_seal;
+    merged.delta_version = r.delta_version;
+    merged.sealed_commits = r.sealed_commits;
+    merged.sample_seed = r.sample_seed;
+}
+
+/// The runs of the commits sealed by seals 1..=`upto` (with repetition, so quantiles weigh
+/// commits), as the bounds they become (`run_id=<r>/`), sorted as such: `run_id=a-b/`
+/// sorts before `run_id=a/`, although `run_id=a` sorts before `run_id=a-b`.
+fn sealed_runs(chain: &Chain, upto: u64) -> Vec<String> {
+    let mut runs: Vec<String> = chain
+        .leaves
+        .iter()
+        .filter(|l| l.seq <= upto)
+        .filter_map(|l| l.key.strip_prefix(keys::COMMITS_PREFIX))
+        .filter_map(|k| k.split_once('/').map(|(r, _)| format!("{r}/")))
+        .collect();
+    runs.sort_unstable();
+    runs
+}
+
+/// The commit time each seal's leaf positions reach (the watermark, or time, of the seal),
+/// and how many commits seals 1..=`upto` hold.
+fn seal_ends(chain: &Chain, upto: u64) -> (Vec<(u64, String)>, u64) {
+    let mut ends: Vec<(u64, String)> = Vec::new();
+    let mut total = 0u64;
+    for s in chain.seals.iter().filter(|s| s.key_seq <= upto) {
+        if let Ok(seal) = &s.seal {
+            total += seal.entries.len() as u64;
+            let t = seal.watermark_utc.as_deref().unwrap_or(&seal.sealed_utc);
+            if let Ok(t) = chrono::DateTime::parse_from_rfc3339(t) {
+                ends.push((total, keys::index_bound(t.with_timezone(&chrono::Utc))));
+            }
+        }
+    }
+    (ends, total)
 }

@@ -243,30 +243,7 @@ async fn s3(
     opts: &StoreOptions,
     env: &SideEnv,
 ) -> Result<object_store::aws::AmazonS3> {
-    let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
-    // A side's own profile, region or static keys replace the chain's plain ones.
-    if let Some(profile) = env.own("AWS_PROFILE") {
-        loader = loader.profile_name(profile);
-    }
-    if let Some(region) = env
-        .own("AWS_REGION")
-        .or_else(|| env.own("AWS_DEFAULT_REGION"))
-    {
-        loader = loader.region(aws_config::Region::new(region));
-    }
-    if let (Some(id), Some(secret)) = (
-        env.own("AWS_ACCESS_KEY_ID"),
-        env.own("AWS_SECRET_ACCESS_KEY"),
-    ) {
-        loader = loader.credentials_provider(aws_credential_types::Credentials::new(
-            id,
-            secret,
-            env.own("AWS_SESSION_TOKEN"),
-            None,
-            "lineage-side-environment",
-        ));
-    }
-    let sdk = loader.load().await;
+    let sdk = aws_side_config(env).await;
     let provider = sdk.credentials_provider().ok_or_else(|| {
         Error::usage(format!(
             "cannot open {}: the AWS credential chain is not available",
@@ -277,7 +254,6 @@ async fn s3(
         .region()
         .map(|r| r.as_ref().to_string())
         .unwrap_or_else(|| "us-east-1".to_string());
-    let endpoint = s3_endpoint_side(opts, env);
     // from_env keeps object_store's own AWS_* settings (server-side encryption, request
     // payer, ...); credentials, region and endpoint are set from the aws-config chain.
     let mut b =
@@ -299,20 +275,56 @@ async fn s3(
             REQUEST_TIMEOUT,
         );
     }
-    match endpoint {
+    b = addressing(b, p, s3_endpoint_side(opts, env))?;
+    b.build().map_err(|e| build_error(p, e))
+}
+
+/// The AWS chain's configuration for one side: its own profile, region or static keys
+/// (`<prefix>AWS_*`) replace the chain's plain ones.
+async fn aws_side_config(env: &SideEnv) -> aws_config::SdkConfig {
+    let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
+    if let Some(profile) = env.own("AWS_PROFILE") {
+        loader = loader.profile_name(profile);
+    }
+    if let Some(region) = env
+        .own("AWS_REGION")
+        .or_else(|| env.own("AWS_DEFAULT_REGION"))
+    {
+        loader = loader.region(aws_config::Region::new(region));
+    }
+    if let (Some(id), Some(secret)) = (
+        env.own("AWS_ACCESS_KEY_ID"),
+        env.own("AWS_SECRET_ACCESS_KEY"),
+    ) {
+        loader = loader.credentials_provider(aws_credential_types::Credentials::new(
+            id,
+            secret,
+            env.own("AWS_SESSION_TOKEN"),
+            None,
+            "lineage-side-environment",
+        ));
+    }
+    loader.load().await
+}
+
+/// How requests name the bucket: path-style at an explicit endpoint (emulators and most
+/// S3-compatible stores want it), else AWS's virtual-hosted style, except for legacy
+/// bucket names that are not valid host names (dots break TLS on `*.s3.amazonaws.com`,
+/// `_`/upper case are not DNS labels): those only work path-style.
+fn addressing(
+    b: AmazonS3Builder,
+    p: &ParsedUrl,
+    endpoint: Option<String>,
+) -> Result<AmazonS3Builder> {
+    Ok(match endpoint {
         Some(ep) => {
             check_endpoint(&ep)?;
             let http = ep.starts_with("http://");
-            // Emulators and most S3-compatible stores want path-style requests.
-            b = b
-                .with_endpoint(ep)
+            b.with_endpoint(ep)
                 .with_allow_http(http)
-                .with_virtual_hosted_style_request(false);
+                .with_virtual_hosted_style_request(false)
         }
         None => {
-            // AWS's recommended addressing, except for legacy bucket names that are not
-            // valid host names (dots break TLS on `*.s3.amazonaws.com`, `_`/upper case are
-            // not DNS labels): those only work path-style.
             let host_safe = p
                 .url
                 .trim_start_matches("s3://")
@@ -323,8 +335,7 @@ async fn s3(
                     b.bytes()
                         .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
                 });
-            b = b.with_virtual_hosted_style_request(host_safe);
+            b.with_virtual_hosted_style_request(host_safe)
         }
-    }
-    b.build().map_err(|e| build_error(p, e))
+    })
 }
