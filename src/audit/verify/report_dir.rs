@@ -74,7 +74,7 @@ pub async fn write_shard_report(dir: &dyn AtomicPublisher, report: &Report) -> R
                 Param::Shard,
                 " I/N or ",
                 Param::Shard,
-                " auto (or --merge to read them)"
+                " auto (or `lineage verify merge` to read them)"
             ],
         )
     })?;
