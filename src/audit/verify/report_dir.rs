@@ -1,5 +1,5 @@
 //! `--report-dir URL`: where the shards of one verification leave their reports and where
-//! `verify --merge --report-dir URL` finds them. The directory is any store URL (a local
+//! `verify merge --report-dir URL` finds them. The directory is any store URL (a local
 //! directory, `s3://bucket/prefix`, `az://…`, `gs://…`), used only for these reports.
 //!
 //! A shard report is published create-only under

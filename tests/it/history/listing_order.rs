@@ -1,4 +1,4 @@
-//! No listing order may turn into a reported problem: `verify --shard` (then `--merge`),
+//! No listing order may turn into a reported problem: `verify --shard` (then `verify merge`),
 //! `--since-seal`, `log --since-seal`, `seal`, `prove` and `replicate` give the same
 //! answer through a publisher whose listings are out of S3's byte order and whose
 //! `start-after` skips directories (`DisorderlyPublisher`, the way SeaweedFS 4.48 lists;
