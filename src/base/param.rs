@@ -208,6 +208,14 @@ impl Text {
     pub fn as_str(&self) -> &str {
         &self.shown
     }
+
+    /// `words`, then this text.
+    pub fn prefixed(mut self, words: impl Into<String>) -> Self {
+        let words = words.into();
+        self.shown.insert_str(0, &words);
+        self.pieces.insert(0, Piece::Words(words));
+        self
+    }
 }
 
 fn render(pieces: &[Piece], name: &dyn Fn(Param) -> String) -> String {

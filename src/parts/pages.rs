@@ -11,6 +11,8 @@
 //! so this bounds every value decoded as well.
 
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+use crate::base::param::{text, Param, Text};
 use parquet::file::metadata::ParquetMetaData;
 
 /// Check the pages of every column chunk of `meta` that `bytes_of` holds (`None`: not
@@ -20,16 +22,16 @@ pub(crate) fn check_chunks<'a>(
     meta: &ParquetMetaData,
     max: u64,
     mut bytes_of: impl FnMut(u64, u64) -> Option<&'a [u8]>,
-) -> std::result::Result<(), String> {
+) -> std::result::Result<(), Text> {
     for (g, rg) in meta.row_groups().iter().enumerate() {
         for col in rg.columns() {
             let (start, len) = col.byte_range();
             if let Some(chunk) = bytes_of(start, len) {
                 check_pages(chunk, max).map_err(|why| {
-                    format!(
-                        "row group {g}, column {}: {why}",
+                    why.prefixed(format!(
+                        "row group {g}, column {}: ",
                         col.column_path().string()
-                    )
+                    ))
                 })?;
             }
         }
@@ -42,7 +44,7 @@ pub(crate) fn check_part(
     meta: &ParquetMetaData,
     part: &[u8],
     max: u64,
-) -> std::result::Result<(), String> {
+) -> std::result::Result<(), Text> {
     check_chunks(meta, max, |start, len| {
         let end = start.checked_add(len)?;
         part.get(usize::try_from(start).ok()?..usize::try_from(end).ok()?)
@@ -54,14 +56,15 @@ pub(crate) fn check_part(
 pub(crate) fn builder(
     part: bytes::Bytes,
     max_page: u64,
-) -> std::result::Result<ParquetRecordBatchReaderBuilder<bytes::Bytes>, String> {
-    let b = ParquetRecordBatchReaderBuilder::try_new(part.clone()).map_err(|e| e.to_string())?;
+) -> std::result::Result<ParquetRecordBatchReaderBuilder<bytes::Bytes>, Text> {
+    let b = ParquetRecordBatchReaderBuilder::try_new(part.clone())
+        .map_err(|e| Text::from(e.to_string()))?;
     check_part(b.metadata(), &part, max_page)?;
     Ok(b)
 }
 
 /// Walk the pages of one column chunk: each header, then its (compressed) data.
-pub fn check_pages(chunk: &[u8], max: u64) -> std::result::Result<(), String> {
+pub fn check_pages(chunk: &[u8], max: u64) -> std::result::Result<(), Text> {
     let mut at = 0usize;
     let mut page = 0u64;
     while at < chunk.len() {
@@ -73,14 +76,18 @@ pub fn check_pages(chunk: &[u8], max: u64) -> std::result::Result<(), String> {
             .page_header()
             .map_err(|why| format!("page {page} at byte {at}: unreadable header ({why})"))?;
         if decoded > max {
-            return Err(format!(
-                "page {page} decodes to {decoded} bytes, more than the {max} decoded at most (--max-page-bytes; not decoded)"
-            ));
+            return Err(text![
+                format!(
+                    "page {page} decodes to {decoded} bytes, more than the {max} decoded at most ("
+                ),
+                Param::MaxPageBytes,
+                "; not decoded)"
+            ]);
         }
         at = at
             .checked_add(r.pos)
             .and_then(|a| a.checked_add(usize::try_from(stored).ok()?))
-            .ok_or_else(|| format!("page {page}: a size past the end"))?;
+            .ok_or_else(|| Text::from(format!("page {page}: a size past the end")))?;
         page += 1;
     }
     Ok(())

@@ -203,7 +203,7 @@ pub(crate) fn part_stats(key: &str, bytes: Bytes, max_page: u64) -> Result<PartS
 /// columns are decoded, a batch at a time, no page over `max_page` bytes.
 pub(crate) fn count_part(key: &str, bytes: Bytes, max_page: u64) -> Result<PartCounts> {
     let bad = |m: String| corrupt(key, m);
-    let builder = crate::parts::pages::builder(bytes, max_page).map_err(bad)?;
+    let builder = crate::parts::pages::builder(bytes, max_page).map_err(|m| corrupt(key, m))?;
     // Leaf index of each counted column (the contract is flat: one leaf per field).
     let leaves: Vec<usize> = COLUMNS
         .iter()

@@ -314,7 +314,11 @@ pub(crate) fn decode(
         key: key.to_string(),
         message: m.into(),
     };
-    let builder = crate::parts::pages::builder(bytes, max_page).map_err(bad)?;
+    let builder = crate::parts::pages::builder(bytes, max_page).map_err(|m| Error::Corrupt {
+        what: "part",
+        key: key.to_string(),
+        message: m,
+    })?;
     let part_schema = builder.schema().clone();
     // Leaves to read: the output columns the part has, and feature_id for the filter.
     let mut wanted: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();

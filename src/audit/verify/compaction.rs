@@ -64,7 +64,10 @@ pub(crate) struct Found {
 
 /// Rows of a Parquet file's bytes, into `m`; `Err` says why they cannot be read.
 fn rows_into(bytes: Bytes, max_page: u64, m: &mut RowMultiset) -> std::result::Result<(), String> {
-    let reader = crate::parts::pages::builder(bytes, max_page)?
+    // A problem's words are the reference wording (a verify report reads the same from
+    // every front end).
+    let reader = crate::parts::pages::builder(bytes, max_page)
+        .map_err(|t| t.to_string())?
         .with_batch_size(64 * 1024)
         .build()
         .map_err(|e| e.to_string())?;

@@ -370,11 +370,11 @@ fn widen_ranges(
     let s = batch_column(key, batch, col::SEQUENCE)?;
     let s = s
         .as_primitive_opt::<Int64Type>()
-        .ok_or_else(|| corrupt(key, "sequence is not int64".into()))?;
+        .ok_or_else(|| corrupt(key, "sequence is not int64"))?;
     let t = batch_column(key, batch, col::EVENT_TIME_UTC)?;
     let t = t
         .as_primitive_opt::<TimestampMicrosecondType>()
-        .ok_or_else(|| corrupt(key, "event_time_utc is not a timestamp".into()))?;
+        .ok_or_else(|| corrupt(key, "event_time_utc is not a timestamp"))?;
     widen(seq, s.iter().flatten());
     widen(time, t.iter().flatten());
     Ok(())

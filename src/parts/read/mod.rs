@@ -240,7 +240,7 @@ pub(crate) struct Footer {
 }
 
 /// A corrupt-part error for `key`.
-pub(crate) fn corrupt(key: &str, message: String) -> Error {
+pub(crate) fn corrupt(key: &str, message: impl Into<crate::base::param::Text>) -> Error {
     Error::Corrupt {
         what: "part",
         key: key.to_string(),

@@ -150,10 +150,10 @@ pub(super) fn read_parquet<R: ChunkReader + 'static>(
                     ))
                 })?;
             crate::parts::pages::check_pages(&chunk, max_page).map_err(|why| {
-                Error::usage(format!(
-                    "refused Parquet file: row group {g}, column {}: {why}",
+                Error::usage(why.prefixed(format!(
+                    "refused Parquet file: row group {g}, column {}: ",
                     col.column_path().string()
-                ))
+                )))
             })?;
         }
     }
