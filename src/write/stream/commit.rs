@@ -17,8 +17,8 @@ use tokio::task::JoinHandle;
 use crate::base::error::{Error, Result};
 use crate::format::claim::derived_commit_id;
 use crate::format::pointer::Pointer;
+use crate::write::flush::Flush;
 use crate::write::flush::WriteConfig;
-use crate::write::stream::group::Flush;
 
 /// Encodes and publishes flushes with bounded concurrency.
 #[derive(Debug)]

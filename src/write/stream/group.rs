@@ -26,6 +26,7 @@ use arrow_array::{RecordBatch, UInt32Array};
 use chrono::{DateTime, Utc};
 
 use crate::base::error::Result;
+use crate::write::flush::{Flush, FlushRows};
 use crate::write::stream::partition::PartitionIndex;
 use crate::write::stream::spill::{Segment, SpillFile};
 
@@ -57,87 +58,38 @@ impl Piece {
     }
 }
 
-/// Rows of one (run_id, target_crs) group, at most `batch_rows` of them.
-#[derive(Debug, Clone)]
-pub(crate) struct Flush {
-    /// Partition value.
-    pub run_id: String,
-    /// Partition value (canonical).
-    pub target_crs: String,
-    /// 0-based position of this flush within its group (for commit keys).
-    pub index_in_group: u64,
-    /// The rows (gathered into one batch by the encoder thread).
-    pub rows: FlushRows,
-}
-
-/// The rows of a cut flush, not yet one contiguous batch: gathering them is a copy of
-/// every row, made by the encoder thread that encodes the flush ([`Self::into_batch`]),
-/// in parallel with the other flushes and with the grouping of the rest of the input.
-#[derive(Debug, Clone)]
-pub(crate) enum FlushRows {
-    /// Already one batch.
-    Batch(RecordBatch),
-    /// Copied pieces, concatenated in order.
-    Pieces(Vec<RecordBatch>),
-    /// Rows of `sources`, in order: (source, row).
-    Gather {
-        sources: Vec<RecordBatch>,
-        rows: Vec<(usize, usize)>,
-    },
-}
-
-impl FlushRows {
-    /// One contiguous batch of the rows, in order. The encoder sees the same arrays
-    /// whichever way the rows were buffered, so the part's bytes (and sha256) are the
-    /// same as encoding a slice of the whole group (tests/it/write/streaming.rs compares them).
-    pub(crate) fn into_batch(self) -> Result<RecordBatch> {
-        match self {
-            FlushRows::Batch(b) => Ok(b),
-            // One append or sink writes one contract version: the pieces share a schema.
-            FlushRows::Pieces(p) => Ok(arrow_select::concat::concat_batches(&p[0].schema(), &p)?),
-            // arrow's interleave: measured on the bench's 1 M events as fast as a hand-written
-            // gather copying short strings as fixed-width blocks (which was dropped) and
-            // as taking per batch then concatenating.
-            FlushRows::Gather { sources, rows } => {
-                let refs: Vec<&RecordBatch> = sources.iter().collect();
-                Ok(arrow_select::interleave::interleave_record_batch(
-                    &refs, &rows,
-                )?)
+/// The rows of a cut flush, from its pieces: one batch when one piece owns them all, the
+/// owned pieces to concatenate, or the rows to gather from the held batches.
+fn flush_rows(mut pieces: Vec<Piece>) -> Result<FlushRows> {
+    if let [Piece::Owned(_)] = pieces.as_slice() {
+        if let Some(Piece::Owned(b)) = pieces.pop() {
+            return Ok(FlushRows::Batch(b));
+        }
+    }
+    if pieces.iter().all(|p| matches!(p, Piece::Owned(_))) {
+        return Ok(FlushRows::Pieces(
+            pieces
+                .into_iter()
+                .map(Piece::into_owned)
+                .collect::<Result<_>>()?,
+        ));
+    }
+    let total = pieces.iter().map(Piece::rows).sum();
+    let mut sources = Vec::with_capacity(pieces.len());
+    let mut rows = Vec::with_capacity(total);
+    for (s, p) in pieces.into_iter().enumerate() {
+        match p {
+            Piece::Owned(b) => {
+                rows.extend((0..b.num_rows()).map(|r| (s, r)));
+                sources.push(b);
+            }
+            Piece::Held { batch, rows: r } => {
+                rows.extend(r.into_iter().map(|r| (s, r as usize)));
+                sources.push(batch);
             }
         }
     }
-
-    fn from_pieces(mut pieces: Vec<Piece>) -> Result<Self> {
-        if let [Piece::Owned(_)] = pieces.as_slice() {
-            if let Some(Piece::Owned(b)) = pieces.pop() {
-                return Ok(FlushRows::Batch(b));
-            }
-        }
-        if pieces.iter().all(|p| matches!(p, Piece::Owned(_))) {
-            return Ok(FlushRows::Pieces(
-                pieces
-                    .into_iter()
-                    .map(Piece::into_owned)
-                    .collect::<Result<_>>()?,
-            ));
-        }
-        let total = pieces.iter().map(Piece::rows).sum();
-        let mut sources = Vec::with_capacity(pieces.len());
-        let mut rows = Vec::with_capacity(total);
-        for (s, p) in pieces.into_iter().enumerate() {
-            match p {
-                Piece::Owned(b) => {
-                    rows.extend((0..b.num_rows()).map(|r| (s, r)));
-                    sources.push(b);
-                }
-                Piece::Held { batch, rows: r } => {
-                    rows.extend(r.into_iter().map(|r| (s, r as usize)));
-                    sources.push(batch);
-                }
-            }
-        }
-        Ok(FlushRows::Gather { sources, rows })
-    }
+    Ok(FlushRows::Gather { sources, rows })
 }
 
 #[derive(Debug, Default)]
@@ -326,7 +278,7 @@ impl Grouper {
             run_id: run_id.to_string(),
             target_crs: target_crs.to_string(),
             index_in_group,
-            rows: FlushRows::from_pieces(pieces)?,
+            rows: flush_rows(pieces)?,
         })
     }
 

@@ -29,11 +29,11 @@ use chrono::{DateTime, Utc};
 use crate::base::error::{Error, Result};
 use crate::format::pointer::Pointer;
 use crate::schema::events::{EventBuilder, EventRow, Origin, SourcedBatch};
+use crate::write::flush::Flush;
 use crate::write::flush::{
     WriteConfig, DEFAULT_BATCH_ROWS, DEFAULT_CONCURRENCY, DEFAULT_MAX_BUFFERED_BYTES,
 };
 use crate::write::stream::commit::Committer;
-use crate::write::stream::group::Flush;
 use crate::write::stream::group::Grouper;
 use crate::write::stream::version::VersionPin;
 use crate::write::validate::Validator;
