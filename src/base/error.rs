@@ -378,3 +378,33 @@ impl crate::base::rejection::Collector {
 
 /// The library's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A Parquet or Arrow error means what its origin says: the caller's input is refused
+    /// (exit 2), a stored object is not as recorded (exit 1), our own encoding is a bug (4).
+    #[test]
+    fn parquet_and_arrow_errors_are_classified_by_their_origin() {
+        let p = || parquet::errors::ParquetError::General("x".into());
+        let a = || arrow_schema::ArrowError::InvalidArgumentError("x".into());
+        assert_eq!(Error::parquet(Origin::Input, p()).kind(), ErrorKind::Input);
+        assert_eq!(
+            Error::parquet(Origin::Stored, p()).kind(),
+            ErrorKind::Integrity
+        );
+        assert_eq!(Error::from(p()).kind(), ErrorKind::Internal);
+        assert_eq!(Error::arrow(Origin::Input, a()).kind(), ErrorKind::Input);
+        assert_eq!(Error::from(a()).kind(), ErrorKind::Internal);
+        assert_eq!(ErrorKind::Integrity.exit_code(), 1);
+    }
+
+    /// An internal error keeps what caused it as its source.
+    #[test]
+    fn an_internal_error_keeps_its_source() {
+        let e = Error::internal_from(std::io::Error::other("disk on fire"));
+        let source = std::error::Error::source(&e).map(ToString::to_string);
+        assert_eq!(source.as_deref(), Some("disk on fire"));
+    }
+}

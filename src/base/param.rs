@@ -196,14 +196,6 @@ impl Text {
         render(&self.pieces, name)
     }
 
-    /// The parameters it names, in order.
-    pub fn params(&self) -> impl Iterator<Item = Param> + '_ {
-        self.pieces.iter().filter_map(|p| match p {
-            Piece::Param(p) => Some(*p),
-            Piece::Words(_) => None,
-        })
-    }
-
     /// The reference wording.
     pub fn as_str(&self) -> &str {
         &self.shown
@@ -289,6 +281,5 @@ mod tests {
         assert_eq!(t.to_string(), "pass a larger --max-seal-bytes here");
         let python = |p: Param| format!("{}=", p.name());
         assert_eq!(t.render(&python), "pass a larger max_seal_bytes= here");
-        assert_eq!(t.params().collect::<Vec<_>>(), [Param::MaxSealBytes]);
     }
 }

@@ -38,9 +38,7 @@ impl StoreArg {
     /// Refuse a command without a store before it reads anything else (standard input).
     pub(crate) fn given(&self) -> Result<()> {
         match self.store.trim() {
-            "" => Err(Error::usage(
-                "no store given: pass --store or set LINEAGE_STORE",
-            )),
+            "" => Err(crate::publish::store::no_store()),
             _ => Ok(()),
         }
     }

@@ -30,7 +30,7 @@ use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
 
 use crate::base::digest::Check;
-use crate::base::error::{Error, Result};
+use crate::base::error::{Error, Origin, Result};
 use crate::publish::AtomicPublisher;
 use crate::read::scan::{decode, fetch_checked, scan_schema, ScanOptions, ScanStats};
 use crate::read::snapshot::types::SnapshotPart;
@@ -228,7 +228,9 @@ fn splice<W: Write + Send>(
                 column_index: index.column_index(j).cloned(),
                 offset_index: index.offset_index(j).cloned(),
             };
-            out.append_column(&part.bytes, close)?;
+            // The part's own column chunks, copied: a failure is in its bytes.
+            out.append_column(&part.bytes, close)
+                .map_err(|e| Error::parquet(Origin::Stored, e))?;
         }
         out.close()?;
         *row_groups += 1;

@@ -36,7 +36,7 @@ use arrow_array::types::TimestampMicrosecondType;
 use arrow_array::{Array, ArrayRef, RecordBatch, StringArray};
 use arrow_schema::{DataType, Schema, TimeUnit};
 
-use crate::base::error::{Error, Result};
+use crate::base::error::{Error, Origin as ErrOrigin, Result};
 use crate::base::rejection::{Collector, InputError, Place};
 use crate::schema::contract::{self, ContractVersion, Kind};
 use crate::schema::rules::cut;
@@ -491,7 +491,9 @@ impl Plan {
 fn to_utf8(col: &ArrayRef) -> Result<ArrayRef> {
     if let Some(d) = col.as_any_dictionary_opt() {
         let values = to_utf8(d.values())?;
-        return Ok(arrow_select::take::take(values.as_ref(), d.keys(), None)?);
+        // The caller's dictionary: keys outside its values are refused input.
+        return arrow_select::take::take(values.as_ref(), d.keys(), None)
+            .map_err(|e| Error::arrow(ErrOrigin::Input, e));
     }
     let out: StringArray = match col.data_type() {
         DataType::Utf8 => return Ok(col.clone()),
@@ -522,11 +524,13 @@ fn narrow_large_utf8(col: &ArrayRef) -> Result<ArrayRef> {
         .map(|&o| i32::try_from(o))
         .collect::<std::result::Result<Vec<i32>, _>>()
         .map_err(|_| Error::internal("conform: offsets beyond i32 after check_fits"))?;
-    Ok(Arc::new(StringArray::try_new(
+    StringArray::try_new(
         arrow_buffer::OffsetBuffer::new(offsets.into()),
         large.values().clone(),
         large.nulls().cloned(),
-    )?))
+    )
+    .map(|a| Arc::new(a) as ArrayRef)
+    .map_err(|e| Error::arrow(ErrOrigin::Input, e))
 }
 
 /// `Utf8` offsets are 32-bit: a batch of more string bytes cannot be re-encoded.

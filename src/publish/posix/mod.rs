@@ -124,6 +124,21 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'sta
 
 /// The object `key` under `root` opened for reading at byte `start`, never through a
 /// symlink ([`beneath`]); a missing one is [`Error::NotFound`].
+/// Where a listing of `prefix` starts: the deepest directory the prefix names (so listing
+/// one run's pointers does not walk the whole store), opened beneath the root, and its
+/// path under the root; `None` when it does not exist. A listing prefix is checked like
+/// any key: it never leaves the root.
+fn listing_start<'p>(
+    root: &Path,
+    prefix: &'p str,
+) -> Result<Option<(std::os::fd::OwnedFd, &'p str)>> {
+    let dir_part = prefix.rfind('/').map_or("", |i| &prefix[..i]);
+    if !dir_part.is_empty() {
+        check_key(dir_part)?;
+    }
+    Ok(beneath::open_dir_to_read(root, dir_part)?.map(|fd| (fd, dir_part)))
+}
+
 fn open_at(root: &Path, key: &str, start: u64) -> Result<File> {
     let path = root.join(key);
     let mut f = beneath::open_file(root, key)?
@@ -250,18 +265,8 @@ impl AtomicPublisher for PosixPublisher {
         let hook = self.list_hook.clone();
         let stats = self.stats.clone();
         blocking(move || {
-            // Start at the deepest directory the prefix names, so listing one run's
-            // pointers does not walk the whole store.
-            let dir_part = match prefix.rfind('/') {
-                Some(i) => &prefix[..i],
-                None => "",
-            };
-            // A listing prefix is checked like any key: it never leaves the root.
-            if !dir_part.is_empty() {
-                check_key(dir_part)?;
-            }
             let mut out = Vec::new();
-            let Some(start) = beneath::open_dir_to_read(&root, dir_part)? else {
+            let Some((start, dir_part)) = listing_start(&root, &prefix)? else {
                 return Ok(out);
             };
             let walker = Walker {
@@ -283,16 +288,8 @@ impl AtomicPublisher for PosixPublisher {
         let hook = self.list_hook.clone();
         let stats = self.stats.clone();
         blocking(move || {
-            let dir_part = match prefix.rfind('/') {
-                Some(i) => &prefix[..i],
-                None => "",
-            };
-            // A listing prefix is checked like any key: it never leaves the root.
-            if !dir_part.is_empty() {
-                check_key(dir_part)?;
-            }
             let mut out = Vec::new();
-            let Some(start) = beneath::open_dir_to_read(&root, dir_part)? else {
+            let Some((start, dir_part)) = listing_start(&root, &prefix)? else {
                 return Ok(out);
             };
             let page = Page {

@@ -122,6 +122,15 @@ impl AtomicPublisher for Store {
     }
 }
 
+/// The refusal of an empty store URL (also before a command reads its input).
+pub(crate) fn no_store() -> Error {
+    Error::usage(text![
+        "no store given: pass ",
+        Param::Store,
+        " or set LINEAGE_STORE"
+    ])
+}
+
 /// Open the store (or, with [`Opening::Location`], the location) a URL names: the one way
 /// a store is opened, by the library, every command and the Python package.
 pub async fn open(url: &str, options: &StoreOptions) -> Result<Arc<Store>> {
@@ -136,11 +145,7 @@ async fn resolve(url: &str, options: &StoreOptions) -> Result<Store> {
     let url = url.trim();
     let limits = options.limits;
     if url.is_empty() {
-        return Err(Error::usage(text![
-            "no store given: pass ",
-            Param::Store,
-            " or set LINEAGE_STORE"
-        ]));
+        return Err(no_store());
     }
     if url == "memory://" || url == "memory:" {
         return Ok(Store::with(
