@@ -337,3 +337,25 @@ print(len(ls.open({str(store)!r}).files()))
     assert lines[2].startswith("refused:") and "(max_seal_bytes; not read)" in lines[2], lines
     assert "--max-seal-bytes" not in lines[2], lines
     assert int(lines[4]) >= 1, lines
+
+
+def test_two_stores_in_one_process_keep_their_own_read_limits(tmp_path: Path) -> None:
+    """Read limits are per `Store`: one opened with `max_seal_bytes=100` refuses the seal,
+    naming the keyword; one opened beside it with the defaults reads it; a pickled store
+    keeps its own limits."""
+    import pickle
+
+    store = tmp_path / "s"
+    s = ls.open(store)
+    s.append(events(10))
+    s.seal()
+    tight = ls.open(store, max_seal_bytes=100)
+    roomy = ls.open(store)
+    for _ in range(2):
+        with pytest.raises(ls.IntegrityError) as e:
+            tight.files()
+        assert "a seal is at most 100 (max_seal_bytes; not read)" in str(e.value), str(e.value)
+        assert "--max-seal-bytes" not in str(e.value)
+        assert len(roomy.files()) >= 1
+    with pytest.raises(ls.IntegrityError):
+        pickle.loads(pickle.dumps(tight)).files()

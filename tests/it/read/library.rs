@@ -1,7 +1,7 @@
 //! The library API of the read path: snapshot and scan.
 
 use futures::TryStreamExt;
-use lineage_store::{open, scan, snapshot, ReadOptions, ScanOptions};
+use lineage_store::{open, scan, snapshot, AtomicPublisher, ReadOptions, ScanOptions};
 
 use super::{Store, SEAL1_ROWS, SEAL2_ROWS};
 
@@ -44,4 +44,32 @@ async fn snapshot_and_scan_agree_with_the_seals() {
         stats.bytes_read.load(std::sync::atomic::Ordering::Relaxed),
         snap.bytes()
     );
+}
+
+/// Read limits belong to the opened store, not the process: two handles on one store in
+/// one process, one whose seals may be at most 100 bytes, the other with the defaults.
+/// The first refuses the seal (naming the limit), the second reads it, in either order.
+#[tokio::test]
+async fn two_stores_in_one_process_keep_their_own_read_limits() {
+    use lineage_store::{ErrorKind, ReadLimits, StoreOptions};
+    let s = Store::new();
+    let small = StoreOptions::new().limits(ReadLimits {
+        max_seal_bytes: 100,
+        ..ReadLimits::default()
+    });
+    let tight = open(&s.path, &small).await.unwrap();
+    let roomy = open(&s.path, &Default::default()).await.unwrap();
+    for _ in 0..2 {
+        let e = snapshot(tight.as_ref(), &ReadOptions::default())
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Integrity, "{e}");
+        assert!(e.to_string().contains("a seal is at most 100"), "{e}");
+        let snap = snapshot(roomy.as_ref(), &ReadOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(snap.rows(), SEAL2_ROWS);
+    }
+    assert_eq!(tight.read_limits().max_seal_bytes, 100);
+    assert_eq!(roomy.read_limits(), ReadLimits::default());
 }
