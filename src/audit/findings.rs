@@ -48,6 +48,12 @@ pub enum ProblemKind {
     /// footer commit id or schema version wrong, partition values not its path's, or not
     /// what its commit-key claim recorded): reported at once, whatever its age.
     MalformedPart,
+    /// A file under a data part's name (`run_id=<r>/target_crs=<c>/part-<commit>.parquet`)
+    /// that no pointer, compaction record or in-flight commit names: under a commit whose
+    /// pointer names another key, under a `target_crs` directory lineage-store never
+    /// writes, or beside another part of the same commit. Dataset readers (globs, Hive
+    /// discovery) read its rows beside the real ones.
+    PlantedPart,
     /// An object lineage-store did not write.
     ForeignObject,
     /// A symlink inside a local store (to a file or a directory; named with its target).

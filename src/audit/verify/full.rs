@@ -23,6 +23,7 @@ use crate::audit::verify::flight::{self, Window};
 use crate::audit::verify::history;
 use crate::audit::verify::options::VerifyOptions;
 use crate::audit::verify::pipeline::Strategy;
+use crate::audit::verify::planted;
 use crate::audit::verify::pointers::{ReadBack, SealedAs, Wanted};
 use crate::audit::verify::shard::Scope;
 use crate::base::error::{Error, Result};
@@ -132,7 +133,7 @@ impl Strategy for Full {
         }
         report.problems.extend(checked.problems);
         report.unfinished_seal = checked.unfinished_seal;
-        self.drop_accounted_parts(&read);
+        report.problems.extend(self.drop_accounted_parts(&read));
         Ok(read.parsed.into_iter().collect())
     }
 
@@ -216,10 +217,14 @@ impl Full {
                     key: o.key.clone(),
                 }),
                 KeyKind::Temp => judge_temp(o, window, report),
-                KeyKind::Foreign => report.push(
-                    ProblemKind::ForeignObject,
-                    &o.key,
-                    "not written by lineage-store",
+                KeyKind::Foreign => report.push_problem(
+                    planted::foreign_part(&o.key, o.size).unwrap_or_else(|| {
+                        Problem::new(
+                            ProblemKind::ForeignObject,
+                            &o.key,
+                            "not written by lineage-store",
+                        )
+                    }),
                 ),
                 KeyKind::Unknown => report.push(
                     ProblemKind::UnknownLineageObject,
@@ -255,16 +260,42 @@ impl Full {
         }
     }
 
-    /// Drop from the pointerless parts those a pointer or a record accounts for.
-    fn drop_accounted_parts(&mut self, read: &ReadBack) {
-        // A part is not pointerless when its pointer names it, or when its pointer key
-        // exists but is corrupt (that pointer is the problem reported).
-        for p in read.parsed.values() {
-            self.pointerless.remove(p.part_path.as_str());
+    /// Drop from the pointerless parts those a pointer or a record accounts for; the parts
+    /// of a commit that its pointer does not name are returned as problems.
+    fn drop_accounted_parts(&mut self, read: &ReadBack) -> Vec<Problem> {
+        // The parts of each commit, by its pointer key.
+        let mut by_commit: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for k in self.pointerless.keys() {
+            if let KeyKind::Part {
+                run_id, commit_id, ..
+            } = keys::classify(k)
+            {
+                by_commit
+                    .entry(keys::pointer_key(&run_id, &commit_id))
+                    .or_default()
+                    .push(k.clone());
+            }
         }
-        // Nor when a seal, an index entry or a leaf locator records its pointer: that
-        // commit was complete, its pointer is gone (reported as such), and the part is
-        // neither in flight nor an orphan to adopt.
+        // A commit's pointer was read: it names its part, and no other file under its
+        // commit's part name is accounted for.
+        let mut problems = Vec::new();
+        for (pk, listed) in &by_commit {
+            if let Some(p) = read.parsed.get(pk) {
+                problems.extend(planted::beside(
+                    pk,
+                    &p.part_path,
+                    listed.iter().map(String::as_str),
+                ));
+                for k in listed {
+                    self.pointerless.remove(k);
+                }
+            }
+        }
+        // Nor is a part pointerless when a seal, an index entry or a leaf locator records
+        // its pointer, or its pointer is there but corrupt: that commit was complete, its
+        // pointer is gone or corrupt (reported as such), and the part is neither in
+        // flight nor an orphan to adopt; but of several such parts of one commit, at most
+        // one is its part.
         let recorded: BTreeSet<String> = self
             .history
             .iter()
@@ -273,24 +304,19 @@ impl Full {
                 _ => None,
             })
             .collect();
-        let chain = &self.chain;
-        self.pointerless.retain(|k, _| match keys::classify(k) {
-            KeyKind::Part {
-                run_id, commit_id, ..
-            } => {
-                let pk = keys::pointer_key(&run_id, &commit_id);
-                !chain.by_key.contains_key(&pk) && !recorded.contains(&pk)
+        for (pk, listed) in &by_commit {
+            let accounted = self.chain.by_key.contains_key(pk)
+                || recorded.contains(pk)
+                || read.corrupt.contains(pk);
+            if accounted && !read.parsed.contains_key(pk) {
+                let names: Vec<&str> = listed.iter().map(String::as_str).collect();
+                problems.extend(planted::several(pk, &names));
+                for k in listed {
+                    self.pointerless.remove(k);
+                }
             }
-            _ => true,
-        });
-        self.pointerless.retain(|k, _| match keys::classify(k) {
-            KeyKind::Part {
-                run_id, commit_id, ..
-            } => !read
-                .corrupt
-                .contains(&keys::pointer_key(&run_id, &commit_id)),
-            _ => true,
-        });
+        }
+        problems
     }
 
     /// The Delta log's checkpoints and versions, then the compactions.

@@ -29,6 +29,7 @@ pub(crate) mod history;
 pub(crate) mod options;
 mod parts;
 mod pipeline;
+mod planted;
 pub mod platform;
 mod pointers;
 pub mod report_dir;

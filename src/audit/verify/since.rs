@@ -14,15 +14,17 @@
 //! after the newest seal's watermark, **classify** = sealed after SEQ or not sealed yet,
 //! then **pointers** and **check** as for a full verify.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use futures::{StreamExt, TryStreamExt};
 
 use crate::audit::findings::{Problem, ProblemKind, Report};
+use crate::audit::verify::flight::Window;
 use crate::audit::verify::history::entries::{entry_matches, index_entry_problem};
 use crate::audit::verify::options::VerifyOptions;
 use crate::audit::verify::pipeline::Strategy;
+use crate::audit::verify::planted::DataArea;
 use crate::audit::verify::pointers::{ReadBack, SealedAs, Wanted};
 use crate::base::error::{Error, Result};
 use crate::base::param::{text, Param};
@@ -51,6 +53,10 @@ pub(crate) struct Since {
     entries: Vec<index::Entry>,
     /// The seals from SEQ on, in order (their Delta versions are checked).
     checked_seals: Vec<StoredSeal>,
+    /// The data area and the pointers' keys, as listed.
+    area: DataArea,
+    /// The pointers read, by key (what they name is the data area's yardstick).
+    parsed: HashMap<String, Pointer>,
 }
 
 impl Since {
@@ -95,6 +101,8 @@ impl Since {
             sealed_after: Vec::new(),
             entries: Vec::new(),
             checked_seals: Vec::new(),
+            area: DataArea::default(),
+            parsed: HashMap::new(),
         }))
     }
 }
@@ -154,6 +162,18 @@ impl Strategy for Since {
             sealed: None,
             listed_size: None,
         }));
+        // The data area: what it holds beside what the pointers name ([`DataArea`]).
+        self.area = DataArea::list(store).await?;
+        let mut seen: HashSet<String> = wanted.iter().map(|w| w.key.clone()).collect();
+        for k in self.area.pointers_to_read() {
+            if seen.insert(k.clone()) {
+                wanted.push(Wanted {
+                    key: k.clone(),
+                    sealed: None,
+                    listed_size: None,
+                });
+            }
+        }
         Ok(wanted)
     }
 
@@ -193,6 +213,7 @@ impl Strategy for Since {
             }
         }
         check_head_structures(store, &self.newest, report).await?;
+        self.parsed = read.parsed;
         Ok(pointers)
     }
 
@@ -203,9 +224,19 @@ impl Strategy for Since {
     async fn after_parts(
         &mut self,
         store: &dyn AtomicPublisher,
-        _opts: &VerifyOptions,
+        opts: &VerifyOptions,
         report: &mut Report,
     ) -> Result<()> {
+        let window = Window {
+            now: opts.now,
+            grace: opts.grace,
+        };
+        let recorded: HashSet<String> = (self.sealed_after.iter().cloned())
+            .chain(self.entries.iter().map(|e| e.pointer_key.clone()))
+            .collect();
+        self.area
+            .judge(store, &window, (&self.parsed, &recorded), report)
+            .await?;
         // The Delta versions of the seals from SEQ on, each against the version before.
         let seals: Vec<&StoredSeal> = self.checked_seals.iter().collect();
         let bad_parts = report.problems.iter().map(|p| p.key.clone()).collect();

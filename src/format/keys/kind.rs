@@ -122,13 +122,34 @@ pub fn classify(key: &str) -> KeyKind {
         return KeyKind::Unknown;
     }
     match partition_file(key, "part-", ".parquet") {
-        Some((run_id, target_crs, commit_id)) => KeyKind::Part {
+        // Only under a CRS directory lineage-store writes: a file named like a commit's
+        // part under `target_crs=garbage` (or `EPSG%3A…`, `EPSG:…bak`, empty) is not ours.
+        Some((run_id, target_crs, commit_id)) if is_crs_segment(&target_crs) => KeyKind::Part {
             run_id,
             target_crs,
             commit_id,
         },
-        None => KeyKind::Foreign,
+        _ => KeyKind::Foreign,
     }
+}
+
+/// `run_id=<r>/target_crs=<anything>/part-<commit id>.parquet`: the name of a data part,
+/// whatever its `target_crs` segment (so `verify` can name a file planted under a
+/// commit's part name in a directory lineage-store never writes): (run_id, target_crs
+/// segment, commit id).
+pub fn part_name(key: &str) -> Option<(String, String, String)> {
+    partition_file(key, "part-", ".parquet")
+}
+
+/// Whether a `target_crs=` segment is one lineage-store writes: the canonical `EPSG:<n>`
+/// ([`crate::schema::crs::canonicalize`]), digits without a leading zero.
+pub fn is_crs_segment(segment: &str) -> bool {
+    segment.strip_prefix("EPSG:").is_some_and(|n| {
+        !n.is_empty()
+            && n.len() <= 10
+            && !n.starts_with('0')
+            && n.bytes().all(|b| b.is_ascii_digit())
+    })
 }
 
 /// A key under [`COMMITS_PREFIX`] (`rest` is what follows it): a pointer, or unknown.

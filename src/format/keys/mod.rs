@@ -57,7 +57,7 @@ pub use self::history::{
     canonical_index_key, head_key, head_key_in, index_bound, index_key, index_key_in, leaf_key,
     leaf_key_in, leaf_prefix, leaf_prefix_in, tile_key, tile_partials_prefix, HistoryKey, Layout,
 };
-pub use self::kind::{classify, is_claim_key, is_witness_key, KeyKind};
+pub use self::kind::{classify, is_claim_key, is_crs_segment, is_witness_key, part_name, KeyKind};
 
 /// Prefix of the Delta log ([`crate::format::delta`]).
 pub const DELTA_LOG_PREFIX: &str = "_delta_log/";

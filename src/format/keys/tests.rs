@@ -157,3 +157,28 @@ fn only_our_names_under_lineage_are_ours() {
         assert_eq!(classify(planted), KeyKind::Unknown, "{planted}");
     }
 }
+
+#[test]
+fn a_part_name_under_a_crs_directory_not_ours_is_foreign() {
+    let id = "0190b2f3-0000-7000-8000-000000000001";
+    for crs in [
+        "EPSG%3A25832",
+        "garbage",
+        "EPSG:25832.bak",
+        "",
+        "EPSG:025832",
+        "epsg:25832",
+    ] {
+        let key = format!("run_id=r/target_crs={crs}/part-{id}.parquet");
+        assert_eq!(classify(&key), KeyKind::Foreign, "{key}");
+        assert_eq!(
+            part_name(&key),
+            Some(("r".into(), crs.into(), id.into())),
+            "{key}"
+        );
+    }
+    let ours = part_key("r", "EPSG:25832", id);
+    assert!(
+        matches!(classify(&ours), KeyKind::Part { target_crs, .. } if target_crs == "EPSG:25832")
+    );
+}

@@ -398,6 +398,64 @@ async fn check_append_through_faults(inner: Arc<dyn AtomicPublisher>) {
     assert_eq!((report.commits, report.parts_ok, report.rows), (6, 6, 30));
 }
 
+/// A file planted under a sealed commit's part name, in another `target_crs` directory
+/// (another EPSG code, an escaped colon, garbage, a backup suffix, empty), is named by a
+/// full `verify` and by `--since-seal` (issue 34, 1): no pointer names it, but dataset
+/// readers read its rows.
+async fn check_planted_parts_named(p: Arc<dyn AtomicPublisher>) {
+    let ptrs = Writer::new(p.clone())
+        .with_batch_rows(7)
+        .append(&support::batches("run-planted", 10, "planted"), |_| {})
+        .await
+        .unwrap();
+    lineage_store::seal(p.as_ref(), &lineage_store::SystemClock, None)
+        .await
+        .unwrap();
+    let real = &ptrs[0];
+    let bytes = p.get(&real.part_path).await.unwrap().unwrap();
+    let other = if real.target_crs == "EPSG:4326" {
+        "EPSG:25832"
+    } else {
+        "EPSG:4326"
+    };
+    let mut planted: Vec<String> = [other, "EPSG%3A25832", "garbage", "EPSG:25832.bak", ""]
+        .iter()
+        .map(|crs| {
+            format!(
+                "run_id={}/target_crs={crs}/part-{}.parquet",
+                real.run_id, real.commit_id
+            )
+        })
+        .collect();
+    for k in &planted {
+        assert_eq!(
+            p.put_create(k, bytes.clone()).await.unwrap(),
+            Outcome::Created,
+            "{k}"
+        );
+    }
+    planted.sort();
+    let since = lineage_store::VerifyOptions {
+        since_seal: Some(None),
+        ..Default::default()
+    };
+    for opts in [lineage_store::VerifyOptions::default(), since] {
+        let r = lineage_store::verify_with(p.as_ref(), &opts).await.unwrap();
+        let mut named: Vec<(lineage_store::ProblemKind, String)> =
+            r.problems.iter().map(|x| (x.kind, x.key.clone())).collect();
+        named.sort();
+        let want: Vec<_> = planted
+            .iter()
+            .map(|k| (lineage_store::ProblemKind::PlantedPart, k.clone()))
+            .collect();
+        assert_eq!(
+            named, want,
+            "since {:?}: {:#?}",
+            opts.since_seal, r.problems
+        );
+    }
+}
+
 /// Every check, each on a fresh store from `open`.
 async fn run_all<F, Fut>(name: &str, open: F)
 where
@@ -422,6 +480,7 @@ where
     check_delete_only_temps(open().await.as_ref()).await;
     check_lost_responses(&FaultyPublisher::new(open().await)).await;
     check_append_through_faults(open().await).await;
+    check_planted_parts_named(open().await).await;
 }
 
 // ---------------------------------------------------------------- the backends

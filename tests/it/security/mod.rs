@@ -7,5 +7,6 @@ mod input_sizes;
 mod keys;
 mod lying_footers;
 mod output;
+mod planted_parts;
 mod sizes;
 mod symlinks;

@@ -1,0 +1,188 @@
+//! Files under a data part's name that nothing names: every object of the data area whose
+//! key is not exactly what a pointer names (or a commit in flight) is a problem
+//! (`planted_part`), for a full `verify` and `--since-seal` alike.
+//!
+//! Dataset readers (`run_id=*/target_crs=*/*.parquet` globs, pyarrow's Hive discovery)
+//! read every such file; lineage-store reads only what a pointer names. So a file under a
+//! real commit's part name in another `target_crs` directory (another EPSG code,
+//! `EPSG%3A…`, `garbage`, `EPSG:….bak`, empty) must be named, not accepted because its
+//! run and commit id match a pointer.
+//!
+//! - a part name under a `target_crs` directory lineage-store never writes
+//!   ([`keys::is_crs_segment`]): named from its key alone ([`foreign_part`]);
+//! - a part of a commit whose pointer was read and names another key ([`beside`]);
+//! - several parts of one commit whose pointer is missing or unreadable ([`several`]).
+//!
+//! `--since-seal` lists the data area and the pointers' keys ([`DataArea`]: one listing
+//! request per 1,000 parts and per 1,000 pointers, no reads) and reads only the pointers
+//! of commits with more than one part.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use crate::audit::findings::{Problem, ProblemKind, Report};
+use crate::audit::verify::flight::{self, Window};
+use crate::base::error::Result;
+use crate::format::keys::{self, KeyKind};
+use crate::format::pointer::Pointer;
+use crate::publish::{AtomicPublisher, ObjectInfo};
+
+/// The problem of a key that has a data part's name under a `target_crs` directory
+/// lineage-store never writes, or `None` when it has no part's name.
+pub(crate) fn foreign_part(key: &str, size: u64) -> Option<Problem> {
+    let (_, crs, commit) = keys::part_name(key)?;
+    Some(Problem::new(
+        ProblemKind::PlantedPart,
+        key,
+        format!(
+            "{size} bytes under commit {commit}'s part name in `target_crs={crs}`, a directory lineage-store never writes (its parts lie under `target_crs=EPSG:<code>`): no pointer names it, but dataset readers read its rows"
+        ),
+    ))
+}
+
+/// The parts `listed` of the commit whose pointer `pointer_key` names `part_path`: every
+/// one that is not `part_path` is named.
+pub(crate) fn beside<'a>(
+    pointer_key: &str,
+    part_path: &str,
+    listed: impl IntoIterator<Item = &'a str>,
+) -> Vec<Problem> {
+    listed
+        .into_iter()
+        .filter(|k| *k != part_path)
+        .map(|k| {
+            Problem::new(
+                ProblemKind::PlantedPart,
+                k,
+                format!(
+                    "not the part its commit's pointer {pointer_key} names ({part_path}): a file planted under the commit's part name; dataset readers read its rows beside the real ones"
+                ),
+            )
+        })
+        .collect()
+}
+
+/// The parts `listed` of one commit whose pointer `pointer_key` is missing or unreadable:
+/// when there are several, each is named (at most one of them is the commit's).
+pub(crate) fn several(pointer_key: &str, listed: &[&str]) -> Vec<Problem> {
+    if listed.len() < 2 {
+        return Vec::new();
+    }
+    listed
+        .iter()
+        .map(|k| {
+            Problem::new(
+                ProblemKind::PlantedPart,
+                *k,
+                format!(
+                    "one of {} files under the part name of one commit, whose pointer {pointer_key} cannot be read: at most one of them is the commit's part",
+                    listed.len()
+                ),
+            )
+        })
+        .collect()
+}
+
+/// The data area as `--since-seal` sees it: every object under `run_id=`, and the keys of
+/// the pointers.
+#[derive(Debug, Default)]
+pub(crate) struct DataArea {
+    listing: Vec<ObjectInfo>,
+    pointers: HashSet<String>,
+    /// Listed parts by their commit's pointer key.
+    parts: BTreeMap<String, Vec<usize>>,
+}
+
+impl DataArea {
+    /// List the data area, then the pointers (in that order: a writer publishes a part
+    /// before its pointer, so a part listed has its pointer in the later listing unless
+    /// it is in flight).
+    pub(crate) async fn list(store: &dyn AtomicPublisher) -> Result<Self> {
+        let listing = store.list("run_id=").await?;
+        let pointers = store
+            .list(keys::COMMITS_PREFIX)
+            .await?
+            .into_iter()
+            .map(|o| o.key)
+            .collect();
+        let mut parts: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        for (i, o) in listing.iter().enumerate() {
+            if let (
+                None,
+                KeyKind::Part {
+                    run_id, commit_id, ..
+                },
+            ) = (&o.link, keys::classify(&o.key))
+            {
+                parts
+                    .entry(keys::pointer_key(&run_id, &commit_id))
+                    .or_default()
+                    .push(i);
+            }
+        }
+        Ok(Self {
+            listing,
+            pointers,
+            parts,
+        })
+    }
+
+    /// The pointers to read: those of commits with more than one listed part.
+    pub(crate) fn pointers_to_read(&self) -> impl Iterator<Item = &String> {
+        self.parts
+            .iter()
+            .filter(|(pk, v)| v.len() > 1 && self.pointers.contains(*pk))
+            .map(|(pk, _)| pk)
+    }
+
+    /// Name what nothing names: symlinks, foreign objects, part names in directories not
+    /// ours, parts their commit's pointer (`parsed`, as read) does not name, and parts
+    /// without a pointer that are not in flight. A part whose pointer is gone but
+    /// `recorded` (by a seal or an index entry the caller read: that pointer is the
+    /// problem reported) is no orphan.
+    pub(crate) async fn judge(
+        &self,
+        store: &dyn AtomicPublisher,
+        window: &Window,
+        (parsed, recorded): (&HashMap<String, Pointer>, &HashSet<String>),
+        report: &mut Report,
+    ) -> Result<()> {
+        for o in &self.listing {
+            if let Some(target) = &o.link {
+                let detail = super::full::symlink_detail(target);
+                report.push(ProblemKind::Symlink, &o.key, detail);
+            } else if keys::classify(&o.key) == KeyKind::Foreign {
+                report.push_problem(foreign_part(&o.key, o.size).unwrap_or_else(|| {
+                    Problem::new(
+                        ProblemKind::ForeignObject,
+                        &o.key,
+                        "not written by lineage-store",
+                    )
+                }));
+            }
+        }
+        let mut pointerless = BTreeMap::new();
+        for (pk, idx) in &self.parts {
+            let listed: Vec<&str> = idx.iter().map(|&i| self.listing[i].key.as_str()).collect();
+            let found = match parsed.get(pk) {
+                Some(p) => beside(pk, &p.part_path, listed.iter().copied()),
+                None if self.pointers.contains(pk) || recorded.contains(pk) => several(pk, &listed),
+                None => {
+                    pointerless.extend(idx.iter().map(|&i| {
+                        let o = &self.listing[i];
+                        (o.key.as_str(), o)
+                    }));
+                    Vec::new()
+                }
+            };
+            found.into_iter().for_each(|p| report.push_problem(p));
+        }
+        if !pointerless.is_empty() {
+            let claims = store.list(keys::COMMIT_KEYS_PREFIX).await?;
+            let (flying, problems) =
+                flight::judge_pointerless_parts(store, window, pointerless, &claims, None).await;
+            flying.into_iter().for_each(|f| report.fly(f));
+            problems.into_iter().for_each(|p| report.push_problem(p));
+        }
+        Ok(())
+    }
+}
