@@ -142,11 +142,13 @@ pub async fn compare(
     };
     hash_both(replica, source, &rlist, &slist, &mut report).await?;
     let rmax = relate_chains(&rchain, &schain, &mut report);
+    let named = named_parts(source, &rlist, &slist).await;
     let sides = Sides {
         rchain: &rchain,
         schain: &schain,
         rmax,
         rlist: &rlist,
+        named: &named,
     };
     for k in slist.keys().filter(|k| !rlist.contains_key(*k)) {
         match sides.why_missing(k, &mut report.behind) {
@@ -180,6 +182,36 @@ impl ReplicaReport {
             detail,
         });
     }
+}
+
+/// For the parts only in the source whose commit's pointer the source holds: that
+/// pointer's key → the part it names (read from the source; unreadable ones left out).
+async fn named_parts(
+    source: &dyn AtomicPublisher,
+    rlist: &BTreeMap<String, u64>,
+    slist: &BTreeMap<String, u64>,
+) -> BTreeMap<String, String> {
+    let pointers: std::collections::BTreeSet<(String, String, String)> = slist
+        .keys()
+        .filter(|k| !rlist.contains_key(*k))
+        .filter_map(|k| match keys::classify(k) {
+            KeyKind::Part {
+                run_id, commit_id, ..
+            } => Some((keys::pointer_key(&run_id, &commit_id), run_id, commit_id)),
+            _ => None,
+        })
+        .filter(|(pk, _, _)| slist.contains_key(pk))
+        .collect();
+    futures::stream::iter(pointers)
+        .map(|(pk, run_id, commit_id)| async move {
+            let bytes = source.get(&pk).await.ok().flatten()?;
+            let p = crate::format::pointer::check_pointer(&pk, &bytes, &run_id, &commit_id).ok()?;
+            Some((pk, p.part_path))
+        })
+        .buffer_unordered(READ_CONCURRENCY)
+        .filter_map(|x| async move { x })
+        .collect()
+        .await
 }
 
 /// A listing as key → size, publishes in flight left out.
@@ -278,6 +310,8 @@ struct Sides<'a> {
     /// The replica's newest seal number.
     rmax: u64,
     rlist: &'a BTreeMap<String, u64>,
+    /// Pointer key → the part it names, for parts only in the source ([`named_parts`]).
+    named: &'a BTreeMap<String, String>,
 }
 
 impl Sides<'_> {
@@ -286,9 +320,12 @@ impl Sides<'_> {
     fn why_missing(&self, k: &str, behind: &mut Behind) -> Option<String> {
         let rmax = self.rmax;
         match kind_of(k) {
-            Kind::Foreign => Some(
-                "not written by lineage-store, so `lineage replicate` does not copy it: see `lineage verify` of the source".to_string(),
-            ),
+            Kind::Foreign => Some(match keys::part_name(k) {
+                Some((_, crs, commit)) => format!(
+                    "a file under commit {commit}'s part name in `target_crs={crs}`, a directory lineage-store never writes: planted (`lineage verify` of the source names it `planted_part`), so `lineage replicate` does not copy it"
+                ),
+                None => "not written by lineage-store, so `lineage replicate` does not copy it: see `lineage verify` of the source".to_string(),
+            }),
             Kind::Unknown => Some(
                 "not an object lineage-store writes under `_lineage/`, so `lineage replicate` does not copy it: see `lineage verify` of the source".to_string(),
             ),
@@ -307,7 +344,9 @@ impl Sides<'_> {
                     run_id, commit_id, ..
                 } => {
                     let ptr = keys::pointer_key(&run_id, &commit_id);
-                    if self.rlist.contains_key(&ptr) {
+                    if let Some(path) = self.named.get(&ptr).filter(|p| *p != k) {
+                        Some(format!("not the part its commit's pointer {ptr} names ({path}): a file planted under the commit's part name (`lineage verify` of the source names it `planted_part`), so `lineage replicate` does not copy it"))
+                    } else if self.rlist.contains_key(&ptr) {
                         Some(format!("its pointer {ptr} is in the replica"))
                     } else {
                         self.vouched(&ptr).map(|w| format!("its pointer {ptr}: {w}"))

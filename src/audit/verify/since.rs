@@ -7,8 +7,10 @@
 //! expected head (walking back from SEQ if it is older); the pointers sealed after SEQ
 //! (byte for byte) and their parts; every commit not sealed yet that the index lists (its
 //! entry, pointer and part); the newest seal's head marker and the tiles its frontier
-//! comes from. Not checked: anything sealed by SEQ or earlier, orphans, foreign objects,
-//! temps and locators; a full `verify` (or its shards) checks those.
+//! comes from; and the data area: every file under a part's name that no pointer names
+//! ([`super::planted`]: the data area and the pointers' keys are listed, one request per
+//! 1,000 keys). Not checked: anything else sealed by SEQ or earlier, temps and locators;
+//! a full `verify` (or its shards) checks those.
 //!
 //! The steps are the pipeline's ([`super`]): **list** = the seals after SEQ and the index
 //! after the newest seal's watermark, **classify** = sealed after SEQ or not sealed yet,

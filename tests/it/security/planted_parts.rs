@@ -52,3 +52,48 @@ async fn a_part_planted_under_a_sealed_commits_name_is_named_by_verify_full_and_
         .collect();
     assert_eq!(crs_ok, [true, false, false, false, false]);
 }
+
+#[tokio::test]
+async fn verify_replica_of_labels_a_planted_part_as_planted() {
+    use std::sync::Arc;
+
+    use lineage_store::replicate::compare::{compare, ReplicaProblemKind};
+    use lineage_store::{AtomicPublisher, MemoryPublisher};
+
+    let src = Arc::new(MemoryPublisher::new());
+    let ptrs = crate::support::audit::append(src.clone(), 40, 20, 5).await;
+    lineage_store::seal(src.as_ref(), &lineage_store::SystemClock, None)
+        .await
+        .unwrap();
+    let dst = Arc::new(MemoryPublisher::new());
+    lineage_store::replicate::replicate(src.clone(), dst.clone(), Default::default())
+        .await
+        .unwrap();
+    let real = &ptrs[0];
+    let bytes = src.get(&real.part_path).await.unwrap().unwrap();
+    let other = if real.target_crs == "EPSG:4326" {
+        "EPSG:25832"
+    } else {
+        "EPSG:4326"
+    };
+    let mut planted = Vec::new();
+    for crs in [other, "garbage"] {
+        let k = format!(
+            "run_id={}/target_crs={crs}/part-{}.parquet",
+            real.run_id, real.commit_id
+        );
+        src.put_create(&k, bytes.clone()).await.unwrap();
+        planted.push(k);
+    }
+    let r = compare(dst.as_ref(), src.as_ref()).await.unwrap();
+    assert_eq!(r.problems.len(), 2, "{:#?}", r.problems);
+    for (p, k) in r.problems.iter().zip(&planted) {
+        assert_eq!((p.kind, &p.key), (ReplicaProblemKind::OnlyInSource, k));
+        assert!(p.detail.contains("planted_part"), "{}", p.detail);
+    }
+    assert!(
+        r.problems[0].detail.contains(&real.part_path),
+        "{}",
+        r.problems[0].detail
+    );
+}
