@@ -53,6 +53,9 @@ pub(crate) struct Context<'a> {
     pub all_pointers: bool,
     /// The grace window.
     pub window: Window,
+    /// Rows are recounted for the records of seals from this one on (0: every record;
+    /// `--since-seal`: those put into effect since its seal).
+    pub from_seal: u64,
 }
 
 /// What was found.
@@ -167,7 +170,16 @@ async fn check_rows(store: &dyn AtomicPublisher, key: &str, r: &CompactionRecord
 pub(crate) async fn check(store: &dyn AtomicPublisher, cx: &Context<'_>) -> Result<Found> {
     let mut found = Found::default();
     let in_effect = records_in_effect(store, cx, &mut found).await?;
+    let recent: BTreeSet<&str> = cx
+        .chain
+        .seals
+        .iter()
+        .filter(|s| s.key_seq >= cx.from_seal)
+        .filter_map(|s| s.seal.as_ref().ok())
+        .flat_map(|s| s.compactions.iter().flatten().map(|r| r.key.as_str()))
+        .collect();
     let rows: Vec<Vec<Problem>> = futures::stream::iter(in_effect.iter())
+        .filter(|(k, _)| futures::future::ready(recent.contains(k.as_str())))
         .map(|(k, r)| check_rows(store, k, r))
         .buffered(CONCURRENCY)
         .collect()

@@ -52,9 +52,9 @@ pub(crate) struct Checked {
 
 /// Check the Delta log against the chain.
 pub(crate) async fn check(store: &dyn AtomicPublisher, cx: &Context<'_>) -> Result<Checked> {
-    let mut out = foreign_objects(cx);
+    let mut out = foreign_objects(&cx.others);
     let head = cx.chain.head().map_or(0, |(n, _)| n);
-    out.extend(unsealed_versions(store, cx, head).await?);
+    out.extend(unsealed_versions(store, &cx.versions, head).await?);
     // No version at all: a store sealed only before Delta versions existed (its next seal
     // writes the log). Versions missing after the newest one are not written yet (a seal
     // by a lineage-store without Delta versions, or a sealer finishing); missing ones
@@ -91,8 +91,8 @@ pub(crate) async fn check(store: &dyn AtomicPublisher, cx: &Context<'_>) -> Resu
 }
 
 /// Everything under `_delta_log/` that is neither a version nor a checkpoint of ours.
-fn foreign_objects(cx: &Context<'_>) -> Vec<Problem> {
-    cx.others
+pub(crate) fn foreign_objects(others: &[&ObjectInfo]) -> Vec<Problem> {
+    others
         .iter()
         .map(|o| {
             Problem::new(
@@ -111,13 +111,13 @@ fn foreign_objects(cx: &Context<'_>) -> Vec<Problem> {
 
 /// Versions beyond the walked chain (newest seal `head`) that have no seal: a seal may have
 /// landed since the walk, so each is asked for its seal again.
-async fn unsealed_versions(
+pub(crate) async fn unsealed_versions(
     store: &dyn AtomicPublisher,
-    cx: &Context<'_>,
+    versions: &BTreeMap<u64, &ObjectInfo>,
     head: u64,
 ) -> Result<Vec<Problem>> {
     let mut out = Vec::new();
-    for (&v, o) in cx.versions.range(head.saturating_add(1)..) {
+    for (&v, o) in versions.range(head.saturating_add(1)..) {
         if v == 0 {
             continue;
         }

@@ -367,6 +367,7 @@ impl Full {
                 && !self.chain.broken
                 && self.sealed.len() == self.chain.by_key.len(),
             window: window(opts),
+            from_seal: 0,
         };
         let found = compaction::check(store, &cx).await?;
         report.problems.extend(found.problems);

@@ -35,6 +35,7 @@ mod pointers;
 pub mod report_dir;
 pub mod shard;
 mod since;
+mod since_log;
 
 use crate::audit::findings::Report;
 use crate::base::error::Result;

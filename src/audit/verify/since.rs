@@ -244,6 +244,9 @@ impl Strategy for Since {
         let bad_parts = report.problems.iter().map(|p| p.key.clone()).collect();
         let found = super::delta::check_since(store, &seals, &bad_parts).await?;
         report.problems.extend(found.problems);
+        // The rest of the Delta log since SEQ, and the compactions since then.
+        let range = (self.since, self.newest.key_seq);
+        super::since_log::check(store, opts, range, &self.checked_seals, report).await?;
         Ok(())
     }
 }

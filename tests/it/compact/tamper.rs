@@ -16,7 +16,16 @@ use lineage_store::{
 };
 
 use super::core::{opts, run, small_parts};
-use crate::support::audit::{of_kind, verify_later};
+use crate::support::audit::{later, of_kind, verify_later};
+
+/// `verify --since-seal` (the newest seal), a day later.
+async fn verify_since(store: &dyn AtomicPublisher) -> lineage_store::Report {
+    let opts = lineage_store::VerifyOptions {
+        since_seal: Some(None),
+        ..later()
+    };
+    lineage_store::verify_with(store, &opts).await.unwrap()
+}
 
 /// A store with one honest compaction sealed by seal 2; its first record.
 async fn compacted() -> (Arc<MemoryPublisher>, CompactionRecord) {
@@ -83,11 +92,16 @@ async fn a_changed_compacted_part_is_named() {
     let mid = b.len() / 2;
     b[mid] ^= 0x55;
     mem.tamper_put(&rec.part_path, Bytes::from(b));
-    let r = verify_later(mem.as_ref()).await;
-    let bad = of_kind(&r, K::BadCompactedPart);
-    assert_eq!(bad.len(), 1, "{:?}", r.problems);
-    assert_eq!(bad[0].0, rec.part_path);
-    assert!(bad[0].1.contains("sha256"), "{}", bad[0].1);
+    // A full verify and `--since-seal` of the seal that put it into effect (issue 34, 3).
+    for r in [
+        verify_later(mem.as_ref()).await,
+        verify_since(mem.as_ref()).await,
+    ] {
+        let bad = of_kind(&r, K::BadCompactedPart);
+        assert_eq!(bad.len(), 1, "{:?}", r.problems);
+        assert_eq!(bad[0].0, rec.part_path);
+        assert!(bad[0].1.contains("sha256"), "{}", bad[0].1);
+    }
 }
 
 #[tokio::test]
@@ -147,12 +161,17 @@ async fn a_commit_compacted_twice_into_the_table_is_named() {
     let again = renamed(&rec);
     let part = mem.get(&rec.part_path).await.unwrap().unwrap();
     seal_forged(mem.as_ref(), &again, Some(part)).await;
+    // `--since-seal` of the seal that put the second compaction into effect names it too
+    // (issue 34, 3).
+    let since = verify_since(mem.as_ref()).await;
     let r = verify_later(mem.as_ref()).await;
-    let twice = of_kind(&r, K::CompactedTwice);
-    assert_eq!(twice.len(), rec.sources.len(), "{:?}", r.problems);
-    assert!(twice
-        .iter()
-        .all(|(k, _)| *k == keys::compaction_record_key(&again.compaction_id)));
+    for r in [&r, &since] {
+        let twice = of_kind(r, K::CompactedTwice);
+        assert_eq!(twice.len(), rec.sources.len(), "{:?}", r.problems);
+        assert!(twice
+            .iter()
+            .all(|(k, _)| *k == keys::compaction_record_key(&again.compaction_id)));
+    }
     // The table's newest version now reads those rows twice.
     let rows = of_kind(&r, K::DeltaRowsDiffer);
     assert_eq!(rows.len(), 1, "{:?}", r.problems);
@@ -254,4 +273,9 @@ async fn a_compacted_part_missing_a_row_is_named() {
     );
     let delta = of_kind(&r, K::DeltaRowsDiffer);
     assert_eq!(delta.len(), 1, "{:?}", r.problems);
+    // `--since-seal` recounts the rows of the compactions its seals put into effect.
+    let since = verify_since(mem.as_ref()).await;
+    let bad = of_kind(&since, K::CompactionRowsDiffer);
+    assert_eq!(bad.len(), 1, "{:?}", since.problems);
+    assert_eq!(bad[0].0, rec.part_path);
 }

@@ -4,6 +4,7 @@
 //! naming each bad or unknown object. Real clients read it in tests/python/test_delta.py.
 
 mod checkpoint;
+mod since;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
