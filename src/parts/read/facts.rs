@@ -126,15 +126,16 @@ pub(super) async fn facts_from(
         return Ok(facts); // columns are not where the contract puts them
     }
     let (decode_partitions, decode_ranges) = facts_from_statistics(&meta, with_ranges, &mut facts);
-    if !decode_partitions && !decode_ranges {
-        return Ok(facts);
-    }
     let mut cols = Vec::new();
     if decode_partitions {
         cols.extend([col::RUN_ID, col::TARGET_CRS]);
     }
+    // `sequence` is always decoded: the rows its pages hold are the part's real row count,
+    // which a footer can overstate while holding together (readers that trust it, e.g.
+    // DuckDB's count(*), would count rows that are not there).
+    cols.push(col::SEQUENCE);
     if decode_ranges {
-        cols.extend([col::SEQUENCE, col::EVENT_TIME_UTC]);
+        cols.push(col::EVENT_TIME_UTC);
     }
     let mut pieces = vec![(footer_start, footer)];
     pieces.extend(fetch_chunks(src, key, size, &meta, &cols).await?);
@@ -152,7 +153,13 @@ pub(super) async fn facts_from(
         .with_projection(mask)
         .build()
         .map_err(|e| bad(e.to_string()))?;
-    decode_facts(key, reader, (decode_partitions, decode_ranges), &mut facts)?;
+    let rows = decode_facts(key, reader, (decode_partitions, decode_ranges), &mut facts)?;
+    if rows != facts.rows {
+        return Err(bad(format!(
+            "footer: the file claims {} rows, but its pages hold {rows} (decoded)",
+            facts.rows
+        )));
+    }
     Ok(facts)
 }
 
@@ -172,17 +179,19 @@ fn schema_problem(facts: &PartFacts, arrow_meta: &ArrowReaderMetadata) -> Option
 }
 
 /// Decode the partition values and (or) the ranges that statistics did not settle from
-/// the batches of `reader` into `facts`.
+/// the batches of `reader` into `facts`; the rows decoded.
 fn decode_facts(
     key: &str,
     reader: ParquetRecordBatchReader,
     (decode_partitions, decode_ranges): (bool, bool),
     facts: &mut PartFacts,
-) -> Result<()> {
+) -> Result<u64> {
     let mut seq: Option<(i64, i64)> = None;
     let mut time: Option<(i64, i64)> = None;
+    let mut rows = 0u64;
     for batch in reader {
         let batch = batch.map_err(|e| corrupt(key, format!("unreadable column data: {e}")))?;
+        rows += batch.num_rows() as u64;
         if decode_partitions {
             add_partition_values(key, &batch, facts)?;
         }
@@ -194,7 +203,7 @@ fn decode_facts(
         facts.sequence = seq;
         facts.event_time_us = time;
     }
-    Ok(())
+    Ok(rows)
 }
 
 /// Fill what the column chunks' statistics settle into `facts`. The ranges (when

@@ -132,3 +132,69 @@ async fn a_footer_claiming_2_pow_62_rows_is_refused_by_verify_and_never_adopted(
             .exists());
     }
 }
+
+/// Issue 34, 7: a footer that overstates its rows within every bound it is held to (its
+/// row groups, column chunks and 8 rows a byte agree) is caught by decoding: `repair`
+/// refuses to adopt it, and `verify` names it even with a pointer edited to agree.
+#[tokio::test]
+async fn a_footer_overstating_its_rows_plausibly_is_caught_by_decoding() {
+    let (_tmp, root, ptrs) = local_store().await;
+    let (p, q) = (&ptrs[0], &ptrs[1]);
+    std::fs::remove_file(root.join(keys::pointer_key(&p.run_id, &p.commit_id))).unwrap();
+    std::fs::remove_file(root.join(lineage_store::internal::index::key_of(p).unwrap())).unwrap();
+    let mut claims = Vec::new();
+    for x in [p, q] {
+        let path = root.join(&x.part_path);
+        // Within 8 rows a byte of the patched file (the probe's was 38,600 rows in 4.8 KB).
+        let claim = 30_000;
+        patch_footer(&path, claim, true);
+        assert!(std::fs::metadata(&path).unwrap().len() as i64 * 8 >= claim);
+        claims.push(claim);
+    }
+    let part = std::fs::read(root.join(&q.part_path)).unwrap();
+    let qk = root.join(keys::pointer_key(&q.run_id, &q.commit_id));
+    let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&qk).unwrap()).unwrap();
+    v["size_bytes"] = part.len().into();
+    v["sha256"] = lineage_store::internal::encode::sha256_hex(&part).into();
+    v.as_object_mut().unwrap().remove("blake3");
+    v["row_count"] = claims[1].into();
+    std::fs::write(&qk, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+
+    let store = PosixPublisher::new(&root);
+    let out = lineage_store::repair(
+        &store,
+        chrono::Utc::now() + chrono::Duration::days(1),
+        chrono::Duration::minutes(15),
+        false,
+    )
+    .await
+    .unwrap();
+    assert_eq!(out.adopted, Vec::<String>::new());
+    let real = |x: &lineage_store::Pointer, claim: i64| {
+        format!(
+            "claims {claim} rows, but its pages hold {} (decoded)",
+            x.row_count
+        )
+    };
+    assert!(
+        out.refused
+            .iter()
+            .any(|(k, why)| k == &p.part_path && why.contains(&real(p, claims[0]))),
+        "{:?}",
+        out.refused
+    );
+    let r = lineage_store::verify_with(&store, &later()).await.unwrap();
+    let malformed = of_kind(&r, K::MalformedPart);
+    assert_eq!(malformed.len(), 1, "{:#?}", r.problems);
+    assert!(
+        malformed[0].1.contains(&real(p, claims[0])),
+        "{}",
+        malformed[0].1
+    );
+    let footer = of_kind(&r, K::FooterMismatch);
+    assert_eq!(footer.len(), 1, "{:#?}", r.problems);
+    assert_eq!(footer[0].0, q.part_path);
+    assert!(footer[0].1.contains(&real(q, claims[1])), "{}", footer[0].1);
+    // The rows the report counts are the real ones, the lying commit's not among them.
+    assert!(r.rows < 60, "{}", r.rows);
+}
