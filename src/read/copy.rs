@@ -32,7 +32,7 @@ use parquet::file::writer::SerializedFileWriter;
 use crate::base::digest::Check;
 use crate::base::error::{Error, Origin, Result};
 use crate::publish::AtomicPublisher;
-use crate::read::scan::{decode, fetch_checked, scan_schema, ScanOptions, ScanStats};
+use crate::read::scan::{check_rows, decode, fetch_checked, scan_schema, ScanOptions, ScanStats};
 use crate::read::snapshot::types::SnapshotPart;
 use crate::read::snapshot::Snapshot;
 
@@ -153,6 +153,11 @@ async fn fetch(store: &dyn AtomicPublisher, part: SnapshotPart, check: Check) ->
             .with_page_index_policy(PageIndexPolicy::Optional)
             .parse_and_finish(&bytes)
             .map_err(|e| corrupt(&key, format!("unreadable footer: {e}")))?;
+        // The rows copied are the footer's: they must be what the pointer (or record) counts.
+        check_rows(
+            &part,
+            u64::try_from(meta.file_metadata().num_rows()).unwrap_or(0),
+        )?;
         Ok::<_, Error>(Fetched {
             key,
             bytes,
@@ -176,7 +181,15 @@ fn write_parts<W: Write + Send>(
         let n = if part.meta.file_metadata().schema_descr().root_schema() == root.as_ref() {
             splice(&mut writer, &part, &mut row_groups)?
         } else {
-            let batches = decode(&part.key, part.bytes.clone(), schema, None, part.max_page)?;
+            let (batches, decoded) =
+                decode(&part.key, part.bytes.clone(), schema, None, part.max_page)?;
+            let footer = part.meta.file_metadata().num_rows();
+            if i64::try_from(decoded).ok() != Some(footer) {
+                return Err(corrupt(
+                    &part.key,
+                    format!("the footer claims {footer} rows, but its pages hold {decoded}"),
+                ));
+            }
             let mut n = 0;
             for b in batches {
                 let mut writers = factory.create_column_writers(row_groups)?;

@@ -236,10 +236,7 @@ pub async fn fetch_checked(
     check: Check,
 ) -> Result<Bytes> {
     let p = &part.pointer;
-    let whose = match &part.sealed_by {
-        Some(s) => format!("sealed pointer {} (seal {})", part.pointer_key, s.seq),
-        None => format!("unsealed pointer {}", part.pointer_key),
-    };
+    let whose = whose(part);
     let fail = |m: String| Error::Integrity(vec![Failed::new(p.part_path.clone(), m)]);
     // Never more than the pointer records: a larger file under its name is not read.
     let got = match store.get_at_most(&p.part_path, p.size_bytes).await {
@@ -271,6 +268,32 @@ pub async fn fetch_checked(
     Ok(bytes)
 }
 
+/// What vouches for `part`: its sealed or unsealed pointer, or the compaction record it
+/// is read by.
+fn whose(part: &SnapshotPart) -> String {
+    match &part.sealed_by {
+        Some(s) => format!("sealed pointer {} (seal {})", part.pointer_key, s.seq),
+        None => format!("unsealed pointer {}", part.pointer_key),
+    }
+}
+
+/// `Ok` when `rows`, the rows part `part` holds as read, are the rows its pointer (or the
+/// compaction record it is read by) records; else an [`Error::Integrity`] naming the part:
+/// a read never serves other rows than the record it trusts counts.
+pub(crate) fn check_rows(part: &SnapshotPart, rows: u64) -> Result<()> {
+    if rows == part.pointer.row_count {
+        return Ok(());
+    }
+    Err(Error::Integrity(vec![Failed::new(
+        part.pointer.part_path.clone(),
+        format!(
+            "holds {rows} rows, {} records {}; none of its rows is served (`lineage verify` names it)",
+            whose(part),
+            part.pointer.row_count
+        ),
+    )]))
+}
+
 async fn read_part(
     store: Arc<dyn AtomicPublisher>,
     part: SnapshotPart,
@@ -292,23 +315,25 @@ async fn read_part(
     let key = part.pointer.part_path.clone();
     let feature = opts.feature_id.clone();
     let max_page = store.read_limits().max_page_bytes;
-    let batches =
+    let (batches, decoded) =
         crate::base::pool::run(move || decode(&key, bytes, &schema, feature.as_deref(), max_page))
             .await??;
+    check_rows(&part, decoded)?;
     let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
     stats.rows.fetch_add(rows as u64, Ordering::Relaxed);
     Ok(batches)
 }
 
 /// Decode a checked part into batches of `schema` (its columns by name; a column its
-/// version lacks is null), keeping only the rows of `feature` when given.
+/// version lacks is null), keeping only the rows of `feature` when given; with the rows
+/// decoded (before that filter).
 pub(crate) fn decode(
     key: &str,
     bytes: Bytes,
     schema: &SchemaRef,
     feature: Option<&str>,
     max_page: u64,
-) -> Result<Vec<RecordBatch>> {
+) -> Result<(Vec<RecordBatch>, u64)> {
     let bad = |m: String| Error::Corrupt {
         what: "part",
         key: key.to_string(),
@@ -336,8 +361,10 @@ pub(crate) fn decode(
         .build()
         .map_err(|e| bad(e.to_string()))?;
     let mut out = Vec::new();
+    let mut decoded = 0u64;
     for batch in reader {
         let batch = batch.map_err(|e| bad(format!("unreadable column data: {e}")))?;
+        decoded += batch.num_rows() as u64;
         let batch = match feature {
             Some(f) => keep_feature(&batch, f).map_err(|e| bad(e.to_string()))?,
             None => batch,
@@ -358,7 +385,7 @@ pub(crate) fn decode(
             .collect();
         out.push(RecordBatch::try_new(schema.clone(), columns).map_err(|e| bad(e.to_string()))?);
     }
-    Ok(out)
+    Ok((out, decoded))
 }
 
 fn keep_feature(batch: &RecordBatch, feature: &str) -> Result<RecordBatch> {

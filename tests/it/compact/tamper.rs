@@ -278,4 +278,46 @@ async fn a_compacted_part_missing_a_row_is_named() {
     let bad = of_kind(&since, K::CompactionRowsDiffer);
     assert_eq!(bad.len(), 1, "{:?}", since.problems);
     assert_eq!(bad[0].0, rec.part_path);
+    // Issue 34, 8: the trusted read refuses to serve the compacted part's 16 rows for the
+    // record's 17, naming it (exit 1), whether it decodes or copies column chunks.
+    let snap = snapshot(
+        mem.as_ref(),
+        &ReadOptions {
+            prefer_compacted: true,
+            ..ReadOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert!(snap
+        .parts
+        .iter()
+        .any(|p| p.pointer.part_path == rec.part_path));
+    let want = format!("holds {} rows", rows.rows - 1);
+    let judged = |e: lineage_store::Error| {
+        assert_eq!(e.kind().exit_code(), 1, "{e}");
+        let text = e.to_string();
+        assert!(
+            text.contains(&rec.part_path) && text.contains(&want),
+            "{text}"
+        );
+        assert!(text.contains(&format!("records {}", rows.rows)), "{text}");
+    };
+    let read: lineage_store::Result<Vec<_>> = scan(mem.clone(), &snap, &ScanOptions::default())
+        .unwrap()
+        .into_stream()
+        .try_collect()
+        .await;
+    judged(read.unwrap_err());
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["out.parquet", "out.csv"] {
+        let out = lineage_store::scan_to_file(
+            mem.clone(),
+            &snap,
+            &ScanOptions::default(),
+            &dir.path().join(name),
+        )
+        .await;
+        judged(out.unwrap_err());
+    }
 }
