@@ -129,6 +129,20 @@ pub async fn walk(store: &dyn AtomicPublisher, trust: Option<&Trust>) -> Result<
     Ok(chain)
 }
 
+/// Why `seal` is dated before `before`, the seal it follows (`None` when it is not, or
+/// when either time cannot be read: that is reported as such).
+pub(crate) fn sealed_earlier(before: &StoredSeal, seal: &Seal) -> Option<String> {
+    let parse = |t: &str| chrono::DateTime::parse_from_rfc3339(t).ok();
+    let prev = before.seal.as_ref().ok()?;
+    let (p, t) = (parse(&prev.sealed_utc)?, parse(&seal.sealed_utc)?);
+    (t < p).then(|| {
+        format!(
+            "sealed at {}, before {} ({}): the history goes backwards (a sealer's clock was wrong, or a seal was forged)",
+            seal.sealed_utc, before.key, prev.sealed_utc
+        )
+    })
+}
+
 impl Chain {
     /// Seal `s` where seal `expected_seq` is due: the seals missing before it named. True
     /// when its key is not the one due (a gap: the chain is then broken).
@@ -187,6 +201,9 @@ impl Chain {
                 format!("records no previous seal, but follows {}", before.key),
             ),
             _ => {}
+        }
+        if let Some(why) = prev.and_then(|before| sealed_earlier(before, seal)) {
+            self.push(ProblemKind::SealOutOfOrder, &s.key, why);
         }
     }
 

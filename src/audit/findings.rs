@@ -37,6 +37,9 @@ pub enum ProblemKind {
     SealChainBroken,
     /// A seal's root or tree size does not match its entries.
     SealRootMismatch,
+    /// A seal dated before the seal it follows (`sealed_utc`): the history goes backwards,
+    /// and so do the Delta log's commit timestamps, which time travel by timestamp reads.
+    SealOutOfOrder,
     /// A signature is missing (with a public key given), wrong, or by another key.
     BadSignature,
     /// No seal has the expected head digest.

@@ -194,6 +194,7 @@ impl Checks {
                     .map(crate::cli::witness::witness_lines)
                     .unwrap_or_default(),
             );
+            let mut lines = cap_per_kind(lines, a.problems_per_kind);
             lines.extend(shard.map(|s| format!("{s}")));
             lines.extend(
                 self.written
@@ -337,6 +338,37 @@ fn print_report(r: &Report, more: &[String], extra: usize, per_kind: usize) -> R
         n => format!("; {n} object{} in flight", if n == 1 { "" } else { "s" }),
     };
     out(&format!("{} problems{flying}", r.problems.len() + extra))
+}
+
+/// The `PROBLEM <side> <kind>: …` lines of `--replica-of` and `--witness` capped as the
+/// store's are: at most `per_kind` of each kind (0: all), then how many more (a hostile
+/// witness must not print 100,000 lines); other lines kept.
+fn cap_per_kind(lines: Vec<String>, per_kind: usize) -> Vec<String> {
+    let mut shown: std::collections::BTreeMap<String, usize> = Default::default();
+    let mut out = Vec::new();
+    for l in lines {
+        let kind = match l.strip_prefix("PROBLEM ").and_then(|r| r.split_once(": ")) {
+            Some((kind, _)) => kind.to_string(),
+            None => {
+                out.push(l);
+                continue;
+            }
+        };
+        let n = shown.entry(kind).or_default();
+        *n += 1;
+        if per_kind == 0 || *n <= per_kind {
+            out.push(l);
+        }
+    }
+    for (kind, n) in shown {
+        if per_kind > 0 && n > per_kind {
+            out.push(format!(
+                "PROBLEM {kind}: … and {} more (--json or --problems-per-kind 0 lists every one)",
+                n - per_kind
+            ));
+        }
+    }
+    out
 }
 
 /// At most `per_kind` problems of each kind (0: all), then how many more of each.

@@ -146,7 +146,13 @@ impl Strategy for Full {
         store: &dyn AtomicPublisher,
         opts: &VerifyOptions,
         report: &mut Report,
+        store_ids: &BTreeMap<String, u64>,
     ) -> Result<()> {
+        if self.scope.as_ref().is_none_or(Scope::first) {
+            if let Some(p) = swapped_identity(self.store_id.as_deref(), store_ids) {
+                report.push_problem(p);
+            }
+        }
         let parts: BTreeMap<&str, &ObjectInfo> = self
             .pointerless
             .iter()
@@ -374,6 +380,28 @@ impl Full {
         found.flying.into_iter().for_each(|f| report.fly(f));
         Ok(())
     }
+}
+
+/// The identity names store `id`, but no part checked names it (`store_ids`: the ids
+/// their footers name): `_lineage/store.json` is another store's.
+fn swapped_identity(id: Option<&str>, store_ids: &BTreeMap<String, u64>) -> Option<Problem> {
+    let id = id?;
+    if store_ids.is_empty() || store_ids.contains_key(id) {
+        return None;
+    }
+    let named: Vec<String> = store_ids
+        .iter()
+        .take(3)
+        .map(|(s, n)| format!("{s} ({n} parts)"))
+        .collect();
+    Some(Problem::new(
+        ProblemKind::BadIdentity,
+        IDENTITY_KEY,
+        format!(
+            "names store {id}, but no part checked names it: their footers name {}; the identity was swapped for another store's (the Delta table id and new parts derive from it)",
+            named.join(", ")
+        ),
+    ))
 }
 
 /// A temp: in flight, or stale (reported).

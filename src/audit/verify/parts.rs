@@ -1,5 +1,6 @@
 //! The "check" step of the verify pipeline: each pointer's part, against its pointer.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 
 use futures::StreamExt;
@@ -46,14 +47,15 @@ fn choose_hashed(
 /// The "check" step of the verify pipeline: every pointer's part exists with the recorded
 /// size, footer, rows and ranges, and (all, or a `--sample`) has the recorded digests.
 /// `listed_size`: the part's size from the strategy's listing, when it listed parts (a
-/// part missing from it is looked up again: a listing is not a snapshot).
+/// part missing from it is looked up again: a listing is not a snapshot). Returns the
+/// store ids the footers read name, with how many parts name each.
 pub(crate) async fn check_parts(
     store: &dyn AtomicPublisher,
     opts: &VerifyOptions,
     report: &mut Report,
     pointers: Vec<(String, Pointer)>,
     listed_size: &(dyn Fn(&str) -> Option<u64> + Sync),
-) {
+) -> BTreeMap<String, u64> {
     let hash = choose_hashed(opts, report, &pointers);
     let progress = opts.progress.clone().unwrap_or_default();
     progress
@@ -67,7 +69,7 @@ pub(crate) async fn check_parts(
         .sum();
     progress.bytes_total.store(bytes_total, Ordering::Relaxed);
     let progress = &progress;
-    let results: Vec<(Pointer, Option<Want>, Found)> =
+    let results: Vec<(Pointer, Option<Want>, (Found, Option<String>))> =
         futures::stream::iter(pointers.into_iter().zip(hash))
             .map(|((key, p), hash)| {
                 let listed = listed_size(&p.part_path);
@@ -82,7 +84,11 @@ pub(crate) async fn check_parts(
             .buffer_unordered(opts.concurrency.max(1))
             .collect()
             .await;
-    for (p, hashed, found) in results {
+    let mut store_ids: BTreeMap<String, u64> = BTreeMap::new();
+    for (p, hashed, (found, store_id)) in results {
+        if let Some(id) = store_id {
+            *store_ids.entry(id).or_default() += 1;
+        }
         if found.is_empty() {
             report.parts_ok += 1;
             report.rows += p.row_count;
@@ -99,13 +105,15 @@ pub(crate) async fn check_parts(
             report.push(kind, &p.part_path, detail);
         }
     }
+    store_ids
 }
 
 /// Problems found with one part, as (kind, detail).
 type Found = Vec<(ProblemKind, String)>;
 
-/// The problems of one pointer's part (empty when it checks out); `want`: the digests to
-/// recompute, `None` to check existence, size and footer only.
+/// The problems of one pointer's part (empty when it checks out), and the store id its
+/// footer names; `want`: the digests to recompute, `None` to check existence, size and
+/// footer only.
 async fn check_part(
     store: &dyn AtomicPublisher,
     key: &str,
@@ -113,16 +121,14 @@ async fn check_part(
     listed: Option<u64>,
     want: Option<Want>,
     progress: &Progress,
-) -> Found {
+) -> (Found, Option<String>) {
     let size = match part_size(store, key, p, listed).await {
         Ok(size) => size,
-        Err(found) => return found,
+        Err(found) => return (found, None),
     };
     if size != p.size_bytes {
-        return vec![(
-            ProblemKind::SizeMismatch,
-            format!("{size} bytes, pointer {key} records {}", p.size_bytes),
-        )];
+        let why = format!("{size} bytes, pointer {key} records {}", p.size_bytes);
+        return (vec![(ProblemKind::SizeMismatch, why)], None);
     }
     let mut out = Vec::new();
     let facts = if let Some(want) = want {
@@ -144,6 +150,7 @@ async fn check_part(
     } else {
         read_facts(store, &p.part_path, size, true).await
     };
+    let store_id = facts.as_ref().ok().and_then(|f| f.store_id.clone());
     match facts {
         Ok(f) => {
             let mut why: Vec<String> = f
@@ -159,7 +166,7 @@ async fn check_part(
         }
         Err(e) => out.push((ProblemKind::FooterMismatch, e.to_string())),
     }
-    out
+    (out, store_id)
 }
 
 /// The size of pointer `key`'s part `p`: as `listed`, else listed again (a POSIX walk is

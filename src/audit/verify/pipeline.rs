@@ -1,6 +1,7 @@
 //! The verify pipeline: list → classify → pointers → check → report, the same for every
 //! strategy; a [`Strategy`] supplies the listing and its own checks between the steps.
 
+use std::collections::BTreeMap;
 use std::future::Future;
 
 use crate::audit::findings::Report;
@@ -35,12 +36,14 @@ pub(crate) trait Strategy {
     /// A part's size as the strategy's listing saw it (`None`: not listed, or no listing).
     fn listed_size(&self, key: &str) -> Option<u64>;
 
-    /// With the parts checked: what is left to judge.
+    /// With the parts checked (`store_ids`: the store ids their footers name, with how
+    /// many name each): what is left to judge.
     fn after_parts(
         &mut self,
         store: &dyn AtomicPublisher,
         opts: &VerifyOptions,
         report: &mut Report,
+        store_ids: &BTreeMap<String, u64>,
     ) -> impl Future<Output = Result<()>>;
 }
 
@@ -59,11 +62,13 @@ pub(crate) async fn run<S: Strategy + Sync>(
     let to_check = strategy
         .after_pointers(store, opts, &mut report, read)
         .await?;
-    parts::check_parts(store, opts, &mut report, to_check, &|k| {
+    let store_ids = parts::check_parts(store, opts, &mut report, to_check, &|k| {
         strategy.listed_size(k)
     })
     .await;
-    strategy.after_parts(store, opts, &mut report).await?;
+    strategy
+        .after_parts(store, opts, &mut report, &store_ids)
+        .await?;
     report
         .problems
         .sort_by(|a, b| (a.kind, &a.key).cmp(&(b.kind, &b.key)));

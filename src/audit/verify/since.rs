@@ -228,6 +228,7 @@ impl Strategy for Since {
         store: &dyn AtomicPublisher,
         opts: &VerifyOptions,
         report: &mut Report,
+        _store_ids: &BTreeMap<String, u64>,
     ) -> Result<()> {
         let window = Window {
             now: opts.now,
@@ -334,6 +335,9 @@ fn check_seals(
         let prev = n.checked_sub(1).and_then(|p| seals.get(&p));
         if let Some(p) = link_problem(prev, s, seal) {
             report.push_problem(p);
+        }
+        if let Some(why) = prev.and_then(|p| crate::audit::chain::sealed_earlier(p, seal)) {
+            report.push(ProblemKind::SealOutOfOrder, &s.key, why);
         }
         if let Some(f) = &seal.frontier {
             for p in frontier_problems(prev, s, seal, f) {

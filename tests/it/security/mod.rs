@@ -10,3 +10,4 @@ mod output;
 mod planted_parts;
 mod sizes;
 mod symlinks;
+mod verify_lows;
