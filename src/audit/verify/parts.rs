@@ -69,7 +69,7 @@ pub(crate) async fn check_parts(
         .sum();
     progress.bytes_total.store(bytes_total, Ordering::Relaxed);
     let progress = &progress;
-    let results: Vec<(Pointer, Option<Want>, (Found, Option<String>))> =
+    let results: Vec<(Pointer, Option<Want>, Checked)> =
         futures::stream::iter(pointers.into_iter().zip(hash))
             .map(|((key, p), hash)| {
                 let listed = listed_size(&p.part_path);
@@ -111,6 +111,9 @@ pub(crate) async fn check_parts(
 /// Problems found with one part, as (kind, detail).
 type Found = Vec<(ProblemKind, String)>;
 
+/// What checking one part found, and the store id its footer names.
+type Checked = (Found, Option<String>);
+
 /// The problems of one pointer's part (empty when it checks out), and the store id its
 /// footer names; `want`: the digests to recompute, `None` to check existence, size and
 /// footer only.
@@ -121,7 +124,7 @@ async fn check_part(
     listed: Option<u64>,
     want: Option<Want>,
     progress: &Progress,
-) -> (Found, Option<String>) {
+) -> Checked {
     let size = match part_size(store, key, p, listed).await {
         Ok(size) => size,
         Err(found) => return (found, None),

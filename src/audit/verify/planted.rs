@@ -72,7 +72,7 @@ pub(crate) fn several(pointer_key: &str, listed: &[&str]) -> Vec<Problem> {
         .map(|k| {
             Problem::new(
                 ProblemKind::PlantedPart,
-                *k,
+                k,
                 format!(
                     "one of {} files under the part name of one commit, whose pointer {pointer_key} cannot be read: at most one of them is the commit's part",
                     listed.len()
