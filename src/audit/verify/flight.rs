@@ -381,3 +381,10 @@ async fn well_formed(
         None => Err(format!("commit-key claim {claim_key} does not name it")),
     }
 }
+
+/// What `verify` says of a symlink in the store.
+pub(crate) fn symlink_detail(target: &str) -> String {
+    format!(
+        "a symlink to {target:?}: lineage-store never follows it, but dataset readers (pyarrow, DuckDB) do and would read what it points to; remove it"
+    )
+}

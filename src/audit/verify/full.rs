@@ -209,7 +209,7 @@ impl Full {
         for (i, o) in self.listing.iter().enumerate() {
             if let Some(target) = &o.link {
                 // Never followed, never classified as what its name says.
-                report.push(ProblemKind::Symlink, &o.key, symlink_detail(target));
+                report.push(ProblemKind::Symlink, &o.key, flight::symlink_detail(target));
                 continue;
             }
             self.sizes.insert(o.key.clone(), o.size);
@@ -419,13 +419,6 @@ fn judge_temp(o: &ObjectInfo, window: &Window, report: &mut Report) {
             ),
         ),
     }
-}
-
-/// What `verify` says of a symlink in the store.
-pub(crate) fn symlink_detail(target: &str) -> String {
-    format!(
-        "a symlink to {target:?}: lineage-store never follows it, but dataset readers (pyarrow, DuckDB) do and would read what it points to; remove it"
-    )
 }
 
 fn window(opts: &VerifyOptions) -> Window {

@@ -148,7 +148,7 @@ impl DataArea {
     ) -> Result<()> {
         for o in &self.listing {
             if let Some(target) = &o.link {
-                let detail = super::full::symlink_detail(target);
+                let detail = flight::symlink_detail(target);
                 report.push(ProblemKind::Symlink, &o.key, detail);
             } else if keys::classify(&o.key) == KeyKind::Foreign {
                 report.push_problem(foreign_part(&o.key, o.size).unwrap_or_else(|| {

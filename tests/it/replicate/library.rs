@@ -424,7 +424,10 @@ async fn a_broken_source_chain_stops_seal_copying_at_the_broken_seal() {
     let src = source().await;
     let key = lineage_store::internal::keys::seal_key(2);
     let mut seal2 = Seal::from_bytes(&key, &src.get(&key).await.unwrap().unwrap()).unwrap();
-    seal2.sealed_utc = "2020-01-01T00:00:00.000000Z".into();
+    // Edited a microsecond later (earlier would also make it `seal_out_of_order`).
+    let t = chrono::DateTime::parse_from_rfc3339(&seal2.sealed_utc).unwrap()
+        + chrono::Duration::microseconds(1);
+    seal2.sealed_utc = t.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string();
     src.tamper_put(&key, Bytes::from(seal2.to_bytes().unwrap()));
     let dst = Arc::new(MemoryPublisher::new());
     let s = replicate(src.clone(), dst.clone(), opts(4)).await.unwrap();
