@@ -341,9 +341,11 @@ fn orphans(cx: &Context<'_>, in_effect: &[(String, CompactionRecord)], found: &m
         let id = match keys::classify(key) {
             KeyKind::CompactionRecord { compaction_id } if !named.contains(key) => compaction_id,
             KeyKind::CompactedPart { compaction_id, .. } if !parts.contains(key) => {
-                // A part of a record in effect that failed its checks is named there.
+                // A part of a record named by a seal that failed its checks is named
+                // there; beside a record in effect, a file its record does not name (in
+                // another directory) is not accounted for.
                 let rec = keys::compaction_record_key(&compaction_id);
-                if named.contains(rec.as_str()) {
+                if named.contains(rec.as_str()) && !in_effect.iter().any(|(k, _)| *k == rec) {
                     continue;
                 }
                 compaction_id

@@ -114,6 +114,28 @@ async fn a_removed_compacted_part_is_named() {
     assert!(bad[0].1.contains("missing"), "{}", bad[0].1);
 }
 
+/// Issue 34, 1: a file under a compaction's part name in a directory its record does not
+/// name is not accounted for by that record.
+#[tokio::test]
+async fn a_compacted_part_planted_beside_its_record_in_effect_is_named() {
+    let (mem, rec) = compacted().await;
+    let bytes = mem.get(&rec.part_path).await.unwrap().unwrap();
+    let planted = keys::compacted_part_key(&rec.run_id, "garbage", &rec.compaction_id);
+    mem.put_create(&planted, bytes).await.unwrap();
+    let r = verify_later(mem.as_ref()).await;
+    let named: Vec<(K, &str)> = r
+        .problems
+        .iter()
+        .map(|p| (p.kind, p.key.as_str()))
+        .collect();
+    assert_eq!(
+        named,
+        [(K::OrphanCompaction, planted.as_str())],
+        "{:#?}",
+        r.problems
+    );
+}
+
 #[tokio::test]
 async fn a_changed_record_is_named() {
     let (mem, rec) = compacted().await;
