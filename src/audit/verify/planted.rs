@@ -21,6 +21,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::audit::findings::{Problem, ProblemKind, Report};
 use crate::audit::verify::flight::{self, Window};
+use crate::audit::verify::pointers::Wanted;
 use crate::base::error::Result;
 use crate::format::keys::{self, KeyKind};
 use crate::format::pointer::Pointer;
@@ -95,8 +96,28 @@ pub(crate) struct DataArea {
 impl DataArea {
     /// List the data area, then the pointers (in that order: a writer publishes a part
     /// before its pointer, so a part listed has its pointer in the later listing unless
-    /// it is in flight).
-    pub(crate) async fn list(store: &dyn AtomicPublisher) -> Result<Self> {
+    /// it is in flight); the pointers of commits with more than one part are added to
+    /// `wanted` (to be read by the pipeline's pointers step).
+    pub(crate) async fn list(
+        store: &dyn AtomicPublisher,
+        wanted: &mut Vec<Wanted>,
+    ) -> Result<Self> {
+        let area = Self::listed(store).await?;
+        let mut seen: HashSet<String> = wanted.iter().map(|w| w.key.clone()).collect();
+        for k in area.pointers_to_read() {
+            if seen.insert(k.clone()) {
+                wanted.push(Wanted {
+                    key: k.clone(),
+                    sealed: None,
+                    listed_size: None,
+                });
+            }
+        }
+        Ok(area)
+    }
+
+    /// The listings.
+    async fn listed(store: &dyn AtomicPublisher) -> Result<Self> {
         let listing = store.list("run_id=").await?;
         let pointers = store
             .list(keys::COMMITS_PREFIX)
@@ -127,7 +148,7 @@ impl DataArea {
     }
 
     /// The pointers to read: those of commits with more than one listed part.
-    pub(crate) fn pointers_to_read(&self) -> impl Iterator<Item = &String> {
+    fn pointers_to_read(&self) -> impl Iterator<Item = &String> {
         self.parts
             .iter()
             .filter(|(pk, v)| v.len() > 1 && self.pointers.contains(*pk))

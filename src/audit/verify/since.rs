@@ -164,18 +164,7 @@ impl Strategy for Since {
             sealed: None,
             listed_size: None,
         }));
-        // The data area: what it holds beside what the pointers name ([`DataArea`]).
-        self.area = DataArea::list(store).await?;
-        let mut seen: HashSet<String> = wanted.iter().map(|w| w.key.clone()).collect();
-        for k in self.area.pointers_to_read() {
-            if seen.insert(k.clone()) {
-                wanted.push(Wanted {
-                    key: k.clone(),
-                    sealed: None,
-                    listed_size: None,
-                });
-            }
-        }
+        self.area = DataArea::list(store, &mut wanted).await?;
         Ok(wanted)
     }
 

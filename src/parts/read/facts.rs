@@ -126,17 +126,7 @@ pub(super) async fn facts_from(
         return Ok(facts); // columns are not where the contract puts them
     }
     let (decode_partitions, decode_ranges) = facts_from_statistics(&meta, with_ranges, &mut facts);
-    let mut cols = Vec::new();
-    if decode_partitions {
-        cols.extend([col::RUN_ID, col::TARGET_CRS]);
-    }
-    // `sequence` is always decoded: the rows its pages hold are the part's real row count,
-    // which a footer can overstate while holding together (readers that trust it, e.g.
-    // DuckDB's count(*), would count rows that are not there).
-    cols.push(col::SEQUENCE);
-    if decode_ranges {
-        cols.push(col::EVENT_TIME_UTC);
-    }
+    let cols = columns_to_decode(decode_partitions, decode_ranges);
     let mut pieces = vec![(footer_start, footer)];
     pieces.extend(fetch_chunks(src, key, size, &meta, &cols).await?);
     // Read the partition columns as dictionaries: our writer dictionary-encodes them (one
@@ -155,12 +145,29 @@ pub(super) async fn facts_from(
         .map_err(|e| bad(e.to_string()))?;
     let rows = decode_facts(key, reader, (decode_partitions, decode_ranges), &mut facts)?;
     if rows != facts.rows {
+        let claims = facts.rows;
         return Err(bad(format!(
-            "footer: the file claims {} rows, but its pages hold {rows} (decoded)",
-            facts.rows
+            "footer: the file claims {claims} rows, but its pages hold {rows} (decoded)"
         )));
     }
     Ok(facts)
+}
+
+/// The columns a footer check decodes: the partition columns when statistics did not
+/// settle them, `sequence` always (the rows its pages hold are the part's real row count,
+/// which a footer can overstate while holding together: readers that trust it, e.g.
+/// DuckDB's count(*), would count rows that are not there), and `event_time_utc` when
+/// the ranges must be decoded.
+fn columns_to_decode(decode_partitions: bool, decode_ranges: bool) -> Vec<usize> {
+    let mut cols = Vec::new();
+    if decode_partitions {
+        cols.extend([col::RUN_ID, col::TARGET_CRS]);
+    }
+    cols.push(col::SEQUENCE);
+    if decode_ranges {
+        cols.push(col::EVENT_TIME_UTC);
+    }
+    cols
 }
 
 /// Why the file's schema is not the one of the contract version its footer declares
