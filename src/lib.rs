@@ -140,6 +140,7 @@ pub use history::signing::{key_id, keygen, read_public_key, read_signing_key};
 
 // Reading: a store as of a seal, every part checked against its sealed pointer.
 pub use read::location::part_location;
+pub use read::provenance::PROVENANCE_COLUMNS;
 pub use read::out::{
     scan_to_file, write_file as write_scan_file, write_stream as write_scan_stream, OutFormat,
 };
@@ -151,7 +152,9 @@ pub use read::{
 // Auditing.
 pub use audit::findings::{InFlight, InFlightKind, Problem, ProblemKind, Progress, Report};
 pub use audit::log::since_seal;
-pub use audit::proof::{prove, verify_proof, Proof, ProofSummary, ProveAgainst};
+pub use audit::proof::{
+    prove, prove_row, verify_proof, Proof, ProofSummary, ProveAgainst, RowEvidence, RowSummary,
+};
 pub use audit::repair::{repair, repair_with, RepairOptions, RepairOutcome};
 pub use audit::sweep::{sweep, sweep_all, SweepOutcome};
 pub use audit::verify::options::{ShardSpec, VerifyOptions};

@@ -88,6 +88,10 @@ pub enum Param {
     Interval,
     /// How old a temporary must be to be swept.
     OlderThan,
+    /// One event, by its id.
+    EventId,
+    /// Reading the original parts, not the compacted ones.
+    Originals,
 }
 
 impl Param {
@@ -135,6 +139,8 @@ impl Param {
             AllowReadableKey => "allow_readable_key",
             Interval => "interval",
             OlderThan => "older_than",
+            EventId => "event_id",
+            Originals => "originals",
         }
     }
 }

@@ -102,6 +102,11 @@ pub(crate) struct Args {
     /// are judged by their footers and bloom filters, which no digest is checked over).
     #[arg(long, requires = "feature_id")]
     no_prune: bool,
+    /// Add each row's provenance: commit_id, sealed_by_seal (the seal that sealed the
+    /// commit) and part_path. Reads the original parts (implies --originals), so a
+    /// compacted row keeps its original commit and seal.
+    #[arg(long)]
+    with_provenance: bool,
     /// Only these columns, in this order (comma-separated).
     #[arg(long, value_name = "A,B", value_delimiter = ',')]
     columns: Option<Vec<String>>,
@@ -117,8 +122,11 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         crate::read::out::OutFormat::of_path(&a.out)?;
     }
     let store = a.store.open(Opening::Store).await?;
-    let snap = snapshot(store.as_ref(), &a.read.options()).await?;
+    let mut read = a.read.options();
+    read.prefer_compacted &= !a.with_provenance;
+    let snap = snapshot(store.as_ref(), &read).await?;
     let opts = ScanOptions {
+        provenance: a.with_provenance,
         columns: a.columns.clone(),
         feature_id: a.feature_id.clone(),
         prune: !a.no_prune,

@@ -11,7 +11,8 @@ use crate::history::signing::read_public_key;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// The proof made by `lineage prove` (`-` for stdin).
+    /// The proof made by `lineage prove` (`-` for stdin): of a commit, or of a row
+    /// (`prove --event-id`; its row is checked in the part the proof carries).
     proof: PathBuf,
     /// The head digest kept outside the store.
     #[arg(long, value_name = "DIGEST")]
@@ -50,6 +51,12 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
                     &serde_json::json!({"valid": true, "summary": s}),
                 )?)?;
             } else {
+                if let Some(r) = &s.row {
+                    out(&format!(
+                        "valid: event {} is row {} of the part of commit {} (the part the proof carries matches the commit's size and digests): {}",
+                        r.event_id, r.row_index, s.commit_id, r.values
+                    ))?;
+                }
                 out(&format!(
                     "valid: commit {} (run_id={} target_crs={}, {} rows, part {} sha256 {}) is in seal {} of {}{}{}",
                     s.commit_id,

@@ -8,6 +8,7 @@
 //!   any of its rows is handed on; a failure ends the scan naming the part.
 //! - [`prune`]: skipping parts a feature lookup cannot match (footer statistics, bloom
 //!   filters).
+//! - [`provenance`]: each row's commit, sealing seal and part, beside its columns.
 //! - [`location`]: where a part is, as DuckDB, Polars and pyarrow take it.
 //! - [`out`]: a scan written as Parquet, Arrow IPC, NDJSON or CSV.
 //! - [`copy`]: a scan of every column and row written to Parquet by copying the checked
@@ -19,6 +20,7 @@
 pub(crate) mod copy;
 pub(crate) mod location;
 pub(crate) mod out;
+pub(crate) mod provenance;
 pub mod prune;
 pub mod scan;
 pub mod snapshot;

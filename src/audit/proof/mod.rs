@@ -5,13 +5,16 @@
 //! path. The verifier hashes the seal (it must be the head digest it holds), hashes the
 //! pointer into a leaf, and recomputes the seal's root from the path. The pointer then
 //! vouches for the part through its sha256, which the verifier can check against a copy of
-//! the part file.
+//! the part file. A row proof ([`row`]) adds one row of the commit, and the part to check
+//! it in.
 
 pub(crate) mod format;
+pub(crate) mod row;
 pub(crate) mod tiles;
 mod walk;
 
 pub use format::{verify_proof, Proof, ProofSummary, ProveAgainst};
+pub use row::{prove_row, RowEvidence, RowSummary};
 
 use crate::base::error::{Error, Result};
 use crate::format::keys;
