@@ -140,10 +140,10 @@ pub use history::signing::{key_id, keygen, read_public_key, read_signing_key};
 
 // Reading: a store as of a seal, every part checked against its sealed pointer.
 pub use read::location::part_location;
-pub use read::provenance::PROVENANCE_COLUMNS;
 pub use read::out::{
     scan_to_file, write_file as write_scan_file, write_stream as write_scan_stream, OutFormat,
 };
+pub use read::provenance::PROVENANCE_COLUMNS;
 pub use read::{
     check_all, scan, snapshot, ReadOptions, Scan, ScanOptions, ScanReader, ScanStats, SealRef,
     Snapshot, SnapshotPart, SnapshotSeal,

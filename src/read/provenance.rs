@@ -33,7 +33,12 @@ pub(crate) fn require_originals(snap: &Snapshot) -> Result<()> {
     let compacted = snap
         .parts
         .iter()
-        .filter(|p| matches!(keys::classify(&p.pointer_key), KeyKind::CompactionRecord { .. }))
+        .filter(|p| {
+            matches!(
+                keys::classify(&p.pointer_key),
+                KeyKind::CompactionRecord { .. }
+            )
+        })
         .count();
     if compacted == 0 {
         return Ok(());

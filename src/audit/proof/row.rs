@@ -215,7 +215,10 @@ pub(crate) fn check_row(
             pointer.size_bytes
         )));
     }
-    let got = Hasher::of(Want::for_check(Check::All, pointer.blake3.is_some()), &bytes);
+    let got = Hasher::of(
+        Want::for_check(Check::All, pointer.blake3.is_some()),
+        &bytes,
+    );
     let bad = got.mismatches(&pointer.sha256, pointer.blake3.as_deref(), "the commit");
     if !bad.is_empty() {
         return Ok(Err(format!("the proof's part: {}", bad.join("; "))));

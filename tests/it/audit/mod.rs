@@ -9,6 +9,7 @@ mod partition_values;
 mod races;
 mod repair_history;
 mod repair_sweep;
+mod row_proof;
 mod seal;
 mod signing;
 mod tamper;
