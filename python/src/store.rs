@@ -485,14 +485,17 @@ impl Store {
     }
 
     /// An inclusion proof of `commit_id` in the seal whose digest is `head` (default: the
-    /// newest seal, or seal number `seal`), checkable offline with `verify_proof`.
-    #[pyo3(signature = (commit_id, head=None, *, seal=None))]
+    /// newest seal, or seal number `seal`), checkable offline with `verify_proof`. With
+    /// `event_id` instead: a row proof of that event (`lineage prove --event-id`): its
+    /// values, its commit's inclusion proof and the part that holds it.
+    #[pyo3(signature = (commit_id=None, head=None, *, seal=None, event_id=None))]
     fn prove(
         &self,
         py: Python<'_>,
-        commit_id: String,
+        commit_id: Option<String>,
         head: Option<String>,
         seal: Option<u64>,
+        event_id: Option<String>,
     ) -> PyResult<Proof> {
         let against = match (seal, head) {
             (Some(_), Some(_)) => {
@@ -506,9 +509,15 @@ impl Store {
             (None, None) => ProveAgainst::Newest,
         };
         let store = self.inner.clone();
-        let p = block_on(py, async move {
-            prove(store.as_ref(), &commit_id, &against).await
-        })?
+        let p = match (commit_id, event_id) {
+            (Some(c), None) => block_on(py, async move {
+                prove(store.as_ref(), &c, &against).await
+            })?,
+            (None, Some(e)) => block_on(py, async move {
+                lineage_store::prove_row(store, &e, &against).await
+            })?,
+            _ => Err(Error::usage("give either commit_id or event_id")),
+        }
         .py_err(py)?;
         Ok(Proof { inner: p })
     }
@@ -659,7 +668,10 @@ impl Store {
     /// (`feature_id` skips parts by their bloom filters).
     /// Compacted parts are read for the commits a compaction in effect covers, as
     /// `lineage scan` does; `originals=True` reads the original parts (`--originals`).
-    #[pyo3(signature = (as_of_seal=None, run_id=None, columns=None, filter=None, *, include_unsealed=false, originals=false))]
+    /// `provenance=True` adds each row's `commit_id`, `sealed_by_seal` and `part_path`
+    /// (`--with-provenance`; the original parts are read, so a compacted row keeps its
+    /// original commit and seal).
+    #[pyo3(signature = (as_of_seal=None, run_id=None, columns=None, filter=None, *, include_unsealed=false, originals=false, provenance=false))]
     #[allow(clippy::too_many_arguments)]
     fn scan<'py>(
         &self,
@@ -670,16 +682,18 @@ impl Store {
         filter: Option<std::collections::HashMap<String, String>>,
         include_unsealed: bool,
         originals: bool,
+        provenance: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let mut opts = ReadOptions {
             as_of_seal,
             run_id,
             include_unsealed,
-            prefer_compacted: !originals,
+            prefer_compacted: !originals && !provenance,
             ..ReadOptions::default()
         };
         let mut scan_opts = ScanOptions {
             columns,
+            provenance,
             ..ScanOptions::default()
         };
         for (k, v) in filter.unwrap_or_default() {

@@ -359,3 +359,44 @@ def test_two_stores_in_one_process_keep_their_own_read_limits(tmp_path: Path) ->
         assert len(roomy.files()) >= 1
     with pytest.raises(ls.IntegrityError):
         pickle.loads(pickle.dumps(tight)).files()
+
+
+def test_prove_a_row_and_scan_with_provenance(tmp_path: Path) -> None:
+    store = ls.open(str(tmp_path / "store"))
+    commits = store.append(events(80), batch_rows=30)
+    seal = store.seal()
+    rows = store.scan(provenance=True).read_all().to_pylist()
+    assert len(rows) == 80
+    by_commit = {c.commit_id: c for c in commits}
+    for r in rows:
+        c = by_commit[r["commit_id"]]
+        assert (r["sealed_by_seal"], r["part_path"]) == (1, c.part_path)
+    assert sorted(sum(1 for r in rows if r["commit_id"] == c.commit_id) for c in commits) == sorted(
+        c.row_count for c in commits
+    )
+
+    row = rows[41]
+    proof = store.prove(event_id=row["event_id"], seal=1)
+    assert proof.event_id == row["event_id"] and proof.commit_id == row["commit_id"]
+    assert proof.row is not None and proof.row["feature_id"] == row["feature_id"]
+    summary = ls.verify_proof(proof, seal.head)
+    assert (summary.event_id, summary.commit_id, summary.seal_seq) == (row["event_id"], row["commit_id"], 1)
+    assert summary.row is not None and summary.row["feature_id"] == row["feature_id"]
+    assert summary.row_index is not None
+    # The CLI checks the same proof.
+    path = tmp_path / "row.json"
+    path.write_text(proof.to_json())
+    r = lineage("verify-proof", str(path), "--head", seal.head)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith(f"valid: event {row['event_id']} is row {summary.row_index} ")
+    # A forged value is refused, saying so.
+    forged = json.loads(proof.to_json())
+    forged["row"]["values"]["feature_id"] = "forged"
+    with pytest.raises(ls.VerifyError) as e:
+        ls.verify_proof(json.dumps(forged), seal.head)
+    assert "the proof shows" in str(e.value)
+    with pytest.raises(ls.StoreError) as e2:
+        store.prove(event_id="nope")
+    assert '"nope"' in str(e2.value)
+    with pytest.raises(ls.InputError):
+        store.prove(commits[0].commit_id, event_id=row["event_id"])
