@@ -139,6 +139,7 @@ pub use history::delta::delta_version;
 pub use history::signing::{key_id, keygen, read_public_key, read_signing_key};
 
 // Reading: a store as of a seal, every part checked against its sealed pointer.
+pub use read::as_of::{parse_as_of_time, seal_as_of_time};
 pub use read::location::part_location;
 pub use read::out::{
     scan_to_file, write_file as write_scan_file, write_stream as write_scan_stream, OutFormat,

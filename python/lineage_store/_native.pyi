@@ -190,6 +190,7 @@ class Store:
         run_id: Union[str, list[str], None] = None,
         as_of_seal: Optional[int] = None,
         force: bool = False,
+        as_of_time: Optional[str] = None,
     ) -> dict[str, Any]:
         """Write the audit report (``lineage report``) to ``path`` as "html", "md" or
         "json", whether or not problems were found; returns its data (the JSON format)."""
@@ -200,6 +201,7 @@ class Store:
         *,
         include_unsealed: bool = False,
         originals: bool = False,
+        as_of_time: Optional[str] = None,
     ) -> list[str]:
         """The parts of exactly the commits sealed by seals 1..as_of_seal (default: the
         newest), each checked against its sealed pointer first: paths or URLs for
@@ -216,6 +218,7 @@ class Store:
         include_unsealed: bool = False,
         originals: bool = False,
         provenance: bool = False,
+        as_of_time: Optional[str] = None,
     ) -> pyarrow.RecordBatchReader:
         """The rows of exactly the commits sealed by seals 1..as_of_seal (default: the
         newest), each part checked against its sealed pointer before its rows are handed

@@ -529,7 +529,7 @@ impl Store {
     /// `run_id`'s runs: a str or a list; as of seal `as_of_seal`). An existing file is
     /// refused unless `force`. Returns the report's data (the JSON format) as a dict; the
     /// file is written whether or not problems were found (`["verdict"]["clean"]`).
-    #[pyo3(signature = (path, format="html", *, expect_head=None, public_key=None, signed_from=None, witness=None, witness_endpoint_url=None, run_id=None, as_of_seal=None, force=false))]
+    #[pyo3(signature = (path, format="html", *, expect_head=None, public_key=None, signed_from=None, witness=None, witness_endpoint_url=None, run_id=None, as_of_seal=None, force=false, as_of_time=None))]
     #[allow(clippy::too_many_arguments)]
     fn report<'py>(
         &self,
@@ -544,8 +544,10 @@ impl Store {
         run_id: Option<Bound<'py, PyAny>>,
         as_of_seal: Option<u64>,
         force: bool,
+        as_of_time: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let format: ReportFormat = format.parse().py_err(py)?;
+        one_as_of(as_of_seal, as_of_time.as_deref()).py_err(py)?;
         if let Some(h) = &expect_head {
             if merkle::parse_hash(h).is_none() {
                 return Err(errors::to_py(
@@ -595,6 +597,7 @@ impl Store {
                     Some((opened, w))
                 }
             };
+            let as_of_seal = as_of(store.as_ref(), as_of_seal, as_of_time.as_deref()).await?;
             let opts = ReportOptions {
                 verify: VerifyOptions {
                     public_keys,
@@ -629,7 +632,8 @@ impl Store {
     /// Compacted parts are listed for the commits a compaction in effect covers (each
     /// checked against its record), as `lineage files` does; `originals=True` lists the
     /// original parts instead (`--originals`).
-    #[pyo3(signature = (as_of_seal=None, run_id=None, *, include_unsealed=false, originals=false))]
+    /// `as_of_time`: as of the newest seal sealed at or before it (`--as-of-time`).
+    #[pyo3(signature = (as_of_seal=None, run_id=None, *, include_unsealed=false, originals=false, as_of_time=None))]
     fn files(
         &self,
         py: Python<'_>,
@@ -637,8 +641,10 @@ impl Store {
         run_id: Option<String>,
         include_unsealed: bool,
         originals: bool,
+        as_of_time: Option<String>,
     ) -> PyResult<Vec<String>> {
-        let opts = ReadOptions {
+        one_as_of(as_of_seal, as_of_time.as_deref()).py_err(py)?;
+        let mut opts = ReadOptions {
             as_of_seal,
             run_id,
             include_unsealed,
@@ -647,6 +653,7 @@ impl Store {
         };
         let store = self.inner.clone();
         block_on_local(py, move || async move {
+            opts.as_of_seal = as_of(store.as_ref(), opts.as_of_seal, as_of_time.as_deref()).await?;
             let snap = snapshot(store.as_ref(), &opts).await?;
             let concurrency = ScanOptions::default().concurrency;
             check_all(store.as_ref(), &snap, DigestCheck::Fastest, concurrency).await?;
@@ -671,7 +678,8 @@ impl Store {
     /// `provenance=True` adds each row's `commit_id`, `sealed_by_seal` and `part_path`
     /// (`--with-provenance`; the original parts are read, so a compacted row keeps its
     /// original commit and seal).
-    #[pyo3(signature = (as_of_seal=None, run_id=None, columns=None, filter=None, *, include_unsealed=false, originals=false, provenance=false))]
+    /// `as_of_time`: as of the newest seal sealed at or before it (`--as-of-time`).
+    #[pyo3(signature = (as_of_seal=None, run_id=None, columns=None, filter=None, *, include_unsealed=false, originals=false, provenance=false, as_of_time=None))]
     #[allow(clippy::too_many_arguments)]
     fn scan<'py>(
         &self,
@@ -683,7 +691,9 @@ impl Store {
         include_unsealed: bool,
         originals: bool,
         provenance: bool,
+        as_of_time: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        one_as_of(as_of_seal, as_of_time.as_deref()).py_err(py)?;
         let mut opts = ReadOptions {
             as_of_seal,
             run_id,
@@ -712,6 +722,7 @@ impl Store {
         }
         let store = self.inner.clone();
         let scan = block_on_local(py, move || async move {
+            opts.as_of_seal = as_of(store.as_ref(), opts.as_of_seal, as_of_time.as_deref()).await?;
             let snap = snapshot(store.as_ref(), &opts).await?;
             lineage_store::scan(store, &snap, &scan_opts)
         })?
@@ -759,5 +770,25 @@ impl Store {
 
     fn __repr__(&self) -> String {
         format!("Store({:?})", self.url)
+    }
+}
+
+/// Refuse `as_of_seal` and `as_of_time` together.
+fn one_as_of(as_of_seal: Option<u64>, as_of_time: Option<&str>) -> LResult<()> {
+    match (as_of_seal, as_of_time) {
+        (Some(_), Some(_)) => Err(Error::usage("give either as_of_seal or as_of_time, not both")),
+        _ => Ok(()),
+    }
+}
+
+/// The seal to read as of: `as_of_seal`, or the newest sealed at or before `as_of_time`.
+async fn as_of(
+    store: &dyn AtomicPublisher,
+    as_of_seal: Option<u64>,
+    as_of_time: Option<&str>,
+) -> LResult<Option<u64>> {
+    match as_of_time {
+        Some(t) => Ok(Some(lineage_store::seal_as_of_time(store, t).await?)),
+        None => Ok(as_of_seal),
     }
 }

@@ -92,6 +92,8 @@ pub enum Param {
     EventId,
     /// Reading the original parts, not the compacted ones.
     Originals,
+    /// The store as of the newest seal sealed by this time.
+    AsOfTime,
 }
 
 impl Param {
@@ -141,6 +143,7 @@ impl Param {
             OlderThan => "older_than",
             EventId => "event_id",
             Originals => "originals",
+            AsOfTime => "as_of_time",
         }
     }
 }
