@@ -151,12 +151,15 @@ pub use read::{
 };
 
 // Auditing.
+pub use audit::diff::{diff as diff_seals, AddedCommit, RunChange, SealDiff};
 pub use audit::findings::{InFlight, InFlightKind, Problem, ProblemKind, Progress, Report};
 pub use audit::log::since_seal;
 pub use audit::proof::{
     prove, prove_row, verify_proof, Proof, ProofSummary, ProveAgainst, RowEvidence, RowSummary,
 };
 pub use audit::repair::{repair, repair_with, RepairOptions, RepairOutcome};
+pub use audit::seals::{list_seals, SealList, SealSummary};
+pub use audit::show::{show, CommitShown, SealShown, Shown};
 pub use audit::sweep::{sweep, sweep_all, SweepOutcome};
 pub use audit::verify::options::{ShardSpec, VerifyOptions};
 pub use audit::verify::platform::{ResolvedShard, ShardRequest};

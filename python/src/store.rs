@@ -510,9 +510,9 @@ impl Store {
         };
         let store = self.inner.clone();
         let p = match (commit_id, event_id) {
-            (Some(c), None) => block_on(py, async move {
-                prove(store.as_ref(), &c, &against).await
-            })?,
+            (Some(c), None) => {
+                block_on(py, async move { prove(store.as_ref(), &c, &against).await })?
+            }
             (None, Some(e)) => block_on(py, async move {
                 lineage_store::prove_row(store, &e, &against).await
             })?,
@@ -776,7 +776,9 @@ impl Store {
 /// Refuse `as_of_seal` and `as_of_time` together.
 fn one_as_of(as_of_seal: Option<u64>, as_of_time: Option<&str>) -> LResult<()> {
     match (as_of_seal, as_of_time) {
-        (Some(_), Some(_)) => Err(Error::usage("give either as_of_seal or as_of_time, not both")),
+        (Some(_), Some(_)) => Err(Error::usage(
+            "give either as_of_seal or as_of_time, not both",
+        )),
         _ => Ok(()),
     }
 }

@@ -447,7 +447,10 @@ impl Proof {
         self.inner
             .row
             .as_ref()
-            .map(|r| py.import("json")?.call_method1("loads", (r.values.to_string(),)))
+            .map(|r| {
+                py.import("json")?
+                    .call_method1("loads", (r.values.to_string(),))
+            })
             .transpose()
     }
     /// The proof as `lineage prove` writes it (pretty JSON and a newline).
