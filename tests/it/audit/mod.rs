@@ -1,6 +1,7 @@
 //! `verify`, `repair`, `sweep`, seals and proofs: clean stores, tampering, races, and the
 //! audit commands through the CLI.
 
+mod auditor;
 mod clean;
 mod cli;
 mod in_flight;
