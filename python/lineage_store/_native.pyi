@@ -225,6 +225,34 @@ class Store:
         on. filter: {"target_crs": ..., "feature_id": ...}. Compacted parts where a
         compaction in effect covers the commits, unless ``originals=True``.
         ``provenance=True`` adds commit_id, sealed_by_seal and part_path (originals read)."""
+    def seals(
+        self,
+        *,
+        public_key: Union[StrPath, list[StrPath], None] = None,
+        signed_from: Optional[int] = None,
+        expect_head: Optional[str] = None,
+        witness: Optional[str] = None,
+        witness_endpoint_url: Optional[str] = None,
+    ) -> dict[str, Any]:
+        """Every seal (``lineage seals --json``) and what is wrong against the anchors:
+        {"seals", "problems", "expect_head_seq", "witness_problems"}."""
+    def show(
+        self,
+        what: Union[str, int],
+        *,
+        public_key: Union[StrPath, list[StrPath], None] = None,
+        signed_from: Optional[int] = None,
+    ) -> dict[str, Any]:
+        """One commit or seal (``lineage show --json``)."""
+    def diff(
+        self,
+        a: int,
+        b: int,
+        *,
+        public_key: Union[StrPath, list[StrPath], None] = None,
+        signed_from: Optional[int] = None,
+    ) -> dict[str, Any]:
+        """What changed from seal a to seal b (``lineage diff --json``)."""
     def compact(
         self,
         *,

@@ -733,6 +733,61 @@ impl Store {
         reader.into_pyarrow(py)
     }
 
+    /// Every seal, as `lineage seals --json` lists them (seq, sealed_utc, sha256, key_id,
+    /// commits_added, tree_size, compactions, witnessed, tool_version), checked against
+    /// the anchors given: `public_key` (a path or a list), `signed_from`, `expect_head`,
+    /// `witness` (another store's URL). Returns {"seals", "problems", "expect_head_seq",
+    /// "witness_problems"}: empty problems when the chain and every anchor hold.
+    #[pyo3(signature = (*, public_key=None, signed_from=None, expect_head=None, witness=None, witness_endpoint_url=None))]
+    fn seals<'py>(
+        &self,
+        py: Python<'py>,
+        public_key: Option<Bound<'py, PyAny>>,
+        signed_from: Option<u64>,
+        expect_head: Option<String>,
+        witness: Option<String>,
+        witness_endpoint_url: Option<String>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        crate::questions::seals(
+            py,
+            self.inner.clone(),
+            public_key,
+            signed_from,
+            expect_head,
+            witness,
+            witness_endpoint_url,
+        )
+    }
+
+    /// One commit (by id) or seal (by number or sha256), as `lineage show --json` prints
+    /// it: a dict with `kind` "commit" or "seal". Raises when the seal chain does not hold
+    /// (signatures judged by `public_key` and `signed_from`).
+    #[pyo3(signature = (what, *, public_key=None, signed_from=None))]
+    fn show<'py>(
+        &self,
+        py: Python<'py>,
+        what: Bound<'py, PyAny>,
+        public_key: Option<Bound<'py, PyAny>>,
+        signed_from: Option<u64>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let what: String = what.str()?.extract()?;
+        crate::questions::show_one(py, self.inner.clone(), what, public_key, signed_from)
+    }
+
+    /// What changed from seal `a` to seal `b` (`lineage diff a b --json`): the commits
+    /// added, the compactions put into effect, the runs touched and the rows added.
+    #[pyo3(signature = (a, b, *, public_key=None, signed_from=None))]
+    fn diff<'py>(
+        &self,
+        py: Python<'py>,
+        a: u64,
+        b: u64,
+        public_key: Option<Bound<'py, PyAny>>,
+        signed_from: Option<u64>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        crate::questions::diff(py, self.inner.clone(), a, b, public_key, signed_from)
+    }
+
     /// The `endpoint_url` this store was opened with.
     #[getter]
     fn endpoint_url(&self) -> Option<String> {
