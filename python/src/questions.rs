@@ -25,14 +25,17 @@ pub(crate) fn trust(
             Err(_) => k.extract::<Vec<PathBuf>>()?,
         },
     };
-    let keys = match paths.iter().map(|p| read_public_key(p)).collect::<LResult<Vec<_>>>() {
+    let keys = match paths
+        .iter()
+        .map(|p| read_public_key(p))
+        .collect::<LResult<Vec<_>>>()
+    {
         Ok(k) => k,
         Err(e) => return Ok(Err(e)),
     };
-    Ok(Ok((!keys.is_empty() || signed_from.is_some()).then_some(Trust {
-        keys,
-        signed_from,
-    })))
+    Ok(Ok(
+        (!keys.is_empty() || signed_from.is_some()).then_some(Trust { keys, signed_from })
+    ))
 }
 
 fn to_py<'py, T: serde::Serialize>(py: Python<'py>, v: &T) -> PyResult<Bound<'py, PyAny>> {

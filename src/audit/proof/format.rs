@@ -25,7 +25,7 @@ use crate::history::signing::{key_id, parse_public_key};
 /// Format tag of proofs.
 pub(super) const PROOF_FORMAT: &str = "lineage-proof/1";
 /// Format tag of row proofs: a [`PROOF_FORMAT`] proof of the row's commit plus the row
-/// ([`crate::audit::proof::row`]). A verifier that knows only [`PROOF_FORMAT`] refuses it
+/// ([`crate::audit::proof::row_check`]). A verifier that knows only [`PROOF_FORMAT`] refuses it
 /// rather than vouch for the commit and ignore the row.
 pub(super) const ROW_PROOF_FORMAT: &str = "lineage-row-proof/1";
 
@@ -53,7 +53,7 @@ pub struct Proof {
     /// A row proof's row: its values and the part that holds it (format
     /// [`ROW_PROOF_FORMAT`]); absent in a proof of a commit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub row: Option<crate::audit::proof::row::RowEvidence>,
+    pub row: Option<crate::audit::proof::row_check::RowEvidence>,
 }
 
 /// Which seal to prove against.
@@ -94,7 +94,7 @@ pub struct ProofSummary {
     pub part_file_checked: bool,
     /// A row proof's row, found in the part the proof carries (checked against the
     /// commit's size and digests) at the index the proof names.
-    pub row: Option<crate::audit::proof::row::RowSummary>,
+    pub row: Option<crate::audit::proof::row_check::RowSummary>,
 }
 
 /// Check a proof offline. `Ok(Err(why))` when the proof does not hold.
@@ -122,7 +122,7 @@ pub fn verify_proof(
         Err(why) => return Ok(Err(why)),
     };
     let row = match &proof.row {
-        Some(r) => match crate::audit::proof::row::check_row(r, &pointer)? {
+        Some(r) => match crate::audit::proof::row_check::check_row(r, &pointer)? {
             Ok(summary) => Some(summary),
             Err(why) => return Ok(Err(why)),
         },
