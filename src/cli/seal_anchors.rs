@@ -53,7 +53,7 @@ impl AnchorArgs {
             .iter()
             .map(|p| read_public_key(p))
             .collect::<Result<Vec<_>>>()?;
-        let trust = (!keys.is_empty() || self.signed_from.is_some()).then(|| Trust {
+        let trust = (!keys.is_empty() || self.signed_from.is_some()).then_some(Trust {
             keys,
             signed_from: self.signed_from,
         });

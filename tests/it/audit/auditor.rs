@@ -216,7 +216,7 @@ async fn show_says_who_when_what_where_and_sealed_by_of_a_commit_and_a_seal() {
             "  where:     part {} ({} bytes, sha256 {}",
             c.part_path, c.size_bytes, c.sha256
         ),
-        format!("  sealed:    by seal 2 of "),
+        "  sealed:    by seal 2 of ".to_string(),
         format!("(sha256 {}, signed by key {})", f.heads[1], f.key_id),
         compacted,
         format!(
