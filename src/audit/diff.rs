@@ -81,15 +81,7 @@ pub async fn diff(
         ));
     }
     let chain = walk(store, trust).await?;
-    if !chain.problems.is_empty() {
-        return Err(Error::Integrity(
-            chain
-                .problems
-                .iter()
-                .map(|p| Failed::new(p.key.clone(), p.detail.to_string()))
-                .collect(),
-        ));
-    }
+    require_clean(&chain)?;
     let size = |n: u64| -> Result<(u64, Vec<(String, u64)>)> {
         if n == 0 {
             return Ok((0, Vec::new()));
@@ -116,22 +108,41 @@ pub async fn diff(
         .take((after - before) as usize)
         .collect();
     let commits_added = read_added(store, &added).await?;
-    let mut runs: BTreeMap<String, RunChange> = BTreeMap::new();
-    for c in &commits_added {
-        let r = runs.entry(c.run_id.clone()).or_default();
-        r.commits += 1;
-        r.rows += c.rows;
-    }
     Ok(SealDiff {
         from,
         to,
         commits_before: before,
         commits_after: after,
         rows_added: commits_added.iter().map(|c| c.rows).sum(),
+        runs: by_run(&commits_added),
         commits_added,
         compactions,
-        runs,
     })
+}
+
+/// The commits and rows added to each run.
+fn by_run(added: &[AddedCommit]) -> BTreeMap<String, RunChange> {
+    let mut runs: BTreeMap<String, RunChange> = BTreeMap::new();
+    for c in added {
+        let r = runs.entry(c.run_id.clone()).or_default();
+        r.commits += 1;
+        r.rows += c.rows;
+    }
+    runs
+}
+
+/// An [`Error::Integrity`] naming every problem of the chain, or nothing.
+pub(crate) fn require_clean(chain: &crate::audit::chain::Chain) -> Result<()> {
+    if chain.problems.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Integrity(
+        chain
+            .problems
+            .iter()
+            .map(|p| Failed::new(p.key.clone(), p.detail.to_string()))
+            .collect(),
+    ))
 }
 
 /// The pointers of `leaves`, each checked against its sealed digest.

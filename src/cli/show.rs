@@ -56,38 +56,9 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
 
 fn commit_lines(c: &CommitShown, store: &str) -> Vec<String> {
     let p = &c.pointer;
-    let mut who = p.tool_version.clone();
-    if let Some(k) = &p.commit_key {
-        who.push_str(&format!(", commit key {k:?}"));
-    }
-    if p.adopted {
-        who.push_str(", pointer written by `lineage repair` for an orphan part");
-    }
-    let sealed = match &c.sealed_by {
-        Some(s) => format!(
-            "by seal {} of {} (sha256 {}, {}), leaf {} of the tree",
-            s.seq,
-            s.sealed_utc,
-            s.sha256,
-            s.key_id
-                .as_ref()
-                .map_or("unsigned".into(), |k| format!("signed by key {k}")),
-            c.leaf_index.unwrap_or_default()
-        ),
-        None => "not yet: no seal covers it (run `lineage seal`)".into(),
-    };
-    let compacted = if c.compacted_into.is_empty() {
-        "no".to_string()
-    } else {
-        c.compacted_into
-            .iter()
-            .map(|(id, seq)| format!("into compaction {id}, in effect from seal {seq}"))
-            .collect::<Vec<_>>()
-            .join("; ")
-    };
     let mut lines = vec![
         format!("commit {}", p.commit_id),
-        format!("  who:       {who}"),
+        format!("  who:       {}", who(p)),
         format!(
             "  when:      committed {}; events from {} to {}",
             p.committed_utc, p.min_event_time_utc, p.max_event_time_utc
@@ -111,8 +82,8 @@ fn commit_lines(c: &CommitShown, store: &str) -> Vec<String> {
                 .map_or(String::new(), |b| format!(", blake3 {b}")),
             c.pointer_key
         ),
-        format!("  sealed:    {sealed}"),
-        format!("  compacted: {compacted}"),
+        format!("  sealed:    {}", sealed(c)),
+        format!("  compacted: {}", compacted(c)),
     ];
     if let Some(s) = &c.sealed_by {
         lines.push(format!(
@@ -121,6 +92,50 @@ fn commit_lines(c: &CommitShown, store: &str) -> Vec<String> {
         ));
     }
     lines
+}
+
+/// The tool that wrote a commit, its commit key, and whether `repair` wrote its pointer.
+fn who(p: &crate::format::pointer::Pointer) -> String {
+    let mut who = p.tool_version.clone();
+    if let Some(k) = &p.commit_key {
+        who.push_str(&format!(", commit key {k:?}"));
+    }
+    if p.adopted {
+        who.push_str(", pointer written by `lineage repair` for an orphan part");
+    }
+    who
+}
+
+/// Which seal sealed a commit, in words.
+fn sealed(c: &CommitShown) -> String {
+    match &c.sealed_by {
+        Some(s) => format!(
+            "by seal {} of {} (sha256 {}, {}), leaf {} of the tree",
+            s.seq,
+            s.sealed_utc,
+            s.sha256,
+            signer(s.key_id.as_deref()),
+            c.leaf_index.unwrap_or_default()
+        ),
+        None => "not yet: no seal covers it (run `lineage seal`)".into(),
+    }
+}
+
+/// The compactions of a commit in effect, in words.
+fn compacted(c: &CommitShown) -> String {
+    if c.compacted_into.is_empty() {
+        return "no".to_string();
+    }
+    c.compacted_into
+        .iter()
+        .map(|(id, seq)| format!("into compaction {id}, in effect from seal {seq}"))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// "signed by key K", or "unsigned".
+fn signer(key_id: Option<&str>) -> String {
+    key_id.map_or("unsigned".into(), |k| format!("signed by key {k}"))
 }
 
 fn seal_lines(s: &SealShown, store: &str) -> Vec<String> {
@@ -135,9 +150,7 @@ fn seal_lines(s: &SealShown, store: &str) -> Vec<String> {
         format!("seal {}", x.seq),
         format!(
             "  who:       {} ({})",
-            x.key_id
-                .as_ref()
-                .map_or("unsigned".into(), |k| format!("signed by key {k}")),
+            signer(x.key_id.as_deref()),
             x.tool_version
         ),
         format!("  when:      sealed {}", x.sealed_utc),
