@@ -439,6 +439,7 @@ def test_seals_show_diff_and_as_of_time(tmp_path: Path) -> None:
     assert store.scan(as_of_time=t1).read_all().num_rows == 60
     assert len(store.files(as_of_time=t1)) == len(first)
     assert store.scan(as_of_time=t1[:10]).read_all().num_rows == 90
+    assert store.report(tmp_path / "r.json", "json", as_of_time=t1)["checked"]["as_of_seal"] == 1
     with pytest.raises(ls.StoreError) as e:
         store.files(as_of_time="2000-01-01")
     assert f"the first seal was sealed at {t1}" in str(e.value)

@@ -189,6 +189,33 @@ async fn seals_lists_every_seal_with_its_signer_commits_compactions_and_witness(
     assert!(e.contains("not a key given"), "{e}");
     let (code, _, _) = run(&["seals", "--store", &f.store, "--expect-head", "xyz"]);
     assert_eq!(code, 2);
+
+    // A seal edited in place: the chain no longer holds; seals names it (exit 1), show
+    // and diff refuse (exit 1).
+    let key = std::path::Path::new(&f.store).join("_lineage/seals/00000000000000000002.json");
+    let text = std::fs::read_to_string(&key).unwrap();
+    let mut perms = std::fs::metadata(&key).unwrap().permissions();
+    #[allow(clippy::permissions_set_readonly_false)]
+    perms.set_readonly(false);
+    std::fs::set_permissions(&key, perms).unwrap();
+    std::fs::write(
+        &key,
+        text.replacen("\"tree_size\": ", "\"tree_size\": 1", 1),
+    )
+    .unwrap();
+    let (code, _, e) = run(&["seals", "--store", &f.store]);
+    assert_eq!(code, 1);
+    assert!(
+        e.contains("PROBLEM _lineage/seals/00000000000000000002.json"),
+        "{e}"
+    );
+    for args in [vec!["show", "1"], vec!["diff", "1", "2"]] {
+        let mut a = args.clone();
+        a.extend(["--store", &f.store]);
+        let (code, _, e) = run(&a);
+        assert_eq!(code, 1, "{args:?}: {e}");
+        assert!(e.contains("00000000000000000002.json"), "{args:?}: {e}");
+    }
 }
 
 #[tokio::test]
