@@ -106,6 +106,41 @@ async fn a_row_proof_shows_the_row_its_commit_and_seal_and_fails_on_any_change()
             assert!(rows.iter().all(|r| r.1 == Some(seq) && r.2 == p.part_path));
         }
     }
+    // Every record of one feature, with its provenance: the same rows and commits.
+    let (_, probe) = prov.iter().nth(17).unwrap();
+    let feature = probe.3.clone();
+    let snap = snapshot(mem.as_ref(), &ReadOptions::default())
+        .await
+        .unwrap();
+    let opts = ScanOptions {
+        provenance: true,
+        feature_id: Some(feature.clone()),
+        ..ScanOptions::default()
+    };
+    let batches: Vec<RecordBatch> = scan(mem.clone(), &snap, &opts)
+        .unwrap()
+        .into_stream()
+        .try_collect()
+        .await
+        .unwrap();
+    let mut got: Vec<(String, String)> = Vec::new();
+    for b in &batches {
+        for i in 0..b.num_rows() {
+            got.push((
+                strings(b, "event_id").value(i).to_string(),
+                strings(b, "commit_id").value(i).to_string(),
+            ));
+        }
+    }
+    got.sort();
+    let want: Vec<(String, String)> = prov
+        .iter()
+        .filter(|(_, r)| r.3 == feature)
+        .map(|(e, r)| (e.clone(), r.0.clone()))
+        .collect();
+    assert!(!want.is_empty());
+    assert_eq!(got, want);
+
     // A snapshot of compacted parts has no per-row commit: refused, naming --originals.
     let snap = snapshot(
         mem.as_ref(),
