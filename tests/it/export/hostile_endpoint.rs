@@ -113,7 +113,10 @@ fn a_huge_error_answer_is_not_read() {
     let (_, err) = support::text(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("after 1 attempt(s): HTTP 500"), "{err}");
-    assert!(err.contains("xxxx…"), "the start of the body is quoted: {err}");
+    assert!(
+        err.contains("xxxx…"),
+        "the start of the body is quoted: {err}"
+    );
     assert!(err.len() < 4096, "{} bytes of stderr", err.len());
     assert_eq!(seen.lock().unwrap().len(), 1);
 }
@@ -132,7 +135,9 @@ fn a_redirect_to_another_origin_is_not_followed_and_one_within_it_is() {
     assert_eq!(o.status.code(), Some(2), "{out}{err}");
     assert!(err.contains("HTTP 307"), "{err}");
     assert!(
-        err.contains(&format!("redirect to {elsewhere}/steal?token=*** not followed")),
+        err.contains(&format!(
+            "redirect to {elsewhere}/steal?token=*** not followed"
+        )),
         "{err}"
     );
     assert!(!err.contains("ELSEWHERE-SECRET"), "{err}");
@@ -145,7 +150,11 @@ fn a_redirect_to_another_origin_is_not_followed_and_one_within_it_is() {
 
     // Within the endpoint's origin, the redirect is followed and the event delivered there.
     let (url, seen) = server(Box::new(|n, conn| match n {
-        0 => reply(conn, "308 Permanent Redirect", "Location: /moved/lineage\r\n"),
+        0 => reply(
+            conn,
+            "308 Permanent Redirect",
+            "Location: /moved/lineage\r\n",
+        ),
         _ => reply(conn, "200 OK", ""),
     }));
     let o = post(&s, &url, &["--run-id", "run-a", "--post-retries", "0"]);
@@ -164,11 +173,7 @@ fn the_urls_path_and_query_are_kept_and_its_query_never_shown() {
     let s = store(dir.path());
     let (base, seen) = server(Box::new(|_, conn| reply(conn, "200 OK", "")));
     let url = format!("{base}/ol/?token=SECRET-ONE");
-    let o = post(
-        &s,
-        &url,
-        &["--endpoint", "api/v1/lineage?key=SECRET-TWO"],
-    );
+    let o = post(&s, &url, &["--endpoint", "api/v1/lineage?key=SECRET-TWO"]);
     let (out, err) = support::text(&o);
     assert_eq!(o.status.code(), Some(0), "{err}");
     assert!(
@@ -180,7 +185,10 @@ fn the_urls_path_and_query_are_kept_and_its_query_never_shown() {
     let seen = seen.lock().unwrap().clone();
     assert_eq!(seen.len(), 2);
     for s in &seen {
-        assert_eq!(s.target, "/ol/api/v1/lineage?token=SECRET-ONE&key=SECRET-TWO");
+        assert_eq!(
+            s.target,
+            "/ol/api/v1/lineage?token=SECRET-ONE&key=SECRET-TWO"
+        );
     }
     // A base path without the trailing slash is a directory too; no endpoint posts to
     // the URL itself, query and all.
@@ -192,7 +200,10 @@ fn the_urls_path_and_query_are_kept_and_its_query_never_shown() {
         let o = post(&s, &url, &["--run-id", "run-a", "--endpoint", endpoint]);
         let (out, err) = support::text(&o);
         assert_eq!(o.status.code(), Some(0), "{err}");
-        assert!(!out.contains("SECRET") && !err.contains("SECRET"), "{out}{err}");
+        assert!(
+            !out.contains("SECRET") && !err.contains("SECRET"),
+            "{out}{err}"
+        );
         assert_eq!(seen.lock().unwrap().pop().unwrap().target, want);
     }
 
@@ -209,6 +220,9 @@ fn the_urls_path_and_query_are_kept_and_its_query_never_shown() {
         assert_eq!(o.status.code(), Some(2), "{err}");
         assert!(err.contains(code), "{err}");
         assert!(err.contains("token=***"), "{err}");
-        assert!(!out.contains("SECRET") && !err.contains("SECRET"), "{out}{err}");
+        assert!(
+            !out.contains("SECRET") && !err.contains("SECRET"),
+            "{out}{err}"
+        );
     }
 }
