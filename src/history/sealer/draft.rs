@@ -55,18 +55,13 @@ pub(super) struct Draft {
 }
 
 /// A pointer read for sealing: the commit, or the pointer left out when its object is not
-/// a pointer of ours (unparseable, too large, contradicting its key, a symlink, listed but
-/// not there to read): one object a writer
-/// planted must not stop the sealing of every other commit. Other errors (the store
-/// failing) stop it.
+/// a pointer of ours (unparseable, too large, contradicting its key, a symlink): one object
+/// a writer planted must not stop the sealing of every other commit. Other errors (the
+/// store failing) stop it.
 fn taken(key: &str, read: Result<NewCommit>) -> Result<std::result::Result<NewCommit, NotSealed>> {
     match read {
         Ok(c) => Ok(Ok(c)),
-        // A symlink (local disk) or a listed key that cannot be read is no pointer either.
-        Err(e)
-            if matches!(e.kind(), ErrorKind::Integrity | ErrorKind::NotFound)
-                || matches!(e, Error::Symlink { .. }) =>
-        {
+        Err(e) if e.kind() == ErrorKind::Integrity || matches!(e, Error::Symlink { .. }) => {
             tracing::warn!(pointer = %key, error = %e, "not a pointer of ours: left out of the seal (see `lineage verify`)");
             Ok(Err(NotSealed {
                 key: key.to_string(),
@@ -351,7 +346,13 @@ async fn read_unsealed(
         .map(|o| async move {
             let read = match crate::history::pointers::get_pointer(store, &o.key).await {
                 Ok(Some(bytes)) => read_commit(&o.key, &bytes),
-                Ok(None) => Err(Error::NotFound(o.key.clone())),
+                // Listed, but not there to read: gone since (or never a file).
+                Ok(None) => {
+                    return Ok(Err(NotSealed {
+                        key: o.key.clone(),
+                        reason: "listed, but not there to read".into(),
+                    }))
+                }
                 Err(e) => Err(e),
             };
             taken(&o.key, read)

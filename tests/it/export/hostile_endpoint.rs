@@ -104,6 +104,7 @@ fn a_huge_error_answer_is_not_read() {
         &["--run-id", "run-a", "--post-retries", "0", "--endpoint", ""],
     );
     let written = rx.recv().unwrap();
+    eprintln!("the server wrote {written} bytes of the answer before the client stopped reading");
     // What the client took is the socket buffers' worth (a few MiB on loopback), not the
     // body: reading it whole took all 256 MiB.
     assert!(
