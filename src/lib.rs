@@ -132,7 +132,7 @@ pub use history::identity::read_identity;
 // Sealing and keys.
 pub use history::pointers::{read_pointers, StoredPointer};
 pub use history::seal::{Seal, SealEntry, StoredSeal, Trust};
-pub use history::sealer::{seal, seal_with, SealOptions, SealOutcome};
+pub use history::sealer::{seal, seal_with, DeltaConflict, NotSealed, SealOptions, SealOutcome};
 
 // The Delta Lake table the seals make.
 pub use history::delta::delta_version;

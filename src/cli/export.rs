@@ -157,10 +157,12 @@ async fn openlineage(a: OlArgs) -> Result<Status> {
             .collect();
         let d = post::post_all(&cfg, &labelled)
             .await?
-            .into_result(&cfg.url)?;
+            .into_result(&cfg.shown())?;
         let line = format!(
             "posted {} events to {} ({} attempts)",
-            d.delivered, cfg.url, d.attempts
+            d.delivered,
+            cfg.shown(),
+            d.attempts
         );
         if a.out
             .as_deref()
