@@ -132,27 +132,34 @@ pub use history::identity::read_identity;
 // Sealing and keys.
 pub use history::pointers::{read_pointers, StoredPointer};
 pub use history::seal::{Seal, SealEntry, StoredSeal, Trust};
-pub use history::sealer::{seal, seal_with, SealOptions, SealOutcome};
+pub use history::sealer::{seal, seal_with, DeltaConflict, NotSealed, SealOptions, SealOutcome};
 
 // The Delta Lake table the seals make.
 pub use history::delta::delta_version;
 pub use history::signing::{key_id, keygen, read_public_key, read_signing_key};
 
 // Reading: a store as of a seal, every part checked against its sealed pointer.
+pub use read::as_of::{parse_as_of_time, seal_as_of_time};
 pub use read::location::part_location;
 pub use read::out::{
     scan_to_file, write_file as write_scan_file, write_stream as write_scan_stream, OutFormat,
 };
+pub use read::provenance::PROVENANCE_COLUMNS;
 pub use read::{
     check_all, scan, snapshot, ReadOptions, Scan, ScanOptions, ScanReader, ScanStats, SealRef,
     Snapshot, SnapshotPart, SnapshotSeal,
 };
 
 // Auditing.
+pub use audit::diff::{diff as diff_seals, AddedCommit, RunChange, SealDiff};
 pub use audit::findings::{InFlight, InFlightKind, Problem, ProblemKind, Progress, Report};
 pub use audit::log::since_seal;
-pub use audit::proof::{prove, verify_proof, Proof, ProofSummary, ProveAgainst};
+pub use audit::proof::{
+    prove, prove_row, verify_proof, Proof, ProofSummary, ProveAgainst, RowEvidence, RowSummary,
+};
 pub use audit::repair::{repair, repair_with, RepairOptions, RepairOutcome};
+pub use audit::seals::{list_seals, SealList, SealSummary};
+pub use audit::show::{show, CommitShown, SealShown, Shown};
 pub use audit::sweep::{sweep, sweep_all, SweepOutcome};
 pub use audit::verify::options::{ShardSpec, VerifyOptions};
 pub use audit::verify::platform::{ResolvedShard, ShardRequest};

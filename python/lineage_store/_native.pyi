@@ -168,9 +168,15 @@ class Store:
         ``delta_checkpoint_interval``: a Delta checkpoint every N versions
         (``--delta-checkpoint-interval``; 0, the default: none)."""
     def prove(
-        self, commit_id: str, head: Optional[str] = None, *, seal: Optional[int] = None
+        self,
+        commit_id: Optional[str] = None,
+        head: Optional[str] = None,
+        *,
+        seal: Optional[int] = None,
+        event_id: Optional[str] = None,
     ) -> Proof:
-        """An inclusion proof of a commit in a seal."""
+        """An inclusion proof of a commit in a seal; with ``event_id`` instead, a row
+        proof of that event (its values, its commit, the part that holds it)."""
     def report(
         self,
         path: StrPath,
@@ -184,6 +190,7 @@ class Store:
         run_id: Union[str, list[str], None] = None,
         as_of_seal: Optional[int] = None,
         force: bool = False,
+        as_of_time: Optional[str] = None,
     ) -> dict[str, Any]:
         """Write the audit report (``lineage report``) to ``path`` as "html", "md" or
         "json", whether or not problems were found; returns its data (the JSON format)."""
@@ -194,6 +201,7 @@ class Store:
         *,
         include_unsealed: bool = False,
         originals: bool = False,
+        as_of_time: Optional[str] = None,
     ) -> list[str]:
         """The parts of exactly the commits sealed by seals 1..as_of_seal (default: the
         newest), each checked against its sealed pointer first: paths or URLs for
@@ -209,11 +217,42 @@ class Store:
         *,
         include_unsealed: bool = False,
         originals: bool = False,
+        provenance: bool = False,
+        as_of_time: Optional[str] = None,
     ) -> pyarrow.RecordBatchReader:
         """The rows of exactly the commits sealed by seals 1..as_of_seal (default: the
         newest), each part checked against its sealed pointer before its rows are handed
         on. filter: {"target_crs": ..., "feature_id": ...}. Compacted parts where a
-        compaction in effect covers the commits, unless ``originals=True``."""
+        compaction in effect covers the commits, unless ``originals=True``.
+        ``provenance=True`` adds commit_id, sealed_by_seal and part_path (originals read)."""
+    def seals(
+        self,
+        *,
+        public_key: Union[StrPath, list[StrPath], None] = None,
+        signed_from: Optional[int] = None,
+        expect_head: Optional[str] = None,
+        witness: Optional[str] = None,
+        witness_endpoint_url: Optional[str] = None,
+    ) -> dict[str, Any]:
+        """Every seal (``lineage seals --json``) and what is wrong against the anchors:
+        {"seals", "problems", "expect_head_seq", "witness_problems"}."""
+    def show(
+        self,
+        what: Union[str, int],
+        *,
+        public_key: Union[StrPath, list[StrPath], None] = None,
+        signed_from: Optional[int] = None,
+    ) -> dict[str, Any]:
+        """One commit or seal (``lineage show --json``)."""
+    def diff(
+        self,
+        a: int,
+        b: int,
+        *,
+        public_key: Union[StrPath, list[StrPath], None] = None,
+        signed_from: Optional[int] = None,
+    ) -> dict[str, Any]:
+        """What changed from seal a to seal b (``lineage diff --json``)."""
     def compact(
         self,
         *,
@@ -412,6 +451,10 @@ class Proof:
     def tree_size(self) -> int: ...
     @property
     def seal_sha256(self) -> str: ...
+    @property
+    def event_id(self) -> Optional[str]: ...
+    @property
+    def row(self) -> Optional[dict[str, Any]]: ...
     def to_json(self) -> str:
         """The proof as ``lineage prove`` writes it."""
 
@@ -439,3 +482,11 @@ class ProofSummary:
     def signed_by(self) -> Optional[str]: ...
     @property
     def part_file_checked(self) -> bool: ...
+    @property
+    def event_id(self) -> Optional[str]: ...
+    @property
+    def row_index(self) -> Optional[int]: ...
+    @property
+    def row_json(self) -> Optional[str]: ...
+    @property
+    def row(self) -> Optional[dict[str, Any]]: ...

@@ -21,6 +21,7 @@ mod errors;
 mod limits;
 mod log;
 mod log_table;
+mod questions;
 mod refusal;
 mod runtime;
 mod store;

@@ -485,14 +485,17 @@ impl Store {
     }
 
     /// An inclusion proof of `commit_id` in the seal whose digest is `head` (default: the
-    /// newest seal, or seal number `seal`), checkable offline with `verify_proof`.
-    #[pyo3(signature = (commit_id, head=None, *, seal=None))]
+    /// newest seal, or seal number `seal`), checkable offline with `verify_proof`. With
+    /// `event_id` instead: a row proof of that event (`lineage prove --event-id`): its
+    /// values, its commit's inclusion proof and the part that holds it.
+    #[pyo3(signature = (commit_id=None, head=None, *, seal=None, event_id=None))]
     fn prove(
         &self,
         py: Python<'_>,
-        commit_id: String,
+        commit_id: Option<String>,
         head: Option<String>,
         seal: Option<u64>,
+        event_id: Option<String>,
     ) -> PyResult<Proof> {
         let against = match (seal, head) {
             (Some(_), Some(_)) => {
@@ -506,9 +509,15 @@ impl Store {
             (None, None) => ProveAgainst::Newest,
         };
         let store = self.inner.clone();
-        let p = block_on(py, async move {
-            prove(store.as_ref(), &commit_id, &against).await
-        })?
+        let p = match (commit_id, event_id) {
+            (Some(c), None) => {
+                block_on(py, async move { prove(store.as_ref(), &c, &against).await })?
+            }
+            (None, Some(e)) => block_on(py, async move {
+                lineage_store::prove_row(store, &e, &against).await
+            })?,
+            _ => Err(Error::usage("give either commit_id or event_id")),
+        }
         .py_err(py)?;
         Ok(Proof { inner: p })
     }
@@ -520,7 +529,7 @@ impl Store {
     /// `run_id`'s runs: a str or a list; as of seal `as_of_seal`). An existing file is
     /// refused unless `force`. Returns the report's data (the JSON format) as a dict; the
     /// file is written whether or not problems were found (`["verdict"]["clean"]`).
-    #[pyo3(signature = (path, format="html", *, expect_head=None, public_key=None, signed_from=None, witness=None, witness_endpoint_url=None, run_id=None, as_of_seal=None, force=false))]
+    #[pyo3(signature = (path, format="html", *, expect_head=None, public_key=None, signed_from=None, witness=None, witness_endpoint_url=None, run_id=None, as_of_seal=None, force=false, as_of_time=None))]
     #[allow(clippy::too_many_arguments)]
     fn report<'py>(
         &self,
@@ -535,8 +544,10 @@ impl Store {
         run_id: Option<Bound<'py, PyAny>>,
         as_of_seal: Option<u64>,
         force: bool,
+        as_of_time: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let format: ReportFormat = format.parse().py_err(py)?;
+        one_as_of(as_of_seal, as_of_time.as_deref()).py_err(py)?;
         if let Some(h) = &expect_head {
             if merkle::parse_hash(h).is_none() {
                 return Err(errors::to_py(
@@ -586,6 +597,7 @@ impl Store {
                     Some((opened, w))
                 }
             };
+            let as_of_seal = as_of(store.as_ref(), as_of_seal, as_of_time.as_deref()).await?;
             let opts = ReportOptions {
                 verify: VerifyOptions {
                     public_keys,
@@ -620,7 +632,8 @@ impl Store {
     /// Compacted parts are listed for the commits a compaction in effect covers (each
     /// checked against its record), as `lineage files` does; `originals=True` lists the
     /// original parts instead (`--originals`).
-    #[pyo3(signature = (as_of_seal=None, run_id=None, *, include_unsealed=false, originals=false))]
+    /// `as_of_time`: as of the newest seal sealed at or before it (`--as-of-time`).
+    #[pyo3(signature = (as_of_seal=None, run_id=None, *, include_unsealed=false, originals=false, as_of_time=None))]
     fn files(
         &self,
         py: Python<'_>,
@@ -628,8 +641,10 @@ impl Store {
         run_id: Option<String>,
         include_unsealed: bool,
         originals: bool,
+        as_of_time: Option<String>,
     ) -> PyResult<Vec<String>> {
-        let opts = ReadOptions {
+        one_as_of(as_of_seal, as_of_time.as_deref()).py_err(py)?;
+        let mut opts = ReadOptions {
             as_of_seal,
             run_id,
             include_unsealed,
@@ -638,6 +653,7 @@ impl Store {
         };
         let store = self.inner.clone();
         block_on_local(py, move || async move {
+            opts.as_of_seal = as_of(store.as_ref(), opts.as_of_seal, as_of_time.as_deref()).await?;
             let snap = snapshot(store.as_ref(), &opts).await?;
             let concurrency = ScanOptions::default().concurrency;
             check_all(store.as_ref(), &snap, DigestCheck::Fastest, concurrency).await?;
@@ -659,7 +675,11 @@ impl Store {
     /// (`feature_id` skips parts by their bloom filters).
     /// Compacted parts are read for the commits a compaction in effect covers, as
     /// `lineage scan` does; `originals=True` reads the original parts (`--originals`).
-    #[pyo3(signature = (as_of_seal=None, run_id=None, columns=None, filter=None, *, include_unsealed=false, originals=false))]
+    /// `provenance=True` adds each row's `commit_id`, `sealed_by_seal` and `part_path`
+    /// (`--with-provenance`; the original parts are read, so a compacted row keeps its
+    /// original commit and seal).
+    /// `as_of_time`: as of the newest seal sealed at or before it (`--as-of-time`).
+    #[pyo3(signature = (as_of_seal=None, run_id=None, columns=None, filter=None, *, include_unsealed=false, originals=false, provenance=false, as_of_time=None))]
     #[allow(clippy::too_many_arguments)]
     fn scan<'py>(
         &self,
@@ -670,16 +690,20 @@ impl Store {
         filter: Option<std::collections::HashMap<String, String>>,
         include_unsealed: bool,
         originals: bool,
+        provenance: bool,
+        as_of_time: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        one_as_of(as_of_seal, as_of_time.as_deref()).py_err(py)?;
         let mut opts = ReadOptions {
             as_of_seal,
             run_id,
             include_unsealed,
-            prefer_compacted: !originals,
+            prefer_compacted: !originals && !provenance,
             ..ReadOptions::default()
         };
         let mut scan_opts = ScanOptions {
             columns,
+            provenance,
             ..ScanOptions::default()
         };
         for (k, v) in filter.unwrap_or_default() {
@@ -698,6 +722,7 @@ impl Store {
         }
         let store = self.inner.clone();
         let scan = block_on_local(py, move || async move {
+            opts.as_of_seal = as_of(store.as_ref(), opts.as_of_seal, as_of_time.as_deref()).await?;
             let snap = snapshot(store.as_ref(), &opts).await?;
             lineage_store::scan(store, &snap, &scan_opts)
         })?
@@ -706,6 +731,61 @@ impl Store {
         let reader: Box<dyn arrow_array::RecordBatchReader + Send> =
             Box::new(scan.into_reader(rt.handle()));
         reader.into_pyarrow(py)
+    }
+
+    /// Every seal, as `lineage seals --json` lists them (seq, sealed_utc, sha256, key_id,
+    /// commits_added, tree_size, compactions, witnessed, tool_version), checked against
+    /// the anchors given: `public_key` (a path or a list), `signed_from`, `expect_head`,
+    /// `witness` (another store's URL). Returns {"seals", "problems", "expect_head_seq",
+    /// "witness_problems"}: empty problems when the chain and every anchor hold.
+    #[pyo3(signature = (*, public_key=None, signed_from=None, expect_head=None, witness=None, witness_endpoint_url=None))]
+    fn seals<'py>(
+        &self,
+        py: Python<'py>,
+        public_key: Option<Bound<'py, PyAny>>,
+        signed_from: Option<u64>,
+        expect_head: Option<String>,
+        witness: Option<String>,
+        witness_endpoint_url: Option<String>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        crate::questions::seals(
+            py,
+            self.inner.clone(),
+            public_key,
+            signed_from,
+            expect_head,
+            witness,
+            witness_endpoint_url,
+        )
+    }
+
+    /// One commit (by id) or seal (by number or sha256), as `lineage show --json` prints
+    /// it: a dict with `kind` "commit" or "seal". Raises when the seal chain does not hold
+    /// (signatures judged by `public_key` and `signed_from`).
+    #[pyo3(signature = (what, *, public_key=None, signed_from=None))]
+    fn show<'py>(
+        &self,
+        py: Python<'py>,
+        what: Bound<'py, PyAny>,
+        public_key: Option<Bound<'py, PyAny>>,
+        signed_from: Option<u64>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let what: String = what.str()?.extract()?;
+        crate::questions::show_one(py, self.inner.clone(), what, public_key, signed_from)
+    }
+
+    /// What changed from seal `a` to seal `b` (`lineage diff a b --json`): the commits
+    /// added, the compactions put into effect, the runs touched and the rows added.
+    #[pyo3(signature = (a, b, *, public_key=None, signed_from=None))]
+    fn diff<'py>(
+        &self,
+        py: Python<'py>,
+        a: u64,
+        b: u64,
+        public_key: Option<Bound<'py, PyAny>>,
+        signed_from: Option<u64>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        crate::questions::diff(py, self.inner.clone(), a, b, public_key, signed_from)
     }
 
     /// The `endpoint_url` this store was opened with.
@@ -745,5 +825,27 @@ impl Store {
 
     fn __repr__(&self) -> String {
         format!("Store({:?})", self.url)
+    }
+}
+
+/// Refuse `as_of_seal` and `as_of_time` together.
+fn one_as_of(as_of_seal: Option<u64>, as_of_time: Option<&str>) -> LResult<()> {
+    match (as_of_seal, as_of_time) {
+        (Some(_), Some(_)) => Err(Error::usage(
+            "give either as_of_seal or as_of_time, not both",
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The seal to read as of: `as_of_seal`, or the newest sealed at or before `as_of_time`.
+async fn as_of(
+    store: &dyn AtomicPublisher,
+    as_of_seal: Option<u64>,
+    as_of_time: Option<&str>,
+) -> LResult<Option<u64>> {
+    match as_of_time {
+        Some(t) => Ok(Some(lineage_store::seal_as_of_time(store, t).await?)),
+        None => Ok(as_of_seal),
     }
 }

@@ -436,6 +436,23 @@ impl Proof {
     fn seal_sha256(&self) -> String {
         self.inner.seal_sha256.clone()
     }
+    /// A row proof's event (`prove(event_id=...)`); `None` for a proof of a commit.
+    #[getter]
+    fn event_id(&self) -> Option<String> {
+        self.inner.row.as_ref().map(|r| r.event_id.clone())
+    }
+    /// A row proof's row values (a dict, nulls as `None`); `None` for a proof of a commit.
+    #[getter]
+    fn row<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.inner
+            .row
+            .as_ref()
+            .map(|r| {
+                py.import("json")?
+                    .call_method1("loads", (r.values.to_string(),))
+            })
+            .transpose()
+    }
     /// The proof as `lineage prove` writes it (pretty JSON and a newline).
     fn to_json(&self) -> PyResult<String> {
         let mut text = serde_json::to_string_pretty(&self.inner)
@@ -478,6 +495,12 @@ pub struct ProofSummary {
     pub signed_by: Option<String>,
     /// True when a part file was given and matched.
     pub part_file_checked: bool,
+    /// A row proof's event, found in the part the proof carries; `None` for a commit's.
+    pub event_id: Option<String>,
+    /// Its row's position in that part.
+    pub row_index: Option<u64>,
+    /// Its values as JSON text (`row` gives them as a dict).
+    pub row_json: Option<String>,
 }
 
 impl From<LibSummary> for ProofSummary {
@@ -493,6 +516,9 @@ impl From<LibSummary> for ProofSummary {
             sealed_utc: s.sealed_utc,
             signed_by: s.signed_by.map(|by| by.render(&crate::errors::keyword)),
             part_file_checked: s.part_file_checked,
+            event_id: s.row.as_ref().map(|r| r.event_id.clone()),
+            row_index: s.row.as_ref().map(|r| r.row_index),
+            row_json: s.row.as_ref().map(|r| r.values.to_string()),
         }
     }
 }
@@ -505,6 +531,14 @@ impl ProofSummary {
         py: Python<'py>,
     ) -> PyResult<(Bound<'py, PyAny>, (&'static str, String))> {
         reduce(py, "ProofSummary", to_json(self)?)
+    }
+    /// A row proof's row values (a dict); `None` for a proof of a commit.
+    #[getter]
+    fn row<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.row_json
+            .as_ref()
+            .map(|j| py.import("json")?.call_method1("loads", (j.as_str(),)))
+            .transpose()
     }
     fn __repr__(&self) -> String {
         format!(

@@ -1,12 +1,17 @@
 //! The audit path: reading pointers back (`log`), proving the store (`verify`), sealing it
 //! (`seal`, `chain`, `merkle`), proving single commits (`proof`), and the two maintenance
-//! commands (`repair` adopts orphan parts, `sweep` removes stale temps).
+//! commands (`repair` adopts orphan parts, `sweep` removes stale temps); the auditor's
+//! questions: `seals` (the list), `show` (one commit or seal in words), `diff` (between
+//! two seals).
 //! See docs/audit-guide.md for what each of these proves.
 
 pub mod chain;
+pub(crate) mod diff;
 pub(crate) mod findings;
 pub(crate) mod log;
 pub(crate) mod proof;
 pub(crate) mod repair;
+pub(crate) mod seals;
+pub(crate) mod show;
 pub(crate) mod sweep;
 pub(crate) mod verify;

@@ -88,6 +88,12 @@ pub enum Param {
     Interval,
     /// How old a temporary must be to be swept.
     OlderThan,
+    /// One event, by its id.
+    EventId,
+    /// Reading the original parts, not the compacted ones.
+    Originals,
+    /// The store as of the newest seal sealed by this time.
+    AsOfTime,
 }
 
 impl Param {
@@ -135,6 +141,9 @@ impl Param {
             AllowReadableKey => "allow_readable_key",
             Interval => "interval",
             OlderThan => "older_than",
+            EventId => "event_id",
+            Originals => "originals",
+            AsOfTime => "as_of_time",
         }
     }
 }

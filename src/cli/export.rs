@@ -39,6 +39,10 @@ struct OlArgs {
     /// Only commits sealed by seals newer than SEQ (an incremental feed).
     #[arg(long, value_name = "SEQ")]
     since_seal: Option<u64>,
+    /// As of the newest seal sealed at or before T (RFC 3339, or a date: the end of that
+    /// day, UTC): only the commits it and the seals before it sealed.
+    #[arg(long, value_name = "T")]
+    as_of_time: Option<String>,
     /// One event per run (COMPLETE) or per commit (OTHER).
     #[arg(long, value_enum, default_value_t = Granularity::Run)]
     per: Granularity,
@@ -80,6 +84,10 @@ struct IsoArgs {
     /// The run to describe.
     #[arg(long)]
     run_id: String,
+    /// As of the newest seal sealed at or before T (RFC 3339, or a date: the end of that
+    /// day, UTC).
+    #[arg(long, value_name = "T")]
+    as_of_time: Option<String>,
     /// ISO 19115-3 (mdb/mrl) or ISO 19139 (gmd).
     #[arg(long, value_enum, default_value_t = IsoFormat::Iso19115_3)]
     format: IsoFormat,
@@ -127,6 +135,7 @@ async fn openlineage(a: OlArgs) -> Result<Status> {
     let sel = Selection {
         run_id: a.run_id.clone(),
         since_seal: a.since_seal,
+        as_of_seal: as_of(store.as_ref(), a.as_of_time.as_deref()).await?,
     };
     let snap = export::collect(store.as_ref(), &a.store.store, &sel).await?;
     let job = JobNaming {
@@ -148,10 +157,12 @@ async fn openlineage(a: OlArgs) -> Result<Status> {
             .collect();
         let d = post::post_all(&cfg, &labelled)
             .await?
-            .into_result(&cfg.url)?;
+            .into_result(&cfg.shown())?;
         let line = format!(
             "posted {} events to {} ({} attempts)",
-            d.delivered, cfg.url, d.attempts
+            d.delivered,
+            cfg.shown(),
+            d.attempts
         );
         if a.out
             .as_deref()
@@ -192,6 +203,7 @@ async fn iso(a: IsoArgs) -> Result<Status> {
     let sel = Selection {
         run_id: Some(a.run_id.clone()),
         since_seal: None,
+        as_of_seal: as_of(store.as_ref(), a.as_of_time.as_deref()).await?,
     };
     let snap = export::collect(store.as_ref(), &a.store.store, &sel).await?;
     let opts = IsoOptions {
@@ -205,4 +217,15 @@ async fn iso(a: IsoArgs) -> Result<Status> {
         a.force,
     )?;
     Ok(0)
+}
+
+/// `--as-of-time` as a seal number.
+async fn as_of(
+    store: &dyn crate::publish::AtomicPublisher,
+    t: Option<&str>,
+) -> Result<Option<u64>> {
+    match t {
+        Some(t) => Ok(Some(crate::read::as_of::seal_as_of_time(store, t).await?)),
+        None => Ok(None),
+    }
 }

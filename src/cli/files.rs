@@ -42,7 +42,7 @@ struct Line<'a> {
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
     let store = a.store.open(Opening::Store).await?;
-    let snap = snapshot(store.as_ref(), &a.read.options()).await?;
+    let snap = snapshot(store.as_ref(), &a.read.resolve(store.as_ref()).await?).await?;
     check_all(store.as_ref(), &snap, a.read.digest, a.read.concurrency).await?;
     for p in &snap.parts {
         let location = part_location(store.as_ref(), &p.pointer.part_path);

@@ -19,6 +19,7 @@ mod check;
 mod common;
 mod compact;
 mod demo;
+mod diff;
 mod export;
 mod files;
 mod keygen;
@@ -31,6 +32,9 @@ mod report;
 mod scan;
 mod schema;
 mod seal;
+mod seal_anchors;
+mod seals;
+mod show;
 mod sweep;
 mod verify;
 mod verify_proof;
@@ -100,6 +104,13 @@ enum Command {
     /// Write an audit report (HTML, Markdown or JSON): `verify`'s checks with the trust
     /// anchors given, and what the runs' rows say.
     Report(report::Args),
+    /// List the seals: sequence, time, digest, signing key, commits added, compactions,
+    /// witnessed or not.
+    Seals(seals::Args),
+    /// One commit or seal in words: who, when, what, where, sealed by, proofs.
+    Show(show::Args),
+    /// What changed between two seals: commits added, compactions, runs, rows.
+    Diff(diff::Args),
 }
 
 /// Run the CLI with the process arguments.
@@ -134,6 +145,9 @@ pub fn main() -> ExitCode {
             Command::Replicate(a) => replicate::run(a).await,
             Command::Witness(a) => witness::run(a).await,
             Command::Report(a) => report::run(a).await,
+            Command::Seals(a) => seals::run(a).await,
+            Command::Show(a) => show::run(a).await,
+            Command::Diff(a) => diff::run(a).await,
         }
     });
     match result {

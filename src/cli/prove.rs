@@ -1,9 +1,10 @@
-//! `lineage prove COMMIT_ID`: print an inclusion proof of a commit in a seal (JSON).
+//! `lineage prove COMMIT_ID` / `lineage prove --event-id E`: print an inclusion proof of a
+//! commit, or a row proof of one event, in a seal (JSON).
 
 use std::path::PathBuf;
 
 use crate::audit::proof::format::ProveAgainst;
-use crate::audit::proof::prove;
+use crate::audit::proof::{prove, prove_row};
 use crate::base::error::{Error, Result};
 use crate::cli::common::{out_raw, write_out_file, Status, StoreArg};
 use crate::publish::store::options::Opening;
@@ -13,7 +14,13 @@ pub(crate) struct Args {
     #[command(flatten)]
     store: StoreArg,
     /// The commit to prove.
-    commit_id: String,
+    #[arg(required_unless_present = "event_id", conflicts_with = "event_id")]
+    commit_id: Option<String>,
+    /// Prove one row instead: the event with this event_id, its values, its commit and
+    /// the part that holds it (the proof carries that part, so `verify-proof` checks the
+    /// row offline).
+    #[arg(long, value_name = "E")]
+    event_id: Option<String>,
     /// Prove against seal SEQ (default: the newest).
     #[arg(long, value_name = "SEQ", conflicts_with = "head")]
     seal: Option<u64>,
@@ -35,7 +42,11 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         (None, Some(h)) => ProveAgainst::Head(h),
         (None, None) => ProveAgainst::Newest,
     };
-    let proof = prove(store.as_ref(), &a.commit_id, &against).await?;
+    let proof = match (&a.commit_id, &a.event_id) {
+        (_, Some(e)) => prove_row(store.clone(), e, &against).await?,
+        (Some(c), None) => prove(store.as_ref(), c, &against).await?,
+        (None, None) => return Err(Error::usage("give a commit id or --event-id")),
+    };
     let mut text = serde_json::to_string_pretty(&proof).map_err(Error::internal_from)?;
     text.push('\n');
     match a.out {

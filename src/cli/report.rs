@@ -47,6 +47,10 @@ pub(crate) struct Args {
     /// not sealed yet).
     #[arg(long, value_name = "N")]
     as_of_seal: Option<u64>,
+    /// Count as of the newest seal sealed at or before T (RFC 3339, or a date: the end of
+    /// that day, UTC).
+    #[arg(long, value_name = "T", conflicts_with = "as_of_seal")]
+    as_of_time: Option<String>,
 }
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
@@ -65,6 +69,10 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         .collect::<Result<Vec<_>>>()?;
     let store = a.store.open(Opening::ExistingStore).await?;
     let witness = a.witness.open(store.as_ref()).await?;
+    let as_of_seal = match &a.as_of_time {
+        Some(t) => Some(crate::read::as_of::seal_as_of_time(store.as_ref(), t).await?),
+        None => a.as_of_seal,
+    };
     let opts = ReportOptions {
         verify: VerifyOptions {
             public_keys,
@@ -79,7 +87,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
             .collect(),
         witness,
         run_ids: a.run_id.clone(),
-        as_of_seal: a.as_of_seal,
+        as_of_seal,
         store_url: a.store.store.clone(),
     };
     let report = collect(store.as_ref(), &opts).await?;

@@ -20,6 +20,10 @@ pub(crate) struct ReadArgs {
     /// newest seal).
     #[arg(long, value_name = "SEQ")]
     as_of_seal: Option<u64>,
+    /// Read the store as of the newest seal sealed at or before T (RFC 3339, or a date:
+    /// the end of that day, UTC).
+    #[arg(long, value_name = "T", conflicts_with = "as_of_seal")]
+    as_of_time: Option<String>,
     /// Only this run.
     #[arg(long)]
     run_id: Option<String>,
@@ -52,6 +56,18 @@ impl ReadArgs {
             include_unsealed: self.include_unsealed,
             prefer_compacted: !self.originals,
         }
+    }
+
+    /// [`Self::options`], with `--as-of-time` turned into its seal.
+    pub(crate) async fn resolve(
+        &self,
+        store: &dyn crate::publish::AtomicPublisher,
+    ) -> Result<ReadOptions> {
+        let mut o = self.options();
+        if let Some(t) = &self.as_of_time {
+            o.as_of_seal = Some(crate::read::as_of::seal_as_of_time(store, t).await?);
+        }
+        Ok(o)
     }
 
     /// What was read, on standard error.
@@ -102,6 +118,11 @@ pub(crate) struct Args {
     /// are judged by their footers and bloom filters, which no digest is checked over).
     #[arg(long, requires = "feature_id")]
     no_prune: bool,
+    /// Add each row's provenance: commit_id, sealed_by_seal (the seal that sealed the
+    /// commit) and part_path. Reads the original parts (implies --originals), so a
+    /// compacted row keeps its original commit and seal.
+    #[arg(long)]
+    with_provenance: bool,
     /// Only these columns, in this order (comma-separated).
     #[arg(long, value_name = "A,B", value_delimiter = ',')]
     columns: Option<Vec<String>>,
@@ -117,8 +138,11 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         crate::read::out::OutFormat::of_path(&a.out)?;
     }
     let store = a.store.open(Opening::Store).await?;
-    let snap = snapshot(store.as_ref(), &a.read.options()).await?;
+    let mut read = a.read.resolve(store.as_ref()).await?;
+    read.prefer_compacted &= !a.with_provenance;
+    let snap = snapshot(store.as_ref(), &read).await?;
     let opts = ScanOptions {
+        provenance: a.with_provenance,
         columns: a.columns.clone(),
         feature_id: a.feature_id.clone(),
         prune: !a.no_prune,

@@ -81,5 +81,23 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         ))?;
         out(&format!("head {}", s.head))?;
     }
+    if !a.json {
+        left_out(&s)?;
+    }
     Ok(0)
+}
+
+/// What the seal left out or could not write, one line each: a pointer not ours, a Delta
+/// version name held by an object not ours (docs/operations.md says how to recover).
+fn left_out(s: &crate::history::sealer::SealOutcome) -> Result<()> {
+    for n in &s.not_sealed {
+        out(&format!("not sealed: {}: {}", n.key, n.reason))?;
+    }
+    if let Some(c) = &s.delta_conflict {
+        out(&format!(
+            "Delta log: version {} ({}) is not ours, so the log stops before it (engines read it; the seal chain is unaffected; see docs/operations.md): {}",
+            c.version, c.key, c.reason
+        ))?;
+    }
+    Ok(())
 }

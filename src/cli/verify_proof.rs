@@ -11,7 +11,8 @@ use crate::history::signing::read_public_key;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// The proof made by `lineage prove` (`-` for stdin).
+    /// The proof made by `lineage prove` (`-` for stdin): of a commit, or of a row
+    /// (`prove --event-id`; its row is checked in the part the proof carries).
     proof: PathBuf,
     /// The head digest kept outside the store.
     #[arg(long, value_name = "DIGEST")]
@@ -50,25 +51,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
                     &serde_json::json!({"valid": true, "summary": s}),
                 )?)?;
             } else {
-                out(&format!(
-                    "valid: commit {} (run_id={} target_crs={}, {} rows, part {} sha256 {}) is in seal {} of {}{}{}",
-                    s.commit_id,
-                    s.run_id,
-                    s.target_crs,
-                    s.rows,
-                    s.part_path,
-                    s.part_sha256,
-                    s.seal_seq,
-                    s.sealed_utc,
-                    s.signed_by
-                        .as_ref()
-                        .map_or(String::new(), |k| format!(", signed by key {k}")),
-                    if s.part_file_checked {
-                        "; the part file matches"
-                    } else {
-                        ""
-                    }
-                ))?;
+                print_valid(&s)?;
             }
             Ok(0)
         }
@@ -83,4 +66,34 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
             Ok(1)
         }
     }
+}
+
+/// What a valid proof establishes, in words.
+fn print_valid(s: &crate::audit::proof::format::ProofSummary) -> Result<()> {
+    if let Some(r) = &s.row {
+        out(&format!(
+            "valid: event {} is row {} of the part of commit {} (the part the proof carries matches the commit's size and digests): {}",
+            r.event_id, r.row_index, s.commit_id, r.values
+        ))?;
+    }
+    out(&format!(
+        "valid: commit {} (run_id={} target_crs={}, {} rows, part {} sha256 {}) is in seal {} of {}{}{}",
+        s.commit_id,
+        s.run_id,
+        s.target_crs,
+        s.rows,
+        s.part_path,
+        s.part_sha256,
+        s.seal_seq,
+        s.sealed_utc,
+        s.signed_by
+            .as_ref()
+            .map_or(String::new(), |k| format!(", signed by key {k}")),
+        if s.part_file_checked {
+            "; the part file matches"
+        } else {
+            ""
+        }
+    ))?;
+    Ok(())
 }

@@ -124,6 +124,9 @@ pub struct Selection {
     pub run_id: Option<String>,
     /// Only commits sealed by a seal newer than this sequence number.
     pub since_seal: Option<u64>,
+    /// As of this seal: only the commits seals 1..=N sealed (default: the newest seal,
+    /// and the commits not sealed yet).
+    pub as_of_seal: Option<u64>,
 }
 
 /// What an export reads from a store.
@@ -156,7 +159,8 @@ pub async fn collect(
         store,
         &ReadOptions {
             run_id: sel.run_id.clone(),
-            include_unsealed: true,
+            as_of_seal: sel.as_of_seal,
+            include_unsealed: sel.as_of_seal.is_none(),
             ..ReadOptions::default()
         },
     )

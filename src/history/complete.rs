@@ -10,6 +10,7 @@ use futures::{StreamExt, TryStreamExt};
 use crate::base::error::{Error, ErrorKind, Result};
 use crate::format::keys;
 use crate::format::keys::kind::KeyKind;
+use crate::history::delta::DeltaConflict;
 use crate::history::merkle::{self, Hash};
 use crate::history::seal::{read_seals, Seal, StoredSeal};
 use crate::history::tiles::{self, Tile};
@@ -24,7 +25,7 @@ const WRITES: usize = 64;
 pub type SealedLeaf = (String, String);
 
 /// What completing wrote.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Completed {
     /// Locators written (or found already there).
     pub locators: u64,
@@ -32,6 +33,9 @@ pub struct Completed {
     pub tiles: u64,
     /// True when the whole tree was rebuilt (first seal of this format, or missing tiles).
     pub rebuilt: bool,
+    /// A Delta version name held by an object not ours: the seal is complete without its
+    /// version (the seal chain is the truth; the log is derived from it).
+    pub delta_conflict: Option<DeltaConflict>,
 }
 
 fn leaf_hashes(leaves: &[SealedLeaf]) -> Result<Vec<Hash>> {
@@ -117,10 +121,10 @@ pub async fn complete_growth(
             _ => None,
         })
         .collect();
-    let done = Completed {
+    let mut done = Completed {
         locators: locators.len() as u64,
         tiles: new_tiles.len() as u64,
-        rebuilt: false,
+        ..Completed::default()
     };
     futures::stream::iter(locators)
         .map(|key| async move { store.put_create(&key, Bytes::new()).await.map(|_| ()) })
@@ -133,8 +137,9 @@ pub async fn complete_growth(
         .try_collect::<()>()
         .await?;
     // The seal's Delta version (and any before it the log lacks), before the marker: a
-    // marked seal always has its version.
-    crate::history::delta::complete_log(store, seq).await?;
+    // marked seal has its version, unless an object not ours holds a version's name (a
+    // plant must not stop sealing: the conflict is named, and `verify` names the object).
+    done.delta_conflict = delta_log(store, seq).await?;
     store.put_create(&keys::head_key(seq), Bytes::new()).await?;
     tracing::info!(
         seq,
@@ -143,6 +148,21 @@ pub async fn complete_growth(
         "seal complete"
     );
     Ok(done)
+}
+
+/// [`crate::history::delta::complete_log`] for seal `seq`; a version not ours is returned
+/// (and logged), not an error.
+async fn delta_log(store: &dyn AtomicPublisher, seq: u64) -> Result<Option<DeltaConflict>> {
+    match crate::history::delta::complete_log(store, seq).await {
+        Ok(_) => Ok(None),
+        Err(e) => match crate::history::delta::foreign_version(&e) {
+            Some(c) => {
+                tracing::warn!(seq, version = c.version, reason = %c.reason, "a Delta version name is held by an object not ours: seal {seq} is complete without its Delta version");
+                Ok(Some(c))
+            }
+            None => Err(e),
+        },
+    }
 }
 
 async fn publish_tile(store: &dyn AtomicPublisher, t: &Tile) -> Result<()> {

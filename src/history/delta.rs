@@ -292,7 +292,11 @@ async fn compacted_file(
 }
 
 /// Publish one version create-only; an object already there must hold exactly `bytes`.
-async fn publish_version(store: &dyn AtomicPublisher, v: u64, bytes: Vec<u8>) -> Result<()> {
+pub(crate) async fn publish_version(
+    store: &dyn AtomicPublisher,
+    v: u64,
+    bytes: Vec<u8>,
+) -> Result<()> {
     let want = Bytes::from(bytes);
     let cmp = want.clone();
     publish_checked(store, &version_key(v), want, move |have| {
@@ -300,8 +304,9 @@ async fn publish_version(store: &dyn AtomicPublisher, v: u64, bytes: Vec<u8>) ->
             Ok(())
         } else {
             Err(format!(
-                "holds other bytes than seal {v} gives (a foreign Delta writer, or an edit); \
-                 run `lineage verify`"
+                "holds other bytes than seal {v} gives (a foreign Delta writer, a plant, or an \
+                 edit); no version is written on top of it (docs/operations.md, \"A Delta \
+                 version name taken\"); run `lineage verify`"
             ))
         }
     })
@@ -309,8 +314,92 @@ async fn publish_version(store: &dyn AtomicPublisher, v: u64, bytes: Vec<u8>) ->
     .map(|_| ())
 }
 
+/// A Delta version name held by an object that is not ours (a foreign Delta writer, or a
+/// plant): the sealer writes no version at or after it, and names it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct DeltaConflict {
+    /// The version.
+    pub version: u64,
+    /// Its key (`_delta_log/<version>.json`).
+    pub key: String,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
+/// The version whose object is not ours, when `e` (from [`complete_log`]) says so: a
+/// version key taken by other bytes, one that cannot be parsed, or one too large to be
+/// ours. Other errors (a sealed pointer missing, the store failing) are not about the log.
+pub(crate) fn foreign_version(e: &Error) -> Option<DeltaConflict> {
+    let key = match e {
+        Error::Conflict { key, .. } | Error::Corrupt { key, .. } | Error::TooLarge { key, .. } => {
+            key
+        }
+        _ => return None,
+    };
+    keys::parse_delta_version_key(key).map(|version| DeltaConflict {
+        version,
+        key: key.clone(),
+        reason: e.to_string(),
+    })
+}
+
+/// Version `v` (`key`) is not the version of seal `v`: refused as not ours.
+fn not_ours(v: u64, why: &str) -> Error {
+    Error::Conflict {
+        key: version_key(v),
+        message: format!(
+            "{why}: not the version of seal {v} (a foreign Delta writer, or a plant); no \
+             version is written on top of it (docs/operations.md, \"A Delta version name \
+             taken\"); run `lineage verify`"
+        ),
+    }
+}
+
+/// The builder after version `prev` (its bytes `bytes`), once it is known to be ours:
+/// version 0 is exactly what seal 1 (`next`, then) gives, a later version records seal
+/// `prev` with the digest that seal `next` names as its predecessor. Reads nothing.
+fn builder_after_ours(
+    store_id: &str,
+    prev: u64,
+    bytes: &[u8],
+    next: &StoredSeal,
+) -> Result<Builder> {
+    if prev == 0 {
+        let b = Builder::new(store_id, next)?;
+        if b.create()? != bytes {
+            return Err(not_ours(0, "it holds other bytes than seal 1 gives"));
+        }
+        return Ok(b);
+    }
+    let actions =
+        parse_actions(&version_key(prev), bytes).map_err(|e| not_ours(prev, &e.to_string()))?;
+    let info = actions
+        .iter()
+        .find(|(k, _)| k == "commitInfo")
+        .and_then(|(_, v)| v.get("lineageStore"));
+    let seq = info.and_then(|i| i.get("sealSeq")).and_then(|v| v.as_u64());
+    let sha = info
+        .and_then(|i| i.get("sealSha256"))
+        .and_then(|v| v.as_str());
+    let want = parsed(next)?.prev_sha256.as_deref();
+    if seq != Some(prev) || sha.is_none() || sha != want {
+        return Err(not_ours(
+            prev,
+            &format!(
+                "it records seal {} with sha256 {}, not seal {prev} with {}",
+                seq.map_or("none".into(), |s| s.to_string()),
+                sha.unwrap_or("none"),
+                want.unwrap_or("none")
+            ),
+        ));
+    }
+    Builder::after(store_id, prev, bytes).map_err(|e| not_ours(prev, &e.to_string()))
+}
+
 /// Make Delta versions 0..=`seq` exist (see the module docs). Returns how many versions
 /// were written (or found already written by another sealer) from the first missing one.
+/// A version that is not ours, before `seq` or at it, is an error naming it
+/// ([`foreign_version`] tells it apart): nothing is written at or after it.
 pub async fn complete_log(store: &dyn AtomicPublisher, seq: u64) -> Result<u64> {
     if seq == 0 {
         return Ok(0);
@@ -323,7 +412,7 @@ pub async fn complete_log(store: &dyn AtomicPublisher, seq: u64) -> Result<u64> 
     let id = ensure_identity(store, &SystemClock).await?;
     // Usually the version before is there: write only this seal's.
     if let Some(prev) = read_version(store, seq - 1).await? {
-        let mut b = Builder::after(&id.store_id, seq - 1, &prev)?;
+        let mut b = builder_after_ours(&id.store_id, seq - 1, &prev, &seal)?;
         let (bytes, _) = b.seal(store, &seal).await?;
         publish_version(store, seq, bytes).await?;
         return Ok(1);
@@ -345,11 +434,13 @@ pub async fn complete_log(store: &dyn AtomicPublisher, seq: u64) -> Result<u64> 
         publish_version(store, 0, b.create()?).await?;
         b
     } else {
-        let prev = store
-            .get_at_most(&version_key(first - 1), max_version_bytes(store))
+        let prev = read_version(store, first - 1)
             .await?
             .ok_or_else(|| Error::NotFound(version_key(first - 1)))?;
-        Builder::after(&id.store_id, first - 1, &prev)?
+        let next = read_seal(store, first)
+            .await?
+            .ok_or_else(|| Error::NotFound(keys::seal_key(first)))?;
+        builder_after_ours(&id.store_id, first - 1, &prev, &next)?
     };
     for v in first.max(1)..=seq {
         let seal = read_seal(store, v)
@@ -361,129 +452,6 @@ pub async fn complete_log(store: &dyn AtomicPublisher, seq: u64) -> Result<u64> 
     Ok(seq + 1 - first)
 }
 
-/// What [`restore_missing`] did.
-#[derive(Debug, Default)]
-pub(crate) struct DeltaRestore {
-    /// Versions written again (with `dry_run`: that would be).
-    pub restored: Vec<u64>,
-    /// Versions missing that could not be written again byte-identical, with why.
-    pub missing: Vec<(u64, String)>,
-}
-
-/// Write again, create-only, every Delta version 0..=`head` the log lacks (`repair`).
-/// A version is a pure function of its seal, the pointers it seals and their parts'
-/// footers, so the bytes rebuilt are the bytes that were there: built by the sealer's own
-/// [`Builder`], from the version before the first missing one. A version whose pointers or
-/// part footers cannot all be read (a part still missing) would not be those bytes: it is
-/// reported, not written, and nothing after it is. A store with no Delta log at all (sealed
-/// before Delta versions existed) is left to its next `seal`.
-pub(crate) async fn restore_missing(
-    store: &dyn AtomicPublisher,
-    head: u64,
-    dry_run: bool,
-) -> Result<DeltaRestore> {
-    let mut out = DeltaRestore::default();
-    let listed = listed_versions(store).await?;
-    if listed.is_empty() || head == 0 {
-        return Ok(out);
-    }
-    let Some(first) = (0..=head).find(|v| !listed.contains(v)) else {
-        return Ok(out);
-    };
-    let Some(id) = crate::history::identity::read_identity(store).await? else {
-        out.missing.push((first, "the store has no identity (`_lineage/store.json`): its Delta versions cannot be rebuilt".into()));
-        return Ok(out);
-    };
-    let Some(mut builder) = first_builder(store, &id.store_id, first, dry_run, &mut out).await?
-    else {
-        return Ok(out);
-    };
-    for v in first.max(1)..=head {
-        match rebuild(store, &mut builder, v).await? {
-            Ok(bytes) if !listed.contains(&v) => {
-                if !dry_run {
-                    publish_version(store, v, bytes).await?;
-                }
-                out.restored.push(v);
-            }
-            Ok(_) => {}
-            Err(why) => {
-                // Every missing version from here on depends on this one's table state.
-                for m in (v..=head).filter(|m| !listed.contains(m)) {
-                    out.missing.push((
-                        m,
-                        if m == v {
-                            why.clone()
-                        } else {
-                            format!("version {v} cannot be rebuilt first")
-                        },
-                    ));
-                }
-                break;
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// The builder to rebuild from version `first` on: version 0 written again (unless
-/// `dry_run`) when it is the first missing, else the version before read. `None` (and
-/// why, in `out`) when seal 1 is missing.
-async fn first_builder(
-    store: &dyn AtomicPublisher,
-    store_id: &str,
-    first: u64,
-    dry_run: bool,
-    out: &mut DeltaRestore,
-) -> Result<Option<Builder>> {
-    if first == 0 {
-        let Some(seal1) = read_seal(store, 1).await? else {
-            out.missing
-                .push((0, "seal 1 is missing: restore it first".into()));
-            return Ok(None);
-        };
-        let b = Builder::new(store_id, &seal1)?;
-        if !dry_run {
-            publish_version(store, 0, b.create()?).await?;
-        }
-        out.restored.push(0);
-        return Ok(Some(b));
-    }
-    let prev = store
-        .get_at_most(&version_key(first - 1), max_version_bytes(store))
-        .await?
-        .ok_or_else(|| Error::NotFound(version_key(first - 1)))?;
-    Ok(Some(Builder::after(store_id, first - 1, &prev)?))
-}
-
-/// Version `v` rebuilt byte-identical; the inner `Err` says why it cannot be (its seal
-/// missing, a pointer not the one sealed, a part footer unreadable).
-async fn rebuild(
-    store: &dyn AtomicPublisher,
-    builder: &mut Builder,
-    v: u64,
-) -> Result<std::result::Result<Vec<u8>, String>> {
-    Ok(match read_seal(store, v).await? {
-        None => Err(format!("seal {v} is missing: restore it first")),
-        Some(seal) => match builder.seal(store, &seal).await {
-            Err(e) => Err(e.to_string()),
-            Ok((_, adds)) if adds.iter().any(|a| a.stats.is_none()) => {
-                let unread: Vec<&str> = adds
-                    .iter()
-                    .filter(|a| a.stats.is_none())
-                    .map(|a| a.pointer.part_path.as_str())
-                    .collect();
-                Err(format!(
-                    "the footers of {} cannot be read (restore the parts first): {}",
-                    unread.len(),
-                    unread.join(", ")
-                ))
-            }
-            Ok((bytes, _)) => Ok(bytes),
-        },
-    })
-}
-
 /// The table's newest Delta version that Delta readers see: the newest version such that
 /// versions 0..=it are all there (`None`: the store has no Delta log, e.g. it was sealed
 /// only before Delta versions existed, or never). One listing of `_delta_log/`.
@@ -493,7 +461,7 @@ pub async fn delta_version(store: &dyn AtomicPublisher) -> Result<Option<u64>> {
 }
 
 /// The versions listed under `_delta_log/`.
-async fn listed_versions(store: &dyn AtomicPublisher) -> Result<BTreeSet<u64>> {
+pub(crate) async fn listed_versions(store: &dyn AtomicPublisher) -> Result<BTreeSet<u64>> {
     Ok(store
         .list(keys::DELTA_LOG_PREFIX)
         .await?

@@ -39,7 +39,7 @@ use crate::read::snapshot::Snapshot;
 /// Whether a scan with `opts` can be written to Parquet by copying: it keeps every column
 /// and every row of every part.
 pub(crate) fn copyable(opts: &ScanOptions) -> bool {
-    opts.columns.is_none() && opts.feature_id.is_none()
+    opts.columns.is_none() && opts.feature_id.is_none() && !opts.provenance
 }
 
 /// A checked part and its footer.

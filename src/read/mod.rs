@@ -8,6 +8,8 @@
 //!   any of its rows is handed on; a failure ends the scan naming the part.
 //! - [`prune`]: skipping parts a feature lookup cannot match (footer statistics, bloom
 //!   filters).
+//! - [`as_of`]: a time as the newest seal sealed at or before it.
+//! - [`provenance`]: each row's commit, sealing seal and part, beside its columns.
 //! - [`location`]: where a part is, as DuckDB, Polars and pyarrow take it.
 //! - [`out`]: a scan written as Parquet, Arrow IPC, NDJSON or CSV.
 //! - [`copy`]: a scan of every column and row written to Parquet by copying the checked
@@ -16,9 +18,11 @@
 //! Beside `write`, on the layers below both: the formats, the publisher, the parts and the
 //! history objects. `export` reads through it.
 
+pub(crate) mod as_of;
 pub(crate) mod copy;
 pub(crate) mod location;
 pub(crate) mod out;
+pub(crate) mod provenance;
 pub mod prune;
 pub mod scan;
 pub mod snapshot;

@@ -126,7 +126,7 @@ impl<W: Write + Send> Writer<W> {
 
 /// `b` with its `UTC` timestamps labelled `+00:00` (the same instants): the text writers
 /// format a named zone only with a time-zone database, an offset without one.
-fn utc_as_offset(b: &RecordBatch) -> Result<RecordBatch> {
+pub(crate) fn utc_as_offset(b: &RecordBatch) -> Result<RecordBatch> {
     use arrow_array::cast::AsArray;
     use arrow_array::types::TimestampMicrosecondType;
     use arrow_schema::{DataType, Field, Schema, TimeUnit};

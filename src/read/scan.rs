@@ -50,6 +50,11 @@ pub struct ScanOptions {
     pub digest: Check,
     /// Parts in flight at once (each held whole while it is hashed and decoded).
     pub concurrency: usize,
+    /// Add each row's provenance ([`crate::PROVENANCE_COLUMNS`]): the commit, the seal
+    /// that sealed it and the part. Needs a snapshot of original parts
+    /// ([`crate::read::ReadOptions::prefer_compacted`] off), so a compacted row keeps
+    /// its original commit and seal.
+    pub provenance: bool,
 }
 
 impl Default for ScanOptions {
@@ -60,6 +65,7 @@ impl Default for ScanOptions {
             prune: true,
             digest: Check::Fastest,
             concurrency: default_concurrency(),
+            provenance: false,
         }
     }
 }
@@ -209,6 +215,13 @@ pub fn scan_schema(snap: &Snapshot, columns: Option<&[String]>) -> Result<Schema
 /// Start scanning the parts of `snap`.
 pub fn scan(store: Arc<dyn AtomicPublisher>, snap: &Snapshot, opts: &ScanOptions) -> Result<Scan> {
     let schema = scan_schema(snap, opts.columns.as_deref())?;
+    if opts.provenance {
+        crate::read::provenance::require_originals(snap)?;
+    }
+    let out_schema = match opts.provenance {
+        true => crate::read::provenance::schema(&schema),
+        false => schema.clone(),
+    };
     let stats = Arc::new(ScanStats::default());
     let parts = snap.parts.clone();
     let (s, st, o) = (schema.clone(), stats.clone(), opts.clone());
@@ -222,7 +235,7 @@ pub fn scan(store: Arc<dyn AtomicPublisher>, snap: &Snapshot, opts: &ScanOptions
         .try_flatten()
         .boxed();
     Ok(Scan {
-        schema,
+        schema: out_schema,
         batches,
         stats,
     })
@@ -315,10 +328,13 @@ async fn read_part(
     let key = part.pointer.part_path.clone();
     let feature = opts.feature_id.clone();
     let max_page = store.read_limits().max_page_bytes;
-    let (batches, decoded) =
+    let (mut batches, decoded) =
         crate::base::pool::run(move || decode(&key, bytes, &schema, feature.as_deref(), max_page))
             .await??;
     check_rows(&part, decoded)?;
+    if opts.provenance {
+        batches = crate::read::provenance::add(&part, batches)?;
+    }
     let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
     stats.rows.fetch_add(rows as u64, Ordering::Relaxed);
     Ok(batches)

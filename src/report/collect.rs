@@ -23,34 +23,9 @@ pub(crate) async fn witness(
     let Some((w, name)) = &opts.witness else {
         return Ok(None);
     };
-    let chain = crate::audit::chain::walk(store, None).await?;
-    let mut r = crate::witness::check(&chain, &store.describe(), w.as_ref()).await?;
+    let (mut r, seqs) = crate::witness::check_store(store, w.as_ref()).await?;
     r.witness = name.clone();
-    let seqs = match &r.store_id {
-        Some(id) => witnessed_seqs(w.as_ref(), id).await?,
-        None => BTreeSet::new(),
-    };
     Ok(Some((r, seqs)))
-}
-
-/// The sequence numbers a witness holds records of for `store_id`.
-async fn witnessed_seqs(w: &dyn AtomicPublisher, store_id: &str) -> Result<BTreeSet<u64>> {
-    let probe = crate::witness::record_key(store_id, 0);
-    let prefix = probe
-        .rsplit_once('/')
-        .map(|(p, _)| format!("{p}/"))
-        .unwrap_or_default();
-    Ok(w.list(&prefix)
-        .await?
-        .into_iter()
-        .filter_map(|o| {
-            o.key
-                .strip_prefix(&prefix)?
-                .strip_suffix(".json")?
-                .parse::<u64>()
-                .ok()
-        })
-        .collect())
 }
 
 /// The newest seal and the head digest it was compared with.

@@ -162,3 +162,41 @@ async fn records_for_url(witness: &dyn AtomicPublisher, store: &str) -> Result<S
         )
     })
 }
+
+/// Walk `store`'s seal chain and [`check`] it against `witness`; also the sequence numbers
+/// of the seals the witness holds records of (empty for a store without a first seal).
+pub async fn check_store(
+    store: &dyn AtomicPublisher,
+    witness: &dyn AtomicPublisher,
+) -> Result<(WitnessReport, std::collections::BTreeSet<u64>)> {
+    let chain = crate::audit::chain::walk(store, None).await?;
+    let r = check(&chain, &store.describe(), witness).await?;
+    let seqs = match &r.store_id {
+        Some(id) => witnessed_seqs(witness, id).await?,
+        None => Default::default(),
+    };
+    Ok((r, seqs))
+}
+
+/// The sequence numbers a witness holds records of for `store_id`.
+async fn witnessed_seqs(
+    w: &dyn AtomicPublisher,
+    store_id: &str,
+) -> Result<std::collections::BTreeSet<u64>> {
+    let probe = crate::witness::record_key(store_id, 0);
+    let prefix = probe
+        .rsplit_once('/')
+        .map(|(p, _)| format!("{p}/"))
+        .unwrap_or_default();
+    Ok(w.list(&prefix)
+        .await?
+        .into_iter()
+        .filter_map(|o| {
+            o.key
+                .strip_prefix(&prefix)?
+                .strip_suffix(".json")?
+                .parse::<u64>()
+                .ok()
+        })
+        .collect())
+}

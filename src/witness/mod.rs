@@ -42,7 +42,7 @@ use crate::history::pointers::READ_CONCURRENCY;
 use crate::publish::checked::{publish_checked, Published};
 use crate::publish::AtomicPublisher;
 
-pub use check::check;
+pub use check::{check, check_store};
 
 /// Format tag of witness records.
 pub const RECORD_FORMAT: &str = "lineage-witness/1";

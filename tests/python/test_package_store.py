@@ -359,3 +359,90 @@ def test_two_stores_in_one_process_keep_their_own_read_limits(tmp_path: Path) ->
         assert len(roomy.files()) >= 1
     with pytest.raises(ls.IntegrityError):
         pickle.loads(pickle.dumps(tight)).files()
+
+
+def test_prove_a_row_and_scan_with_provenance(tmp_path: Path) -> None:
+    store = ls.open(str(tmp_path / "store"))
+    commits = store.append(events(80), batch_rows=30)
+    seal = store.seal()
+    rows = store.scan(provenance=True).read_all().to_pylist()
+    assert len(rows) == 80
+    by_commit = {c.commit_id: c for c in commits}
+    for r in rows:
+        c = by_commit[r["commit_id"]]
+        assert (r["sealed_by_seal"], r["part_path"]) == (1, c.part_path)
+    assert sorted(sum(1 for r in rows if r["commit_id"] == c.commit_id) for c in commits) == sorted(
+        c.row_count for c in commits
+    )
+
+    row = rows[41]
+    proof = store.prove(event_id=row["event_id"], seal=1)
+    assert proof.event_id == row["event_id"] and proof.commit_id == row["commit_id"]
+    assert proof.row is not None and proof.row["feature_id"] == row["feature_id"]
+    summary = ls.verify_proof(proof, seal.head)
+    assert (summary.event_id, summary.commit_id, summary.seal_seq) == (row["event_id"], row["commit_id"], 1)
+    assert summary.row is not None and summary.row["feature_id"] == row["feature_id"]
+    assert summary.row_index is not None
+    # The CLI checks the same proof.
+    path = tmp_path / "row.json"
+    path.write_text(proof.to_json())
+    r = lineage("verify-proof", str(path), "--head", seal.head)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith(f"valid: event {row['event_id']} is row {summary.row_index} ")
+    # A forged value is refused, saying so.
+    forged = json.loads(proof.to_json())
+    forged["row"]["values"]["feature_id"] = "forged"
+    with pytest.raises(ls.VerifyError) as e:
+        ls.verify_proof(json.dumps(forged), seal.head)
+    assert "the proof shows" in str(e.value)
+    with pytest.raises(ls.StoreError) as e2:
+        store.prove(event_id="nope")
+    assert '"nope"' in str(e2.value)
+    with pytest.raises(ls.InputError):
+        store.prove(commits[0].commit_id, event_id=row["event_id"])
+
+
+def test_seals_show_diff_and_as_of_time(tmp_path: Path) -> None:
+    store = ls.open(str(tmp_path / "store"))
+    key_id = ls.keygen(tmp_path / "seal")
+    first = store.append(events(60), batch_rows=20)
+    s1 = store.seal(tmp_path / "seal.key")
+    second = store.append(events(30, start=61), batch_rows=20)
+    s2 = store.seal(tmp_path / "seal.key")
+
+    listed = store.seals(public_key=tmp_path / "seal.pub", expect_head=s1.head)
+    assert listed["problems"] == [] and listed["expect_head_seq"] == 1
+    got = [(s["seq"], s["sha256"], s["key_id"], s["commits_added"], s["tree_size"], s["witnessed"]) for s in listed["seals"]]
+    assert got == [
+        (1, s1.head, key_id, len(first), len(first), None),
+        (2, s2.head, key_id, len(second), len(first) + len(second), None),
+    ]
+    # The CLI lists the same.
+    cli = [json.loads(l) for l in lineage("seals", "--store", str(tmp_path / "store"), "--json").stdout.splitlines()]
+    assert cli == listed["seals"]
+    bad = store.seals(expect_head="ab" * 32)
+    assert [p["kind"] for p in bad["problems"]] == ["head_not_found"]
+
+    c = second[0]
+    shown = store.show(c.commit_id)
+    assert (shown["kind"], shown["pointer"]["row_count"], shown["sealed_by"]["seq"]) == ("commit", c.row_count, 2)
+    seal = store.show(2)
+    assert (seal["kind"], seal["seal"]["sha256"], seal["prev_sha256"]) == ("seal", s2.head, s1.head)
+    assert sum(seal["runs"].values()) == len(second)
+
+    d = store.diff(1, 2)
+    assert d["rows_added"] == 30 and sorted(x["commit_id"] for x in d["commits_added"]) == sorted(p.commit_id for p in second)
+    with pytest.raises(ls.InputError):
+        store.diff(2, 1)
+
+    t1 = listed["seals"][0]["sealed_utc"]
+    assert store.scan(as_of_time=t1).read_all().num_rows == 60
+    assert len(store.files(as_of_time=t1)) == len(first)
+    assert store.scan(as_of_time=t1[:10]).read_all().num_rows == 90
+    assert store.report(tmp_path / "r.json", "json", as_of_time=t1)["checked"]["as_of_seal"] == 1
+    with pytest.raises(ls.StoreError) as e:
+        store.files(as_of_time="2000-01-01")
+    assert f"the first seal was sealed at {t1}" in str(e.value)
+    with pytest.raises(ls.InputError) as e2:
+        store.scan(as_of_time="3 November")
+    assert 'as_of_time "3 November" is not a time' in str(e2.value)

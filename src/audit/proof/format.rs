@@ -24,6 +24,10 @@ use crate::history::signing::{key_id, parse_public_key};
 
 /// Format tag of proofs.
 pub(super) const PROOF_FORMAT: &str = "lineage-proof/1";
+/// Format tag of row proofs: a [`PROOF_FORMAT`] proof of the row's commit plus the row
+/// ([`crate::audit::proof::row_check`]). A verifier that knows only [`PROOF_FORMAT`] refuses it
+/// rather than vouch for the commit and ignore the row.
+pub(super) const ROW_PROOF_FORMAT: &str = "lineage-row-proof/1";
 
 /// An inclusion proof of one commit in one seal.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -46,6 +50,10 @@ pub struct Proof {
     pub seal: String,
     /// sha256 of `seal` (for people; the verifier recomputes it).
     pub seal_sha256: String,
+    /// A row proof's row: its values and the part that holds it (format
+    /// [`ROW_PROOF_FORMAT`]); absent in a proof of a commit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub row: Option<crate::audit::proof::row_check::RowEvidence>,
 }
 
 /// Which seal to prove against.
@@ -84,6 +92,9 @@ pub struct ProofSummary {
     pub signed_by: Option<Text>,
     /// True when a part file was given and matched.
     pub part_file_checked: bool,
+    /// A row proof's row, found in the part the proof carries (checked against the
+    /// commit's size and digests) at the index the proof names.
+    pub row: Option<crate::audit::proof::row_check::RowSummary>,
 }
 
 /// Check a proof offline. `Ok(Err(why))` when the proof does not hold.
@@ -110,6 +121,13 @@ pub fn verify_proof(
         Ok(c) => c,
         Err(why) => return Ok(Err(why)),
     };
+    let row = match &proof.row {
+        Some(r) => match crate::audit::proof::row_check::check_row(r, &pointer)? {
+            Ok(summary) => Some(summary),
+            Err(why) => return Ok(Err(why)),
+        },
+        None => None,
+    };
     let mut part_file_checked = false;
     if let Some(file) = part_file {
         let (size, digest) = hash_file(file)?;
@@ -134,14 +152,23 @@ pub fn verify_proof(
         sealed_utc: seal.sealed_utc,
         signed_by,
         part_file_checked,
+        row,
     }))
 }
 
 /// The proof's seal, when the proof is of our format, the seal's digest is `head` and it
 /// covers the proof's tree.
 fn proof_seal(proof: &Proof, head: &str) -> std::result::Result<Seal, String> {
-    if proof.format != PROOF_FORMAT {
-        return Err(format!("unknown proof format {:?}", proof.format));
+    let want = match proof.row {
+        Some(_) => ROW_PROOF_FORMAT,
+        None => PROOF_FORMAT,
+    };
+    if proof.format != want {
+        return Err(format!(
+            "proof format {:?} with{} a row (a {want} proof is expected)",
+            proof.format,
+            if proof.row.is_some() { "" } else { "out" }
+        ));
     }
     let seal_digest = sha256_hex(proof.seal.as_bytes());
     if seal_digest != head {

@@ -136,6 +136,7 @@ pub(crate) async fn prove_from_tiles(
         path: path.iter().map(hex::encode).collect(),
         seal: utf8(&stored.bytes, "seal", &stored.key)?,
         seal_sha256: stored.digest.clone(),
+        row: None,
     }))
 }
 

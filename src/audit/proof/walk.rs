@@ -68,6 +68,7 @@ pub(crate) async fn prove_by_walking(
         path: path.iter().map(hex::encode).collect(),
         seal: seal_text,
         seal_sha256: stored.digest.clone(),
+        row: None,
     })
 }
 

@@ -6,10 +6,11 @@ use std::collections::HashSet;
 
 use chrono::{DateTime, Duration, Utc};
 use futures::{StreamExt, TryStreamExt};
+use serde::Serialize;
 
 use crate::base::clock::Clock;
 use crate::base::digest::sha256_hex;
-use crate::base::error::{Error, Result};
+use crate::base::error::{Error, ErrorKind, Result};
 use crate::format::keys;
 use crate::format::keys::history::HistoryKey;
 use crate::format::keys::kind::KeyKind;
@@ -22,6 +23,15 @@ use crate::history::merkle::{self, Hash};
 use crate::history::pointers::READ_CONCURRENCY;
 use crate::history::seal::{read_seals, Seal, SealEntry, StoredSeal};
 use crate::publish::AtomicPublisher;
+
+/// A pointer a seal left out, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NotSealed {
+    /// The pointer's key.
+    pub key: String,
+    /// Why it is not a pointer of ours.
+    pub reason: String,
+}
 
 /// One commit about to be sealed.
 pub(super) struct NewCommit {
@@ -40,6 +50,41 @@ pub(super) struct Draft {
     pub(super) new: Vec<NewCommit>,
     pub(super) watermark: DateTime<Utc>,
     pub(super) ahead: Vec<String>,
+    /// Pointers read and left out: not pointers of ours (see [`taken`]).
+    pub(super) refused: Vec<NotSealed>,
+}
+
+/// A pointer read for sealing: the commit, or the pointer left out when its object is not
+/// a pointer of ours (unparseable, too large, contradicting its key, a symlink): one object
+/// a writer planted must not stop the sealing of every other commit. Other errors (the
+/// store failing) stop it.
+fn taken(key: &str, read: Result<NewCommit>) -> Result<std::result::Result<NewCommit, NotSealed>> {
+    match read {
+        Ok(c) => Ok(Ok(c)),
+        Err(e) if e.kind() == ErrorKind::Integrity || matches!(e, Error::Symlink { .. }) => {
+            tracing::warn!(pointer = %key, error = %e, "not a pointer of ours: left out of the seal (see `lineage verify`)");
+            Ok(Err(NotSealed {
+                key: key.to_string(),
+                reason: e.to_string(),
+            }))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Commits and pointers left out, apart; the latter sorted by key.
+fn split(
+    read: impl IntoIterator<Item = std::result::Result<NewCommit, NotSealed>>,
+) -> (Vec<NewCommit>, Vec<NotSealed>) {
+    let (mut new, mut refused) = (Vec::new(), Vec::new());
+    for r in read {
+        match r {
+            Ok(c) => new.push(c),
+            Err(n) => refused.push(n),
+        }
+    }
+    refused.sort_by(|a: &NotSealed, b| a.key.cmp(&b.key));
+    (new, refused)
 }
 
 /// The draft of the next seal: incremental after a seal of the new format (unless
@@ -110,23 +155,13 @@ async fn draft_incremental(
     let w_prev = time_of(s.watermark_utc.as_deref().unwrap_or_default(), &base.key)?;
     let ahead_prev: HashSet<String> = s.ahead.iter().flatten().cloned().collect();
     let entries = index::list_since(store, Some(w_prev), &ahead_prev).await?;
-    let read: Vec<Option<NewCommit>> = futures::stream::iter(entries)
-        .map(|e| async move {
-            let Some(bytes) = crate::history::pointers::get_pointer(store, &e.pointer_key).await? else {
-                tracing::warn!(index = %e.key, "index entry names a missing pointer; not sealed (see `lineage verify`)");
-                return Ok(None);
-            };
-            let c = read_commit(&e.pointer_key, &bytes)?;
-            if c.committed != Some(e.committed) || c.commit_id != e.commit_id {
-                tracing::warn!(index = %e.key, "index entry disagrees with its pointer; not sealed from it (see `lineage verify`)");
-                return Ok::<_, Error>(None);
-            }
-            Ok(Some(c))
-        })
-        .buffer_unordered(READ_CONCURRENCY)
-        .try_collect()
-        .await?;
-    let mut new: Vec<NewCommit> = read.into_iter().flatten().collect();
+    let read: Vec<Option<std::result::Result<NewCommit, NotSealed>>> =
+        futures::stream::iter(entries)
+            .map(|e| async move { read_indexed(store, &e).await })
+            .buffer_unordered(READ_CONCURRENCY)
+            .try_collect()
+            .await?;
+    let (mut new, refused) = split(read.into_iter().flatten());
     sort_commits(&mut new);
     let watermark = w_prev.max(listed_at - lookback);
     let ahead = ahead_keys(
@@ -142,7 +177,33 @@ async fn draft_incremental(
         new,
         watermark,
         ahead,
+        refused,
     })
+}
+
+/// The commit an index entry names: `None` when its pointer is missing or disagrees with
+/// it (`verify` names both), the pointer left out when it is not one of ours.
+async fn read_indexed(
+    store: &dyn AtomicPublisher,
+    e: &index::Entry,
+) -> Result<Option<std::result::Result<NewCommit, NotSealed>>> {
+    let bytes = match crate::history::pointers::get_pointer(store, &e.pointer_key).await {
+        Ok(Some(b)) => b,
+        Ok(None) => {
+            tracing::warn!(index = %e.key, "index entry names a missing pointer; not sealed (see `lineage verify`)");
+            return Ok(None);
+        }
+        Err(err) => return taken(&e.pointer_key, Err(err)).map(Some),
+    };
+    let c = match taken(&e.pointer_key, read_commit(&e.pointer_key, &bytes))? {
+        Ok(c) => c,
+        Err(refused) => return Ok(Some(Err(refused))),
+    };
+    if c.committed != Some(e.committed) || c.commit_id != e.commit_id {
+        tracing::warn!(index = %e.key, "index entry disagrees with its pointer; not sealed from it (see `lineage verify`)");
+        return Ok(None);
+    }
+    Ok(Some(Ok(c)))
 }
 
 /// Keys at or after the watermark, sorted, without repeats.
@@ -200,7 +261,7 @@ async fn draft_full(
     let watermark = so_far
         .watermark
         .map_or(listed_at - lookback, |w| w.max(listed_at - lookback));
-    let mut new = read_unsealed(store, &so_far.sealed).await?;
+    let (mut new, refused) = read_unsealed(store, &so_far.sealed).await?;
     sort_commits(&mut new);
     let recent_keys = recent_index_keys(store, &seals, watermark - lookback).await?;
     let ahead = ahead_keys(
@@ -223,6 +284,7 @@ async fn draft_full(
         new,
         watermark,
         ahead,
+        refused,
     })
 }
 
@@ -271,25 +333,34 @@ impl SoFar {
     }
 }
 
-/// Every listed pointer not in `sealed`, read.
+/// Every listed pointer not in `sealed`, read; those not ours apart.
 async fn read_unsealed(
     store: &dyn AtomicPublisher,
     sealed: &HashSet<String>,
-) -> Result<Vec<NewCommit>> {
+) -> Result<(Vec<NewCommit>, Vec<NotSealed>)> {
     let listed = store.list(keys::COMMITS_PREFIX).await?;
     let unsealed = listed.into_iter().filter(|o| {
         matches!(keys::classify(&o.key), KeyKind::Pointer { .. }) && !sealed.contains(&o.key)
     });
-    futures::stream::iter(unsealed)
+    let read: Vec<std::result::Result<NewCommit, NotSealed>> = futures::stream::iter(unsealed)
         .map(|o| async move {
-            let bytes = crate::history::pointers::get_pointer(store, &o.key)
-                .await?
-                .ok_or_else(|| Error::NotFound(o.key.clone()))?;
-            read_commit(&o.key, &bytes)
+            let read = match crate::history::pointers::get_pointer(store, &o.key).await {
+                Ok(Some(bytes)) => read_commit(&o.key, &bytes),
+                // Listed, but not there to read: gone since (or never a file).
+                Ok(None) => {
+                    return Ok(Err(NotSealed {
+                        key: o.key.clone(),
+                        reason: "listed, but not there to read".into(),
+                    }))
+                }
+                Err(e) => Err(e),
+            };
+            taken(&o.key, read)
         })
         .buffer_unordered(READ_CONCURRENCY)
         .try_collect()
-        .await
+        .await?;
+    Ok(split(read))
 }
 
 /// The index keys of commits sealed earlier but committed at or after the watermark: their

@@ -37,11 +37,13 @@ use crate::format::keys;
 use crate::format::keys::seal_key;
 use crate::format::pointer::tool_version;
 use crate::history::complete;
+pub use crate::history::delta::DeltaConflict;
 use crate::history::head::{self, Heads};
 use crate::history::merkle;
 use crate::history::seal::{Seal, StoredSeal, MAX_SEAL_ATTEMPTS, SEAL_FORMAT_V2};
 use crate::history::signing::key_id;
 use crate::publish::AtomicPublisher;
+pub use draft::NotSealed;
 use draft::{draft, Draft};
 
 /// Default lookback: how late (by the sealer's clock) an index entry may land and still be
@@ -108,27 +110,18 @@ pub async fn seal_with(
         if !opts.compactions.is_empty() {
             compactions_still_planned(store, newest.as_ref(), opts).await?;
         }
-        let draft = draft(store, clock, opts.lookback, opts.rescan, heads, newest).await?;
+        let mut draft = draft(store, clock, opts.lookback, opts.rescan, heads, newest).await?;
         let full = draft.all_leaves.is_some();
+        let not_sealed = std::mem::take(&mut draft.refused);
         if draft.new.is_empty() && !opts.allow_empty && opts.compactions.is_empty() {
-            return Ok(nothing_new(draft.prev.as_ref(), full, lost));
+            return Ok(SealOutcome {
+                not_sealed,
+                ..nothing_new(draft.prev.as_ref(), full, lost)
+            });
         }
         let (seal, bytes) = build(draft_seal(&draft, clock, &opts.compactions)?, signing)?;
         let key = seal_key(seal.seq);
-        let max = store.read_limits().max_seal_bytes;
-        if bytes.len() as u64 > max {
-            return Err(Error::usage(text![
-                format!(
-                    "{key} would be {} bytes ({} commits), more than ",
-                    bytes.len(),
-                    seal.entries.len()
-                ),
-                Param::MaxSealBytes,
-                format!(" {max}: every reader would refuse it; pass a larger "),
-                Param::MaxSealBytes,
-                " here and to every command that reads this store"
-            ]));
-        }
+        within_limit(store, &key, &bytes, &seal)?;
         if !crate::publish::checked::publish_racing(store, &key, bytes.clone()).await? {
             tracing::info!(
                 seq = seal.seq,
@@ -137,7 +130,7 @@ pub async fn seal_with(
             continue;
         }
         tracing::info!(seq = seal.seq, tree_size = seal.tree_size, full, "sealed");
-        finish(store, &draft, &seal, &key, &bytes, opts).await?;
+        let delta_conflict = finish(store, &draft, &seal, &key, &bytes, opts).await?;
         return Ok(SealOutcome {
             seq: seal.seq,
             key,
@@ -149,12 +142,33 @@ pub async fn seal_with(
             lost_races: lost,
             full_scan: full,
             nothing_new: false,
+            not_sealed,
+            delta_conflict,
         });
     }
     Err(Error::Conflict {
         key: keys::SEALS_PREFIX.to_string(),
         message: format!("lost {MAX_SEAL_ATTEMPTS} sealing races in a row; try again"),
     })
+}
+
+/// Refuse a seal larger than its readers read ([`Param::MaxSealBytes`]).
+fn within_limit(store: &dyn AtomicPublisher, key: &str, bytes: &Bytes, seal: &Seal) -> Result<()> {
+    let max = store.read_limits().max_seal_bytes;
+    if bytes.len() as u64 > max {
+        return Err(Error::usage(text![
+            format!(
+                "{key} would be {} bytes ({} commits), more than ",
+                bytes.len(),
+                seal.entries.len()
+            ),
+            Param::MaxSealBytes,
+            format!(" {max}: every reader would refuse it; pass a larger "),
+            Param::MaxSealBytes,
+            " here and to every command that reads this store"
+        ]));
+    }
+    Ok(())
 }
 
 /// Refuse an unsigned seal after a signed one.
@@ -211,7 +225,8 @@ async fn compactions_still_planned(
 }
 
 /// After seal `seal` (stored as `key`, `bytes`) is published: its locators, tiles and head
-/// marker, then a Delta checkpoint when one is due.
+/// marker, then a Delta checkpoint when one is due. Returns the Delta version name held by
+/// an object not ours, when one is.
 async fn finish(
     store: &dyn AtomicPublisher,
     draft: &Draft,
@@ -219,9 +234,9 @@ async fn finish(
     key: &str,
     bytes: &Bytes,
     opts: &SealOptions,
-) -> Result<()> {
+) -> Result<Option<DeltaConflict>> {
     let stored = StoredSeal::new(key.to_string(), seal.seq, bytes.clone());
-    match &draft.all_leaves {
+    let completed = match &draft.all_leaves {
         Some(leaves) => {
             let mut leaves = leaves.clone();
             leaves.extend(
@@ -229,12 +244,10 @@ async fn finish(
                     .iter()
                     .map(|e| (e.key.clone(), e.sha256.clone())),
             );
-            complete::complete_growth(store, seal.seq, 0, &leaves).await?;
+            complete::complete_growth(store, seal.seq, 0, &leaves).await?
         }
-        None => {
-            complete::complete(store, &stored).await?;
-        }
-    }
+        None => complete::complete(store, &stored).await?,
+    };
     // The checkpoint is an optimisation for Delta readers: the seal stands without it.
     if let Err(e) = crate::history::delta_checkpoint::write_if_due(
         store,
@@ -247,7 +260,7 @@ async fn finish(
     {
         tracing::warn!(seq = seal.seq, error = %e, "Delta checkpoint not written");
     }
-    Ok(())
+    Ok(completed.delta_conflict)
 }
 
 /// The outcome of a seal with nothing new to add: the current head, nothing published.
@@ -267,6 +280,8 @@ fn nothing_new(prev: Option<&StoredSeal>, full: bool, lost: u64) -> SealOutcome 
         lost_races: lost,
         full_scan: full,
         nothing_new: true,
+        not_sealed: Vec::new(),
+        delta_conflict: None,
     }
 }
 
@@ -362,6 +377,14 @@ pub struct SealOutcome {
     /// [`SealOptions::allow_empty`]): the other fields describe the current head (`seq` 0
     /// and empty digests when the store has no seal).
     pub nothing_new: bool,
+    /// Pointers read and left out of the seal, because their objects are not pointers of
+    /// ours (unparseable, too large, contradicting their keys): sealing goes on without
+    /// them, and `verify` names them. Sorted by key.
+    pub not_sealed: Vec<NotSealed>,
+    /// A Delta version name held by an object not ours: the seal is published and
+    /// complete, but the Delta log is not extended past that object until it is gone
+    /// (docs/operations.md). `verify` names the object.
+    pub delta_conflict: Option<DeltaConflict>,
 }
 
 /// Write the next seal over every commit not sealed yet, with the default options of

@@ -95,8 +95,9 @@ resource "aws_iam_role" "this" {
   tags               = var.tags
 }
 
-# Create-only puts and reads of parts, pointers and commit-key claims under the store's
-# prefix (the bucket policy refuses anything else); no seal, no delete.
+# Create-only puts and reads of parts, pointers, index entries, commit-key claims and the
+# store identity under the store's prefix (the bucket policy refuses anything else); no
+# seal, no delete.
 resource "aws_iam_role_policy_attachment" "writer" {
   role       = aws_iam_role.this.name
   policy_arn = var.writer_policy_arn

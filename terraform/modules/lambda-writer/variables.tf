@@ -20,7 +20,7 @@ variable "store_prefix" {
 }
 
 variable "writer_policy_arn" {
-  description = "The archive's writer policy (the s3-archive module's `policy_arns[\"writer\"]`): create-only puts of parts, pointers and commit-key claims, reads of them, the archive's KMS key. The function's role gets this and only what its trigger and logs need."
+  description = "The archive's writer policy (the s3-archive module's `policy_arns[\"writer\"]`): create-only puts of parts, pointers, index entries, commit-key claims and the store identity, reads of them, the archive's KMS key. The function's role gets this and only what its trigger and logs need."
   type        = string
 }
 

@@ -1,6 +1,7 @@
 //! `verify`, `repair`, `sweep`, seals and proofs: clean stores, tampering, races, and the
 //! audit commands through the CLI.
 
+mod auditor;
 mod clean;
 mod cli;
 mod in_flight;
@@ -9,6 +10,7 @@ mod partition_values;
 mod races;
 mod repair_history;
 mod repair_sweep;
+mod row_proof;
 mod seal;
 mod signing;
 mod tamper;

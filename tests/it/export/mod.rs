@@ -1,3 +1,4 @@
 //! Exports of a store's events.
 
+mod hostile_endpoint;
 mod openlineage;

@@ -14,7 +14,7 @@ use sha2::{Digest, Sha256};
 
 use crate::support::{self, sample};
 
-fn lineage_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+pub(super) fn lineage_env(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut c = Command::new(env!("CARGO_BIN_EXE_lineage"));
     c.args(args)
         .env_remove("LINEAGE_STORE")
@@ -33,7 +33,7 @@ fn ok(o: &Output) -> String {
 }
 
 /// Two runs: run-a into EPSG:4326 and EPSG:3857, sealed; then run-b appended unsealed.
-fn store(dir: &Path) -> String {
+pub(super) fn store(dir: &Path) -> String {
     let s = dir.join("store").display().to_string();
     let rows = sample::events(60);
     let a: Vec<Value> = rows
@@ -376,7 +376,7 @@ fn serve(mut conn: TcpStream, reply: Reply) -> Option<Seen> {
     })
 }
 
-fn post(store: &str, url: &str, extra: &[&str]) -> Output {
+pub(super) fn post(store: &str, url: &str, extra: &[&str]) -> Output {
     let mut args = vec![
         "export",
         "openlineage",

@@ -5,6 +5,7 @@ mod cli;
 mod legacy;
 mod legacy_layout;
 mod listing_order;
+mod plants;
 mod races;
 mod seal;
 mod shard;
