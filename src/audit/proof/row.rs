@@ -138,7 +138,7 @@ fn locate(
     max_page: u64,
 ) -> Result<Option<(u64, serde_json::Value)>> {
     let schema = contract::version(&p.schema_version)?.schema();
-    let batches = crate::read::scan::decode(&p.part_path, bytes, &schema, None, max_page)?;
+    let (batches, _rows) = crate::read::scan::decode(&p.part_path, bytes, &schema, None, max_page)?;
     let mut offset = 0u64;
     for b in &batches {
         let ids = b

@@ -118,7 +118,7 @@ fn locate_at(
     index: u64,
 ) -> Result<Option<(Option<String>, serde_json::Value)>> {
     let schema = contract::version(&p.schema_version)?.schema();
-    let batches = crate::read::scan::decode(
+    let (batches, _rows) = crate::read::scan::decode(
         &p.part_path,
         bytes,
         &schema,
