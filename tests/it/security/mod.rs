@@ -6,6 +6,7 @@ mod hostile_pointers;
 mod input_sizes;
 mod keys;
 mod lying_footers;
+mod memory;
 mod output;
 mod sizes;
 mod symlinks;

@@ -11,7 +11,7 @@ use crate::support::text;
 /// Run `lineage` and return its output and its peak resident set size in KiB: measured
 /// by a Python process whose only child it is (`getrusage(RUSAGE_CHILDREN).ru_maxrss`),
 /// so nothing else this test binary runs is counted.
-fn peak_rss_kib(args: &[&str]) -> (std::process::Output, i64) {
+pub(crate) fn peak_rss_kib(args: &[&str]) -> (std::process::Output, i64) {
     const MEASURE: &str = "import resource, subprocess, sys\n\
         p = subprocess.run(sys.argv[1:], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)\n\
         sys.stdout.buffer.write(p.stdout)\n\
