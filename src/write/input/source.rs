@@ -394,7 +394,7 @@ impl BatchSource for Input {
         match self.format {
             Format::Ndjson => read_ndjson(f, &self.name(), self.max_line, emit),
             Format::Csv => csv::read(BufReader::with_capacity(1 << 20, f), self.max_line, emit),
-            Format::Arrow => binary::read_arrow(f, self.max_line, emit),
+            Format::Arrow => binary::read_arrow(f, &self.name(), self.max_line, emit),
             Format::Parquet => binary::read_parquet(f, self.max_line, self.max_page, emit),
         }
     }
