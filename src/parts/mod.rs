@@ -2,6 +2,7 @@
 
 pub mod encode;
 pub mod multiset;
+pub(crate) mod decoded;
 pub mod pages;
 pub mod read;
 pub(crate) mod scan;

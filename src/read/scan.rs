@@ -291,9 +291,9 @@ async fn read_part(
         .fetch_add(part.pointer.size_bytes, Ordering::Relaxed);
     let key = part.pointer.part_path.clone();
     let feature = opts.feature_id.clone();
-    let max_page = store.read_limits().max_page_bytes;
+    let limits = store.read_limits();
     let batches =
-        crate::base::pool::run(move || decode(&key, bytes, &schema, feature.as_deref(), max_page))
+        crate::base::pool::run(move || decode(&key, bytes, &schema, feature.as_deref(), limits))
             .await??;
     let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
     stats.rows.fetch_add(rows as u64, Ordering::Relaxed);
@@ -307,14 +307,14 @@ pub(crate) fn decode(
     bytes: Bytes,
     schema: &SchemaRef,
     feature: Option<&str>,
-    max_page: u64,
+    limits: crate::base::limits::ReadLimits,
 ) -> Result<Vec<RecordBatch>> {
     let bad = |m: String| Error::Corrupt {
         what: "part",
         key: key.to_string(),
         message: m.into(),
     };
-    let builder = crate::parts::pages::builder(bytes, max_page).map_err(|m| Error::Corrupt {
+    let builder = crate::parts::pages::builder(bytes, limits).map_err(|m| Error::Corrupt {
         what: "part",
         key: key.to_string(),
         message: m,

@@ -13,7 +13,7 @@ use crate::report::model::AuditReport;
 
 /// Characters of one value shown at most (a part key with the longest `run_id` is about
 /// 250).
-pub const MAX_SHOWN_CHARS: usize = 512;
+pub(super) const MAX_SHOWN_CHARS: usize = 512;
 
 /// `r` with every string (and map key) as [`shown`] makes it.
 pub(crate) fn shown_report(r: &AuditReport) -> Result<AuditReport> {
