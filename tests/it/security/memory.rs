@@ -74,3 +74,52 @@ fn lines_of_unknown_fields_are_refused_by_append_in_flat_memory() {
     );
     assert!(!store.exists() || std::fs::read_dir(&store).unwrap().next().is_none());
 }
+
+/// A Parquet file of one string column `name`: `rows` rows of one `value_len`-byte value,
+/// dictionary-encoded (the dictionary holds it once, every data page only indices), with
+/// no Arrow schema stored, so readers decode it as plain strings: one value per row.
+/// Built from a dictionary array: the test never holds the decoded column.
+fn one_value_repeated(name: &str, rows: usize, value_len: usize) -> Vec<u8> {
+    use std::sync::Arc;
+    let keys = arrow_array::Int32Array::from(vec![0; rows]);
+    let values = arrow_array::StringArray::from(vec!["v".repeat(value_len)]);
+    let dict = arrow_array::DictionaryArray::new(keys, Arc::new(values));
+    let b = arrow_array::RecordBatch::try_from_iter([(name, Arc::new(dict) as _)]).unwrap();
+    let opts = parquet::arrow::arrow_writer::ArrowWriterOptions::new().with_skip_arrow_metadata(true);
+    let mut w =
+        parquet::arrow::ArrowWriter::try_new_with_options(Vec::new(), b.schema(), opts).unwrap();
+    w.write(&b).unwrap();
+    w.into_inner().unwrap()
+}
+
+/// Item 5: a checkpoint of a few kilobytes, 300,000 rows sharing one 10 KB dictionary
+/// value, made `verify` decode 3 GB (4.3 GB peak). Its decoded bound is read from its page
+/// headers and dictionary first: it is named, not decoded.
+#[tokio::test]
+async fn a_planted_checkpoint_repeating_one_long_value_is_named_without_decoding_it() {
+    let (_tmp, root, _) = crate::security::sizes::sealed_local_store().await;
+    let store = root.to_str().unwrap();
+    let version = std::fs::read_dir(root.join("_delta_log"))
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            name.strip_suffix(".json")?.parse::<u64>().ok()
+        })
+        .min()
+        .expect("a Delta version after the seal");
+    let key = lineage_store::internal::keys::delta_checkpoint_key(version);
+    let bomb = one_value_repeated("add", 300_000, 10_000);
+    assert!(bomb.len() < 64 << 10, "{} bytes", bomb.len());
+    std::fs::write(root.join(&key), &bomb).unwrap();
+    let (o, peak) = peak_rss_kib(&["verify", "--store", store, "--grace", "0s"]);
+    let (out, err) = text(&o);
+    eprintln!("verify with a {}-byte checkpoint bomb: peak RSS {peak} KiB", bomb.len());
+    assert_eq!(o.status.code(), Some(1), "{out}{err}");
+    assert!(
+        out.lines().any(|l| l.contains(&format!("bad_delta_checkpoint: {key}"))
+            && l.contains("decodes to more than the 268435456 bytes")
+            && l.contains("--max-decoded-bytes")),
+        "{out}"
+    );
+    assert!(peak < PEAK_KIB, "peak RSS {peak} KiB");
+}

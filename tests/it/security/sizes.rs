@@ -37,7 +37,7 @@ pub(crate) fn peak_rss_kib(args: &[&str]) -> (std::process::Output, i64) {
 }
 
 /// [`local_store`], sealed by `lineage seal` (seal 1 covers every commit).
-async fn sealed_local_store() -> (
+pub(crate) async fn sealed_local_store() -> (
     tempfile::TempDir,
     std::path::PathBuf,
     Vec<lineage_store::Pointer>,
