@@ -123,3 +123,86 @@ async fn a_planted_checkpoint_repeating_one_long_value_is_named_without_decoding
     );
     assert!(peak < PEAK_KIB, "peak RSS {peak} KiB");
 }
+
+/// `part` (one of ours) made a bomb: `rows` copies of its first row, `audit_tag` one
+/// `value_len`-byte dictionary value for all of them; its footer's metadata (commit id,
+/// contract version, Arrow schema: `audit_tag` is a string) kept.
+fn bomb_part(part: &[u8], rows: usize, value_len: usize) -> Vec<u8> {
+    use std::sync::Arc;
+    let reader =
+        parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::copy_from_slice(part))
+            .unwrap();
+    let kv = reader.metadata().file_metadata().key_value_metadata().cloned();
+    let first = reader.build().unwrap().next().unwrap().unwrap();
+    let zeros = arrow_array::UInt32Array::from(vec![0u32; rows]);
+    let mut fields = Vec::new();
+    let mut cols: Vec<arrow_array::ArrayRef> = Vec::new();
+    for (f, c) in first.schema().fields().iter().zip(first.columns()) {
+        if f.name() == "audit_tag" {
+            let keys = arrow_array::Int32Array::from(vec![0; rows]);
+            let values = arrow_array::StringArray::from(vec!["t".repeat(value_len)]);
+            let d = arrow_array::DictionaryArray::new(keys, Arc::new(values));
+            let ty = arrow_array::Array::data_type(&d).clone();
+            fields.push(arrow_schema::Field::new(f.name(), ty, true));
+            cols.push(Arc::new(d));
+        } else {
+            fields.push(f.as_ref().clone());
+            cols.push(arrow_select::take::take(c, &zeros, None).unwrap());
+        }
+    }
+    let b = arrow_array::RecordBatch::try_new(Arc::new(arrow_schema::Schema::new(fields)), cols)
+        .unwrap();
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_key_value_metadata(kv)
+        .build();
+    let opts = parquet::arrow::arrow_writer::ArrowWriterOptions::new()
+        .with_properties(props)
+        .with_skip_arrow_metadata(true);
+    let mut w =
+        parquet::arrow::ArrowWriter::try_new_with_options(Vec::new(), b.schema(), opts).unwrap();
+    w.write(&b).unwrap();
+    w.into_inner().unwrap()
+}
+
+/// Item 6: a crafted part of a few tens of kilobytes (100,000 rows sharing one 20 KB
+/// `audit_tag`) under its pointer's digests: `verify` called it clean while `scan` and
+/// `export` decoded gigabytes. Its decoded bound is over `--max-decoded-bytes`: `verify`
+/// names it, and every reader refuses it (exit 1) without decoding it.
+#[tokio::test]
+async fn a_part_decoding_past_the_bound_is_named_by_verify_and_refused_by_its_readers() {
+    let (tmp, root, ptrs) = crate::security::symlinks::local_store().await;
+    let store = root.to_str().unwrap();
+    let p = &ptrs[0];
+    let bomb = bomb_part(&std::fs::read(root.join(&p.part_path)).unwrap(), 100_000, 20_000);
+    assert!(bomb.len() < 128 << 10, "{} bytes", bomb.len());
+    std::fs::write(root.join(&p.part_path), &bomb).unwrap();
+    let mut q = p.clone();
+    q.size_bytes = bomb.len() as u64;
+    q.sha256 = lineage_store::internal::encode::sha256_hex(&bomb);
+    q.blake3 = None;
+    q.row_count = 100_000;
+    let pk = lineage_store::internal::keys::pointer_key(&p.run_id, &p.commit_id);
+    std::fs::write(root.join(&pk), q.to_bytes().unwrap()).unwrap();
+    // Sealed as any commit is (the readers read what the seals vouch for).
+    let o = crate::support::lineage(&["seal", "--store", store], None);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let out_dir = tmp.path().join("out");
+    let out = out_dir.to_str().unwrap();
+    for args in [
+        &["verify", "--store", store, "--grace", "0s"][..],
+        &["scan", "--store", store, "--out", "-"][..],
+        &["export", "openlineage", "--store", store, "--out", out][..],
+    ] {
+        let (o, peak) = peak_rss_kib(args);
+        let (stdout, err) = text(&o);
+        eprintln!("{args:?}: peak RSS {peak} KiB");
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {stdout}{err}");
+        let told = format!("{stdout}{err}");
+        assert!(
+            told.lines().any(|l| l.contains(&p.part_path)
+                && l.contains("decodes to more than the 268435456 bytes")),
+            "{args:?}: {told}"
+        );
+        assert!(peak < PEAK_KIB, "{args:?}: peak RSS {peak} KiB");
+    }
+}
