@@ -215,10 +215,9 @@ async fn check_parts(
             };
             let key = p.pointer.part_path.clone();
             let limits = store.read_limits();
-            let stats = crate::base::pool::run(move || {
-                crate::parts::scan::part_stats(&key, bytes, limits)
-            })
-            .await??;
+            let stats =
+                crate::base::pool::run(move || crate::parts::scan::part_stats(&key, bytes, limits))
+                    .await??;
             Ok::<_, Error>(Ok(ExportedCommit {
                 pointer: p.pointer,
                 pointer_sha256: p.pointer_sha256,

@@ -188,7 +188,9 @@ mod tests {
         assert!(bytes.len() < 64 << 10, "{} bytes", bytes.len());
         let bound = check_object(&meta, &bytes, u64::MAX).unwrap();
         assert!(bound >= 3_000 * 10_000, "{bound}");
-        let e = check_object(&meta, &bytes, 10 << 20).unwrap_err().to_string();
+        let e = check_object(&meta, &bytes, 10 << 20)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("more than the 10485760 bytes") && e.contains("--max-decoded-bytes"),
             "{e}"

@@ -1,8 +1,8 @@
 //! Parts: encoding a flush as Parquet, and reading parts back in pieces.
 
+pub(crate) mod decoded;
 pub mod encode;
 pub mod multiset;
-pub(crate) mod decoded;
 pub mod pages;
 pub mod read;
 pub(crate) mod scan;

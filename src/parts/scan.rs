@@ -194,14 +194,22 @@ pub(crate) struct PartCounts {
 }
 
 /// A part's counts per stage ([`count_part`] without the histogram).
-pub(crate) fn part_stats(key: &str, bytes: Bytes, limits: crate::base::limits::ReadLimits) -> Result<PartStats> {
+pub(crate) fn part_stats(
+    key: &str,
+    bytes: Bytes,
+    limits: crate::base::limits::ReadLimits,
+) -> Result<PartStats> {
     count_part(key, bytes, limits).map(|c| c.stats)
 }
 
 /// Count the rows of a part, from its bytes (already checked against its pointer by the
 /// trusted read path: the counts are of the bytes the digest covers). Only the counted
 /// columns are decoded, a batch at a time, no page over `limits` bytes.
-pub(crate) fn count_part(key: &str, bytes: Bytes, limits: crate::base::limits::ReadLimits) -> Result<PartCounts> {
+pub(crate) fn count_part(
+    key: &str,
+    bytes: Bytes,
+    limits: crate::base::limits::ReadLimits,
+) -> Result<PartCounts> {
     let bad = |m: String| corrupt(key, m);
     let builder = crate::parts::pages::builder(bytes, limits).map_err(|m| corrupt(key, m))?;
     // Leaf index of each counted column (the contract is flat: one leaf per field).

@@ -25,7 +25,9 @@ fn walk(v: Value) -> Value {
     match v {
         Value::String(s) => Value::String(shown(&s)),
         Value::Array(a) => Value::Array(a.into_iter().map(walk).collect()),
-        Value::Object(o) => Value::Object(o.into_iter().map(|(k, v)| (shown(&k), walk(v))).collect()),
+        Value::Object(o) => {
+            Value::Object(o.into_iter().map(|(k, v)| (shown(&k), walk(v))).collect())
+        }
         other => other,
     }
 }

@@ -63,7 +63,11 @@ pub(crate) struct Found {
 }
 
 /// Rows of a Parquet file's bytes, into `m`; `Err` says why they cannot be read.
-fn rows_into(bytes: Bytes, limits: crate::base::limits::ReadLimits, m: &mut RowMultiset) -> std::result::Result<(), String> {
+fn rows_into(
+    bytes: Bytes,
+    limits: crate::base::limits::ReadLimits,
+    m: &mut RowMultiset,
+) -> std::result::Result<(), String> {
     // A problem's words are the reference wording (a verify report reads the same from
     // every front end).
     let reader = crate::parts::pages::builder(bytes, limits)

@@ -120,7 +120,12 @@ pub(super) async fn facts_from(
     let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Skip);
     let arrow_meta = ArrowReaderMetadata::try_new(meta.clone(), options.clone())
         .map_err(|e| bad(format!("no Arrow schema in the footer: {e}")))?;
-    decoded_bound(src, key, size, &meta).await?;
+    // A part read whole already (for its digests), or large enough that its bytes were
+    // read for them anyway; a small part whose footer alone is read (an orphan `repair`
+    // looks at) is bounded by its readers only.
+    if matches!(src, Source::Memory(..)) || size >= LOCAL_HASH_MIN_BYTES {
+        decoded_bound(src, key, size, &meta).await?;
+    }
     let mut facts = footer_facts(&meta, &arrow_meta);
     if let Some(problem) = schema_problem(&facts, &arrow_meta) {
         facts.schema_problem = Some(problem);
@@ -266,7 +271,12 @@ fn footer_facts(meta: &ParquetMetaData, arrow_meta: &ArrowReaderMetadata) -> Par
 /// [`max_decoded_bytes`](crate::base::limits::ReadLimits::max_decoded_bytes) (what every
 /// reader of it would refuse, see [`crate::parts::decoded`]): every column chunk fetched,
 /// one at a time, and bounded from its page headers and dictionary.
-async fn decoded_bound(src: &Source<'_>, key: &str, size: u64, meta: &ParquetMetaData) -> Result<()> {
+async fn decoded_bound(
+    src: &Source<'_>,
+    key: &str,
+    size: u64,
+    meta: &ParquetMetaData,
+) -> Result<()> {
     let (max, mut total) = (src.limits().max_decoded_bytes, 0u64);
     for (g, rg) in meta.row_groups().iter().enumerate() {
         for col in rg.columns() {
@@ -286,7 +296,10 @@ async fn decoded_bound(src: &Source<'_>, key: &str, size: u64, meta: &ParquetMet
                 .map_err(|why| corrupt(key, format!("row group {g}, column {path}: {why}")))?;
             total = total.saturating_add(bound);
             if total > max {
-                return Err(corrupt(key, crate::parts::decoded::too_much(max, total, g, &path)));
+                return Err(corrupt(
+                    key,
+                    crate::parts::decoded::too_much(max, total, g, &path),
+                ));
             }
         }
     }

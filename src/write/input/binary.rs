@@ -14,8 +14,8 @@ use crate::base::error::{Error, Result};
 use crate::base::rejection::{InputError, Place};
 use crate::schema::events::{Origin, SourcedBatch};
 use crate::write::conform;
-use crate::write::input::ipc_frames;
 use crate::write::input::guard::DEFAULT_MAX_LINE_BYTES;
+use crate::write::input::ipc_frames;
 
 /// Hands batches on in their contract version's schema, numbering rows from 1 across them;
 /// a string value longer than `max_value` bytes refuses the input, naming its row and field.
@@ -81,12 +81,14 @@ fn collect(
 }
 
 pub(super) fn parse_arrow(bytes: Bytes) -> Result<Vec<SourcedBatch>> {
-    collect(|emit| read_arrow(
+    collect(|emit| {
+        read_arrow(
             Cursor::new(bytes),
             std::path::Path::new("<input>"),
             DEFAULT_MAX_LINE_BYTES,
             emit,
-        ))
+        )
+    })
 }
 
 pub(super) fn parse_parquet(bytes: Bytes) -> Result<Vec<SourcedBatch>> {
@@ -115,9 +117,7 @@ fn guarded_batches<I: Iterator<Item = Result<RecordBatch>>>(
     what: &'static str,
     mut reader: I,
 ) -> impl Iterator<Item = Result<RecordBatch>> {
-    std::iter::from_fn(move || {
-        guarded(what, || Ok(reader.next())).unwrap_or_else(|e| Some(Err(e)))
-    })
+    std::iter::from_fn(move || guarded(what, || Ok(reader.next())).unwrap_or_else(|e| Some(Err(e))))
 }
 
 /// Read an Arrow IPC file (it starts with `ARROW1`) or stream, batch by batch. Every
@@ -132,7 +132,11 @@ pub(super) fn read_arrow<R: Read + Seek>(
     let n = read_full(&mut r, &mut magic).map_err(|e| Error::io("<input>", e))?;
     r.rewind().map_err(|e| Error::io("<input>", e))?;
     let file = n == 6 && &magic == b"ARROW1";
-    let what = if file { "Arrow IPC file" } else { "Arrow IPC stream" };
+    let what = if file {
+        "Arrow IPC file"
+    } else {
+        "Arrow IPC stream"
+    };
     ipc_frames::check(&mut r, file).map_err(|why| {
         Error::usage(format!(
             "{}: corrupt {what}: {why}; the input is refused",
@@ -150,9 +154,8 @@ pub(super) fn read_arrow<R: Read + Seek>(
         sourced(guarded_batches(what, batches), &plan, max_value, emit)
     } else {
         let rd = guarded(what, || {
-            arrow_ipc::reader::StreamReader::try_new(std::io::BufReader::new(r), None).map_err(
-                |e| Error::usage(format!("not a readable Arrow IPC file or stream: {e}")),
-            )
+            arrow_ipc::reader::StreamReader::try_new(std::io::BufReader::new(r), None)
+                .map_err(|e| Error::usage(format!("not a readable Arrow IPC file or stream: {e}")))
         })?;
         let plan = conform::plan(rd.schema().as_ref())?;
         let batches =
@@ -201,9 +204,13 @@ pub(super) fn read_parquet<R: ChunkReader + 'static>(
             .build()
             .map_err(|e| Error::usage(format!("cannot read Parquet file: {e}")))
     })?;
-    let batches =
-        reader.map(|b| b.map_err(|e| Error::usage(format!("corrupt Parquet file: {e}"))));
-    sourced(guarded_batches("Parquet file", batches), &plan, max_value, emit)
+    let batches = reader.map(|b| b.map_err(|e| Error::usage(format!("corrupt Parquet file: {e}"))));
+    sourced(
+        guarded_batches("Parquet file", batches),
+        &plan,
+        max_value,
+        emit,
+    )
 }
 
 /// Fill `buf`, or up to the end of the input.

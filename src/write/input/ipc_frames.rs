@@ -72,7 +72,8 @@ fn check_stream<R: Read + Seek>(r: &mut R, len: u64) -> Result<(), String> {
         if meta == 0 {
             return Ok(());
         }
-        let meta = u64::try_from(meta).map_err(|_| format!("message {n}: metadata length {meta}"))?;
+        let meta =
+            u64::try_from(meta).map_err(|_| format!("message {n}: metadata length {meta}"))?;
         if meta > len - at {
             return Err(format!(
                 "message {n}: metadata of {meta} bytes, past the end of the input ({} left)",
@@ -121,14 +122,26 @@ fn check_file<R: Read + Seek>(r: &mut R, len: u64) -> Result<(), String> {
     {
         let (offset, meta, body) = (block.offset(), block.metaDataLength(), block.bodyLength());
         let why = |what: &str| {
-            format!("block {} (offset {offset}, metadata {meta}, body {body} bytes): {what}", i + 1)
+            format!(
+                "block {} (offset {offset}, metadata {meta}, body {body} bytes): {what}",
+                i + 1
+            )
         };
-        let (o, m, b) = match (u64::try_from(offset), u64::try_from(meta), u64::try_from(body)) {
+        let (o, m, b) = match (
+            u64::try_from(offset),
+            u64::try_from(meta),
+            u64::try_from(body),
+        ) {
             (Ok(o), Ok(m), Ok(b)) if m >= 8 => (o, m, b),
             _ => return Err(why("a negative or too short length")),
         };
-        if o.checked_add(m).and_then(|e| e.checked_add(b)).is_none_or(|e| e > data_end) {
-            return Err(why(&format!("lies past the data, which ends at byte {data_end}")));
+        if o.checked_add(m)
+            .and_then(|e| e.checked_add(b))
+            .is_none_or(|e| e > data_end)
+        {
+            return Err(why(&format!(
+                "lies past the data, which ends at byte {data_end}"
+            )));
         }
         let bytes = read_at(r, o, m)?;
         let skip = if bytes[..4] == CONTINUATION[..] { 8 } else { 4 };
@@ -144,9 +157,9 @@ fn check_file<R: Read + Seek>(r: &mut R, len: u64) -> Result<(), String> {
 fn batch_fits(message: &Message<'_>, body: u64) -> Result<(), String> {
     let rb = match message.header_type() {
         MessageHeader::RecordBatch => message.header_as_record_batch(),
-        MessageHeader::DictionaryBatch => message
-            .header_as_dictionary_batch()
-            .and_then(|d| d.data()),
+        MessageHeader::DictionaryBatch => {
+            message.header_as_dictionary_batch().and_then(|d| d.data())
+        }
         _ => None,
     };
     let Some(rb) = rb else {

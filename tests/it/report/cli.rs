@@ -625,7 +625,10 @@ fn controls_are_shown_escaped_and_long_values_cut_in_markdown_and_html() {
             written.contains("… (17000 bytes in all, cut)"),
             "{format}: the long value is not cut"
         );
-        assert!(!written.contains(&"L".repeat(513)), "{format}: over 512 characters");
+        assert!(
+            !written.contains(&"L".repeat(513)),
+            "{format}: over 512 characters"
+        );
         assert!(written.len() < 1 << 20, "{format}: {} bytes", written.len());
     }
     let out = dir.path().join("x.json");

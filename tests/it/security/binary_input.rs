@@ -11,7 +11,10 @@ use crate::support::{lineage, text};
 /// message's first non-empty buffer claiming a million bytes more than it has.
 fn lying_buffer(ipc: &[u8]) -> Vec<u8> {
     let mut at = match ipc.starts_with(b"ARROW1") {
-        true => (8..ipc.len()).step_by(8).find(|&i| ipc[i..i + 4] == [0xff; 4]).unwrap(),
+        true => (8..ipc.len())
+            .step_by(8)
+            .find(|&i| ipc[i..i + 4] == [0xff; 4])
+            .unwrap(),
         false => 0,
     };
     loop {
@@ -20,7 +23,12 @@ fn lying_buffer(ipc: &[u8]) -> Vec<u8> {
         let m = &ipc[at + 8..at + 8 + meta];
         let msg = arrow_ipc::root_as_message(m).unwrap();
         if let Some(rb) = msg.header_as_record_batch() {
-            let b = rb.buffers().unwrap().iter().find(|b| b.length() > 0).unwrap();
+            let b = rb
+                .buffers()
+                .unwrap()
+                .iter()
+                .find(|b| b.length() > 0)
+                .unwrap();
             let pattern = [b.offset().to_le_bytes(), b.length().to_le_bytes()].concat();
             let found: Vec<usize> = m
                 .windows(16)
@@ -28,7 +36,11 @@ fn lying_buffer(ipc: &[u8]) -> Vec<u8> {
                 .filter(|(_, w)| *w == pattern)
                 .map(|(i, _)| i)
                 .collect();
-            assert_eq!(found.len(), 1, "the buffer's bytes are unique in the metadata");
+            assert_eq!(
+                found.len(),
+                1,
+                "the buffer's bytes are unique in the metadata"
+            );
             let mut out = ipc.to_vec();
             let len_at = at + 8 + found[0] + 8;
             out[len_at..len_at + 8].copy_from_slice(&(b.length() + 1_000_000).to_le_bytes());
@@ -44,13 +56,24 @@ fn an_arrow_buffer_claiming_bytes_past_its_body_is_refused_input_not_a_panic() {
     let b = contract_batch(3);
     let store = tmp.path().join("lake");
     for (name, ipc, what) in [
-        ("lying.arrows", ipc_stream(&b), "corrupt Arrow IPC stream: message 2"),
-        ("lying.arrow", ipc_file(&b), "corrupt Arrow IPC file: block 1"),
+        (
+            "lying.arrows",
+            ipc_stream(&b),
+            "corrupt Arrow IPC stream: message 2",
+        ),
+        (
+            "lying.arrow",
+            ipc_file(&b),
+            "corrupt Arrow IPC file: block 1",
+        ),
     ] {
         let file = tmp.path().join(name);
         std::fs::write(&file, lying_buffer(&ipc)).unwrap();
         let f = file.to_str().unwrap();
-        for cmd in [&["check"][..], &["append", "--store", store.to_str().unwrap()][..]] {
+        for cmd in [
+            &["check"][..],
+            &["append", "--store", store.to_str().unwrap()][..],
+        ] {
             let args = [cmd, &["--format", "arrow", "--input", f][..]].concat();
             let o = lineage(&args, None);
             let (out, err) = text(&o);

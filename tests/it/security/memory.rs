@@ -30,7 +30,10 @@ fn refused_flat(args: &[&str], first: &str, total: u64) {
     let (out, err) = text(&o);
     eprintln!("{args:?}: peak RSS {peak} KiB");
     assert_eq!(o.status.code(), Some(2), "{args:?}: {out}{err}");
-    let listed: Vec<&str> = err.lines().filter(|l| l.starts_with("error: line ")).collect();
+    let listed: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("error: line "))
+        .collect();
     assert_eq!(listed.len(), 20, "{err}");
     assert!(listed[0].contains(first), "{err}");
     assert!(
@@ -85,7 +88,8 @@ fn one_value_repeated(name: &str, rows: usize, value_len: usize) -> Vec<u8> {
     let values = arrow_array::StringArray::from(vec!["v".repeat(value_len)]);
     let dict = arrow_array::DictionaryArray::new(keys, Arc::new(values));
     let b = arrow_array::RecordBatch::try_from_iter([(name, Arc::new(dict) as _)]).unwrap();
-    let opts = parquet::arrow::arrow_writer::ArrowWriterOptions::new().with_skip_arrow_metadata(true);
+    let opts =
+        parquet::arrow::arrow_writer::ArrowWriterOptions::new().with_skip_arrow_metadata(true);
     let mut w =
         parquet::arrow::ArrowWriter::try_new_with_options(Vec::new(), b.schema(), opts).unwrap();
     w.write(&b).unwrap();
@@ -113,12 +117,16 @@ async fn a_planted_checkpoint_repeating_one_long_value_is_named_without_decoding
     std::fs::write(root.join(&key), &bomb).unwrap();
     let (o, peak) = peak_rss_kib(&["verify", "--store", store, "--grace", "0s"]);
     let (out, err) = text(&o);
-    eprintln!("verify with a {}-byte checkpoint bomb: peak RSS {peak} KiB", bomb.len());
+    eprintln!(
+        "verify with a {}-byte checkpoint bomb: peak RSS {peak} KiB",
+        bomb.len()
+    );
     assert_eq!(o.status.code(), Some(1), "{out}{err}");
     assert!(
-        out.lines().any(|l| l.contains(&format!("bad_delta_checkpoint: {key}"))
-            && l.contains("decodes to more than the 268435456 bytes")
-            && l.contains("--max-decoded-bytes")),
+        out.lines()
+            .any(|l| l.contains(&format!("bad_delta_checkpoint: {key}"))
+                && l.contains("decodes to more than the 268435456 bytes")
+                && l.contains("--max-decoded-bytes")),
         "{out}"
     );
     assert!(peak < PEAK_KIB, "peak RSS {peak} KiB");
@@ -129,10 +137,15 @@ async fn a_planted_checkpoint_repeating_one_long_value_is_named_without_decoding
 /// contract version, Arrow schema: `audit_tag` is a string) kept.
 fn bomb_part(part: &[u8], rows: usize, value_len: usize) -> Vec<u8> {
     use std::sync::Arc;
-    let reader =
-        parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::copy_from_slice(part))
-            .unwrap();
-    let kv = reader.metadata().file_metadata().key_value_metadata().cloned();
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
+        bytes::Bytes::copy_from_slice(part),
+    )
+    .unwrap();
+    let kv = reader
+        .metadata()
+        .file_metadata()
+        .key_value_metadata()
+        .cloned();
     let first = reader.build().unwrap().next().unwrap().unwrap();
     let zeros = arrow_array::UInt32Array::from(vec![0u32; rows]);
     let mut fields = Vec::new();
@@ -173,7 +186,11 @@ async fn a_part_decoding_past_the_bound_is_named_by_verify_and_refused_by_its_re
     let (tmp, root, ptrs) = crate::security::symlinks::local_store().await;
     let store = root.to_str().unwrap();
     let p = &ptrs[0];
-    let bomb = bomb_part(&std::fs::read(root.join(&p.part_path)).unwrap(), 100_000, 20_000);
+    let bomb = bomb_part(
+        &std::fs::read(root.join(&p.part_path)).unwrap(),
+        100_000,
+        20_000,
+    );
     assert!(bomb.len() < 128 << 10, "{} bytes", bomb.len());
     std::fs::write(root.join(&p.part_path), &bomb).unwrap();
     let mut q = p.clone();
@@ -205,4 +222,41 @@ async fn a_part_decoding_past_the_bound_is_named_by_verify_and_refused_by_its_re
         );
         assert!(peak < PEAK_KIB, "{args:?}: peak RSS {peak} KiB");
     }
+}
+
+/// Low item: `replicate` read a pointer grown to 128 MiB whole before refusing it; it is
+/// refused by its size, not read (nor its part copied), the other commits copied.
+#[tokio::test]
+async fn replicate_refuses_an_oversized_pointer_by_its_size_without_reading_it() {
+    let (tmp, root, ptrs) = crate::security::symlinks::local_store().await;
+    let store = root.to_str().unwrap();
+    let replica = tmp.path().join("replica");
+    let pk = lineage_store::internal::keys::pointer_key(&ptrs[0].run_id, &ptrs[0].commit_id);
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(root.join(&pk))
+        .unwrap();
+    f.set_len(128 << 20).unwrap();
+    drop(f);
+    let (o, peak) = peak_rss_kib(&[
+        "replicate",
+        "--from",
+        store,
+        "--to",
+        replica.to_str().unwrap(),
+    ]);
+    let (out, err) = text(&o);
+    eprintln!("replicate with a 128 MiB pointer: peak RSS {peak} KiB");
+    assert_eq!(o.status.code(), Some(1), "{out}{err}");
+    assert!(
+        format!("{out}{err}").lines().any(|l| l.contains(&pk)
+            && l.contains("134217728 bytes; a pointer is at most 65536 (not read)")),
+        "{out}{err}"
+    );
+    assert!(!replica.join(&pk).exists());
+    assert!(
+        replica.join(&ptrs[1].part_path).exists(),
+        "the other commits are copied"
+    );
+    assert!(peak < 96 * 1024, "peak RSS {peak} KiB");
 }
