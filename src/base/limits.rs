@@ -21,9 +21,9 @@ pub const MAX_ENTRY_BYTES: u64 = 704;
 pub const DEFAULT_MAX_PAGE_BYTES: u64 = 256 << 20;
 
 /// Default of [`ReadLimits::max_decoded_bytes`]: 256 MiB. A part of the default 100,000
-/// rows decodes to about 40 MiB (the longest bound measured on our parts: 60 MiB), so
-/// parts of up to about 400,000 rows pass; a store written with a larger `--batch-rows`
-/// needs a larger limit on every reader.
+/// rows (demo events: 22 MiB of Arrow) is bounded at 47 MiB, so parts of up to about
+/// 500,000 rows pass; a store written with more rows per commit needs a larger limit on
+/// every reader.
 pub const DEFAULT_MAX_DECODED_BYTES: u64 = 256 << 20;
 
 /// What the readers of one store read at most.

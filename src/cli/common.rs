@@ -94,7 +94,7 @@ pub(crate) struct ReadLimitsArg {
     pub max_page_bytes: u64,
     /// Most bytes one Parquet object (part, compacted part, Delta checkpoint) may decode
     /// to, bounded from its page headers and dictionaries before decoding: a larger one is
-    /// refused, naming it (raise it for parts of more than about 400,000 rows).
+    /// refused, naming it (raise it for parts of more than about 500,000 rows).
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_DECODED_BYTES)]
     pub max_decoded_bytes: u64,
 }

@@ -192,7 +192,8 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            e.contains("more than the 10485760 bytes") && e.contains("--max-decoded-bytes"),
+            e.contains("more than the 10485760 bytes")
+                && e.contains(&crate::base::param::Param::MaxDecodedBytes.to_string()),
             "{e}"
         );
         assert!(e.contains("row group 0, column v"), "{e}");
@@ -205,6 +206,33 @@ mod tests {
         let bound = check_object(&meta, &bytes, u64::MAX).unwrap();
         // 1.4 MB of values and 100,000 offsets: the bound is a few times that at most.
         assert!(bound < 8 << 20, "{bound}");
+    }
+
+    /// Our own part of the default 100,000 rows (demo events): its bound, in MiB, is far
+    /// under the default limit (docs/security.md quotes it).
+    #[test]
+    fn a_part_of_the_default_rows_is_bounded_far_under_the_default() {
+        let batches = crate::write::demo::generate(100_000, 1, 7).unwrap();
+        let batch = arrow_select::concat::concat_batches(&batches[0].schema(), &batches).unwrap();
+        let part =
+            crate::parts::encode::encode(&batch, "01900000-0000-7000-8000-000000000000").unwrap();
+        let bytes = part.bytes.clone();
+        let meta = parquet::file::metadata::ParquetMetaDataReader::new()
+            .parse_and_finish(&bytes)
+            .unwrap();
+        let bound = check_object(&meta, &bytes, u64::MAX).unwrap();
+        let arrow = batch.get_array_memory_size() as u64;
+        eprintln!(
+            "100,000 rows: part {} bytes, Arrow {} MiB, bound {} MiB",
+            bytes.len(),
+            arrow >> 20,
+            bound >> 20
+        );
+        assert!(bound >= arrow / 2, "{bound} against {arrow}");
+        assert!(
+            bound < crate::base::limits::DEFAULT_MAX_DECODED_BYTES / 4,
+            "{bound}"
+        );
     }
 
     #[test]
