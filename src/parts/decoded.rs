@@ -83,6 +83,21 @@ pub(crate) fn check_bytes(
     check_object(&meta, object, limits.max_decoded_bytes)
 }
 
+/// A reader of a whole Parquet object in memory, every page checked first against the
+/// store's `max_page_bytes` and the whole object's decoded bound against its
+/// `max_decoded_bytes` ([`crate::parts::decoded`]; see the module docs).
+pub(crate) fn builder(
+    part: bytes::Bytes,
+    limits: crate::base::limits::ReadLimits,
+) -> std::result::Result<parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder<Bytes>, Text>
+{
+    let b = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(part.clone())
+        .map_err(|e| Text::from(e.to_string()))?;
+    crate::parts::pages::check_part(b.metadata(), &part, limits.max_page_bytes)?;
+    check_object(b.metadata(), &part, limits.max_decoded_bytes)?;
+    Ok(b)
+}
+
 /// [`check`] of an object whole in memory.
 pub(crate) fn check_object(meta: &ParquetMetaData, object: &Bytes, max: u64) -> Result<u64, Text> {
     check(meta, max, |start, len| {

@@ -10,8 +10,6 @@
 //! naming the part, the row group and the column. A value is never larger than its page,
 //! so this bounds every value decoded as well.
 
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-
 use crate::base::param::{text, Param, Text};
 use parquet::file::metadata::ParquetMetaData;
 
@@ -49,20 +47,6 @@ pub(crate) fn check_part(
         let end = start.checked_add(len)?;
         part.get(usize::try_from(start).ok()?..usize::try_from(end).ok()?)
     })
-}
-
-/// A reader of a whole Parquet object in memory, every page checked first against the
-/// store's `max_page_bytes` and the whole object's decoded bound against its
-/// `max_decoded_bytes` ([`crate::parts::decoded`]; see the module docs).
-pub(crate) fn builder(
-    part: bytes::Bytes,
-    limits: crate::base::limits::ReadLimits,
-) -> std::result::Result<ParquetRecordBatchReaderBuilder<bytes::Bytes>, Text> {
-    let b = ParquetRecordBatchReaderBuilder::try_new(part.clone())
-        .map_err(|e| Text::from(e.to_string()))?;
-    check_part(b.metadata(), &part, limits.max_page_bytes)?;
-    crate::parts::decoded::check_object(b.metadata(), &part, limits.max_decoded_bytes)?;
-    Ok(b)
 }
 
 /// Walk the pages of one column chunk: each header, then its (compressed) data.
@@ -334,15 +318,8 @@ mod tests {
     #[test]
     fn every_page_of_a_part_is_walked_and_one_over_the_cap_is_named() {
         let p = part(&"z".repeat(10_000));
-        let b = builder(
-            p.clone(),
-            crate::base::limits::ReadLimits {
-                max_page_bytes: u64::MAX,
-                max_decoded_bytes: u64::MAX,
-                ..Default::default()
-            },
-        )
-        .unwrap();
+        let b = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(p.clone())
+            .unwrap();
         let meta = b.metadata().clone();
         let (start, len) = meta.row_group(0).column(0).byte_range();
         let chunk = &p[start as usize..(start + len) as usize];

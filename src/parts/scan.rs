@@ -211,7 +211,7 @@ pub(crate) fn count_part(
     limits: crate::base::limits::ReadLimits,
 ) -> Result<PartCounts> {
     let bad = |m: String| corrupt(key, m);
-    let builder = crate::parts::pages::builder(bytes, limits).map_err(|m| corrupt(key, m))?;
+    let builder = crate::parts::decoded::builder(bytes, limits).map_err(|m| corrupt(key, m))?;
     // Leaf index of each counted column (the contract is flat: one leaf per field).
     let leaves: Vec<usize> = COLUMNS
         .iter()

@@ -314,7 +314,7 @@ pub(crate) fn decode(
         key: key.to_string(),
         message: m.into(),
     };
-    let builder = crate::parts::pages::builder(bytes, limits).map_err(|m| Error::Corrupt {
+    let builder = crate::parts::decoded::builder(bytes, limits).map_err(|m| Error::Corrupt {
         what: "part",
         key: key.to_string(),
         message: m,

@@ -70,7 +70,7 @@ fn rows_into(
 ) -> std::result::Result<(), String> {
     // A problem's words are the reference wording (a verify report reads the same from
     // every front end).
-    let reader = crate::parts::pages::builder(bytes, limits)
+    let reader = crate::parts::decoded::builder(bytes, limits)
         .map_err(|t| t.to_string())?
         .with_batch_size(64 * 1024)
         .build()

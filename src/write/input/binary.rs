@@ -137,10 +137,15 @@ pub(super) fn read_arrow<R: Read + Seek>(
     } else {
         "Arrow IPC stream"
     };
-    ipc_frames::check(&mut r, file).map_err(|why| {
+    ipc_frames::check(&mut r, file).map_err(|refused| {
+        let said = match refused.framing {
+            true => "not a readable Arrow IPC file or stream".to_string(),
+            false => format!("corrupt {what}"),
+        };
         Error::usage(format!(
-            "{}: corrupt {what}: {why}; the input is refused",
-            name.display()
+            "{}: {said}: {}; the input is refused",
+            name.display(),
+            refused.why
         ))
     })?;
     if file {

@@ -21,17 +21,35 @@ const CONTINUATION: [u8; 4] = [0xff; 4];
 /// contract's is well under a kilobyte).
 pub(super) const MAX_METADATA: u64 = 16 << 20;
 
+/// Why an input was refused: `framing` when it does not even frame as IPC (its first
+/// stream message, or a file's footer), else a message or block that lies.
+pub(super) struct Refused {
+    /// The input is not Arrow IPC at all (as far as its first lengths tell).
+    pub framing: bool,
+    /// Why, naming the message or block and the length.
+    pub why: String,
+}
+
 /// Walk an Arrow IPC file (`file`: it starts with `ARROW1`) or stream from its start and
-/// rewind it: `Err(why)` for the first declared length that does not fit.
-pub(super) fn check<R: Read + Seek>(r: &mut R, file: bool) -> Result<(), String> {
-    let len = r.seek(SeekFrom::End(0)).map_err(io)?;
-    r.rewind().map_err(io)?;
-    if file {
-        check_file(r, len)?;
+/// rewind it: refused for the first declared length that does not fit.
+pub(super) fn check<R: Read + Seek>(r: &mut R, file: bool) -> Result<(), Refused> {
+    let len = r
+        .seek(SeekFrom::End(0))
+        .and_then(|len| r.rewind().map(|()| len))
+        .map_err(|e| Refused {
+            framing: false,
+            why: io(e),
+        })?;
+    let walked = if file {
+        check_file(r, len)
     } else {
-        check_stream(r, len)?;
-    }
-    r.rewind().map_err(io)
+        check_stream(r, len)
+    };
+    walked.map_err(|(framing, why)| Refused { framing, why })?;
+    r.rewind().map_err(|e| Refused {
+        framing: false,
+        why: io(e),
+    })
 }
 
 fn io(e: std::io::Error) -> String {
@@ -52,56 +70,75 @@ fn read_at<R: Read + Seek>(r: &mut R, at: u64, n: u64) -> Result<Vec<u8>, String
 }
 
 /// A stream: each message's length prefix, metadata and body, up to the end marker or the
-/// end of the input.
-fn check_stream<R: Read + Seek>(r: &mut R, len: u64) -> Result<(), String> {
+/// end of the input; `Err((framing, why))`, framing for the first message.
+fn check_stream<R: Read + Seek>(r: &mut R, len: u64) -> Result<(), (bool, String)> {
     let mut at = 0u64;
     for n in 1u64.. {
-        if len - at < 4 {
-            return Ok(()); // the end, without an end marker (as arrow reads it)
+        if let Err(why) = stream_message(r, len, &mut at, n) {
+            return Err((n == 1, why));
         }
-        let mut prefix = read_at(r, at, 4)?;
-        at += 4;
-        if prefix[..] == CONTINUATION[..] {
-            if len - at < 4 {
-                return Err(format!("message {n}: the input ends in its length"));
-            }
-            prefix = read_at(r, at, 4)?;
-            at += 4;
-        }
-        let meta = i32::from_le_bytes([prefix[0], prefix[1], prefix[2], prefix[3]]);
-        if meta == 0 {
+        if at == u64::MAX {
             return Ok(());
         }
-        let meta =
-            u64::try_from(meta).map_err(|_| format!("message {n}: metadata length {meta}"))?;
-        if meta > len - at {
-            return Err(format!(
-                "message {n}: metadata of {meta} bytes, past the end of the input ({} left)",
-                len - at
-            ));
-        }
-        let bytes = read_at(r, at, meta)?;
-        at += meta;
-        let message = arrow_ipc::root_as_message(&bytes)
-            .map_err(|e| format!("message {n}: metadata is not an IPC message ({e})"))?;
-        let body = u64::try_from(message.bodyLength())
-            .ok()
-            .filter(|&b| b <= len - at)
-            .ok_or_else(|| {
-                format!(
-                    "message {n}: a body of {} bytes, past the end of the input ({} left)",
-                    message.bodyLength(),
-                    len - at
-                )
-            })?;
-        batch_fits(&message, body).map_err(|why| format!("message {n}: {why}"))?;
-        at += body;
     }
     Ok(())
 }
 
-/// A file: the footer, and each block it lists (dictionaries, then record batches).
-fn check_file<R: Read + Seek>(r: &mut R, len: u64) -> Result<(), String> {
+/// Message `n` of a stream, at byte `at` (moved past it; `u64::MAX` at the end).
+fn stream_message<R: Read + Seek>(r: &mut R, len: u64, at: &mut u64, n: u64) -> Result<(), String> {
+    if len - *at < 4 {
+        *at = u64::MAX; // the end, without an end marker (as arrow reads it)
+        return Ok(());
+    }
+    let mut prefix = read_at(r, *at, 4)?;
+    *at += 4;
+    if prefix[..] == CONTINUATION[..] {
+        if len - *at < 4 {
+            return Err(format!("message {n}: the input ends in its length"));
+        }
+        prefix = read_at(r, *at, 4)?;
+        *at += 4;
+    }
+    let meta = i32::from_le_bytes([prefix[0], prefix[1], prefix[2], prefix[3]]);
+    if meta == 0 {
+        *at = u64::MAX;
+        return Ok(());
+    }
+    let meta = u64::try_from(meta).map_err(|_| format!("message {n}: metadata length {meta}"))?;
+    if meta > len - *at {
+        return Err(format!(
+            "message {n}: metadata of {meta} bytes, past the end of the input ({} left)",
+            len - *at
+        ));
+    }
+    let bytes = read_at(r, *at, meta)?;
+    *at += meta;
+    let message = arrow_ipc::root_as_message(&bytes)
+        .map_err(|e| format!("message {n}: metadata is not an IPC message ({e})"))?;
+    let body = u64::try_from(message.bodyLength())
+        .ok()
+        .filter(|&b| b <= len - *at)
+        .ok_or_else(|| {
+            format!(
+                "message {n}: a body of {} bytes, past the end of the input ({} left)",
+                message.bodyLength(),
+                len - *at
+            )
+        })?;
+    batch_fits(&message, body).map_err(|why| format!("message {n}: {why}"))?;
+    *at += body;
+    Ok(())
+}
+
+/// A file: the footer (`Err((true, why))` when it is not one), and each block it lists
+/// (dictionaries, then record batches).
+fn check_file<R: Read + Seek>(r: &mut R, len: u64) -> Result<(), (bool, String)> {
+    let footer = footer_of(r, len).map_err(|why| (true, why))?;
+    blocks_fit(r, &footer.0, footer.1).map_err(|why| (false, why))
+}
+
+/// The footer's bytes and where the data before it ends.
+fn footer_of<R: Read + Seek>(r: &mut R, len: u64) -> Result<(Vec<u8>, u64), String> {
     if len < 18 {
         return Err(format!("{len} bytes, too short for an Arrow IPC file"));
     }
@@ -113,7 +150,14 @@ fn check_file<R: Read + Seek>(r: &mut R, len: u64) -> Result<(), String> {
         .filter(|&end| end >= 8)
         .ok_or_else(|| format!("a footer of {footer_len} bytes in a file of {len}"))?;
     let footer_bytes = read_at(r, data_end, len - 10 - data_end)?;
-    let footer = arrow_ipc::root_as_footer(&footer_bytes)
+    arrow_ipc::root_as_footer(&footer_bytes)
+        .map_err(|e| format!("the footer is not an IPC footer ({e})"))?;
+    Ok((footer_bytes, data_end))
+}
+
+/// Each block `footer_bytes` lists within the data, which ends at `data_end`.
+fn blocks_fit<R: Read + Seek>(r: &mut R, footer_bytes: &[u8], data_end: u64) -> Result<(), String> {
+    let footer = arrow_ipc::root_as_footer(footer_bytes)
         .map_err(|e| format!("the footer is not an IPC footer ({e})"))?;
     let blocks = footer.dictionaries().into_iter().flatten();
     for (i, block) in blocks
