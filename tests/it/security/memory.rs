@@ -260,3 +260,38 @@ async fn replicate_refuses_an_oversized_pointer_by_its_size_without_reading_it()
     );
     assert!(peak < 96 * 1024, "peak RSS {peak} KiB");
 }
+
+/// Low item: a 300 MB Delta version with no seal was read and parsed whole (a 325 MB one
+/// cost `verify` 2.95 GB) though "no seal N" needs none of it: it is named, not read.
+#[tokio::test]
+async fn a_delta_version_without_a_seal_is_named_without_being_read() {
+    let (_tmp, root, _) = crate::security::sizes::sealed_local_store().await;
+    let store = root.to_str().unwrap();
+    let (_, baseline) = peak_rss_kib(&["verify", "--store", store, "--grace", "0s"]);
+    let next = std::fs::read_dir(root.join("_delta_log"))
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            name.strip_suffix(".json")?.parse::<u64>().ok()
+        })
+        .max()
+        .expect("a Delta version after the seal")
+        + 1;
+    let key = lineage_store::internal::keys::delta_version_key(next);
+    let f = std::fs::File::create(root.join(&key)).unwrap();
+    f.set_len(300 << 20).unwrap();
+    drop(f);
+    let (o, peak) = peak_rss_kib(&["verify", "--store", store, "--grace", "0s"]);
+    let (out, err) = text(&o);
+    eprintln!("verify with a 300 MB version and no seal: peak RSS {peak} KiB ({baseline} clean)");
+    assert_eq!(o.status.code(), Some(1), "{out}{err}");
+    assert!(
+        out.lines()
+            .any(|l| l.contains(&key) && l.contains(&format!("version {next} has no seal {next}"))),
+        "{out}"
+    );
+    assert!(
+        peak < baseline + 32 * 1024,
+        "peak RSS {peak} KiB, {baseline} clean"
+    );
+}
