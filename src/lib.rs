@@ -108,7 +108,9 @@ pub use schema::contract;
 pub use schema::crs;
 
 // Stores.
-pub use base::limits::{ReadLimits, DEFAULT_MAX_PAGE_BYTES, DEFAULT_MAX_SEAL_BYTES};
+pub use base::limits::{
+    ReadLimits, DEFAULT_MAX_DECODED_BYTES, DEFAULT_MAX_PAGE_BYTES, DEFAULT_MAX_SEAL_BYTES,
+};
 pub use publish::memory::MemoryPublisher;
 pub use publish::object::{Backend, ObjectStorePublisher};
 pub use publish::posix::PosixPublisher;

@@ -28,6 +28,16 @@ pub fn csv(data: &[u8]) {
     reader(data, Format::Csv);
 }
 
+/// Arrow IPC reader (file or stream) into the contract.
+pub fn arrow(data: &[u8]) {
+    reader(data, Format::Arrow);
+}
+
+/// Parquet reader into the contract.
+pub fn parquet(data: &[u8]) {
+    reader(data, Format::Parquet);
+}
+
 /// Parse and validate `data`; what is accepted is in the contract (safe run_id,
 /// canonical target_crs) and goes all the way into Parquet parts. Refusals are errors
 /// with a message, never panics.

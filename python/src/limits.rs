@@ -26,6 +26,7 @@ pub fn for_store(max_seal_bytes: Option<u64>, max_page_bytes: Option<u64>) -> Re
     ReadLimits {
         max_seal_bytes: max_seal_bytes.unwrap_or(d.max_seal_bytes),
         max_page_bytes: max_page_bytes.unwrap_or(d.max_page_bytes),
+        ..d
     }
 }
 

@@ -1,4 +1,5 @@
-//! The most a store's readers read of one seal or decode of one page: [`ReadLimits`], held
+//! The most a store's readers read of one seal or decode of one page or one Parquet
+//! object: [`ReadLimits`], held
 //! by each opened store ([`crate::publish::AtomicPublisher::read_limits`]), never by the
 //! process, so two stores in one process may have different limits.
 
@@ -19,6 +20,12 @@ pub const MAX_ENTRY_BYTES: u64 = 704;
 /// may hold (64 MiB); our writer cuts pages at about 1 MiB.
 pub const DEFAULT_MAX_PAGE_BYTES: u64 = 256 << 20;
 
+/// Default of [`ReadLimits::max_decoded_bytes`]: 256 MiB. A part of the default 100,000
+/// rows (demo events: 22 MiB of Arrow) is bounded at 47 MiB, so parts of up to about
+/// 500,000 rows pass; a store written with more rows per commit needs a larger limit on
+/// every reader.
+pub const DEFAULT_MAX_DECODED_BYTES: u64 = 256 << 20;
+
 /// What the readers of one store read at most.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReadLimits {
@@ -30,6 +37,11 @@ pub struct ReadLimits {
     /// The largest page of a part decoded, as its page header declares: a part with a
     /// larger page is refused without decoding it, naming it, row group and column.
     pub max_page_bytes: u64,
+    /// The most one Parquet object (a part, a compacted part, a Delta checkpoint) may
+    /// decode to, bounded from its page headers and its dictionaries before any value is
+    /// decoded ([`crate::parts::decoded`]): a few kilobytes of dictionary-encoded pages can
+    /// repeat one long value a million times. A larger object is refused, naming it.
+    pub max_decoded_bytes: u64,
 }
 
 impl Default for ReadLimits {
@@ -37,6 +49,7 @@ impl Default for ReadLimits {
         ReadLimits {
             max_seal_bytes: DEFAULT_MAX_SEAL_BYTES,
             max_page_bytes: DEFAULT_MAX_PAGE_BYTES,
+            max_decoded_bytes: DEFAULT_MAX_DECODED_BYTES,
         }
     }
 }

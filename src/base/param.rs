@@ -26,6 +26,8 @@ pub enum Param {
     MaxSealBytes,
     /// The largest page decoded.
     MaxPageBytes,
+    /// The most one Parquet object decodes to.
+    MaxDecodedBytes,
     /// Only what came after this seal.
     SinceSeal,
     /// The store as of this seal.
@@ -110,6 +112,7 @@ impl Param {
             MaxLineBytes => "max_line_bytes",
             MaxSealBytes => "max_seal_bytes",
             MaxPageBytes => "max_page_bytes",
+            MaxDecodedBytes => "max_decoded_bytes",
             SinceSeal => "since_seal",
             AsOfSeal => "as_of_seal",
             RunId => "run_id",

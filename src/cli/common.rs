@@ -7,7 +7,9 @@ use std::io::Write;
 use std::sync::Arc;
 
 use crate::base::error::{Error, Result};
-use crate::base::limits::{ReadLimits, DEFAULT_MAX_PAGE_BYTES, DEFAULT_MAX_SEAL_BYTES};
+use crate::base::limits::{
+    ReadLimits, DEFAULT_MAX_DECODED_BYTES, DEFAULT_MAX_PAGE_BYTES, DEFAULT_MAX_SEAL_BYTES,
+};
 use crate::publish::store::options::{Opening, SideEnv, StoreOptions};
 use crate::publish::store::Store;
 
@@ -90,6 +92,11 @@ pub(crate) struct ReadLimitsArg {
     /// a larger page is refused without decoding it, naming it, row group and column.
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_PAGE_BYTES)]
     pub max_page_bytes: u64,
+    /// Most bytes one Parquet object (part, compacted part, Delta checkpoint) may decode
+    /// to, bounded from its page headers and dictionaries before decoding: a larger one is
+    /// refused, naming it (raise it for parts of more than about 500,000 rows).
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_DECODED_BYTES)]
+    pub max_decoded_bytes: u64,
 }
 
 impl ReadLimitsArg {
@@ -98,6 +105,7 @@ impl ReadLimitsArg {
         ReadLimits {
             max_seal_bytes: self.max_seal_bytes,
             max_page_bytes: self.max_page_bytes,
+            max_decoded_bytes: self.max_decoded_bytes,
         }
     }
 }

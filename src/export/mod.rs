@@ -218,11 +218,10 @@ async fn check_parts(
                 Err(e) => return Err(e),
             };
             let key = p.pointer.part_path.clone();
-            let max_page = store.read_limits().max_page_bytes;
-            let stats = crate::base::pool::run(move || {
-                crate::parts::scan::part_stats(&key, bytes, max_page)
-            })
-            .await??;
+            let limits = store.read_limits();
+            let stats =
+                crate::base::pool::run(move || crate::parts::scan::part_stats(&key, bytes, limits))
+                    .await??;
             Ok::<_, Error>(Ok(ExportedCommit {
                 pointer: p.pointer,
                 pointer_sha256: p.pointer_sha256,

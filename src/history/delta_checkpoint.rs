@@ -45,11 +45,17 @@ pub async fn write(store: &dyn AtomicPublisher, v: u64) -> Result<String> {
     let snapshot = replay(store, v).await?;
     let want = Bytes::from(snapshot.encode()?);
     let key = checkpoint_key(v);
-    let (k, ours) = (key.clone(), want.clone());
+    let (k, ours, limits) = (key.clone(), want.clone(), store.read_limits());
     publish_checked(store, &key, want, move |have| {
-        // Decoded only when the bytes differ (another build's encoding of the same rows).
+        // Decoded only when the bytes differ (another build's encoding of the same rows),
+        // and only within the store's decoded-size bound (a planted checkpoint can repeat
+        // one long value for every row).
         let same_rows = || -> Result<bool> {
-            Ok(decode_rows(&k, Bytes::copy_from_slice(have))? == decode_rows(&k, ours.clone())?)
+            let have = Bytes::copy_from_slice(have);
+            if crate::parts::decoded::check_bytes(&have, limits).is_err() {
+                return Ok(false);
+            }
+            Ok(decode_rows(&k, have)? == decode_rows(&k, ours.clone())?)
         };
         if have == ours.as_ref() || same_rows().unwrap_or(false) {
             Ok(())

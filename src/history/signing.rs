@@ -85,18 +85,29 @@ pub fn keygen_with(prefix: &Path, replace: bool) -> Result<String> {
     Ok(key_id(&vk))
 }
 
+/// Write a new key file: the secret key 0600, the public one 0644, whatever the umask
+/// (set on the open file, which the umask does not touch: under `umask 000` the public
+/// key was 0666, writable by anyone).
 fn write_new(path: &Path, bytes: &[u8], secret: bool) -> Result<()> {
     use std::io::Write;
     let mut o = std::fs::OpenOptions::new();
     o.write(true).create_new(true);
     #[cfg(unix)]
-    if secret {
+    let mode = if secret { 0o600 } else { 0o644 };
+    #[cfg(unix)]
+    {
         use std::os::unix::fs::OpenOptionsExt;
-        o.mode(0o600);
+        o.mode(mode);
     }
     #[cfg(not(unix))]
     let _ = secret;
     let mut f = o.open(path).map_err(|e| Error::io(path, e))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        f.set_permissions(std::fs::Permissions::from_mode(mode))
+            .map_err(|e| Error::io(path, e))?;
+    }
     f.write_all(bytes)
         .and_then(|()| f.sync_all())
         .map_err(|e| Error::io(path, e))

@@ -1,5 +1,6 @@
 //! Parts: encoding a flush as Parquet, and reading parts back in pieces.
 
+pub(crate) mod decoded;
 pub mod encode;
 pub mod multiset;
 pub mod pages;

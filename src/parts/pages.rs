@@ -10,8 +10,6 @@
 //! naming the part, the row group and the column. A value is never larger than its page,
 //! so this bounds every value decoded as well.
 
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-
 use crate::base::param::{text, Param, Text};
 use parquet::file::metadata::ParquetMetaData;
 
@@ -51,18 +49,6 @@ pub(crate) fn check_part(
     })
 }
 
-/// A reader of a whole part in memory, every page checked first against `max_page`
-/// decoded bytes (see the module docs).
-pub(crate) fn builder(
-    part: bytes::Bytes,
-    max_page: u64,
-) -> std::result::Result<ParquetRecordBatchReaderBuilder<bytes::Bytes>, Text> {
-    let b = ParquetRecordBatchReaderBuilder::try_new(part.clone())
-        .map_err(|e| Text::from(e.to_string()))?;
-    check_part(b.metadata(), &part, max_page)?;
-    Ok(b)
-}
-
 /// Walk the pages of one column chunk: each header, then its (compressed) data.
 pub fn check_pages(chunk: &[u8], max: u64) -> std::result::Result<(), Text> {
     let mut at = 0usize;
@@ -91,6 +77,55 @@ pub fn check_pages(chunk: &[u8], max: u64) -> std::result::Result<(), Text> {
         page += 1;
     }
     Ok(())
+}
+
+/// What one page header declares: its decoded and stored sizes and its kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PageHead {
+    /// `uncompressed_page_size`.
+    pub decoded: u64,
+    /// `compressed_page_size`.
+    pub stored: u64,
+    /// What the page holds.
+    pub kind: PageKind,
+}
+
+/// The kind of a page, as much as the decoded-size bound needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PageKind {
+    /// A dictionary page.
+    Dictionary,
+    /// A data page of `values` values (nulls included), `dictionary`-encoded or not.
+    Data {
+        /// `num_values`.
+        values: u64,
+        /// Whether its values are indices into the chunk's dictionary.
+        dictionary: bool,
+    },
+    /// Anything else (an index page).
+    Other,
+}
+
+/// Each page header of one column chunk, in order; why not, naming the page.
+pub(crate) fn heads(chunk: &[u8]) -> std::result::Result<Vec<PageHead>, String> {
+    let mut at = 0usize;
+    let mut out = Vec::new();
+    while at < chunk.len() {
+        let mut r = Thrift {
+            b: &chunk[at..],
+            pos: 0,
+        };
+        let page = out.len();
+        let head = r
+            .page_head()
+            .map_err(|why| format!("page {page} at byte {at}: unreadable header ({why})"))?;
+        at = at
+            .checked_add(r.pos)
+            .and_then(|a| a.checked_add(usize::try_from(head.stored).ok()?))
+            .ok_or_else(|| format!("page {page}: a size past the end"))?;
+        out.push(head);
+    }
+    Ok(out)
 }
 
 /// A Thrift compact-protocol reader of just enough to walk page headers.
@@ -138,11 +173,24 @@ impl Thrift<'_> {
 
     /// The decoded and the stored size of the page whose header starts here.
     fn page_header(&mut self) -> Result<(u64, u64), String> {
+        self.page_head().map(|h| (h.decoded, h.stored))
+    }
+
+    /// What the header starting here declares ([`PageHead`]).
+    fn page_head(&mut self) -> Result<PageHead, String> {
         let (mut decoded, mut stored) = (None, None);
+        let mut kind = PageKind::Other;
         self.fields(0, |t, id, ty| {
             match (id, ty) {
                 (2, 5) => decoded = Some(t.zigzag()?),
                 (3, 5) => stored = Some(t.zigzag()?),
+                // DataPageHeader (num_values 1, encoding 2) and V2 (num_values 1, encoding 4).
+                (5, 12) => kind = t.data_page(2)?,
+                (8, 12) => kind = t.data_page(4)?,
+                (7, 12) => {
+                    t.skip(ty, 1)?;
+                    kind = PageKind::Dictionary;
+                }
                 _ => t.skip(ty, 1)?,
             }
             Ok(())
@@ -151,10 +199,32 @@ impl Thrift<'_> {
             v.and_then(|v| u64::try_from(v).ok())
                 .ok_or(format!("no valid {what}"))
         };
-        Ok((
-            size(decoded, "uncompressed_page_size")?,
-            size(stored, "compressed_page_size")?,
-        ))
+        Ok(PageHead {
+            decoded: size(decoded, "uncompressed_page_size")?,
+            stored: size(stored, "compressed_page_size")?,
+            kind,
+        })
+    }
+
+    /// A data page header's values and whether its encoding is a dictionary's (field
+    /// `encoding_field`: 2 in a V1 header, 4 in a V2 one).
+    fn data_page(&mut self, encoding_field: i64) -> Result<PageKind, String> {
+        let (mut values, mut dictionary) = (None, false);
+        self.fields(1, |t, id, ty| {
+            match (id, ty) {
+                (1, 5) => values = Some(t.zigzag()?),
+                (f, 5) if f == encoding_field => {
+                    // PLAIN_DICTIONARY (2) or RLE_DICTIONARY (8).
+                    dictionary = matches!(t.zigzag()?, 2 | 8);
+                }
+                _ => t.skip(ty, 2)?,
+            }
+            Ok(())
+        })?;
+        let values = values
+            .and_then(|v| u64::try_from(v).ok())
+            .ok_or("no valid num_values")?;
+        Ok(PageKind::Data { values, dictionary })
     }
 
     /// Each field of a struct, to `f` with its id and type, up to its stop byte.
@@ -248,7 +318,8 @@ mod tests {
     #[test]
     fn every_page_of_a_part_is_walked_and_one_over_the_cap_is_named() {
         let p = part(&"z".repeat(10_000));
-        let b = builder(p.clone(), u64::MAX).unwrap();
+        let b = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(p.clone())
+            .unwrap();
         let meta = b.metadata().clone();
         let (start, len) = meta.row_group(0).column(0).byte_range();
         let chunk = &p[start as usize..(start + len) as usize];

@@ -194,16 +194,24 @@ pub(crate) struct PartCounts {
 }
 
 /// A part's counts per stage ([`count_part`] without the histogram).
-pub(crate) fn part_stats(key: &str, bytes: Bytes, max_page: u64) -> Result<PartStats> {
-    count_part(key, bytes, max_page).map(|c| c.stats)
+pub(crate) fn part_stats(
+    key: &str,
+    bytes: Bytes,
+    limits: crate::base::limits::ReadLimits,
+) -> Result<PartStats> {
+    count_part(key, bytes, limits).map(|c| c.stats)
 }
 
 /// Count the rows of a part, from its bytes (already checked against its pointer by the
 /// trusted read path: the counts are of the bytes the digest covers). Only the counted
-/// columns are decoded, a batch at a time, no page over `max_page` bytes.
-pub(crate) fn count_part(key: &str, bytes: Bytes, max_page: u64) -> Result<PartCounts> {
+/// columns are decoded, a batch at a time, no page over `limits` bytes.
+pub(crate) fn count_part(
+    key: &str,
+    bytes: Bytes,
+    limits: crate::base::limits::ReadLimits,
+) -> Result<PartCounts> {
     let bad = |m: String| corrupt(key, m);
-    let builder = crate::parts::pages::builder(bytes, max_page).map_err(|m| corrupt(key, m))?;
+    let builder = crate::parts::decoded::builder(bytes, limits).map_err(|m| corrupt(key, m))?;
     // Leaf index of each counted column (the contract is flat: one leaf per field).
     let leaves: Vec<usize> = COLUMNS
         .iter()

@@ -47,8 +47,8 @@ struct Fetched {
     key: String,
     bytes: Bytes,
     meta: ParquetMetaData,
-    /// The store's largest page, for a part that must be decoded.
-    max_page: u64,
+    /// The store's read limits, for a part that must be decoded.
+    limits: crate::base::limits::ReadLimits,
 }
 
 fn corrupt(key: &str, m: impl std::fmt::Display) -> Error {
@@ -147,7 +147,7 @@ fn file_writer<W: Write + Send>(
 async fn fetch(store: &dyn AtomicPublisher, part: SnapshotPart, check: Check) -> Result<Fetched> {
     let bytes = fetch_checked(store, &part, check).await?;
     let key = part.pointer.part_path.clone();
-    let max_page = store.read_limits().max_page_bytes;
+    let limits = store.read_limits();
     crate::base::pool::run(move || {
         let meta = ParquetMetaDataReader::new()
             .with_page_index_policy(PageIndexPolicy::Optional)
@@ -162,7 +162,7 @@ async fn fetch(store: &dyn AtomicPublisher, part: SnapshotPart, check: Check) ->
             key,
             bytes,
             meta,
-            max_page,
+            limits,
         })
     })
     .await?
@@ -182,7 +182,7 @@ fn write_parts<W: Write + Send>(
             splice(&mut writer, &part, &mut row_groups)?
         } else {
             let (batches, decoded) =
-                decode(&part.key, part.bytes.clone(), schema, None, part.max_page)?;
+                decode(&part.key, part.bytes.clone(), schema, None, part.limits)?;
             let footer = part.meta.file_metadata().num_rows();
             if i64::try_from(decoded).ok() != Some(footer) {
                 return Err(corrupt(

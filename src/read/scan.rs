@@ -327,9 +327,9 @@ async fn read_part(
         .fetch_add(part.pointer.size_bytes, Ordering::Relaxed);
     let key = part.pointer.part_path.clone();
     let feature = opts.feature_id.clone();
-    let max_page = store.read_limits().max_page_bytes;
+    let limits = store.read_limits();
     let (mut batches, decoded) =
-        crate::base::pool::run(move || decode(&key, bytes, &schema, feature.as_deref(), max_page))
+        crate::base::pool::run(move || decode(&key, bytes, &schema, feature.as_deref(), limits))
             .await??;
     check_rows(&part, decoded)?;
     if opts.provenance {
@@ -348,14 +348,14 @@ pub(crate) fn decode(
     bytes: Bytes,
     schema: &SchemaRef,
     feature: Option<&str>,
-    max_page: u64,
+    limits: crate::base::limits::ReadLimits,
 ) -> Result<(Vec<RecordBatch>, u64)> {
     let bad = |m: String| Error::Corrupt {
         what: "part",
         key: key.to_string(),
         message: m.into(),
     };
-    let builder = crate::parts::pages::builder(bytes, max_page).map_err(|m| Error::Corrupt {
+    let builder = crate::parts::decoded::builder(bytes, limits).map_err(|m| Error::Corrupt {
         what: "part",
         key: key.to_string(),
         message: m,

@@ -36,6 +36,7 @@ mod recipes;
 pub mod render;
 mod runs;
 mod seals;
+mod shown;
 mod verdict;
 
 pub use model::{

@@ -2,7 +2,9 @@
 //! from the templates beside this file: HTML with auto-escaping on (every value from the
 //! store is escaped; only the charts, drawn by [`super::chart`], go in as markup),
 //! Markdown through the `md` filter (which escapes what Markdown or the HTML it may be
-//! turned into would read as markup). JSON is the [`AuditReport`] itself.
+//! turned into would read as markup). In both, every value from the store is first made
+//! visible and short ([`super::shown`]: control characters escaped, long values cut). JSON
+//! is the [`AuditReport`] itself.
 
 use std::collections::BTreeMap;
 
@@ -179,6 +181,7 @@ pub fn render(r: &AuditReport, format: ReportFormat) -> Result<String> {
             Ok(s)
         }
         ReportFormat::Html => {
+            let r = &crate::report::shown::shown_report(r)?;
             let env = environment()?;
             let ctx = minijinja::context! {
                 r => Value::from(minijinja::value::Serde(r)),
@@ -189,6 +192,7 @@ pub fn render(r: &AuditReport, format: ReportFormat) -> Result<String> {
                 .map_err(bad)
         }
         ReportFormat::Markdown => {
+            let r = &crate::report::shown::shown_report(r)?;
             let env = environment()?;
             let ctx = minijinja::context! { r => Value::from(minijinja::value::Serde(r)) };
             env.get_template("report.md")

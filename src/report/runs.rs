@@ -272,8 +272,8 @@ async fn fetch_and_count(store: &dyn AtomicPublisher, p: &SnapshotPart) -> Resul
     let key = p.pointer.part_path.clone();
     let counted = {
         let key = key.clone();
-        let max_page = store.read_limits().max_page_bytes;
-        crate::base::pool::run(move || count_part(&key, bytes, max_page)).await?
+        let limits = store.read_limits();
+        crate::base::pool::run(move || count_part(&key, bytes, limits)).await?
     };
     Ok(match counted {
         Ok(counts) => Fetched::Counted(counts),

@@ -125,8 +125,8 @@ async fn search_part(
     }
     let bytes = fetch_checked(store, &part, Check::Fastest).await?;
     let (b, p, e) = (bytes.clone(), part.pointer.clone(), event_id.to_string());
-    let max_page = store.read_limits().max_page_bytes;
-    let hit = crate::base::pool::run(move || locate(&p, b, &e, max_page)).await??;
+    let limits = store.read_limits();
+    let hit = crate::base::pool::run(move || locate(&p, b, &e, limits)).await??;
     Ok(hit.map(|(i, v)| (part, i, v, bytes)))
 }
 
@@ -135,10 +135,10 @@ fn locate(
     p: &Pointer,
     bytes: Bytes,
     event_id: &str,
-    max_page: u64,
+    limits: crate::base::limits::ReadLimits,
 ) -> Result<Option<(u64, serde_json::Value)>> {
     let schema = contract::version(&p.schema_version)?.schema();
-    let (batches, _rows) = crate::read::scan::decode(&p.part_path, bytes, &schema, None, max_page)?;
+    let (batches, _rows) = crate::read::scan::decode(&p.part_path, bytes, &schema, None, limits)?;
     let mut offset = 0u64;
     for b in &batches {
         let ids = b

@@ -123,7 +123,7 @@ fn locate_at(
         bytes,
         &schema,
         None,
-        crate::base::limits::DEFAULT_MAX_PAGE_BYTES,
+        crate::base::limits::ReadLimits::default(),
     )?;
     let mut offset = 0u64;
     for b in &batches {

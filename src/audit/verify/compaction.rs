@@ -66,10 +66,14 @@ pub(crate) struct Found {
 }
 
 /// Rows of a Parquet file's bytes, into `m`; `Err` says why they cannot be read.
-fn rows_into(bytes: Bytes, max_page: u64, m: &mut RowMultiset) -> std::result::Result<(), String> {
+fn rows_into(
+    bytes: Bytes,
+    limits: crate::base::limits::ReadLimits,
+    m: &mut RowMultiset,
+) -> std::result::Result<(), String> {
     // A problem's words are the reference wording (a verify report reads the same from
     // every front end).
-    let reader = crate::parts::pages::builder(bytes, max_page)
+    let reader = crate::parts::decoded::builder(bytes, limits)
         .map_err(|t| t.to_string())?
         .with_batch_size(64 * 1024)
         .build()
@@ -107,10 +111,10 @@ async fn part_rows(
     if !got.eq_ignore_ascii_case(sha256) {
         return Err(format!("has sha256 {got}, not {sha256}"));
     }
-    let max_page = store.read_limits().max_page_bytes;
+    let limits = store.read_limits();
     crate::base::pool::run(move || {
         let mut m = RowMultiset::default();
-        rows_into(bytes, max_page, &mut m).map(|()| m)
+        rows_into(bytes, limits, &mut m).map(|()| m)
     })
     .await
     .map_err(|e| e.to_string())?

@@ -115,6 +115,10 @@ async fn compare(
     if have == want {
         return Ok(None);
     }
+    // Bounded before it is decoded: a few kilobytes can repeat one long value for every row.
+    if let Err(why) = crate::parts::decoded::check_bytes(&have, store.read_limits()) {
+        return Ok(bad(format!("not a readable checkpoint (not read): {why}")));
+    }
     let have = match decode_rows(&o.key, have) {
         Ok(rows) => rows,
         Err(e) => return Ok(bad(format!("not a readable checkpoint: {e}"))),

@@ -60,12 +60,12 @@ pub async fn hash_and_facts(
             // Hash and decode on the encoder pool (one thread per core), not inline: a
             // verify's parts are futures of one task, which would use one core.
             let k = key.to_string();
-            let max_page = store.read_limits().max_page_bytes;
+            let limits = store.read_limits();
             let done = crate::base::pool::run(move || {
                 let digests = Hasher::of(want, &bytes);
                 // Shorter than listed means the object changed under us: judge what is there.
                 let facts = facts_from(
-                    &Source::Memory(&bytes, max_page),
+                    &Source::Memory(&bytes, limits),
                     &k,
                     bytes.len() as u64,
                     with_ranges,
@@ -120,6 +120,12 @@ pub(super) async fn facts_from(
     let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Skip);
     let arrow_meta = ArrowReaderMetadata::try_new(meta.clone(), options.clone())
         .map_err(|e| bad(format!("no Arrow schema in the footer: {e}")))?;
+    // A part read whole already (for its digests), or large enough that its bytes were
+    // read for them anyway; a small part whose footer alone is read (an orphan `repair`
+    // looks at) is bounded by its readers only.
+    if matches!(src, Source::Memory(..)) || size >= LOCAL_HASH_MIN_BYTES {
+        decoded_bound(src, key, size, &meta).await?;
+    }
     let mut facts = footer_facts(&meta, &arrow_meta);
     if let Some(problem) = schema_problem(&facts, &arrow_meta) {
         facts.schema_problem = Some(problem);
@@ -275,6 +281,45 @@ fn footer_facts(meta: &ParquetMetaData, arrow_meta: &ArrowReaderMetadata) -> Par
         sequence: None,
         event_time_us: None,
     }
+}
+
+/// Refuse a part that decodes to more than the store's
+/// [`max_decoded_bytes`](crate::base::limits::ReadLimits::max_decoded_bytes) (what every
+/// reader of it would refuse, see [`crate::parts::decoded`]): every column chunk fetched,
+/// one at a time, and bounded from its page headers and dictionary.
+async fn decoded_bound(
+    src: &Source<'_>,
+    key: &str,
+    size: u64,
+    meta: &ParquetMetaData,
+) -> Result<()> {
+    let (max, mut total) = (src.limits().max_decoded_bytes, 0u64);
+    for (g, rg) in meta.row_groups().iter().enumerate() {
+        for col in rg.columns() {
+            let (start, len) = col.byte_range();
+            let path = col.column_path().string();
+            if start.checked_add(len).is_none_or(|end| end > size) || len > MAX_FETCH_BYTES {
+                return Err(corrupt(
+                    key,
+                    format!("row group {g}, column {path}: {len} bytes at {start}, outside the file or over the {MAX_FETCH_BYTES}-byte limit"),
+                ));
+            }
+            let chunk = src.range(key, start..start + len).await?;
+            crate::parts::pages::check_pages(&chunk, src.max_page()).map_err(|why| {
+                corrupt(key, why.prefixed(format!("row group {g}, column {path}: ")))
+            })?;
+            let bound = crate::parts::decoded::chunk_bound(&chunk, start, col, rg.num_rows())
+                .map_err(|why| corrupt(key, format!("row group {g}, column {path}: {why}")))?;
+            total = total.saturating_add(bound);
+            if total > max {
+                return Err(corrupt(
+                    key,
+                    crate::parts::decoded::too_much(max, total, g, &path),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Fetch the chunks of columns `cols` in every row group, each checked to lie inside the

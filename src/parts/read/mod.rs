@@ -20,7 +20,7 @@ use crate::publish::AtomicPublisher;
 use crate::schema::contract;
 
 pub(crate) mod facts;
-mod sparse;
+pub(crate) mod sparse;
 
 pub use self::facts::{hash_and_facts, read_facts};
 
@@ -89,17 +89,22 @@ pub async fn stream_digests_chunked(
 pub(crate) enum Source<'a> {
     /// Ranged reads of the store.
     Store(&'a dyn AtomicPublisher),
-    /// The whole part, already fetched from a store whose pages are at most the `u64`.
-    Memory(&'a Bytes, u64),
+    /// The whole part, already fetched from a store with these read limits.
+    Memory(&'a Bytes, crate::base::limits::ReadLimits),
 }
 
 impl Source<'_> {
     /// The largest page decoded: the store's
     /// [`max_page_bytes`](crate::base::limits::ReadLimits::max_page_bytes).
     pub(crate) fn max_page(&self) -> u64 {
+        self.limits().max_page_bytes
+    }
+
+    /// The store's read limits.
+    pub(crate) fn limits(&self) -> crate::base::limits::ReadLimits {
         match self {
-            Source::Store(store) => store.read_limits().max_page_bytes,
-            Source::Memory(_, max) => *max,
+            Source::Store(store) => store.read_limits(),
+            Source::Memory(_, limits) => *limits,
         }
     }
 

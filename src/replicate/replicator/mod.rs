@@ -219,15 +219,32 @@ impl Ctx<'_> {
         Ok(done)
     }
 
+    /// A pointer's bytes at the source, or what is done instead: refused by its size
+    /// before it is read (no pointer is larger than `MAX_POINTER_BYTES`), skipped when
+    /// it is gone.
+    async fn source_pointer(&self, key: &str) -> Result<std::result::Result<Bytes, Done>> {
+        let max = crate::format::pointer::MAX_POINTER_BYTES as u64;
+        match self.src.get_at_most(key, max).await {
+            Err(Error::TooLarge { size, .. }) => Ok(Err(Done::Refused(format!(
+                "{size} bytes; a pointer is at most {max} (not read); not copied (nor its part)"
+            )))),
+            Err(e) => Err(e),
+            Ok(Some(bytes)) => Ok(Ok(bytes)),
+            Ok(None) => Ok(Err(Done::Skipped(
+                "removed from the source since it was listed".to_string(),
+            ))),
+        }
+    }
+
     /// One commit: its pointer checked, then its part, then the pointer.
     async fn commit(&self, key: String, run_id: String, commit_id: String) -> Result<Vec<Handled>> {
         let kind = Kind::Pointer {
             run_id: run_id.clone(),
             commit_id: commit_id.clone(),
         };
-        let Some(bytes) = self.src.get(&key).await? else {
-            let why = "removed from the source since it was listed".to_string();
-            return Ok(vec![Handled::new(key, kind, Done::Skipped(why), None)]);
+        let bytes = match self.source_pointer(&key).await? {
+            Ok(bytes) => bytes,
+            Err(done) => return Ok(vec![Handled::new(key, kind, done, None)]),
         };
         let digest = sha256_hex(&bytes);
         if let Some(&i) = self.chain.by_key.get(&key) {

@@ -15,6 +15,7 @@ use crate::base::rejection::{InputError, Place};
 use crate::schema::events::{Origin, SourcedBatch};
 use crate::write::conform;
 use crate::write::input::guard::DEFAULT_MAX_LINE_BYTES;
+use crate::write::input::ipc_frames;
 
 /// Hands batches on in their contract version's schema, numbering rows from 1 across them;
 /// a string value longer than `max_value` bytes refuses the input, naming its row and field.
@@ -80,7 +81,14 @@ fn collect(
 }
 
 pub(super) fn parse_arrow(bytes: Bytes) -> Result<Vec<SourcedBatch>> {
-    collect(|emit| read_arrow(Cursor::new(bytes), DEFAULT_MAX_LINE_BYTES, emit))
+    collect(|emit| {
+        read_arrow(
+            Cursor::new(bytes),
+            std::path::Path::new("<input>"),
+            DEFAULT_MAX_LINE_BYTES,
+            emit,
+        )
+    })
 }
 
 pub(super) fn parse_parquet(bytes: Bytes) -> Result<Vec<SourcedBatch>> {
@@ -94,35 +102,70 @@ pub(super) fn parse_parquet(bytes: Bytes) -> Result<Vec<SourcedBatch>> {
     })
 }
 
-/// Read an Arrow IPC file (it starts with `ARROW1`) or stream, batch by batch.
+/// Run `f`, a step of a reader of a third party's format on input bytes: a panic in it
+/// (a case its own checks missed) is refused input, `what` naming the format, not a crash.
+fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|_| {
+        Err(Error::usage(format!(
+            "corrupt {what}: its reader failed on it; the input is refused"
+        )))
+    })
+}
+
+/// `reader`'s batches, each read under [`guarded`].
+fn guarded_batches<I: Iterator<Item = Result<RecordBatch>>>(
+    what: &'static str,
+    mut reader: I,
+) -> impl Iterator<Item = Result<RecordBatch>> {
+    std::iter::from_fn(move || guarded(what, || Ok(reader.next())).unwrap_or_else(|e| Some(Err(e))))
+}
+
+/// Read an Arrow IPC file (it starts with `ARROW1`) or stream, batch by batch. Every
+/// length it declares is held to the bytes that are there first ([`ipc_frames`]).
 pub(super) fn read_arrow<R: Read + Seek>(
     mut r: R,
+    name: &std::path::Path,
     max_value: usize,
     emit: &mut dyn FnMut(SourcedBatch) -> Result<()>,
 ) -> Result<()> {
     let mut magic = [0u8; 6];
     let n = read_full(&mut r, &mut magic).map_err(|e| Error::io("<input>", e))?;
     r.rewind().map_err(|e| Error::io("<input>", e))?;
-    if n == 6 && &magic == b"ARROW1" {
-        let rd = arrow_ipc::reader::FileReader::try_new(r, None)
-            .map_err(|e| Error::usage(format!("not a readable Arrow IPC file: {e}")))?;
-        let plan = conform::plan(rd.schema().as_ref())?;
-        sourced(
-            rd.map(|b| b.map_err(|e| Error::usage(format!("corrupt Arrow IPC file: {e}")))),
-            &plan,
-            max_value,
-            emit,
-        )
+    let file = n == 6 && &magic == b"ARROW1";
+    let what = if file {
+        "Arrow IPC file"
     } else {
-        let rd = arrow_ipc::reader::StreamReader::try_new(std::io::BufReader::new(r), None)
-            .map_err(|e| Error::usage(format!("not a readable Arrow IPC file or stream: {e}")))?;
+        "Arrow IPC stream"
+    };
+    ipc_frames::check(&mut r, file).map_err(|refused| {
+        let said = match refused.framing {
+            true => "not a readable Arrow IPC file or stream".to_string(),
+            false => format!("corrupt {what}"),
+        };
+        Error::usage(format!(
+            "{}: {said}: {}; the input is refused",
+            name.display(),
+            refused.why
+        ))
+    })?;
+    if file {
+        let rd = guarded(what, || {
+            arrow_ipc::reader::FileReader::try_new(r, None)
+                .map_err(|e| Error::usage(format!("not a readable Arrow IPC file: {e}")))
+        })?;
         let plan = conform::plan(rd.schema().as_ref())?;
-        sourced(
-            rd.map(|b| b.map_err(|e| Error::usage(format!("corrupt Arrow IPC stream: {e}")))),
-            &plan,
-            max_value,
-            emit,
-        )
+        let batches =
+            rd.map(|b| b.map_err(|e| Error::usage(format!("corrupt Arrow IPC file: {e}"))));
+        sourced(guarded_batches(what, batches), &plan, max_value, emit)
+    } else {
+        let rd = guarded(what, || {
+            arrow_ipc::reader::StreamReader::try_new(std::io::BufReader::new(r), None)
+                .map_err(|e| Error::usage(format!("not a readable Arrow IPC file or stream: {e}")))
+        })?;
+        let plan = conform::plan(rd.schema().as_ref())?;
+        let batches =
+            rd.map(|b| b.map_err(|e| Error::usage(format!("corrupt Arrow IPC stream: {e}"))));
+        sourced(guarded_batches(what, batches), &plan, max_value, emit)
     }
 }
 
@@ -133,8 +176,10 @@ pub(super) fn read_parquet<R: ChunkReader + 'static>(
     max_page: u64,
     emit: &mut dyn FnMut(SourcedBatch) -> Result<()>,
 ) -> Result<()> {
-    let meta = ArrowReaderMetadata::load(&r, ArrowReaderOptions::new())
-        .map_err(|e| Error::usage(format!("not a readable Parquet file: {e}")))?;
+    let meta = guarded("Parquet file", || {
+        ArrowReaderMetadata::load(&r, ArrowReaderOptions::new())
+            .map_err(|e| Error::usage(format!("not a readable Parquet file: {e}")))
+    })?;
     // No page decodes to more than the cap of every reader of parts (a few bytes of zeros
     // can claim gigabytes): each column chunk's page headers are walked first.
     for (g, rg) in meta.metadata().row_groups().iter().enumerate() {
@@ -159,11 +204,14 @@ pub(super) fn read_parquet<R: ChunkReader + 'static>(
     }
     let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(r, meta);
     let plan = conform::plan(builder.schema().as_ref())?;
-    let reader = builder
-        .build()
-        .map_err(|e| Error::usage(format!("cannot read Parquet file: {e}")))?;
+    let reader = guarded("Parquet file", || {
+        builder
+            .build()
+            .map_err(|e| Error::usage(format!("cannot read Parquet file: {e}")))
+    })?;
+    let batches = reader.map(|b| b.map_err(|e| Error::usage(format!("corrupt Parquet file: {e}"))));
     sourced(
-        reader.map(|b| b.map_err(|e| Error::usage(format!("corrupt Parquet file: {e}")))),
+        guarded_batches("Parquet file", batches),
         &plan,
         max_value,
         emit,

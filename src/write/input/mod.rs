@@ -21,6 +21,7 @@ mod binary;
 mod csv;
 pub(crate) mod format;
 pub(crate) mod guard;
+mod ipc_frames;
 mod ndjson;
 pub(crate) mod source;
 

@@ -146,14 +146,29 @@ const MISSING: &str =
 
 pub(super) fn parse(bytes: &[u8]) -> Result<Vec<SourcedBatch>> {
     let mut batcher = LineBatcher::new();
-    parse_lines(bytes, 1, &mut batcher)?;
-    batcher.finish()
+    let mut out = Vec::new();
+    parse_lines(bytes, 1, &mut batcher, &mut |b| {
+        out.push(b);
+        Ok(())
+    })?;
+    out.extend(batcher.finish()?);
+    Ok(out)
 }
 
 /// Parse `bytes`, whose first line is input line `first_line`, into `batcher`; refused
-/// lines are recorded in it (see the module docs), not returned.
-pub(super) fn parse_lines(bytes: &[u8], first_line: u64, batcher: &mut LineBatcher) -> Result<()> {
+/// lines are recorded in it (see the module docs), not returned. Each batch is handed to
+/// `ready` as soon as it is cut, so a block of bad lines never holds more than one batch
+/// of rows and errors; the last, short one stays in `batcher` for its `finish`.
+pub(super) fn parse_lines(
+    bytes: &[u8],
+    first_line: u64,
+    batcher: &mut LineBatcher,
+    ready: &mut dyn FnMut(SourcedBatch) -> Result<()>,
+) -> Result<()> {
     for (n, raw_line) in bytes.split(|&c| c == b'\n').enumerate() {
+        for b in batcher.take_ready() {
+            ready(b)?;
+        }
         let line_no = first_line + n as u64;
         let raw_line = raw_line.strip_suffix(b"\r").unwrap_or(raw_line);
         // A byte-order mark some Windows tools put before the first line.
@@ -196,6 +211,9 @@ pub(super) fn parse_lines(bytes: &[u8], first_line: u64, batcher: &mut LineBatch
             },
             Err(_) => field_by_field(line, line_no, batcher)?,
         }
+    }
+    for b in batcher.take_ready() {
+        ready(b)?;
     }
     Ok(())
 }

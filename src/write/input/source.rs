@@ -394,7 +394,7 @@ impl BatchSource for Input {
         match self.format {
             Format::Ndjson => read_ndjson(f, &self.name(), self.max_line, emit),
             Format::Csv => csv::read(BufReader::with_capacity(1 << 20, f), self.max_line, emit),
-            Format::Arrow => binary::read_arrow(f, self.max_line, emit),
+            Format::Arrow => binary::read_arrow(f, &self.name(), self.max_line, emit),
             Format::Parquet => binary::read_parquet(f, self.max_line, self.max_page, emit),
         }
     }
@@ -427,9 +427,19 @@ impl BatchSource for Input {
     }
 }
 
+/// Batches a parser hands back, at most this many waiting per parser: a parser runs ahead
+/// of the consumer by this much, not by a whole block (an 8 MiB block of bad lines makes
+/// millions of errors; they are handed on batch by batch, so memory stays flat).
+const NDJSON_BATCHES_AHEAD: usize = 2;
+
+/// What a parser hands back for one block: each batch as it is cut, then `Ok(None)` at
+/// the block's end (or the error that stopped it).
+type Parsed = Result<Option<SourcedBatch>>;
+
 /// NDJSON in blocks cut at the last line end, line numbers carried across blocks. One
 /// parser thread per core (for the whole input, so allocations stay in few arenas) takes
-/// blocks in turn while this thread reads ahead; batches are handed on in input order.
+/// blocks in turn while this thread reads ahead; batches are handed on in input order,
+/// each as soon as its parser cuts it.
 fn read_ndjson(
     mut r: impl Read,
     name: &Path,
@@ -446,20 +456,13 @@ fn read_ndjson(
     };
     std::thread::scope(|s| {
         let mut to: Vec<mpsc::Sender<(Vec<u8>, u64)>> = Vec::new();
-        let mut from: Vec<mpsc::Receiver<Result<Vec<SourcedBatch>>>> = Vec::new();
+        let mut from: Vec<mpsc::Receiver<Parsed>> = Vec::new();
         for _ in 0..workers {
             let (btx, brx) = mpsc::channel::<(Vec<u8>, u64)>();
-            // Unbounded: a worker never blocks on a result nobody will take after an error.
-            let (rtx, rrx) = mpsc::channel();
-            s.spawn(move || {
-                for (bytes, first) in brx {
-                    let mut b = LineBatcher::new();
-                    let r = ndjson::parse_lines(&bytes, first, &mut b).and_then(|()| b.finish());
-                    if rtx.send(r).is_err() {
-                        break;
-                    }
-                }
-            });
+            // Bounded: a parser waits for the consumer. After an error the consumer drops
+            // its receivers, so a waiting parser's send fails and it stops.
+            let (rtx, rrx) = mpsc::sync_channel::<Parsed>(NDJSON_BATCHES_AHEAD);
+            s.spawn(move || parse_blocks(&brx, &rtx));
             to.push(btx);
             from.push(rrx);
         }
@@ -479,16 +482,41 @@ fn read_ndjson(
             if sent == done {
                 return Ok(());
             }
-            let parsed = from[done % workers]
-                .recv()
-                .map_err(|_| Error::internal("an NDJSON parser stopped"))?;
-            done += 1;
             // In input order: the first refused line is the one reported.
-            for b in parsed? {
+            while let Some(b) = from[done % workers]
+                .recv()
+                .map_err(|_| Error::internal("an NDJSON parser stopped"))??
+            {
                 emit(b)?;
             }
+            done += 1;
         }
     })
+}
+
+/// A parser thread: each block it is given, parsed and handed back batch by batch, then
+/// its end; it stops when nobody takes what it hands back.
+fn parse_blocks(
+    blocks: &std::sync::mpsc::Receiver<(Vec<u8>, u64)>,
+    out: &std::sync::mpsc::SyncSender<Parsed>,
+) {
+    let stopped = || Error::internal("the NDJSON reader stopped");
+    for (bytes, first) in blocks {
+        let mut b = LineBatcher::new();
+        let mut hand = |sb| out.send(Ok(Some(sb))).map_err(|_| stopped());
+        let r = ndjson::parse_lines(&bytes, first, &mut b, &mut hand)
+            .and_then(|()| b.finish())
+            .and_then(|rest| rest.into_iter().try_for_each(&mut hand));
+        drop(bytes);
+        let end = match r {
+            Ok(()) => Ok(None),
+            Err(e) => Err(e),
+        };
+        let failed = end.is_err();
+        if out.send(end).is_err() || failed {
+            break;
+        }
+    }
 }
 
 /// Cuts an NDJSON stream into blocks of whole lines, refusing a line longer than

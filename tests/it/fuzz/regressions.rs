@@ -75,3 +75,55 @@ fn seal_parse_inputs() {
 fn proof_verify_inputs() {
     replay("proof_verify", checks::proof);
 }
+
+#[test]
+fn arrow_reader_inputs() {
+    replay("arrow_reader", checks::arrow);
+}
+
+#[test]
+fn parquet_reader_inputs() {
+    replay("parquet_reader", checks::parquet);
+}
+
+/// A short deterministic fuzz run for the binary readers (issue 34, item 10): `count`
+/// mutations of each seed of `target` (a flipped bit, a byte set to 0xff, an aligned
+/// 8-byte length set to an extreme, a truncation), each through `check`, none may panic.
+fn mutations(target: &str, check: fn(&[u8]), count: usize) {
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for (name, seed) in inputs(target) {
+        for k in 0..count {
+            let mut d = seed.clone();
+            let at = (next() as usize) % d.len();
+            match k % 4 {
+                0 => d[at] ^= 1 << (next() % 8),
+                1 => d[at] = 0xff,
+                2 => {
+                    let v = [i64::MAX, -1, 1 << 40, i64::from(i32::MAX)][(next() % 4) as usize];
+                    let start = at & !7;
+                    let end = (start + 8).min(d.len());
+                    d[start..end].copy_from_slice(&v.to_le_bytes()[..end - start]);
+                }
+                _ => d.truncate(at),
+            }
+            let r = std::panic::catch_unwind(|| check(&d));
+            assert!(r.is_ok(), "{target}: mutation {k} of {name} panics");
+        }
+    }
+}
+
+#[test]
+fn arrow_reader_mutations_never_panic() {
+    mutations("arrow_reader", checks::arrow, 1500);
+}
+
+#[test]
+fn parquet_reader_mutations_never_panic() {
+    mutations("parquet_reader", checks::parquet, 600);
+}

@@ -591,3 +591,49 @@ fn refusals_exit_2_and_write_nothing() {
         Some(0)
     );
 }
+
+/// Issue 34: a value from the store holding ESC or a bidirectional control was written raw
+/// in Markdown (and U+202E reordered a planted name in HTML), and a long value was never
+/// cut (a 17 KB value made a 400 MB page). Both formats show controls as `\u{…}` and cut
+/// long values with a marker; JSON keeps them whole.
+#[test]
+fn controls_are_shown_escaped_and_long_values_cut_in_markdown_and_html() {
+    const CONTROLS: &str = "red\u{1b}[31m\u{202e}gpj.exe\u{2066}x\u{85}";
+    let long = "L".repeat(17_000);
+    let dir = tempfile::tempdir().unwrap();
+    let mut events = Vec::new();
+    for (seq, reason) in [(1000, CONTROLS), (1001, long.as_str())] {
+        let mut e = sample::event(seq, "run-hostile", "EPSG:4326");
+        e["outcome"] = json!("rejected");
+        e["rejection_reason"] = json!(reason);
+        e["accuracy_m"] = Value::Null;
+        e["strategy_index"] = Value::Null;
+        events.push(e);
+    }
+    let (s, _, _) = store(dir.path(), &events);
+    for format in ["md", "html"] {
+        let out = dir.path().join(format!("x.{format}"));
+        ok(&report(&s, &out, format, &[]));
+        let written = std::fs::read_to_string(&out).unwrap();
+        for c in ['\u{1b}', '\u{202e}', '\u{2066}', '\u{85}'] {
+            assert!(!written.contains(c), "{format}: {c:?} written raw");
+        }
+        for shown in ["u{1b}", "u{202e}", "u{2066}", "u{85}"] {
+            assert!(written.contains(shown), "{format}: no {shown}");
+        }
+        assert!(
+            written.contains("… (17000 bytes in all, cut)"),
+            "{format}: the long value is not cut"
+        );
+        assert!(
+            !written.contains(&"L".repeat(513)),
+            "{format}: over 512 characters"
+        );
+        assert!(written.len() < 1 << 20, "{format}: {} bytes", written.len());
+    }
+    let out = dir.path().join("x.json");
+    ok(&report(&s, &out, "json", &[]));
+    let r = read_json(&out);
+    let reasons = run_section(&r, "run-hostile")["rejection_reasons"]["items"].to_string();
+    assert!(reasons.contains(&long), "JSON keeps the value whole");
+}

@@ -82,3 +82,28 @@ fn a_readable_key_is_refused_unless_accepted_and_a_key_inside_the_store_always()
         "{out}{err}"
     );
 }
+
+/// Issue 34: under `umask 000` the public key was written 0666 (anyone could replace it);
+/// both files have fixed modes whatever the umask, with `--force` too.
+#[test]
+fn keygen_modes_do_not_follow_a_permissive_umask() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prefix = tmp.path().join("seal");
+    for force in ["", " --force"] {
+        let o = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("umask 000; exec \"$0\" keygen --out \"$1\"{force}"))
+            .arg(env!("CARGO_BIN_EXE_lineage"))
+            .arg(&prefix)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o).1);
+        for (ext, want) in [("key", 0o600), ("pub", 0o644)] {
+            let mode = std::fs::metadata(prefix.with_extension(ext))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, want, "{ext}{force}: {:04o}", mode & 0o777);
+        }
+    }
+}

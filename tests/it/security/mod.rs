@@ -2,10 +2,12 @@
 //! there) can plant, and that nothing it plants hides from `verify` or makes a command read,
 //! write or delete outside the store.
 
+mod binary_input;
 mod hostile_pointers;
 mod input_sizes;
 mod keys;
 mod lying_footers;
+mod memory;
 mod output;
 mod planted_parts;
 mod sizes;
