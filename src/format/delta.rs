@@ -54,8 +54,18 @@ pub const WRITER_FEATURE: &str = "lineageStoreSeals";
 /// Log and deleted-file retention: far beyond any audit period (delta-rs and Spark both
 /// parse `interval <n> days`).
 pub const RETENTION: &str = "interval 36500 days";
-/// Longest string statistic written; a longer min or max is left out (unknown).
+/// Longest string statistic written; a longer min or max is cut to a bound this long
+/// ([`FileStats::long_bounds`]).
 pub const MAX_STAT_STRING: usize = 64;
+/// The table property `delta.dataSkippingStatsColumns`: the columns every `add` states
+/// min/max and null count for (every column of 1.2.0 but the partition keys and
+/// `event_id`/`feature_id`, written without footer statistics). Without it delta-rs takes
+/// the first 32 columns to have stats and skips every file for a filter on a column whose
+/// stats an `add` leaves out (issue 35).
+pub const STATS_COLUMNS: &str = "sequence,event_time_utc,stage,event_type,source_crs,outcome,\
+strategy_index,accuracy_m,rejection_reason,tool_version,audit_tag";
+/// Columns written without footer statistics (so with no stats in an `add`).
+pub const NO_STATS_COLUMNS: [&str; 2] = ["event_id", "feature_id"];
 
 /// The table's `metaData.id`: a UUID (version 8) from the sha256 of the store id, so a store
 /// and its replicas name one table, and two stores never do.
@@ -167,6 +177,58 @@ pub struct FileStats {
     /// Nulls per column.
     #[serde(rename = "nullCount")]
     pub null_count: BTreeMap<String, u64>,
+    /// Bounds of the columns whose exact min or max is longer than [`MAX_STAT_STRING`]:
+    /// a prefix below the min and a cut-and-raised string above the max. Stated only in a
+    /// table that declares [`STATS_COLUMNS`] (there a declared column without bounds makes
+    /// delta-rs skip the file); left out of the versions written before.
+    #[serde(skip)]
+    pub long_bounds: BTreeMap<String, (Value, Value)>,
+}
+
+impl FileStats {
+    /// The `stats` JSON of an `add`: with [`Self::long_bounds`] when `declared`.
+    fn json(&self, declared: bool) -> Result<String> {
+        if !declared || self.long_bounds.is_empty() {
+            return serde_json::to_string(self).map_err(Error::internal_from);
+        }
+        let mut s = self.clone();
+        for (c, (lo, hi)) in &self.long_bounds {
+            s.min_values.insert(c.clone(), lo.clone());
+            s.max_values.insert(c.clone(), hi.clone());
+        }
+        serde_json::to_string(&s).map_err(Error::internal_from)
+    }
+}
+
+/// A lower bound of `s` at most [`MAX_STAT_STRING`] bytes: its longest prefix that fits.
+pub fn string_floor(s: &str) -> &str {
+    let mut end = s.len().min(MAX_STAT_STRING);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// An upper bound of `s` at most [`MAX_STAT_STRING`] bytes: its longest prefix that fits,
+/// with the last character raised by one (a character that cannot be raised is dropped and
+/// the one before raised); `None` when no character can be.
+pub fn string_ceiling(s: &str) -> Option<String> {
+    if s.len() <= MAX_STAT_STRING {
+        return Some(s.to_string());
+    }
+    let mut chars: Vec<char> = string_floor(s).chars().collect();
+    while let Some(last) = chars.pop() {
+        let next = (u32::from(last) + 1..=0x10FFFF).find_map(char::from_u32);
+        if let Some(n) = next {
+            let mut out: String = chars.into_iter().collect();
+            if out.len() + n.len_utf8() <= MAX_STAT_STRING {
+                out.push(n);
+                return Some(out);
+            }
+            return None;
+        }
+    }
+    None
 }
 
 /// A timestamp statistic (microseconds since the epoch) as Delta writes them: milliseconds,
@@ -190,6 +252,10 @@ pub struct Table {
     pub created_ms: i64,
     /// The contract version whose columns are the schema.
     pub contract: String,
+    /// Whether its `metaData` declares [`STATS_COLUMNS`] (every version written since
+    /// issue 35 says so in `commitInfo.lineageStore.statsColumns`; a table sealed before
+    /// gets the declaration in the next seal's version).
+    pub declared: bool,
 }
 
 /// What a seal's version says of the seal.
@@ -284,7 +350,7 @@ struct MetaData<'a> {
     schema_string: String,
     #[serde(rename = "partitionColumns")]
     partition_columns: [&'static str; 2],
-    configuration: BTreeMap<&'static str, &'static str>,
+    configuration: BTreeMap<&'static str, String>,
     #[serde(rename = "createdTime")]
     created_time: i64,
 }
@@ -305,6 +371,12 @@ struct LineageInfo<'a> {
     root: Option<&'a str>,
     #[serde(rename = "compactions", skip_serializing_if = "Vec::is_empty")]
     compactions: Vec<&'a str>,
+    #[serde(rename = "statsColumns", skip_serializing_if = "is_false")]
+    declared: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 #[derive(Serialize)]
@@ -395,14 +467,23 @@ fn metadata<'a>(table: &'a Table, columns: &[Column]) -> Result<MetaData<'a>> {
         },
         schema_string: schema_string(columns)?,
         partition_columns: PARTITION_KEYS,
-        configuration: BTreeMap::from([
-            ("delta.appendOnly", "true"),
-            ("delta.logRetentionDuration", RETENTION),
-            ("delta.deletedFileRetentionDuration", RETENTION),
-            ("delta.enableExpiredLogCleanup", "false"),
-        ]),
+        configuration: configuration(table.declared),
         created_time: table.created_ms,
     })
+}
+
+/// The table properties of a `metaData`.
+fn configuration(declared: bool) -> BTreeMap<&'static str, String> {
+    let mut c = BTreeMap::from([
+        ("delta.appendOnly", "true".to_string()),
+        ("delta.logRetentionDuration", RETENTION.to_string()),
+        ("delta.deletedFileRetentionDuration", RETENTION.to_string()),
+        ("delta.enableExpiredLogCleanup", "false".to_string()),
+    ]);
+    if declared {
+        c.insert("delta.dataSkippingStatsColumns", STATS_COLUMNS.to_string());
+    }
+    c
 }
 
 /// The protocol every version 0 writes.
@@ -433,10 +514,10 @@ pub fn version_bytes(v: &Version<'_>) -> Result<Vec<u8>> {
         } => {
             seal_head_lines(&mut out, seal, table, *new_columns, compactions)?;
             for a in adds.iter() {
-                line(&mut out, "add", &add(a)?)?;
+                line(&mut out, "add", &add(a, table.declared)?)?;
             }
             for c in compactions.iter() {
-                compaction_lines(&mut out, seal.sealed_ms, c)?;
+                compaction_lines(&mut out, seal.sealed_ms, c, table.declared)?;
             }
         }
     }
@@ -467,6 +548,7 @@ fn create_lines(
             tree_size: None,
             root: None,
             compactions: Vec::new(),
+            declared: table.declared,
         },
     };
     line(out, "commitInfo", &info)?;
@@ -503,6 +585,7 @@ fn seal_head_lines(
                 .iter()
                 .map(|c| c.record.compaction_id.as_str())
                 .collect(),
+            declared: table.declared,
         },
     };
     line(out, "commitInfo", &info)?;
@@ -522,7 +605,12 @@ fn seal_head_lines(
 
 /// One compaction's actions: a `remove` of each source part (no data change), then the
 /// `add` of the compacted part.
-fn compaction_lines(out: &mut Vec<u8>, sealed_ms: i64, c: &CompactedFile) -> Result<()> {
+fn compaction_lines(
+    out: &mut Vec<u8>,
+    sealed_ms: i64,
+    c: &CompactedFile,
+    declared: bool,
+) -> Result<()> {
     let r = &c.record;
     let values = BTreeMap::from([
         ("run_id", r.run_id.as_str()),
@@ -547,11 +635,7 @@ fn compaction_lines(out: &mut Vec<u8>, sealed_ms: i64, c: &CompactedFile) -> Res
             },
         )?;
     }
-    let stats = c
-        .stats
-        .as_ref()
-        .map(|s| serde_json::to_string(s).map_err(Error::internal_from))
-        .transpose()?;
+    let stats = c.stats.as_ref().map(|s| s.json(declared)).transpose()?;
     line(
         out,
         "add",
@@ -571,13 +655,9 @@ fn compaction_lines(out: &mut Vec<u8>, sealed_ms: i64, c: &CompactedFile) -> Res
     )
 }
 
-fn add(a: &AddFile) -> Result<Add<'_>> {
+fn add(a: &AddFile, declared: bool) -> Result<Add<'_>> {
     let p = &a.pointer;
-    let stats = a
-        .stats
-        .as_ref()
-        .map(|s| serde_json::to_string(s).map_err(Error::internal_from))
-        .transpose()?;
+    let stats = a.stats.as_ref().map(|s| s.json(declared)).transpose()?;
     Ok(Add {
         path: encode_path(&p.part_path),
         partition_values: BTreeMap::from([
@@ -621,6 +701,17 @@ pub fn parse_actions(key: &str, bytes: &[u8]) -> Result<Vec<(String, Value)>> {
     Ok(out)
 }
 
+/// Whether a version of ours says its table declares [`STATS_COLUMNS`]
+/// (`commitInfo.lineageStore.statsColumns`).
+pub fn recorded_declared(actions: &[(String, Value)]) -> bool {
+    actions
+        .iter()
+        .find(|(k, _)| k == "commitInfo")
+        .and_then(|(_, v)| v.pointer("/lineageStore/statsColumns"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false)
+}
+
 /// The contract version a version of ours records as its table's schema
 /// (`commitInfo.lineageStore.contractVersion`).
 pub fn recorded_contract(actions: &[(String, Value)]) -> Option<String> {
@@ -660,6 +751,28 @@ mod tests {
         assert_eq!(a, table_id("0b6f0b8e-1111-4222-8333-444455556666"));
         assert_ne!(a, table_id("0b6f0b8e-1111-4222-8333-444455556667"));
         assert_eq!(uuid::Uuid::parse_str(&a).unwrap().get_version_num(), 8);
+    }
+
+    #[test]
+    fn the_declared_stats_columns_are_those_with_footer_statistics() {
+        let want: Vec<&str> = COLUMNS
+            .iter()
+            .map(|c| c.name)
+            .filter(|n| !PARTITION_KEYS.contains(n) && !NO_STATS_COLUMNS.contains(n))
+            .collect();
+        assert_eq!(STATS_COLUMNS, want.join(","));
+    }
+
+    #[test]
+    fn long_strings_get_bounds_that_hold() {
+        let long = format!("{}é{}", "a".repeat(63), "z".repeat(10));
+        assert_eq!(string_floor(&long), "a".repeat(63));
+        let up = string_ceiling(&long).unwrap();
+        assert_eq!(up, format!("{}b", "a".repeat(62)));
+        assert!(up.as_str() > long.as_str() && up.len() <= MAX_STAT_STRING);
+        assert_eq!(string_ceiling("short").as_deref(), Some("short"));
+        let top = format!("{}{}", "\u{10FFFF}".repeat(16), "x");
+        assert_eq!(string_ceiling(&top), None);
     }
 
     #[test]
