@@ -6,3 +6,4 @@ pub mod pages;
 pub mod read;
 pub(crate) mod scan;
 pub(crate) mod stats;
+pub(crate) mod tail;

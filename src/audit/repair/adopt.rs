@@ -140,6 +140,8 @@ async fn pointer_for(
         max_event_time_utc: rfc3339_us(time.1),
         tool_version: tool_version(),
         commit_key: None,
+        tail_offset: None,
+        tail_sha256: None,
         adopted: true,
     }))
 }

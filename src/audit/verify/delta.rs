@@ -177,7 +177,10 @@ async fn rebuild_and_judge(
                 Ok(built) => Some(pick(
                     b,
                     built,
-                    have.as_ref().ok().and_then(Option::as_ref).map(|h| h.as_ref()),
+                    have.as_ref()
+                        .ok()
+                        .and_then(Option::as_ref)
+                        .map(|h| h.as_ref()),
                 )),
                 Err(e) => {
                     // A sealed pointer missing or changed: reported as such.
@@ -362,7 +365,11 @@ async fn judge_since(
     h: &[u8],
     bad_parts: &HashSet<String>,
 ) -> Option<Problem> {
-    match b.seal_forms(store, s).await.map(|built| pick(b, built, Some(h))) {
+    match b
+        .seal_forms(store, s)
+        .await
+        .map(|built| pick(b, built, Some(h)))
+    {
         Ok(want) if h != want.as_slice() => {
             // Sealed parts are not read by --since-seal: stats unjudged.
             let why = diagnose(key, h, &want, bad_parts, false);
