@@ -244,6 +244,11 @@ impl VerifyReport {
     fn parts_blake3_checked(&self) -> u64 {
         self.inner.parts_blake3_checked
     }
+    /// Compacted parts in effect whose digest and rows checked out (not in `parts_ok`).
+    #[getter]
+    fn compacted_parts_ok(&self) -> u64 {
+        self.inner.compacted_parts_ok
+    }
     /// Parts not re-hashed (`sample`, `since_seal`).
     #[getter]
     fn parts_not_hashed(&self) -> u64 {

@@ -343,6 +343,7 @@ impl Full {
             window: window(opts),
         };
         let found = compaction::check(store, &cx).await?;
+        report.compacted_parts_ok = found.parts_ok;
         report.problems.extend(found.problems);
         found.flying.into_iter().for_each(|f| report.fly(f));
         Ok(())
