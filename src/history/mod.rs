@@ -21,6 +21,7 @@
 pub mod complete;
 pub(crate) mod delta;
 pub(crate) mod delta_checkpoint;
+pub(crate) mod delta_restore;
 pub mod frontier;
 pub(crate) mod head;
 pub(crate) mod identity;

@@ -151,16 +151,7 @@ async fn rebuild_and_judge(
     let mut oversized = Vec::new();
     // Read whether listed or not: an unlisted one may have landed since the listing.
     match bounded(store, 0).await? {
-        Ok(have) => {
-            let mut want = b.create().ok();
-            let legacy = b.create_legacy().ok();
-            if have.is_some() && have.as_deref() == legacy.as_deref() {
-                // Written before issue 35: the table declares no stats columns yet.
-                b.follow_legacy();
-                want = legacy;
-            }
-            judge(out, &cx.bad_parts, last, 0, have, want);
-        }
+        Ok(have) => judge_create(b, &cx.bad_parts, last, have, out),
         Err(p) => oversized.push(p),
     }
     for s in &cx.chain.seals {
@@ -170,24 +161,11 @@ async fn rebuild_and_judge(
         } else {
             Ok(None)
         };
+        let stored = have.as_ref().ok().and_then(Option::as_ref);
         let rebuilt = if reported.contains(s.key.as_str()) {
             None
         } else {
-            match b.seal_forms(store, s).await {
-                Ok(built) => Some(pick(
-                    b,
-                    built,
-                    have.as_ref()
-                        .ok()
-                        .and_then(Option::as_ref)
-                        .map(|h| h.as_ref()),
-                )),
-                Err(e) => {
-                    // A sealed pointer missing or changed: reported as such.
-                    tracing::info!(version = v, error = %e, "Delta version not rebuilt");
-                    None
-                }
-            }
+            rebuild_one(store, b, s, stored.map(|h| h.as_ref())).await
         };
         let have = match have {
             Ok(have) => have,
@@ -208,6 +186,42 @@ async fn rebuild_and_judge(
     }
     out.extend(oversized);
     Ok(())
+}
+
+/// Seal `s`'s version as `b` rebuilds it, in the form `stored` has when that is one of
+/// its forms; `None` when it cannot be rebuilt (a sealed pointer missing or changed,
+/// reported as such).
+async fn rebuild_one(
+    store: &dyn AtomicPublisher,
+    b: &mut Builder,
+    s: &crate::history::seal::StoredSeal,
+    stored: Option<&[u8]>,
+) -> Option<Vec<u8>> {
+    match b.seal_forms(store, s).await {
+        Ok(built) => Some(pick(b, built, stored)),
+        Err(e) => {
+            tracing::info!(version = s.key_seq, error = %e, "Delta version not rebuilt");
+            None
+        }
+    }
+}
+
+/// Version 0 as stored (`have`) against the one `b` builds: in either form (one written
+/// before issue 35 declares no stats columns; then `b` follows it).
+fn judge_create(
+    b: &mut Builder,
+    bad_parts: &HashSet<String>,
+    last: u64,
+    have: Option<bytes::Bytes>,
+    out: &mut Vec<Problem>,
+) {
+    let mut want = b.create().ok();
+    let legacy = b.create_legacy().ok();
+    if have.is_some() && have.as_deref() == legacy.as_deref() {
+        b.follow_legacy();
+        want = legacy;
+    }
+    judge(out, bad_parts, last, 0, have, want);
 }
 
 /// The form of a rebuilt version to judge `have` by: its legacy form when that is what is
