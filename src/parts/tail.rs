@@ -9,7 +9,6 @@ use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
 
 use crate::base::digest::sha256_hex;
 use crate::base::error::{Error, Result};
-use crate::parts::read::{fetch_footer, Source};
 
 /// Where a part's tail begins and its sha256, from the part's bytes (its footer parsed).
 pub(crate) fn tail_of(part: &[u8]) -> Result<(u64, String)> {
@@ -18,15 +17,6 @@ pub(crate) fn tail_of(part: &[u8]) -> Result<(u64, String)> {
     let from = first_filter(&meta).unwrap_or(start).min(start);
     let idx = usize::try_from(from).map_err(Error::internal_from)?;
     Ok((from, sha256_hex(&part[idx..])))
-}
-
-/// [`tail_of`] a stored part of `size` bytes (its footer, then its tail: three ranged
-/// reads), as `repair` records it when it adopts the part.
-pub(crate) async fn stored_tail(src: &Source<'_>, key: &str, size: u64) -> Result<(u64, String)> {
-    let f = fetch_footer(src, key, size).await?;
-    let from = first_filter(&f.meta).unwrap_or(f.start).min(f.start);
-    let bytes = src.range(key, from..size).await?;
-    Ok((from, sha256_hex(&bytes)))
 }
 
 /// Offset of the first bloom filter of a footer's column chunks.

@@ -14,8 +14,6 @@ use crate::format::keys;
 use crate::format::keys::kind::KeyKind;
 use crate::format::pointer::{tool_version, Pointer, POINTER_FORMAT};
 use crate::parts::read::facts::hash_and_facts;
-use crate::parts::read::Source;
-use crate::parts::tail::stored_tail;
 use crate::publish::checked::{publish_checked, Published};
 use crate::publish::{AtomicPublisher, ObjectInfo};
 use crate::schema::contract;
@@ -131,10 +129,6 @@ async fn pointer_for(
         return Ok(Err("the part has no rows with a sequence".into()));
     };
     let digests = digests?;
-    // The tail digest the writer records, so feature lookups may prune the part.
-    let tail = stored_tail(&Source::Store(store), &o.key, o.size)
-        .await
-        .ok();
     Ok(Ok(Pointer {
         format: POINTER_FORMAT.to_string(),
         commit_id: id.commit_id.to_string(),
@@ -157,8 +151,10 @@ async fn pointer_for(
         max_event_time_utc: rfc3339_us(time.1),
         tool_version: tool_version(),
         commit_key: None,
-        tail_offset: tail.as_ref().map(|t| t.0),
-        tail_sha256: tail.map(|t| t.1),
+        // Not recorded: repair reads the orphan once (its digests and facts), and a
+        // feature lookup reads a part without a tail digest whole.
+        tail_offset: None,
+        tail_sha256: None,
         adopted: true,
     }))
 }
