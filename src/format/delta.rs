@@ -40,13 +40,10 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::base::error::{Error, Result};
+use crate::format::delta_stats::{FileStats, STATS_COLUMNS};
 use crate::format::pointer::Pointer;
 use crate::schema::contract::{Column, Kind, PARTITION_KEYS};
 
-pub use crate::format::delta_stats::{
-    string_ceiling, string_floor, timestamp_stat, FileStats, MAX_STAT_STRING, NO_STATS_COLUMNS,
-    STATS_COLUMNS,
-};
 pub use crate::format::keys::{
     delta_version_key as version_key, parse_delta_version_key as parse_version_key,
     DELTA_LOG_PREFIX,

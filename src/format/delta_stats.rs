@@ -19,8 +19,6 @@ pub const MAX_STAT_STRING: usize = 64;
 /// stats an `add` leaves out (issue 35).
 pub const STATS_COLUMNS: &str = "sequence,event_time_utc,stage,event_type,source_crs,outcome,\
 strategy_index,accuracy_m,rejection_reason,tool_version,audit_tag";
-/// Columns written without footer statistics (so with no stats in an `add`).
-pub const NO_STATS_COLUMNS: [&str; 2] = ["event_id", "feature_id"];
 
 /// Column statistics of one part, from its footer (what an `add`'s `stats` say). Columns
 /// without exact statistics in every row group are left out (unknown to readers), as are
@@ -109,6 +107,9 @@ pub fn timestamp_stat(us: i64, up: bool) -> Option<String> {
 mod tests {
     use super::*;
     use crate::schema::contract::{COLUMNS, PARTITION_KEYS};
+
+    /// Columns written without footer statistics (so with no stats in an `add`).
+    const NO_STATS_COLUMNS: [&str; 2] = ["event_id", "feature_id"];
 
     #[test]
     fn the_declared_stats_columns_are_those_with_footer_statistics() {

@@ -35,8 +35,6 @@ use crate::publish::checked::publish_checked;
 use crate::publish::AtomicPublisher;
 use crate::schema::contract::{self, Column, ContractVersion, SCHEMA_VERSION};
 
-pub(crate) use crate::history::delta_restore::restore_missing;
-
 /// The most a Delta version of ours can hold: each sealed commit is one `add` of at most a
 /// few KiB (its path, partition values, tags and stats of at most 64 characters a value),
 /// about five times its seal entry, and a seal is at most

@@ -2,7 +2,7 @@
 //! footer alone: the exact min/max and null counts our writer puts in every column
 //! chunk. A column without exact statistics in every row group (e.g. `event_id` and
 //! `feature_id`, written without them) is left out, which readers take as "unknown"
-//! (the table declares which columns have stats: [`crate::format::delta::STATS_COLUMNS`]).
+//! (the table declares which columns have stats: [`crate::format::delta_stats::STATS_COLUMNS`]).
 //! A string min or max too long to state exactly gets bounds that hold it
 //! ([`FileStats::long_bounds`]).
 
@@ -13,7 +13,7 @@ use parquet::file::statistics::Statistics;
 use serde_json::Value;
 
 use crate::base::error::Result;
-use crate::format::delta::{
+use crate::format::delta_stats::{
     string_ceiling, string_floor, timestamp_stat, FileStats, MAX_STAT_STRING,
 };
 use crate::parts::read::{fetch_footer, Source};

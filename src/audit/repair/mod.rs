@@ -28,7 +28,7 @@
 //!
 //! **Delta versions** the log lacks are written again, create-only, with or without
 //! `from`: a version is a pure function of its seal, the pointers it seals and their
-//! parts' footers ([`crate::history::delta::restore_missing`]), so once those are back the
+//! parts' footers ([`crate::history::delta_restore::restore_missing`]), so once those are back the
 //! rebuilt bytes are the bytes that were there; a version whose parts are still missing is
 //! reported, not written.
 
@@ -163,7 +163,7 @@ async fn restore_delta(
     opts: &RepairOptions,
     out: &mut RepairOutcome,
 ) -> Result<()> {
-    let delta = crate::history::delta::restore_missing(store, head, opts.dry_run).await?;
+    let delta = crate::history::delta_restore::restore_missing(store, head, opts.dry_run).await?;
     out.restored.extend(
         delta
             .restored
