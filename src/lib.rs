@@ -186,7 +186,9 @@ pub use history::merkle;
 pub mod internal {
     pub use crate::audit::{chain, verify::platform, verify::report_dir, verify::shard};
     pub use crate::base::{digest, time};
-    pub use crate::format::{claim, compaction, delta, delta_checkpoint, identity, keys, pointer};
+    pub use crate::format::{
+        claim, compaction, delta, delta_checkpoint, delta_stats, identity, keys, pointer,
+    };
     pub use crate::history::delta::complete_log as complete_delta_log;
     pub use crate::history::delta_checkpoint::{
         write as write_delta_checkpoint, write_if_due as write_delta_checkpoint_if_due,

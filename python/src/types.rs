@@ -57,6 +57,12 @@ pub struct Commit {
     pub commit_key: Option<String>,
     /// True when `repair` wrote the pointer for an orphan part.
     pub adopted: bool,
+    /// Where the part's tail (bloom filters and footer) begins (`None` in older commits).
+    #[serde(default)]
+    pub tail_offset: Option<u64>,
+    /// sha256 of the part's tail, checked before a feature lookup skips the part.
+    #[serde(default)]
+    pub tail_sha256: Option<String>,
 }
 
 impl From<Pointer> for Commit {
@@ -79,6 +85,8 @@ impl From<Pointer> for Commit {
             tool_version: p.tool_version,
             commit_key: p.commit_key,
             adopted: p.adopted,
+            tail_offset: p.tail_offset,
+            tail_sha256: p.tail_sha256,
         }
     }
 }
@@ -103,6 +111,8 @@ impl Commit {
             max_event_time_utc: self.max_event_time_utc.clone(),
             tool_version: self.tool_version.clone(),
             commit_key: self.commit_key.clone(),
+            tail_offset: self.tail_offset,
+            tail_sha256: self.tail_sha256.clone(),
             adopted: self.adopted,
         }
     }
@@ -233,6 +243,11 @@ impl VerifyReport {
     #[getter]
     fn parts_blake3_checked(&self) -> u64 {
         self.inner.parts_blake3_checked
+    }
+    /// Compacted parts in effect whose digest and rows checked out (not in `parts_ok`).
+    #[getter]
+    fn compacted_parts_ok(&self) -> u64 {
+        self.inner.compacted_parts_ok
     }
     /// Parts not re-hashed (`sample`, `since_seal`).
     #[getter]

@@ -251,6 +251,10 @@ pub struct Report {
     pub parts_blake3_checked: u64,
     /// Parts not hashed because of `--sample` or `--since-seal`.
     pub parts_not_hashed: u64,
+    /// Compacted parts in effect whose sha256 matched their record and whose rows are
+    /// exactly their sources' (a full verify; not in `parts_ok`).
+    #[serde(default)]
+    pub compacted_parts_ok: u64,
     /// Seed of `--sample`, when sampling.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sample_seed: Option<u64>,

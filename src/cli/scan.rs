@@ -87,12 +87,20 @@ impl ReadArgs {
         );
         if let Some(st) = stats {
             line = format!(
-                "{} parts read and checked ({} bytes), {} skipped by footer statistics or bloom filters, {} rows, {seal}",
+                "{} parts read and checked ({} bytes), {} skipped by footer statistics or bloom filters (digest-checked), {} rows, {seal}",
                 st.parts_read.load(Ordering::Relaxed),
                 st.bytes_read.load(Ordering::Relaxed),
                 st.parts_skipped.load(Ordering::Relaxed),
                 st.rows.load(Ordering::Relaxed),
             );
+            let unrecorded = st.parts_unrecorded.load(Ordering::Relaxed);
+            if unrecorded > 0 {
+                line.push_str(&format!(
+                    "; {unrecorded} of the parts read were read whole because their pointers \
+                     record no digest of their footer and filters (written before pruning \
+                     checked them)"
+                ));
+            }
         }
         let unsealed = snap.unsealed();
         if unsealed > 0 {

@@ -408,8 +408,12 @@ fn print_counts(r: &Report) -> Result<()> {
             hashed.push_str(&format!(" (sample seed {seed})"));
         }
     }
+    let compacted = match r.compacted_parts_ok {
+        0 => String::new(),
+        n => format!(", and {n} compacted parts (sha256 and rows against their sources)"),
+    };
     out(&format!(
-        "{}: {} commits, {} parts verified ({hashed}; {} rows, {} bytes hashed)",
+        "{}: {} commits, {} parts verified ({hashed}; {} rows, {} bytes hashed){compacted}",
         r.store, r.commits, r.parts_ok, r.rows, r.bytes_hashed
     ))
 }

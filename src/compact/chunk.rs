@@ -67,6 +67,8 @@ pub(super) async fn compact_chunk(
         compacted_utc: rfc3339(clock.now()),
         tool_version: tool_version(),
         sources: chunk.iter().map(source_of).collect(),
+        tail_offset: Some(enc.tail.0),
+        tail_sha256: Some(enc.tail.1.clone()),
     };
     if rows.rows != record.row_count {
         return Err(Error::internal(format!(

@@ -91,6 +91,13 @@ pub struct CompactionRecord {
     pub tool_version: String,
     /// The source commits, in seal order.
     pub sources: Vec<CompactionSource>,
+    /// Where the compacted part's tail begins ([`crate::parts::tail`]); absent in records
+    /// made before issue 35.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tail_offset: Option<u64>,
+    /// sha256 of the compacted part's tail, checked before pruning skips it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tail_sha256: Option<String>,
 }
 
 impl CompactionRecord {

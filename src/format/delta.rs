@@ -35,11 +35,12 @@
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
+use chrono::DateTime;
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::base::error::{Error, Result};
+use crate::format::delta_stats::{FileStats, STATS_COLUMNS};
 use crate::format::pointer::Pointer;
 use crate::schema::contract::{Column, Kind, PARTITION_KEYS};
 
@@ -54,9 +55,6 @@ pub const WRITER_FEATURE: &str = "lineageStoreSeals";
 /// Log and deleted-file retention: far beyond any audit period (delta-rs and Spark both
 /// parse `interval <n> days`).
 pub const RETENTION: &str = "interval 36500 days";
-/// Longest string statistic written; a longer min or max is left out (unknown).
-pub const MAX_STAT_STRING: usize = 64;
-
 /// The table's `metaData.id`: a UUID (version 8) from the sha256 of the store id, so a store
 /// and its replicas name one table, and two stores never do.
 pub fn table_id(store_id: &str) -> String {
@@ -150,37 +148,6 @@ pub fn decode_path(path: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
-/// Column statistics of one part, from its footer (what an `add`'s `stats` say). Columns
-/// without exact statistics in every row group are left out (unknown to readers), as are
-/// the partition columns.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct FileStats {
-    /// Rows in the part.
-    #[serde(rename = "numRecords")]
-    pub num_records: u64,
-    /// Smallest value per column.
-    #[serde(rename = "minValues")]
-    pub min_values: BTreeMap<String, Value>,
-    /// Largest value per column.
-    #[serde(rename = "maxValues")]
-    pub max_values: BTreeMap<String, Value>,
-    /// Nulls per column.
-    #[serde(rename = "nullCount")]
-    pub null_count: BTreeMap<String, u64>,
-}
-
-/// A timestamp statistic (microseconds since the epoch) as Delta writes them: milliseconds,
-/// `Z`. Rounded outwards (`up` for a maximum), so the bound still holds every value.
-pub fn timestamp_stat(us: i64, up: bool) -> Option<String> {
-    let ms = if up {
-        us.div_euclid(1000) + i64::from(us.rem_euclid(1000) != 0)
-    } else {
-        us.div_euclid(1000)
-    };
-    let t = DateTime::<Utc>::from_timestamp_millis(ms)?;
-    Some(t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
-}
-
 /// The table as of a version: what a `metaData` action says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Table {
@@ -190,6 +157,10 @@ pub struct Table {
     pub created_ms: i64,
     /// The contract version whose columns are the schema.
     pub contract: String,
+    /// Whether its `metaData` declares [`STATS_COLUMNS`] (every version written since
+    /// issue 35 says so in `commitInfo.lineageStore.statsColumns`; a table sealed before
+    /// gets the declaration in the next seal's version).
+    pub declared: bool,
 }
 
 /// What a seal's version says of the seal.
@@ -284,7 +255,7 @@ struct MetaData<'a> {
     schema_string: String,
     #[serde(rename = "partitionColumns")]
     partition_columns: [&'static str; 2],
-    configuration: BTreeMap<&'static str, &'static str>,
+    configuration: BTreeMap<&'static str, String>,
     #[serde(rename = "createdTime")]
     created_time: i64,
 }
@@ -305,6 +276,12 @@ struct LineageInfo<'a> {
     root: Option<&'a str>,
     #[serde(rename = "compactions", skip_serializing_if = "Vec::is_empty")]
     compactions: Vec<&'a str>,
+    #[serde(rename = "statsColumns", skip_serializing_if = "is_false")]
+    declared: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 #[derive(Serialize)]
@@ -395,14 +372,23 @@ fn metadata<'a>(table: &'a Table, columns: &[Column]) -> Result<MetaData<'a>> {
         },
         schema_string: schema_string(columns)?,
         partition_columns: PARTITION_KEYS,
-        configuration: BTreeMap::from([
-            ("delta.appendOnly", "true"),
-            ("delta.logRetentionDuration", RETENTION),
-            ("delta.deletedFileRetentionDuration", RETENTION),
-            ("delta.enableExpiredLogCleanup", "false"),
-        ]),
+        configuration: configuration(table.declared),
         created_time: table.created_ms,
     })
+}
+
+/// The table properties of a `metaData`.
+fn configuration(declared: bool) -> BTreeMap<&'static str, String> {
+    let mut c = BTreeMap::from([
+        ("delta.appendOnly", "true".to_string()),
+        ("delta.logRetentionDuration", RETENTION.to_string()),
+        ("delta.deletedFileRetentionDuration", RETENTION.to_string()),
+        ("delta.enableExpiredLogCleanup", "false".to_string()),
+    ]);
+    if declared {
+        c.insert("delta.dataSkippingStatsColumns", STATS_COLUMNS.to_string());
+    }
+    c
 }
 
 /// The protocol every version 0 writes.
@@ -433,10 +419,10 @@ pub fn version_bytes(v: &Version<'_>) -> Result<Vec<u8>> {
         } => {
             seal_head_lines(&mut out, seal, table, *new_columns, compactions)?;
             for a in adds.iter() {
-                line(&mut out, "add", &add(a)?)?;
+                line(&mut out, "add", &add(a, table.declared)?)?;
             }
             for c in compactions.iter() {
-                compaction_lines(&mut out, seal.sealed_ms, c)?;
+                compaction_lines(&mut out, seal.sealed_ms, c, table.declared)?;
             }
         }
     }
@@ -467,6 +453,7 @@ fn create_lines(
             tree_size: None,
             root: None,
             compactions: Vec::new(),
+            declared: table.declared,
         },
     };
     line(out, "commitInfo", &info)?;
@@ -503,6 +490,7 @@ fn seal_head_lines(
                 .iter()
                 .map(|c| c.record.compaction_id.as_str())
                 .collect(),
+            declared: table.declared,
         },
     };
     line(out, "commitInfo", &info)?;
@@ -522,7 +510,12 @@ fn seal_head_lines(
 
 /// One compaction's actions: a `remove` of each source part (no data change), then the
 /// `add` of the compacted part.
-fn compaction_lines(out: &mut Vec<u8>, sealed_ms: i64, c: &CompactedFile) -> Result<()> {
+fn compaction_lines(
+    out: &mut Vec<u8>,
+    sealed_ms: i64,
+    c: &CompactedFile,
+    declared: bool,
+) -> Result<()> {
     let r = &c.record;
     let values = BTreeMap::from([
         ("run_id", r.run_id.as_str()),
@@ -547,11 +540,7 @@ fn compaction_lines(out: &mut Vec<u8>, sealed_ms: i64, c: &CompactedFile) -> Res
             },
         )?;
     }
-    let stats = c
-        .stats
-        .as_ref()
-        .map(|s| serde_json::to_string(s).map_err(Error::internal_from))
-        .transpose()?;
+    let stats = c.stats.as_ref().map(|s| s.json(declared)).transpose()?;
     line(
         out,
         "add",
@@ -571,13 +560,9 @@ fn compaction_lines(out: &mut Vec<u8>, sealed_ms: i64, c: &CompactedFile) -> Res
     )
 }
 
-fn add(a: &AddFile) -> Result<Add<'_>> {
+fn add(a: &AddFile, declared: bool) -> Result<Add<'_>> {
     let p = &a.pointer;
-    let stats = a
-        .stats
-        .as_ref()
-        .map(|s| serde_json::to_string(s).map_err(Error::internal_from))
-        .transpose()?;
+    let stats = a.stats.as_ref().map(|s| s.json(declared)).transpose()?;
     Ok(Add {
         path: encode_path(&p.part_path),
         partition_values: BTreeMap::from([
@@ -621,6 +606,17 @@ pub fn parse_actions(key: &str, bytes: &[u8]) -> Result<Vec<(String, Value)>> {
     Ok(out)
 }
 
+/// Whether a version of ours says its table declares [`STATS_COLUMNS`]
+/// (`commitInfo.lineageStore.statsColumns`).
+pub fn recorded_declared(actions: &[(String, Value)]) -> bool {
+    actions
+        .iter()
+        .find(|(k, _)| k == "commitInfo")
+        .and_then(|(_, v)| v.pointer("/lineageStore/statsColumns"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false)
+}
+
 /// The contract version a version of ours records as its table's schema
 /// (`commitInfo.lineageStore.contractVersion`).
 pub fn recorded_contract(actions: &[(String, Value)]) -> Option<String> {
@@ -660,22 +656,6 @@ mod tests {
         assert_eq!(a, table_id("0b6f0b8e-1111-4222-8333-444455556666"));
         assert_ne!(a, table_id("0b6f0b8e-1111-4222-8333-444455556667"));
         assert_eq!(uuid::Uuid::parse_str(&a).unwrap().get_version_num(), 8);
-    }
-
-    #[test]
-    fn timestamps_round_outwards() {
-        assert_eq!(
-            timestamp_stat(1_700_000_000_123_456, false).unwrap(),
-            "2023-11-14T22:13:20.123Z"
-        );
-        assert_eq!(
-            timestamp_stat(1_700_000_000_123_456, true).unwrap(),
-            "2023-11-14T22:13:20.124Z"
-        );
-        assert_eq!(
-            timestamp_stat(1_700_000_000_123_000, true).unwrap(),
-            "2023-11-14T22:13:20.123Z"
-        );
     }
 
     #[test]

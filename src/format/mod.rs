@@ -4,6 +4,7 @@ pub mod claim;
 pub mod compaction;
 pub mod delta;
 pub mod delta_checkpoint;
+pub mod delta_stats;
 pub mod identity;
 pub mod keys;
 pub mod pointer;

@@ -57,6 +57,14 @@ pub struct Pointer {
     /// The idempotency key the commit id was derived from, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub commit_key: Option<String>,
+    /// Where the part's tail begins: its first bloom filter, or its footer
+    /// ([`crate::parts::tail`]); absent in pointers written before issue 35.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tail_offset: Option<u64>,
+    /// Lower-case hex sha256 of the part's bytes from `tail_offset` to its end: what
+    /// pruning checks before it skips the part on its footer or bloom filters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tail_sha256: Option<String>,
     /// True when `lineage repair` wrote this pointer for an orphan part.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub adopted: bool,
@@ -150,6 +158,15 @@ impl Pointer {
                 "sha256 {} is not 64 lower-case hex digits",
                 quote(&self.sha256)
             ));
+        }
+        if let Some(t) = self.tail_sha256.as_deref().filter(|t| !hex(t)) {
+            return Some(format!(
+                "tail_sha256 {} is not 64 lower-case hex digits",
+                quote(t)
+            ));
+        }
+        if self.tail_offset.is_some_and(|o| o >= self.size_bytes) {
+            return Some("tail_offset is not inside the part".to_string());
         }
         let b3 = self.blake3.as_deref().filter(|b| !hex(b))?;
         Some(format!(

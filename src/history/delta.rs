@@ -19,8 +19,8 @@ use crate::base::error::{Error, Result};
 use crate::format::compaction::{CompactionRecord, CompactionRef};
 use crate::format::delta;
 use crate::format::delta::{
-    millis, parse_actions, recorded_contract, version_bytes, AddFile, CompactedFile, SealFacts,
-    Table, Version,
+    millis, parse_actions, recorded_contract, recorded_declared, version_bytes, AddFile,
+    CompactedFile, SealFacts, Table, Version,
 };
 use crate::format::keys;
 use crate::format::keys::delta_version_key as version_key;
@@ -100,6 +100,7 @@ impl Builder {
                 id: delta::table_id(store_id),
                 created_ms: millis(&s.sealed_utc, "sealed_utc")?,
                 contract: SCHEMA_VERSION.to_string(),
+                declared: true,
             },
             created_by: Some(s.tool_version.clone()),
             created_known: true,
@@ -120,6 +121,7 @@ impl Builder {
                 id: delta::table_id(store_id),
                 created_ms: 0,
                 contract,
+                declared: recorded_declared(&actions),
             },
             created_by: None,
             created_known: false,
@@ -132,13 +134,31 @@ impl Builder {
         if let Some(c) = recorded_contract(actions) {
             self.table.contract = c;
         }
+        self.table.declared = recorded_declared(actions);
+    }
+
+    /// Take the version just built to be its legacy form ([`Built::legacy`], found stored):
+    /// the table still does not declare its stats columns.
+    pub(crate) fn follow_legacy(&mut self) {
+        self.table.declared = false;
     }
 
     /// Version 0's bytes.
     pub(crate) fn create(&self) -> Result<Vec<u8>> {
-        let columns = registered(&self.table.contract)?.columns.clone();
+        self.create_as(&self.table)
+    }
+
+    /// Version 0 as a lineage-store before issue 35 wrote it (no declared stats columns).
+    pub(crate) fn create_legacy(&self) -> Result<Vec<u8>> {
+        let mut t = self.table.clone();
+        t.declared = false;
+        self.create_as(&t)
+    }
+
+    fn create_as(&self, table: &Table) -> Result<Vec<u8>> {
+        let columns = registered(&table.contract)?.columns.clone();
         version_bytes(&Version::Create {
-            table: &self.table,
+            table,
             columns: &columns,
             tool_version: self.created_by.as_deref().unwrap_or_default(),
         })
@@ -152,6 +172,18 @@ impl Builder {
         store: &dyn AtomicPublisher,
         seal: &StoredSeal,
     ) -> Result<(Vec<u8>, Vec<AddFile>)> {
+        let b = self.seal_forms(store, seal).await?;
+        Ok((b.bytes, b.adds))
+    }
+
+    /// Seal `seal`'s version in every form a stored one may rightly have: the one this
+    /// lineage-store writes and, when the table does not yet declare its stats columns,
+    /// the one a lineage-store before issue 35 wrote (then the table is declared after).
+    pub(crate) async fn seal_forms(
+        &mut self,
+        store: &dyn AtomicPublisher,
+        seal: &StoredSeal,
+    ) -> Result<Built> {
         let s = parsed(seal)?;
         let seal_key = seal.key.as_str();
         let adds: Vec<AddFile> = futures::stream::iter(s.entries.clone())
@@ -160,6 +192,12 @@ impl Builder {
             .try_collect()
             .await?;
         let new_columns = self.newer_contract(store, &adds).await?;
+        let legacy_table = (!self.table.declared).then(|| self.table.clone());
+        let declared_columns = match (&new_columns, &legacy_table) {
+            (None, Some(_)) => Some(self.current_columns(store).await?),
+            _ => new_columns.clone(),
+        };
+        self.table.declared = true;
         let mut compactions = Vec::new();
         for r in s.compactions.iter().flatten() {
             compactions.push(compacted_file(store, seal_key, r).await?);
@@ -175,11 +213,44 @@ impl Builder {
         let bytes = version_bytes(&Version::Seal {
             seal: &facts,
             table: &self.table,
-            new_columns: new_columns.as_deref(),
+            new_columns: declared_columns.as_deref(),
             adds: &adds,
             compactions: &compactions,
         })?;
-        Ok((bytes, adds))
+        let legacy = legacy_table
+            .map(|table| {
+                version_bytes(&Version::Seal {
+                    seal: &facts,
+                    table: &table,
+                    new_columns: new_columns.as_deref(),
+                    adds: &adds,
+                    compactions: &compactions,
+                })
+            })
+            .transpose()?;
+        Ok(Built {
+            bytes,
+            legacy,
+            adds,
+        })
+    }
+
+    /// The columns of the table's contract version, for a `metaData` (seal 1 read for
+    /// the table's creation time when not yet known).
+    async fn current_columns(&mut self, store: &dyn AtomicPublisher) -> Result<Vec<Column>> {
+        self.learn_created(store).await?;
+        Ok(registered(&self.table.contract)?.columns.clone())
+    }
+
+    async fn learn_created(&mut self, store: &dyn AtomicPublisher) -> Result<()> {
+        if !self.created_known {
+            let seal1 = read_seal(store, 1)
+                .await?
+                .ok_or_else(|| Error::NotFound(keys::seal_key(1)))?;
+            self.table.created_ms = millis(&parsed(&seal1)?.sealed_utc, "sealed_utc")?;
+            self.created_known = true;
+        }
+        Ok(())
     }
 
     /// When `adds` bring a contract version newer than the table's: the table moves to it,
@@ -199,16 +270,21 @@ impl Builder {
         if rank(&self.table.contract).is_some_and(|have| r <= have) {
             return Ok(None);
         }
-        if !self.created_known {
-            let seal1 = read_seal(store, 1)
-                .await?
-                .ok_or_else(|| Error::NotFound(keys::seal_key(1)))?;
-            self.table.created_ms = millis(&parsed(&seal1)?.sealed_utc, "sealed_utc")?;
-            self.created_known = true;
-        }
+        self.learn_created(store).await?;
         self.table.contract = v.clone();
         Ok(Some(registered(v)?.columns.clone()))
     }
+}
+
+/// A seal's version as built ([`Builder::seal_forms`]).
+pub(crate) struct Built {
+    /// Its bytes as this lineage-store writes them.
+    pub bytes: Vec<u8>,
+    /// Its bytes as a lineage-store before issue 35 wrote them, when the table did not
+    /// declare its stats columns before it (a stored version with these bytes is as right).
+    pub legacy: Option<Vec<u8>>,
+    /// Its adds.
+    pub adds: Vec<AddFile>,
 }
 
 /// The `add` of sealed entry `e` (sealed by `seal_key`): its pointer, which must still be
@@ -296,11 +372,12 @@ pub(crate) async fn publish_version(
     store: &dyn AtomicPublisher,
     v: u64,
     bytes: Vec<u8>,
+    legacy: Option<Vec<u8>>,
 ) -> Result<()> {
     let want = Bytes::from(bytes);
     let cmp = want.clone();
     publish_checked(store, &version_key(v), want, move |have| {
-        if have == cmp.as_ref() {
+        if have == cmp.as_ref() || legacy.as_deref() == Some(have) {
             Ok(())
         } else {
             Err(format!(
@@ -413,8 +490,8 @@ pub async fn complete_log(store: &dyn AtomicPublisher, seq: u64) -> Result<u64> 
     // Usually the version before is there: write only this seal's.
     if let Some(prev) = read_version(store, seq - 1).await? {
         let mut b = builder_after_ours(&id.store_id, seq - 1, &prev, &seal)?;
-        let (bytes, _) = b.seal(store, &seal).await?;
-        publish_version(store, seq, bytes).await?;
+        let built = b.seal_forms(store, &seal).await?;
+        publish_version(store, seq, built.bytes, built.legacy).await?;
         return Ok(1);
     }
     let listed = listed_versions(store).await?;
@@ -431,7 +508,7 @@ pub async fn complete_log(store: &dyn AtomicPublisher, seq: u64) -> Result<u64> 
             .await?
             .ok_or_else(|| Error::NotFound(keys::seal_key(1)))?;
         let b = Builder::new(&id.store_id, &seal1)?;
-        publish_version(store, 0, b.create()?).await?;
+        publish_version(store, 0, b.create()?, Some(b.create_legacy()?)).await?;
         b
     } else {
         let prev = read_version(store, first - 1)
@@ -446,8 +523,8 @@ pub async fn complete_log(store: &dyn AtomicPublisher, seq: u64) -> Result<u64> 
         let seal = read_seal(store, v)
             .await?
             .ok_or_else(|| Error::NotFound(keys::seal_key(v)))?;
-        let (bytes, _) = b.seal(store, &seal).await?;
-        publish_version(store, v, bytes).await?;
+        let built = b.seal_forms(store, &seal).await?;
+        publish_version(store, v, built.bytes, built.legacy).await?;
     }
     Ok(seq + 1 - first)
 }

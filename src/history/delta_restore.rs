@@ -49,7 +49,7 @@ pub(crate) async fn restore_missing(
         match rebuild(store, &mut builder, v).await? {
             Ok(bytes) if !listed.contains(&v) => {
                 if !dry_run {
-                    publish_version(store, v, bytes).await?;
+                    publish_version(store, v, bytes, None).await?;
                 }
                 out.restored.push(v);
             }
@@ -91,7 +91,7 @@ async fn first_builder(
         };
         let b = Builder::new(store_id, &seal1)?;
         if !dry_run {
-            publish_version(store, 0, b.create()?).await?;
+            publish_version(store, 0, b.create()?, None).await?;
         }
         out.restored.push(0);
         return Ok(Some(b));

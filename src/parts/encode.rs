@@ -34,6 +34,8 @@ pub struct EncodedPart {
     pub event_time_us: (i64, i64),
     /// The contract version written into the footer (the batch's columns say which).
     pub schema_version: String,
+    /// Where its tail begins and the tail's sha256 ([`crate::parts::tail`]).
+    pub tail: (u64, String),
 }
 
 /// Which encoder settings a part is written with. The settings decide the part's bytes and
@@ -251,6 +253,7 @@ fn encode_inner(
         sequence: min_max(seq.values()),
         event_time_us: min_max(time.values()),
         schema_version: version.version.clone(),
+        tail: crate::parts::tail::tail_of(&buf)?,
         bytes: Bytes::from(buf),
     })
 }

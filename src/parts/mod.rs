@@ -7,3 +7,4 @@ pub mod pages;
 pub mod read;
 pub(crate) mod scan;
 pub(crate) mod stats;
+pub(crate) mod tail;

@@ -1,7 +1,10 @@
 //! A part's column statistics as a Delta `add` states them ([`FileStats`]), from the
 //! footer alone: the exact min/max and null counts our writer puts in every column
 //! chunk. A column without exact statistics in every row group (e.g. `event_id` and
-//! `feature_id`, written without them) is left out, which readers take as "unknown".
+//! `feature_id`, written without them) is left out, which readers take as "unknown"
+//! (the table declares which columns have stats: [`crate::format::delta_stats::STATS_COLUMNS`]).
+//! A string min or max too long to state exactly gets bounds that hold it
+//! ([`FileStats::long_bounds`]).
 
 use std::cmp::Ordering;
 
@@ -10,7 +13,9 @@ use parquet::file::statistics::Statistics;
 use serde_json::Value;
 
 use crate::base::error::Result;
-use crate::format::delta::{timestamp_stat, FileStats, MAX_STAT_STRING};
+use crate::format::delta_stats::{
+    string_ceiling, string_floor, timestamp_stat, FileStats, MAX_STAT_STRING,
+};
 use crate::parts::read::{fetch_footer, Source};
 use crate::publish::AtomicPublisher;
 use crate::schema::contract::{Column, Kind, PARTITION_KEYS};
@@ -35,11 +40,11 @@ enum Bound<'a> {
     Text(&'a [u8]),
 }
 
-fn bounds(s: &Statistics) -> Option<(Bound<'_>, Bound<'_>)> {
-    if !(s.min_is_exact() && s.max_is_exact()) {
-        return None;
-    }
-    Some(match s {
+/// A column chunk's bounds, and whether both are exact (a writer may cut a long string:
+/// then the bounds still hold every value, but are not the values).
+fn bounds(s: &Statistics) -> Option<(Bound<'_>, Bound<'_>, bool)> {
+    let exact = s.min_is_exact() && s.max_is_exact();
+    let (lo, hi) = match s {
         Statistics::Int32(s) => (
             Bound::Int(i64::from(*s.min_opt()?)),
             Bound::Int(i64::from(*s.max_opt()?)),
@@ -51,7 +56,30 @@ fn bounds(s: &Statistics) -> Option<(Bound<'_>, Bound<'_>)> {
             Bound::Text(s.max_opt()?.data()),
         ),
         _ => return None,
-    })
+    };
+    Some((lo, hi, exact))
+}
+
+/// The bounds of two row groups together.
+fn widen<'a>(
+    a: (Bound<'a>, Bound<'a>, bool),
+    b: (Bound<'a>, Bound<'a>, bool),
+) -> (Bound<'a>, Bound<'a>, bool) {
+    let (lo, hi, ea) = a;
+    let (l, h, eb) = b;
+    (
+        if l.partial_cmp(&lo) == Some(Ordering::Less) {
+            l
+        } else {
+            lo
+        },
+        if h.partial_cmp(&hi) == Some(Ordering::Greater) {
+            h
+        } else {
+            hi
+        },
+        ea && eb,
+    )
 }
 
 fn json(b: Bound<'_>, kind: Kind, up: bool) -> Option<Value> {
@@ -66,6 +94,17 @@ fn json(b: Bound<'_>, kind: Kind, up: bool) -> Option<Value> {
         }
         _ => None,
     }
+}
+
+/// Bounds of a string column whose min or max is longer than [`MAX_STAT_STRING`]
+/// ([`FileStats::long_bounds`]).
+fn long_bounds(lo: Bound<'_>, hi: Bound<'_>, kind: Kind) -> Option<(Value, Value)> {
+    let (Bound::Text(lo), Bound::Text(hi), Kind::Str) = (lo, hi, kind) else {
+        return None;
+    };
+    let lo = string_floor(std::str::from_utf8(lo).ok()?);
+    let hi = string_ceiling(std::str::from_utf8(hi).ok()?)?;
+    Some((Value::String(lo.into()), Value::String(hi)))
 }
 
 /// The statistics of a footer (see the module docs).
@@ -83,7 +122,7 @@ pub(crate) fn stats_of(meta: &ParquetMetaData, columns: &[Column]) -> FileStats 
             continue;
         }
         let mut nulls: Option<u64> = Some(0);
-        let mut range: Option<Option<(Bound<'_>, Bound<'_>)>> = Some(None);
+        let mut range: Option<Option<(Bound<'_>, Bound<'_>, bool)>> = Some(None);
         for rg in meta.row_groups().iter().filter(|rg| rg.num_rows() > 0) {
             let Some(s) = rg.column(i).statistics() else {
                 nulls = None;
@@ -98,28 +137,20 @@ pub(crate) fn stats_of(meta: &ParquetMetaData, columns: &[Column]) -> FileStats 
             }
             range = match (range, bounds(s)) {
                 (Some(None), Some(b)) => Some(Some(b)),
-                (Some(Some((lo, hi))), Some((l, h))) => Some(Some((
-                    if l.partial_cmp(&lo) == Some(Ordering::Less) {
-                        l
-                    } else {
-                        lo
-                    },
-                    if h.partial_cmp(&hi) == Some(Ordering::Greater) {
-                        h
-                    } else {
-                        hi
-                    },
-                ))),
+                (Some(Some(a)), Some(b)) => Some(Some(widen(a, b))),
                 _ => None,
             };
         }
         if let Some(n) = nulls {
             out.null_count.insert(c.name.to_string(), n);
         }
-        if let Some(Some((lo, hi))) = range {
-            if let (Some(lo), Some(hi)) = (json(lo, c.kind, false), json(hi, c.kind, true)) {
+        if let Some(Some((lo, hi, exact))) = range {
+            let stated = exact.then(|| (json(lo, c.kind, false), json(hi, c.kind, true)));
+            if let Some((Some(lo), Some(hi))) = stated {
                 out.min_values.insert(c.name.to_string(), lo);
                 out.max_values.insert(c.name.to_string(), hi);
+            } else if let Some(b) = long_bounds(lo, hi, c.kind) {
+                out.long_bounds.insert(c.name.to_string(), b);
             }
         }
     }

@@ -88,7 +88,13 @@ impl<W: Write + Send> Writer<W> {
             OutFormat::ArrowStream => {
                 Writer::Stream(arrow_ipc::writer::StreamWriter::try_new(w, schema)?)
             }
-            OutFormat::Ndjson => Writer::Json(arrow_json::LineDelimitedWriter::new(w)),
+            // Null keys written out (`"rejection_reason":null`), so the output is valid
+            // `append`/`check` input, which wants every field present.
+            OutFormat::Ndjson => Writer::Json(
+                arrow_json::WriterBuilder::new()
+                    .with_explicit_nulls(true)
+                    .build::<_, arrow_json::writer::LineDelimited>(w),
+            ),
             OutFormat::Csv => Writer::Csv(arrow_csv::Writer::new(w)),
         })
     }

@@ -2,27 +2,33 @@
 //! where a part has them, then the Parquet bloom filter of `feature_id` (written in parts
 //! of [`crate::parts::encode::PartEncoding::V3`] on, sized for the part's rows).
 //!
-//! Costs three small ranged reads per part (the footer's length, the footer, the filter)
-//! instead of the whole part. What it rests on: a skipped part is judged by its own footer
-//! and filter, which are not hashed (hashing them means reading the whole part); the rows
-//! a scan returns are all checked, and `lineage verify` proves the skipped parts intact.
+//! A part is skipped only on bytes whose integrity is checked: its pointer records the
+//! offset and sha256 of the part's tail ([`crate::parts::tail`]: the bloom filters and the
+//! footer), which is read in one ranged read and hashed before it is parsed. A tail that
+//! does not hash to the recorded digest, and a part whose pointer records none (written
+//! before issue 35), is read whole and checked like every part a scan returns
+//! ([`Verdict::Unrecorded`] counts the latter).
 
-use bytes::Bytes;
 use parquet::bloom_filter::Sbbf;
+use parquet::file::metadata::ParquetMetaData;
 use parquet::file::statistics::Statistics;
 
+use crate::base::digest::sha256_hex;
 use crate::base::error::Result;
 use crate::format::pointer::Pointer;
-use crate::parts::read::{fetch_footer, Source, MAX_FETCH_BYTES};
+use crate::parts::read::{Source, MAX_FETCH_BYTES};
+use crate::parts::tail::footer;
 use crate::publish::AtomicPublisher;
 
 /// Whether a part may hold a value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
-    /// Its statistics or bloom filter rule the value out in every row group.
+    /// Its checked statistics or bloom filter rule the value out in every row group.
     Absent,
-    /// It may hold it (or nothing says it cannot): read it.
+    /// It may hold it (or nothing checked says it cannot): read it.
     Maybe,
+    /// Its pointer records no digest of what pruning would read: read it.
+    Unrecorded,
 }
 
 /// Whether the part of `p` may hold rows of `feature_id`.
@@ -35,20 +41,38 @@ pub async fn feature_verdict(
 }
 
 /// Whether the part of `p` may hold `value` in the string column `column`. Any doubt (no
-/// statistics, no filter, an unreadable one) is [`Verdict::Maybe`]: the part is then read
-/// and checked, so a footer that fails to parse surfaces as the part's digest failure.
+/// recorded tail digest, a tail that does not hash to it, no statistics, no filter) is not
+/// [`Verdict::Absent`]: the part is then read and checked whole.
 pub async fn verdict(
     store: &dyn AtomicPublisher,
     p: &Pointer,
     column: &str,
     value: &str,
 ) -> Result<Verdict> {
-    let key = p.part_path.as_str();
-    let src = Source::Store(store);
-    let Ok(footer) = fetch_footer(&src, key, p.size_bytes).await else {
+    let (Some(from), Some(digest)) = (p.tail_offset, p.tail_sha256.as_deref()) else {
+        return Ok(Verdict::Unrecorded);
+    };
+    if from >= p.size_bytes || p.size_bytes - from > MAX_FETCH_BYTES {
+        return Ok(Verdict::Maybe);
+    }
+    let Ok(tail) = Source::Store(store)
+        .range(&p.part_path, from..p.size_bytes)
+        .await
+    else {
+        return Ok(Verdict::Maybe); // read whole: that read names what is wrong
+    };
+    if sha256_hex(&tail) != digest {
+        tracing::warn!(part = %p.part_path, "the part's footer and filters are not the bytes its pointer records: read whole");
+        return Ok(Verdict::Maybe);
+    }
+    let Ok((_, meta)) = footer(&tail, from) else {
         return Ok(Verdict::Maybe);
     };
-    let meta = &footer.meta;
+    Ok(judge(&meta, &tail, from, column, value))
+}
+
+/// The verdict of a checked tail (starting at `from` in the part).
+fn judge(meta: &ParquetMetaData, tail: &[u8], from: u64, column: &str, value: &str) -> Verdict {
     let Some(leaf) = meta
         .file_metadata()
         .schema_descr()
@@ -56,7 +80,7 @@ pub async fn verdict(
         .iter()
         .position(|c| c.path().parts() == [column.to_string()])
     else {
-        return Ok(Verdict::Maybe);
+        return Verdict::Maybe;
     };
     for rg in meta.row_groups() {
         let chunk = rg.column(leaf);
@@ -72,19 +96,21 @@ pub async fn verdict(
         }
         let (Some(off), Some(len)) = (chunk.bloom_filter_offset(), chunk.bloom_filter_length())
         else {
-            return Ok(Verdict::Maybe);
+            return Verdict::Maybe;
         };
-        let (Ok(off), Ok(len)) = (u64::try_from(off), u64::try_from(len)) else {
-            return Ok(Verdict::Maybe);
+        let (Ok(off), Ok(len)) = (u64::try_from(off), usize::try_from(len)) else {
+            return Verdict::Maybe;
         };
-        if len > MAX_FETCH_BYTES || off.saturating_add(len) > p.size_bytes {
-            return Ok(Verdict::Maybe);
-        }
-        let bytes: Bytes = src.range(key, off..off + len).await?;
-        match Sbbf::from_bytes(&bytes) {
+        let Some(at) = off.checked_sub(from).and_then(|a| usize::try_from(a).ok()) else {
+            return Verdict::Maybe;
+        };
+        let Some(bytes) = tail.get(at..at.saturating_add(len)) else {
+            return Verdict::Maybe;
+        };
+        match Sbbf::from_bytes(bytes) {
             Ok(f) if !f.check(value) => continue,
-            _ => return Ok(Verdict::Maybe),
+            _ => return Verdict::Maybe,
         }
     }
-    Ok(Verdict::Absent)
+    Verdict::Absent
 }

@@ -82,6 +82,9 @@ pub struct ScanStats {
     pub parts_read: AtomicU64,
     /// Parts skipped by their footer statistics or bloom filter (not fetched whole).
     pub parts_skipped: AtomicU64,
+    /// Parts read whole by a feature lookup because their pointer records no digest of
+    /// their footer and filters (written before issue 35): pruning does not trust them.
+    pub parts_unrecorded: AtomicU64,
     /// Bytes of the parts read (all checked).
     pub bytes_read: AtomicU64,
     /// Rows handed on.
@@ -315,9 +318,15 @@ async fn read_part(
     stats: &ScanStats,
 ) -> Result<Vec<RecordBatch>> {
     if let Some(f) = opts.feature_id.as_ref().filter(|_| opts.prune) {
-        if prune::feature_verdict(store.as_ref(), &part.pointer, f).await? == Verdict::Absent {
-            stats.parts_skipped.fetch_add(1, Ordering::Relaxed);
-            return Ok(Vec::new());
+        match prune::feature_verdict(store.as_ref(), &part.pointer, f).await? {
+            Verdict::Absent => {
+                stats.parts_skipped.fetch_add(1, Ordering::Relaxed);
+                return Ok(Vec::new());
+            }
+            Verdict::Unrecorded => {
+                stats.parts_unrecorded.fetch_add(1, Ordering::Relaxed);
+            }
+            Verdict::Maybe => {}
         }
     }
     let bytes = fetch_checked(store.as_ref(), &part, opts.digest).await?;

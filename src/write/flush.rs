@@ -214,6 +214,8 @@ impl WriteConfig {
             max_event_time_utc: rfc3339_us(enc.event_time_us.1),
             tool_version: tool_version(),
             commit_key: self.commit_key.clone(),
+            tail_offset: Some(enc.tail.0),
+            tail_sha256: Some(enc.tail.1.clone()),
             adopted: false,
         }
     }

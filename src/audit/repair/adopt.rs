@@ -86,6 +86,25 @@ pub(super) async fn adopt(
     Ok(())
 }
 
+/// Why a part whose footer names another store (or none) is not adopted, or `None`.
+fn store_refusal(
+    facts: &crate::parts::read::PartFacts,
+    store_id: Option<&str>,
+    opts: &RepairOptions,
+) -> Option<String> {
+    let why = facts.store_mismatch(store_id)?;
+    let unidentified = facts.store_id.is_none();
+    if unidentified && opts.adopt_unidentified {
+        return None;
+    }
+    let how = if unidentified {
+        "; `--adopt-unidentified` adopts such parts when you know they are this store's"
+    } else {
+        ""
+    };
+    Some(format!("{why}{how}"))
+}
+
 /// The pointer adopting part `o` writes, from its footer and columns; the inner `Err` says
 /// why the part is refused.
 async fn pointer_for(
@@ -103,16 +122,8 @@ async fn pointer_for(
     if let Some(why) = facts.mismatch(id.run_id, id.target_crs, id.commit_id) {
         return Ok(Err(why));
     }
-    if let Some(why) = facts.store_mismatch(store_id) {
-        let unidentified = facts.store_id.is_none();
-        if !(unidentified && opts.adopt_unidentified) {
-            let how = if unidentified {
-                "; `--adopt-unidentified` adopts such parts when you know they are this store's"
-            } else {
-                ""
-            };
-            return Ok(Err(format!("{why}{how}")));
-        }
+    if let Some(why) = store_refusal(&facts, store_id, opts) {
+        return Ok(Err(why));
     }
     let (Some(seq), Some(time)) = (facts.sequence, facts.event_time_us) else {
         return Ok(Err("the part has no rows with a sequence".into()));
@@ -140,6 +151,10 @@ async fn pointer_for(
         max_event_time_utc: rfc3339_us(time.1),
         tool_version: tool_version(),
         commit_key: None,
+        // Not recorded: repair reads the orphan once (its digests and facts), and a
+        // feature lookup reads a part without a tail digest whole.
+        tail_offset: None,
+        tail_sha256: None,
         adopted: true,
     }))
 }

@@ -63,6 +63,8 @@ pub(crate) struct Context<'a> {
 pub(crate) struct Found {
     pub problems: Vec<Problem>,
     pub flying: Vec<InFlight>,
+    /// Compacted parts in effect that checked out (digest and rows).
+    pub parts_ok: u64,
 }
 
 /// Rows of a Parquet file's bytes, into `m`; `Err` says why they cannot be read.
@@ -188,6 +190,7 @@ pub(crate) async fn check(store: &dyn AtomicPublisher, cx: &Context<'_>) -> Resu
         .buffered(CONCURRENCY)
         .collect()
         .await;
+    found.parts_ok = rows.iter().filter(|p| p.is_empty()).count() as u64;
     found.problems.extend(rows.into_iter().flatten());
     orphans(cx, &in_effect, &mut found);
     if cx.all_pointers && !cx.versions.is_empty() {

@@ -25,7 +25,7 @@ use crate::audit::findings::{Problem, ProblemKind};
 use crate::base::error::{Error, Result};
 use crate::format::delta::{decode_path, parse_actions, TAG_COMMIT_ID};
 use crate::format::keys::delta_version_key as version_key;
-use crate::history::delta::{read_version, Builder};
+use crate::history::delta::{read_version, Builder, Built};
 use crate::history::identity::read_identity;
 use crate::publish::{AtomicPublisher, ObjectInfo};
 
@@ -151,7 +151,7 @@ async fn rebuild_and_judge(
     let mut oversized = Vec::new();
     // Read whether listed or not: an unlisted one may have landed since the listing.
     match bounded(store, 0).await? {
-        Ok(have) => judge(out, &cx.bad_parts, last, 0, have, b.create().ok()),
+        Ok(have) => judge_create(b, &cx.bad_parts, last, have, out),
         Err(p) => oversized.push(p),
     }
     for s in &cx.chain.seals {
@@ -161,17 +161,11 @@ async fn rebuild_and_judge(
         } else {
             Ok(None)
         };
+        let stored = have.as_ref().ok().and_then(Option::as_ref);
         let rebuilt = if reported.contains(s.key.as_str()) {
             None
         } else {
-            match b.seal(store, s).await {
-                Ok((bytes, _)) => Some(bytes),
-                Err(e) => {
-                    // A sealed pointer missing or changed: reported as such.
-                    tracing::info!(version = v, error = %e, "Delta version not rebuilt");
-                    None
-                }
-            }
+            rebuild_one(store, b, s, stored.map(|h| h.as_ref())).await
         };
         let have = match have {
             Ok(have) => have,
@@ -192,6 +186,54 @@ async fn rebuild_and_judge(
     }
     out.extend(oversized);
     Ok(())
+}
+
+/// Seal `s`'s version as `b` rebuilds it, in the form `stored` has when that is one of
+/// its forms; `None` when it cannot be rebuilt (a sealed pointer missing or changed,
+/// reported as such).
+async fn rebuild_one(
+    store: &dyn AtomicPublisher,
+    b: &mut Builder,
+    s: &crate::history::seal::StoredSeal,
+    stored: Option<&[u8]>,
+) -> Option<Vec<u8>> {
+    match b.seal_forms(store, s).await {
+        Ok(built) => Some(pick(b, built, stored)),
+        Err(e) => {
+            tracing::info!(version = s.key_seq, error = %e, "Delta version not rebuilt");
+            None
+        }
+    }
+}
+
+/// Version 0 as stored (`have`) against the one `b` builds: in either form (one written
+/// before issue 35 declares no stats columns; then `b` follows it).
+fn judge_create(
+    b: &mut Builder,
+    bad_parts: &HashSet<String>,
+    last: u64,
+    have: Option<bytes::Bytes>,
+    out: &mut Vec<Problem>,
+) {
+    let mut want = b.create().ok();
+    let legacy = b.create_legacy().ok();
+    if have.is_some() && have.as_deref() == legacy.as_deref() {
+        b.follow_legacy();
+        want = legacy;
+    }
+    judge(out, bad_parts, last, 0, have, want);
+}
+
+/// The form of a rebuilt version to judge `have` by: its legacy form when that is what is
+/// stored (then `b` follows it), else the current one.
+fn pick(b: &mut Builder, built: Built, have: Option<&[u8]>) -> Vec<u8> {
+    match built.legacy {
+        Some(legacy) if have.is_some_and(|h| h == legacy.as_slice()) => {
+            b.follow_legacy();
+            legacy
+        }
+        _ => built.bytes,
+    }
 }
 
 /// Version `v` as stored (`have`) against the one its seal gives (`want`, `None` when it
@@ -337,8 +379,12 @@ async fn judge_since(
     h: &[u8],
     bad_parts: &HashSet<String>,
 ) -> Option<Problem> {
-    match b.seal(store, s).await {
-        Ok((want, _)) if h != want.as_slice() => {
+    match b
+        .seal_forms(store, s)
+        .await
+        .map(|built| pick(b, built, Some(h)))
+    {
+        Ok(want) if h != want.as_slice() => {
             // Sealed parts are not read by --since-seal: stats unjudged.
             let why = diagnose(key, h, &want, bad_parts, false);
             if !why.is_empty() {

@@ -383,6 +383,7 @@ impl Full {
             from_seal: 0,
         };
         let found = compaction::check(store, &cx).await?;
+        report.compacted_parts_ok = found.parts_ok;
         report.problems.extend(found.problems);
         found.flying.into_iter().for_each(|f| report.fly(f));
         Ok(())

@@ -285,6 +285,7 @@ pub fn merge(reports: Vec<Report>) -> Result<Report> {
         merged.parts_hashed += r.parts_hashed;
         merged.parts_sha256_checked += r.parts_sha256_checked;
         merged.parts_blake3_checked += r.parts_blake3_checked;
+        merged.compacted_parts_ok += r.compacted_parts_ok;
         merged.parts_not_hashed += r.parts_not_hashed;
         merged.rows += r.rows;
         merged.bytes_hashed += r.bytes_hashed;

@@ -134,6 +134,8 @@ fn compacted_part(by: &SealRef, r: &CompactionRef, rec: &CompactionRecord) -> Sn
             max_event_time_utc: rec.max_event_time_utc.clone(),
             tool_version: rec.tool_version.clone(),
             commit_key: None,
+            tail_offset: rec.tail_offset,
+            tail_sha256: rec.tail_sha256.clone(),
             adopted: false,
         },
         sealed_by: Some(by.clone()),

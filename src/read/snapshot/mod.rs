@@ -123,6 +123,9 @@ pub async fn snapshot(store: &dyn AtomicPublisher, opts: &ReadOptions) -> Result
         let mut extra = unsealed(store, opts.run_id.as_deref(), &covered).await?;
         parts.append(&mut extra);
     }
+    if let (Some(r), true) = (&opts.run_id, parts.is_empty()) {
+        refuse_unknown_run(store, r).await?;
+    }
     if let Some(t) = &target_crs {
         parts.retain(|p| &p.pointer.target_crs == t);
     }
@@ -134,6 +137,22 @@ pub async fn snapshot(store: &dyn AtomicPublisher, opts: &ReadOptions) -> Result
         parts,
         sealed_total,
     })
+}
+
+/// One rule for a run the store never had, in every read (`files`, `scan`, `log`, the
+/// exports; CLI and Python alike): it is refused ([`Error::NotFound`], exit 2), since an
+/// empty answer to a mistyped run id reads as "that run holds nothing". A run that has
+/// commits but none in the snapshot (not sealed yet, or after the seal asked for) is an
+/// empty answer.
+async fn refuse_unknown_run(store: &dyn AtomicPublisher, run_id: &str) -> Result<()> {
+    let prefix = format!("{}run_id={run_id}/", keys::COMMITS_PREFIX);
+    if store.list_after(&prefix, "", 1).await?.is_empty() {
+        return Err(Error::NotFound(format!(
+            "no commits of run_id {run_id} in {}",
+            store.describe()
+        )));
+    }
+    Ok(())
 }
 
 /// The sealed pointers `selected`, each read and checked against the digest sealed; any

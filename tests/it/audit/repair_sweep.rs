@@ -53,6 +53,10 @@ async fn repair_adopts_an_orphan_with_the_pointer_the_writer_would_have_written(
     // Everything the part itself can tell matches the lost pointer exactly.
     let mut expect = lost.clone();
     expect.adopted = true;
+    // Not the tail digest (issue 35): repair reads the orphan once; feature lookups read
+    // an adopted part whole.
+    expect.tail_offset = None;
+    expect.tail_sha256 = None;
     expect.committed_utc = adopted.committed_utc.clone();
     assert_eq!(adopted, expect);
     assert!(verify_later(mem.as_ref()).await.is_clean());

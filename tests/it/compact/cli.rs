@@ -126,7 +126,12 @@ fn compact_then_files_and_scan_read_the_compacted_parts_with_the_same_rows() {
     // scan: the same multiset of rows either way.
     assert_eq!(d.sorted_scan(&[]), scan_before);
     assert_eq!(d.sorted_scan(&["--originals"]), scan_before);
-    ok(&d.run(&["verify"]));
+    // verify's summary counts the compacted parts it checked (issue 35).
+    let v = ok(&d.run(&["verify"]));
+    let counted = format!(", and {} compacted parts (sha256 and rows", made.len());
+    assert!(v.contains(&counted), "{v}");
+    let j: Value = serde_json::from_str(&ok(&d.run(&["verify", "--json"]))).unwrap();
+    assert_eq!(j["compacted_parts_ok"].as_u64(), Some(made.len() as u64));
     // Nothing more to do: nothing published.
     let o = ok(&d.run(&["compact", "--target-rows", "20"]));
     assert!(o.contains("nothing to compact as of seal 2"), "{o}");

@@ -268,6 +268,8 @@ async fn a_compacted_part_missing_a_row_is_named() {
         planned_at_seal: 1,
         compacted_utc: first.committed_utc.clone(),
         tool_version: "forged".into(),
+        tail_offset: None,
+        tail_sha256: None,
         sources: chunk
             .parts
             .iter()

@@ -124,3 +124,96 @@ fn the_readme_synopsis_lists_every_flag_of_files_and_scan() {
         }
     }
 }
+
+/// Issue 35: `files --run-id nope` printed nothing (exit 0) while `log --run-id nope`
+/// exited 2. One rule in every read: a run the store never had is refused (exit 2, named);
+/// a run that has commits, none of them in the snapshot, is an empty answer.
+#[test]
+fn a_run_the_store_never_had_is_refused_by_every_read() {
+    let s = Store::new();
+    let out = s.dir.path().join("x.ndjson");
+    for args in [
+        vec!["files", "--run-id", "nope"],
+        vec!["scan", "--run-id", "nope", "--out", out.to_str().unwrap()],
+        vec!["log", "--run-id", "nope"],
+    ] {
+        let o = s.run(&args);
+        let (_, err) = crate::support::text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("no commits of run_id nope"), "{args:?}: {err}");
+    }
+    assert!(!out.exists());
+    // run-a has commits, but none sealed by seal 1 with this CRS filter: an empty answer.
+    let o = s.run(&[
+        "files",
+        "--run-id",
+        "run-a",
+        "--as-of-seal",
+        "1",
+        "--target-crs",
+        "EPSG:25832",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", crate::support::text(&o).1);
+}
+
+/// Issue 35: `scan --out F.ndjson` left out null keys, so `check` refused the scan's own
+/// output (`field rejection_reason: is missing`). A scan to NDJSON or CSV is `append`
+/// input: appended to a new store, it holds the same rows.
+#[test]
+fn a_scan_to_ndjson_or_csv_appends_back_as_the_same_rows() {
+    let s = Store::new();
+    let parquet = s.dir.path().join("all.parquet");
+    ok(&s.run(&["scan", "--out", parquet.to_str().unwrap()]));
+    let want = sorted_rows(&parquet);
+    for ext in ["ndjson", "csv"] {
+        let out = s.dir.path().join(format!("all.{ext}"));
+        ok(&s.run(&["scan", "--out", out.to_str().unwrap()]));
+        let o = crate::support::lineage(&["check", "--input", out.to_str().unwrap()], None);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{ext}: {}",
+            crate::support::text(&o).1
+        );
+        let copy = s.dir.path().join(format!("copy-{ext}"));
+        let c = copy.to_str().unwrap();
+        ok(&crate::support::lineage(
+            &["append", "--store", c, "--input", out.to_str().unwrap()],
+            None,
+        ));
+        ok(&crate::support::lineage(&["seal", "--store", c], None));
+        let back = s.dir.path().join(format!("back-{ext}.parquet"));
+        ok(&crate::support::lineage(
+            &["scan", "--store", c, "--out", back.to_str().unwrap()],
+            None,
+        ));
+        assert_eq!(sorted_rows(&back), want, "{ext}");
+    }
+}
+
+/// Every row of a Parquet file as JSON text, sorted.
+fn sorted_rows(p: &std::path::Path) -> Vec<String> {
+    let f = std::fs::File::open(p).unwrap();
+    let r = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f)
+        .unwrap()
+        .build()
+        .unwrap();
+    let mut out = Vec::new();
+    for b in r {
+        let b = b.unwrap();
+        let mut w = arrow_json::WriterBuilder::new()
+            .with_explicit_nulls(true)
+            .build::<_, arrow_json::writer::LineDelimited>(Vec::new());
+        w.write(&b).unwrap();
+        w.finish().unwrap();
+        out.extend(
+            String::from_utf8(w.into_inner())
+                .unwrap()
+                .lines()
+                .map(str::to_string),
+        );
+    }
+    out.sort();
+    assert!(!out.is_empty());
+    out
+}
