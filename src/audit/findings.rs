@@ -41,6 +41,10 @@ pub enum ProblemKind {
     BadSignature,
     /// No seal has the expected head digest.
     HeadNotFound,
+    /// The store disagrees with what a witness recorded (`--witness`): a witnessed seal
+    /// cut off or rewritten, a record deleted or edited, another store at a witnessed
+    /// location. The detail names the witness's own problem kind.
+    WitnessDisagrees,
     /// A well-formed part no pointer names, too old for its pointer still to come (a
     /// crash between part and pointer, or a deleted pointer): `repair` can adopt it.
     OrphanPart,
@@ -295,6 +299,11 @@ pub struct Report {
     /// The shard reports this one was merged from (`verify merge`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merged: Option<Merged>,
+    /// Each anchor given (head digest, keys, witness) and what became of it; empty when
+    /// none was given: the verdict is then only that the store is internally consistent
+    /// ([`crate::audit::anchors::UNANCHORED`]).
+    #[serde(default)]
+    pub anchors: Vec<crate::audit::anchors::AnchorOutcome>,
     /// The verdict in words ([`Report::summary`]), e.g. "clean except 2 objects in flight".
     pub summary: String,
 }
@@ -310,6 +319,22 @@ impl Report {
     /// flight", or "N problems" (with the in-flight count when there are any).
     pub fn summary(&self) -> String {
         verdict_headline(self.problems.len() as u64, self.in_flight)
+    }
+
+    /// True when at least one anchor was given (a clean verdict then means more than
+    /// "internally consistent").
+    pub fn anchored(&self) -> bool {
+        !self.anchors.is_empty()
+    }
+
+    /// What the verdict is worth: each anchor's outcome in words, or
+    /// [`crate::audit::anchors::UNANCHORED`] when none was given.
+    pub fn anchor_lines(&self) -> Vec<String> {
+        crate::audit::anchors::AnchorCheck {
+            outcomes: self.anchors.clone(),
+            problems: Vec::new(),
+        }
+        .lines()
     }
 
     pub(crate) fn fly(&mut self, f: InFlight) {

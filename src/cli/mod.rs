@@ -14,6 +14,7 @@ use clap::{Parser, Subcommand};
 use crate::base::error::Error;
 use common::closed_stdout;
 
+mod anchors;
 mod append;
 mod check;
 mod common;

@@ -26,6 +26,7 @@
 //! witness then holds no record for it, which `verify --witness` reports as a problem,
 //! naming the identities the witness recorded for the same URL.
 
+mod anchor;
 mod check;
 
 use bytes::Bytes;
@@ -42,6 +43,7 @@ use crate::history::pointers::READ_CONCURRENCY;
 use crate::publish::checked::{publish_checked, Published};
 use crate::publish::AtomicPublisher;
 
+pub use anchor::{outcome as anchor_outcome, Witness};
 pub use check::check;
 
 /// Format tag of witness records.

@@ -19,6 +19,7 @@ use std::collections::{BTreeMap, HashSet};
 use chrono::{DateTime, Utc};
 use futures::{StreamExt, TryStreamExt};
 
+use crate::audit::anchors::{head_outcome, judge_keys};
 use crate::audit::findings::{Problem, ProblemKind, Report};
 use crate::audit::verify::history::entries::{entry_matches, index_entry_problem};
 use crate::audit::verify::options::VerifyOptions;
@@ -120,9 +121,27 @@ impl Strategy for Since {
             .map(|(_, s)| s.clone())
             .collect();
         if let Some(want) = &opts.expect_head {
-            if let Some(p) = find_head(store, &seals, from, want).await? {
-                report.push_problem(p);
-            }
+            let found = match find_head(store, &seals, from, want).await? {
+                Ok(seq) => Some(seq),
+                Err(p) => {
+                    report.push_problem(p);
+                    None
+                }
+            };
+            let want = want.trim().to_lowercase();
+            report
+                .anchors
+                .push(head_outcome(&want, found, newest.key_seq));
+        }
+        if !opts.public_keys.is_empty() || opts.signed_from.is_some() {
+            // Only the seals checked: those before `since` were not read.
+            let (mut o, _) = judge_keys(
+                seals.range(since..).map(|(_, s)| s),
+                &opts.trust(),
+                !opts.public_keys.is_empty(),
+            );
+            o.statement = format!("of the seals from {since} on: {}", o.statement);
+            report.anchors.push(o);
         }
         let head_seal = newest
             .seal
@@ -393,10 +412,10 @@ async fn find_head(
     seals: &BTreeMap<u64, StoredSeal>,
     from: u64,
     want: &str,
-) -> Result<Option<Problem>> {
+) -> Result<std::result::Result<u64, Problem>> {
     let want = want.trim().to_lowercase();
-    if seals.values().any(|s| s.digest == want) {
-        return Ok(None);
+    if let Some(s) = seals.values().find(|s| s.digest == want) {
+        return Ok(Ok(s.key_seq));
     }
     let mut expect_digest = seals
         .get(&from)
@@ -409,7 +428,7 @@ async fn find_head(
             break;
         };
         if expect_digest.as_deref().is_some_and(|d| d != s.digest) {
-            return Ok(Some(Problem::new(
+            return Ok(Err(Problem::new(
                 ProblemKind::SealChainBroken,
                 &s.key,
                 format!(
@@ -419,11 +438,11 @@ async fn find_head(
             )));
         }
         if s.digest == want {
-            return Ok(None);
+            return Ok(Ok(n));
         }
         expect_digest = s.seal.as_ref().ok().and_then(|x| x.prev_sha256.clone());
     }
-    Ok(Some(Problem::new(
+    Ok(Err(Problem::new(
         ProblemKind::HeadNotFound,
         keys::SEALS_PREFIX,
         format!("no seal has the expected head digest {want}: the newest seals were cut off or rewritten"),
