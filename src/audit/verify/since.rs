@@ -445,7 +445,11 @@ async fn find_head(
     Ok(Err(Problem::new(
         ProblemKind::HeadNotFound,
         keys::SEALS_PREFIX,
-        format!("no seal has the expected head digest {want}: the newest seals were cut off or rewritten"),
+        text![
+            format!("no seal has the expected head digest {want} ("),
+            Param::ExpectHead,
+            "): the newest seals were cut off, or the store was rolled back or rewritten"
+        ],
     )))
 }
 
