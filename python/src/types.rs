@@ -296,6 +296,26 @@ impl VerifyReport {
     fn summary(&self) -> String {
         self.inner.summary()
     }
+    /// Each anchor given (`expect_head`, `public_key`/`signed_from`, `witness`) and what
+    /// became of it: dicts with `anchor` (`head`, `keys`, `witness`), `held` and
+    /// `statement` (e.g. "expected head 5f1c… found at seal 5, the newest"). Empty when
+    /// none was given.
+    #[getter]
+    fn anchors<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        json_to_py(py, &to_json(&self.inner.anchors)?)
+    }
+    /// True when at least one anchor was given: without any, a clean report only says the
+    /// store is internally consistent (see `anchoring`).
+    #[getter]
+    fn anchored(&self) -> bool {
+        self.inner.anchored()
+    }
+    /// What the verdict rests on, in words: each anchor's outcome, or "internally
+    /// consistent; no head, key or witness given: a rewrite or a cut-off would not show".
+    #[getter]
+    fn anchoring(&self) -> String {
+        self.inner.anchor_lines().join("; ")
+    }
     /// Seed of the sample, when sampling.
     #[getter]
     fn sample_seed(&self) -> Option<u64> {

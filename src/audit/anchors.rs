@@ -232,7 +232,11 @@ impl Anchors {
 fn judge_head(chain: &Chain, want: &str) -> (AnchorOutcome, Vec<Problem>) {
     let want = want.trim().to_lowercase();
     let newest = chain.head().map_or(0, |(n, _)| n);
-    let found = chain.seals.iter().find(|s| s.digest == want).map(|s| s.key_seq);
+    let found = chain
+        .seals
+        .iter()
+        .find(|s| s.digest == want)
+        .map(|s| s.key_seq);
     let Some(seq) = found else {
         let problem = chain::check_head(chain, &want).into_iter().collect();
         return (head_outcome(&want, None, newest), problem);
@@ -278,7 +282,10 @@ pub(crate) fn head_outcome(want: &str, found: Option<u64>, newest: u64) -> Ancho
                 1 => format!("; seal {newest} came after it"),
                 _ => format!("; seals {}-{newest} came after it", seq + 1),
             };
-            (true, format!("expected head {short} found at seal {seq}{after}"))
+            (
+                true,
+                format!("expected head {short} found at seal {seq}{after}"),
+            )
         }
     };
     AnchorOutcome {
@@ -310,7 +317,11 @@ pub(crate) fn judge_keys<'a>(
             Err(why) => problems.push(Problem::new(ProblemKind::BadSignature, &s.key, why)),
         }
     }
-    let whose = if keys_given { "(given)" } else { "(named by the seal: no key given, integrity not authorship)" };
+    let whose = if keys_given {
+        "(given)"
+    } else {
+        "(named by the seal: no key given, integrity not authorship)"
+    };
     let mut said: Vec<String> = runs
         .iter()
         .map(|(a, b, k)| match a == b {
@@ -319,7 +330,10 @@ pub(crate) fn judge_keys<'a>(
         })
         .collect();
     if unsigned > 0 {
-        let from = trust.signed_from.map(|n| format!(" before seal {n}")).unwrap_or_default();
+        let from = trust
+            .signed_from
+            .map(|n| format!(" before seal {n}"))
+            .unwrap_or_default();
         said.push(format!("{unsigned} unsigned{from} (allowed)"));
     }
     if !problems.is_empty() {

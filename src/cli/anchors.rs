@@ -52,9 +52,11 @@ impl AnchorArgs {
             .iter()
             .map(|p| read_public_key(p))
             .collect::<Result<Vec<_>>>()?;
-        let witness = self.witness.open(store).await?.map(|(w, _)| {
-            Arc::new(crate::witness::Witness::new(w)) as Arc<dyn WitnessAnchor>
-        });
+        let witness = self
+            .witness
+            .open(store)
+            .await?
+            .map(|(w, _)| Arc::new(crate::witness::Witness::new(w)) as Arc<dyn WitnessAnchor>);
         Ok(Anchors {
             expect_head: self.expect_head.clone(),
             public_keys,

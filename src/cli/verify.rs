@@ -169,9 +169,7 @@ impl Checks {
             v["replica"] = serde_json::to_value(&self.replica).map_err(Error::internal_from)?;
             v["witness"] = serde_json::to_value(&self.witness).map_err(Error::internal_from)?;
             v["anchored"] = serde_json::Value::Bool(self.report.anchored());
-            v["anchoring"] = serde_json::Value::String(
-                self.report.anchor_lines().join("; "),
-            );
+            v["anchoring"] = serde_json::Value::String(self.report.anchor_lines().join("; "));
             if let Some(w) = &self.written {
                 v["report_written"] = serde_json::Value::String(w.clone());
             }

@@ -61,7 +61,10 @@ pub fn outcome(r: &WitnessReport) -> AnchorOutcome {
             .unwrap_or_default();
         let later = match r.unwitnessed_seals {
             0 => String::new(),
-            n => format!("; {n} newer seal{} not witnessed yet", if n == 1 { "" } else { "s" }),
+            n => format!(
+                "; {n} newer seal{} not witnessed yet",
+                if n == 1 { "" } else { "s" }
+            ),
         };
         format!(
             "witness {}: {} record{} of store {} agree{newest}{later}",

@@ -98,18 +98,28 @@ fn a_rolled_back_copy_and_a_cut_off_store_are_refused_by_every_read_with_the_exp
         assert_eq!(code, Some(0), "{cmd}: {said}");
         if cmd != "report" {
             assert!(
-                said.contains("anchor head held: expected head") && said.contains("found at seal 3, the newest"),
+                said.contains("anchor head held: expected head")
+                    && said.contains("found at seal 3, the newest"),
                 "{cmd}: {said}"
             );
         }
     }
     // Rolled back: the copy of seal 2 read with the head of seal 3. Without the anchor it
     // reads "as of the newest seal there is" (exit 0); with it, every read refuses.
-    assert_eq!(every_read(&old, &[]).iter().filter(|r| r.1 == Some(0)).count(), 5);
+    assert_eq!(
+        every_read(&old, &[])
+            .iter()
+            .filter(|r| r.1 == Some(0))
+            .count(),
+        5
+    );
     std::fs::remove_dir_all(old.dir.path().join("out")).unwrap();
     let rolled = every_read(&old, &["--expect-head", &h3]);
     refused_naming(&rolled, &[&h3, "--expect-head"]);
-    assert!(!old.dir.path().join("out/rows.ndjson").exists(), "scan wrote nothing");
+    assert!(
+        !old.dir.path().join("out/rows.ndjson").exists(),
+        "scan wrote nothing"
+    );
 
     // Cut off: the newest seal's objects deleted.
     let root = s.root();
@@ -140,21 +150,42 @@ fn a_read_with_a_public_key_refuses_seals_signed_by_another_key() {
     let key = |n: &str| keys.join(n).display().to_string();
     ok(&s.run(&["seal", "--signing-key", &key("sealer.key")]));
     // Seals 1-2 unsigned, 3 signed by the sealer's key.
-    let given = every_read(&s, &["--public-key", &key("sealer.pub"), "--signed-from", "3"]);
+    let given = every_read(
+        &s,
+        &["--public-key", &key("sealer.pub"), "--signed-from", "3"],
+    );
     for (cmd, code, said) in &given {
         assert_eq!(*code, Some(0), "{cmd}: {said}");
         if !cmd.starts_with("report") {
-            assert!(said.contains("anchor keys held: seal 3 signed by key"), "{cmd}: {said}");
-            assert!(said.contains("(given)") && said.contains("2 unsigned before seal 3 (allowed)"), "{cmd}: {said}");
+            assert!(
+                said.contains("anchor keys held: seal 3 signed by key"),
+                "{cmd}: {said}"
+            );
+            assert!(
+                said.contains("(given)") && said.contains("2 unsigned before seal 3 (allowed)"),
+                "{cmd}: {said}"
+            );
         }
     }
     std::fs::remove_dir_all(s.dir.path().join("out")).unwrap();
-    let other = every_read(&s, &["--public-key", &key("other.pub"), "--signed-from", "3"]);
-    refused_naming(&other, &["_lineage/seals/00000000000000000003.json", "not a key given (--public-key"]);
+    let other = every_read(
+        &s,
+        &["--public-key", &key("other.pub"), "--signed-from", "3"],
+    );
+    refused_naming(
+        &other,
+        &[
+            "_lineage/seals/00000000000000000003.json",
+            "not a key given (--public-key",
+        ],
+    );
     std::fs::remove_dir_all(s.dir.path().join("out")).unwrap();
     // Keys given without --signed-from: every seal must be signed, and 1-2 are not.
     let all = every_read(&s, &["--public-key", &key("sealer.pub")]);
-    refused_naming(&all, &["_lineage/seals/00000000000000000001.json", "is not signed"]);
+    refused_naming(
+        &all,
+        &["_lineage/seals/00000000000000000001.json", "is not signed"],
+    );
 }
 
 #[test]
