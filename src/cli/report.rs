@@ -56,10 +56,11 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     write_out_file(&a.out, text.as_bytes(), a.force)?;
     if a.out != std::path::Path::new("-") {
         out(&format!(
-            "{}: {} ({} written)",
+            "{}: {} ({} written); {}",
             report.verdict.headline,
             report.store,
-            a.out.display()
+            a.out.display(),
+            report.verdict.anchoring
         ))?;
     }
     Ok(if report.verdict.clean { 0 } else { 1 })

@@ -58,6 +58,17 @@ pub struct Verdict {
     pub in_flight_objects: Vec<Named>,
     /// In-flight objects not named.
     pub in_flight_omitted: u64,
+    /// True when at least one anchor (head digest, keys, witness) was given: only then is
+    /// a clean verdict more than "internally consistent".
+    #[serde(default)]
+    pub anchored: bool,
+    /// Each anchor given and what became of it.
+    #[serde(default)]
+    pub anchors: Vec<crate::audit::anchors::AnchorOutcome>,
+    /// What the verdict rests on, in words: each anchor's outcome, or "internally
+    /// consistent; no head, key or witness given: a rewrite or a cut-off would not show".
+    #[serde(default)]
+    pub anchoring: String,
 }
 
 /// The problems of one kind.
