@@ -320,13 +320,17 @@ fn print_report(r: &Report, more: &[String], extra: usize, per_kind: usize) -> R
         };
         format!("{} problems{flying}", r.problems.len() + extra)
     };
-    out(&format!("{verdict}{}", anchoring(r)))
+    out(&format!("{verdict}{}", anchoring(r, extra == 0 && r.is_clean())))
 }
 
-/// What the verdict rests on, after it: the anchors that held, or that none was given.
-fn anchoring(r: &Report) -> String {
+/// What the verdict rests on, after it: the anchors that held, or (for a `clean`
+/// verdict) that none was given.
+fn anchoring(r: &Report, clean: bool) -> String {
     if !r.anchored() {
-        return format!(" ({})", crate::audit::anchors::UNANCHORED);
+        return match clean {
+            true => format!(" ({})", crate::audit::anchors::UNANCHORED),
+            false => String::new(),
+        };
     }
     let held: Vec<&str> = r
         .anchors
