@@ -385,7 +385,7 @@ impl Store {
                 let c = w.check(store.as_ref()).await?;
                 report.anchors.extend(c.outcomes);
                 report.problems.extend(c.problems);
-                report.summary = report.summary();
+                report.settle();
             }
             Ok(report)
         })?

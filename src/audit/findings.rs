@@ -304,6 +304,13 @@ pub struct Report {
     /// ([`crate::audit::anchors::UNANCHORED`]).
     #[serde(default)]
     pub anchors: Vec<crate::audit::anchors::AnchorOutcome>,
+    /// True when at least one anchor was given ([`Report::settle`] sets it).
+    #[serde(default)]
+    pub anchored: bool,
+    /// What the verdict rests on, in words: each anchor's outcome, or
+    /// [`crate::audit::anchors::UNANCHORED`] ([`Report::settle`] sets it).
+    #[serde(default)]
+    pub anchoring: String,
     /// The verdict in words ([`Report::summary`]), e.g. "clean except 2 objects in flight".
     pub summary: String,
 }
@@ -325,6 +332,14 @@ impl Report {
     /// "internally consistent").
     pub fn anchored(&self) -> bool {
         !self.anchors.is_empty()
+    }
+
+    /// Set the fields said from the others ([`Report::summary`], `anchored`, `anchoring`):
+    /// after the last problem or anchor outcome is added.
+    pub fn settle(&mut self) {
+        self.summary = self.summary();
+        self.anchored = self.anchored();
+        self.anchoring = self.anchor_lines().join("; ");
     }
 
     /// What the verdict is worth: each anchor's outcome in words, or

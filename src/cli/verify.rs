@@ -130,6 +130,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     let witness = a.anchors.witness.check(store.as_ref()).await?;
     if let Some(w) = &witness {
         report.anchors.push(crate::witness::anchor_outcome(w));
+        report.settle();
     }
     // Published before anything is printed: a task that could not leave its report fails
     // (exit 2) and is retried by its platform.
@@ -168,8 +169,6 @@ impl Checks {
             let mut v = serde_json::to_value(&self.report).map_err(Error::internal_from)?;
             v["replica"] = serde_json::to_value(&self.replica).map_err(Error::internal_from)?;
             v["witness"] = serde_json::to_value(&self.witness).map_err(Error::internal_from)?;
-            v["anchored"] = serde_json::Value::Bool(self.report.anchored());
-            v["anchoring"] = serde_json::Value::String(self.report.anchor_lines().join("; "));
             if let Some(w) = &self.written {
                 v["report_written"] = serde_json::Value::String(w.clone());
             }

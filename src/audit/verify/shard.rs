@@ -302,7 +302,7 @@ pub fn merge(reports: Vec<Report>) -> Result<Report> {
         plan: fp,
     });
     merged.in_flight_objects.sort_by(|a, b| a.key.cmp(&b.key));
-    merged.summary = merged.summary();
+    merged.settle();
     Ok(merged)
 }
 
