@@ -319,7 +319,10 @@ fn print_report(r: &Report, more: &[String], extra: usize, per_kind: usize) -> R
         };
         format!("{} problems{flying}", r.problems.len() + extra)
     };
-    out(&format!("{verdict}{}", anchoring(r, extra == 0 && r.is_clean())))
+    out(&format!(
+        "{verdict}{}",
+        anchoring(r, extra == 0 && r.is_clean())
+    ))
 }
 
 /// What the verdict rests on, after it: the anchors that held, or (for a `clean`

@@ -174,8 +174,13 @@ pub struct WitnessCheck {
 /// The store's identity, size and age.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Identity {
-    /// The store's identity (`_lineage/store.json`).
+    /// The store id: the sha256 of its seal 1 (what a witness records it by; `None`
+    /// without a seal 1).
     pub store_id: Option<String>,
+    /// The id in the store's identity object (`_lineage/store.json`, named by its parts'
+    /// footers; not sealed).
+    #[serde(default)]
+    pub identity_object: Option<String>,
     /// Commits (pointers read by the verification).
     pub commits: u64,
     /// Of those, sealed.

@@ -17,14 +17,22 @@
 //! deletes (Object Lock, no delete permission) and be writable only by the witness's
 //! credentials, never by the writer's.
 //!
-//! **Store identity** ([`store_identity`]): the sha256 of the store's first seal. It is
-//! kept in the store itself, so the same store reached through two URLs (an S3 endpoint
-//! and its alias, a mounted path) is one identity, and a replica made by `lineage
-//! replicate` shares its source's identity and can be checked against the same witness.
-//! It is fixed from the first seal on and cannot be chosen to collide with another store's.
-//! A store whose history is rewritten from its very first seal gets a new identity; the
-//! witness then holds no record for it, which `verify --witness` reports as a problem,
-//! naming the identities the witness recorded for the same URL.
+//! **Store id** ([`store_identity`]): the sha256 of the store's first seal, the one id a
+//! store goes by wherever an auditor meets it (the witness's records, `verify --witness`,
+//! the audit report). It is kept in the store itself, so the same store reached through
+//! two URLs (an S3 endpoint and its alias, a mounted path) is one store, and a replica
+//! made by `lineage replicate` shares its source's id and can be checked against the same
+//! witness. It is fixed from the first seal on, covered by every later seal (and their
+//! signatures), and cannot be chosen to collide with another store's; the identity object
+//! (`_lineage/store.json`, which part footers name) is not sealed, so it is not the id a
+//! witness binds.
+//!
+//! **A witness binds a location to one store.** A store whose history is rewritten from
+//! its very first seal gets a new id. At a location where the witness recorded another
+//! store, `lineage witness` refuses to record it and `verify --witness` reports it
+//! ([`WitnessProblemKind::AnotherStoreAtLocation`], naming both ids), unless the new
+//! store's first record was made on an explicit request
+//! ([`WitnessOptions::new_store_at_location`]), which names the stores it replaces.
 
 mod anchor;
 mod check;
@@ -105,6 +113,11 @@ pub struct WitnessRecord {
     /// The newest earlier record of this store when this one was made.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prev: Option<PrevRecord>,
+    /// (The first record of a store only.) The stores the witness had recorded at the
+    /// same location, replaced by this one on an explicit request
+    /// (`lineage witness --new-store-at-location`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replaces: Vec<String>,
 }
 
 /// What kind of problem the witness check found.
@@ -124,6 +137,9 @@ pub enum WitnessProblemKind {
     WitnessRecordCorrupt,
     /// The store's own chain has problems (`lineage witness` refuses to record it).
     StoreChain,
+    /// The witness recorded another store (another store id, another history) at this
+    /// store's location: the store there was replaced or rewritten from its first seal.
+    AnotherStoreAtLocation,
 }
 
 /// One problem, naming the object.
@@ -262,6 +278,16 @@ pub struct WitnessOutcome {
     pub problems: Vec<WitnessProblem>,
 }
 
+/// How to witness.
+#[derive(Debug, Clone, Default)]
+pub struct WitnessOptions {
+    /// Record a store the witness has never seen at a location where it recorded another
+    /// store (the store there was genuinely replaced): its first record names the stores
+    /// it replaces, and `verify --witness` accepts them. Without it, another store at a
+    /// witnessed location is refused ([`WitnessProblemKind::AnotherStoreAtLocation`]).
+    pub new_store_at_location: bool,
+}
+
 /// Record the store's newest seal in the witness store, after checking the chain and its
 /// agreement with every earlier record. With problems, nothing is recorded and they are
 /// returned in [`WitnessOutcome::problems`].
@@ -269,6 +295,16 @@ pub async fn witness(
     store: &dyn AtomicPublisher,
     witness: &dyn AtomicPublisher,
     clock: &dyn Clock,
+) -> Result<WitnessOutcome> {
+    witness_with(store, witness, clock, &WitnessOptions::default()).await
+}
+
+/// [`witness`], as `opts` asks.
+pub async fn witness_with(
+    store: &dyn AtomicPublisher,
+    witness: &dyn AtomicPublisher,
+    clock: &dyn Clock,
+    opts: &WitnessOptions,
 ) -> Result<WitnessOutcome> {
     let chain = chain::walk(store, None).await?;
     let Some(last) = chain.seals.last() else {
@@ -278,7 +314,19 @@ pub async fn witness(
         )));
     };
     let report = check(&chain, &store.describe(), witness).await?;
-    let problems = blocking_problems(&chain, report.problems);
+    let first = report.records == 0;
+    let replaces: Vec<String> = match (
+        first && opts.new_store_at_location,
+        report.store_id.as_deref(),
+    ) {
+        (true, Some(id)) => check::others_at_location(witness, &store.describe(), Some(id))
+            .await?
+            .into_iter()
+            .map(|(o, _)| o)
+            .collect(),
+        _ => Vec::new(),
+    };
+    let problems = blocking_problems(&chain, report.problems, !replaces.is_empty());
     let store_id = report.store_id.unwrap_or_default();
     let mut outcome = WitnessOutcome {
         record: record_key(&store_id, last.key_seq),
@@ -320,6 +368,7 @@ pub async fn witness(
         witnessed_utc: rfc3339(clock.now()),
         tool_version: tool_version(),
         prev,
+        replaces,
     };
     let published = publish_record(witness, &outcome.record, &rec).await?;
     outcome.created = published == Published::Created;
@@ -327,8 +376,13 @@ pub async fn witness(
 }
 
 /// What keeps `witness` from recording: the chain's problems, and the check's (a store not
-/// witnessed yet is not one).
-fn blocking_problems(chain: &Chain, checked: Vec<WitnessProblem>) -> Vec<WitnessProblem> {
+/// witnessed yet is not one, nor another store at its location when `replacing`: the
+/// first record of a new store asked for explicitly).
+fn blocking_problems(
+    chain: &Chain,
+    checked: Vec<WitnessProblem>,
+    replacing: bool,
+) -> Vec<WitnessProblem> {
     let mut problems: Vec<WitnessProblem> = chain
         .problems
         .iter()
@@ -341,7 +395,8 @@ fn blocking_problems(chain: &Chain, checked: Vec<WitnessProblem>) -> Vec<Witness
     problems.extend(
         checked
             .into_iter()
-            .filter(|p| p.kind != WitnessProblemKind::NotWitnessed),
+            .filter(|p| p.kind != WitnessProblemKind::NotWitnessed)
+            .filter(|p| !(replacing && p.kind == WitnessProblemKind::AnotherStoreAtLocation)),
     );
     problems
 }

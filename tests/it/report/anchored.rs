@@ -188,6 +188,15 @@ fn the_report_keeps_its_clean_banner_for_an_anchored_pass() {
     assert_eq!(j["verdict"]["anchored"], true);
     assert_eq!(j["verdict"]["anchors"][0]["statement"], found.as_str());
     assert_eq!(j["verdict"]["anchors"][1]["anchor"], "keys");
+    // One store id: the sha256 of seal 1, as the witness names the store.
+    let seal1 =
+        std::fs::read(Path::new(&s).join("_lineage/seals/00000000000000000001.json")).unwrap();
+    assert_eq!(
+        j["identity"]["store_id"],
+        lineage_store::internal::digest::sha256_hex(&seal1).as_str()
+    );
+    let uuid = j["identity"]["identity_object"].as_str().unwrap();
+    assert_eq!(uuid.len(), 36, "{uuid}");
     let j: Value = serde_json::from_str(&report("json", &[])).unwrap();
     assert_eq!(j["verdict"]["anchored"], false);
     assert_eq!(j["verdict"]["anchoring"], UNANCHORED);
