@@ -255,7 +255,8 @@ pub struct Report {
     pub bytes_hashed: u64,
     /// Seals in the chain.
     pub seals: u64,
-    /// Seals with a valid signature.
+    /// Seals with a valid signature (with [`Report::since_seal`]: of the seals from
+    /// `since_seal` on, the only ones read).
     pub signed_seals: u64,
     /// Sequence number of the newest seal.
     #[serde(skip_serializing_if = "Option::is_none")]

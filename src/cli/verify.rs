@@ -438,9 +438,9 @@ fn print_notes(r: &Report) -> Result<()> {
 fn print_seals(r: &Report) -> Result<()> {
     match (&r.head_seq, &r.head) {
         (Some(seq), Some(head)) => out(&format!(
-            "seals: {} ({} signed), {} commits sealed, {} not sealed yet; head: seal {seq} sha256 {head}{}",
+            "seals: {} ({}), {} commits sealed, {} not sealed yet; head: seal {seq} sha256 {head}{}",
             r.seals,
-            r.signed_seals,
+            signed_words(r, *seq),
             r.sealed_commits,
             r.unsealed_commits,
             r.head_sealed_utc
@@ -452,6 +452,18 @@ fn print_seals(r: &Report) -> Result<()> {
             "seals: none ({} commits not sealed): run `lineage seal` to protect against removal",
             r.unsealed_commits
         )),
+    }
+}
+
+/// How many seals are signed: of all of them, or (`--since-seal`) of those checked, with
+/// the seals not read said so (never a count of all that only covers some).
+fn signed_words(r: &Report, head: u64) -> String {
+    match r.since_seal {
+        Some(n) => format!(
+            "{} of seals {n}-{head} signed; seals before {n} not read",
+            r.signed_seals
+        ),
+        None => format!("{} signed", r.signed_seals),
     }
 }
 

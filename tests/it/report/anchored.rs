@@ -202,3 +202,50 @@ fn the_report_keeps_its_clean_banner_for_an_anchored_pass() {
     assert_eq!(j["verdict"]["anchoring"], UNANCHORED);
     assert_eq!(j["verdict"]["clean"], true);
 }
+
+#[test]
+fn verify_since_seal_counts_signed_seals_as_what_it_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let (s, key, head, key_id) = store(dir.path());
+    let seals_line = |out: &str| {
+        out.lines()
+            .find(|l| l.starts_with("seals: "))
+            .unwrap_or_else(|| panic!("{out}"))
+            .split(", ")
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    let full = ok(&["verify", "--store", &s]);
+    assert_eq!(seals_line(&full), "seals: 2 (1 signed)", "{full}");
+    let since = ok(&[
+        "verify",
+        "--store",
+        &s,
+        "--since-seal",
+        "--expect-head",
+        &head,
+        "--public-key",
+        &key,
+        "--signed-from",
+        "2",
+    ]);
+    assert_eq!(
+        seals_line(&since),
+        "seals: 2 (1 of seals 2-2 signed; seals before 2 not read)",
+        "{since}"
+    );
+    assert!(
+        since.contains(&format!(
+            "anchor keys held: of the seals from 2 on: seal 2 signed by key {key_id} (given)"
+        )),
+        "{since}"
+    );
+    assert!(
+        since.contains(&format!(
+            "anchor head held: expected head {}… found at seal 2, the newest",
+            &head[..12]
+        )),
+        "{since}"
+    );
+}
