@@ -12,3 +12,4 @@ mod repair_sweep;
 mod seal;
 mod signing;
 mod tamper;
+mod warnings;
