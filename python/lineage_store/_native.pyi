@@ -324,6 +324,10 @@ class Commit:
     def commit_key(self) -> Optional[str]: ...
     @property
     def adopted(self) -> bool: ...
+    @property
+    def existed(self) -> bool:
+        """True when the append found this commit already in the store, committed by an
+        earlier run (a retry under the same commit key), and published nothing."""
     def to_json(self) -> str:
         """The pointer as one JSON line (as ``lineage append --json`` prints it)."""
     def to_dict(self) -> dict[str, Any]: ...

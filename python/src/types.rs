@@ -57,6 +57,10 @@ pub struct Commit {
     pub commit_key: Option<String>,
     /// True when `repair` wrote the pointer for an orphan part.
     pub adopted: bool,
+    /// True when the append found this commit already in the store, committed by an
+    /// earlier run (a retry under the same commit key), and published nothing.
+    #[serde(default)]
+    pub existed: bool,
 }
 
 impl From<Pointer> for Commit {
@@ -79,6 +83,7 @@ impl From<Pointer> for Commit {
             tool_version: p.tool_version,
             commit_key: p.commit_key,
             adopted: p.adopted,
+            existed: p.existed,
         }
     }
 }
@@ -104,6 +109,7 @@ impl Commit {
             tool_version: self.tool_version.clone(),
             commit_key: self.commit_key.clone(),
             adopted: self.adopted,
+            existed: self.existed,
         }
     }
 }

@@ -179,6 +179,9 @@ impl WriteConfig {
         let (outcome, stored) = self.publish_pointer(run_id, &pointer).await?;
         tracing::info!(commit = %commit_id, rows = enc.rows, bytes = enc.bytes.len(), ?outcome, "committed");
         let pointer = match (outcome, stored) {
+            // Another pointer than ours (an earlier run's time): the commit existed.
+            (Published::AlreadyOurs, Some(p)) if p != pointer => Pointer { existed: true, ..p },
+            // Our own bytes (an ambiguous answer to our publish): committed now.
             (Published::AlreadyOurs, Some(p)) => p,
             _ => pointer,
         };
@@ -215,6 +218,7 @@ impl WriteConfig {
             tool_version: tool_version(),
             commit_key: self.commit_key.clone(),
             adopted: false,
+            existed: false,
         }
     }
 

@@ -359,3 +359,13 @@ def test_two_stores_in_one_process_keep_their_own_read_limits(tmp_path: Path) ->
         assert len(roomy.files()) >= 1
     with pytest.raises(ls.IntegrityError):
         pickle.loads(pickle.dumps(tight)).files()
+
+
+def test_a_keyed_retry_says_its_commits_existed(tmp_path: Path) -> None:
+    s = ls.open(str(tmp_path / "s"))
+    first = s.append(events(30), commit_key="job-9", batch_rows=10)
+    assert first and not any(c.existed for c in first)
+    again = s.append(events(30), commit_key="job-9", batch_rows=10)
+    assert [c.commit_id for c in again] == [c.commit_id for c in first]
+    assert all(c.existed for c in again) and not any(c.adopted for c in again)
+    assert len(s.commits()) == len(first)

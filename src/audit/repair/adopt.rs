@@ -141,6 +141,7 @@ async fn pointer_for(
         tool_version: tool_version(),
         commit_key: None,
         adopted: true,
+        existed: false,
     }))
 }
 

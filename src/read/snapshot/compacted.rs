@@ -135,6 +135,7 @@ fn compacted_part(by: &SealRef, r: &CompactionRef, rec: &CompactionRecord) -> Sn
             tool_version: rec.tool_version.clone(),
             commit_key: None,
             adopted: false,
+            existed: false,
         },
         sealed_by: Some(by.clone()),
     }
