@@ -314,18 +314,7 @@ pub async fn witness_with(
         )));
     };
     let report = check(&chain, &store.describe(), witness).await?;
-    let first = report.records == 0;
-    let replaces: Vec<String> = match (
-        first && opts.new_store_at_location,
-        report.store_id.as_deref(),
-    ) {
-        (true, Some(id)) => check::others_at_location(witness, &store.describe(), Some(id))
-            .await?
-            .into_iter()
-            .map(|(o, _)| o)
-            .collect(),
-        _ => Vec::new(),
-    };
+    let replaces = replaced(witness, &store.describe(), &report, opts).await?;
     let problems = blocking_problems(&chain, report.problems, !replaces.is_empty());
     let store_id = report.store_id.unwrap_or_default();
     let mut outcome = WitnessOutcome {
@@ -348,14 +337,6 @@ pub async fn witness_with(
     if records.iter().any(|r| r.key_seq == last.key_seq) {
         return Ok(outcome); // already witnessed, and checked above to agree
     }
-    let prev = records
-        .iter()
-        .rev()
-        .find(|r| r.key_seq < last.key_seq)
-        .map(|r| PrevRecord {
-            seq: r.key_seq,
-            sha256: r.digest.clone(),
-        });
     let rec = WitnessRecord {
         format: RECORD_FORMAT.to_string(),
         store_id: store_id.clone(),
@@ -367,12 +348,46 @@ pub async fn witness_with(
         sealed_utc: seal.sealed_utc.clone(),
         witnessed_utc: rfc3339(clock.now()),
         tool_version: tool_version(),
-        prev,
+        prev: prev_record(&records, last.key_seq),
         replaces,
     };
     let published = publish_record(witness, &outcome.record, &rec).await?;
     outcome.created = published == Published::Created;
     Ok(outcome)
+}
+
+/// The newest record before seal `seq`, as the next record names it.
+fn prev_record(records: &[ReadRecord], seq: u64) -> Option<PrevRecord> {
+    records
+        .iter()
+        .rev()
+        .find(|r| r.key_seq < seq)
+        .map(|r| PrevRecord {
+            seq: r.key_seq,
+            sha256: r.digest.clone(),
+        })
+}
+
+/// The stores a first record replaces at location `store`: those the witness recorded
+/// there, when `opts` asks to record a new store at a witnessed location (else none).
+async fn replaced(
+    witness: &dyn AtomicPublisher,
+    store: &str,
+    report: &WitnessReport,
+    opts: &WitnessOptions,
+) -> Result<Vec<String>> {
+    let (true, 0, Some(id)) = (
+        opts.new_store_at_location,
+        report.records,
+        report.store_id.as_deref(),
+    ) else {
+        return Ok(Vec::new());
+    };
+    Ok(check::others_at_location(witness, store, Some(id))
+        .await?
+        .into_iter()
+        .map(|(o, _)| o)
+        .collect())
 }
 
 /// What keeps `witness` from recording: the chain's problems, and the check's (a store not

@@ -120,29 +120,7 @@ impl Strategy for Since {
             .range(since.max(1)..)
             .map(|(_, s)| s.clone())
             .collect();
-        if let Some(want) = &opts.expect_head {
-            let found = match find_head(store, &seals, from, want).await? {
-                Ok(seq) => Some(seq),
-                Err(p) => {
-                    report.push_problem(p);
-                    None
-                }
-            };
-            let want = want.trim().to_lowercase();
-            report
-                .anchors
-                .push(head_outcome(&want, found, newest.key_seq));
-        }
-        if !opts.public_keys.is_empty() || opts.signed_from.is_some() {
-            // Only the seals checked: those before `since` were not read.
-            let (mut o, _) = judge_keys(
-                seals.range(since..).map(|(_, s)| s),
-                &opts.trust(),
-                !opts.public_keys.is_empty(),
-            );
-            o.statement = format!("of the seals from {since} on: {}", o.statement);
-            report.anchors.push(o);
-        }
+        anchors(store, opts, &seals, (from, since, newest.key_seq), report).await?;
         let head_seal = newest
             .seal
             .as_ref()
@@ -403,6 +381,39 @@ fn grows_from(prev: Option<&StoredSeal>, seal: &Seal) -> Option<String> {
             hex::encode(f.root())
         )
     })
+}
+
+/// The head and key anchors of a since verify into `report` (outcomes, and the head's
+/// problem): the head found among the seals read or walking back from `from`; the keys
+/// judged on the seals from `since` on (the only ones read). `seqs`: (from, since, newest).
+async fn anchors(
+    store: &dyn AtomicPublisher,
+    opts: &VerifyOptions,
+    seals: &BTreeMap<u64, StoredSeal>,
+    (from, since, newest): (u64, u64, u64),
+    report: &mut Report,
+) -> Result<()> {
+    if let Some(want) = &opts.expect_head {
+        let found = match find_head(store, seals, from, want).await? {
+            Ok(seq) => Some(seq),
+            Err(p) => {
+                report.push_problem(p);
+                None
+            }
+        };
+        let want = want.trim().to_lowercase();
+        report.anchors.push(head_outcome(&want, found, newest));
+    }
+    if !opts.public_keys.is_empty() || opts.signed_from.is_some() {
+        let (mut o, _) = judge_keys(
+            seals.range(since..).map(|(_, s)| s),
+            &opts.trust(),
+            !opts.public_keys.is_empty(),
+        );
+        o.statement = format!("of the seals from {since} on: {}", o.statement);
+        report.anchors.push(o);
+    }
+    Ok(())
 }
 
 /// `--expect-head`: among the seals read, else walking back (checking links) from the
