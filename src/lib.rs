@@ -149,9 +149,8 @@ pub use read::{
 };
 
 // Auditing.
-pub use audit::anchors::{
-    AnchorCheck, AnchorKind, AnchorOutcome, Anchors, WitnessAnchor, UNANCHORED,
-};
+pub use audit::anchor_outcome::{AnchorKind, AnchorOutcome, UNANCHORED};
+pub use audit::anchors::{AnchorCheck, Anchors, WitnessAnchor};
 pub use audit::findings::{InFlight, InFlightKind, Problem, ProblemKind, Progress, Report};
 pub use audit::log::since_seal;
 pub use audit::proof::{prove, verify_proof, Proof, ProofSummary, ProveAgainst};

@@ -18,7 +18,7 @@
 //! report, files, scan, the exports: [`Anchors::require`] before reading); each outcome is
 //! an [`AnchorOutcome`] saying in words what held ("expected head found at seal 5"), so
 //! every output states what was checked. Without anchors, the verdict says what it is
-//! ([`UNANCHORED`]).
+//! ([`crate::audit::anchor_outcome::UNANCHORED`]).
 
 use std::sync::Arc;
 
@@ -26,6 +26,7 @@ use async_trait::async_trait;
 use ed25519_dalek::VerifyingKey;
 use serde::{Deserialize, Serialize};
 
+use crate::audit::anchor_outcome::{outcome_lines, AnchorKind, AnchorOutcome};
 use crate::audit::chain::{self, Chain};
 use crate::audit::findings::{Problem, ProblemKind};
 use crate::base::error::{Error, Failed, Result};
@@ -33,35 +34,6 @@ use crate::base::param::{text, Param};
 use crate::format::keys::{self, kind::KeyKind};
 use crate::history::seal::{StoredSeal, Trust};
 use crate::publish::AtomicPublisher;
-
-/// What a verdict is worth without any anchor: said wherever such a verdict is printed.
-pub const UNANCHORED: &str =
-    "internally consistent; no head, key or witness given: a rewrite or a cut-off would not show";
-
-/// Which anchor an outcome is about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum AnchorKind {
-    /// A head digest kept outside the store.
-    Head,
-    /// The sealers' public keys (and the first seal that must be signed).
-    Keys,
-    /// A witness store's records of the store's heads.
-    Witness,
-}
-
-/// One anchor given, and what became of it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AnchorOutcome {
-    /// Which anchor.
-    pub anchor: AnchorKind,
-    /// True when it held.
-    pub held: bool,
-    /// What was checked and found, in words ("expected head 5f1c… found at seal 5, the
-    /// newest"; "seals 2-5 signed by key 032b… (given)"; "witness W: 5 records agree").
-    pub statement: String,
-}
 
 /// A witness store as an anchor: `crate::witness` implements it (the check of a chain
 /// against every record the witness holds for the store).
@@ -112,18 +84,10 @@ impl AnchorCheck {
         !self.outcomes.is_empty()
     }
 
-    /// The outcomes in words, one per anchor, or [`UNANCHORED`] when none was given.
+    /// The outcomes in words, one per anchor, or [`crate::audit::anchor_outcome::UNANCHORED`]
+    /// when none was given.
     pub fn lines(&self) -> Vec<String> {
-        if self.outcomes.is_empty() {
-            return vec![UNANCHORED.to_string()];
-        }
-        self.outcomes
-            .iter()
-            .map(|o| {
-                let mark = if o.held { "held" } else { "FAILED" };
-                format!("anchor {} {mark}: {}", o.anchor.name(), o.statement)
-            })
-            .collect()
+        outcome_lines(&self.outcomes)
     }
 
     /// `Ok(self)` when every anchor held; else an [`Error::Integrity`] naming each
@@ -146,17 +110,6 @@ impl AnchorCheck {
                 .collect();
         }
         Err(Error::Integrity(failed))
-    }
-}
-
-impl AnchorKind {
-    /// The snake_case name outputs use ("head", "keys", "witness").
-    pub fn name(self) -> &'static str {
-        match self {
-            AnchorKind::Head => "head",
-            AnchorKind::Keys => "keys",
-            AnchorKind::Witness => "witness",
-        }
     }
 }
 

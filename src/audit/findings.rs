@@ -302,14 +302,14 @@ pub struct Report {
     pub merged: Option<Merged>,
     /// Each anchor given (head digest, keys, witness) and what became of it; empty when
     /// none was given: the verdict is then only that the store is internally consistent
-    /// ([`crate::audit::anchors::UNANCHORED`]).
+    /// ([`crate::audit::anchor_outcome::UNANCHORED`]).
     #[serde(default)]
-    pub anchors: Vec<crate::audit::anchors::AnchorOutcome>,
+    pub anchors: Vec<crate::audit::anchor_outcome::AnchorOutcome>,
     /// True when at least one anchor was given ([`Report::settle`] sets it).
     #[serde(default)]
     pub anchored: bool,
     /// What the verdict rests on, in words: each anchor's outcome, or
-    /// [`crate::audit::anchors::UNANCHORED`] ([`Report::settle`] sets it).
+    /// [`crate::audit::anchor_outcome::UNANCHORED`] ([`Report::settle`] sets it).
     #[serde(default)]
     pub anchoring: String,
     /// The verdict in words ([`Report::summary`]), e.g. "clean except 2 objects in flight".
@@ -344,13 +344,9 @@ impl Report {
     }
 
     /// What the verdict is worth: each anchor's outcome in words, or
-    /// [`crate::audit::anchors::UNANCHORED`] when none was given.
+    /// [`crate::audit::anchor_outcome::UNANCHORED`] when none was given.
     pub fn anchor_lines(&self) -> Vec<String> {
-        crate::audit::anchors::AnchorCheck {
-            outcomes: self.anchors.clone(),
-            problems: Vec::new(),
-        }
-        .lines()
+        crate::audit::anchor_outcome::outcome_lines(&self.anchors)
     }
 
     pub(crate) fn fly(&mut self, f: InFlight) {

@@ -3,6 +3,7 @@
 //! commands (`repair` adopts orphan parts, `sweep` removes stale temps).
 //! See docs/audit-guide.md for what each of these proves.
 
+pub(crate) mod anchor_outcome;
 pub(crate) mod anchors;
 pub mod chain;
 pub(crate) mod findings;

@@ -330,7 +330,7 @@ fn print_report(r: &Report, more: &[String], extra: usize, per_kind: usize) -> R
 fn anchoring(r: &Report, clean: bool) -> String {
     if !r.anchored() {
         return match clean {
-            true => format!(" ({})", crate::audit::anchors::UNANCHORED),
+            true => format!(" ({})", crate::audit::anchor_outcome::UNANCHORED),
             false => String::new(),
         };
     }

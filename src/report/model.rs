@@ -64,7 +64,7 @@ pub struct Verdict {
     pub anchored: bool,
     /// Each anchor given and what became of it.
     #[serde(default)]
-    pub anchors: Vec<crate::audit::anchors::AnchorOutcome>,
+    pub anchors: Vec<crate::audit::anchor_outcome::AnchorOutcome>,
     /// What the verdict rests on, in words: each anchor's outcome, or "internally
     /// consistent; no head, key or witness given: a rewrite or a cut-off would not show".
     #[serde(default)]

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::audit::anchors::AnchorCheck;
+use crate::audit::anchor_outcome::outcome_lines;
 use crate::audit::findings::{verdict_headline, Report};
 use crate::report::model::{Named, ProblemGroup, Verdict, MAX_PROBLEMS_PER_KIND};
 use crate::witness::WitnessReport;
@@ -13,11 +13,7 @@ pub(crate) fn verdict(v: &Report, witness: Option<&WitnessReport>) -> Verdict {
     let (total, groups) = group_problems(v, witness);
     let mut anchors = v.anchors.clone();
     anchors.extend(witness.map(crate::witness::anchor_outcome));
-    let lines = AnchorCheck {
-        outcomes: anchors.clone(),
-        problems: Vec::new(),
-    }
-    .lines();
+    let lines = outcome_lines(&anchors);
     Verdict {
         anchored: !anchors.is_empty(),
         anchors,

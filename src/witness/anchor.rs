@@ -6,7 +6,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::{check, WitnessProblem, WitnessReport};
-use crate::audit::anchors::{AnchorKind, AnchorOutcome, WitnessAnchor};
+use crate::audit::anchor_outcome::{AnchorKind, AnchorOutcome};
+use crate::audit::anchors::WitnessAnchor;
 use crate::audit::chain::Chain;
 use crate::audit::findings::{Problem, ProblemKind};
 use crate::base::error::Result;

@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 
 use super::{
-    read_records, record_key, store_identity, ReadRecord, WitnessProblemKind, WitnessRecord,
-    WitnessReport, Witnessed, HEADS_PREFIX, MAX_RECORD_BYTES,
+    read_records, record_key, store_identity, ReadRecord, WitnessProblemKind, WitnessReport,
+    Witnessed, HEADS_PREFIX,
 };
 use crate::audit::chain::Chain;
 use crate::base::error::Result;
@@ -44,7 +44,7 @@ pub async fn check(
         .and_then(|r| r.record.as_ref().ok())
         .map(|r| r.replaces.clone())
         .unwrap_or_default();
-    let mut others = others_at_location(witness, store, Some(&id)).await?;
+    let mut others = super::others_at_location(witness, store, Some(&id)).await?;
     others.retain(|(o, _)| !replaced.contains(o));
     if !others.is_empty() {
         let (key, detail) = another_store(store, &id, &others);
@@ -127,51 +127,6 @@ fn judge_records(report: &mut WitnessReport, chain: &Chain, id: &str, records: &
             }
         }
     }
-}
-
-/// The other stores the witness recorded at location `store` (the URL as the witness
-/// reached it): each id but `own`, with the newest seal recorded, whose newest record
-/// names this location.
-pub(super) async fn others_at_location(
-    witness: &dyn AtomicPublisher,
-    store: &str,
-    own: Option<&str>,
-) -> Result<Vec<(String, u64)>> {
-    let listed = witness.list(HEADS_PREFIX).await?;
-    let mut newest: BTreeMap<String, (u64, String)> = BTreeMap::new();
-    for o in listed {
-        let Some((id, file)) = o
-            .key
-            .strip_prefix(HEADS_PREFIX)
-            .and_then(|r| r.split_once('/'))
-        else {
-            continue;
-        };
-        let Some(n) = file
-            .strip_suffix(".json")
-            .and_then(|s| s.parse::<u64>().ok())
-        else {
-            continue;
-        };
-        if Some(id) == own {
-            continue;
-        }
-        let e = newest.entry(id.to_string()).or_insert((0, String::new()));
-        if n >= e.0 {
-            *e = (n, o.key);
-        }
-    }
-    let mut same_url = Vec::new();
-    for (id, (n, key)) in newest {
-        if let Ok(Some(b)) = witness.get_at_most(&key, MAX_RECORD_BYTES).await {
-            if let Ok(r) = serde_json::from_slice::<WitnessRecord>(&b) {
-                if r.store == store {
-                    same_url.push((id, n));
-                }
-            }
-        }
-    }
-    Ok(same_url)
 }
 
 /// The problem of another store's records at this location, naming both stores.

@@ -37,6 +37,8 @@
 mod anchor;
 mod check;
 
+use std::collections::BTreeMap;
+
 use bytes::Bytes;
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
@@ -383,11 +385,56 @@ async fn replaced(
     ) else {
         return Ok(Vec::new());
     };
-    Ok(check::others_at_location(witness, store, Some(id))
+    Ok(others_at_location(witness, store, Some(id))
         .await?
         .into_iter()
         .map(|(o, _)| o)
         .collect())
+}
+
+/// The other stores the witness recorded at location `store` (the URL as the witness
+/// reached it): each id but `own`, with the newest seal recorded, whose newest record
+/// names this location.
+async fn others_at_location(
+    witness: &dyn AtomicPublisher,
+    store: &str,
+    own: Option<&str>,
+) -> Result<Vec<(String, u64)>> {
+    let listed = witness.list(HEADS_PREFIX).await?;
+    let mut newest: BTreeMap<String, (u64, String)> = BTreeMap::new();
+    for o in listed {
+        let Some((id, file)) = o
+            .key
+            .strip_prefix(HEADS_PREFIX)
+            .and_then(|r| r.split_once('/'))
+        else {
+            continue;
+        };
+        let Some(n) = file
+            .strip_suffix(".json")
+            .and_then(|s| s.parse::<u64>().ok())
+        else {
+            continue;
+        };
+        if Some(id) == own {
+            continue;
+        }
+        let e = newest.entry(id.to_string()).or_insert((0, String::new()));
+        if n >= e.0 {
+            *e = (n, o.key);
+        }
+    }
+    let mut same_url = Vec::new();
+    for (id, (n, key)) in newest {
+        if let Ok(Some(b)) = witness.get_at_most(&key, MAX_RECORD_BYTES).await {
+            if let Ok(r) = serde_json::from_slice::<WitnessRecord>(&b) {
+                if r.store == store {
+                    same_url.push((id, n));
+                }
+            }
+        }
+    }
+    Ok(same_url)
 }
 
 /// What keeps `witness` from recording: the chain's problems, and the check's (a store not
