@@ -21,7 +21,7 @@ fn to_json<T: serde::Serialize>(v: &T) -> PyResult<String> {
 
 /// One commit: a part and its pointer, as `lineage log --json` prints it.
 #[pyclass(module = "lineage_store", frozen, eq, get_all, skip_from_py_object)]
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Commit {
     /// UUIDv7 (or UUIDv8 derived from a commit key), also in the part's footer.
     pub commit_id: String,
@@ -85,6 +85,18 @@ impl From<Pointer> for Commit {
             adopted: p.adopted,
             existed: p.existed,
         }
+    }
+}
+
+/// Equal when they are the same stored commit (`existed`, which says how an append found
+/// it, aside): a retry's commits equal the first run's.
+impl PartialEq for Commit {
+    fn eq(&self, other: &Self) -> bool {
+        let stored = |c: &Commit| Pointer {
+            existed: false,
+            ..c.pointer()
+        };
+        stored(self) == stored(other)
     }
 }
 

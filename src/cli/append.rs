@@ -109,7 +109,10 @@ fn stdout_gone(commits: u64, rows: u64) -> Result<Status> {
 fn print_commit(p: &Pointer, json: bool) -> Result<()> {
     if json {
         let mut v = serde_json::to_value(p).map_err(crate::base::error::Error::internal_from)?;
-        v["existed"] = serde_json::Value::Bool(p.existed);
+        // The pointer as stored; a retry's line says the commit was there already.
+        if p.existed {
+            v["existed"] = serde_json::Value::Bool(true);
+        }
         return out_raw(&json_line(&v)?);
     }
     let (what, when) = match p.existed {
