@@ -154,6 +154,8 @@ pub use read::{
 
 // Auditing.
 pub use audit::diff::{diff as diff_seals, AddedCommit, RunChange, SealDiff};
+pub use audit::anchor_outcome::{AnchorKind, AnchorOutcome, UNANCHORED};
+pub use audit::anchors::{AnchorCheck, Anchors, WitnessAnchor};
 pub use audit::findings::{InFlight, InFlightKind, Problem, ProblemKind, Progress, Report};
 pub use audit::log::since_seal;
 pub use audit::proof::{

@@ -109,8 +109,13 @@ def _refusal(e: lineage_store.LineageError) -> dict[str, Any]:
 
 
 def _summary(commits: list) -> dict[str, Any]:
+    # A retry (Lambda's, or a duplicate notification) finds its commits already there.
+    existed = sum(1 for c in commits if c.existed)
     return {"commits": len(commits), "rows": sum(c.row_count for c in commits),
-            "commit_ids": [c.commit_id for c in commits]}
+            "commit_ids": [c.commit_id for c in commits],
+            "already_committed": existed,
+            "note": ("every commit was already there (a retry): nothing published"
+                     if commits and existed == len(commits) else None)}
 
 
 # --- S3 ---------------------------------------------------------------------------------

@@ -146,6 +146,8 @@ class Store:
         check: bool = False,
         digest: str = "fastest",
         signed_from: Optional[int] = None,
+        witness: Optional[str] = None,
+        witness_endpoint_url: Optional[str] = None,
     ) -> VerifyReport:
         """Verify the store as ``lineage verify`` does; ``check=True`` raises
         ``VerifyError`` when the report is not clean. ``digest="all"`` recomputes every
@@ -202,12 +204,19 @@ class Store:
         include_unsealed: bool = False,
         originals: bool = False,
         as_of_time: Optional[str] = None,
+        expect_head: Optional[str] = None,
+        public_key: Union[StrPath, Sequence[StrPath], None] = None,
+        signed_from: Optional[int] = None,
+        witness: Optional[str] = None,
+        witness_endpoint_url: Optional[str] = None,
     ) -> list[str]:
         """The parts of exactly the commits sealed by seals 1..as_of_seal (default: the
         newest), each checked against its sealed pointer first: paths or URLs for
         duckdb.read_parquet, Polars, pyarrow. Raises ConflictError naming a part or
         pointer that is not as sealed. Compacted parts for the commits a compaction in
-        effect covers, unless ``originals=True``."""
+        effect covers, unless ``originals=True``. The anchors (``expect_head``,
+        ``public_key``, ``signed_from``, ``witness``) are checked first, as by ``verify``:
+        one that does not hold raises ConflictError naming it."""
     def scan(
         self,
         as_of_seal: Optional[int] = None,
@@ -219,6 +228,11 @@ class Store:
         originals: bool = False,
         provenance: bool = False,
         as_of_time: Optional[str] = None,
+        expect_head: Optional[str] = None,
+        public_key: Union[StrPath, Sequence[StrPath], None] = None,
+        signed_from: Optional[int] = None,
+        witness: Optional[str] = None,
+        witness_endpoint_url: Optional[str] = None,
     ) -> pyarrow.RecordBatchReader:
         """The rows of exactly the commits sealed by seals 1..as_of_seal (default: the
         newest), each part checked against its sealed pointer before its rows are handed
@@ -353,6 +367,10 @@ class Commit:
     def tail_offset(self) -> Optional[int]: ...
     @property
     def tail_sha256(self) -> Optional[str]: ...
+    @property
+    def existed(self) -> bool:
+        """True when the append found this commit already in the store, committed by an
+        earlier run (a retry under the same commit key), and published nothing."""
     def to_json(self) -> str:
         """The pointer as one JSON line (as ``lineage append --json`` prints it)."""
     def to_dict(self) -> dict[str, Any]: ...
@@ -416,6 +434,16 @@ class VerifyReport:
     def summary(self) -> str:
         """The verdict in words, as ``lineage verify`` prints it: ``clean: no problems``,
         ``clean except N objects in flight``, or ``N problems[; M objects in flight]``."""
+    @property
+    def anchors(self) -> list[dict[str, Any]]:
+        """Each anchor given and what became of it: dicts with ``anchor`` (``head``,
+        ``keys``, ``witness``), ``held`` and ``statement``; empty when none was given."""
+    @property
+    def anchored(self) -> bool: ...
+    @property
+    def anchoring(self) -> str:
+        """What the verdict rests on: each anchor's outcome in words, or that none was
+        given (internally consistent only)."""
     @property
     def sample_seed(self) -> Optional[int]: ...
     @property

@@ -14,6 +14,7 @@ use lineage_store::{keygen as lib_keygen, read_public_key};
 use lineage_store::{verify_proof as lib_verify_proof, Proof as LibProof};
 use pyo3::prelude::*;
 
+mod anchors;
 mod arrow_in;
 mod check;
 mod conformed;

@@ -12,18 +12,18 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use arrow_pyarrow::IntoPyArrow;
-use lineage_store::merkle;
 use lineage_store::{
-    check_all, parse_duration, part_location, prove, read_pointers, read_public_key,
-    read_signing_key, snapshot, validate_all_listing, verify_with, AtomicPublisher, DigestCheck,
-    Error, Format, Input, ProveAgainst, ReadOptions, ScanOptions, StoreOptions, SystemClock,
-    VerifyOptions, Writer, DEFAULT_BATCH_ROWS, DEFAULT_CONCURRENCY,
+    check_all, parse_duration, part_location, prove, read_pointers, read_signing_key, snapshot,
+    validate_all_listing, verify_with, Anchors, AtomicPublisher, DigestCheck, Error, Format, Input,
+    ProveAgainst, ReadOptions, ScanOptions, StoreOptions, SystemClock, VerifyOptions, Writer,
+    DEFAULT_BATCH_ROWS, DEFAULT_CONCURRENCY,
 };
 use pyo3::prelude::*;
 
 use lineage_store::conform;
 use lineage_store::report::{self, ReportFormat, ReportOptions};
 
+use crate::anchors::AnchorKw;
 use crate::arrow_in;
 use crate::errors::{self, IntoPyResult, LResult};
 use crate::log_table;
@@ -325,7 +325,7 @@ impl Store {
     /// `public_key`: a key file, or a list of them (every signed seal must verify under one;
     /// keys rotate); `signed_from`: every seal from that number on must be signed (seals
     /// before it may be unsigned), as `lineage verify --signed-from`.
-    #[pyo3(signature = (*, public_key=None, expect_head=None, sample=None, sample_seed=None, since_seal=None, grace=None, check=false, digest="fastest", signed_from=None))]
+    #[pyo3(signature = (*, public_key=None, expect_head=None, sample=None, sample_seed=None, since_seal=None, grace=None, check=false, digest="fastest", signed_from=None, witness=None, witness_endpoint_url=None))]
     #[allow(clippy::too_many_arguments)]
     fn verify(
         &self,
@@ -339,31 +339,20 @@ impl Store {
         check: bool,
         digest: &str,
         signed_from: Option<u64>,
+        witness: Option<String>,
+        witness_endpoint_url: Option<String>,
     ) -> PyResult<VerifyReport> {
         let digest = digest
             .parse::<DigestCheck>()
             .map_err(|e| errors::to_py(py, Error::usage(format!("digest={e}"))))?;
-        // One path, or a list (or tuple) of paths.
-        let paths: Vec<PathBuf> = match public_key {
-            None => Vec::new(),
-            Some(k) => match k.extract::<PathBuf>() {
-                Ok(p) => vec![p],
-                Err(_) => k.extract::<Vec<PathBuf>>()?,
-            },
-        };
-        let public_keys = paths
-            .iter()
-            .map(|p| read_public_key(p))
-            .collect::<lineage_store::Result<Vec<_>>>()
-            .py_err(py)?;
-        if let Some(h) = &expect_head {
-            if merkle::parse_hash(h).is_none() {
-                return Err(errors::to_py(
-                    py,
-                    Error::usage(format!("expect_head={h:?} is not a sha256 (64 hex digits)")),
-                ));
-            }
-        }
+        let kw = AnchorKw::new(
+            py,
+            expect_head,
+            public_key,
+            signed_from,
+            witness,
+            witness_endpoint_url,
+        )?;
         // `since_seal=True`: the newest seal; an int: that seal.
         let since_seal = match since_seal {
             None => None,
@@ -376,18 +365,29 @@ impl Store {
             sample,
             sample_seed,
             since_seal,
-            public_keys,
-            signed_from,
-            expect_head,
             digest,
             ..VerifyOptions::default()
-        };
+        }
+        .with_anchors(&kw.base);
         if let Some(g) = grace {
             opts.grace = self::grace(py, &g)?;
         }
         let store = self.inner.clone();
         let report = block_on_local(py, move || async move {
-            verify_with(store.as_ref(), &opts).await
+            let mut report = verify_with(store.as_ref(), &opts).await?;
+            // The witness, beside the verification (as `lineage verify --witness`).
+            let anchors = kw.anchors(&store).await?;
+            if anchors.witness.is_some() {
+                let w = Anchors {
+                    witness: anchors.witness,
+                    ..Anchors::default()
+                };
+                let c = w.check(store.as_ref()).await?;
+                report.anchors.extend(c.outcomes);
+                report.problems.extend(c.problems);
+                report.settle();
+            }
+            Ok(report)
         })?
         .py_err(py)?;
         let report = VerifyReport { inner: report };
@@ -548,21 +548,14 @@ impl Store {
     ) -> PyResult<Bound<'py, PyAny>> {
         let format: ReportFormat = format.parse().py_err(py)?;
         one_as_of(as_of_seal, as_of_time.as_deref()).py_err(py)?;
-        if let Some(h) = &expect_head {
-            if merkle::parse_hash(h).is_none() {
-                return Err(errors::to_py(
-                    py,
-                    Error::usage(format!("expect_head={h:?} is not a sha256 (64 hex digits)")),
-                ));
-            }
-        }
-        let key_paths: Vec<PathBuf> = match public_key {
-            None => Vec::new(),
-            Some(k) => match k.extract::<PathBuf>() {
-                Ok(p) => vec![p],
-                Err(_) => k.extract::<Vec<PathBuf>>()?,
-            },
-        };
+        let kw = AnchorKw::new(
+            py,
+            expect_head,
+            public_key,
+            signed_from,
+            witness,
+            witness_endpoint_url,
+        )?;
         let run_ids: Vec<String> = match run_id {
             None => Vec::new(),
             Some(r) => match r.extract::<String>() {
@@ -570,11 +563,6 @@ impl Store {
                 Err(_) => r.extract::<Vec<String>>()?,
             },
         };
-        let public_keys = key_paths
-            .iter()
-            .map(|p| read_public_key(p))
-            .collect::<LResult<Vec<_>>>()
-            .py_err(py)?;
         if !force && path.exists() {
             return Err(errors::to_py(
                 py,
@@ -587,25 +575,15 @@ impl Store {
         let store = self.inner.clone();
         let url = self.url.clone();
         let (text, json) = block_on_local(py, move || async move {
-            let witness = match witness {
-                None => None,
-                Some(w) => {
-                    let opts = StoreOptions::new()
-                        .endpoint_url(witness_endpoint_url)
-                        .limits(store.read_limits());
-                    let opened: Arc<dyn AtomicPublisher> = lineage_store::open(&w, &opts).await?;
-                    Some((opened, w))
-                }
-            };
+            let witness = kw.open_witness(&store).await?;
             let as_of_seal = as_of(store.as_ref(), as_of_seal, as_of_time.as_deref()).await?;
             let opts = ReportOptions {
-                verify: VerifyOptions {
-                    public_keys,
-                    signed_from,
-                    expect_head,
-                    ..VerifyOptions::default()
-                },
-                key_sources: key_paths.iter().map(|p| p.display().to_string()).collect(),
+                verify: VerifyOptions::default().with_anchors(&kw.base),
+                key_sources: kw
+                    .key_paths
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect(),
                 witness,
                 run_ids,
                 as_of_seal,
@@ -633,7 +611,11 @@ impl Store {
     /// checked against its record), as `lineage files` does; `originals=True` lists the
     /// original parts instead (`--originals`).
     /// `as_of_time`: as of the newest seal sealed at or before it (`--as-of-time`).
-    #[pyo3(signature = (as_of_seal=None, run_id=None, *, include_unsealed=false, originals=false, as_of_time=None))]
+    /// The anchors (`expect_head`, `public_key`, `signed_from`, `witness`) are checked
+    /// first, as by `verify`: one that does not hold raises `ConflictError` naming it, and
+    /// nothing is read.
+    #[pyo3(signature = (as_of_seal=None, run_id=None, *, include_unsealed=false, originals=false, as_of_time=None, expect_head=None, public_key=None, signed_from=None, witness=None, witness_endpoint_url=None))]
+    #[allow(clippy::too_many_arguments)]
     fn files(
         &self,
         py: Python<'_>,
@@ -642,8 +624,21 @@ impl Store {
         include_unsealed: bool,
         originals: bool,
         as_of_time: Option<String>,
+        expect_head: Option<String>,
+        public_key: Option<Bound<'_, PyAny>>,
+        signed_from: Option<u64>,
+        witness: Option<String>,
+        witness_endpoint_url: Option<String>,
     ) -> PyResult<Vec<String>> {
         one_as_of(as_of_seal, as_of_time.as_deref()).py_err(py)?;
+        let kw = AnchorKw::new(
+            py,
+            expect_head,
+            public_key,
+            signed_from,
+            witness,
+            witness_endpoint_url,
+        )?;
         let mut opts = ReadOptions {
             as_of_seal,
             run_id,
@@ -653,6 +648,7 @@ impl Store {
         };
         let store = self.inner.clone();
         block_on_local(py, move || async move {
+            kw.anchors(&store).await?.require(store.as_ref()).await?;
             opts.as_of_seal = as_of(store.as_ref(), opts.as_of_seal, as_of_time.as_deref()).await?;
             let snap = snapshot(store.as_ref(), &opts).await?;
             let concurrency = ScanOptions::default().concurrency;
@@ -679,7 +675,8 @@ impl Store {
     /// (`--with-provenance`; the original parts are read, so a compacted row keeps its
     /// original commit and seal).
     /// `as_of_time`: as of the newest seal sealed at or before it (`--as-of-time`).
-    #[pyo3(signature = (as_of_seal=None, run_id=None, columns=None, filter=None, *, include_unsealed=false, originals=false, provenance=false, as_of_time=None))]
+    /// The anchors are checked first, as by `files`.
+    #[pyo3(signature = (as_of_seal=None, run_id=None, columns=None, filter=None, *, include_unsealed=false, originals=false, provenance=false, as_of_time=None, expect_head=None, public_key=None, signed_from=None, witness=None, witness_endpoint_url=None))]
     #[allow(clippy::too_many_arguments)]
     fn scan<'py>(
         &self,
@@ -692,8 +689,21 @@ impl Store {
         originals: bool,
         provenance: bool,
         as_of_time: Option<String>,
+        expect_head: Option<String>,
+        public_key: Option<Bound<'py, PyAny>>,
+        signed_from: Option<u64>,
+        witness: Option<String>,
+        witness_endpoint_url: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
         one_as_of(as_of_seal, as_of_time.as_deref()).py_err(py)?;
+        let kw = AnchorKw::new(
+            py,
+            expect_head,
+            public_key,
+            signed_from,
+            witness,
+            witness_endpoint_url,
+        )?;
         let mut opts = ReadOptions {
             as_of_seal,
             run_id,
@@ -722,6 +732,7 @@ impl Store {
         }
         let store = self.inner.clone();
         let scan = block_on_local(py, move || async move {
+            kw.anchors(&store).await?.require(store.as_ref()).await?;
             opts.as_of_seal = as_of(store.as_ref(), opts.as_of_seal, as_of_time.as_deref()).await?;
             let snap = snapshot(store.as_ref(), &opts).await?;
             lineage_store::scan(store, &snap, &scan_opts)

@@ -21,7 +21,7 @@ fn to_json<T: serde::Serialize>(v: &T) -> PyResult<String> {
 
 /// One commit: a part and its pointer, as `lineage log --json` prints it.
 #[pyclass(module = "lineage_store", frozen, eq, get_all, skip_from_py_object)]
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Commit {
     /// UUIDv7 (or UUIDv8 derived from a commit key), also in the part's footer.
     pub commit_id: String,
@@ -63,6 +63,10 @@ pub struct Commit {
     /// sha256 of the part's tail, checked before a feature lookup skips the part.
     #[serde(default)]
     pub tail_sha256: Option<String>,
+    /// True when the append found this commit already in the store, committed by an
+    /// earlier run (a retry under the same commit key), and published nothing.
+    #[serde(default)]
+    pub existed: bool,
 }
 
 impl From<Pointer> for Commit {
@@ -87,7 +91,20 @@ impl From<Pointer> for Commit {
             adopted: p.adopted,
             tail_offset: p.tail_offset,
             tail_sha256: p.tail_sha256,
+            existed: p.existed,
         }
+    }
+}
+
+/// Equal when they are the same stored commit (`existed`, which says how an append found
+/// it, aside): a retry's commits equal the first run's.
+impl PartialEq for Commit {
+    fn eq(&self, other: &Self) -> bool {
+        let stored = |c: &Commit| Pointer {
+            existed: false,
+            ..c.pointer()
+        };
+        stored(self) == stored(other)
     }
 }
 
@@ -114,6 +131,7 @@ impl Commit {
             tail_offset: self.tail_offset,
             tail_sha256: self.tail_sha256.clone(),
             adopted: self.adopted,
+            existed: self.existed,
         }
     }
 }
@@ -310,6 +328,26 @@ impl VerifyReport {
     #[getter]
     fn summary(&self) -> String {
         self.inner.summary()
+    }
+    /// Each anchor given (`expect_head`, `public_key`/`signed_from`, `witness`) and what
+    /// became of it: dicts with `anchor` (`head`, `keys`, `witness`), `held` and
+    /// `statement` (e.g. "expected head 5f1c… found at seal 5, the newest"). Empty when
+    /// none was given.
+    #[getter]
+    fn anchors<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        json_to_py(py, &to_json(&self.inner.anchors)?)
+    }
+    /// True when at least one anchor was given: without any, a clean report only says the
+    /// store is internally consistent (see `anchoring`).
+    #[getter]
+    fn anchored(&self) -> bool {
+        self.inner.anchored()
+    }
+    /// What the verdict rests on, in words: each anchor's outcome, or "internally
+    /// consistent; no head, key or witness given: a rewrite or a cut-off would not show".
+    #[getter]
+    fn anchoring(&self) -> String {
+        self.inner.anchor_lines().join("; ")
     }
     /// Seed of the sample, when sampling.
     #[getter]

@@ -280,9 +280,10 @@ pub fn check_head(chain: &Chain, expect: &str) -> Option<Problem> {
     Some(Problem {
         kind: ProblemKind::HeadNotFound,
         key: keys::SEALS_PREFIX.to_string(),
-        detail: format!(
-            "no seal has the expected head digest {want} ({newest}): the newest seals were cut off or rewritten"
-        )
-        .into(),
+        detail: crate::base::param::text![
+            format!("no seal has the expected head digest {want} ("),
+            crate::base::param::Param::ExpectHead,
+            format!("; {newest}): the newest seals were cut off, or the store was rolled back or rewritten")
+        ],
     })
 }

@@ -44,6 +44,10 @@ pub enum ProblemKind {
     BadSignature,
     /// No seal has the expected head digest.
     HeadNotFound,
+    /// The store disagrees with what a witness recorded (`--witness`): a witnessed seal
+    /// cut off or rewritten, a record deleted or edited, another store at a witnessed
+    /// location. The detail names the witness's own problem kind.
+    WitnessDisagrees,
     /// A well-formed part no pointer names, too old for its pointer still to come (a
     /// crash between part and pointer, or a deleted pointer): `repair` can adopt it.
     OrphanPart,
@@ -264,7 +268,8 @@ pub struct Report {
     pub bytes_hashed: u64,
     /// Seals in the chain.
     pub seals: u64,
-    /// Seals with a valid signature.
+    /// Seals with a valid signature (with [`Report::since_seal`]: of the seals from
+    /// `since_seal` on, the only ones read).
     pub signed_seals: u64,
     /// Sequence number of the newest seal.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -308,6 +313,18 @@ pub struct Report {
     /// The shard reports this one was merged from (`verify merge`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merged: Option<Merged>,
+    /// Each anchor given (head digest, keys, witness) and what became of it; empty when
+    /// none was given: the verdict is then only that the store is internally consistent
+    /// ([`crate::audit::anchor_outcome::UNANCHORED`]).
+    #[serde(default)]
+    pub anchors: Vec<crate::audit::anchor_outcome::AnchorOutcome>,
+    /// True when at least one anchor was given ([`Report::settle`] sets it).
+    #[serde(default)]
+    pub anchored: bool,
+    /// What the verdict rests on, in words: each anchor's outcome, or
+    /// [`crate::audit::anchor_outcome::UNANCHORED`] ([`Report::settle`] sets it).
+    #[serde(default)]
+    pub anchoring: String,
     /// The verdict in words ([`Report::summary`]), e.g. "clean except 2 objects in flight".
     pub summary: String,
 }
@@ -323,6 +340,26 @@ impl Report {
     /// flight", or "N problems" (with the in-flight count when there are any).
     pub fn summary(&self) -> String {
         verdict_headline(self.problems.len() as u64, self.in_flight)
+    }
+
+    /// True when at least one anchor was given (a clean verdict then means more than
+    /// "internally consistent").
+    pub fn anchored(&self) -> bool {
+        !self.anchors.is_empty()
+    }
+
+    /// Set the fields said from the others ([`Report::summary`], `anchored`, `anchoring`):
+    /// after the last problem or anchor outcome is added.
+    pub fn settle(&mut self) {
+        self.summary = self.summary();
+        self.anchored = self.anchored();
+        self.anchoring = self.anchor_lines().join("; ");
+    }
+
+    /// What the verdict is worth: each anchor's outcome in words, or
+    /// [`crate::audit::anchor_outcome::UNANCHORED`] when none was given.
+    pub fn anchor_lines(&self) -> Vec<String> {
+        crate::audit::anchor_outcome::outcome_lines(&self.anchors)
     }
 
     pub(crate) fn fly(&mut self, f: InFlight) {

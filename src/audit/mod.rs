@@ -5,6 +5,8 @@
 //! two seals).
 //! See docs/audit-guide.md for what each of these proves.
 
+pub(crate) mod anchor_outcome;
+pub(crate) mod anchors;
 pub mod chain;
 pub(crate) mod diff;
 pub(crate) mod findings;

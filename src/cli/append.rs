@@ -108,13 +108,27 @@ fn stdout_gone(commits: u64, rows: u64) -> Result<Status> {
 
 fn print_commit(p: &Pointer, json: bool) -> Result<()> {
     if json {
-        out_raw(&json_line(p)?)
-    } else {
-        out(&format!(
-            "committed {} rows={} bytes={} sha256={} {}",
-            p.commit_id, p.row_count, p.size_bytes, p.sha256, p.part_path
-        ))
+        let mut v = serde_json::to_value(p).map_err(crate::base::error::Error::internal_from)?;
+        // The pointer as stored; a retry's line says the commit was there already.
+        if p.existed {
+            v["existed"] = serde_json::Value::Bool(true);
+        }
+        return out_raw(&json_line(&v)?);
     }
+    let (what, when) = match p.existed {
+        true => (
+            "already committed",
+            format!(
+                " (by an earlier run at {}; nothing published)",
+                p.committed_utc
+            ),
+        ),
+        false => ("committed", String::new()),
+    };
+    out(&format!(
+        "{what} {} rows={} bytes={} sha256={} {}{when}",
+        p.commit_id, p.row_count, p.size_bytes, p.sha256, p.part_path
+    ))
 }
 
 /// The process's peak resident set (VmHWM), in KiB, where Linux tells it (0 elsewhere).

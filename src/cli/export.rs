@@ -33,6 +33,8 @@ enum What {
 struct OlArgs {
     #[command(flatten)]
     store: StoreArg,
+    #[command(flatten)]
+    anchors: crate::cli::anchors::AnchorArgs,
     /// Only this run.
     #[arg(long)]
     run_id: Option<String>,
@@ -81,6 +83,8 @@ struct OlArgs {
 struct IsoArgs {
     #[command(flatten)]
     store: StoreArg,
+    #[command(flatten)]
+    anchors: crate::cli::anchors::AnchorArgs,
     /// The run to describe.
     #[arg(long)]
     run_id: String,
@@ -132,6 +136,7 @@ async fn openlineage(a: OlArgs) -> Result<Status> {
         None => None,
     };
     let store = a.store.open(Opening::ExistingStore).await?;
+    a.anchors.require(store.as_ref()).await?;
     let sel = Selection {
         run_id: a.run_id.clone(),
         since_seal: a.since_seal,
@@ -200,6 +205,7 @@ fn label(e: &serde_json::Value) -> String {
 
 async fn iso(a: IsoArgs) -> Result<Status> {
     let store = a.store.open(Opening::ExistingStore).await?;
+    a.anchors.require(store.as_ref()).await?;
     let sel = Selection {
         run_id: Some(a.run_id.clone()),
         since_seal: None,

@@ -18,6 +18,8 @@ pub(crate) struct Args {
     store: StoreArg,
     #[command(flatten)]
     read: ReadArgs,
+    #[command(flatten)]
+    anchors: crate::cli::anchors::AnchorArgs,
     /// One JSON object per part: location, part_path, commit_id, run_id, target_crs, rows,
     /// size_bytes, sha256, blake3, committed_utc, sealed_by (seal sequence, or null).
     #[arg(long)]
@@ -42,6 +44,7 @@ struct Line<'a> {
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
     let store = a.store.open(Opening::Store).await?;
+    a.anchors.require(store.as_ref()).await?;
     let snap = snapshot(store.as_ref(), &a.read.resolve(store.as_ref()).await?).await?;
     check_all(store.as_ref(), &snap, a.read.digest, a.read.concurrency).await?;
     for p in &snap.parts {

@@ -6,7 +6,7 @@
 //! or an object a command read failing its check); 2 refused input, usage or access error
 //! (nothing was published); 3 conflict in the store; 4 internal error.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -14,6 +14,7 @@ use clap::{Parser, Subcommand};
 use crate::base::error::Error;
 use common::closed_stdout;
 
+mod anchors;
 mod append;
 mod check;
 mod common;
@@ -208,8 +209,11 @@ pub(crate) fn with_causes(e: &Error) -> String {
 fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("LINEAGE_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    // Colour only on a terminal (never into a pipe or a file), and never with NO_COLOR.
+    let ansi = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(ansi)
         .try_init();
 }

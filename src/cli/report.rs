@@ -6,9 +6,8 @@
 use std::path::PathBuf;
 
 use crate::audit::verify::options::VerifyOptions;
-use crate::base::error::{Error, Result};
+use crate::base::error::Result;
 use crate::cli::common::{out, write_out_file, Status, StoreArg};
-use crate::history::signing::read_public_key;
 use crate::publish::store::options::Opening;
 use crate::report::options::ReportOptions;
 use crate::report::render::ReportFormat;
@@ -28,18 +27,8 @@ pub(crate) struct Args {
     /// docs/report.schema.json).
     #[arg(long, value_name = "FORMAT", default_value = "html")]
     format: String,
-    /// A head digest printed by `lineage seal` and kept outside the store (as for `verify`).
-    #[arg(long, value_name = "DIGEST")]
-    expect_head: Option<String>,
-    /// A trusted public key (repeat it for every key in use); every seal (from
-    /// --signed-from on) must be signed by one of them.
-    #[arg(long, value_name = "FILE")]
-    public_key: Vec<PathBuf>,
-    /// Seals before SEQ may be unsigned.
-    #[arg(long, value_name = "SEQ")]
-    signed_from: Option<u64>,
     #[command(flatten)]
-    witness: crate::cli::witness::VerifyWitnessArgs,
+    anchors: crate::cli::anchors::AnchorArgs,
     /// Only these runs get sections (repeat it; default: every run, up to 25).
     #[arg(long, value_name = "RUN_ID")]
     run_id: Vec<String>,
@@ -55,36 +44,16 @@ pub(crate) struct Args {
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
     let format: ReportFormat = a.format.parse()?;
-    if let Some(h) = &a.expect_head {
-        if crate::history::merkle::parse_hash(h).is_none() {
-            return Err(Error::usage(format!(
-                "--expect-head {h:?} is not a sha256 (64 hex digits)"
-            )));
-        }
-    }
-    let public_keys = a
-        .public_key
-        .iter()
-        .map(|p| read_public_key(p))
-        .collect::<Result<Vec<_>>>()?;
     let store = a.store.open(Opening::ExistingStore).await?;
-    let witness = a.witness.open(store.as_ref()).await?;
+    let anchors = a.anchors.anchors(store.as_ref()).await?;
+    let witness = a.anchors.witness.open(store.as_ref()).await?;
     let as_of_seal = match &a.as_of_time {
         Some(t) => Some(crate::read::as_of::seal_as_of_time(store.as_ref(), t).await?),
         None => a.as_of_seal,
     };
     let opts = ReportOptions {
-        verify: VerifyOptions {
-            public_keys,
-            signed_from: a.signed_from,
-            expect_head: a.expect_head.clone(),
-            ..VerifyOptions::default()
-        },
-        key_sources: a
-            .public_key
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect(),
+        verify: VerifyOptions::default().with_anchors(&anchors),
+        key_sources: a.anchors.key_sources(),
         witness,
         run_ids: a.run_id.clone(),
         as_of_seal,
@@ -95,10 +64,11 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     write_out_file(&a.out, text.as_bytes(), a.force)?;
     if a.out != std::path::Path::new("-") {
         out(&format!(
-            "{}: {} ({} written)",
+            "{}: {} ({} written); {}",
             report.verdict.headline,
             report.store,
-            a.out.display()
+            a.out.display(),
+            report.verdict.anchoring
         ))?;
     }
     Ok(if report.verdict.clean { 0 } else { 1 })

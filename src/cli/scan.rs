@@ -118,6 +118,8 @@ pub(crate) struct Args {
     store: StoreArg,
     #[command(flatten)]
     read: ReadArgs,
+    #[command(flatten)]
+    anchors: crate::cli::anchors::AnchorArgs,
     /// Only the rows of this feature_id; parts whose footer statistics or bloom filter
     /// rule it out are skipped unread.
     #[arg(long, value_name = "F")]
@@ -146,6 +148,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         crate::read::out::OutFormat::of_path(&a.out)?;
     }
     let store = a.store.open(Opening::Store).await?;
+    a.anchors.require(store.as_ref()).await?;
     let mut read = a.read.resolve(store.as_ref()).await?;
     read.prefer_compacted &= !a.with_provenance;
     let snap = snapshot(store.as_ref(), &read).await?;

@@ -15,7 +15,6 @@ use crate::base::error::{Error, Result};
 use crate::base::limits::ReadLimits;
 use crate::cli::common::{duration, open, Side, DEFAULT_GRACE};
 use crate::cli::common::{json_line, out, out_raw, Status, StoreArg};
-use crate::history::signing::read_public_key;
 use crate::publish::store::options::{Opening, SideEnv};
 use crate::publish::AtomicPublisher;
 
@@ -67,19 +66,8 @@ pub(crate) struct Args {
     /// Cut the shards from the commits of seal SEQ (give every shard the same one).
     #[arg(long, value_name = "SEQ", requires = "shard")]
     plan_seal: Option<u64>,
-    /// A trusted public key (made by `lineage keygen`); repeat it for every key in use
-    /// (old and new during a key rotation). Every signed seal must verify under one of
-    /// them, and every seal (from --signed-from on) must be signed.
-    #[arg(long, value_name = "FILE")]
-    public_key: Vec<PathBuf>,
-    /// Seals before SEQ may be unsigned (signing started at seal SEQ); SEQ and every later
-    /// seal must be signed.
-    #[arg(long, value_name = "SEQ")]
-    signed_from: Option<u64>,
-    /// A head digest printed by `lineage seal` and kept outside the store: detects that
-    /// the newest seals were cut off.
-    #[arg(long, value_name = "DIGEST")]
-    expect_head: Option<String>,
+    #[command(flatten)]
+    anchors: crate::cli::anchors::AnchorArgs,
     /// Temps and well-formed parts without a pointer whose content (temp name, commit id,
     /// commit-key claim) says they were made within this period are in flight, not
     /// problems; each is named. Modification times are never trusted for this.
@@ -87,8 +75,6 @@ pub(crate) struct Args {
     grace: chrono::Duration,
     #[command(flatten)]
     replica: crate::cli::replicate::ReplicaOfArgs,
-    #[command(flatten)]
-    witness: crate::cli::witness::VerifyWitnessArgs,
 }
 
 /// `lineage verify merge`.
@@ -136,11 +122,16 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         (None, _) => None,
     };
     let progress = Arc::new(Progress::default());
-    let opts = options(&a, shard.as_ref(), progress.clone())?;
     let store = a.store.open(Opening::ExistingStore).await?;
-    let report = with_progress(progress, verify_with(store.as_ref(), &opts)).await?;
+    let anchors = a.anchors.anchors(store.as_ref()).await?;
+    let opts = options(&a, shard.as_ref(), progress.clone())?.with_anchors(&anchors);
+    let mut report = with_progress(progress, verify_with(store.as_ref(), &opts)).await?;
     let replica = a.replica.check(store.as_ref()).await?;
-    let witness = a.witness.check(store.as_ref()).await?;
+    let witness = a.anchors.witness.check(store.as_ref()).await?;
+    if let Some(w) = &witness {
+        report.anchors.push(crate::witness::anchor_outcome(w));
+        report.settle();
+    }
     // Published before anything is printed: a task that could not leave its report fails
     // (exit 2) and is retried by its platform.
     let written = match &report_dir {
@@ -211,32 +202,17 @@ impl Checks {
     }
 }
 
-/// The library's options from the arguments (the key files read, the head digest checked).
+/// The library's options from the arguments (the anchors are added by the caller).
 fn options(
     a: &Args,
     shard: Option<&ResolvedShard>,
     progress: Arc<Progress>,
 ) -> Result<VerifyOptions> {
-    let public_keys = a
-        .public_key
-        .iter()
-        .map(|p| read_public_key(p))
-        .collect::<Result<Vec<_>>>()?;
-    if let Some(h) = &a.expect_head {
-        if crate::history::merkle::parse_hash(h).is_none() {
-            return Err(Error::usage(format!(
-                "--expect-head {h:?} is not a sha256 (64 hex digits)"
-            )));
-        }
-    }
     Ok(VerifyOptions {
         grace: a.grace,
         sample: a.sample,
         sample_seed: a.sample_seed,
         since_seal: a.since_seal,
-        public_keys,
-        signed_from: a.signed_from,
-        expect_head: a.expect_head.clone(),
         progress: Some(progress),
         concurrency: a.concurrency.max(1),
         shard: shard.map(|s| s.spec),
@@ -330,14 +306,56 @@ fn print_report(r: &Report, more: &[String], extra: usize, per_kind: usize) -> R
     for l in more {
         out(l)?;
     }
-    if extra == 0 {
-        return out(&r.summary());
+    if r.anchored() {
+        for l in r.anchor_lines() {
+            out(&l)?;
+        }
     }
-    let flying = match r.in_flight {
-        0 => String::new(),
-        n => format!("; {n} object{} in flight", if n == 1 { "" } else { "s" }),
+    let verdict = if extra == 0 {
+        r.summary()
+    } else {
+        let flying = match r.in_flight {
+            0 => String::new(),
+            n => format!("; {n} object{} in flight", if n == 1 { "" } else { "s" }),
+        };
+        format!("{} problems{flying}", r.problems.len() + extra)
     };
-    out(&format!("{} problems{flying}", r.problems.len() + extra))
+    out(&format!(
+        "{verdict}{}",
+        anchoring(r, extra == 0 && r.is_clean())
+    ))
+}
+
+/// What the verdict rests on, after it: the anchors that held, or (for a `clean`
+/// verdict) that none was given.
+fn anchoring(r: &Report, clean: bool) -> String {
+    if !r.anchored() {
+        return match clean {
+            true => format!(" ({})", crate::audit::anchor_outcome::UNANCHORED),
+            false => String::new(),
+        };
+    }
+    let held: Vec<&str> = r
+        .anchors
+        .iter()
+        .filter(|o| o.held)
+        .map(|o| o.anchor.name())
+        .collect();
+    let failed: Vec<&str> = r
+        .anchors
+        .iter()
+        .filter(|o| !o.held)
+        .map(|o| o.anchor.name())
+        .collect();
+    match (held.is_empty(), failed.is_empty()) {
+        (_, true) => format!(" (anchored: {} held)", held.join(", ")),
+        (true, false) => format!(" (anchors failed: {})", failed.join(", ")),
+        (false, false) => format!(
+            " (anchors held: {}; failed: {})",
+            held.join(", "),
+            failed.join(", ")
+        ),
+    }
 }
 
 /// The `PROBLEM <side> <kind>: …` lines of `--replica-of` and `--witness` capped as the
@@ -456,9 +474,9 @@ fn print_notes(r: &Report) -> Result<()> {
 fn print_seals(r: &Report) -> Result<()> {
     match (&r.head_seq, &r.head) {
         (Some(seq), Some(head)) => out(&format!(
-            "seals: {} ({} signed), {} commits sealed, {} not sealed yet; head: seal {seq} sha256 {head}{}",
+            "seals: {} ({}), {} commits sealed, {} not sealed yet; head: seal {seq} sha256 {head}{}",
             r.seals,
-            r.signed_seals,
+            signed_words(r, *seq),
             r.sealed_commits,
             r.unsealed_commits,
             r.head_sealed_utc
@@ -470,6 +488,18 @@ fn print_seals(r: &Report) -> Result<()> {
             "seals: none ({} commits not sealed): run `lineage seal` to protect against removal",
             r.unsealed_commits
         )),
+    }
+}
+
+/// How many seals are signed: of all of them, or (`--since-seal`) of those checked, with
+/// the seals not read said so (never a count of all that only covers some).
+fn signed_words(r: &Report, head: u64) -> String {
+    match r.since_seal {
+        Some(n) => format!(
+            "{} of seals {n}-{head} signed; seals before {n} not read",
+            r.signed_seals
+        ),
+        None => format!("{} signed", r.signed_seals),
     }
 }
 

@@ -29,6 +29,12 @@ pub(crate) struct Args {
     /// The outcome as one JSON object.
     #[arg(long)]
     json: bool,
+    /// Record a store the witness has never seen at a location where it recorded another
+    /// store (the store there was genuinely replaced, not rewritten): its first record
+    /// names the stores it replaces. Without it, another store at a witnessed location is
+    /// refused (exit 1, naming both).
+    #[arg(long)]
+    new_store_at_location: bool,
 }
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
@@ -36,7 +42,10 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     let side = witness_side(&a.witness, a.witness_endpoint_url.as_deref());
     let w = open(side, store.read_limits(), Opening::Store).await?;
     another_store(store.as_ref(), w.as_ref())?;
-    let o = witness::witness(store.as_ref(), w.as_ref(), &SystemClock).await?;
+    let opts = witness::WitnessOptions {
+        new_store_at_location: a.new_store_at_location,
+    };
+    let o = witness::witness_with(store.as_ref(), w.as_ref(), &SystemClock, &opts).await?;
     if a.json {
         out_raw(&json_line(&o)?)?;
     } else {

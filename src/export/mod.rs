@@ -143,6 +143,30 @@ pub struct Snapshot {
     pub head: Option<Head>,
 }
 
+/// Refuse (an [`Error::Integrity`] naming each version, exit 1) a store whose Delta
+/// versions do not say what its seals say: Delta readers would read other rows than the
+/// export describes.
+async fn delta_agrees(store: &dyn AtomicPublisher) -> Result<()> {
+    let problems = crate::audit::verify::versions_agree(store).await?;
+    if problems.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Integrity(
+        problems
+            .into_iter()
+            .map(|p| {
+                crate::base::error::Failed::new(
+                    p.key,
+                    format!(
+                        "{} (Delta readers would read other rows than this export describes)",
+                        p.detail
+                    ),
+                )
+            })
+            .collect(),
+    ))
+}
+
 /// Read what an export needs, through the trusted read path ([`crate::read`]): the
 /// commits sealed by the newest seal (each pointer the bytes its seal recorded) and those
 /// not sealed yet (reported as such), every part fetched once and checked against its
@@ -165,6 +189,7 @@ pub async fn collect(
         },
     )
     .await?;
+    delta_agrees(store).await?;
     let head = read.seal.as_ref().map(|s| Head {
         seq: s.seq,
         sha256: s.sha256.clone(),

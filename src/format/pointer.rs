@@ -68,6 +68,10 @@ pub struct Pointer {
     /// True when `lineage repair` wrote this pointer for an orphan part.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub adopted: bool,
+    /// Not stored: true when an append found this commit already in the store, committed
+    /// by an earlier run (a keyed retry), and published nothing; false as read.
+    #[serde(skip)]
+    pub existed: bool,
 }
 
 impl Pointer {

@@ -315,7 +315,7 @@ async fn add_file(store: &dyn AtomicPublisher, seal_key: &str, e: SealEntry) -> 
     let stats = match footer_stats(store, &pointer.part_path, pointer.size_bytes, &columns).await {
         Ok(s) => Some(s),
         Err(err) => {
-            tracing::warn!(part = %pointer.part_path, error = %err, "part footer unreadable; its Delta add has no stats (see `lineage verify`)");
+            tracing::warn!(part = %pointer.part_path, error = %err, "part footer unreadable: its Delta add carries no stats (the part is not as its pointer records)");
             None
         }
     };
@@ -356,7 +356,7 @@ async fn compacted_file(
     let stats = match footer_stats(store, &record.part_path, record.size_bytes, &columns).await {
         Ok(s) => Some(s),
         Err(err) => {
-            tracing::warn!(part = %record.part_path, error = %err, "compacted part's footer unreadable; its Delta add has no stats (see `lineage verify`)");
+            tracing::warn!(part = %record.part_path, error = %err, "compacted part's footer unreadable: its Delta add carries no stats (the part is not as its record says)");
             None
         }
     };

@@ -87,6 +87,7 @@ pub(crate) async fn identity(
     verified: &Report,
     counted: &Counted,
     first_seal_utc: Option<String>,
+    store_id: Option<String>,
     now: DateTime<Utc>,
 ) -> Result<Identity> {
     let born = counted
@@ -95,7 +96,8 @@ pub(crate) async fn identity(
         .or_else(|| first_seal_utc.clone());
     let counts = counted.withheld.is_none();
     Ok(Identity {
-        store_id: read_identity(store).await?.map(|i| i.store_id),
+        store_id,
+        identity_object: read_identity(store).await?.map(|i| i.store_id),
         commits: verified.commits,
         sealed_commits: verified.sealed_commits,
         unsealed_commits: verified.unsealed_commits,

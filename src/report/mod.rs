@@ -68,7 +68,13 @@ pub async fn collect(store: &dyn AtomicPublisher, opts: &ReportOptions) -> Resul
     let verdict = verdict::verdict(&verified, witness.as_ref());
     let checked = collect::checked(opts, &verified, witness.as_ref(), keys);
     let first_seal_utc = seal_rows.first().map(|s| s.1.clone());
-    let identity = collect::identity(store, &verified, &counted, first_seal_utc, now).await?;
+    // The one store id: the sha256 of seal 1, as the witness knows the store.
+    let store_id = stored_seals
+        .first()
+        .filter(|s| s.key_seq == 1)
+        .map(|s| s.digest.clone());
+    let identity =
+        collect::identity(store, &verified, &counted, first_seal_utc, store_id, now).await?;
     let independent = recipes::recipes(opts, &verified, counted.sections());
     Ok(AuditReport {
         format: REPORT_FORMAT.into(),

@@ -58,6 +58,17 @@ pub struct Verdict {
     pub in_flight_objects: Vec<Named>,
     /// In-flight objects not named.
     pub in_flight_omitted: u64,
+    /// True when at least one anchor (head digest, keys, witness) was given: only then is
+    /// a clean verdict more than "internally consistent".
+    #[serde(default)]
+    pub anchored: bool,
+    /// Each anchor given and what became of it.
+    #[serde(default)]
+    pub anchors: Vec<crate::audit::anchor_outcome::AnchorOutcome>,
+    /// What the verdict rests on, in words: each anchor's outcome, or "internally
+    /// consistent; no head, key or witness given: a rewrite or a cut-off would not show".
+    #[serde(default)]
+    pub anchoring: String,
 }
 
 /// The problems of one kind.
@@ -163,8 +174,13 @@ pub struct WitnessCheck {
 /// The store's identity, size and age.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Identity {
-    /// The store's identity (`_lineage/store.json`).
+    /// The store id: the sha256 of its seal 1 (what a witness records it by; `None`
+    /// without a seal 1).
     pub store_id: Option<String>,
+    /// The id in the store's identity object (`_lineage/store.json`, named by its parts'
+    /// footers; not sealed).
+    #[serde(default)]
+    pub identity_object: Option<String>,
     /// Commits (pointers read by the verification).
     pub commits: u64,
     /// Of those, sealed.

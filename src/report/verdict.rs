@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::audit::anchor_outcome::outcome_lines;
 use crate::audit::findings::{verdict_headline, Report};
 use crate::report::model::{Named, ProblemGroup, Verdict, MAX_PROBLEMS_PER_KIND};
 use crate::witness::WitnessReport;
@@ -10,7 +11,13 @@ use crate::witness::WitnessReport;
 /// The verdict of verification `v` and, when one was asked for, the witness check.
 pub(crate) fn verdict(v: &Report, witness: Option<&WitnessReport>) -> Verdict {
     let (total, groups) = group_problems(v, witness);
+    let mut anchors = v.anchors.clone();
+    anchors.extend(witness.map(crate::witness::anchor_outcome));
+    let lines = outcome_lines(&anchors);
     Verdict {
+        anchored: !anchors.is_empty(),
+        anchors,
+        anchoring: lines.join("; "),
         clean: total == 0,
         headline: verdict_headline(total, v.in_flight),
         problems: total,

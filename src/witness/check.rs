@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 
 use super::{
-    read_records, record_key, store_identity, ReadRecord, WitnessProblemKind, WitnessRecord,
-    WitnessReport, Witnessed, HEADS_PREFIX, MAX_RECORD_BYTES,
+    read_records, record_key, store_identity, ReadRecord, WitnessProblemKind, WitnessReport,
+    Witnessed, HEADS_PREFIX,
 };
 use crate::audit::chain::Chain;
 use crate::base::error::Result;
@@ -29,21 +29,31 @@ pub async fn check(
         problems: Vec::new(),
     };
     let Some(id) = store_id else {
-        let seen = records_for_url(witness, store).await?;
         report.push(
             WitnessProblemKind::NotWitnessed,
             seal_key(1),
-            format!("the store has no seal 1, so no identity the witness could know it by{seen}"),
+            "the store has no seal 1, so no store id the witness could know it by".to_string(),
         );
         return Ok(report);
     };
     let records = read_records(witness, &id).await?;
-    if records.is_empty() {
-        let seen = records_for_url(witness, store).await?;
+    // Other stores at this location, but those this store's first record says it
+    // replaced (recorded with `--new-store-at-location`).
+    let replaced: Vec<String> = records
+        .first()
+        .and_then(|r| r.record.as_ref().ok())
+        .map(|r| r.replaces.clone())
+        .unwrap_or_default();
+    let mut others = super::others_at_location(witness, store, Some(&id)).await?;
+    others.retain(|(o, _)| !replaced.contains(o));
+    if !others.is_empty() {
+        let (key, detail) = another_store(store, &id, &others);
+        report.push(WitnessProblemKind::AnotherStoreAtLocation, key, detail);
+    } else if records.is_empty() {
         report.push(
             WitnessProblemKind::NotWitnessed,
             format!("{HEADS_PREFIX}{id}/"),
-            format!("the witness holds no record of this store (identity {id}, the sha256 of its seal 1): never witnessed there, or rewritten from its first seal{seen}"),
+            format!("the witness holds no record of this store (store id {id}, the sha256 of its seal 1): never witnessed yet"),
         );
     }
     judge_records(&mut report, chain, &id, &records);
@@ -119,48 +129,21 @@ fn judge_records(report: &mut WitnessReport, chain: &Chain, id: &str, records: &
     }
 }
 
-/// ", the witness recorded this URL as identity X (newest seal N)..." for messages about
-/// a store the witness does not know by its identity.
-async fn records_for_url(witness: &dyn AtomicPublisher, store: &str) -> Result<String> {
-    let listed = witness.list(HEADS_PREFIX).await?;
-    let mut newest: BTreeMap<String, (u64, String)> = BTreeMap::new();
-    for o in listed {
-        let Some((id, file)) = o
-            .key
-            .strip_prefix(HEADS_PREFIX)
-            .and_then(|r| r.split_once('/'))
-        else {
-            continue;
-        };
-        let Some(n) = file
-            .strip_suffix(".json")
-            .and_then(|s| s.parse::<u64>().ok())
-        else {
-            continue;
-        };
-        let e = newest.entry(id.to_string()).or_insert((0, String::new()));
-        if n >= e.0 {
-            *e = (n, o.key);
-        }
-    }
-    let mut same_url = Vec::new();
-    for (id, (n, key)) in newest {
-        if let Ok(Some(b)) = witness.get_at_most(&key, MAX_RECORD_BYTES).await {
-            if let Ok(r) = serde_json::from_slice::<WitnessRecord>(&b) {
-                if r.store == store {
-                    same_url.push(format!("identity {id} (witnessed up to seal {n})"));
-                }
-            }
-        }
-    }
-    Ok(if same_url.is_empty() {
-        String::new()
-    } else {
-        format!(
-            "; the witness recorded this URL under {}: the history there was replaced",
-            same_url.join(", ")
-        )
-    })
+/// The problem of another store's records at this location, naming both stores.
+fn another_store(store: &str, id: &str, others: &[(String, u64)]) -> (String, String) {
+    let named: Vec<String> = others
+        .iter()
+        .map(|(o, n)| format!("store {o} (witnessed up to seal {n})"))
+        .collect();
+    let key = others
+        .first()
+        .map(|(o, _)| format!("{HEADS_PREFIX}{o}/"))
+        .unwrap_or_default();
+    let detail = format!(
+        "the witness recorded {} at {store}, but the store there now is store {id}: another history (replaced, or rewritten from its first seal). A witness binds a location to one store; a genuinely new store there is recorded with `lineage witness --new-store-at-location`",
+        named.join(", ")
+    );
+    (key, detail)
 }
 
 /// Walk `store`'s seal chain and [`check`] it against `witness`; also the sequence numbers

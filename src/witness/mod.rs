@@ -17,16 +17,27 @@
 //! deletes (Object Lock, no delete permission) and be writable only by the witness's
 //! credentials, never by the writer's.
 //!
-//! **Store identity** ([`store_identity`]): the sha256 of the store's first seal. It is
-//! kept in the store itself, so the same store reached through two URLs (an S3 endpoint
-//! and its alias, a mounted path) is one identity, and a replica made by `lineage
-//! replicate` shares its source's identity and can be checked against the same witness.
-//! It is fixed from the first seal on and cannot be chosen to collide with another store's.
-//! A store whose history is rewritten from its very first seal gets a new identity; the
-//! witness then holds no record for it, which `verify --witness` reports as a problem,
-//! naming the identities the witness recorded for the same URL.
+//! **Store id** ([`store_identity`]): the sha256 of the store's first seal, the one id a
+//! store goes by wherever an auditor meets it (the witness's records, `verify --witness`,
+//! the audit report). It is kept in the store itself, so the same store reached through
+//! two URLs (an S3 endpoint and its alias, a mounted path) is one store, and a replica
+//! made by `lineage replicate` shares its source's id and can be checked against the same
+//! witness. It is fixed from the first seal on, covered by every later seal (and their
+//! signatures), and cannot be chosen to collide with another store's; the identity object
+//! (`_lineage/store.json`, which part footers name) is not sealed, so it is not the id a
+//! witness binds.
+//!
+//! **A witness binds a location to one store.** A store whose history is rewritten from
+//! its very first seal gets a new id. At a location where the witness recorded another
+//! store, `lineage witness` refuses to record it and `verify --witness` reports it
+//! ([`WitnessProblemKind::AnotherStoreAtLocation`], naming both ids), unless the new
+//! store's first record was made on an explicit request
+//! ([`WitnessOptions::new_store_at_location`]), which names the stores it replaces.
 
+mod anchor;
 mod check;
+
+use std::collections::BTreeMap;
 
 use bytes::Bytes;
 use futures::StreamExt;
@@ -42,6 +53,7 @@ use crate::history::pointers::READ_CONCURRENCY;
 use crate::publish::checked::{publish_checked, Published};
 use crate::publish::AtomicPublisher;
 
+pub use anchor::{outcome as anchor_outcome, Witness};
 pub use check::{check, check_store};
 
 /// Format tag of witness records.
@@ -103,6 +115,11 @@ pub struct WitnessRecord {
     /// The newest earlier record of this store when this one was made.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prev: Option<PrevRecord>,
+    /// (The first record of a store only.) The stores the witness had recorded at the
+    /// same location, replaced by this one on an explicit request
+    /// (`lineage witness --new-store-at-location`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replaces: Vec<String>,
 }
 
 /// What kind of problem the witness check found.
@@ -122,6 +139,9 @@ pub enum WitnessProblemKind {
     WitnessRecordCorrupt,
     /// The store's own chain has problems (`lineage witness` refuses to record it).
     StoreChain,
+    /// The witness recorded another store (another store id, another history) at this
+    /// store's location: the store there was replaced or rewritten from its first seal.
+    AnotherStoreAtLocation,
 }
 
 /// One problem, naming the object.
@@ -260,6 +280,16 @@ pub struct WitnessOutcome {
     pub problems: Vec<WitnessProblem>,
 }
 
+/// How to witness.
+#[derive(Debug, Clone, Default)]
+pub struct WitnessOptions {
+    /// Record a store the witness has never seen at a location where it recorded another
+    /// store (the store there was genuinely replaced): its first record names the stores
+    /// it replaces, and `verify --witness` accepts them. Without it, another store at a
+    /// witnessed location is refused ([`WitnessProblemKind::AnotherStoreAtLocation`]).
+    pub new_store_at_location: bool,
+}
+
 /// Record the store's newest seal in the witness store, after checking the chain and its
 /// agreement with every earlier record. With problems, nothing is recorded and they are
 /// returned in [`WitnessOutcome::problems`].
@@ -267,6 +297,16 @@ pub async fn witness(
     store: &dyn AtomicPublisher,
     witness: &dyn AtomicPublisher,
     clock: &dyn Clock,
+) -> Result<WitnessOutcome> {
+    witness_with(store, witness, clock, &WitnessOptions::default()).await
+}
+
+/// [`witness`], as `opts` asks.
+pub async fn witness_with(
+    store: &dyn AtomicPublisher,
+    witness: &dyn AtomicPublisher,
+    clock: &dyn Clock,
+    opts: &WitnessOptions,
 ) -> Result<WitnessOutcome> {
     let chain = chain::walk(store, None).await?;
     let Some(last) = chain.seals.last() else {
@@ -276,7 +316,8 @@ pub async fn witness(
         )));
     };
     let report = check(&chain, &store.describe(), witness).await?;
-    let problems = blocking_problems(&chain, report.problems);
+    let replaces = replaced(witness, &store.describe(), &report, opts).await?;
+    let problems = blocking_problems(&chain, report.problems, !replaces.is_empty());
     let store_id = report.store_id.unwrap_or_default();
     let mut outcome = WitnessOutcome {
         record: record_key(&store_id, last.key_seq),
@@ -298,14 +339,6 @@ pub async fn witness(
     if records.iter().any(|r| r.key_seq == last.key_seq) {
         return Ok(outcome); // already witnessed, and checked above to agree
     }
-    let prev = records
-        .iter()
-        .rev()
-        .find(|r| r.key_seq < last.key_seq)
-        .map(|r| PrevRecord {
-            seq: r.key_seq,
-            sha256: r.digest.clone(),
-        });
     let rec = WitnessRecord {
         format: RECORD_FORMAT.to_string(),
         store_id: store_id.clone(),
@@ -317,16 +350,101 @@ pub async fn witness(
         sealed_utc: seal.sealed_utc.clone(),
         witnessed_utc: rfc3339(clock.now()),
         tool_version: tool_version(),
-        prev,
+        prev: prev_record(&records, last.key_seq),
+        replaces,
     };
     let published = publish_record(witness, &outcome.record, &rec).await?;
     outcome.created = published == Published::Created;
     Ok(outcome)
 }
 
+/// The newest record before seal `seq`, as the next record names it.
+fn prev_record(records: &[ReadRecord], seq: u64) -> Option<PrevRecord> {
+    records
+        .iter()
+        .rev()
+        .find(|r| r.key_seq < seq)
+        .map(|r| PrevRecord {
+            seq: r.key_seq,
+            sha256: r.digest.clone(),
+        })
+}
+
+/// The stores a first record replaces at location `store`: those the witness recorded
+/// there, when `opts` asks to record a new store at a witnessed location (else none).
+async fn replaced(
+    witness: &dyn AtomicPublisher,
+    store: &str,
+    report: &WitnessReport,
+    opts: &WitnessOptions,
+) -> Result<Vec<String>> {
+    let (true, 0, Some(id)) = (
+        opts.new_store_at_location,
+        report.records,
+        report.store_id.as_deref(),
+    ) else {
+        return Ok(Vec::new());
+    };
+    Ok(others_at_location(witness, store, Some(id))
+        .await?
+        .into_iter()
+        .map(|(o, _)| o)
+        .collect())
+}
+
+/// The other stores the witness recorded at location `store` (the URL as the witness
+/// reached it): each id but `own`, with the newest seal recorded, whose newest record
+/// names this location.
+async fn others_at_location(
+    witness: &dyn AtomicPublisher,
+    store: &str,
+    own: Option<&str>,
+) -> Result<Vec<(String, u64)>> {
+    let listed = witness.list(HEADS_PREFIX).await?;
+    let mut newest: BTreeMap<String, (u64, String)> = BTreeMap::new();
+    for o in listed {
+        let Some((id, file)) = o
+            .key
+            .strip_prefix(HEADS_PREFIX)
+            .and_then(|r| r.split_once('/'))
+        else {
+            continue;
+        };
+        let Some(n) = file
+            .strip_suffix(".json")
+            .and_then(|s| s.parse::<u64>().ok())
+        else {
+            continue;
+        };
+        if Some(id) == own {
+            continue;
+        }
+        let e = newest.entry(id.to_string()).or_insert((0, String::new()));
+        if n >= e.0 {
+            *e = (n, o.key);
+        }
+    }
+    let mut same_url = Vec::new();
+    for (id, (n, key)) in newest {
+        if let Ok(Some(b)) = witness.get_at_most(&key, MAX_RECORD_BYTES).await {
+            if let Ok(r) = serde_json::from_slice::<WitnessRecord>(&b) {
+                if r.store == store {
+                    same_url.push((id, n));
+                }
+            }
+        }
+    }
+    Ok(same_url)
+}
+
 /// What keeps `witness` from recording: the chain's problems, and the check's (a store not
-/// witnessed yet is not one).
-fn blocking_problems(chain: &Chain, checked: Vec<WitnessProblem>) -> Vec<WitnessProblem> {
+/// witnessed yet is not one, nor another store at its location when `replacing`: the
+/// first record of a new store asked for explicitly).
+fn blocking_problems(
+    chain: &Chain,
+    checked: Vec<WitnessProblem>,
+    replacing: bool,
+) -> Vec<WitnessProblem> {
     let mut problems: Vec<WitnessProblem> = chain
         .problems
         .iter()
@@ -339,7 +457,8 @@ fn blocking_problems(chain: &Chain, checked: Vec<WitnessProblem>) -> Vec<Witness
     problems.extend(
         checked
             .into_iter()
-            .filter(|p| p.kind != WitnessProblemKind::NotWitnessed),
+            .filter(|p| p.kind != WitnessProblemKind::NotWitnessed)
+            .filter(|p| !(replacing && p.kind == WitnessProblemKind::AnotherStoreAtLocation)),
     );
     problems
 }

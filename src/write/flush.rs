@@ -179,6 +179,9 @@ impl WriteConfig {
         let (outcome, stored) = self.publish_pointer(run_id, &pointer).await?;
         tracing::info!(commit = %commit_id, rows = enc.rows, bytes = enc.bytes.len(), ?outcome, "committed");
         let pointer = match (outcome, stored) {
+            // Another pointer than ours (an earlier run's time): the commit existed.
+            (Published::AlreadyOurs, Some(p)) if p != pointer => Pointer { existed: true, ..p },
+            // Our own bytes (an ambiguous answer to our publish): committed now.
             (Published::AlreadyOurs, Some(p)) => p,
             _ => pointer,
         };
@@ -217,6 +220,7 @@ impl WriteConfig {
             tail_offset: Some(enc.tail.0),
             tail_sha256: Some(enc.tail.1.clone()),
             adopted: false,
+            existed: false,
         }
     }
 

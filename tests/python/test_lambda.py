@@ -245,7 +245,7 @@ def test_s3_object_appended_once_and_the_same_event_again_publishes_nothing(env:
     assert done["commit_key"] == f"s3://{env.versioned}/{key}?versionId={put['VersionId']}"
     assert done["rows"] == 250
     # (run, crs) groups: nightly-0/1 x EPSG:25832/4326: four parts.
-    assert done["commits"] == 4
+    assert done["commits"] == 4 and done["already_committed"] == 0 and done["note"] is None
     before = env.store_objects()
     assert len([k for k in before if k.endswith(".parquet")]) == 4
     store = env.store()
@@ -254,6 +254,8 @@ def test_s3_object_appended_once_and_the_same_event_again_publishes_nothing(env:
     # Lambda's retry of the same event (and S3's duplicate delivery): nothing new.
     again = env.handler.handler(event, LambdaContext())
     assert sorted(again["appended"][0]["commit_ids"]) == sorted(done["commit_ids"])
+    assert again["appended"][0]["already_committed"] == 4
+    assert again["appended"][0]["note"] == "every commit was already there (a retry): nothing published"
     assert env.store_objects() == before
     assert len(store.commits()) == 4
     report = store.verify()

@@ -446,3 +446,13 @@ def test_seals_show_diff_and_as_of_time(tmp_path: Path) -> None:
     with pytest.raises(ls.InputError) as e2:
         store.scan(as_of_time="3 November")
     assert 'as_of_time "3 November" is not a time' in str(e2.value)
+
+
+def test_a_keyed_retry_says_its_commits_existed(tmp_path: Path) -> None:
+    s = ls.open(str(tmp_path / "s"))
+    first = s.append(events(30), commit_key="job-9", batch_rows=10)
+    assert first and not any(c.existed for c in first)
+    again = s.append(events(30), commit_key="job-9", batch_rows=10)
+    assert [c.commit_id for c in again] == [c.commit_id for c in first]
+    assert all(c.existed for c in again) and not any(c.adopted for c in again)
+    assert len(s.commits()) == len(first)

@@ -131,3 +131,42 @@ def test_a_tampered_store_is_refused_naming_the_object(store: Path, tmp_path: Pa
         assert name in r.stderr, r.stderr
         assert r.stdout == ""
     assert not (tmp_path / "o.parquet").exists()
+
+
+def test_reads_bound_to_an_anchor_refuse_a_rolled_back_copy_and_another_key(
+    store: Path, tmp_path: Path
+) -> None:
+    """files() and scan() take verify's anchors: a copy kept after seal 2 and read with the
+    head of seal 3, or a store read with another sealer's key, raises naming the anchor;
+    verify() states each anchor's outcome."""
+    old = tmp_path / "old"
+    shutil.copytree(store, old)
+    s = ls.open(str(store))
+    key = ls.keygen(str(tmp_path / "sealer"))
+    ls.keygen(str(tmp_path / "other"))
+    head = s.seal(str(tmp_path / "sealer.key")).head
+    assert len(s.files(expect_head=head)) > 0
+    assert s.scan(expect_head=head).read_all().num_rows == SEALED + UNSEALED
+    back = ls.open(str(old))
+    assert len(back.files()) > 0, "without the anchor the copy reads as of its newest seal"
+    for read in (lambda: back.files(expect_head=head), lambda: back.scan(expect_head=head)):
+        with pytest.raises(ls.ConflictError, match=f"no seal has the expected head digest {head} \\(expect_head"):
+            read()
+    signed = dict(public_key=str(tmp_path / "sealer.pub"), signed_from=3)
+    assert len(s.files(**signed)) > 0
+    other = dict(public_key=str(tmp_path / "other.pub"), signed_from=3)
+    for read in (lambda: s.files(**other), lambda: s.scan(**other)):
+        with pytest.raises(ls.ConflictError, match="00000000000000000003.json: signed by key .* which is not a key given"):
+            read()
+    # verify() says what held, and without anchors what its verdict is worth.
+    r = s.verify(expect_head=head, **signed)
+    assert r.clean and r.anchored
+    assert [(a["anchor"], a["held"]) for a in r.anchors] == [("head", True), ("keys", True)]
+    assert r.anchors[0]["statement"] == f"expected head {head[:12]}… found at seal 3, the newest"
+    assert r.anchors[1]["statement"] == f"seal 3 signed by key {key} (given); 2 unsigned before seal 3 (allowed)"
+    bare = s.verify()
+    assert bare.clean and not bare.anchored and bare.anchors == []
+    assert bare.anchoring == (
+        "internally consistent; no head, key or witness given: a rewrite or a cut-off would not show"
+    )
+    assert json.loads(r.to_json())["anchors"] == r.anchors

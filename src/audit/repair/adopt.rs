@@ -156,6 +156,7 @@ async fn pointer_for(
         tail_offset: None,
         tail_sha256: None,
         adopted: true,
+        existed: false,
     }))
 }
 

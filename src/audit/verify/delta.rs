@@ -349,6 +349,16 @@ pub(crate) async fn check_since(
     })
 }
 
+/// Whether the Delta versions say what the seals say (every version from 1 on rebuilt
+/// from the one before it and the seal, stats aside: what `verify --since-seal 1` checks
+/// of the Delta log): the problems, each naming a version. What the exports check before
+/// they describe a store that Delta readers would read otherwise.
+pub(crate) async fn versions_agree(store: &dyn AtomicPublisher) -> Result<Vec<Problem>> {
+    let seals = crate::history::seal::read_seals(store).await?;
+    let refs: Vec<&crate::history::seal::StoredSeal> = seals.iter().collect();
+    Ok(check_since(store, &refs, &HashSet::new()).await?.problems)
+}
+
 /// The versions of `seals` as stored (`None`: not there, or too large), and the problems
 /// naming those too large to read.
 async fn read_since(

@@ -198,6 +198,8 @@ fn report_chain(chain: &Chain, scope: Option<&Scope>, opts: &VerifyOptions, repo
     if let Some(want) = &opts.expect_head {
         report.problems.extend(chain::check_head(chain, want));
     }
+    // The problems of anchors that failed are reported above; here what each found.
+    report.anchors = opts.anchors().judge_chain(chain).outcomes;
 }
 
 impl Full {

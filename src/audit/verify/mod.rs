@@ -41,6 +41,7 @@ use crate::audit::findings::Report;
 use crate::base::error::Result;
 use crate::publish::AtomicPublisher;
 
+pub(crate) use delta::versions_agree;
 pub(crate) use options::VerifyOptions;
 
 /// Verify the whole store with default options.

@@ -53,6 +53,28 @@ pub struct VerifyOptions {
 }
 
 impl VerifyOptions {
+    /// The head and key anchors these options carry (the witness is checked beside
+    /// `verify`, by its caller).
+    pub fn anchors(&self) -> crate::audit::anchors::Anchors {
+        crate::audit::anchors::Anchors {
+            expect_head: self.expect_head.clone(),
+            public_keys: self.public_keys.clone(),
+            signed_from: self.signed_from,
+            witness: None,
+        }
+    }
+
+    /// These options with the head and key anchors of `a` (its witness is checked beside
+    /// `verify`, by the caller).
+    pub fn with_anchors(self, a: &crate::audit::anchors::Anchors) -> Self {
+        Self {
+            expect_head: a.expect_head.clone(),
+            public_keys: a.public_keys.clone(),
+            signed_from: a.signed_from,
+            ..self
+        }
+    }
+
     /// The signature rules these options ask for.
     pub fn trust(&self) -> crate::history::seal::Trust {
         crate::history::seal::Trust {

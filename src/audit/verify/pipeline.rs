@@ -73,6 +73,6 @@ pub(crate) async fn run<S: Strategy + Sync>(
         .problems
         .sort_by(|a, b| (a.kind, &a.key).cmp(&(b.kind, &b.key)));
     report.in_flight_objects.sort_by(|a, b| a.key.cmp(&b.key));
-    report.summary = report.summary();
+    report.settle();
     Ok(report)
 }

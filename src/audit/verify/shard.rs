@@ -279,6 +279,7 @@ pub fn merge(reports: Vec<Report>) -> Result<Report> {
     for (i, r) in by_index {
         if i == 0 {
             take_chain_facts(&mut merged, &r);
+            merged.anchors = r.anchors.clone();
         }
         merged.commits += r.commits;
         merged.parts_ok += r.parts_ok;
@@ -302,7 +303,7 @@ pub fn merge(reports: Vec<Report>) -> Result<Report> {
         plan: fp,
     });
     merged.in_flight_objects.sort_by(|a, b| a.key.cmp(&b.key));
-    merged.summary = merged.summary();
+    merged.settle();
     Ok(merged)
 }
 

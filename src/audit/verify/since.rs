@@ -21,6 +21,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use chrono::{DateTime, Utc};
 use futures::{StreamExt, TryStreamExt};
 
+use crate::audit::anchors::{head_outcome, judge_keys};
 use crate::audit::findings::{Problem, ProblemKind, Report};
 use crate::audit::verify::flight::Window;
 use crate::audit::verify::history::entries::{entry_matches, index_entry_problem};
@@ -129,11 +130,7 @@ impl Strategy for Since {
             .range(since.max(1)..)
             .map(|(_, s)| s.clone())
             .collect();
-        if let Some(want) = &opts.expect_head {
-            if let Some(p) = find_head(store, &seals, from, want).await? {
-                report.push_problem(p);
-            }
-        }
+        anchors(store, opts, &seals, (from, since, newest.key_seq), report).await?;
         let head_seal = newest
             .seal
             .as_ref()
@@ -415,6 +412,39 @@ fn grows_from(prev: Option<&StoredSeal>, seal: &Seal) -> Option<String> {
     })
 }
 
+/// The head and key anchors of a since verify into `report` (outcomes, and the head's
+/// problem): the head found among the seals read or walking back from `from`; the keys
+/// judged on the seals from `since` on (the only ones read). `seqs`: (from, since, newest).
+async fn anchors(
+    store: &dyn AtomicPublisher,
+    opts: &VerifyOptions,
+    seals: &BTreeMap<u64, StoredSeal>,
+    (from, since, newest): (u64, u64, u64),
+    report: &mut Report,
+) -> Result<()> {
+    if let Some(want) = &opts.expect_head {
+        let found = match find_head(store, seals, from, want).await? {
+            Ok(seq) => Some(seq),
+            Err(p) => {
+                report.push_problem(p);
+                None
+            }
+        };
+        let want = want.trim().to_lowercase();
+        report.anchors.push(head_outcome(&want, found, newest));
+    }
+    if !opts.public_keys.is_empty() || opts.signed_from.is_some() {
+        let (mut o, _) = judge_keys(
+            seals.range(since..).map(|(_, s)| s),
+            &opts.trust(),
+            !opts.public_keys.is_empty(),
+        );
+        o.statement = format!("of the seals from {since} on: {}", o.statement);
+        report.anchors.push(o);
+    }
+    Ok(())
+}
+
 /// `--expect-head`: among the seals read, else walking back (checking links) from the
 /// oldest one read. Costs the seals made since that head.
 async fn find_head(
@@ -422,10 +452,10 @@ async fn find_head(
     seals: &BTreeMap<u64, StoredSeal>,
     from: u64,
     want: &str,
-) -> Result<Option<Problem>> {
+) -> Result<std::result::Result<u64, Problem>> {
     let want = want.trim().to_lowercase();
-    if seals.values().any(|s| s.digest == want) {
-        return Ok(None);
+    if let Some(s) = seals.values().find(|s| s.digest == want) {
+        return Ok(Ok(s.key_seq));
     }
     let mut expect_digest = seals
         .get(&from)
@@ -438,7 +468,7 @@ async fn find_head(
             break;
         };
         if expect_digest.as_deref().is_some_and(|d| d != s.digest) {
-            return Ok(Some(Problem::new(
+            return Ok(Err(Problem::new(
                 ProblemKind::SealChainBroken,
                 &s.key,
                 format!(
@@ -448,14 +478,18 @@ async fn find_head(
             )));
         }
         if s.digest == want {
-            return Ok(None);
+            return Ok(Ok(n));
         }
         expect_digest = s.seal.as_ref().ok().and_then(|x| x.prev_sha256.clone());
     }
-    Ok(Some(Problem::new(
+    Ok(Err(Problem::new(
         ProblemKind::HeadNotFound,
         keys::SEALS_PREFIX,
-        format!("no seal has the expected head digest {want}: the newest seals were cut off or rewritten"),
+        text![
+            format!("no seal has the expected head digest {want} ("),
+            Param::ExpectHead,
+            "): the newest seals were cut off, or the store was rolled back or rewritten"
+        ],
     )))
 }
 

@@ -19,6 +19,7 @@
 //! next seal lists from the watermark and skips `ahead`: an entry that lands late, but
 //! within the lookback, is still sealed, exactly once.
 
+mod base;
 mod draft;
 
 use serde::Serialize;
@@ -104,12 +105,7 @@ pub async fn seal_with(
     for lost in 0..MAX_SEAL_ATTEMPTS as u64 {
         let heads = head::find(store).await?;
         let newest = complete_pending(store, &heads).await?;
-        if signing.is_none() && !opts.allow_unsigned {
-            refuse_unsigned(newest.as_ref())?;
-        }
-        if !opts.compactions.is_empty() {
-            compactions_still_planned(store, newest.as_ref(), opts).await?;
-        }
+        preflight(store, newest.as_ref(), signing.is_some(), opts).await?;
         let mut draft = draft(store, clock, opts.lookback, opts.rescan, heads, newest).await?;
         let full = draft.all_leaves.is_some();
         let not_sealed = std::mem::take(&mut draft.refused);
@@ -167,6 +163,24 @@ fn within_limit(store: &dyn AtomicPublisher, key: &str, bytes: &Bytes, seal: &Se
             Param::MaxSealBytes,
             " here and to every command that reads this store"
         ]));
+    }
+    Ok(())
+}
+
+/// What refuses a seal before it is drafted: the seal it chains onto does not verify, an
+/// unsigned seal after a signed one, compactions no longer as planned.
+async fn preflight(
+    store: &dyn AtomicPublisher,
+    newest: Option<&StoredSeal>,
+    signed: bool,
+    opts: &SealOptions,
+) -> Result<()> {
+    base::check_base(store, newest).await?;
+    if !signed && !opts.allow_unsigned {
+        refuse_unsigned(newest)?;
+    }
+    if !opts.compactions.is_empty() {
+        compactions_still_planned(store, newest, opts).await?;
     }
     Ok(())
 }

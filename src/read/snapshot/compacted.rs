@@ -137,6 +137,7 @@ fn compacted_part(by: &SealRef, r: &CompactionRef, rec: &CompactionRecord) -> Sn
             tail_offset: rec.tail_offset,
             tail_sha256: rec.tail_sha256.clone(),
             adopted: false,
+            existed: false,
         },
         sealed_by: Some(by.clone()),
     }

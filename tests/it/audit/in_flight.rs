@@ -368,7 +368,10 @@ fn cli_names_every_object_in_flight_and_says_clean_except() {
     assert!(text.contains(&format!("IN FLIGHT {temp}: ")), "{text}");
     assert_eq!(
         text.lines().last().unwrap(),
-        "clean except 2 objects in flight"
+        format!(
+            "clean except 2 objects in flight ({})",
+            lineage_store::UNANCHORED
+        )
     );
 
     let o = lineage(&["verify", "--store", &store, "--json"]);

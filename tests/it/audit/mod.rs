@@ -14,3 +14,4 @@ mod row_proof;
 mod seal;
 mod signing;
 mod tamper;
+mod warnings;

@@ -2,6 +2,7 @@
 //! what the seals cover, each part checked against its sealed pointer; a tampered store
 //! is refused naming the object; a planted file is never read.
 
+mod anchors;
 mod exit_codes;
 mod files;
 mod library;

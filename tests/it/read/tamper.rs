@@ -119,3 +119,38 @@ fn every_failing_object_is_named_by_the_exports() {
     }
     assert!(err.contains("2 objects not as sealed"), "{err}");
 }
+
+#[test]
+fn the_exports_refuse_a_delta_version_that_disagrees_with_its_seal_naming_it() {
+    let s = super::Store::new();
+    for args in [
+        vec!["export", "openlineage"],
+        vec!["export", "iso19115", "--run-id", "run-a"],
+    ] {
+        super::ok(&s.run(&args));
+    }
+    // An edited `add` size in the version of seal 1: what Delta readers would trust.
+    let v1 = s.root().join("_delta_log/00000000000000000001.json");
+    let text = std::fs::read_to_string(&v1).unwrap();
+    let at = text.find("\"size\":").unwrap() + "\"size\":".len();
+    let end = at + text[at..].find(|c: char| !c.is_ascii_digit()).unwrap();
+    let size: u64 = text[at..end].parse().unwrap();
+    std::fs::write(&v1, format!("{}{}{}", &text[..at], size + 1, &text[end..])).unwrap();
+    for args in [
+        vec!["export", "openlineage"],
+        vec!["export", "iso19115", "--run-id", "run-a"],
+    ] {
+        let o = s.run(&args);
+        let (out, err) = crate::support::text(&o);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {out}{err}");
+        assert!(
+            err.contains("_delta_log/00000000000000000001.json: add of")
+                && err.contains(&format!(
+                    "size {}, the seal's pointer gives {size}",
+                    size + 1
+                )),
+            "{args:?}: {err}"
+        );
+        assert!(out.is_empty(), "{args:?}: nothing exported: {out}");
+    }
+}

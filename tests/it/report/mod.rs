@@ -3,5 +3,6 @@
 //! browser by tests/python/test_report.py), caps, refusals, and the library's render of a
 //! report whose run_id holds markup.
 
+mod anchored;
 mod cli;
 mod render;

@@ -130,9 +130,10 @@ async fn scenario(store: Side, wit: Side) {
     let (code, problems, v) = witness_problems(&store, &wit);
     assert_eq!(code, Some(1));
     assert_eq!(problems.len(), 1, "{ctx}: {v}");
-    assert_eq!(problems[0].0, "not_witnessed");
+    assert_eq!(problems[0].0, "another_store_at_location");
     assert!(
-        v.to_string().contains(&format!("identity {id}")),
+        v.to_string()
+            .contains(&format!("store {id} (witnessed up to seal 3)")),
         "{ctx}: {v}"
     );
 }

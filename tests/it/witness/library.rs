@@ -105,20 +105,26 @@ async fn a_rewritten_seal_is_detected_naming_the_witnessed_head() {
         r.problems[0].detail
     );
 
-    // Rewriting from seal 1 gives a new identity: the witness knows it under the old one.
+    // Rewriting from seal 1 gives a new store id: at this location the witness recorded
+    // the old one, and names both.
+    let old_id = walk(store.as_ref(), None).await.unwrap().seals[0]
+        .digest
+        .clone();
     let k1 = seal_key(1);
     let mut s1 = Seal::from_bytes(&k1, &store.get(&k1).await.unwrap().unwrap()).unwrap();
     s1.sealed_utc = "2020-01-01T00:00:00.000000Z".into();
     store.tamper_put(&k1, Bytes::from(s1.to_bytes().unwrap()));
     let r = checked(&store, &wit).await;
     assert_eq!(r.problems.len(), 1, "{:#?}", r.problems);
-    assert_eq!(r.problems[0].kind, W::NotWitnessed);
+    assert_eq!(r.problems[0].kind, W::AnotherStoreAtLocation);
+    let new_id = r.store_id.clone().unwrap();
+    assert_ne!(new_id, old_id);
+    let d = &r.problems[0].detail;
     assert!(
-        r.problems[0]
-            .detail
-            .contains("recorded this URL under identity"),
-        "{}",
-        r.problems[0].detail
+        d.contains(&format!(
+            "the witness recorded store {old_id} (witnessed up to seal 3) at memory://"
+        )) && d.contains(&format!("the store there now is store {new_id}")),
+        "{d}"
     );
 }
 
@@ -151,7 +157,8 @@ async fn a_deleted_witness_record_is_named_by_the_record_after_it() {
 
 #[tokio::test]
 async fn an_unwitnessed_store_and_a_store_without_seals_are_problems() {
-    let (_, wit, _) = witnessed().await;
+    // A witness of its own: every memory store is at the same location, `memory://`.
+    let wit = Arc::new(MemoryPublisher::new());
     let other = Arc::new(MemoryPublisher::new());
     append(other.clone(), 10, 10, 5).await;
     let r = checked(&other, &wit).await;

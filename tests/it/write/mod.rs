@@ -5,5 +5,6 @@ mod commit_keys;
 mod contract_versions;
 mod part_encoding;
 mod path;
+mod retry_output;
 mod sink;
 mod streaming;

@@ -1,0 +1,100 @@
+//! The anchors every read of sealed history takes in Python (`expect_head`, `public_key`,
+//! `signed_from`, `witness`, `witness_endpoint_url`), as the CLI's `AnchorArgs`: one
+//! parser, turned into the library's [`Anchors`] once the store is at hand.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use lineage_store::{
+    read_public_key, Anchors, AtomicPublisher, Error, StoreOptions, WitnessAnchor,
+};
+use pyo3::prelude::*;
+
+use crate::errors::{IntoPyResult, LResult};
+
+/// The anchors as given: checked and read, the witness not opened yet.
+pub struct AnchorKw {
+    /// The head, keys and first signed seal ([`Anchors::witness`] is `None`).
+    pub base: Anchors,
+    /// Where each public key came from.
+    pub key_paths: Vec<PathBuf>,
+    /// The witness store's URL and endpoint.
+    pub witness: Option<(String, Option<String>)>,
+}
+
+/// A path, or a list (or tuple) of paths.
+pub fn paths(arg: Option<Bound<'_, PyAny>>) -> PyResult<Vec<PathBuf>> {
+    Ok(match arg {
+        None => Vec::new(),
+        Some(k) => match k.extract::<PathBuf>() {
+            Ok(p) => vec![p],
+            Err(_) => k.extract::<Vec<PathBuf>>()?,
+        },
+    })
+}
+
+impl AnchorKw {
+    /// The keyword arguments: the head digest checked, the key files read.
+    pub fn new(
+        py: Python<'_>,
+        expect_head: Option<String>,
+        public_key: Option<Bound<'_, PyAny>>,
+        signed_from: Option<u64>,
+        witness: Option<String>,
+        witness_endpoint_url: Option<String>,
+    ) -> PyResult<Self> {
+        if let Some(h) = &expect_head {
+            if Anchors::check_head_digest(h).is_err() {
+                let e = Error::usage(format!("expect_head={h:?} is not a sha256 (64 hex digits)"));
+                return Err(crate::errors::to_py(py, e));
+            }
+        }
+        let key_paths = paths(public_key)?;
+        let public_keys = key_paths
+            .iter()
+            .map(|p| read_public_key(p))
+            .collect::<LResult<Vec<_>>>()
+            .py_err(py)?;
+        Ok(Self {
+            base: Anchors {
+                expect_head,
+                public_keys,
+                signed_from,
+                witness: None,
+            },
+            key_paths,
+            witness: witness.map(|w| (w, witness_endpoint_url)),
+        })
+    }
+
+    /// The witness store, opened (refused when it is the store itself), and its URL.
+    pub async fn open_witness(
+        &self,
+        store: &Arc<dyn AtomicPublisher>,
+    ) -> LResult<Option<(Arc<dyn AtomicPublisher>, String)>> {
+        let Some((url, endpoint)) = &self.witness else {
+            return Ok(None);
+        };
+        let opts = StoreOptions::new()
+            .endpoint_url(endpoint.clone())
+            .limits(store.read_limits());
+        let opened: Arc<dyn AtomicPublisher> = lineage_store::open(url, &opts).await?;
+        if opened.describe() == store.describe() {
+            return Err(Error::usage(format!(
+                "witness={url:?} is the store itself: a witness must be another store, which the store's writers cannot change"
+            )));
+        }
+        Ok(Some((opened, url.clone())))
+    }
+
+    /// The library's anchors, the witness opened.
+    pub async fn anchors(&self, store: &Arc<dyn AtomicPublisher>) -> LResult<Anchors> {
+        let witness = self.open_witness(store).await?.map(|(w, _)| {
+            Arc::new(lineage_store::witness::Witness::new(w)) as Arc<dyn WitnessAnchor>
+        });
+        Ok(Anchors {
+            witness,
+            ..self.base.clone()
+        })
+    }
+}
