@@ -58,6 +58,8 @@ pub enum Param {
     SigningKey,
     /// Publishing an unsigned seal after signed ones.
     Unsigned,
+    /// The origin (log name) of a store's C2SP checkpoints.
+    Origin,
     /// Replacing an existing file.
     Force,
     /// Rows a compacted part aims at.
@@ -120,6 +122,7 @@ impl Param {
             SignedFrom => "signed_from",
             SigningKey => "signing_key",
             Unsigned => "unsigned",
+            Origin => "origin",
             Force => "force",
             TargetRows => "target_rows",
             From => "from",

@@ -1,5 +1,6 @@
 //! The object layout and the formats of the objects: pure data, no I/O.
 
+pub mod checkpoint;
 pub mod claim;
 pub mod compaction;
 pub mod delta;

@@ -57,6 +57,7 @@ fn leaf_hashes(leaves: &[SealedLeaf]) -> Result<Vec<Hash>> {
 /// there, else by rebuilding every tile and locator from all seals up to it.
 pub async fn complete(store: &dyn AtomicPublisher, seal: &StoredSeal) -> Result<Completed> {
     let s = parsed(seal)?;
+    crate::history::checkpoint::publish(store, seal.key_seq, s).await?;
     let old_size = s.tree_size.saturating_sub(s.entries.len() as u64);
     let leaves: Vec<SealedLeaf> = s
         .entries

@@ -56,7 +56,7 @@ impl<'a> AtDestination<'a> {
                 width,
             } => (width > width_in(size, level, index))
                 .then(|| format!("wider than the destination's sealed tree of {size} leaves")),
-            HistoryKey::Head(n) => {
+            HistoryKey::Head(n) | HistoryKey::Checkpoint(n) => {
                 (n > seq).then(|| format!("seal {n} is not at the destination yet"))
             }
         }

@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 
 use super::{
-    is_commit_id, pointer_key, run_id_segment_problem, HEADS_PREFIX, INDEX_PREFIX, LEAVES_PREFIX,
+    is_commit_id, pointer_key, CHECKPOINTS_PREFIX, run_id_segment_problem, HEADS_PREFIX, INDEX_PREFIX, LEAVES_PREFIX,
     TILES_PREFIX, TILE_WIDTH,
 };
 
@@ -173,6 +173,8 @@ pub enum HistoryKey {
         /// Hashes it holds (256 when full).
         width: u64,
     },
+    /// A signed seal's C2SP checkpoint ([`crate::format::checkpoint`]).
+    Checkpoint(u64),
     /// A sealed commit's leaf locator.
     Leaf {
         /// The commit.
@@ -218,6 +220,10 @@ pub(super) fn parse_history(key: &str) -> Option<HistoryKey> {
     }
     if let Some(rest) = key.strip_prefix(LEAVES_PREFIX) {
         return parse_leaf(key, rest);
+    }
+    if let Some(rest) = key.strip_prefix(CHECKPOINTS_PREFIX) {
+        let seq: u64 = rest.parse().ok()?;
+        return (super::checkpoint_key(seq) == key).then_some(HistoryKey::Checkpoint(seq));
     }
     None
 }

@@ -11,6 +11,7 @@
 //! _lineage/heads/<(2^64-1-seq) / 1000, 17 digits>/<2^64-1-seq, 20 digits>-<seq, 20 digits>   head markers (empty)
 //! _lineage/tiles/<level>/[x<NNN>/…]<NNN>[.p/<width>]          Merkle hash tiles
 //! _lineage/leaves/<hh>/<gg>/<commit-id>.<leaf index, 20 digits>.run_id=<r>   leaf locators (empty)
+//! _lineage/tlog/checkpoints/<seq, 20 digits>                   each signed seal as a C2SP checkpoint
 //! _lineage/witness/<store id>/<seq, 20 digits>.json            witness records (in a witness store)
 //! _lineage/compacted/records/<compaction-id>.json             compaction records
 //! _lineage/compacted/parts/run_id=<r>/target_crs=EPSG:<n>/part-<compaction-id>.compacted   compacted parts
@@ -137,6 +138,17 @@ pub const HEADS_PREFIX: &str = "_lineage/heads/";
 pub const TILES_PREFIX: &str = "_lineage/tiles/";
 /// Prefix of the leaf locators.
 pub const LEAVES_PREFIX: &str = "_lineage/leaves/";
+/// Prefix of the objects in open transparency-log formats (C2SP): what a tlog client is
+/// given as the log's prefix.
+pub const TLOG_PREFIX: &str = "_lineage/tlog/";
+/// Prefix of the checkpoints, one per signed seal ([`crate::format::checkpoint`]).
+pub const CHECKPOINTS_PREFIX: &str = "_lineage/tlog/checkpoints/";
+
+/// The C2SP checkpoint of seal `seq` (create-only; the mutable `checkpoint` a tlog client
+/// reads is served from the newest of these, never stored).
+pub fn checkpoint_key(seq: u64) -> String {
+    format!("{CHECKPOINTS_PREFIX}{seq:020}")
+}
 /// Hashes in a full tile (tiles are 8 levels of the tree high).
 pub const TILE_WIDTH: u64 = 256;
 
@@ -146,8 +158,14 @@ pub const TILE_WIDTH: u64 = 256;
 /// locators. Not the runs (a `run_id` may be a prefix of another followed by `-`, `.` or
 /// `+`, which sort before `/`), nor pointers, nor anything foreign.
 pub fn orders_agree_under(key: &str) -> bool {
-    [INDEX_PREFIX, HEADS_PREFIX, TILES_PREFIX, LEAVES_PREFIX]
-        .iter()
+    [
+        INDEX_PREFIX,
+        HEADS_PREFIX,
+        TILES_PREFIX,
+        LEAVES_PREFIX,
+        TLOG_PREFIX,
+    ]
+    .iter()
         .any(|p| key.starts_with(p))
 }
 

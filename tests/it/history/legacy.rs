@@ -268,6 +268,7 @@ async fn seal_as_older_version(store: &dyn AtomicPublisher) -> String {
         public_key: None,
         key_id: None,
         signature: None,
+        checkpoint: None,
     };
     let bytes = s.to_bytes().unwrap();
     store

@@ -11,9 +11,12 @@
 //! - `bad_head_marker`: a marker that holds bytes or marks a seal that does not exist (the
 //!   newest seal without a marker is not a problem: `unfinished_seal` in the report);
 //! - `bad_tile`: a tile whose hashes are not the tree's, or a tile the tree needs missing;
+//! - `bad_checkpoint`: a C2SP checkpoint that is not its seal's or does not verify, of a
+//!   seal that does not exist, or missing ([`checkpoints`]);
 //! - a seal whose frontier, watermark or `ahead` is wrong: `seal_root_mismatch` /
 //!   `seal_corrupt`, reported by the chain walk.
 
+mod checkpoints;
 pub(crate) mod context;
 pub(crate) mod entries;
 mod tree;
@@ -68,6 +71,7 @@ pub(crate) async fn check(
                 index,
                 width,
             } => listed.tiles.push((level, index, width, o)),
+            HistoryKey::Checkpoint(seq) => listed.checkpoints.push((seq, o)),
         }
     }
     let later = listed.later(store, cx).await?;
@@ -79,6 +83,9 @@ pub(crate) async fn check(
     if cx.first() {
         out.extend(check_heads(cx, &listed.heads, later.seq));
         out.extend(check_tiles(store, cx, &listed.tiles, complete, later.tree_size).await?);
+        let marked: HashSet<u64> = listed.heads.iter().map(|(s, _)| *s).collect();
+        let cps = &listed.checkpoints;
+        out.extend(checkpoints::check_checkpoints(store, cx, cps, &marked, later.seq).await?);
         unfinished_seal = unfinished(cx, &listed.heads);
     }
     Ok(Checked {
@@ -98,6 +105,8 @@ struct Listed<'a> {
     heads: Vec<(u64, &'a ObjectInfo)>,
     /// Tiles: (level, index, width, object).
     tiles: Vec<(u8, u64, u64, &'a ObjectInfo)>,
+    /// C2SP checkpoints: (seal, object).
+    checkpoints: Vec<(u64, &'a ObjectInfo)>,
     /// Locators beyond the walked tree: (leaf, object).
     beyond: Vec<(u64, &'a ObjectInfo)>,
 }
@@ -167,6 +176,7 @@ impl<'a> Listed<'a> {
         let head_seq = cx.chain.head().map_or(0, |(n, _)| n);
         if !self.beyond.is_empty()
             || self.heads.iter().any(|(seq, _)| *seq > head_seq)
+            || self.checkpoints.iter().any(|(seq, _)| *seq > head_seq)
             || self
                 .tiles
                 .iter()
