@@ -177,13 +177,15 @@ pub use history::merkle;
 pub mod internal {
     pub use crate::audit::{chain, verify::platform, verify::report_dir, verify::shard};
     pub use crate::base::{digest, time};
-    pub use crate::format::{checkpoint, claim, compaction, delta, delta_checkpoint, identity, keys, pointer};
+    pub use crate::format::{
+        checkpoint, claim, compaction, delta, delta_checkpoint, identity, keys, pointer,
+    };
+    pub use crate::history::checkpoint as sealed_checkpoint;
     pub use crate::history::delta::complete_log as complete_delta_log;
     pub use crate::history::delta_checkpoint::{
         write as write_delta_checkpoint, write_if_due as write_delta_checkpoint_if_due,
     };
     pub use crate::history::identity::ensure_identity;
-    pub use crate::history::checkpoint as sealed_checkpoint;
     pub use crate::history::{complete, frontier, index, merkle, seal, signing, tiles};
     pub use crate::parts::{encode, multiset, pages, read as part};
     pub use crate::publish::{

@@ -61,11 +61,7 @@ pub fn key_id(name: &str, public_key: &[u8; 32]) -> u32 {
 pub fn vkey(name: &str, public_key: &[u8; 32]) -> String {
     let mut k = vec![ED25519_TYPE];
     k.extend_from_slice(public_key);
-    format!(
-        "{name}+{:08x}+{}",
-        key_id(name, public_key),
-        B64.encode(k)
-    )
+    format!("{name}+{:08x}+{}", key_id(name, public_key), B64.encode(k))
 }
 
 /// A parsed verifier key: its name and Ed25519 public key (the id is checked on parsing).
@@ -207,7 +203,10 @@ mod tests {
             b,
             "example.com/log\n42\nBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=\n"
         );
-        let n = note(&b, &[signature_line("example.com/log", 0xdead_beef, &[1; 64])]);
+        let n = note(
+            &b,
+            &[signature_line("example.com/log", 0xdead_beef, &[1; 64])],
+        );
         let c = parse(&n).unwrap();
         assert_eq!(
             (c.origin.as_str(), c.tree_size, c.root),

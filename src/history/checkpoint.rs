@@ -34,7 +34,10 @@ pub async fn origin(store: &dyn AtomicPublisher, given: Option<&str>) -> Result<
     }
     Ok(crate::history::identity::read_identity(store)
         .await?
-        .map_or_else(|| UNIDENTIFIED_ORIGIN.to_string(), |i| default_origin(&i.store_id)))
+        .map_or_else(
+            || UNIDENTIFIED_ORIGIN.to_string(),
+            |i| default_origin(&i.store_id),
+        ))
 }
 
 /// The checkpoint of `seal` under `origin`, signed with `key`.

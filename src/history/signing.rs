@@ -56,7 +56,10 @@ pub fn keygen_with(prefix: &Path, replace: bool, origin: Option<&str>) -> Result
     let public = prefix.with_extension("pub");
     let verifier = prefix.with_extension("vkey");
     if !replace {
-        for p in [&secret, &public].into_iter().chain(origin.map(|_| &verifier)) {
+        for p in [&secret, &public]
+            .into_iter()
+            .chain(origin.map(|_| &verifier))
+        {
             if p.exists() {
                 return Err(Error::usage(text![
                     format!("{} exists; refusing to overwrite a key (", p.display()),

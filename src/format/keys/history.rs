@@ -4,8 +4,8 @@
 use chrono::{DateTime, Utc};
 
 use super::{
-    is_commit_id, pointer_key, CHECKPOINTS_PREFIX, run_id_segment_problem, HEADS_PREFIX, INDEX_PREFIX, LEAVES_PREFIX,
-    TILES_PREFIX, TILE_WIDTH,
+    is_commit_id, pointer_key, run_id_segment_problem, CHECKPOINTS_PREFIX, HEADS_PREFIX,
+    INDEX_PREFIX, LEAVES_PREFIX, TILES_PREFIX, TILE_WIDTH,
 };
 
 /// How history objects are laid out (see the module docs): what this version writes, and

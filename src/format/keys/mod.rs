@@ -166,7 +166,7 @@ pub fn orders_agree_under(key: &str) -> bool {
         TLOG_PREFIX,
     ]
     .iter()
-        .any(|p| key.starts_with(p))
+    .any(|p| key.starts_with(p))
 }
 
 /// Why a `run_id` is not acceptable in new input, or `None` when it is: a safe path

@@ -98,7 +98,10 @@ async fn every_signed_seal_is_a_checkpoint_the_independent_verifier_accepts() {
             .await
             .unwrap()
             .unwrap_or_else(|| panic!("no checkpoint of seal {}", s.seq));
-        assert_eq!(Some(std::str::from_utf8(&bytes).unwrap()), s.checkpoint.as_deref());
+        assert_eq!(
+            Some(std::str::from_utf8(&bytes).unwrap()),
+            s.checkpoint.as_deref()
+        );
         let note = Note::from_bytes(&bytes).unwrap();
         let (ok, unknown) = note.verify(&verifiers).unwrap();
         assert_eq!((ok.len(), unknown.len()), (1, 0));
@@ -154,12 +157,16 @@ async fn a_changed_checkpoint_is_refused_by_the_independent_verifier_and_named_b
 #[tokio::test]
 async fn a_seal_whose_carried_checkpoint_is_not_its_own_is_named() {
     let (mem, _) = signed_store(2, None).await;
-    // Seal 1's checkpoint stated for another tree: the seal's own signature does not cover
-    // the checkpoint field, so the check of the checkpoint is what catches it.
-    let k = keys::seal_key(1);
+    // The newest seal's checkpoint with one bit of its signature flipped: the seal's own
+    // signature does not cover the checkpoint field, so the check of the checkpoint is
+    // what catches it.
+    let k = keys::seal_key(2);
     let mut s = Seal::from_bytes(&k, &mem.get(&k).await.unwrap().unwrap()).unwrap();
-    let note = s.checkpoint.clone().unwrap();
-    s.checkpoint = Some(note.replacen("\n", "x\n", 1));
+    let c = cp::parse(s.checkpoint.as_deref().unwrap()).unwrap();
+    let mut sig = c.signatures[0].signature.clone();
+    sig[10] ^= 1;
+    let line = cp::signature_line(&c.signatures[0].name, c.signatures[0].id, &sig);
+    s.checkpoint = Some(cp::note(&c.body, &[line]));
     mem.tamper_put(&k, Bytes::from(s.to_bytes().unwrap()));
     let r = verify_later(mem.as_ref()).await;
     let named = of_kind(&r, ProblemKind::BadCheckpoint);
@@ -167,6 +174,12 @@ async fn a_seal_whose_carried_checkpoint_is_not_its_own_is_named() {
         named
             .iter()
             .any(|(key, why)| *key == k && why.contains("signature does not verify")),
+        "{:#?}",
+        r.problems
+    );
+    // The published object is the good one, so it no longer matches its seal either.
+    assert!(
+        named.iter().any(|(key, _)| *key == keys::checkpoint_key(2)),
         "{:#?}",
         r.problems
     );
@@ -191,7 +204,10 @@ fn keygen_writes_the_vkey_that_the_seal_cli_names_and_the_verifier_reads() {
     let s = s.to_str().unwrap();
     let prefix = dir.path().join("k");
     let prefix = prefix.to_str().unwrap();
-    let o = lineage(&["keygen", "--out", prefix, "--origin", "example.org/x"], None);
+    let o = lineage(
+        &["keygen", "--out", prefix, "--origin", "example.org/x"],
+        None,
+    );
     assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
     let vkey = std::fs::read_to_string(format!("{prefix}.vkey")).unwrap();
     let vkey = vkey.trim();
@@ -202,7 +218,15 @@ fn keygen_writes_the_vkey_that_the_seal_cli_names_and_the_verifier_reads() {
     );
     assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
     let key = format!("{prefix}.key");
-    let args = ["seal", "--store", s, "--signing-key", &key, "--origin", "example.org/x"];
+    let args = [
+        "seal",
+        "--store",
+        s,
+        "--signing-key",
+        &key,
+        "--origin",
+        "example.org/x",
+    ];
     let o = lineage(&args, None);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}{err}");
@@ -215,7 +239,10 @@ fn keygen_writes_the_vkey_that_the_seal_cli_names_and_the_verifier_reads() {
     let v = VerifierList::new(vec![Box::new(StandardVerifier::new(vkey).unwrap())]);
     Note::from_bytes(&note).unwrap().verify(&v).unwrap();
     // An origin a signed note cannot carry is refused, naming the flag.
-    let o = lineage(&["keygen", "--out", &format!("{prefix}2"), "--origin", "a+b"], None);
+    let o = lineage(
+        &["keygen", "--out", &format!("{prefix}2"), "--origin", "a+b"],
+        None,
+    );
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(2), "{out}{err}");
     assert!(err.contains("--origin") && err.contains('+'), "{err}");

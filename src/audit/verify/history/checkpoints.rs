@@ -72,10 +72,7 @@ pub(super) async fn check_checkpoints(
 
 /// The checkpoint a seal carries against the seal and the key it is signed with.
 fn carried_ok(seal: &Seal, note: &str) -> std::result::Result<(), String> {
-    let pk = seal
-        .public_key
-        .as_deref()
-        .ok_or("is in an unsigned seal")?;
+    let pk = seal.public_key.as_deref().ok_or("is in an unsigned seal")?;
     let pk = parse_public_key(pk).map_err(|e| e.to_string())?;
     checkpoint::check(note, seal, &pk)
 }
