@@ -178,7 +178,7 @@ pub mod internal {
     pub use crate::audit::{chain, verify::platform, verify::report_dir, verify::shard};
     pub use crate::base::{digest, time};
     pub use crate::format::{
-        checkpoint, claim, compaction, delta, delta_checkpoint, identity, keys, pointer,
+        checkpoint, claim, compaction, delta, delta_checkpoint, entries, identity, keys, pointer,
     };
     pub use crate::history::checkpoint as sealed_checkpoint;
     pub use crate::history::delta::complete_log as complete_delta_log;

@@ -5,6 +5,7 @@ pub mod claim;
 pub mod compaction;
 pub mod delta;
 pub mod delta_checkpoint;
+pub mod entries;
 pub mod identity;
 pub mod keys;
 pub mod pointer;

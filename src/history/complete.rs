@@ -39,16 +39,22 @@ pub struct Completed {
 }
 
 fn leaf_hashes(leaves: &[SealedLeaf]) -> Result<Vec<Hash>> {
+    Ok(leaf_digests(leaves)?
+        .iter()
+        .map(|d| merkle::leaf_hash(d))
+        .collect())
+}
+
+/// The leaves themselves: the pointers' sha256 digests.
+fn leaf_digests(leaves: &[SealedLeaf]) -> Result<Vec<Hash>> {
     leaves
         .iter()
         .map(|(k, d)| {
-            merkle::parse_hash(d)
-                .map(|d| merkle::leaf_hash(&d))
-                .ok_or_else(|| Error::Corrupt {
-                    what: "seal",
-                    key: k.clone(),
-                    message: "an entry without a valid sha256".into(),
-                })
+            merkle::parse_hash(d).ok_or_else(|| Error::Corrupt {
+                what: "seal",
+                key: k.clone(),
+                message: "an entry without a valid sha256".into(),
+            })
         })
         .collect()
 }
@@ -86,14 +92,18 @@ fn parsed(seal: &StoredSeal) -> Result<&Seal> {
 pub async fn rebuild(store: &dyn AtomicPublisher, seq: u64) -> Result<Completed> {
     let seals = read_seals(store).await?;
     let mut leaves: Vec<SealedLeaf> = Vec::new();
+    let mut sizes = Vec::new();
     for s in seals.iter().take_while(|s| s.key_seq <= seq) {
+        let s = parsed(s)?;
+        sizes.push(s.tree_size);
         leaves.extend(
-            parsed(s)?
-                .entries
+            s.entries
                 .iter()
                 .map(|e| (e.key.clone(), e.sha256.to_lowercase())),
         );
     }
+    // Every earlier seal's right edge in the C2SP layout, so its checkpoint can be checked.
+    crate::history::tlog::publish_edges(store, &sizes, &leaf_digests(&leaves)?).await?;
     let mut c = complete_growth(store, seq, 0, &leaves).await?;
     c.rebuilt = true;
     Ok(c)
@@ -132,6 +142,8 @@ pub async fn complete_growth(
         .buffer_unordered(WRITES)
         .try_collect::<()>()
         .await?;
+    let digests = leaf_digests(leaves)?;
+    crate::history::tlog::publish(store, old_size, &digests, &new_tiles).await?;
     futures::stream::iter(new_tiles)
         .map(|t| async move { publish_tile(store, &t).await })
         .buffer_unordered(WRITES)

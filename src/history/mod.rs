@@ -13,6 +13,7 @@
 //! | hash tile `_lineage/tiles/<L>/<N>[.p/<W>]` | the sealer | proofs from O(log n) tiles ([`tiles`]) |
 //! | leaf locator `_lineage/leaves/<hh>/<id>.<leaf index>.run_id=<r>` (empty) | the sealer | a commit's place in the tree, by commit id ([`complete`]) |
 //! | C2SP checkpoint `_lineage/tlog/checkpoints/<seq>` | the sealer, from the signed seal | checking a seal head with any tlog tool ([`checkpoint`]) |
+//! | C2SP tiles `_lineage/tlog/tile/<L>/<N>[.p/<W>]`, entry bundles `_lineage/tlog/tile/entries/<N>[.p/<W>]` | the sealer | inclusion and consistency proofs with any tlog client ([`tlog`]) |
 //!
 //! and seals of format `lineage-seal/2` carry the tree's frontier ([`frontier`]), a
 //! watermark and the entries sealed ahead of it ([`sealer`]). Stores written before keep
@@ -34,3 +35,4 @@ pub mod seal;
 pub(crate) mod sealer;
 pub mod signing;
 pub mod tiles;
+pub(crate) mod tlog;

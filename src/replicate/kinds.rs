@@ -174,7 +174,9 @@ pub fn kind_of(key: &str) -> Kind {
             keys::HistoryKey::Index { .. } => Kind::Index,
             keys::HistoryKey::Tile { .. }
             | keys::HistoryKey::Leaf { .. }
-            | keys::HistoryKey::Checkpoint(_) => Kind::SealAux,
+            | keys::HistoryKey::Checkpoint(_)
+            | keys::HistoryKey::TlogTile { .. }
+            | keys::HistoryKey::EntryBundle { .. } => Kind::SealAux,
             keys::HistoryKey::Head(_) => Kind::Head,
         },
         KeyKind::Claim => Kind::Claim,

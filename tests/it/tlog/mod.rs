@@ -1,3 +1,4 @@
-//! Proof in open standards (issue 36): C2SP checkpoints, checked by independent verifiers.
+//! Proof in open standards (issue 36): C2SP checkpoints and tiles, checked by independent verifiers.
 
 mod checkpoint;
+mod tiles;

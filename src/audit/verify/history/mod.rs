@@ -19,6 +19,7 @@
 mod checkpoints;
 pub(crate) mod context;
 pub(crate) mod entries;
+mod tlog;
 mod tree;
 
 use std::collections::HashSet;
@@ -72,6 +73,12 @@ pub(crate) async fn check(
                 width,
             } => listed.tiles.push((level, index, width, o)),
             HistoryKey::Checkpoint(seq) => listed.checkpoints.push((seq, o)),
+            HistoryKey::TlogTile {
+                level,
+                index,
+                width,
+            } => listed.tlog.tiles.push((level, index, width, o)),
+            HistoryKey::EntryBundle { index, width } => listed.tlog.bundles.push((index, width, o)),
         }
     }
     let later = listed.later(store, cx).await?;
@@ -82,7 +89,14 @@ pub(crate) async fn check(
     let mut unfinished_seal = None;
     if cx.first() {
         out.extend(check_heads(cx, &listed.heads, later.seq));
-        out.extend(check_tiles(store, cx, &listed.tiles, complete, later.tree_size).await?);
+        if !cx.chain.broken {
+            let levels =
+                crate::history::tiles::all_levels(&cx.chain.leaf_hashes(cx.chain.leaves.len()));
+            let sizes = (complete, later.tree_size);
+            let key_of: tree::TileKey = keys::tile_key;
+            out.extend(check_tiles(store, &levels, &listed.tiles, sizes, key_of).await?);
+            out.extend(tlog::check_tlog(store, cx, &levels, &listed.tlog, sizes).await?);
+        }
         let marked: HashSet<u64> = listed.heads.iter().map(|(s, _)| *s).collect();
         let cps = &listed.checkpoints;
         out.extend(checkpoints::check_checkpoints(store, cx, cps, &marked, later.seq).await?);
@@ -107,6 +121,8 @@ struct Listed<'a> {
     tiles: Vec<(u8, u64, u64, &'a ObjectInfo)>,
     /// C2SP checkpoints: (seal, object).
     checkpoints: Vec<(u64, &'a ObjectInfo)>,
+    /// The tree in the C2SP layout.
+    tlog: tlog::TlogListed<'a>,
     /// Locators beyond the walked tree: (leaf, object).
     beyond: Vec<(u64, &'a ObjectInfo)>,
 }
@@ -180,7 +196,13 @@ impl<'a> Listed<'a> {
             || self
                 .tiles
                 .iter()
+                .chain(&self.tlog.tiles)
                 .any(|&(level, index, width, _)| !tile_within(walked, level, index, width))
+            || self
+                .tlog
+                .bundles
+                .iter()
+                .any(|&(index, width, _)| !tile_within(walked, 0, index, width))
         {
             later_seals(store, cx).await
         } else {
