@@ -26,6 +26,11 @@ pub(crate) struct Args {
     /// With --out: replace an existing file.
     #[arg(long, requires = "out")]
     force: bool,
+    /// Write the older `lineage-proof/1` JSON, which embeds the whole seal (checked against
+    /// a head digest), instead of the compact `c2sp.org/tlog-proof@v1` (written when the
+    /// seal is signed, and so carries a checkpoint).
+    #[arg(long)]
+    embed_seal: bool,
 }
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
@@ -36,8 +41,17 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         (None, None) => ProveAgainst::Newest,
     };
     let proof = prove(store.as_ref(), &a.commit_id, &against).await?;
-    let mut text = serde_json::to_string_pretty(&proof).map_err(Error::internal_from)?;
-    text.push('\n');
+    let compact = (!a.embed_seal)
+        .then(|| crate::audit::proof::c2sp::to_tlog_proof(&proof))
+        .flatten();
+    let text = match compact {
+        Some(t) => t,
+        None => {
+            let mut t = serde_json::to_string_pretty(&proof).map_err(Error::internal_from)?;
+            t.push('\n');
+            t
+        }
+    };
     match a.out {
         Some(path) => write_out_file(&path, text.as_bytes(), a.force)?,
         None => out_raw(text.trim_end())?,

@@ -9,3 +9,4 @@ pub mod entries;
 pub mod identity;
 pub mod keys;
 pub mod pointer;
+pub mod tlog_proof;

@@ -14,6 +14,7 @@ use crate::history::delta::DeltaConflict;
 use crate::history::merkle::{self, Hash};
 use crate::history::seal::{read_seals, Seal, StoredSeal};
 use crate::history::tiles::{self, Tile};
+use crate::history::tlog;
 use crate::publish::checked::publish_checked;
 use crate::publish::AtomicPublisher;
 
@@ -103,7 +104,7 @@ pub async fn rebuild(store: &dyn AtomicPublisher, seq: u64) -> Result<Completed>
         );
     }
     // Every earlier seal's right edge in the C2SP layout, so its checkpoint can be checked.
-    crate::history::tlog::publish_edges(store, &sizes, &leaf_digests(&leaves)?).await?;
+    tlog::publish_edges(store, &sizes, &leaf_digests(&leaves)?).await?;
     let mut c = complete_growth(store, seq, 0, &leaves).await?;
     c.rebuilt = true;
     Ok(c)
@@ -142,8 +143,7 @@ pub async fn complete_growth(
         .buffer_unordered(WRITES)
         .try_collect::<()>()
         .await?;
-    let digests = leaf_digests(leaves)?;
-    crate::history::tlog::publish(store, old_size, &digests, &new_tiles).await?;
+    publish_tlog(store, seq, old_size, &leaf_digests(leaves)?, &new_tiles).await?;
     futures::stream::iter(new_tiles)
         .map(|t| async move { publish_tile(store, &t).await })
         .buffer_unordered(WRITES)
@@ -161,6 +161,46 @@ pub async fn complete_growth(
         "seal complete"
     );
     Ok(done)
+}
+
+/// The tree's growth in the C2SP layout ([`tlog`]); when the previous tree has none (a
+/// store sealed by earlier versions), first everything before seal `seq`, every older
+/// seal's right edge included.
+async fn publish_tlog(
+    store: &dyn AtomicPublisher,
+    seq: u64,
+    old_size: u64,
+    digests: &[Hash],
+    new_tiles: &[Tile],
+) -> Result<()> {
+    match tlog::publish(store, old_size, digests, new_tiles).await {
+        Err(e) if e.kind() == ErrorKind::NotFound && old_size > 0 => {
+            tracing::info!(seq, error = %e, "writing the C2SP tiles of the whole history");
+            backfill_tlog(store, seq).await?;
+            tlog::publish(store, old_size, digests, new_tiles).await
+        }
+        r => r,
+    }
+}
+
+/// The C2SP layout of the tree of the seals before `seq`.
+async fn backfill_tlog(store: &dyn AtomicPublisher, seq: u64) -> Result<()> {
+    let seals = read_seals(store).await?;
+    let (mut leaves, mut sizes): (Vec<SealedLeaf>, Vec<u64>) = (Vec::new(), Vec::new());
+    for s in seals.iter().take_while(|s| s.key_seq < seq) {
+        let s = parsed(s)?;
+        sizes.push(s.tree_size);
+        leaves.extend(
+            s.entries
+                .iter()
+                .map(|e| (e.key.clone(), e.sha256.to_lowercase())),
+        );
+    }
+    let digests = leaf_digests(&leaves)?;
+    let hashes: Vec<Hash> = digests.iter().map(|d| merkle::leaf_hash(d)).collect();
+    let old = tiles::growth(0, &hashes, |_, _, _| async { Ok(Vec::new()) }).await?;
+    tlog::publish(store, 0, &digests, &old).await?;
+    tlog::publish_edges(store, &sizes, &digests).await
 }
 
 /// [`crate::history::delta::complete_log`] for seal `seq`; a version not ours is returned

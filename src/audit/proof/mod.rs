@@ -5,8 +5,10 @@
 //! path. The verifier hashes the seal (it must be the head digest it holds), hashes the
 //! pointer into a leaf, and recomputes the seal's root from the path. The pointer then
 //! vouches for the part through its sha256, which the verifier can check against a copy of
-//! the part file.
+//! the part file. [`c2sp`] writes the same proof in the open `c2sp.org/tlog-proof@v1`
+//! format (compact: the seal's checkpoint instead of the seal).
 
+pub(crate) mod c2sp;
 pub(crate) mod format;
 pub(crate) mod tiles;
 mod walk;
