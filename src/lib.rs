@@ -152,6 +152,9 @@ pub use read::{
 pub use audit::findings::{InFlight, InFlightKind, Problem, ProblemKind, Progress, Report};
 pub use audit::log::since_seal;
 pub use audit::proof::c2sp::{to_tlog_proof, verify_tlog_proof};
+pub use audit::proof::consistency::{
+    prove_consistency, verify_consistency_proof, ConsistencySummary,
+};
 pub use audit::proof::{prove, verify_proof, Proof, ProofSummary, ProveAgainst};
 pub use audit::repair::{repair, repair_with, RepairOptions, RepairOutcome};
 pub use audit::sweep::{sweep, sweep_all, SweepOutcome};
@@ -179,8 +182,8 @@ pub mod internal {
     pub use crate::audit::{chain, verify::platform, verify::report_dir, verify::shard};
     pub use crate::base::{digest, time};
     pub use crate::format::{
-        checkpoint, claim, compaction, delta, delta_checkpoint, entries, identity, keys, pointer,
-        tlog_proof,
+        checkpoint, claim, compaction, consistency, delta, delta_checkpoint, entries, identity,
+        keys, pointer, tlog_proof,
     };
     pub use crate::history::checkpoint as sealed_checkpoint;
     pub use crate::history::delta::complete_log as complete_delta_log;

@@ -60,6 +60,10 @@ pub enum Param {
     Unsigned,
     /// The origin (log name) of a store's C2SP checkpoints.
     Origin,
+    /// The older head of a consistency proof.
+    FromHead,
+    /// The newer head of a consistency proof.
+    ToHead,
     /// Replacing an existing file.
     Force,
     /// Rows a compacted part aims at.
@@ -123,6 +127,8 @@ impl Param {
             SigningKey => "signing_key",
             Unsigned => "unsigned",
             Origin => "origin",
+            FromHead => "from_head",
+            ToHead => "to_head",
             Force => "force",
             TargetRows => "target_rows",
             From => "from",

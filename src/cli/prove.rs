@@ -13,7 +13,8 @@ pub(crate) struct Args {
     #[command(flatten)]
     store: StoreArg,
     /// The commit to prove.
-    commit_id: String,
+    #[arg(required_unless_present = "consistency")]
+    commit_id: Option<String>,
     /// Prove against seal SEQ (default: the newest).
     #[arg(long, value_name = "SEQ", conflicts_with = "head")]
     seal: Option<u64>,
@@ -31,16 +32,38 @@ pub(crate) struct Args {
     /// seal is signed, and so carries a checkpoint).
     #[arg(long)]
     embed_seal: bool,
+    /// Prove instead that a newer seal extends an older one (RFC 9162 consistency, between
+    /// their C2SP checkpoints): from --from-head to --to-head (default: the newest seal).
+    #[arg(long, requires = "from_head", conflicts_with_all = ["commit_id", "seal", "head", "embed_seal"])]
+    consistency: bool,
+    /// With --consistency: the older head digest (the one the auditor holds).
+    #[arg(long, value_name = "DIGEST", requires = "consistency")]
+    from_head: Option<String>,
+    /// With --consistency: the newer head digest (default: the newest seal).
+    #[arg(long, value_name = "DIGEST", requires = "consistency")]
+    to_head: Option<String>,
 }
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
     let store = a.store.open(Opening::Store).await?;
+    if let (true, Some(from)) = (a.consistency, a.from_head.as_deref()) {
+        let p = crate::audit::proof::consistency::prove_consistency(
+            store.as_ref(),
+            from,
+            a.to_head.as_deref(),
+        )
+        .await?;
+        let mut text = serde_json::to_string_pretty(&p).map_err(Error::internal_from)?;
+        text.push('\n');
+        return emit(&text, a.out.as_deref(), a.force);
+    }
+    let commit_id = a.commit_id.as_deref().unwrap_or_default();
     let against = match (a.seal, a.head) {
         (Some(n), _) => ProveAgainst::Seq(n),
         (None, Some(h)) => ProveAgainst::Head(h),
         (None, None) => ProveAgainst::Newest,
     };
-    let proof = prove(store.as_ref(), &a.commit_id, &against).await?;
+    let proof = prove(store.as_ref(), commit_id, &against).await?;
     let compact = (!a.embed_seal)
         .then(|| crate::audit::proof::c2sp::to_tlog_proof(&proof))
         .flatten();
@@ -52,8 +75,13 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
             t
         }
     };
-    match a.out {
-        Some(path) => write_out_file(&path, text.as_bytes(), a.force)?,
+    emit(&text, a.out.as_deref(), a.force)
+}
+
+/// Write the proof to `out`, or stdout.
+fn emit(text: &str, out: Option<&std::path::Path>, force: bool) -> Result<Status> {
+    match out {
+        Some(path) => write_out_file(path, text.as_bytes(), force)?,
         None => out_raw(text.trim_end())?,
     }
     Ok(0)

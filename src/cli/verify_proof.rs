@@ -5,10 +5,12 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use crate::audit::proof::c2sp::verify_tlog_proof;
+use crate::audit::proof::consistency::verify_consistency_proof;
 use crate::audit::proof::format::{verify_proof, Proof, ProofSummary};
 use crate::base::error::{Error, Result};
 use crate::base::param::{text, Param};
 use crate::cli::common::{json_line, out, out_raw, Status};
+use crate::format::consistency::is_consistency_proof;
 use crate::format::tlog_proof::is_tlog_proof;
 use crate::history::signing::read_public_key;
 
@@ -30,6 +32,61 @@ pub(crate) struct Args {
     /// The result as one JSON object.
     #[arg(long)]
     json: bool,
+}
+
+/// Check a consistency proof against the key.
+fn consistency(
+    text: &str,
+    name: &str,
+    a: &Args,
+    key: Option<&ed25519_dalek::VerifyingKey>,
+) -> Result<Status> {
+    let key = key.ok_or_else(|| {
+        Error::usage(text![
+            "a consistency proof is checked against the seal key: give ",
+            Param::PublicKey
+        ])
+    })?;
+    if a.head.is_some() || a.part.is_some() {
+        return Err(Error::usage(text![
+            "a consistency proof is checked against ",
+            Param::PublicKey,
+            " alone"
+        ]));
+    }
+    let p = serde_json::from_str(text).map_err(|e| Error::Corrupt {
+        what: "proof",
+        key: name.to_string(),
+        message: e.to_string().into(),
+    })?;
+    let verdict = verify_consistency_proof(&p, key);
+    if a.json {
+        let v = match &verdict {
+            Ok(s) => serde_json::json!({"valid": true, "summary": s}),
+            Err(why) => serde_json::json!({"valid": false, "reason": why}),
+        };
+        out_raw(&json_line(&v)?)?;
+    }
+    match verdict {
+        Ok(s) => {
+            if !a.json {
+                out(&format!(
+                    "valid: the checkpoint {} of {} commits extends the one of {} (both signed by key {})",
+                    s.origin,
+                    s.new_size,
+                    s.old_size,
+                    crate::history::signing::key_id(key)
+                ))?;
+            }
+            Ok(0)
+        }
+        Err(why) => {
+            if !a.json {
+                let _ = writeln!(std::io::stderr(), "INVALID proof {name}: {why}");
+            }
+            Ok(1)
+        }
+    }
 }
 
 /// Check either format: a `c2sp.org/tlog-proof@v1` against the key, a `lineage-proof/1`
@@ -83,6 +140,9 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     };
     let name = a.proof.display().to_string();
     let key = a.public_key.as_deref().map(read_public_key).transpose()?;
+    if is_consistency_proof(&text) {
+        return consistency(&text, &name, &a, key.as_ref());
+    }
     match check(&text, &name, &a, key.as_ref())? {
         Ok(s) => {
             if a.json {

@@ -3,6 +3,7 @@
 pub mod checkpoint;
 pub mod claim;
 pub mod compaction;
+pub mod consistency;
 pub mod delta;
 pub mod delta_checkpoint;
 pub mod entries;

@@ -9,6 +9,7 @@
 //! format (compact: the seal's checkpoint instead of the seal).
 
 pub(crate) mod c2sp;
+pub(crate) mod consistency;
 pub(crate) mod format;
 pub(crate) mod tiles;
 mod walk;

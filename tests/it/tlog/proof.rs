@@ -220,3 +220,105 @@ fn sha256(b: &[u8]) -> [u8; 32] {
     use sha2::Digest;
     sha2::Sha256::digest(b).into()
 }
+
+/// The head digest of seal `seq` (sha256 of its bytes).
+fn head_of(store: &str, seq: u64) -> String {
+    let key = lineage_store::internal::keys::seal_key(seq);
+    hex::encode(sha256(&std::fs::read(Path::new(store).join(key)).unwrap()))
+}
+
+#[test]
+fn a_consistency_proof_between_two_heads_is_checked_by_us_and_independently() {
+    let dir = tempfile::tempdir().unwrap();
+    let (s, k) = signed_store(dir.path(), 4);
+    let (h1, h3) = (head_of(&s, 1), head_of(&s, 3));
+    let file = dir.path().join("c.json");
+    let file = file.to_str().unwrap();
+    let args = [
+        "prove",
+        "--store",
+        &s,
+        "--consistency",
+        "--from-head",
+        &h1,
+        "--to-head",
+        &h3,
+        "--out",
+        file,
+    ];
+    let o = lineage(&args, None);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let pubk = format!("{k}.pub");
+    let (code, out, err) = verify_proof(file, &["--public-key", &pubk]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        out.contains("the checkpoint example.org/proofs of 24 commits extends the one of 8"),
+        "{out}"
+    );
+
+    // Independently: both checkpoints signed, and the proof by tlog_tiles' CheckTree.
+    let vkey = std::fs::read_to_string(format!("{k}.vkey")).unwrap();
+    let v = VerifierList::new(vec![Box::new(StandardVerifier::new(vkey.trim()).unwrap())]);
+    let p: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    let open = |field: &str| {
+        let n = Note::from_bytes(p[field].as_str().unwrap().as_bytes()).unwrap();
+        n.verify(&v).unwrap();
+        Checkpoint::from_bytes(n.text()).unwrap()
+    };
+    let (old, new) = (open("old_checkpoint"), open("new_checkpoint"));
+    let hashes: Vec<Hash> = p["proof"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| Hash(b64(h.as_str().unwrap()).try_into().unwrap()))
+        .collect();
+    tlog_tiles::check_tree(&hashes, new.size(), *new.hash(), old.size(), *old.hash()).unwrap();
+    let mut bad = hashes.clone();
+    bad[0].0[0] ^= 1;
+    assert!(
+        tlog_tiles::check_tree(&bad, new.size(), *new.hash(), old.size(), *old.hash()).is_err()
+    );
+
+    // A changed hash: refused by verify-proof too.
+    let mut q = p.clone();
+    let first = q["proof"][0].as_str().unwrap().to_string();
+    let mut raw = b64(&first);
+    raw[0] ^= 1;
+    q["proof"][0] = serde_json::Value::String(base64::engine::Engine::encode(
+        &base64::engine::general_purpose::STANDARD,
+        raw,
+    ));
+    let f = dir.path().join("bad.json");
+    std::fs::write(&f, q.to_string()).unwrap();
+    let (code, out, err) = verify_proof(f.to_str().unwrap(), &["--public-key", &pubk]);
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(err.contains("does not show"), "{err}");
+
+    // The newest seal by default; an older --to-head than --from-head is refused.
+    let args = ["prove", "--store", &s, "--consistency", "--from-head", &h3];
+    let o = lineage(&args, None);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    assert!(text(&o)
+        .0
+        .contains("\"format\": \"lineage-consistency-proof/1\""));
+    let args = [
+        "prove",
+        "--store",
+        &s,
+        "--consistency",
+        "--from-head",
+        &h3,
+        "--to-head",
+        &h1,
+    ];
+    let o = lineage(&args, None);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}{err}");
+    assert!(err.contains("--from-head"), "{err}");
+}
+
+fn b64(s: &str) -> Vec<u8> {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.decode(s).unwrap()
+}
