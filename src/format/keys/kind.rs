@@ -71,6 +71,15 @@ pub enum KeyKind {
     Foreign,
 }
 
+/// The prefixes of the history objects ([`HistoryKey`]).
+const HISTORY_PREFIXES: [&str; 5] = [
+    INDEX_PREFIX,
+    HEADS_PREFIX,
+    TILES_PREFIX,
+    LEAVES_PREFIX,
+    TLOG_PREFIX,
+];
+
 /// Classify a key of the store.
 pub fn classify(key: &str) -> KeyKind {
     let name = key.rsplit('/').next().unwrap_or(key);
@@ -112,13 +121,7 @@ pub fn classify(key: &str) -> KeyKind {
             None => KeyKind::Unknown,
         };
     }
-    for p in [
-        INDEX_PREFIX,
-        HEADS_PREFIX,
-        TILES_PREFIX,
-        LEAVES_PREFIX,
-        TLOG_PREFIX,
-    ] {
+    for p in HISTORY_PREFIXES {
         if key.starts_with(p) {
             // Under a history prefix but not a name lineage-store makes: reported.
             return parse_history(key).map_or(KeyKind::Foreign, KeyKind::History);

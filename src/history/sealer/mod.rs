@@ -108,10 +108,7 @@ pub async fn seal_with(
     signing: Option<&SigningKey>,
     opts: &SealOptions,
 ) -> Result<SealOutcome> {
-    let origin = match signing {
-        Some(_) => Some(checkpoint::origin(store, opts.origin.as_deref()).await?),
-        None => None,
-    };
+    let origin = checkpoint_origin(store, signing, opts).await?;
     for lost in 0..MAX_SEAL_ATTEMPTS as u64 {
         let heads = head::find(store).await?;
         let newest = complete_pending(store, &heads).await?;
@@ -163,6 +160,20 @@ pub async fn seal_with(
         key: keys::SEALS_PREFIX.to_string(),
         message: format!("lost {MAX_SEAL_ATTEMPTS} sealing races in a row; try again"),
     })
+}
+
+/// The origin of a signed seal's checkpoint (none for an unsigned seal).
+async fn checkpoint_origin(
+    store: &dyn AtomicPublisher,
+    signing: Option<&SigningKey>,
+    opts: &SealOptions,
+) -> Result<Option<String>> {
+    match signing {
+        Some(_) => Ok(Some(
+            checkpoint::origin(store, opts.origin.as_deref()).await?,
+        )),
+        None => Ok(None),
+    }
 }
 
 /// Refuse a seal larger than its readers read ([`Param::MaxSealBytes`]).

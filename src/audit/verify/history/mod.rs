@@ -88,24 +88,36 @@ pub(crate) async fn check(
     out.extend(missing_locators(store, cx, &listed.locators, complete).await?);
     let mut unfinished_seal = None;
     if cx.first() {
-        out.extend(check_heads(cx, &listed.heads, later.seq));
-        if !cx.chain.broken {
-            let levels =
-                crate::history::tiles::all_levels(&cx.chain.leaf_hashes(cx.chain.leaves.len()));
-            let sizes = (complete, later.tree_size);
-            let key_of: tree::TileKey = keys::tile_key;
-            out.extend(check_tiles(store, &levels, &listed.tiles, sizes, key_of).await?);
-            out.extend(tlog::check_tlog(store, cx, &levels, &listed.tlog, sizes).await?);
-        }
-        let marked: HashSet<u64> = listed.heads.iter().map(|(s, _)| *s).collect();
-        let cps = &listed.checkpoints;
-        out.extend(checkpoints::check_checkpoints(store, cx, cps, &marked, later.seq).await?);
+        out.extend(check_whole_tree(store, cx, &listed, complete, &later).await?);
         unfinished_seal = unfinished(cx, &listed.heads);
     }
     Ok(Checked {
         problems: out,
         unfinished_seal,
     })
+}
+
+/// What only one shard checks: head markers, both tile layouts and the checkpoints.
+async fn check_whole_tree(
+    store: &dyn AtomicPublisher,
+    cx: &Context<'_>,
+    listed: &Listed<'_>,
+    complete: u64,
+    later: &Later,
+) -> Result<Vec<Problem>> {
+    let mut out = check_heads(cx, &listed.heads, later.seq);
+    if !cx.chain.broken {
+        let levels =
+            crate::history::tiles::all_levels(&cx.chain.leaf_hashes(cx.chain.leaves.len()));
+        let sizes = (complete, later.tree_size);
+        let key_of: tree::TileKey = keys::tile_key;
+        out.extend(check_tiles(store, &levels, &listed.tiles, sizes, key_of).await?);
+        out.extend(tlog::check_tlog(store, cx, &levels, &listed.tlog, sizes).await?);
+    }
+    let marked: HashSet<u64> = listed.heads.iter().map(|(s, _)| *s).collect();
+    let cps = &listed.checkpoints;
+    out.extend(checkpoints::check_checkpoints(store, cx, cps, &marked, later.seq).await?);
+    Ok(out)
 }
 
 /// The listed history objects, sorted for the checks that need them all.
