@@ -158,6 +158,10 @@ pub use audit::anchor_outcome::{AnchorKind, AnchorOutcome, UNANCHORED};
 pub use audit::anchors::{AnchorCheck, Anchors, WitnessAnchor};
 pub use audit::findings::{InFlight, InFlightKind, Problem, ProblemKind, Progress, Report};
 pub use audit::log::since_seal;
+pub use audit::proof::c2sp::{to_tlog_proof, verify_tlog_proof};
+pub use audit::proof::consistency::{
+    prove_consistency, verify_consistency_proof, ConsistencySummary,
+};
 pub use audit::proof::{
     prove, prove_row, verify_proof, Proof, ProofSummary, ProveAgainst, RowEvidence, RowSummary,
 };
@@ -189,8 +193,10 @@ pub mod internal {
     pub use crate::audit::{chain, verify::platform, verify::report_dir, verify::shard};
     pub use crate::base::{digest, time};
     pub use crate::format::{
-        claim, compaction, delta, delta_checkpoint, delta_stats, identity, keys, pointer,
+        checkpoint, claim, compaction, consistency, delta, delta_checkpoint, delta_stats, entries,
+        identity, keys, pointer, tlog_proof,
     };
+    pub use crate::history::checkpoint as sealed_checkpoint;
     pub use crate::history::delta::complete_log as complete_delta_log;
     pub use crate::history::delta_checkpoint::{
         write as write_delta_checkpoint, write_if_due as write_delta_checkpoint_if_due,

@@ -83,6 +83,9 @@ pub enum ProblemKind {
     BadHeadMarker,
     /// A hash tile that is not the tree's, or a missing one.
     BadTile,
+    /// A C2SP checkpoint (`_lineage/tlog/checkpoints/<seq>`, or the one a seal carries)
+    /// that is not its seal's, does not verify, or is missing.
+    BadCheckpoint,
     /// The store's identity object (`_lineage/store.json`) cannot be parsed.
     BadIdentity,
     /// A Delta version (`_delta_log/<N>.json`) that is not what seal N gives: an `add`

@@ -60,6 +60,12 @@ pub enum Param {
     SigningKey,
     /// Publishing an unsigned seal after signed ones.
     Unsigned,
+    /// The origin (log name) of a store's C2SP checkpoints.
+    Origin,
+    /// The older head of a consistency proof.
+    FromHead,
+    /// The newer head of a consistency proof.
+    ToHead,
     /// Replacing an existing file.
     Force,
     /// Rows a compacted part aims at.
@@ -129,6 +135,9 @@ impl Param {
             SignedFrom => "signed_from",
             SigningKey => "signing_key",
             Unsigned => "unsigned",
+            Origin => "origin",
+            FromHead => "from_head",
+            ToHead => "to_head",
             Force => "force",
             TargetRows => "target_rows",
             From => "from",

@@ -17,14 +17,25 @@ pub(crate) struct Args {
     /// `verify --public-key` of the seals it signed).
     #[arg(long)]
     force: bool,
+    /// Also write PREFIX.vkey: the public key as the verifier key (`NAME+id+key`) of the
+    /// store's C2SP checkpoints, named by the origin its seals use (`seal --origin`, or
+    /// `lineage-store/<store id>`).
+    #[arg(long, value_name = "NAME")]
+    origin: Option<String>,
 }
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
-    let id = keygen_with(&a.out, a.force)?;
+    let id = keygen_with(&a.out, a.force, a.origin.as_deref())?;
     out(&format!(
         "wrote {} (secret: keep it off the store) and {} (public: give it to auditors); key id {id}",
         a.out.with_extension("key").display(),
         a.out.with_extension("pub").display()
     ))?;
+    if a.origin.is_some() {
+        out(&format!(
+            "wrote {} (the C2SP verifier key of the store's checkpoints)",
+            a.out.with_extension("vkey").display()
+        ))?;
+    }
     Ok(0)
 }

@@ -14,7 +14,7 @@ pub(crate) struct Args {
     #[command(flatten)]
     store: StoreArg,
     /// The commit to prove.
-    #[arg(required_unless_present = "event_id", conflicts_with = "event_id")]
+    #[arg(required_unless_present_any = ["event_id", "consistency"], conflicts_with = "event_id")]
     commit_id: Option<String>,
     /// Prove one row instead: the event with this event_id, its values, its commit and
     /// the part that holds it (the proof carries that part, so `verify-proof` checks the
@@ -33,10 +33,36 @@ pub(crate) struct Args {
     /// With --out: replace an existing file.
     #[arg(long, requires = "out")]
     force: bool,
+    /// Write the older `lineage-proof/1` JSON, which embeds the whole seal (checked against
+    /// a head digest), instead of the compact `c2sp.org/tlog-proof@v1` (written when the
+    /// seal is signed, and so carries a checkpoint).
+    #[arg(long)]
+    embed_seal: bool,
+    /// Prove instead that a newer seal extends an older one (RFC 9162 consistency, between
+    /// their C2SP checkpoints): from --from-head to --to-head (default: the newest seal).
+    #[arg(long, requires = "from_head", conflicts_with_all = ["commit_id", "event_id", "seal", "head", "embed_seal"])]
+    consistency: bool,
+    /// With --consistency: the older head digest (the one the auditor holds).
+    #[arg(long, value_name = "DIGEST", requires = "consistency")]
+    from_head: Option<String>,
+    /// With --consistency: the newer head digest (default: the newest seal).
+    #[arg(long, value_name = "DIGEST", requires = "consistency")]
+    to_head: Option<String>,
 }
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
     let store = a.store.open(Opening::Store).await?;
+    if let (true, Some(from)) = (a.consistency, a.from_head.as_deref()) {
+        let p = crate::audit::proof::consistency::prove_consistency(
+            store.as_ref(),
+            from,
+            a.to_head.as_deref(),
+        )
+        .await?;
+        let mut text = serde_json::to_string_pretty(&p).map_err(Error::internal_from)?;
+        text.push('\n');
+        return emit(&text, a.out.as_deref(), a.force);
+    }
     let against = match (a.seal, a.head) {
         (Some(n), _) => ProveAgainst::Seq(n),
         (None, Some(h)) => ProveAgainst::Head(h),
@@ -47,10 +73,25 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         (Some(c), None) => prove(store.as_ref(), c, &against).await?,
         (None, None) => return Err(Error::usage("give a commit id or --event-id")),
     };
-    let mut text = serde_json::to_string_pretty(&proof).map_err(Error::internal_from)?;
-    text.push('\n');
-    match a.out {
-        Some(path) => write_out_file(&path, text.as_bytes(), a.force)?,
+    // A row proof carries its part: it stays in the JSON format that has room for it.
+    let compact = (!a.embed_seal && proof.row.is_none())
+        .then(|| crate::audit::proof::c2sp::to_tlog_proof(&proof))
+        .flatten();
+    let text = match compact {
+        Some(t) => t,
+        None => {
+            let mut t = serde_json::to_string_pretty(&proof).map_err(Error::internal_from)?;
+            t.push('\n');
+            t
+        }
+    };
+    emit(&text, a.out.as_deref(), a.force)
+}
+
+/// Write the proof to `out`, or stdout.
+fn emit(text: &str, out: Option<&std::path::Path>, force: bool) -> Result<Status> {
+    match out {
+        Some(path) => write_out_file(path, text.as_bytes(), force)?,
         None => out_raw(text.trim_end())?,
     }
     Ok(0)

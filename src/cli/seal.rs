@@ -36,6 +36,10 @@ pub(crate) struct Args {
     /// version before it; a `**/*.parquet` glob of the store reads it as data.
     #[arg(long, value_name = "N", default_value_t = 0)]
     delta_checkpoint_interval: u64,
+    /// The origin (log name) of the signed seal's C2SP checkpoint; default
+    /// `lineage-store/<store id>`. Give the same one at every seal of a store.
+    #[arg(long, value_name = "NAME", requires = "signing_key")]
+    origin: Option<String>,
 }
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
@@ -47,6 +51,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         allow_empty: a.allow_empty,
         allow_unsigned: a.signing.unsigned,
         delta_checkpoint_interval: a.delta_checkpoint_interval,
+        origin: a.origin,
         ..SealOptions::default()
     };
     let s = seal_with(store.as_ref(), &SystemClock, key.as_ref(), &opts).await?;
@@ -80,6 +85,10 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
             }
         ))?;
         out(&format!("head {}", s.head))?;
+        if let Some(v) = &s.vkey {
+            let key = crate::format::keys::checkpoint_key(s.seq);
+            out(&format!("checkpoint {key} (verifier key {v})"))?;
+        }
     }
     if !a.json {
         left_out(&s)?;

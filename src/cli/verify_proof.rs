@@ -4,9 +4,14 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use crate::audit::proof::format::{verify_proof, Proof};
+use crate::audit::proof::c2sp::verify_tlog_proof;
+use crate::audit::proof::consistency::verify_consistency_proof;
+use crate::audit::proof::format::{verify_proof, Proof, ProofSummary};
 use crate::base::error::{Error, Result};
+use crate::base::param::{text, Param};
 use crate::cli::common::{json_line, out, out_raw, Status};
+use crate::format::consistency::is_consistency_proof;
+use crate::format::tlog_proof::is_tlog_proof;
 use crate::history::signing::read_public_key;
 
 #[derive(Debug, clap::Args)]
@@ -14,10 +19,12 @@ pub(crate) struct Args {
     /// The proof made by `lineage prove` (`-` for stdin): of a commit, or of a row
     /// (`prove --event-id`; its row is checked in the part the proof carries).
     proof: PathBuf,
-    /// The head digest kept outside the store.
+    /// The head digest kept outside the store (a `lineage-proof/1`; a
+    /// `c2sp.org/tlog-proof@v1` is checked against --public-key instead).
     #[arg(long, value_name = "DIGEST")]
-    head: String,
-    /// The seal must be signed by this key (made by `lineage keygen`).
+    head: Option<String>,
+    /// The seal must be signed by this key (made by `lineage keygen`); required for a
+    /// `c2sp.org/tlog-proof@v1`.
     #[arg(long, value_name = "FILE")]
     public_key: Option<PathBuf>,
     /// Also check a copy of the part file against the commit's size and sha256.
@@ -26,6 +33,101 @@ pub(crate) struct Args {
     /// The result as one JSON object.
     #[arg(long)]
     json: bool,
+}
+
+/// Check a consistency proof against the key.
+fn consistency(
+    text: &str,
+    name: &str,
+    a: &Args,
+    key: Option<&ed25519_dalek::VerifyingKey>,
+) -> Result<Status> {
+    let key = key.ok_or_else(|| {
+        Error::usage(text![
+            "a consistency proof is checked against the seal key: give ",
+            Param::PublicKey
+        ])
+    })?;
+    if a.head.is_some() || a.part.is_some() {
+        return Err(Error::usage(text![
+            "a consistency proof is checked against ",
+            Param::PublicKey,
+            " alone"
+        ]));
+    }
+    let p = serde_json::from_str(text).map_err(|e| Error::Corrupt {
+        what: "proof",
+        key: name.to_string(),
+        message: e.to_string().into(),
+    })?;
+    let verdict = verify_consistency_proof(&p, key);
+    if a.json {
+        let v = match &verdict {
+            Ok(s) => serde_json::json!({"valid": true, "summary": s}),
+            Err(why) => serde_json::json!({"valid": false, "reason": why}),
+        };
+        out_raw(&json_line(&v)?)?;
+    }
+    match verdict {
+        Ok(s) => {
+            if !a.json {
+                out(&format!(
+                    "valid: the checkpoint {} of {} commits extends the one of {} (both signed by key {})",
+                    s.origin,
+                    s.new_size,
+                    s.old_size,
+                    crate::history::signing::key_id(key)
+                ))?;
+            }
+            Ok(0)
+        }
+        Err(why) => {
+            if !a.json {
+                let _ = writeln!(std::io::stderr(), "INVALID proof {name}: {why}");
+            }
+            Ok(1)
+        }
+    }
+}
+
+/// Check either format: a `c2sp.org/tlog-proof@v1` against the key, a `lineage-proof/1`
+/// against the head digest.
+fn check(
+    text: &str,
+    name: &str,
+    a: &Args,
+    key: Option<&ed25519_dalek::VerifyingKey>,
+) -> Result<std::result::Result<ProofSummary, String>> {
+    if is_tlog_proof(text) {
+        let key = key.ok_or_else(|| {
+            Error::usage(text![
+                "a c2sp.org/tlog-proof@v1 is checked against the seal key: give ",
+                Param::PublicKey
+            ])
+        })?;
+        if a.head.is_some() {
+            return Err(Error::usage(text![
+                "a c2sp.org/tlog-proof@v1 carries the seal's checkpoint, not the seal, so ",
+                Param::Head,
+                " cannot be checked against it: check it with ",
+                Param::PublicKey,
+                " alone, or make the proof with `prove --embed-seal`"
+            ]));
+        }
+        return verify_tlog_proof(text, key, a.part.as_deref());
+    }
+    let head = a.head.as_deref().ok_or_else(|| {
+        Error::usage(text![
+            "a lineage-proof/1 is checked against the head digest: give ",
+            Param::Head
+        ])
+    })?;
+    let proof: Proof = serde_json::from_str(text).map_err(|e| Error::Corrupt {
+        what: "proof",
+        key: name.to_string(),
+        message: e.to_string().into(),
+    })?;
+    verify_proof(&proof, head, key, a.part.as_deref())
 }
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
@@ -38,13 +140,11 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         std::fs::read_to_string(&a.proof).map_err(|e| Error::io(&a.proof, e))?
     };
     let name = a.proof.display().to_string();
-    let proof: Proof = serde_json::from_str(&text).map_err(|e| Error::Corrupt {
-        what: "proof",
-        key: name.clone(),
-        message: e.to_string().into(),
-    })?;
     let key = a.public_key.as_deref().map(read_public_key).transpose()?;
-    match verify_proof(&proof, &a.head, key.as_ref(), a.part.as_deref())? {
+    if is_consistency_proof(&text) {
+        return consistency(&text, &name, &a, key.as_ref());
+    }
+    match check(&text, &name, &a, key.as_ref())? {
         Ok(s) => {
             if a.json {
                 out_raw(&json_line(
@@ -76,16 +176,18 @@ fn print_valid(s: &crate::audit::proof::format::ProofSummary) -> Result<()> {
             r.event_id, r.row_index, s.commit_id, r.values
         ))?;
     }
+    let within = match &s.origin {
+        Some(o) => format!("the checkpoint {o} of {} commits", s.tree_size),
+        None => format!("seal {} of {}", s.seal_seq, s.sealed_utc),
+    };
     out(&format!(
-        "valid: commit {} (run_id={} target_crs={}, {} rows, part {} sha256 {}) is in seal {} of {}{}{}",
+        "valid: commit {} (run_id={} target_crs={}, {} rows, part {} sha256 {}) is in {within}{}{}",
         s.commit_id,
         s.run_id,
         s.target_crs,
         s.rows,
         s.part_path,
         s.part_sha256,
-        s.seal_seq,
-        s.sealed_utc,
         s.signed_by
             .as_ref()
             .map_or(String::new(), |k| format!(", signed by key {k}")),

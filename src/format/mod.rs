@@ -1,10 +1,14 @@
 //! The object layout and the formats of the objects: pure data, no I/O.
 
+pub mod checkpoint;
 pub mod claim;
 pub mod compaction;
+pub mod consistency;
 pub mod delta;
 pub mod delta_checkpoint;
 pub mod delta_stats;
+pub mod entries;
 pub mod identity;
 pub mod keys;
 pub mod pointer;
+pub mod tlog_proof;

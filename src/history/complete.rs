@@ -14,6 +14,7 @@ use crate::history::delta::DeltaConflict;
 use crate::history::merkle::{self, Hash};
 use crate::history::seal::{read_seals, Seal, StoredSeal};
 use crate::history::tiles::{self, Tile};
+use crate::history::tlog;
 use crate::publish::checked::publish_checked;
 use crate::publish::AtomicPublisher;
 
@@ -39,16 +40,22 @@ pub struct Completed {
 }
 
 fn leaf_hashes(leaves: &[SealedLeaf]) -> Result<Vec<Hash>> {
+    Ok(leaf_digests(leaves)?
+        .iter()
+        .map(|d| merkle::leaf_hash(d))
+        .collect())
+}
+
+/// The leaves themselves: the pointers' sha256 digests.
+fn leaf_digests(leaves: &[SealedLeaf]) -> Result<Vec<Hash>> {
     leaves
         .iter()
         .map(|(k, d)| {
-            merkle::parse_hash(d)
-                .map(|d| merkle::leaf_hash(&d))
-                .ok_or_else(|| Error::Corrupt {
-                    what: "seal",
-                    key: k.clone(),
-                    message: "an entry without a valid sha256".into(),
-                })
+            merkle::parse_hash(d).ok_or_else(|| Error::Corrupt {
+                what: "seal",
+                key: k.clone(),
+                message: "an entry without a valid sha256".into(),
+            })
         })
         .collect()
 }
@@ -57,6 +64,7 @@ fn leaf_hashes(leaves: &[SealedLeaf]) -> Result<Vec<Hash>> {
 /// there, else by rebuilding every tile and locator from all seals up to it.
 pub async fn complete(store: &dyn AtomicPublisher, seal: &StoredSeal) -> Result<Completed> {
     let s = parsed(seal)?;
+    crate::history::checkpoint::publish(store, seal.key_seq, s).await?;
     let old_size = s.tree_size.saturating_sub(s.entries.len() as u64);
     let leaves: Vec<SealedLeaf> = s
         .entries
@@ -85,14 +93,18 @@ fn parsed(seal: &StoredSeal) -> Result<&Seal> {
 pub async fn rebuild(store: &dyn AtomicPublisher, seq: u64) -> Result<Completed> {
     let seals = read_seals(store).await?;
     let mut leaves: Vec<SealedLeaf> = Vec::new();
+    let mut sizes = Vec::new();
     for s in seals.iter().take_while(|s| s.key_seq <= seq) {
+        let s = parsed(s)?;
+        sizes.push(s.tree_size);
         leaves.extend(
-            parsed(s)?
-                .entries
+            s.entries
                 .iter()
                 .map(|e| (e.key.clone(), e.sha256.to_lowercase())),
         );
     }
+    // Every earlier seal's right edge in the C2SP layout, so its checkpoint can be checked.
+    tlog::publish_edges(store, &sizes, &leaf_digests(&leaves)?).await?;
     let mut c = complete_growth(store, seq, 0, &leaves).await?;
     c.rebuilt = true;
     Ok(c)
@@ -131,6 +143,7 @@ pub async fn complete_growth(
         .buffer_unordered(WRITES)
         .try_collect::<()>()
         .await?;
+    publish_tlog(store, seq, old_size, &leaf_digests(leaves)?, &new_tiles).await?;
     futures::stream::iter(new_tiles)
         .map(|t| async move { publish_tile(store, &t).await })
         .buffer_unordered(WRITES)
@@ -148,6 +161,46 @@ pub async fn complete_growth(
         "seal complete"
     );
     Ok(done)
+}
+
+/// The tree's growth in the C2SP layout ([`tlog`]); when the previous tree has none (a
+/// store sealed by earlier versions), first everything before seal `seq`, every older
+/// seal's right edge included.
+async fn publish_tlog(
+    store: &dyn AtomicPublisher,
+    seq: u64,
+    old_size: u64,
+    digests: &[Hash],
+    new_tiles: &[Tile],
+) -> Result<()> {
+    match tlog::publish(store, old_size, digests, new_tiles).await {
+        Err(e) if e.kind() == ErrorKind::NotFound && old_size > 0 => {
+            tracing::info!(seq, error = %e, "writing the C2SP tiles of the whole history");
+            backfill_tlog(store, seq).await?;
+            tlog::publish(store, old_size, digests, new_tiles).await
+        }
+        r => r,
+    }
+}
+
+/// The C2SP layout of the tree of the seals before `seq`.
+async fn backfill_tlog(store: &dyn AtomicPublisher, seq: u64) -> Result<()> {
+    let seals = read_seals(store).await?;
+    let (mut leaves, mut sizes): (Vec<SealedLeaf>, Vec<u64>) = (Vec::new(), Vec::new());
+    for s in seals.iter().take_while(|s| s.key_seq < seq) {
+        let s = parsed(s)?;
+        sizes.push(s.tree_size);
+        leaves.extend(
+            s.entries
+                .iter()
+                .map(|e| (e.key.clone(), e.sha256.to_lowercase())),
+        );
+    }
+    let digests = leaf_digests(&leaves)?;
+    let hashes: Vec<Hash> = digests.iter().map(|d| merkle::leaf_hash(d)).collect();
+    let old = tiles::growth(0, &hashes, |_, _, _| async { Ok(Vec::new()) }).await?;
+    tlog::publish(store, 0, &digests, &old).await?;
+    tlog::publish_edges(store, &sizes, &digests).await
 }
 
 /// [`crate::history::delta::complete_log`] for seal `seq`; a version not ours is returned

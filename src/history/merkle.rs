@@ -104,6 +104,77 @@ pub fn root_from_path(leaf: &Hash, index: u64, tree_size: u64, path: &[Hash]) ->
     (snode == 0).then_some(r)
 }
 
+/// The consistency proof from the tree of the first `m` of `leaves` to the tree of all of
+/// them (RFC 9162 §2.1.4.1), or `None` unless `0 < m <= leaves.len()`.
+pub fn consistency_proof(leaves: &[Hash], m: usize) -> Option<Vec<Hash>> {
+    if m == 0 || m > leaves.len() {
+        return None;
+    }
+    let mut proof = Vec::new();
+    subproof(m, leaves, true, &mut proof);
+    Some(proof)
+}
+
+fn subproof(m: usize, leaves: &[Hash], whole: bool, proof: &mut Vec<Hash>) {
+    let n = leaves.len();
+    if m == n {
+        if !whole {
+            proof.push(root_of_leaf_hashes(leaves));
+        }
+        return;
+    }
+    let k = split(n);
+    if m <= k {
+        subproof(m, &leaves[..k], whole, proof);
+        proof.push(root_of_leaf_hashes(&leaves[k..]));
+    } else {
+        subproof(m - k, &leaves[k..], false, proof);
+        proof.push(root_of_leaf_hashes(&leaves[..k]));
+    }
+}
+
+/// Whether `proof` shows the tree of `n` leaves with root `new` extends the tree of `m`
+/// leaves with root `old` (RFC 9162 §2.1.4.2).
+pub fn verify_consistency(m: u64, n: u64, old: &Hash, new: &Hash, proof: &[Hash]) -> bool {
+    if m == 0 || m > n {
+        return false;
+    }
+    if m == n {
+        return proof.is_empty() && old == new;
+    }
+    let mut path: Vec<Hash> = proof.to_vec();
+    if m.is_power_of_two() {
+        path.insert(0, *old);
+    }
+    let Some((first, rest)) = path.split_first() else {
+        return false;
+    };
+    let (mut fnode, mut snode) = (m - 1, n - 1);
+    while fnode & 1 == 1 {
+        fnode >>= 1;
+        snode >>= 1;
+    }
+    let (mut fr, mut sr) = (*first, *first);
+    for c in rest {
+        if snode == 0 {
+            return false;
+        }
+        if fnode & 1 == 1 || fnode == snode {
+            fr = node_hash(c, &fr);
+            sr = node_hash(c, &sr);
+            while fnode & 1 == 0 && fnode != 0 {
+                fnode >>= 1;
+                snode >>= 1;
+            }
+        } else {
+            sr = node_hash(&sr, c);
+        }
+        fnode >>= 1;
+        snode >>= 1;
+    }
+    snode == 0 && fr == *old && sr == *new
+}
+
 /// Parse a lower-case or upper-case hex sha256.
 pub fn parse_hash(s: &str) -> Option<Hash> {
     let v = hex::decode(s.trim()).ok()?;
@@ -157,6 +228,30 @@ mod tests {
             hex::encode(root_of_leaf_hashes(&[])),
             "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
         );
+    }
+
+    #[test]
+    fn every_consistency_proof_of_trees_up_to_40_leaves_verifies_and_only_there() {
+        let leaves: Vec<Hash> = (0u32..40).map(|i| leaf_hash(&i.to_be_bytes())).collect();
+        for n in 1..=leaves.len() {
+            let new = root_of_leaf_hashes(&leaves[..n]);
+            for m in 1..=n {
+                let old = root_of_leaf_hashes(&leaves[..m]);
+                let p = consistency_proof(&leaves[..n], m).unwrap();
+                let (m64, n64) = (m as u64, n as u64);
+                assert!(verify_consistency(m64, n64, &old, &new, &p), "{m} {n}");
+                let other = leaf_hash(b"other");
+                assert!(!verify_consistency(m64, n64, &other, &new, &p));
+                assert!(!verify_consistency(m64, n64, &old, &other, &p));
+                if let Some(first) = p.first() {
+                    let mut bad = p.clone();
+                    bad[0] = node_hash(first, first);
+                    assert!(!verify_consistency(m64, n64, &old, &new, &bad));
+                }
+            }
+            assert!(consistency_proof(&leaves[..n], 0).is_none());
+            assert!(consistency_proof(&leaves[..n], n + 1).is_none());
+        }
     }
 
     #[test]

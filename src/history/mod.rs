@@ -12,12 +12,15 @@
 //! | head marker `_lineage/heads/<2^64-1-seq>-<seq>` (empty) | the sealer, last | finding the newest complete seal in one listing page ([`head`]) |
 //! | hash tile `_lineage/tiles/<L>/<N>[.p/<W>]` | the sealer | proofs from O(log n) tiles ([`tiles`]) |
 //! | leaf locator `_lineage/leaves/<hh>/<id>.<leaf index>.run_id=<r>` (empty) | the sealer | a commit's place in the tree, by commit id ([`complete`]) |
+//! | C2SP checkpoint `_lineage/tlog/checkpoints/<seq>` | the sealer, from the signed seal | checking a seal head with any tlog tool ([`checkpoint`]) |
+//! | C2SP tiles `_lineage/tlog/tile/<L>/<N>[.p/<W>]`, entry bundles `_lineage/tlog/tile/entries/<N>[.p/<W>]` | the sealer | inclusion and consistency proofs with any tlog client ([`tlog`]) |
 //!
 //! and seals of format `lineage-seal/2` carry the tree's frontier ([`frontier`]), a
 //! watermark and the entries sealed ahead of it ([`sealer`]). Stores written before keep
 //! verifying as they are; the first seal of the new format adds the structures for their
 //! whole history.
 
+pub mod checkpoint;
 pub mod complete;
 pub(crate) mod delta;
 pub(crate) mod delta_checkpoint;
@@ -32,3 +35,4 @@ pub mod seal;
 pub(crate) mod sealer;
 pub mod signing;
 pub mod tiles;
+pub(crate) mod tlog;

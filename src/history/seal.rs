@@ -104,6 +104,12 @@ pub struct Seal {
     /// Ed25519 signature (base64) over [`Seal::signed_message`], when signed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<String>,
+    /// (signed seals since C2SP checkpoints) The seal as a C2SP checkpoint
+    /// ([`crate::format::checkpoint`]): origin, `tree_size` and `root`, signed by the same
+    /// key. Published create-only as its own object when the seal is completed. Not part
+    /// of [`Seal::signed_message`] (it is signed itself): older readers ignore it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<String>,
 }
 
 impl Seal {
@@ -156,6 +162,7 @@ impl Seal {
         let mut unsigned = self.clone();
         unsigned.signature = None;
         unsigned.key_id = None;
+        unsigned.checkpoint = None;
         let mut m = SIGNED_PREFIX.to_vec();
         m.extend(serde_json::to_vec(&unsigned).map_err(Error::internal_from)?);
         Ok(m)
@@ -469,6 +476,7 @@ mod tests {
             public_key: None,
             key_id: None,
             signature: None,
+            checkpoint: None,
         };
         let empty = seal(0).to_bytes().unwrap().len() as u64;
         let full = seal(100).to_bytes().unwrap().len() as u64;

@@ -34,20 +34,32 @@ const PUBLIC_TAG: &str = "lineage-ed25519-public:";
 /// Make a key pair: `<prefix>.key` (secret, mode 0600) and `<prefix>.pub`. Refuses to
 /// overwrite either file. Returns the key id.
 pub fn keygen(prefix: &Path) -> Result<String> {
-    keygen_with(prefix, false)
+    keygen_with(prefix, false, None)
 }
 
 /// [`keygen`]; with `replace`, existing key files at `prefix` are replaced (each written
-/// whole beside it and renamed over it) instead of refused.
-pub fn keygen_with(prefix: &Path, replace: bool) -> Result<String> {
+/// whole beside it and renamed over it) instead of refused; with `origin`, `<prefix>.vkey`
+/// is written too: the C2SP verifier key of checkpoints with that origin
+/// ([`crate::format::checkpoint::vkey`]).
+pub fn keygen_with(prefix: &Path, replace: bool, origin: Option<&str>) -> Result<String> {
+    if let Some(why) = origin.and_then(crate::format::checkpoint::name_problem) {
+        return Err(Error::invalid(
+            Param::Origin,
+            text![format!("the origin {why}")],
+        ));
+    }
     let mut seed = [0u8; 32];
     crate::base::rng::os_random(&mut seed)?;
     let sk = SigningKey::from_bytes(&seed);
     let vk = sk.verifying_key();
     let secret = prefix.with_extension("key");
     let public = prefix.with_extension("pub");
+    let verifier = prefix.with_extension("vkey");
     if !replace {
-        for p in [&secret, &public] {
+        for p in [&secret, &public]
+            .into_iter()
+            .chain(origin.map(|_| &verifier))
+        {
             if p.exists() {
                 return Err(Error::usage(text![
                     format!("{} exists; refusing to overwrite a key (", p.display()),
@@ -82,6 +94,10 @@ pub fn keygen_with(prefix: &Path, replace: bool) -> Result<String> {
         format!("{PUBLIC_TAG}{}\n", B64.encode(vk.as_bytes())).as_bytes(),
         false,
     )?;
+    if let Some(o) = origin {
+        let v = crate::format::checkpoint::vkey(o, vk.as_bytes());
+        put(&verifier, format!("{v}\n").as_bytes(), false)?;
+    }
     Ok(key_id(&vk))
 }
 

@@ -54,9 +54,16 @@ impl<'a> AtDestination<'a> {
                 level,
                 index,
                 width,
+            }
+            | HistoryKey::TlogTile {
+                level,
+                index,
+                width,
             } => (width > width_in(size, level, index))
                 .then(|| format!("wider than the destination's sealed tree of {size} leaves")),
-            HistoryKey::Head(n) => {
+            HistoryKey::EntryBundle { index, width } => (width > width_in(size, 0, index))
+                .then(|| format!("wider than the destination's sealed tree of {size} leaves")),
+            HistoryKey::Head(n) | HistoryKey::Checkpoint(n) => {
                 (n > seq).then(|| format!("seal {n} is not at the destination yet"))
             }
         }

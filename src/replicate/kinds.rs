@@ -172,7 +172,11 @@ pub fn kind_of(key: &str) -> Kind {
         KeyKind::Seal(n) => Kind::Seal(n),
         KeyKind::History(h) => match h {
             keys::HistoryKey::Index { .. } => Kind::Index,
-            keys::HistoryKey::Tile { .. } | keys::HistoryKey::Leaf { .. } => Kind::SealAux,
+            keys::HistoryKey::Tile { .. }
+            | keys::HistoryKey::Leaf { .. }
+            | keys::HistoryKey::Checkpoint(_)
+            | keys::HistoryKey::TlogTile { .. }
+            | keys::HistoryKey::EntryBundle { .. } => Kind::SealAux,
             keys::HistoryKey::Head(_) => Kind::Head,
         },
         KeyKind::Claim => Kind::Claim,

@@ -32,5 +32,6 @@ mod read;
 mod replicate;
 mod report;
 mod security;
+mod tlog;
 mod witness;
 mod write;

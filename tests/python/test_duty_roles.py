@@ -360,7 +360,7 @@ def test_every_duty_succeeds_with_its_policy_and_nothing_more(policies, s3, tmp_
     wrote = {d: sorted({_area(r) for r in rs}) for d, rs in puts.items()}
     assert wrote["writer"] == ["_lineage/commit-keys", "_lineage/commits", "_lineage/index",
                                "_lineage/store.json", "run_id=run-a", "run_id=run-b"], wrote
-    assert {"_lineage/seals", "_lineage/heads", "_lineage/tiles", "_lineage/leaves", "_delta_log",
+    assert {"_lineage/seals", "_lineage/heads", "_lineage/tiles", "_lineage/tlog", "_lineage/leaves", "_delta_log",
             "_lineage/compacted"} <= set(wrote["sealer"]), wrote
     assert "auditor" not in wrote, wrote
 

@@ -95,6 +95,12 @@ pub struct ProofSummary {
     /// A row proof's row, found in the part the proof carries (checked against the
     /// commit's size and digests) at the index the proof names.
     pub row: Option<crate::audit::proof::row_check::RowSummary>,
+    /// Leaves in the tree proven against.
+    pub tree_size: u64,
+    /// (a `c2sp.org/tlog-proof@v1`) the checkpoint's origin; its seal's number and time
+    /// are not in such a proof (`seal_seq` 0, `sealed_utc` empty).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
 }
 
 /// Check a proof offline. `Ok(Err(why))` when the proof does not hold.
@@ -128,19 +134,10 @@ pub fn verify_proof(
         },
         None => None,
     };
-    let mut part_file_checked = false;
-    if let Some(file) = part_file {
-        let (size, digest) = hash_file(file)?;
-        if size != pointer.size_bytes || digest != pointer.sha256 {
-            return Ok(Err(format!(
-                "{} has {size} bytes and sha256 {digest}; the commit records {} bytes and {}",
-                file.display(),
-                pointer.size_bytes,
-                pointer.sha256
-            )));
-        }
-        part_file_checked = true;
-    }
+    let part_file_checked = match check_part(&pointer, part_file)? {
+        Ok(c) => c,
+        Err(why) => return Ok(Err(why)),
+    };
     Ok(Ok(ProofSummary {
         commit_id: pointer.commit_id,
         run_id: pointer.run_id,
@@ -153,7 +150,29 @@ pub fn verify_proof(
         signed_by,
         part_file_checked,
         row,
+        tree_size: proof.tree_size,
+        origin: None,
     }))
+}
+
+/// With a part file: that its size and sha256 are the pointer's (`Ok(Ok(true))`).
+pub(super) fn check_part(
+    pointer: &Pointer,
+    part_file: Option<&Path>,
+) -> Result<std::result::Result<bool, String>> {
+    let Some(file) = part_file else {
+        return Ok(Ok(false));
+    };
+    let (size, digest) = hash_file(file)?;
+    if size != pointer.size_bytes || digest != pointer.sha256 {
+        return Ok(Err(format!(
+            "{} has {size} bytes and sha256 {digest}; the commit records {} bytes and {}",
+            file.display(),
+            pointer.size_bytes,
+            pointer.sha256
+        )));
+    }
+    Ok(Ok(true))
 }
 
 /// The proof's seal, when the proof is of our format, the seal's digest is `head` and it

@@ -7,7 +7,11 @@
 //! vouches for the part through its sha256, which the verifier can check against a copy of
 //! the part file. A row proof ([`row`]) adds one row of the commit, and the part to check
 //! it in.
+//! [`c2sp`] writes the same proof in the open `c2sp.org/tlog-proof@v1`
+//! format (compact: the seal's checkpoint instead of the seal).
 
+pub(crate) mod c2sp;
+pub(crate) mod consistency;
 pub(crate) mod format;
 pub(crate) mod row;
 pub(crate) mod row_check;

@@ -44,7 +44,10 @@ pub(crate) async fn locate(
 }
 
 /// The seal to prove against, without listing the seals.
-async fn target(store: &dyn AtomicPublisher, against: &ProveAgainst) -> Result<Option<StoredSeal>> {
+pub(super) async fn target(
+    store: &dyn AtomicPublisher,
+    against: &ProveAgainst,
+) -> Result<Option<StoredSeal>> {
     match against {
         ProveAgainst::Seq(n) => head::read_seal(store, *n)
             .await?

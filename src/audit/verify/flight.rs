@@ -85,8 +85,15 @@ pub(crate) fn judge_temp(key: &str, w: &Window) -> Result<InFlight, String> {
         | KeyKind::DeltaVersion(_)
         | KeyKind::DeltaCheckpoint(_)
         | KeyKind::Identity => true,
-        // Hash tiles go through a temp; the empty history objects do not.
-        KeyKind::History(h) => matches!(h, keys::HistoryKey::Tile { .. }),
+        // Hash tiles, entry bundles and checkpoints go through a temp; the empty history
+        // objects do not.
+        KeyKind::History(h) => matches!(
+            h,
+            keys::HistoryKey::Tile { .. }
+                | keys::HistoryKey::TlogTile { .. }
+                | keys::HistoryKey::EntryBundle { .. }
+                | keys::HistoryKey::Checkpoint(_)
+        ),
         KeyKind::Claim
         | KeyKind::Witness
         | KeyKind::CompactionRecord { .. }

@@ -265,7 +265,11 @@ impl Scope {
         match h {
             HistoryKey::Index { .. } => true, // listed by range already
             HistoryKey::Leaf { commit_id, .. } => self.owns_locator(commit_id),
-            HistoryKey::Head(_) | HistoryKey::Tile { .. } => self.first(),
+            HistoryKey::Head(_)
+            | HistoryKey::Tile { .. }
+            | HistoryKey::Checkpoint(_)
+            | HistoryKey::TlogTile { .. }
+            | HistoryKey::EntryBundle { .. } => self.first(),
         }
     }
 }

@@ -4,8 +4,8 @@
 use chrono::{DateTime, Utc};
 
 use super::{
-    is_commit_id, pointer_key, run_id_segment_problem, HEADS_PREFIX, INDEX_PREFIX, LEAVES_PREFIX,
-    TILES_PREFIX, TILE_WIDTH,
+    is_commit_id, pointer_key, run_id_segment_problem, CHECKPOINTS_PREFIX, HEADS_PREFIX,
+    INDEX_PREFIX, LEAVES_PREFIX, TILES_PREFIX, TILE_WIDTH, TLOG_TILES_PREFIX,
 };
 
 /// How history objects are laid out (see the module docs): what this version writes, and
@@ -94,6 +94,12 @@ pub fn head_key_in(layout: Layout, seq: u64) -> String {
 /// is written in groups of three digits, all but the last prefixed `x`, so no directory
 /// holds more than 1000 entries.
 pub fn tile_key(level: u8, index: u64, width: u64) -> String {
+    format!("{TILES_PREFIX}{level}/{}", tile_path(index, width))
+}
+
+/// `<N>[.p/<W>]` of tlog-tiles: the index in groups of three digits, all but the last
+/// prefixed `x`, and the width of a partial tile.
+fn tile_path(index: u64, width: u64) -> String {
     let digits = format!("{index:03}");
     let mut groups: Vec<String> = Vec::new();
     let lead = digits.len() % 3;
@@ -109,7 +115,19 @@ pub fn tile_key(level: u8, index: u64, width: u64) -> String {
     if width < TILE_WIDTH {
         path.push_str(&format!(".p/{width}"));
     }
-    format!("{TILES_PREFIX}{level}/{path}")
+    path
+}
+
+/// A hash tile in the C2SP tlog-tiles layout, `_lineage/tlog/tile/<L>/<N>[.p/<W>]`: the
+/// same bytes as [`tile_key`]'s, where a tlog client given `_lineage/tlog/` reads them.
+pub fn tlog_tile_key(level: u8, index: u64, width: u64) -> String {
+    format!("{TLOG_TILES_PREFIX}{level}/{}", tile_path(index, width))
+}
+
+/// An entry bundle in the C2SP tlog-tiles layout, `_lineage/tlog/tile/entries/<N>[.p/<W>]`:
+/// leaves `256 N ..` of the tree ([`crate::format::checkpoint`] says what a leaf is).
+pub fn entry_bundle_key(index: u64, width: u64) -> String {
+    format!("{TLOG_TILES_PREFIX}entries/{}", tile_path(index, width))
 }
 
 /// The directory holding every partial version of a tile (`<N>.p/`).
@@ -173,6 +191,24 @@ pub enum HistoryKey {
         /// Hashes it holds (256 when full).
         width: u64,
     },
+    /// A signed seal's C2SP checkpoint ([`crate::format::checkpoint`]).
+    Checkpoint(u64),
+    /// A hash tile in the C2SP layout ([`tlog_tile_key`]).
+    TlogTile {
+        /// Level.
+        level: u8,
+        /// Position within its level.
+        index: u64,
+        /// Hashes it holds (256 when full).
+        width: u64,
+    },
+    /// An entry bundle in the C2SP layout ([`entry_bundle_key`]).
+    EntryBundle {
+        /// Position (leaves `256 index ..`).
+        index: u64,
+        /// Entries it holds (256 when full).
+        width: u64,
+    },
     /// A sealed commit's leaf locator.
     Leaf {
         /// The commit.
@@ -219,6 +255,13 @@ pub(super) fn parse_history(key: &str) -> Option<HistoryKey> {
     if let Some(rest) = key.strip_prefix(LEAVES_PREFIX) {
         return parse_leaf(key, rest);
     }
+    if let Some(rest) = key.strip_prefix(TLOG_TILES_PREFIX) {
+        return parse_tlog_tile(key, rest);
+    }
+    if let Some(rest) = key.strip_prefix(CHECKPOINTS_PREFIX) {
+        let seq: u64 = rest.parse().ok()?;
+        return (super::checkpoint_key(seq) == key).then_some(HistoryKey::Checkpoint(seq));
+    }
     None
 }
 
@@ -259,6 +302,32 @@ fn parse_tile(key: &str, rest: &str) -> Option<HistoryKey> {
     let index: u64 = path.replace(['x', '/'], "").parse().ok()?;
     let ok = level <= 8 && (1..=TILE_WIDTH).contains(&width);
     (ok && tile_key(level, index, width) == key).then_some(HistoryKey::Tile {
+        level,
+        index,
+        width,
+    })
+}
+
+/// `<N>[.p/<W>]` parsed: (index, width).
+fn parse_tile_path(path: &str) -> Option<(u64, u64)> {
+    let (path, width) = match path.split_once(".p/") {
+        Some((p, w)) => (p, w.parse().ok()?),
+        None => (path, TILE_WIDTH),
+    };
+    let index: u64 = path.replace(['x', '/'], "").parse().ok()?;
+    (1..=TILE_WIDTH).contains(&width).then_some((index, width))
+}
+
+/// A C2SP hash tile or entry bundle: `rest` is `key` after [`TLOG_TILES_PREFIX`].
+fn parse_tlog_tile(key: &str, rest: &str) -> Option<HistoryKey> {
+    let (level, path) = rest.split_once('/')?;
+    let (index, width) = parse_tile_path(path)?;
+    if level == "entries" {
+        return (entry_bundle_key(index, width) == key)
+            .then_some(HistoryKey::EntryBundle { index, width });
+    }
+    let level: u8 = level.parse().ok()?;
+    (level <= 8 && tlog_tile_key(level, index, width) == key).then_some(HistoryKey::TlogTile {
         level,
         index,
         width,

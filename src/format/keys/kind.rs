@@ -6,7 +6,7 @@ use crate::format::keys::{
     is_commit_id, parse_delta_checkpoint_key, parse_delta_version_key, run_id_segment_problem,
     COMMITS_PREFIX, COMMIT_KEYS_PREFIX, COMPACTED_PARTS_PREFIX, COMPACTED_PART_SUFFIX,
     COMPACTION_RECORDS_PREFIX, DELTA_LOG_PREFIX, HEADS_PREFIX, IDENTITY_KEY, INDEX_PREFIX,
-    LEAVES_PREFIX, META_PREFIX, SEALS_PREFIX, TILES_PREFIX, WITNESS_PREFIX,
+    LEAVES_PREFIX, META_PREFIX, SEALS_PREFIX, TILES_PREFIX, TLOG_PREFIX, WITNESS_PREFIX,
 };
 
 /// What an object key is, by its place in the layout.
@@ -71,6 +71,15 @@ pub enum KeyKind {
     Foreign,
 }
 
+/// The prefixes of the history objects ([`HistoryKey`]).
+const HISTORY_PREFIXES: [&str; 5] = [
+    INDEX_PREFIX,
+    HEADS_PREFIX,
+    TILES_PREFIX,
+    LEAVES_PREFIX,
+    TLOG_PREFIX,
+];
+
 /// Classify a key of the store.
 pub fn classify(key: &str) -> KeyKind {
     let name = key.rsplit('/').next().unwrap_or(key);
@@ -112,7 +121,7 @@ pub fn classify(key: &str) -> KeyKind {
             None => KeyKind::Unknown,
         };
     }
-    for p in [INDEX_PREFIX, HEADS_PREFIX, TILES_PREFIX, LEAVES_PREFIX] {
+    for p in HISTORY_PREFIXES {
         if key.starts_with(p) {
             // Under a history prefix but not a name lineage-store makes: reported.
             return parse_history(key).map_or(KeyKind::Foreign, KeyKind::History);

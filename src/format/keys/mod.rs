@@ -11,6 +11,9 @@
 //! _lineage/heads/<(2^64-1-seq) / 1000, 17 digits>/<2^64-1-seq, 20 digits>-<seq, 20 digits>   head markers (empty)
 //! _lineage/tiles/<level>/[x<NNN>/…]<NNN>[.p/<width>]          Merkle hash tiles
 //! _lineage/leaves/<hh>/<gg>/<commit-id>.<leaf index, 20 digits>.run_id=<r>   leaf locators (empty)
+//! _lineage/tlog/checkpoints/<seq, 20 digits>                   each signed seal as a C2SP checkpoint
+//! _lineage/tlog/tile/<level>/[x<NNN>/…]<NNN>[.p/<width>]      hash tiles, C2SP tlog-tiles layout
+//! _lineage/tlog/tile/entries/[x<NNN>/…]<NNN>[.p/<width>]      entry bundles (the leaves), likewise
 //! _lineage/witness/<store id>/<seq, 20 digits>.json            witness records (in a witness store)
 //! _lineage/compacted/records/<compaction-id>.json             compaction records
 //! _lineage/compacted/parts/run_id=<r>/target_crs=EPSG:<n>/part-<compaction-id>.compacted   compacted parts
@@ -54,8 +57,9 @@ pub(crate) mod kind;
 mod tests;
 
 pub use self::history::{
-    canonical_index_key, head_key, head_key_in, index_bound, index_key, index_key_in, leaf_key,
-    leaf_key_in, leaf_prefix, leaf_prefix_in, tile_key, tile_partials_prefix, HistoryKey, Layout,
+    canonical_index_key, entry_bundle_key, head_key, head_key_in, index_bound, index_key,
+    index_key_in, leaf_key, leaf_key_in, leaf_prefix, leaf_prefix_in, tile_key,
+    tile_partials_prefix, tlog_tile_key, HistoryKey, Layout,
 };
 pub use self::kind::{classify, is_claim_key, is_crs_segment, is_witness_key, part_name, KeyKind};
 
@@ -137,6 +141,19 @@ pub const HEADS_PREFIX: &str = "_lineage/heads/";
 pub const TILES_PREFIX: &str = "_lineage/tiles/";
 /// Prefix of the leaf locators.
 pub const LEAVES_PREFIX: &str = "_lineage/leaves/";
+/// Prefix of the objects in open transparency-log formats (C2SP): what a tlog client is
+/// given as the log's prefix.
+pub const TLOG_PREFIX: &str = "_lineage/tlog/";
+/// Prefix of the hash tiles and entry bundles in the C2SP tlog-tiles layout.
+pub const TLOG_TILES_PREFIX: &str = "_lineage/tlog/tile/";
+/// Prefix of the checkpoints, one per signed seal ([`crate::format::checkpoint`]).
+pub const CHECKPOINTS_PREFIX: &str = "_lineage/tlog/checkpoints/";
+
+/// The C2SP checkpoint of seal `seq` (create-only; the mutable `checkpoint` a tlog client
+/// reads is served from the newest of these, never stored).
+pub fn checkpoint_key(seq: u64) -> String {
+    format!("{CHECKPOINTS_PREFIX}{seq:020}")
+}
 /// Hashes in a full tile (tiles are 8 levels of the tree high).
 pub const TILE_WIDTH: u64 = 256;
 
@@ -146,9 +163,15 @@ pub const TILE_WIDTH: u64 = 256;
 /// locators. Not the runs (a `run_id` may be a prefix of another followed by `-`, `.` or
 /// `+`, which sort before `/`), nor pointers, nor anything foreign.
 pub fn orders_agree_under(key: &str) -> bool {
-    [INDEX_PREFIX, HEADS_PREFIX, TILES_PREFIX, LEAVES_PREFIX]
-        .iter()
-        .any(|p| key.starts_with(p))
+    [
+        INDEX_PREFIX,
+        HEADS_PREFIX,
+        TILES_PREFIX,
+        LEAVES_PREFIX,
+        TLOG_PREFIX,
+    ]
+    .iter()
+    .any(|p| key.starts_with(p))
 }
 
 /// Why a `run_id` is not acceptable in new input, or `None` when it is: a safe path

@@ -33,10 +33,12 @@ use crate::base::digest::sha256_hex;
 use crate::base::error::{Error, Result};
 use crate::base::param::{text, Param};
 use crate::base::time::rfc3339;
+use crate::format::checkpoint::vkey;
 use crate::format::compaction::CompactionRef;
 use crate::format::keys;
 use crate::format::keys::seal_key;
 use crate::format::pointer::tool_version;
+use crate::history::checkpoint;
 use crate::history::complete;
 pub use crate::history::delta::DeltaConflict;
 use crate::history::head::{self, Heads};
@@ -78,6 +80,10 @@ pub struct SealOptions {
     /// Write a Delta checkpoint for the seal's version when it is a multiple of this, or
     /// removes files (a compaction's); 0: never ([`crate::format::delta_checkpoint::due`]).
     pub delta_checkpoint_interval: u64,
+    /// The origin (log name) of the seal's C2SP checkpoint (signed seals only); `None`:
+    /// derived from the store's identity ([`crate::history::checkpoint::origin`]). Keep it
+    /// the same for every seal of a store: tlog clients pin it.
+    pub origin: Option<String>,
 }
 
 impl Default for SealOptions {
@@ -90,6 +96,7 @@ impl Default for SealOptions {
             compactions: Vec::new(),
             compactions_planned_at: 0,
             delta_checkpoint_interval: 0,
+            origin: None,
         }
     }
 }
@@ -102,6 +109,7 @@ pub async fn seal_with(
     signing: Option<&SigningKey>,
     opts: &SealOptions,
 ) -> Result<SealOutcome> {
+    let origin = checkpoint_origin(store, signing, opts).await?;
     for lost in 0..MAX_SEAL_ATTEMPTS as u64 {
         let heads = head::find(store).await?;
         let newest = complete_pending(store, &heads).await?;
@@ -115,7 +123,8 @@ pub async fn seal_with(
                 ..nothing_new(draft.prev.as_ref(), full, lost)
             });
         }
-        let (seal, bytes) = build(draft_seal(&draft, clock, &opts.compactions)?, signing)?;
+        let signer = signing.zip(origin.as_deref());
+        let (seal, bytes) = build(draft_seal(&draft, clock, &opts.compactions)?, signer)?;
         let key = seal_key(seal.seq);
         within_limit(store, &key, &bytes, &seal)?;
         if !crate::publish::checked::publish_racing(store, &key, bytes.clone()).await? {
@@ -135,6 +144,7 @@ pub async fn seal_with(
             tree_size: seal.tree_size,
             root: seal.root,
             key_id: signing.map(|k| key_id(&k.verifying_key())),
+            vkey: signer.map(|(k, o)| vkey(o, k.verifying_key().as_bytes())),
             lost_races: lost,
             full_scan: full,
             nothing_new: false,
@@ -146,6 +156,20 @@ pub async fn seal_with(
         key: keys::SEALS_PREFIX.to_string(),
         message: format!("lost {MAX_SEAL_ATTEMPTS} sealing races in a row; try again"),
     })
+}
+
+/// The origin of a signed seal's checkpoint (none for an unsigned seal).
+async fn checkpoint_origin(
+    store: &dyn AtomicPublisher,
+    signing: Option<&SigningKey>,
+    opts: &SealOptions,
+) -> Result<Option<String>> {
+    match signing {
+        Some(_) => Ok(Some(
+            checkpoint::origin(store, opts.origin.as_deref()).await?,
+        )),
+        None => Ok(None),
+    }
 }
 
 /// Refuse a seal larger than its readers read ([`Param::MaxSealBytes`]).
@@ -250,6 +274,7 @@ async fn finish(
     opts: &SealOptions,
 ) -> Result<Option<DeltaConflict>> {
     let stored = StoredSeal::new(key.to_string(), seal.seq, bytes.clone());
+    checkpoint::publish(store, seal.seq, seal).await?;
     let completed = match &draft.all_leaves {
         Some(leaves) => {
             let mut leaves = leaves.clone();
@@ -291,6 +316,7 @@ fn nothing_new(prev: Option<&StoredSeal>, full: bool, lost: u64) -> SealOutcome 
             .and_then(|s| s.public_key.as_deref())
             .and_then(|k| crate::history::signing::parse_public_key(k).ok())
             .map(|k| key_id(&k)),
+        vkey: None,
         lost_races: lost,
         full_scan: full,
         nothing_new: true,
@@ -349,14 +375,16 @@ fn draft_seal(d: &Draft, clock: &dyn Clock, compactions: &[CompactionRef]) -> Re
         public_key: None,
         key_id: None,
         signature: None,
+        checkpoint: None,
     })
 }
 
-/// Sign (when a key is given) and serialise.
-fn build(mut s: Seal, signing: Option<&SigningKey>) -> Result<(Seal, Bytes)> {
+/// Sign (when a key is given: with the checkpoint's origin) and serialise.
+fn build(mut s: Seal, signing: Option<(&SigningKey, &str)>) -> Result<(Seal, Bytes)> {
     use base64::Engine;
     let b64 = base64::engine::general_purpose::STANDARD;
-    if let Some(k) = signing {
+    if let Some((k, origin)) = signing {
+        s.checkpoint = Some(checkpoint::sign(origin, &s, k)?);
         s.public_key = Some(b64.encode(k.verifying_key().as_bytes()));
         s.key_id = Some(key_id(&k.verifying_key()));
         s.signature = Some(b64.encode(k.sign(&s.signed_message()?).to_bytes()));
@@ -382,6 +410,9 @@ pub struct SealOutcome {
     pub root: String,
     /// Key id of the signing key, when signed.
     pub key_id: Option<String>,
+    /// The verifier key of the seal's C2SP checkpoint (`<origin>+<id>+<key>`), when signed:
+    /// what a tlog client is given to check it.
+    pub vkey: Option<String>,
     /// Sequence numbers lost to concurrent sealers before this one landed.
     pub lost_races: u64,
     /// True when the seal read every seal and listed every pointer (the first seal of

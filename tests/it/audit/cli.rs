@@ -96,7 +96,17 @@ fn seal_sign_verify_prove_and_verify_proof() {
     let commit = first["commit_id"].as_str().unwrap();
     let part = Path::new(&store).join(first["part_path"].as_str().unwrap());
     let proof = dir.path().join("proof.json").display().to_string();
-    let o = lineage(&["prove", "--store", &store, commit, "--out", &proof]);
+    // (The proof that embeds the seal, checked against the head digest; the compact
+    // c2sp.org/tlog-proof@v1 is tests/it/tlog/proof.rs.)
+    let o = lineage(&[
+        "prove",
+        "--store",
+        &store,
+        commit,
+        "--out",
+        &proof,
+        "--embed-seal",
+    ]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let part_s = part.display().to_string();
     let o = lineage(&[

@@ -152,6 +152,10 @@ async fn signatures_are_checked_against_the_trusted_key() {
     s.key_id = Some(lineage_store::key_id(&other_sk.verifying_key()));
     s.signature = None;
     s.signature = Some(b64.encode(other_sk.sign(&s.signed_message().unwrap()).to_bytes()));
+    // (The owner's C2SP checkpoint is not the attacker's key's: dropped with its object,
+    // else `bad_checkpoint` names it too.)
+    s.checkpoint = None;
+    mem.tamper_remove(&lineage_store::internal::keys::checkpoint_key(2));
     mem.tamper_put(&seal_key(2), Bytes::from(s.to_bytes().unwrap()));
     let r = verify_with(mem.as_ref(), &with(pk)).await.unwrap();
     assert_kinds(&r, &[K::BadSignature]);

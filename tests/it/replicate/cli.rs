@@ -82,8 +82,13 @@ async fn pair(src: Side, dst: Side) {
     let mut rng = Rng::new(seed);
     let total = build_source(&src).await;
     // The identity, 10 parts, 10 pointers, a claim, 2 seals; 10 index entries, 10 leaf
-    // locators, a level-0 tile per seal, 3 Delta versions and 2 head markers.
-    assert_eq!(total, 1 + 10 + 10 + 1 + 2 + 10 + 10 + 2 + 3 + 2, "{ctx}");
+    // locators, a level-0 tile per seal, 3 Delta versions and 2 head markers; per seal a
+    // C2SP tile and entry bundle.
+    assert_eq!(
+        total,
+        1 + 10 + 10 + 1 + 2 + 10 + 10 + 2 + 3 + 2 + 4,
+        "{ctx}"
+    );
 
     // Interrupted twice by SIGKILL at seeded points (concurrency 1, then 4), resumed.
     for (round, conc) in [(1, "1"), (2, "4")] {
@@ -163,8 +168,8 @@ async fn pair(src: Side, dst: Side) {
         "{ctx}: {s}"
     );
     // Per commit a part, a pointer, an index entry and a locator; the seal, its tile, its
-    // Delta version and its head marker.
-    assert_eq!(copied(&s, "objects"), 4 * new as u64 + 4);
+    // Delta version and its head marker, its C2SP tile and entry bundle.
+    assert_eq!(copied(&s, "objects"), 4 * new as u64 + 6);
 
     // Behind is not a problem, and is said.
     src.append("run-d", 4, 5, None).await; // 2 commits
@@ -441,8 +446,8 @@ async fn follow_copies_new_commits_as_they_land_until_sigterm() {
     let next = r.until("replicate: pass: copied");
     assert!(
         // Per commit a part, a pointer, an index entry and a locator; the seal, its tile,
-        // its Delta version and its head marker.
-        next.contains(&format!("copied {} objects", 4 * new + 4)),
+        // its Delta version and its head marker, its C2SP tile and entry bundle.
+        next.contains(&format!("copied {} objects", 4 * new + 6)),
         "{next}"
     );
     r.signal("TERM");

@@ -11,11 +11,15 @@
 //! - `bad_head_marker`: a marker that holds bytes or marks a seal that does not exist (the
 //!   newest seal without a marker is not a problem: `unfinished_seal` in the report);
 //! - `bad_tile`: a tile whose hashes are not the tree's, or a tile the tree needs missing;
+//! - `bad_checkpoint`: a C2SP checkpoint that is not its seal's or does not verify, of a
+//!   seal that does not exist, or missing ([`checkpoints`]);
 //! - a seal whose frontier, watermark or `ahead` is wrong: `seal_root_mismatch` /
 //!   `seal_corrupt`, reported by the chain walk.
 
+mod checkpoints;
 pub(crate) mod context;
 pub(crate) mod entries;
+mod tlog;
 mod tree;
 
 use std::collections::HashSet;
@@ -68,6 +72,13 @@ pub(crate) async fn check(
                 index,
                 width,
             } => listed.tiles.push((level, index, width, o)),
+            HistoryKey::Checkpoint(seq) => listed.checkpoints.push((seq, o)),
+            HistoryKey::TlogTile {
+                level,
+                index,
+                width,
+            } => listed.tlog.tiles.push((level, index, width, o)),
+            HistoryKey::EntryBundle { index, width } => listed.tlog.bundles.push((index, width, o)),
         }
     }
     let later = listed.later(store, cx).await?;
@@ -77,14 +88,36 @@ pub(crate) async fn check(
     out.extend(missing_locators(store, cx, &listed.locators, complete).await?);
     let mut unfinished_seal = None;
     if cx.first() {
-        out.extend(check_heads(cx, &listed.heads, later.seq));
-        out.extend(check_tiles(store, cx, &listed.tiles, complete, later.tree_size).await?);
+        out.extend(check_whole_tree(store, cx, &listed, complete, &later).await?);
         unfinished_seal = unfinished(cx, &listed.heads);
     }
     Ok(Checked {
         problems: out,
         unfinished_seal,
     })
+}
+
+/// What only one shard checks: head markers, both tile layouts and the checkpoints.
+async fn check_whole_tree(
+    store: &dyn AtomicPublisher,
+    cx: &Context<'_>,
+    listed: &Listed<'_>,
+    complete: u64,
+    later: &Later,
+) -> Result<Vec<Problem>> {
+    let mut out = check_heads(cx, &listed.heads, later.seq);
+    if !cx.chain.broken {
+        let levels =
+            crate::history::tiles::all_levels(&cx.chain.leaf_hashes(cx.chain.leaves.len()));
+        let sizes = (complete, later.tree_size);
+        let key_of: tree::TileKey = keys::tile_key;
+        out.extend(check_tiles(store, &levels, &listed.tiles, sizes, key_of).await?);
+        out.extend(tlog::check_tlog(store, cx, &levels, &listed.tlog, sizes).await?);
+    }
+    let marked: HashSet<u64> = listed.heads.iter().map(|(s, _)| *s).collect();
+    let cps = &listed.checkpoints;
+    out.extend(checkpoints::check_checkpoints(store, cx, cps, &marked, later.seq).await?);
+    Ok(out)
 }
 
 /// The listed history objects, sorted for the checks that need them all.
@@ -98,6 +131,10 @@ struct Listed<'a> {
     heads: Vec<(u64, &'a ObjectInfo)>,
     /// Tiles: (level, index, width, object).
     tiles: Vec<(u8, u64, u64, &'a ObjectInfo)>,
+    /// C2SP checkpoints: (seal, object).
+    checkpoints: Vec<(u64, &'a ObjectInfo)>,
+    /// The tree in the C2SP layout.
+    tlog: tlog::TlogListed<'a>,
     /// Locators beyond the walked tree: (leaf, object).
     beyond: Vec<(u64, &'a ObjectInfo)>,
 }
@@ -167,10 +204,17 @@ impl<'a> Listed<'a> {
         let head_seq = cx.chain.head().map_or(0, |(n, _)| n);
         if !self.beyond.is_empty()
             || self.heads.iter().any(|(seq, _)| *seq > head_seq)
+            || self.checkpoints.iter().any(|(seq, _)| *seq > head_seq)
             || self
                 .tiles
                 .iter()
+                .chain(&self.tlog.tiles)
                 .any(|&(level, index, width, _)| !tile_within(walked, level, index, width))
+            || self
+                .tlog
+                .bundles
+                .iter()
+                .any(|&(index, width, _)| !tile_within(walked, 0, index, width))
         {
             later_seals(store, cx).await
         } else {

@@ -98,31 +98,29 @@ pub(super) fn check_heads(
     out
 }
 
-/// Tiles: each listed one against the tree's hashes, and those the newest complete seal's
-/// tree (`complete` leaves) needs that the listing lacks; `later`: the tree size now.
+/// The key of a tile (level, index, width) in one of the two layouts.
+pub(super) type TileKey = fn(u8, u64, u64) -> String;
+
+/// Tiles: each listed one against the tree's hashes (`levels`), and those the newest
+/// complete seal's tree (`complete` leaves) needs that the listing lacks (at `key_of`);
+/// `later`: the tree size now.
 pub(super) async fn check_tiles(
     store: &dyn AtomicPublisher,
-    cx: &Context<'_>,
+    levels: &[Vec<Hash>],
     listed: &[(u8, u64, u64, &ObjectInfo)],
-    complete: u64,
-    later: u64,
+    (complete, later): (u64, u64),
+    key_of: TileKey,
 ) -> Result<Vec<Problem>> {
-    if cx.chain.broken {
-        return Ok(Vec::new());
-    }
-    let levels = tiles::all_levels(&cx.chain.leaf_hashes(cx.chain.leaves.len()));
     let mut out = Vec::new();
     let read: Vec<Result<Option<Problem>>> = futures::stream::iter(listed)
-        .map(|&(level, index, width, o)| {
-            judge_tile(store, &levels, later, (level, index, width), o)
-        })
+        .map(|&(level, index, width, o)| judge_tile(store, levels, later, (level, index, width), o))
         .buffer_unordered(READ_CONCURRENCY)
         .collect()
         .await;
     for r in read {
         out.extend(r?);
     }
-    out.extend(missing_tiles(store, &levels, listed, complete).await?);
+    out.extend(missing_tiles(store, levels, listed, complete, key_of).await?);
     Ok(out)
 }
 
@@ -179,6 +177,7 @@ async fn missing_tiles(
     levels: &[Vec<Hash>],
     listed: &[(u8, u64, u64, &ObjectInfo)],
     complete: u64,
+    key_of: TileKey,
 ) -> Result<Vec<Problem>> {
     let mut out = Vec::new();
     let mut widest: HashMap<(u8, u64), u64> = HashMap::new();
@@ -196,7 +195,7 @@ async fn missing_tiles(
             let need = width_in(complete, level, index);
             if widest.get(&(level, index)).copied().unwrap_or(0) < need && nodes.len() as u64 >= n {
                 // Looked up again: the seal may have been finished after the listing.
-                let key = keys::tile_key(level, index, need);
+                let key = key_of(level, index, need);
                 let from = (index * TILE_WIDTH) as usize;
                 let want = nodes.get(from..from + need as usize);
                 let why = match store.get_at_most(&key, need * 32).await {

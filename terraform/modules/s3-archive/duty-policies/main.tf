@@ -15,6 +15,7 @@ locals {
     seals       = "${local.bucket_arn}/${local.key_prefix}_lineage/seals/*"
     heads       = "${local.bucket_arn}/${local.key_prefix}_lineage/heads/*"
     tiles       = "${local.bucket_arn}/${local.key_prefix}_lineage/tiles/*"
+    tlog        = "${local.bucket_arn}/${local.key_prefix}_lineage/tlog/*"
     leaves      = "${local.bucket_arn}/${local.key_prefix}_lineage/leaves/*"
     compacted   = "${local.bucket_arn}/${local.key_prefix}_lineage/compacted/*"
     identity    = "${local.bucket_arn}/${local.key_prefix}_lineage/store.json"
@@ -78,7 +79,7 @@ data "aws_iam_policy_document" "sealer" {
   statement {
     sid       = "CreateSeals"
     actions   = ["s3:PutObject"]
-    resources = [local.keys.seals, local.keys.heads, local.keys.tiles, local.keys.leaves, local.keys.identity, local.keys.delta, local.keys.compacted]
+    resources = [local.keys.seals, local.keys.heads, local.keys.tiles, local.keys.tlog, local.keys.leaves, local.keys.identity, local.keys.delta, local.keys.compacted]
   }
   statement {
     sid       = "ReadPointersAndSeals"

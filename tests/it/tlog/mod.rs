@@ -1,0 +1,5 @@
+//! Proof in open standards (issue 36): C2SP checkpoints, tiles and proofs, checked by independent verifiers.
+
+mod checkpoint;
+mod proof;
+mod tiles;
