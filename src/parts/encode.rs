@@ -6,7 +6,8 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Int64Type, TimestampMicrosecondType};
 use arrow_array::RecordBatch;
 use bytes::Bytes;
-use parquet::arrow::ArrowWriter;
+use parquet::arrow::arrow_writer::ArrowWriterOptions;
+use parquet::arrow::{add_encoded_arrow_schema_to_metadata, ArrowSchemaConverter, ArrowWriter};
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
@@ -237,23 +238,32 @@ fn encode_inner(
         return Err(Error::internal("refusing to encode an empty flush"));
     }
     let version = contract::version_of_schema(batch.schema().as_ref())?;
-    let mut schema = version.schema_for_part(commit_id, store_id);
-    if encoding.has_field_ids() {
-        schema = version.with_field_ids(&schema);
-    }
+    let schema = version.schema_for_part(commit_id, store_id);
     let batch = RecordBatch::try_new(schema.clone(), batch.columns().to_vec())?;
+    let mut props = props(
+        commit_id,
+        &version.version,
+        encoding,
+        rows,
+        store_id,
+        compaction,
+    );
+    let mut options = ArrowWriterOptions::new();
+    if encoding.has_field_ids() {
+        // The ids go into the Parquet schema, where readers (Iceberg's among them) take
+        // them from; the embedded Arrow schema stays encoding 3's (ids in it would add
+        // ~1.1 kB of base64 per part, docs/performance.md).
+        let ids = ArrowSchemaConverter::new().convert(&version.with_field_ids(&schema))?;
+        add_encoded_arrow_schema_to_metadata(&schema, &mut props);
+        options = options
+            .with_skip_arrow_metadata(true)
+            .with_parquet_schema(ids);
+    }
     // Parquet with zstd comes to ~45 bytes per event; start near that to avoid regrowth.
-    let mut writer = ArrowWriter::try_new(
+    let mut writer = ArrowWriter::try_new_with_options(
         Vec::with_capacity(rows * 48 + 4096),
         schema,
-        Some(props(
-            commit_id,
-            &version.version,
-            encoding,
-            rows,
-            store_id,
-            compaction,
-        )),
+        options.with_properties(props),
     )?;
     writer.write(&batch)?;
     let buf = writer.into_inner()?;

@@ -188,7 +188,7 @@ fn field_ids(bytes: Bytes) -> Vec<(String, Option<i32>)> {
 }
 
 /// New parts (encoding 4) carry `PARQUET:field_id` = the contract's column ids (1..15 for
-/// 1.2.0, in contract order), in the Parquet schema and in the embedded Arrow schema; a
+/// 1.2.0, in contract order) in the Parquet schema; a
 /// part of encoding 3 carries none; the rows read back are the same.
 #[tokio::test]
 async fn new_parts_carry_the_contracts_column_ids_as_parquet_field_ids() {
@@ -214,16 +214,9 @@ async fn new_parts_carry_the_contracts_column_ids_as_parquet_field_ids() {
             .collect()
     };
     let rows = read(bytes.clone());
-    let arrow_ids: Vec<Option<String>> = rows[0]
-        .schema()
-        .fields()
-        .iter()
-        .map(|f| f.metadata().get("PARQUET:field_id").cloned())
-        .collect();
-    assert_eq!(
-        arrow_ids,
-        (1..=15).map(|i| Some(i.to_string())).collect::<Vec<_>>()
-    );
+    // The embedded Arrow schema is encoding 3's: the ids are in the Parquet schema only
+    // (pyarrow and Iceberg readers take them from there), ~30 bytes a part.
+    assert_eq!(rows[0].schema().fields(), v.schema().fields());
     let batch = arrow_select::concat::concat_batches(&rows[0].schema(), &rows).unwrap();
     let v3 = encode::encode_with(&batch, &ps[0].commit_id, PartEncoding::V3).unwrap();
     assert!(field_ids(v3.bytes.clone()).iter().all(|(_, id)| id.is_none()));
