@@ -25,7 +25,9 @@ use parquet::arrow::{add_encoded_arrow_schema_to_metadata, ArrowSchemaConverter}
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::bloom_filter::Sbbf;
 use parquet::column::writer::ColumnCloseResult;
-use parquet::file::metadata::{ColumnChunkMetaData, PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader};
+use parquet::file::metadata::{
+    ColumnChunkMetaData, PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader,
+};
 use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::{ColumnDescPtr, SchemaDescriptor};
@@ -173,7 +175,10 @@ fn write_parts<W: Write + Send>(
     let factory = ArrowRowGroupWriterFactory::new(&writer, schema.clone());
     let (mut rows, mut row_groups) = (0u64, 0usize);
     for part in parts {
-        let n = if same_columns(part.meta.file_metadata().schema_descr(), writer.schema_descr()) {
+        let n = if same_columns(
+            part.meta.file_metadata().schema_descr(),
+            writer.schema_descr(),
+        ) {
             splice(&mut writer, &part, &mut row_groups)?
         } else {
             let batches = decode(&part.key, part.bytes.clone(), schema, None, part.max_page)?;

@@ -177,7 +177,12 @@ async fn a_claim_of_encoding_3_is_retried_without_field_ids() {
 /// The Parquet field ids of a part's columns, by name (none: absent).
 fn field_ids(bytes: Bytes) -> Vec<(String, Option<i32>)> {
     let r = SerializedFileReader::new(bytes).unwrap();
-    let root = r.metadata().file_metadata().schema_descr().root_schema().clone();
+    let root = r
+        .metadata()
+        .file_metadata()
+        .schema_descr()
+        .root_schema()
+        .clone();
     root.get_fields()
         .iter()
         .map(|f| {
@@ -219,7 +224,9 @@ async fn new_parts_carry_the_contracts_column_ids_as_parquet_field_ids() {
     assert_eq!(rows[0].schema().fields(), v.schema().fields());
     let batch = arrow_select::concat::concat_batches(&rows[0].schema(), &rows).unwrap();
     let v3 = encode::encode_with(&batch, &ps[0].commit_id, PartEncoding::V3).unwrap();
-    assert!(field_ids(v3.bytes.clone()).iter().all(|(_, id)| id.is_none()));
+    assert!(field_ids(v3.bytes.clone())
+        .iter()
+        .all(|(_, id)| id.is_none()));
     let again = read(v3.bytes);
     let again = arrow_select::concat::concat_batches(&again[0].schema(), &again).unwrap();
     assert_eq!(again.columns(), batch.columns(), "same rows either way");
