@@ -6,7 +6,8 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Int64Type, TimestampMicrosecondType};
 use arrow_array::RecordBatch;
 use bytes::Bytes;
-use parquet::arrow::ArrowWriter;
+use parquet::arrow::arrow_writer::ArrowWriterOptions;
+use parquet::arrow::{add_encoded_arrow_schema_to_metadata, ArrowSchemaConverter, ArrowWriter};
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
@@ -55,19 +56,25 @@ pub enum PartEncoding {
     /// strings whose min/max prune nothing (their string comparisons were ~8 %).
     /// Kept byte-for-byte for retries of keyed appends claimed under it.
     V2,
-    /// Part encoding 3, the default: [`Self::V2`] plus a Parquet split-block bloom filter on
+    /// Part encoding 3: [`Self::V2`] plus a Parquet split-block bloom filter on
     /// each of [`BLOOM_COLUMNS`] (`feature_id`, `event_id`: the lookups auditors make),
     /// sized for the part's rows at [`BLOOM_FPP`] false positives, so DuckDB, pyarrow,
     /// Spark and `lineage scan --feature-id` skip parts that cannot hold a value
     /// (docs/performance.md: the size cost per part and what it saves); and the footer
     /// also names the store the part is written to ([`contract::META_STORE_ID`], the id of
     /// its `_lineage/store.json`), so `repair` never adopts a part copied in from another
-    /// store.
-    #[default]
+    /// store. Kept byte-for-byte for retries of keyed appends claimed under it, and for
+    /// compacted parts (a compaction redone must publish the bytes of the first attempt).
     V3,
+    /// Part encoding 4, the default: [`Self::V3`] plus a Parquet field id on every column
+    /// (`PARQUET:field_id` = the contract's column id, [`contract::field_id`]), what
+    /// Iceberg readers resolve columns by (without ids and without a name mapping, DuckDB's
+    /// `iceberg_scan` reads every non-partition column as NULL).
+    #[default]
+    V4,
 }
 
-/// Columns given a bloom filter by [`PartEncoding::V3`].
+/// Columns given a bloom filter by [`PartEncoding::V3`] and [`PartEncoding::V4`].
 pub const BLOOM_COLUMNS: [&str; 2] = ["feature_id", "event_id"];
 /// The false-positive rate the filters are sized for: a lookup reads about one part in
 /// a hundred that does not hold the value.
@@ -81,12 +88,18 @@ impl PartEncoding {
             PartEncoding::V1 => None,
             PartEncoding::V2 => Some(2),
             PartEncoding::V3 => Some(3),
+            PartEncoding::V4 => Some(4),
         }
     }
 
     /// Whether parts of this encoding name their store in the footer.
     pub fn names_store(self) -> bool {
-        matches!(self, PartEncoding::V3)
+        matches!(self, PartEncoding::V3 | PartEncoding::V4)
+    }
+
+    /// Whether parts of this encoding carry Parquet field ids.
+    pub fn has_field_ids(self) -> bool {
+        matches!(self, PartEncoding::V4)
     }
 
     /// The encoding a claim's `part_encoding` tag names (absent: [`Self::V1`]).
@@ -95,6 +108,7 @@ impl PartEncoding {
             None | Some(1) => Ok(PartEncoding::V1),
             Some(2) => Ok(PartEncoding::V2),
             Some(3) => Ok(PartEncoding::V3),
+            Some(4) => Ok(PartEncoding::V4),
             Some(t) => Err(Error::usage(format!(
                 "part encoding {t} is newer than this lineage-store ({}): upgrade to retry this commit key",
                 env!("CARGO_PKG_VERSION")
@@ -150,7 +164,7 @@ fn props(
         .set_created_by(format!("lineage-store {}", env!("CARGO_PKG_VERSION")));
     match encoding {
         PartEncoding::V1 => b = b.set_statistics_enabled(EnabledStatistics::Page),
-        PartEncoding::V2 | PartEncoding::V3 => {
+        PartEncoding::V2 | PartEncoding::V3 | PartEncoding::V4 => {
             b = b.set_statistics_enabled(EnabledStatistics::Chunk);
             for c in UNIQUE_COLUMNS {
                 b = b.set_column_dictionary_enabled(ColumnPath::from(c), false);
@@ -160,7 +174,7 @@ fn props(
             }
         }
     }
-    if encoding == PartEncoding::V3 {
+    if matches!(encoding, PartEncoding::V3 | PartEncoding::V4) {
         for c in BLOOM_COLUMNS {
             b = b
                 .set_column_bloom_filter_enabled(ColumnPath::from(c), true)
@@ -179,7 +193,7 @@ pub fn encode(batch: &RecordBatch, commit_id: &str) -> Result<EncodedPart> {
     encode_with(batch, commit_id, PartEncoding::default())
 }
 
-/// [`encode`] with the given settings (a [`PartEncoding::V3`] part then names no store:
+/// [`encode`] with the given settings (a part of an encoding that names its store then names none:
 /// the writer uses [`encode_for_store`]).
 pub fn encode_with(
     batch: &RecordBatch,
@@ -226,18 +240,30 @@ fn encode_inner(
     let version = contract::version_of_schema(batch.schema().as_ref())?;
     let schema = version.schema_for_part(commit_id, store_id);
     let batch = RecordBatch::try_new(schema.clone(), batch.columns().to_vec())?;
+    let mut props = props(
+        commit_id,
+        &version.version,
+        encoding,
+        rows,
+        store_id,
+        compaction,
+    );
+    let mut options = ArrowWriterOptions::new();
+    if encoding.has_field_ids() {
+        // The ids go into the Parquet schema, where readers (Iceberg's among them) take
+        // them from; the embedded Arrow schema stays encoding 3's (ids in it would add
+        // ~1.1 kB of base64 per part, docs/performance.md).
+        let ids = ArrowSchemaConverter::new().convert(&version.with_field_ids(&schema))?;
+        add_encoded_arrow_schema_to_metadata(&schema, &mut props);
+        options = options
+            .with_skip_arrow_metadata(true)
+            .with_parquet_schema(ids);
+    }
     // Parquet with zstd comes to ~45 bytes per event; start near that to avoid regrowth.
-    let mut writer = ArrowWriter::try_new(
+    let mut writer = ArrowWriter::try_new_with_options(
         Vec::with_capacity(rows * 48 + 4096),
         schema,
-        Some(props(
-            commit_id,
-            &version.version,
-            encoding,
-            rows,
-            store_id,
-            compaction,
-        )),
+        options.with_properties(props),
     )?;
     writer.write(&batch)?;
     let buf = writer.into_inner()?;

@@ -25,9 +25,12 @@ use parquet::arrow::{add_encoded_arrow_schema_to_metadata, ArrowSchemaConverter}
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::bloom_filter::Sbbf;
 use parquet::column::writer::ColumnCloseResult;
-use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader};
+use parquet::file::metadata::{
+    ColumnChunkMetaData, PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader,
+};
 use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
+use parquet::schema::types::{ColumnDescPtr, SchemaDescriptor};
 
 use crate::base::digest::Check;
 use crate::base::error::{Error, Origin, Result};
@@ -175,10 +178,12 @@ fn write_parts<W: Write + Send>(
     parts: std::sync::mpsc::Receiver<Fetched>,
 ) -> Result<(u64, W)> {
     let factory = ArrowRowGroupWriterFactory::new(&writer, schema.clone());
-    let root = writer.schema_descr().root_schema_ptr();
     let (mut rows, mut row_groups) = (0u64, 0usize);
     for part in parts {
-        let n = if part.meta.file_metadata().schema_descr().root_schema() == root.as_ref() {
+        let n = if same_columns(
+            part.meta.file_metadata().schema_descr(),
+            writer.schema_descr(),
+        ) {
             splice(&mut writer, &part, &mut row_groups)?
         } else {
             let (batches, decoded) =
@@ -218,6 +223,25 @@ fn write_parts<W: Write + Send>(
     Ok((rows, writer.into_inner()?))
 }
 
+/// Whether a part's leaf columns are the output file's (path, types, levels): its row groups
+/// can then be spliced in. Field ids are not compared: parts of encoding 4 carry them, the
+/// output schema does not, and a row group's column chunks do not name them.
+fn same_columns(part: &SchemaDescriptor, out: &SchemaDescriptor) -> bool {
+    part.num_columns() == out.num_columns()
+        && part.columns().iter().zip(out.columns()).all(|(a, b)| {
+            a.path() == b.path()
+                && a.physical_type() == b.physical_type()
+                && a.logical_type_ref() == b.logical_type_ref()
+                && a.get_basic_info().repetition() == b.get_basic_info().repetition()
+                && a.converted_type() == b.converted_type()
+                && a.type_length() == b.type_length()
+                && a.type_precision() == b.type_precision()
+                && a.type_scale() == b.type_scale()
+                && a.max_def_level() == b.max_def_level()
+                && a.max_rep_level() == b.max_rep_level()
+        })
+}
+
 /// Splice the row groups of a checked part whose schema is the output's; its rows.
 fn splice<W: Write + Send>(
     writer: &mut SerializedFileWriter<W>,
@@ -225,6 +249,7 @@ fn splice<W: Write + Send>(
     row_groups: &mut usize,
 ) -> Result<u64> {
     let mut rows = 0u64;
+    let descrs: Vec<ColumnDescPtr> = writer.schema_descr().columns().to_vec();
     for (i, rg) in part.meta.row_groups().iter().enumerate() {
         let index = part.meta.page_index_for_row_group(i);
         let mut out = writer.next_row_group()?;
@@ -236,7 +261,11 @@ fn splice<W: Write + Send>(
                     .map_err(|_| corrupt(&part.key, "a column chunk of negative size"))?,
                 rows_written: u64::try_from(rg.num_rows())
                     .map_err(|_| corrupt(&part.key, "a row group of negative rows"))?,
-                metadata: column.clone(),
+                metadata: match descrs.get(j) {
+                    Some(d) if d.as_ref() != column.column_descr() => described(column, d)
+                        .map_err(|e| corrupt(&part.key, format!("unreadable column chunk: {e}")))?,
+                    _ => column.clone(),
+                },
                 bloom_filter,
                 column_index: index.column_index(j).cloned(),
                 offset_index: index.offset_index(j).cloned(),
@@ -250,4 +279,65 @@ fn splice<W: Write + Send>(
         rows += u64::try_from(rg.num_rows()).unwrap_or(0);
     }
     Ok(rows)
+}
+
+/// `column`'s metadata under the output's descriptor `descr` (the same column without the
+/// part's field id, [`same_columns`]): the writer splices only chunks of its own descriptor.
+/// Every field is copied; the offsets are rewritten by the writer as for any spliced chunk.
+fn described(
+    column: &ColumnChunkMetaData,
+    descr: &ColumnDescPtr,
+) -> parquet::errors::Result<ColumnChunkMetaData> {
+    let c = column;
+    let mut b = ColumnChunkMetaData::builder(descr.clone())
+        .set_encodings_mask(*c.encodings_mask())
+        .set_num_values(c.num_values())
+        .set_compression_codec(c.compression_codec())
+        .set_total_compressed_size(c.compressed_size())
+        .set_total_uncompressed_size(c.uncompressed_size())
+        .set_data_page_offset(c.data_page_offset())
+        .set_dictionary_page_offset(c.dictionary_page_offset())
+        .set_index_page_offset(c.index_page_offset())
+        .set_bloom_filter_offset(c.bloom_filter_offset())
+        .set_bloom_filter_length(c.bloom_filter_length())
+        .set_offset_index_offset(c.offset_index_offset())
+        .set_offset_index_length(c.offset_index_length())
+        .set_column_index_offset(c.column_index_offset())
+        .set_column_index_length(c.column_index_length())
+        .set_unencoded_byte_array_data_bytes(c.unencoded_byte_array_data_bytes())
+        .set_repetition_level_histogram(c.repetition_level_histogram().cloned())
+        .set_definition_level_histogram(c.definition_level_histogram().cloned());
+    if let Some(s) = c.statistics() {
+        b = b.set_statistics(s.clone());
+    }
+    if let Some(g) = c.geo_statistics() {
+        b = b.set_geo_statistics(Box::new(g.clone()));
+    }
+    if let Some(v) = c.page_encoding_stats() {
+        b = b.set_page_encoding_stats(v.clone());
+    } else if let Some(m) = c.page_encoding_stats_mask() {
+        b = b.set_page_encoding_stats_mask(*m);
+    }
+    b.build()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// [`described`] under a part's own descriptor gives back the part's metadata: no field
+    /// is lost in the copy.
+    #[test]
+    fn described_copies_every_field() {
+        let batches = crate::write::demo::generate(300, 1, 7).unwrap_or_else(|e| panic!("{e}"));
+        let batch = &batches[0];
+        let enc = crate::parts::encode::encode(batch, "c-1").unwrap_or_else(|e| panic!("{e}"));
+        let meta = ParquetMetaDataReader::new()
+            .parse_and_finish(&enc.bytes)
+            .unwrap_or_else(|e| panic!("{e}"));
+        for c in meta.row_group(0).columns() {
+            let again = described(c, &c.column_descr_ptr()).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(&again, c, "{}", c.column_path());
+        }
+    }
 }

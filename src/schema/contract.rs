@@ -37,6 +37,17 @@ pub const META_COMMIT_ID: &str = "lineage_commit_id";
 /// `_lineage/store.json`), in parts written since part encoding 3: what lets `repair`
 /// tell a part of this store from one copied in from another.
 pub const META_STORE_ID: &str = "lineage_store_id";
+/// Arrow field metadata key the Parquet writer turns into a column's field id.
+pub const PARQUET_FIELD_ID: &str = "PARQUET:field_id";
+
+/// The column id of the column at `index` (0-based) of the contract: `index + 1`. Every
+/// version is the one before plus columns appended at the end, so positions never change
+/// and the id of a column is fixed by the version that introduced it; 1.2.0's 15 columns
+/// are ids 1 to 15, the first column a later version adds is 16, and so on.
+pub fn field_id(index: usize) -> i32 {
+    i32::try_from(index).map_or(i32::MAX, |i| i.saturating_add(1))
+}
+
 /// The Hive partition keys, in path order.
 pub const PARTITION_KEYS: [&str; 2] = ["run_id", "target_crs"];
 
@@ -318,6 +329,31 @@ impl ContractVersion {
     /// Its Arrow schema, without metadata.
     pub fn schema(&self) -> SchemaRef {
         self.schema.clone()
+    }
+
+    /// The column ids of its columns, in order: the id of a column is its position in the
+    /// contract counting from 1 ([`field_id`]). Versions only append columns, so a column's
+    /// id is the same in every version that has it (stable forever) and a new version's
+    /// columns take new ids. Written as `PARQUET:field_id` by part encoding 4 and as the
+    /// field ids of the Iceberg schema.
+    pub fn field_ids(&self) -> Vec<i32> {
+        (0..self.columns.len()).map(field_id).collect()
+    }
+
+    /// `schema` (this version's, as [`Self::schema_for_part`] gives it) with each field
+    /// carrying its column id under [`PARQUET_FIELD_ID`].
+    pub fn with_field_ids(&self, schema: &Schema) -> SchemaRef {
+        let fields: Vec<Field> = schema
+            .fields()
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                let mut meta = f.metadata().clone();
+                meta.insert(PARQUET_FIELD_ID.to_string(), field_id(i).to_string());
+                f.as_ref().clone().with_metadata(meta)
+            })
+            .collect();
+        Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()))
     }
 
     /// Its schema carrying a part's footer metadata (this version and the commit id).

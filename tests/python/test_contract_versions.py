@@ -60,7 +60,11 @@ def test_each_part_records_its_version(store):
     for p in parts(store):
         v = pq.read_metadata(p).metadata[b"lineage_schema_version"].decode()
         versions[v] = versions.get(v, 0) + pq.read_metadata(p).num_rows
-        assert pq.read_schema(p).names == (V130 if v == "1.3.0" else LINEAGE_ARROW_SCHEMA).names
+        schema = pq.read_schema(p)
+        assert schema.names == (V130 if v == "1.3.0" else LINEAGE_ARROW_SCHEMA).names
+        # Part encoding 4: each column's Parquet field id is its contract column id (its
+        # position from 1): 1.2.0's 1..15, and a newer version's added columns the next ids.
+        assert [int(f.metadata[b"PARQUET:field_id"]) for f in schema] == list(range(1, len(schema) + 1))
     assert versions == {"1.2.0": 40, "1.3.0": 30}
     log = [json.loads(l) for l in run("log", "--store", str(store), "--json").splitlines()]
     assert sorted({p["schema_version"] for p in log}) == ["1.2.0", "1.3.0"]

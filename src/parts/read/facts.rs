@@ -504,6 +504,8 @@ fn dictionary_partitions(schema: &arrow_schema::SchemaRef) -> arrow_schema::Sche
                     DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)),
                     f.is_nullable(),
                 )
+                // A part's field ids (encoding 4) stay: the reader refuses other metadata.
+                .with_metadata(f.metadata().clone())
             } else {
                 f.as_ref().clone()
             }

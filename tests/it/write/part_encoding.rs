@@ -48,7 +48,7 @@ async fn claim(mem: &MemoryPublisher) -> Claim {
 async fn new_parts_skip_dictionaries_of_unique_columns_and_keep_chunk_statistics() {
     let mem = Arc::new(MemoryPublisher::new());
     let ps = keyed(mem.clone(), 300).await;
-    assert_eq!(claim(&mem).await.part_encoding, Some(3));
+    assert_eq!(claim(&mem).await.part_encoding, Some(4));
     let bytes = mem.get(&ps[0].part_path).await.unwrap().unwrap();
     let r = SerializedFileReader::new(bytes).unwrap();
     let rg = r.metadata().row_group(0);
@@ -167,6 +167,71 @@ async fn a_claim_of_encoding_2_is_retried_without_bloom_filters() {
     retried_under(Some(2), PartEncoding::V2).await;
 }
 
+/// The same for a claim of the encoding before field ids (issue 39): its retry publishes
+/// parts without them, byte-identical to the first attempt's.
+#[tokio::test]
+async fn a_claim_of_encoding_3_is_retried_without_field_ids() {
+    retried_under(Some(3), PartEncoding::V3).await;
+}
+
+/// The Parquet field ids of a part's columns, by name (none: absent).
+fn field_ids(bytes: Bytes) -> Vec<(String, Option<i32>)> {
+    let r = SerializedFileReader::new(bytes).unwrap();
+    let root = r
+        .metadata()
+        .file_metadata()
+        .schema_descr()
+        .root_schema()
+        .clone();
+    root.get_fields()
+        .iter()
+        .map(|f| {
+            let info = f.get_basic_info();
+            (f.name().to_string(), info.has_id().then(|| info.id()))
+        })
+        .collect()
+}
+
+/// New parts (encoding 4) carry `PARQUET:field_id` = the contract's column ids (1..15 for
+/// 1.2.0, in contract order) in the Parquet schema; a
+/// part of encoding 3 carries none; the rows read back are the same.
+#[tokio::test]
+async fn new_parts_carry_the_contracts_column_ids_as_parquet_field_ids() {
+    use lineage_store::contract;
+    let mem = Arc::new(MemoryPublisher::new());
+    let ps = keyed(mem.clone(), 300).await;
+    let v = contract::version(contract::SCHEMA_VERSION).unwrap();
+    assert_eq!(v.field_ids(), (1..=15).collect::<Vec<i32>>());
+    let want: Vec<(String, Option<i32>)> = v
+        .columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.name.to_string(), Some(i as i32 + 1)))
+        .collect();
+    let bytes = mem.get(&ps[0].part_path).await.unwrap().unwrap();
+    assert_eq!(field_ids(bytes.clone()), want);
+    let read = |b: Bytes| -> Vec<arrow_array::RecordBatch> {
+        ParquetRecordBatchReaderBuilder::try_new(b)
+            .unwrap()
+            .build()
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    let rows = read(bytes.clone());
+    // The embedded Arrow schema is encoding 3's: the ids are in the Parquet schema only
+    // (pyarrow and Iceberg readers take them from there), ~30 bytes a part.
+    assert_eq!(rows[0].schema().fields(), v.schema().fields());
+    let batch = arrow_select::concat::concat_batches(&rows[0].schema(), &rows).unwrap();
+    let v3 = encode::encode_with(&batch, &ps[0].commit_id, PartEncoding::V3).unwrap();
+    assert!(field_ids(v3.bytes.clone())
+        .iter()
+        .all(|(_, id)| id.is_none()));
+    let again = read(v3.bytes);
+    let again = arrow_select::concat::concat_batches(&again[0].schema(), &again).unwrap();
+    assert_eq!(again.columns(), batch.columns(), "same rows either way");
+}
+
 async fn retried_under(tag: Option<u32>, encoding: PartEncoding) {
     // The payload's flushes and commit ids, from a run on another store.
     let scratch = Arc::new(MemoryPublisher::new());
@@ -180,6 +245,14 @@ async fn retried_under(tag: Option<u32>, encoding: PartEncoding) {
     )
     .await
     .unwrap();
+    // The first attempt created the store's identity (what encoding 3 names in footers).
+    let identity = scratch.get(keys::IDENTITY_KEY).await.unwrap().unwrap();
+    mem.put_create(keys::IDENTITY_KEY, identity).await.unwrap();
+    let store_id = lineage_store::read_identity(mem.as_ref())
+        .await
+        .unwrap()
+        .unwrap()
+        .store_id;
     let mut want = Vec::new();
     for p in &ps {
         let new = scratch.get(&p.part_path).await.unwrap().unwrap();
@@ -190,7 +263,8 @@ async fn retried_under(tag: Option<u32>, encoding: PartEncoding) {
             .map(Result::unwrap)
             .collect();
         let batch = arrow_select::concat::concat_batches(&rows[0].schema(), &rows).unwrap();
-        let before = encode::encode_with(&batch, &p.commit_id, encoding).unwrap();
+        let before =
+            encode::encode_for_store(&batch, &p.commit_id, encoding, Some(&store_id)).unwrap();
         assert_ne!(before.sha256, p.sha256, "the encodings differ");
         mem.put_create(&p.part_path, before.bytes.clone())
             .await
@@ -267,8 +341,8 @@ fn unknown_part_encodings_are_refused_with_a_reason() {
     let e = PartEncoding::from_tag(Some(9)).unwrap_err();
     assert!(e.to_string().contains("part encoding 9 is newer"), "{e}");
     assert_eq!(PartEncoding::from_tag(None).unwrap(), PartEncoding::V1);
-    for e in [PartEncoding::V2, PartEncoding::V3] {
+    for e in [PartEncoding::V2, PartEncoding::V3, PartEncoding::V4] {
         assert_eq!(PartEncoding::from_tag(e.tag()).unwrap(), e);
     }
-    assert_eq!(PartEncoding::default(), PartEncoding::V3);
+    assert_eq!(PartEncoding::default(), PartEncoding::V4);
 }

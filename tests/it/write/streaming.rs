@@ -113,7 +113,7 @@ async fn streamed_flushes_are_the_whole_input_flushes_byte_for_byte() {
         let by_id: HashMap<String, _> = got.iter().map(|p| (p.commit_id.clone(), p)).collect();
         for (run, crs, i, b) in want {
             let id = derived_commit_id(&run, &crs, "job-1", i).to_string();
-            let enc = encode::encode_for_store(&b, &id, encode::PartEncoding::V3, Some(&store_id))
+            let enc = encode::encode_for_store(&b, &id, encode::PartEncoding::V4, Some(&store_id))
                 .unwrap();
             let p = by_id
                 .get(&id)
