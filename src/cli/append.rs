@@ -19,6 +19,10 @@ pub(crate) struct Args {
     /// Derive commit ids from this key, so a retried job re-publishes the same commits.
     #[arg(long)]
     commit_key: Option<String>,
+    /// With --commit-key: keep the flushes already committed under the key (printed as
+    /// `kept`), write the rest; a kept flush whose payload differs is reported, not refused.
+    #[arg(long, requires = "commit_key")]
+    resume: bool,
     /// One JSON pointer per line; refused input: one JSON object listing the errors
     /// (`errors`: each with `line`, `row`, `field`, `value`, `reason`), as `check --json`.
     #[arg(long)]
@@ -44,6 +48,7 @@ async fn append(a: Args) -> Result<Status> {
     let writer = Writer::new(store)
         .with_batch_rows(a.input.batch_rows)
         .with_commit_key(a.commit_key)
+        .with_resume(a.resume)
         .with_schema_version(a.input.schema_version)
         .with_max_errors(a.input.max_errors);
     let mut print_err = None;
@@ -51,7 +56,7 @@ async fn append(a: Args) -> Result<Status> {
     let done = writer
         .append_source(input, false, |p| {
             if print_err.is_none() {
-                if let Err(e) = print_commit(p, a.json) {
+                if let Err(e) = print_commit(p, writer.kept(&p.commit_id), a.json) {
                     print_err = Some(e);
                 }
             }
@@ -81,7 +86,17 @@ async fn append(a: Args) -> Result<Status> {
         .map(|()| 0);
     }
     if !a.json {
-        match out(&format!("{} commits, {} rows", done.commits, done.rows)) {
+        let kept = match done.kept.len() {
+            0 => String::new(),
+            n => format!(
+                " ({n} kept from an earlier attempt, {} of them with a different payload)",
+                done.kept.iter().filter(|k| k.payload_differs).count()
+            ),
+        };
+        match out(&format!(
+            "{} commits, {} rows{kept}",
+            done.commits, done.rows
+        )) {
             Err(e) if closed(&e) => return stdout_gone(done.commits, done.rows),
             r => r?,
         }
@@ -106,14 +121,34 @@ fn stdout_gone(commits: u64, rows: u64) -> Result<Status> {
     Ok(0)
 }
 
-fn print_commit(p: &Pointer, json: bool) -> Result<()> {
-    if json {
-        out_raw(&json_line(p)?)
-    } else {
-        out(&format!(
-            "committed {} rows={} bytes={} sha256={} {}",
-            p.commit_id, p.row_count, p.size_bytes, p.sha256, p.part_path
-        ))
+/// One line per commit: `committed …`, or `kept …` for a flush an earlier attempt
+/// committed (`--resume`; `payload_differs` when this attempt's rows differ). With
+/// `--json`, the pointer, plus `"kept": true` and `"payload_differs"` for a kept one.
+fn print_commit(p: &Pointer, kept: Option<crate::write::resume::Kept>, json: bool) -> Result<()> {
+    match (json, kept) {
+        (true, None) => out_raw(&json_line(p)?),
+        (true, Some(k)) => {
+            // The pointer's own field order, then the two fields of a kept commit.
+            let line = json_line(p)?;
+            let body = line.strip_suffix('}').unwrap_or(&line);
+            out_raw(&format!(
+                "{body},\"kept\":true,\"payload_differs\":{}}}",
+                k.payload_differs
+            ))
+        }
+        (false, k) => out(&format!(
+            "{} {} rows={} bytes={} sha256={} {}{}",
+            if k.is_some() { "kept" } else { "committed" },
+            p.commit_id,
+            p.row_count,
+            p.size_bytes,
+            p.sha256,
+            p.part_path,
+            match k {
+                Some(k) if k.payload_differs => " payload_differs",
+                _ => "",
+            }
+        )),
     }
 }
 

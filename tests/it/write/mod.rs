@@ -5,5 +5,6 @@ mod commit_keys;
 mod contract_versions;
 mod part_encoding;
 mod path;
+mod resume;
 mod sink;
 mod streaming;
