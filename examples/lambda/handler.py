@@ -109,8 +109,10 @@ def _refusal(e: lineage_store.LineageError) -> dict[str, Any]:
 
 
 def _summary(commits: list) -> dict[str, Any]:
+    # `kept`: commits an earlier attempt of this invocation made (resume=True), not published again.
     return {"commits": len(commits), "rows": sum(c.row_count for c in commits),
-            "commit_ids": [c.commit_id for c in commits]}
+            "commit_ids": [c.commit_id for c in commits],
+            "kept": [c.commit_id for c in commits if c.kept]}
 
 
 # --- S3 ---------------------------------------------------------------------------------
@@ -174,7 +176,7 @@ def append_s3_object(record: dict[str, Any]) -> dict[str, Any]:
             raise
         try:
             commits = store().append_file(path, format=fmt, commit_key=commit_key,
-                                          batch_rows=batch_rows())
+                                          batch_rows=batch_rows(), resume=True)
         except (lineage_store.InputError, lineage_store.ConflictError) as e:
             out = {"object": name, "commit_key": commit_key, **_refusal(e)}
             _emit(logging.ERROR, "refused", **out)
@@ -230,7 +232,7 @@ def append_sqs_message(record: dict[str, Any]) -> str:
             f.write(record.get("body", ""))
         try:
             commits = store().append_file(path, format="ndjson", commit_key=commit_key,
-                                          batch_rows=batch_rows())
+                                          batch_rows=batch_rows(), resume=True)
         except (lineage_store.InputError, lineage_store.ConflictError) as e:
             refusal = _refusal(e)
             try:

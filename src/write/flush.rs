@@ -196,11 +196,15 @@ impl WriteConfig {
     /// Resuming under a commit key ([`crate::write::resume`]): the pointer already
     /// committed as `commit_id`, recorded as kept (saying whether its part's sha256 differs
     /// from `sha256`, this attempt's); `None` when not resuming or nothing stands there.
+    ///
+    /// The kept commit must be the same flush: the same number of rows and the same
+    /// `sequence` range, else (the rerun cut other flushes: another `batch_rows`, other
+    /// rows) it is refused as a conflict, since keeping it would drop or duplicate rows.
     pub(crate) async fn kept_flush(
         &self,
         run_id: &str,
         commit_id: &str,
-        sha256: &str,
+        enc: &EncodedPart,
     ) -> Result<Option<Pointer>> {
         if !self.resume || self.commit_key.is_none() {
             return Ok(None);
@@ -210,7 +214,18 @@ impl WriteConfig {
         else {
             return Ok(None);
         };
-        let differs = p.sha256 != sha256;
+        if (p.row_count, p.first_sequence, p.last_sequence)
+            != (enc.rows, enc.sequence.0, enc.sequence.1)
+        {
+            return Err(Error::Conflict {
+                key: keys::pointer_key(run_id, commit_id),
+                message: format!(
+                    "resuming: commit {commit_id} holds {} rows (sequence {}..={}), this attempt's flush {} rows (sequence {}..={}): not the same flush (another batch size or other rows); nothing was published for it",
+                    p.row_count, p.first_sequence, p.last_sequence, enc.rows, enc.sequence.0, enc.sequence.1
+                ),
+            });
+        }
+        let differs = p.sha256 != enc.sha256;
         tracing::info!(commit = %commit_id, rows = p.row_count, payload_differs = differs, "kept: committed by an earlier attempt");
         self.kept.record(commit_id, differs);
         Ok(Some(p))

@@ -13,7 +13,10 @@
 //! pointer is returned, and it is recorded here ([`Kept`]), saying whether its part holds
 //! the same bytes as this attempt's flush. A kept flush whose payload differs (a retry
 //! that rebuilt its events with new timestamps) is reported, not refused: the rows already
-//! committed stand. Flushes with no pointer are published. Without `resume`, a flush whose
+//! committed stand. A kept commit must still be the same flush: as many rows and the same
+//! `sequence` range as this attempt's; otherwise (another `batch_rows`, events reordered or
+//! added before it) it is refused as a conflict, since keeping it would lose or duplicate
+//! rows. Flushes with no pointer are published. Without `resume`, a flush whose
 //! payload differs from a committed one is refused, as before.
 //!
 //! A part published without its pointer (the job died between the two) is an orphan:

@@ -143,6 +143,30 @@ async fn resuming_the_same_payload_keeps_flushes_as_identical() {
 }
 
 #[tokio::test]
+async fn resuming_with_another_batch_size_is_refused_not_kept() {
+    let mem = Arc::new(MemoryPublisher::new());
+    stopped_after_two_flushes(mem.clone(), "k").await;
+    let e = Writer::new(mem.clone())
+        .with_batch_rows(4)
+        .with_concurrency(1)
+        .with_commit_key(Some("k".into()))
+        .with_resume(true)
+        .append(&events(24, 14), |_| {})
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Conflict, "{e}");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("holds 5 rows")
+            && msg.contains("flush 4 rows")
+            && msg.contains("not the same flush"),
+        "{msg}"
+    );
+    let ids = event_ids(mem.clone()).await;
+    assert!(ids.values().all(|&n| n == 1), "{ids:?}");
+}
+
+#[tokio::test]
 async fn resume_without_a_key_is_refused() {
     let mem = Arc::new(MemoryPublisher::new());
     let e = Writer::new(mem.clone())
