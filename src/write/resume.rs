@@ -26,7 +26,8 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use crate::base::error::Result;
+use crate::base::error::{Error, Result};
+use crate::base::param::{text, Param};
 use crate::format::keys;
 use crate::format::pointer::Pointer;
 use crate::publish::AtomicPublisher;
@@ -77,5 +78,18 @@ pub(crate) async fn committed(
     match store.get(&key).await? {
         Some(b) => Ok(Some(Pointer::from_bytes(&key, &b)?)),
         None => Ok(None),
+    }
+}
+
+/// Refuse a commit key that is empty, over 256 characters or holds a control character.
+pub(crate) fn check_key(key: Option<&str>) -> Result<()> {
+    match key {
+        Some(k) if k.is_empty() || k.len() > 256 || k.chars().any(char::is_control) => {
+            Err(Error::invalid(
+                Param::CommitKey,
+                text!["must be 1 to 256 printable characters"],
+            ))
+        }
+        _ => Ok(()),
     }
 }

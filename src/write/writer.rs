@@ -184,25 +184,12 @@ impl Writer {
             ]));
         }
         if self.cfg.commit_key.is_some() && opts.max_delay.is_none() {
-            check_key(self.cfg.commit_key.as_deref())?;
+            crate::write::resume::check_key(self.cfg.commit_key.as_deref())?;
             return Sink::open(self.cfg.clone(), &opts, self.cfg.commit_key.clone());
         }
         if self.cfg.commit_key.is_some() {
             return Err(Error::usage(text!["a sink with max_delay cannot use a commit key: its flushes depend on when rows arrive, so a retried job would not cut the same commits; use append with ", Param::CommitKey, " for retried jobs"]));
         }
         Sink::open(self.cfg.clone(), &opts, None)
-    }
-}
-
-/// Refuse a commit key that is empty, over 256 characters or holds a control character.
-pub(crate) fn check_key(key: Option<&str>) -> Result<()> {
-    match key {
-        Some(k) if k.is_empty() || k.len() > 256 || k.chars().any(char::is_control) => {
-            Err(Error::invalid(
-                Param::CommitKey,
-                text!["must be 1 to 256 printable characters"],
-            ))
-        }
-        _ => Ok(()),
     }
 }

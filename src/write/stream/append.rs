@@ -171,7 +171,7 @@ pub(crate) async fn append(
 /// Refuse a commit key that is empty, over 256 characters or holds a control character,
 /// `resume` without a key, and a `batch_rows` of 0.
 fn check_options(writer: &WriteConfig) -> Result<()> {
-    crate::write::writer::check_key(writer.commit_key.as_deref())?;
+    crate::write::resume::check_key(writer.commit_key.as_deref())?;
     if writer.resume && writer.commit_key.is_none() {
         return Err(Error::usage(text![
             Param::Resume,
