@@ -23,6 +23,7 @@ pub(crate) mod format;
 pub(crate) mod guard;
 mod ndjson;
 pub(crate) mod source;
+pub(crate) mod tolerant;
 
 pub use format::Format;
 pub use guard::DEFAULT_MAX_LINE_BYTES;
