@@ -86,17 +86,7 @@ async fn append(a: Args) -> Result<Status> {
         .map(|()| 0);
     }
     if !a.json {
-        let kept = match done.kept.len() {
-            0 => String::new(),
-            n => format!(
-                " ({n} kept from an earlier attempt, {} of them with a different payload)",
-                done.kept.iter().filter(|k| k.payload_differs).count()
-            ),
-        };
-        match out(&format!(
-            "{} commits, {} rows{kept}",
-            done.commits, done.rows
-        )) {
+        match out(&summary_line(&done)) {
             Err(e) if closed(&e) => return stdout_gone(done.commits, done.rows),
             r => r?,
         }
@@ -109,6 +99,18 @@ async fn append(a: Args) -> Result<Status> {
         "append done"
     );
     Ok(0)
+}
+
+/// `6 commits, 24 rows`, and with `--resume` how many of them were kept.
+fn summary_line(done: &crate::write::stream::append::AppendSummary) -> String {
+    let kept = match done.kept.len() {
+        0 => String::new(),
+        n => format!(
+            " ({n} kept from an earlier attempt, {} of them with a different payload)",
+            done.kept.iter().filter(|k| k.payload_differs).count()
+        ),
+    };
+    format!("{} commits, {} rows{kept}", done.commits, done.rows)
 }
 
 /// Say on stderr that the output was cut, not the append; exit 0.
