@@ -123,6 +123,7 @@ pub use write::check::{check, check_batches, CheckOptions, CheckReport, Partitio
 pub use write::demo::generate as generate_demo_events;
 pub use write::input::batches::{validate_all, validate_all_listing, BatchValidator};
 pub use write::input::{BatchSource, Format, Input};
+pub use write::resume::Kept;
 pub use write::stream::append::AppendSummary;
 pub use write::stream::{Sink, SinkOptions, DEFAULT_MAX_BUFFERED_BYTES};
 pub use write::writer::{Writer, DEFAULT_BATCH_ROWS, DEFAULT_CONCURRENCY, MAX_PART_BYTES};

@@ -109,11 +109,13 @@ def _refusal(e: lineage_store.LineageError) -> dict[str, Any]:
 
 
 def _summary(commits: list) -> dict[str, Any]:
-    # A retry (Lambda's, or a duplicate notification) finds its commits already there.
+    # A retry (Lambda's, or a duplicate notification) finds its commits already there;
+    # `kept`: commits an earlier attempt of this invocation made (resume=True), not published again.
     existed = sum(1 for c in commits if c.existed)
     return {"commits": len(commits), "rows": sum(c.row_count for c in commits),
             "commit_ids": [c.commit_id for c in commits],
             "already_committed": existed,
+            "kept": [c.commit_id for c in commits if c.kept],
             "note": ("every commit was already there (a retry): nothing published"
                      if commits and existed == len(commits) else None)}
 
@@ -179,7 +181,7 @@ def append_s3_object(record: dict[str, Any]) -> dict[str, Any]:
             raise
         try:
             commits = store().append_file(path, format=fmt, commit_key=commit_key,
-                                          batch_rows=batch_rows())
+                                          batch_rows=batch_rows(), resume=True)
         except (lineage_store.InputError, lineage_store.ConflictError) as e:
             out = {"object": name, "commit_key": commit_key, **_refusal(e)}
             _emit(logging.ERROR, "refused", **out)
@@ -235,7 +237,7 @@ def append_sqs_message(record: dict[str, Any]) -> str:
             f.write(record.get("body", ""))
         try:
             commits = store().append_file(path, format="ndjson", commit_key=commit_key,
-                                          batch_rows=batch_rows())
+                                          batch_rows=batch_rows(), resume=True)
         except (lineage_store.InputError, lineage_store.ConflictError) as e:
             refusal = _refusal(e)
             try:

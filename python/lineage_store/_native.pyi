@@ -103,6 +103,7 @@ class Store:
         batch_rows: int = 100000,
         commit_key: Optional[str] = None,
         max_errors: int = 20,
+        resume: bool = False,
     ) -> list[Commit]:
         """Validate all of ``data``, then commit it (one part per flush of at most
         ``batch_rows`` rows per (run_id, target_crs)). ``InputError`` publishes nothing and
@@ -117,6 +118,7 @@ class Store:
         batch_rows: int = 100000,
         commit_key: Optional[str] = None,
         max_errors: int = 20,
+        resume: bool = False,
     ) -> list[Commit]:
         """Append a file's events (NDJSON, CSV, Arrow IPC or Parquet; ``format`` from the
         extension unless given) as ``lineage append --input`` does: validated whole, then
@@ -128,6 +130,8 @@ class Store:
         batch_rows: int = 100000,
         max_delay: Union[float, timedelta, None] = None,
         max_in_flight: int = 8,
+        commit_key: Optional[str] = None,
+        resume: bool = False,
     ) -> Writer:
         """A streaming writer for jobs that emit events as they go (a context manager)."""
     def log(self, run_id: Optional[str] = None) -> pyarrow.Table:
@@ -371,6 +375,14 @@ class Commit:
     def existed(self) -> bool:
         """True when the append found this commit already in the store, committed by an
         earlier run (a retry under the same commit key), and published nothing."""
+    @property
+    def kept(self) -> bool:
+        """True when a resumed append kept this commit (made by an earlier attempt under
+        the same commit key) instead of publishing it."""
+    @property
+    def payload_differs(self) -> Optional[bool]:
+        """For a kept commit: whether this attempt's rows differed from the kept ones
+        (the kept rows stand); ``None`` unless kept."""
     def to_json(self) -> str:
         """The pointer as one JSON line (as ``lineage append --json`` prints it)."""
     def to_dict(self) -> dict[str, Any]: ...

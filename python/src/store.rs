@@ -180,7 +180,11 @@ impl Store {
     /// bounded whatever its size.
     /// `max_errors`: how many errors a refused input's `InputError.errors` lists (`0`:
     /// all; `InputError` counts them all either way), as `lineage append --max-errors`.
-    #[pyo3(signature = (data, *, batch_rows=100000, commit_key=None, max_errors=20))]
+    /// `resume` (with `commit_key`): a retried job keeps the flushes an earlier attempt
+    /// committed under the key (`Commit.kept`; `Commit.payload_differs` when this attempt's
+    /// rows differ from the kept ones) and writes the rest, instead of raising
+    /// `ConflictError` for a rebuilt payload.
+    #[pyo3(signature = (data, *, batch_rows=100000, commit_key=None, max_errors=20, resume=false))]
     fn append(
         &self,
         py: Python<'_>,
@@ -188,6 +192,7 @@ impl Store {
         batch_rows: usize,
         commit_key: Option<String>,
         max_errors: usize,
+        resume: bool,
     ) -> PyResult<Vec<Commit>> {
         let mut source = arrow_in::import(py, data)?;
         // The schema first, also when no row follows (the CLI's rule for an Arrow file).
@@ -197,7 +202,9 @@ impl Store {
         let writer = Writer::new(self.inner.clone())
             .with_batch_rows(batch_rows)
             .with_commit_key(commit_key)
+            .with_resume(resume)
             .with_max_errors(max_errors);
+        let made = writer.clone();
         if source.held {
             // Everything is read and validated before the first commit; the batches refer
             // to the producer's buffers (no copy).
@@ -209,7 +216,7 @@ impl Store {
             .py_err(py)?;
             let pointers =
                 block_on(py, async move { writer.append(&validated, |_| {}).await })?.py_err(py)?;
-            return Ok(pointers.into_iter().map(Commit::from).collect());
+            return Ok(pointers.into_iter().map(|p| Commit::by(p, &made)).collect());
         }
         // A stream is read once, into the spool; the append reads the spool twice.
         let plan = conform::plan(&source.schema).py_err(py)?;
@@ -232,7 +239,11 @@ impl Store {
             writer.append_source(input, true, |_| {}).await
         })?
         .py_err(py)?;
-        Ok(done.pointers.into_iter().map(Commit::from).collect())
+        Ok(done
+            .pointers
+            .into_iter()
+            .map(|p| Commit::by(p, &made))
+            .collect())
     }
 
     /// Append the events of a file (NDJSON, CSV, Arrow IPC or Parquet; the format from the
@@ -240,7 +251,9 @@ impl Store {
     /// bounded memory whatever the file's size: the file is read twice, validated whole
     /// first (refused input raises `InputError` naming the line or row and field, and
     /// publishes nothing), then committed flush by flush. pyarrow is not needed.
-    #[pyo3(signature = (path, *, format=None, batch_rows=100000, commit_key=None, max_errors=20))]
+    /// `resume`: as for `append`.
+    #[pyo3(signature = (path, *, format=None, batch_rows=100000, commit_key=None, max_errors=20, resume=false))]
+    #[allow(clippy::too_many_arguments)]
     fn append_file(
         &self,
         py: Python<'_>,
@@ -249,6 +262,7 @@ impl Store {
         batch_rows: usize,
         commit_key: Option<String>,
         max_errors: usize,
+        resume: bool,
     ) -> PyResult<Vec<Commit>> {
         let format = format.map(|f| parse_format(&f)).transpose().py_err(py)?;
         // A file named `-` is that file, never standard input.
@@ -265,12 +279,18 @@ impl Store {
         let writer = Writer::new(self.inner.clone())
             .with_batch_rows(batch_rows)
             .with_commit_key(commit_key)
+            .with_resume(resume)
             .with_max_errors(max_errors);
+        let made = writer.clone();
         let done = block_on(py, async move {
             writer.append_source(Arc::new(input), true, |_| {}).await
         })?
         .py_err(py)?;
-        Ok(done.pointers.into_iter().map(Commit::from).collect())
+        Ok(done
+            .pointers
+            .into_iter()
+            .map(|p| Commit::by(p, &made))
+            .collect())
     }
 
     /// A streaming writer for jobs that emit events as they go, on the library's `Sink`:
@@ -279,17 +299,25 @@ impl Store {
     /// `timedelta`); at most `max_in_flight` commits run at once (`write` waits beyond).
     /// Leaving the block publishes the rest; an exception in it publishes nothing of the
     /// rows still buffered.
-    #[pyo3(signature = (*, batch_rows=100000, max_delay=None, max_in_flight=8))]
+    /// `commit_key` (without `max_delay`, whose flushes depend on timing): commit ids are
+    /// derived from the key, partition and flush index, so a job that writes the same rows
+    /// in the same order cuts the same flushes; with `resume`, a rerun keeps the flushes
+    /// an earlier attempt committed (`Commit.kept`) and writes the rest.
+    #[pyo3(signature = (*, batch_rows=100000, max_delay=None, max_in_flight=8, commit_key=None, resume=false))]
     fn writer(
         &self,
         py: Python<'_>,
         batch_rows: usize,
         max_delay: Option<Bound<'_, PyAny>>,
         max_in_flight: usize,
+        commit_key: Option<String>,
+        resume: bool,
     ) -> PyResult<crate::writer::Writer> {
         crate::writer::Writer::open(
             py,
-            Writer::new(self.inner.clone()),
+            Writer::new(self.inner.clone())
+                .with_commit_key(commit_key)
+                .with_resume(resume),
             batch_rows,
             max_delay.as_ref(),
             max_in_flight,

@@ -67,6 +67,27 @@ pub struct Commit {
     /// earlier run (a retry under the same commit key), and published nothing.
     #[serde(default)]
     pub existed: bool,
+    /// True when a resumed append kept this commit (an earlier attempt under the same
+    /// commit key made it) instead of publishing it (`resume=True`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub kept: bool,
+    /// For a kept commit: whether this attempt's flush differed from the kept part (its
+    /// rows were rebuilt, e.g. with new timestamps); the kept rows stand. `None` unless kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload_differs: Option<bool>,
+}
+
+impl Commit {
+    /// `p` as `writer` made it: marked kept when resuming kept it.
+    pub fn by(p: Pointer, writer: &lineage_store::Writer) -> Self {
+        let kept = writer.kept(&p.commit_id);
+        let mut c = Self::from(p);
+        if let Some(k) = kept {
+            c.kept = true;
+            c.payload_differs = Some(k.payload_differs);
+        }
+        c
+    }
 }
 
 impl From<Pointer> for Commit {
@@ -92,6 +113,8 @@ impl From<Pointer> for Commit {
             tail_offset: p.tail_offset,
             tail_sha256: p.tail_sha256,
             existed: p.existed,
+            kept: false,
+            payload_differs: None,
         }
     }
 }
@@ -145,9 +168,17 @@ impl Commit {
     ) -> PyResult<(Bound<'py, PyAny>, (&'static str, String))> {
         reduce(py, "Commit", to_json(self)?)
     }
-    /// The pointer as one JSON line, exactly as `lineage append --json` prints it.
+    /// The pointer as one JSON line, exactly as `lineage append --json` prints it (a kept
+    /// commit with `"kept":true,"payload_differs":…` after the pointer's fields).
     fn to_json(&self) -> PyResult<String> {
-        to_json(&self.pointer())
+        let line = to_json(&self.pointer())?;
+        match (self.kept, line.strip_suffix('}')) {
+            (true, Some(body)) => Ok(format!(
+                "{body},\"kept\":true,\"payload_differs\":{}}}",
+                self.payload_differs.unwrap_or(false)
+            )),
+            _ => Ok(line),
+        }
     }
 
     /// The pointer as a dict.

@@ -48,6 +48,8 @@ struct Shared {
 #[derive(Debug)]
 pub struct Writer {
     shared: Arc<Shared>,
+    /// The library writer: which commits resuming kept.
+    lib: LibWriter,
 }
 
 /// A `max_delay` argument: seconds or a `datetime.timedelta`.
@@ -87,6 +89,7 @@ impl Writer {
             let _entered = rt.enter();
             writer.sink(opts).py_err(py)?
         };
+        let lib = writer;
         let shared = Arc::new(Shared {
             sink: Mutex::new(Some(sink)),
             done: std::sync::Mutex::new(Vec::new()),
@@ -96,7 +99,7 @@ impl Writer {
         if max_delay.is_some() {
             rt.spawn(tick(shared.clone()));
         }
-        Ok(Self { shared })
+        Ok(Self { shared, lib })
     }
 
     fn done(&self) -> Vec<Pointer> {
@@ -135,7 +138,11 @@ impl Writer {
             }
         })?
         .py_err(py)?;
-        Ok(self.done().into_iter().map(Commit::from).collect())
+        Ok(self
+            .done()
+            .into_iter()
+            .map(|p| Commit::by(p, &self.lib))
+            .collect())
     }
 }
 
@@ -248,7 +255,10 @@ impl Writer {
             Ok(sink.committed().to_vec())
         })?
         .py_err(py)?;
-        Ok(landed.into_iter().map(Commit::from).collect())
+        Ok(landed
+            .into_iter()
+            .map(|p| Commit::by(p, &self.lib))
+            .collect())
     }
 
     /// Publish the rest, wait for every commit, and return all of them. Idempotent.
@@ -280,7 +290,7 @@ impl Writer {
         Ok(open
             .unwrap_or_else(|| self.done())
             .into_iter()
-            .map(Commit::from)
+            .map(|p| Commit::by(p, &self.lib))
             .collect())
     }
 

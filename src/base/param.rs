@@ -20,6 +20,8 @@ pub enum Param {
     BatchRows,
     /// The key retried jobs derive commit ids from.
     CommitKey,
+    /// Keep the flushes a commit key already committed and write the rest.
+    Resume,
     /// The longest line, record or value accepted.
     MaxLineBytes,
     /// The largest seal read.
@@ -115,6 +117,7 @@ impl Param {
             Format => "format",
             BatchRows => "batch_rows",
             CommitKey => "commit_key",
+            Resume => "resume",
             MaxLineBytes => "max_line_bytes",
             MaxSealBytes => "max_seal_bytes",
             MaxPageBytes => "max_page_bytes",

@@ -19,6 +19,10 @@ pub(crate) struct Args {
     /// Derive commit ids from this key, so a retried job re-publishes the same commits.
     #[arg(long)]
     commit_key: Option<String>,
+    /// With --commit-key: keep the flushes already committed under the key (printed as
+    /// `kept`), write the rest; a kept flush whose payload differs is reported, not refused.
+    #[arg(long, requires = "commit_key")]
+    resume: bool,
     /// One JSON pointer per line; refused input: one JSON object listing the errors
     /// (`errors`: each with `line`, `row`, `field`, `value`, `reason`), as `check --json`.
     #[arg(long)]
@@ -44,6 +48,7 @@ async fn append(a: Args) -> Result<Status> {
     let writer = Writer::new(store)
         .with_batch_rows(a.input.batch_rows)
         .with_commit_key(a.commit_key)
+        .with_resume(a.resume)
         .with_schema_version(a.input.schema_version)
         .with_max_errors(a.input.max_errors);
     let mut print_err = None;
@@ -51,7 +56,7 @@ async fn append(a: Args) -> Result<Status> {
     let done = writer
         .append_source(input, false, |p| {
             if print_err.is_none() {
-                if let Err(e) = print_commit(p, a.json) {
+                if let Err(e) = print_commit(p, writer.kept(&p.commit_id), a.json) {
                     print_err = Some(e);
                 }
             }
@@ -81,7 +86,7 @@ async fn append(a: Args) -> Result<Status> {
         .map(|()| 0);
     }
     if !a.json {
-        match out(&format!("{} commits, {} rows", done.commits, done.rows)) {
+        match out(&summary_line(&done)) {
             Err(e) if closed(&e) => return stdout_gone(done.commits, done.rows),
             r => r?,
         }
@@ -96,6 +101,18 @@ async fn append(a: Args) -> Result<Status> {
     Ok(0)
 }
 
+/// `6 commits, 24 rows`, and with `--resume` how many of them were kept.
+fn summary_line(done: &crate::write::stream::append::AppendSummary) -> String {
+    let kept = match done.kept.len() {
+        0 => String::new(),
+        n => format!(
+            " ({n} kept from an earlier attempt, {} of them with a different payload)",
+            done.kept.iter().filter(|k| k.payload_differs).count()
+        ),
+    };
+    format!("{} commits, {} rows{kept}", done.commits, done.rows)
+}
+
 /// Say on stderr that the output was cut, not the append; exit 0.
 fn stdout_gone(commits: u64, rows: u64) -> Result<Status> {
     use std::io::Write;
@@ -106,24 +123,36 @@ fn stdout_gone(commits: u64, rows: u64) -> Result<Status> {
     Ok(0)
 }
 
-fn print_commit(p: &Pointer, json: bool) -> Result<()> {
+/// One line per commit: `committed …`; `already committed … (by an earlier run at T;
+/// nothing published)` for a keyed retry that found its commit there; `kept …` for a flush
+/// an earlier attempt committed (`--resume`; `payload_differs` when this attempt's rows
+/// differ). With `--json`, the pointer, plus `"existed": true` for a retry's commit and
+/// `"kept": true` and `"payload_differs"` for a kept one.
+fn print_commit(p: &Pointer, kept: Option<crate::write::resume::Kept>, json: bool) -> Result<()> {
     if json {
         let mut v = serde_json::to_value(p).map_err(crate::base::error::Error::internal_from)?;
-        // The pointer as stored; a retry's line says the commit was there already.
         if p.existed {
             v["existed"] = serde_json::Value::Bool(true);
         }
+        if let Some(k) = &kept {
+            v["kept"] = serde_json::Value::Bool(true);
+            v["payload_differs"] = serde_json::Value::Bool(k.payload_differs);
+        }
         return out_raw(&json_line(&v)?);
     }
-    let (what, when) = match p.existed {
-        true => (
+    let (what, when) = match (&kept, p.existed) {
+        (Some(k), _) => (
+            "kept",
+            if k.payload_differs { " payload_differs" } else { "" }.to_string(),
+        ),
+        (None, true) => (
             "already committed",
             format!(
                 " (by an earlier run at {}; nothing published)",
                 p.committed_utc
             ),
         ),
-        false => ("committed", String::new()),
+        (None, false) => ("committed", String::new()),
     };
     out(&format!(
         "{what} {} rows={} bytes={} sha256={} {}{when}",

@@ -21,6 +21,9 @@
 //! retried against such a claim encodes its flushes once without publishing them and
 //! compares the format-1 digest before publishing anything.
 //!
+//! Resuming (`resume`, see [`crate::write::resume`]): a claim standing for another payload
+//! is not a refusal; the claim stays as it is and each flush already committed is kept.
+//!
 //! Encoder settings: a part's bytes depend on them ([`crate::parts::encode::PartEncoding`]). A
 //! retry publishes with the settings of the claim that stands (format 1, and format 2
 //! without `part_encoding`: part encoding 1), so the parts an earlier attempt
@@ -53,6 +56,7 @@ pub(crate) async fn claim(
     payload: &crate::write::stream::payload_summary::PayloadSummary,
     encoding: PartEncoding,
     claimed_utc: String,
+    resume: bool,
 ) -> Result<Claimed> {
     let claim = Claim {
         format: CLAIM_FORMAT.to_string(),
@@ -85,7 +89,12 @@ pub(crate) async fn claim(
             ));
         }
         if other.format == CLAIM_FORMAT && other.payload_sha256 != ours {
-            return Err(conflict_message(key, &other.payload_sha256, &ours));
+            if !resume {
+                return Err(conflict_message(key, &other.payload_sha256, &ours));
+            }
+            // Resuming: the claim stands; each flush is kept or written
+            // ([`crate::write::resume`]), a differing payload reported per flush.
+            tracing::warn!(commit_key = key, claimed = %other.payload_sha256, ours = %ours, "resuming a commit key claimed for another payload: committed flushes are kept");
         }
         Ok(other)
     })

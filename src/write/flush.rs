@@ -63,6 +63,10 @@ pub(crate) struct WriteConfig {
     pub(crate) concurrency: usize,
     pub(crate) encoders: usize,
     pub(crate) commit_key: Option<String>,
+    /// Keep flushes already committed under the commit key ([`crate::write::resume`]).
+    pub(crate) resume: bool,
+    /// What resuming kept, shared by the writer's clones.
+    pub(crate) kept: Arc<crate::write::resume::KeptLog>,
     pub(crate) max_part_bytes: usize,
     pub(crate) max_buffered_bytes: usize,
     pub(crate) schema_version: Option<String>,
@@ -87,6 +91,8 @@ impl WriteConfig {
             concurrency: DEFAULT_CONCURRENCY,
             encoders: cores,
             commit_key: None,
+            resume: false,
+            kept: Arc::default(),
             max_part_bytes: MAX_PART_BYTES,
             max_buffered_bytes: DEFAULT_MAX_BUFFERED_BYTES,
             schema_version: None,
@@ -188,6 +194,44 @@ impl WriteConfig {
         // 3. the index entry, named after the pointer as stored (a retry's is the same key).
         crate::history::index::publish_entry(self.store.as_ref(), &pointer).await;
         Ok(pointer)
+    }
+
+    /// Resuming under a commit key ([`crate::write::resume`]): the pointer already
+    /// committed as `commit_id`, recorded as kept (saying whether its part's sha256 differs
+    /// from `sha256`, this attempt's); `None` when not resuming or nothing stands there.
+    ///
+    /// The kept commit must be the same flush: the same number of rows and the same
+    /// `sequence` range, else (the rerun cut other flushes: another `batch_rows`, other
+    /// rows) it is refused as a conflict, since keeping it would drop or duplicate rows.
+    pub(crate) async fn kept_flush(
+        &self,
+        run_id: &str,
+        commit_id: &str,
+        enc: &EncodedPart,
+    ) -> Result<Option<Pointer>> {
+        if !self.resume || self.commit_key.is_none() {
+            return Ok(None);
+        }
+        let Some(p) =
+            crate::write::resume::committed(self.store.as_ref(), run_id, commit_id).await?
+        else {
+            return Ok(None);
+        };
+        if (p.row_count, p.first_sequence, p.last_sequence)
+            != (enc.rows, enc.sequence.0, enc.sequence.1)
+        {
+            return Err(Error::Conflict {
+                key: keys::pointer_key(run_id, commit_id),
+                message: format!(
+                    "resuming: commit {commit_id} holds {} rows (sequence {}..={}), this attempt's flush {} rows (sequence {}..={}): not the same flush (another batch size or other rows); nothing was published for it",
+                    p.row_count, p.first_sequence, p.last_sequence, enc.rows, enc.sequence.0, enc.sequence.1
+                ),
+            });
+        }
+        let differs = p.sha256 != enc.sha256;
+        tracing::info!(commit = %commit_id, rows = p.row_count, payload_differs = differs, "kept: committed by an earlier attempt");
+        self.kept.record(commit_id, differs);
+        Ok(Some(p))
     }
 
     /// The pointer of the encoded flush `enc`, published as `part_key`, committed now.

@@ -7,6 +7,7 @@ pub(crate) mod demo;
 pub(crate) mod flush;
 pub mod input;
 pub mod lossless;
+pub(crate) mod resume;
 pub(crate) mod stream;
 pub mod validate;
 pub(crate) mod writer;

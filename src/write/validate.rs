@@ -120,6 +120,35 @@ fn value_rules(batch: &RecordBatch, r: &mut Refuse<'_>) {
     }
 }
 
+/// An `event_id` given twice in one batch (as the reader cuts it: an NDJSON block, a CSV
+/// or Arrow batch, one `write`): every later copy is refused, naming the first. Across
+/// batches ids are not compared (that would hold every id of the input in memory).
+fn duplicate_ids(batch: &RecordBatch, r: &mut Refuse<'_>) {
+    let ids = batch.column(col::EVENT_ID).as_string::<i32>();
+    let mut first: HashMap<&str, usize> = HashMap::new();
+    for i in (0..ids.len()).filter(|&i| ids.is_valid(i) && !ids.value(i).is_empty()) {
+        let v = ids.value(i);
+        match first.get(v) {
+            None => {
+                first.insert(v, i);
+            }
+            Some(&f) => {
+                let at = match r.sb.origin.place(f) {
+                    crate::base::rejection::Place::Line(l) => format!("line {l}"),
+                    crate::base::rejection::Place::Row(n) => format!("row {n}"),
+                    crate::base::rejection::Place::Schema => "an earlier row".to_string(),
+                };
+                r.cell(
+                    i,
+                    col::EVENT_ID,
+                    Some(cut(v)),
+                    format!("duplicates the event_id of {at}: each event is appended once"),
+                );
+            }
+        }
+    }
+}
+
 impl Validator {
     /// A fresh validator; [`validate`](Self::validate) lists the first
     /// [`DEFAULT_MAX_ERRORS`] errors of a batch.
@@ -172,6 +201,7 @@ impl Validator {
         });
         self.check_run_ids(batch, &mut r);
         value_rules(batch, &mut r);
+        duplicate_ids(batch, &mut r);
         let mut cols: Vec<ArrayRef> = batch.columns().to_vec();
         for ci in [col::SOURCE_CRS, col::TARGET_CRS] {
             if let Some(canon) = self.canonical_crs(batch.column(ci), ci, &mut r) {

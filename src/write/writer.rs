@@ -64,6 +64,18 @@ impl Writer {
         self.cfg.commit_key = key;
         self
     }
+    /// Resume a job retried under the commit key: flushes already committed under it are
+    /// kept (not published again, reported by [`kept`](Self::kept) and
+    /// [`AppendSummary::kept`]), the rest written; a flush whose payload differs from the
+    /// committed one is reported, not refused. See [`crate::write::resume`].
+    pub fn with_resume(mut self, resume: bool) -> Self {
+        self.cfg.resume = resume;
+        self
+    }
+    /// Whether the commit `commit_id` was kept by resuming (not published by this writer).
+    pub fn kept(&self, commit_id: &str) -> Option<crate::write::resume::Kept> {
+        self.cfg.kept.get(commit_id)
+    }
     /// Largest part in bytes (tests lower it).
     pub fn with_max_part_bytes(mut self, n: usize) -> Self {
         self.cfg.max_part_bytes = n;
@@ -157,11 +169,26 @@ impl Writer {
     /// A [`Sink`] writing to this writer's store with its clock and id generator. Must be
     /// called inside a tokio runtime (the sink's commits run on it); a non-async caller
     /// enters one first (`let _g = runtime.enter();`) and drives the sink's futures with
-    /// `runtime.block_on(...)`. A writer with a commit key is refused: flushes cut by
+    /// `runtime.block_on(...)`. A commit key with `max_delay` is refused: flushes cut by
     /// `max_delay` depend on timing, so a retry could not re-derive the same commits.
+    /// Without `max_delay` a keyed sink cuts flushes only when a partition reaches
+    /// `batch_rows` (or on `flush`/`finish`), so a job that writes the same rows in the
+    /// same order cuts the same flushes and, with [`with_resume`](Self::with_resume),
+    /// resumes.
     pub fn sink(&self, opts: SinkOptions) -> Result<Sink> {
+        if self.cfg.resume && self.cfg.commit_key.is_none() {
+            return Err(Error::usage(text![
+                Param::Resume,
+                " needs ",
+                Param::CommitKey
+            ]));
+        }
+        if self.cfg.commit_key.is_some() && opts.max_delay.is_none() {
+            crate::write::resume::check_key(self.cfg.commit_key.as_deref())?;
+            return Sink::open(self.cfg.clone(), &opts, self.cfg.commit_key.clone());
+        }
         if self.cfg.commit_key.is_some() {
-            return Err(Error::usage(text!["a sink cannot use a commit key: its flushes depend on when rows arrive, so a retried job would not cut the same commits; use append with ", Param::CommitKey, " for retried jobs"]));
+            return Err(Error::usage(text!["a sink with max_delay cannot use a commit key: its flushes depend on when rows arrive, so a retried job would not cut the same commits; use append with ", Param::CommitKey, " for retried jobs"]));
         }
         Sink::open(self.cfg.clone(), &opts, None)
     }

@@ -24,6 +24,7 @@ pub(crate) mod guard;
 mod ipc_frames;
 mod ndjson;
 pub(crate) mod source;
+pub(crate) mod tolerant;
 
 pub use format::Format;
 pub use guard::DEFAULT_MAX_LINE_BYTES;

@@ -19,6 +19,7 @@ use crate::base::error::Result;
 use crate::schema::contract::{col, Kind, COLUMNS};
 use crate::schema::events::{EventRow, LineBatcher, SourcedBatch};
 use crate::schema::rules::{cut, shorten};
+use crate::write::input::tolerant::{colon_offset, Whole};
 
 /// A string that borrows from the input when it can.
 #[derive(Debug)]
@@ -61,7 +62,7 @@ struct Raw<'a> {
     #[serde(default, deserialize_with = "present", borrow)]
     run_id: Option<Option<Text<'a>>>,
     #[serde(default, deserialize_with = "present")]
-    sequence: Option<Option<i64>>,
+    sequence: Option<Option<Whole<i64>>>,
     #[serde(default, deserialize_with = "present", borrow)]
     event_time_utc: Option<Option<Text<'a>>>,
     #[serde(default, deserialize_with = "present", borrow)]
@@ -77,7 +78,7 @@ struct Raw<'a> {
     #[serde(default, deserialize_with = "present", borrow)]
     outcome: Option<Option<Text<'a>>>,
     #[serde(default, deserialize_with = "present")]
-    strategy_index: Option<Option<i32>>,
+    strategy_index: Option<Option<Whole<i32>>>,
     #[serde(default, deserialize_with = "present")]
     accuracy_m: Option<Option<f64>>,
     #[serde(default, deserialize_with = "present", borrow)]
@@ -118,10 +119,14 @@ fn char_column(line: &str, byte_column: usize) -> usize {
 
 /// Parse an RFC 3339 timestamp into microseconds since the epoch, UTC. Spaces around it
 /// are ignored; `T`, `t` or a space between date and time, `Z` or `z`, and any offset
-/// (converted to UTC) are accepted (docs/input.md).
+/// (converted to UTC) are accepted, and `+HH`/`+HHMM` offsets as `+HH:MM`
+/// ([`crate::write::input::tolerant`]) (docs/input.md).
 pub(crate) fn parse_time_us(s: &str) -> Result<i64, String> {
-    let t = chrono::DateTime::parse_from_rfc3339(s.trim_matches(' '))
-        .map_err(|e| crate::schema::rules::time_parse_problem(s, &e))?;
+    let parsed = match colon_offset(s) {
+        Some(c) => chrono::DateTime::parse_from_rfc3339(&c),
+        None => chrono::DateTime::parse_from_rfc3339(s.trim_matches(' ')),
+    };
+    let t = parsed.map_err(|e| crate::schema::rules::time_parse_problem(s, &e))?;
     if let Some(why) = crate::schema::rules::parsed_time_problem(s, &t) {
         return Err(why);
     }
@@ -261,7 +266,7 @@ fn push_raw(raw: Raw<'_>, line_no: u64, batcher: &mut LineBatcher) -> Result<()>
     let row = EventRow {
         event_id: s(&event_id),
         run_id: s(&run_id),
-        sequence: raw.sequence.flatten(),
+        sequence: raw.sequence.flatten().map(|w| w.0),
         event_time_us: time_us,
         stage: s(&stage),
         event_type: s(&event_type),
@@ -269,7 +274,7 @@ fn push_raw(raw: Raw<'_>, line_no: u64, batcher: &mut LineBatcher) -> Result<()>
         source_crs: s(&source_crs),
         target_crs: s(&target_crs),
         outcome: s(&outcome),
-        strategy_index: raw.strategy_index.flatten(),
+        strategy_index: raw.strategy_index.flatten().map(|w| w.0),
         accuracy_m: raw.accuracy_m.flatten(),
         rejection_reason: s(&rejection_reason),
         tool_version: s(&tool_version),
@@ -394,11 +399,11 @@ fn typed(
             Kind::Str => Option::<String>::deserialize(v)
                 .map(|s| strs[ci] = s)
                 .map_err(bad),
-            Kind::I64 => Option::<i64>::deserialize(v)
-                .map(|n| row.sequence = n)
+            Kind::I64 => Option::<Whole<i64>>::deserialize(v)
+                .map(|n| row.sequence = n.map(|w| w.0))
                 .map_err(bad),
-            Kind::I32 => Option::<i32>::deserialize(v)
-                .map(|n| row.strategy_index = n)
+            Kind::I32 => Option::<Whole<i32>>::deserialize(v)
+                .map(|n| row.strategy_index = n.map(|w| w.0))
                 .map_err(bad),
             Kind::F64 => Option::<f64>::deserialize(v)
                 .map(|n| row.accuracy_m = n)

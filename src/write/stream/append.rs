@@ -92,6 +92,9 @@ pub struct AppendSummary {
     pub rows: u64,
     /// The pointers, in the order the flushes were cut, when asked to keep them.
     pub pointers: Vec<Pointer>,
+    /// Flushes a resumed append kept (committed by an earlier attempt), by commit id;
+    /// counted in `commits` and `rows` too ([`crate::write::resume`]).
+    pub kept: Vec<crate::write::resume::Kept>,
 }
 
 /// Read `source` with a thread of the blocking pool, handing batches over a short queue.
@@ -155,6 +158,7 @@ pub(crate) async fn append(
             on_commit(&p);
             out.commits += 1;
             out.rows += p.row_count;
+            out.kept.extend(writer.kept.get(&p.commit_id));
             if keep {
                 out.pointers.push(p);
             }
@@ -165,15 +169,15 @@ pub(crate) async fn append(
 }
 
 /// Refuse a commit key that is empty, over 256 characters or holds a control character,
-/// and a `batch_rows` of 0.
+/// `resume` without a key, and a `batch_rows` of 0.
 fn check_options(writer: &WriteConfig) -> Result<()> {
-    if let Some(k) = &writer.commit_key {
-        if k.is_empty() || k.len() > 256 || k.chars().any(char::is_control) {
-            return Err(Error::invalid(
-                Param::CommitKey,
-                text!["must be 1 to 256 printable characters"],
-            ));
-        }
+    crate::write::resume::check_key(writer.commit_key.as_deref())?;
+    if writer.resume && writer.commit_key.is_none() {
+        return Err(Error::usage(text![
+            Param::Resume,
+            " needs ",
+            Param::CommitKey
+        ]));
     }
     if writer.batch_rows == 0 {
         return Err(Error::invalid(
@@ -369,7 +373,8 @@ async fn claim(
     // a claim refused as a conflict publishes nothing at all.
     let store = writer.store.as_ref();
     let now = rfc3339(writer.clock.now());
-    match commit_key::claim(store, key, payload, PartEncoding::default(), now).await? {
+    let resume = writer.resume;
+    match commit_key::claim(store, key, payload, PartEncoding::default(), now, resume).await? {
         Claimed::Ours(how, encoding) => {
             tracing::info!(commit_key = key, ?how, ?encoding, payload = %payload.payload_sha256, "commit key claimed");
             Ok(encoding)
@@ -380,7 +385,7 @@ async fn claim(
                 "format-1 claim found: comparing part digests before publishing"
             );
             let ours = format1_digest(writer, source, version, key).await?;
-            if ours == old.payload_sha256 {
+            if ours == old.payload_sha256 || resume {
                 Ok(PartEncoding::V1)
             } else {
                 Err(Error::Conflict {

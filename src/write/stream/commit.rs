@@ -98,6 +98,9 @@ impl Committer {
             let r = async {
                 let (run_id, target_crs) = (f.run_id.clone(), f.target_crs.clone());
                 let enc = w.encode_flush(f, &id, encoder).await?;
+                if let Some(p) = w.kept_flush(&run_id, &id, &enc).await? {
+                    return Ok(p);
+                }
                 w.publish_flush(&run_id, &target_crs, id, enc).await
             }
             .await;

@@ -859,9 +859,15 @@ fn ndjson_cases() -> Vec<Case> {
             &["line 2, field `sequence`"],
         ),
         refused(
-            "sequence 1e3",
+            "sequence 1.5",
             nd,
-            second(&line(2, &[("sequence", "1e3")])),
+            second(&line(2, &[("sequence", "1.5")])),
+            &["line 2, field `sequence`", "floating point", "whole number"],
+        ),
+        refused(
+            "sequence 2^53+2 as a float",
+            nd,
+            second(&line(2, &[("sequence", "9007199254740994.0")])),
             &["line 2, field `sequence`", "floating point"],
         ),
         refused(

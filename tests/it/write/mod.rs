@@ -5,6 +5,7 @@ mod commit_keys;
 mod contract_versions;
 mod part_encoding;
 mod path;
+mod resume;
 mod retry_output;
 mod sink;
 mod streaming;

@@ -325,9 +325,15 @@ async fn abort_discards_buffered_rows_and_keeps_landed_commits() {
 }
 
 #[tokio::test]
-async fn a_writer_with_a_commit_key_cannot_open_a_sink() {
+async fn a_writer_with_a_commit_key_cannot_open_a_sink_with_max_delay() {
+    // Without max_delay a keyed sink opens (tests/it/write/resume.rs).
     let w = Writer::new(Arc::new(MemoryPublisher::new())).with_commit_key(Some("k".into()));
-    let e = w.sink(SinkOptions::default()).unwrap_err();
+    let e = w
+        .sink(SinkOptions {
+            max_delay: Some(std::time::Duration::from_secs(1)),
+            ..SinkOptions::default()
+        })
+        .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Input);
 }
 
