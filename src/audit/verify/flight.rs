@@ -281,6 +281,9 @@ pub(crate) async fn judge_pointerless_parts(
     (flying, problems)
 }
 
+/// The cause when the store's own metadata is gone while its data is there.
+pub(crate) const LOST_METADATA: &str = "the store's own metadata (_lineage/) is missing, or the part was copied in from another store; restore _lineage/ from a replica or backup: `lineage repair --from REPLICA --expect-head H`";
+
 /// What a part's footer (as [`well_formed`] read it) says: why it is malformed, if it is,
 /// and whether it names no store while this store has an identity.
 fn judge_footer(
@@ -291,10 +294,15 @@ fn judge_footer(
         Err(why) => (Some(why), false),
         // A part naming another store was copied in: never one of ours in flight.
         Ok(Some(named)) if Some(named.as_str()) != store_id => (
-            Some(format!(
-                "its footer names store {named}, but this store is {}: written to another store and copied in",
-                store_id.unwrap_or("without an identity")
-            )),
+            Some(match store_id {
+                Some(ours) => format!(
+                    "its footer names store {named}, but this store is {ours}: written to another store and copied in"
+                ),
+                None => format!(
+                    "its footer names store {named}, but this store has no identity object ({}): {LOST_METADATA}",
+                    crate::format::keys::IDENTITY_KEY
+                ),
+            }),
             false,
         ),
         Ok(named) => (None, named.is_none() && store_id.is_some()),
