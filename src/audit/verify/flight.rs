@@ -338,7 +338,7 @@ fn orphan(key: &str, size: u64, unidentified: bool, why_not_in_flight: &str) -> 
     let adopt = if unidentified {
         "its footer matches its path but names no store (written before parts named their store): `lineage repair --adopt-unidentified` adopts it if you know it is this store's"
     } else {
-        "its footer matches its path and names this store: `lineage repair` can adopt it"
+        "its footer matches its path and names this store, and no pointer vouches for it: written by a writer that died before its pointer, or planted by anyone who can write here (a footer's store id can be copied from any part); nothing in the store tells which. Adopt it (`lineage repair`, which marks it adopted) only if you know which writer wrote it"
     };
     Problem::new(
         ProblemKind::OrphanPart,

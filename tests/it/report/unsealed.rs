@@ -93,19 +93,31 @@ fn unsealed_rows_are_marked_and_the_sample_proof_names_a_sealed_commit() {
     assert!(cmd(1).starts_with("lineage scan --store"), "{}", cmd(1));
     let prove = cmd(2);
     assert!(prove.starts_with("lineage prove --store"), "{prove}");
-    let commit = a["sample_commit_id"].as_str().unwrap();
-    assert!(prove.contains(commit) && !commit.is_empty(), "{prove}");
+    // It names the sample of a run shown, and every sample (run-a's newest commit is not
+    // sealed: its sample is its newest sealed one) proves.
+    let samples: Vec<&str> = r["runs"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["sample_commit_id"].as_str().unwrap())
+        .filter(|c| !c.is_empty())
+        .collect();
+    assert_eq!(samples.len(), 2, "run-a and run-b have sealed commits");
+    assert!(samples.iter().any(|c| prove.contains(c)), "{prove}");
     let proof = dir.path().join("proof.json");
-    ok(&[
-        "prove",
-        "--store",
-        &s,
-        commit,
-        "--head",
-        &head,
-        "--out",
-        proof.to_str().unwrap(),
-    ]);
+    for commit in samples {
+        ok(&[
+            "prove",
+            "--store",
+            &s,
+            commit,
+            "--head",
+            &head,
+            "--out",
+            proof.to_str().unwrap(),
+            "--force",
+        ]);
+    }
     // The verified ways lead; every Delta reader comes after them, with its caveat.
     let first_delta = indep
         .iter()
