@@ -48,8 +48,9 @@ pub enum ProblemKind {
     /// cut off or rewritten, a record deleted or edited, another store at a witnessed
     /// location. The detail names the witness's own problem kind.
     WitnessDisagrees,
-    /// A well-formed part no pointer names, too old for its pointer still to come (a
-    /// crash between part and pointer, or a deleted pointer): `repair` can adopt it.
+    /// A well-formed part no pointer names, too old for its pointer still to come: written
+    /// by a writer that died before its pointer, or planted (nothing in the store tells
+    /// which); `repair` adopts it, marked adopted, only for whoever knows which it is.
     OrphanPart,
     /// A file under a part's name that is not a well-formed part of this store (unreadable,
     /// footer commit id or schema version wrong, partition values not its path's, or not

@@ -1,4 +1,5 @@
-//! `lineage log`: the commits in commit-time order (`--since-seal`: only the new ones).
+//! `lineage log`: the commits in commit-time order (`--since-seal`: only the new ones),
+//! then the compactions the seals put into effect (`--since-seal`: by the seals after it).
 //!
 //! A selection that matches nothing says so on stderr: `--run-id` naming a run with no
 //! commit at all is a mistake (exit 2, like `export --run-id`); `--since-seal` with
@@ -6,6 +7,7 @@
 
 use std::io::Write;
 
+use crate::audit::compaction_log::LoggedCompaction;
 use crate::base::error::{Error, Result};
 use crate::cli::common::{json_line, out, out_raw, Status, StoreArg};
 use crate::history::pointers::{read_pointers_past_corrupt, Unreadable};
@@ -19,7 +21,7 @@ pub(crate) struct Args {
     /// Only this run.
     #[arg(long)]
     run_id: Option<String>,
-    /// One JSON pointer per line.
+    /// One JSON pointer per line; a compaction's line has `"kind": "compaction"`.
     #[arg(long)]
     json: bool,
     /// Only the commits after seal SEQ (default: the newest), in O(new) reads.
@@ -42,6 +44,14 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         }
         None => read_pointers_past_corrupt(store.as_ref(), a.run_id.as_deref()).await?,
     };
+    let after = match a.since_seal {
+        Some(Some(n)) => Some(n),
+        Some(None) => Some(u64::MAX), // after the newest seal: no seal, no compaction
+        None => None,
+    };
+    let (compactions, unlisted) =
+        crate::audit::compaction_log::compactions(store.as_ref(), after, a.run_id.as_deref())
+            .await?;
     if pointers.is_empty() && unreadable.is_empty() {
         say_none(&a, store.as_ref()).await?;
     }
@@ -63,7 +73,53 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
             ))?;
         }
     }
-    Ok(problems(&unreadable))
+    for c in &compactions {
+        print_compaction(c, a.json)?;
+    }
+    for u in &unlisted {
+        let line = format!("PROBLEM bad_compaction_record: {}: {}", u.key, u.detail);
+        let _ = writeln!(std::io::stderr(), "{}", crate::base::text::printable(&line));
+    }
+    Ok(problems(&unreadable).max(u8::from(!unlisted.is_empty())))
+}
+
+/// One compaction: its time, id, partition, rows, part, and the seals of the commits it
+/// re-laid (a compaction writes no commit: its rows stay those commits').
+fn print_compaction(c: &LoggedCompaction, json: bool) -> Result<()> {
+    if json {
+        return out_raw(&json_line(c)?);
+    }
+    let r = &c.record;
+    let first = r
+        .sources
+        .iter()
+        .map(|s| s.sealed_by)
+        .min()
+        .unwrap_or_default();
+    let last = r
+        .sources
+        .iter()
+        .map(|s| s.sealed_by)
+        .max()
+        .unwrap_or_default();
+    let seals = if first == last {
+        format!("seal {first}")
+    } else {
+        format!("seals {first}-{last}")
+    };
+    out(&format!(
+        "{} compaction {} run_id={} target_crs={} rows={} seq={}..{} {} (seal {}: re-laid {} commits of {seals}; rows stay theirs)",
+        r.compacted_utc,
+        r.compaction_id,
+        r.run_id,
+        r.target_crs,
+        r.row_count,
+        r.first_sequence,
+        r.last_sequence,
+        r.part_path,
+        c.sealed_by,
+        r.sources.len(),
+    ))
 }
 
 /// No commit to list: a run the store never had is refused (exit 2); otherwise say so on

@@ -484,6 +484,9 @@ fn print_seals(r: &Report) -> Result<()> {
                 .map(|t| format!(", sealed {t}"))
                 .unwrap_or_default()
         )),
+        _ if r.unsealed_commits == 0 && !r.problems.is_empty() => out(
+            "seals: none, and no commits, while the store holds data: the store's own metadata (_lineage/) is missing; restore it from a replica or backup: `lineage repair --from REPLICA --expect-head H` (do not seal: a seal now would start another history)",
+        ),
         _ => out(&format!(
             "seals: none ({} commits not sealed): run `lineage seal` to protect against removal",
             r.unsealed_commits

@@ -284,6 +284,10 @@ pub struct RunSection {
     pub unsealed_commits: u64,
     /// Events.
     pub events: u64,
+    /// Of those, events of commits not sealed yet (counted in every table of the run, and
+    /// said so there).
+    #[serde(default)]
+    pub unsealed_events: u64,
     /// Bytes of its parts.
     pub bytes: u64,
     /// First commit's time.
@@ -294,7 +298,8 @@ pub struct RunSection {
     pub first_event_utc: Option<String>,
     /// Latest event time.
     pub last_event_utc: Option<String>,
-    /// A commit of it (its newest), for `lineage prove`.
+    /// Its newest sealed commit, for `lineage prove` (empty: none of its commits is sealed
+    /// yet, and none can be proved).
     pub sample_commit_id: String,
     /// The outcomes, the stage × outcome table's columns.
     pub outcomes: Vec<String>,
@@ -384,4 +389,8 @@ pub struct Recipe {
     pub tool: String,
     /// The exact command or query.
     pub command: String,
+    /// What it does not check, when it checks less than `lineage verify` (a Delta reader
+    /// checks no digest and no seal).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caveat: Option<String>,
 }

@@ -1,6 +1,8 @@
-//! "How to check independently": the commands that check what the report says without it
-//! (`lineage verify` with the same trust anchors, an inclusion proof and its offline check,
-//! the Delta table in DuckDB and deltalake).
+//! "How to check independently": the commands that check what the report says without it.
+//! The verified ways lead (`lineage verify` with the same trust anchors, the rows read by
+//! `lineage scan` under them, an inclusion proof of a sealed commit and its offline check);
+//! the Delta table in DuckDB and deltalake follows, marked as only as good as a `verify`
+//! just before it (a Delta reader checks no digest and reads a tampered part silently).
 
 use crate::audit::findings::Report;
 use crate::report::model::{Recipe, RunSection};
@@ -8,11 +10,14 @@ use crate::report::options::ReportOptions;
 
 /// The recipes for the store of `opts`, verified as `v`, whose runs are `runs`.
 pub(crate) fn recipes(opts: &ReportOptions, v: &Report, runs: &[RunSection]) -> Vec<Recipe> {
-    let mut out = vec![verify_recipe(opts)];
-    out.extend(proof_recipes(opts, v, runs));
+    let mut out = vec![verify_recipe(opts), scan_recipe(opts)];
+    out.extend(proof_recipes(opts, v, runs).into_iter().flatten());
     out.extend(table_recipes(opts, v));
     out
 }
+
+/// What a Delta reader's recipe does not check.
+const DELTA_CAVEAT: &str = "Only as good as a `lineage verify` (with the same anchors) run just before it: a Delta reader checks no digest and no seal, and reads a part edited or planted since without a word.";
 
 /// Quote a shell word when it needs it.
 fn sh(word: &str) -> String {
@@ -32,10 +37,10 @@ fn sql(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))
 }
 
-/// `lineage verify` with the report's trust anchors.
-fn verify_recipe(opts: &ReportOptions) -> Recipe {
-    let store = sh(&opts.store_url);
-    let mut verify = format!("lineage verify --store {store}");
+/// The report's trust anchors as flags (`--expect-head`, `--public-key`, `--signed-from`,
+/// `--witness`), each with a leading space.
+fn anchor_flags(opts: &ReportOptions) -> String {
+    let mut verify = String::new();
     if let Some(h) = &opts.verify.expect_head {
         verify.push_str(&format!(" --expect-head {h}"));
     }
@@ -48,29 +53,55 @@ fn verify_recipe(opts: &ReportOptions) -> Recipe {
     if let Some((_, w)) = &opts.witness {
         verify.push_str(&format!(" --witness {}", sh(w)));
     }
+    verify
+}
+
+/// `lineage verify` with the report's trust anchors.
+fn verify_recipe(opts: &ReportOptions) -> Recipe {
+    let store = sh(&opts.store_url);
     Recipe {
         what: "The whole store: seal chain, every pointer and part, against the same trust anchors"
             .into(),
         tool: "lineage".into(),
-        command: verify,
+        command: format!("lineage verify --store {store}{}", anchor_flags(opts)),
+        caveat: None,
     }
 }
 
-/// An inclusion proof of a commit (of the first run shown), and its check offline.
-fn proof_recipes(opts: &ReportOptions, v: &Report, runs: &[RunSection]) -> [Recipe; 2] {
+/// The rows, read by `lineage scan` under the same anchors (every part checked while read).
+fn scan_recipe(opts: &ReportOptions) -> Recipe {
+    let store = sh(&opts.store_url);
+    let as_of = opts
+        .as_of_seal
+        .map(|n| format!(" --as-of-seal {n}"))
+        .unwrap_or_default();
+    Recipe {
+        what: "The rows themselves, every part checked against its pointer and the seals while it is read, under the same trust anchors".into(),
+        tool: "lineage".into(),
+        command: format!(
+            "lineage scan --store {store}{as_of}{} --out events.parquet",
+            anchor_flags(opts)
+        ),
+        caveat: None,
+    }
+}
+
+/// An inclusion proof of a sealed commit (the newest of the first run shown that has one),
+/// and its check offline; none when no commit shown is sealed (an unsealed one cannot be
+/// proved).
+fn proof_recipes(opts: &ReportOptions, v: &Report, runs: &[RunSection]) -> Option<[Recipe; 2]> {
     let store = sh(&opts.store_url);
     let head = v.head.clone().unwrap_or_else(|| "<HEAD_DIGEST>".into());
     let commit = runs
-        .first()
+        .iter()
         .map(|r| r.sample_commit_id.clone())
-        .filter(|c| !c.is_empty())
-        .unwrap_or_else(|| "<COMMIT_ID>".into());
+        .find(|c| !c.is_empty())?;
     let key = opts
         .key_sources
         .first()
         .map(|k| format!(" --public-key {}", sh(k)))
         .unwrap_or_default();
-    [
+    Some([
         Recipe {
             what: "One commit is in the sealed history (an inclusion proof under the head digest)"
                 .into(),
@@ -78,13 +109,15 @@ fn proof_recipes(opts: &ReportOptions, v: &Report, runs: &[RunSection]) -> [Reci
             command: format!(
                 "lineage prove --store {store} {commit} --head {head} --out proof.json"
             ),
+            caveat: None,
         },
         Recipe {
             what: "The proof, offline, without the store".into(),
             tool: "lineage".into(),
             command: format!("lineage verify-proof proof.json --head {head}{key}"),
+            caveat: None,
         },
-    ]
+    ])
 }
 
 /// The events by run, stage and outcome, read as the Delta table (DuckDB, deltalake).
@@ -102,6 +135,7 @@ fn table_recipes(opts: &ReportOptions, v: &Report) -> [Recipe; 2] {
             command: format!(
                 "INSTALL delta; LOAD delta; SELECT run_id, stage, outcome, count(*) AS events FROM delta_scan({table}) GROUP BY ALL ORDER BY ALL;"
             ),
+            caveat: Some(DELTA_CAVEAT.into()),
         },
         Recipe {
             what: format!(
@@ -114,6 +148,7 @@ fn table_recipes(opts: &ReportOptions, v: &Report) -> [Recipe; 2] {
             command: format!(
                 "from deltalake import DeltaTable; t = DeltaTable({table}{version_arg}).to_pyarrow_table(); print(t.group_by([\"run_id\", \"stage\", \"outcome\"]).aggregate([([], \"count_all\")]))"
             ),
+            caveat: Some(DELTA_CAVEAT.into()),
         },
     ]
 }

@@ -30,10 +30,13 @@ struct RunAcc {
     commits: u64,
     unsealed: u64,
     events: u64,
+    /// Events of commits no seal covers yet.
+    unsealed_events: u64,
     bytes: u64,
     first_commit: String,
     last_commit: String,
-    last_commit_id: String,
+    /// The newest sealed commit (its time, its id): what `lineage prove` can prove.
+    last_sealed: Option<(String, String)>,
     target_rows: BTreeMap<String, u64>,
     stats: PartStats,
     /// Target CRS → its `accuracy_m` counts.
@@ -49,10 +52,15 @@ impl RunAcc {
         }
         if self.commits == 0 || *t >= self.last_commit {
             self.last_commit = t.clone();
-            self.last_commit_id = p.pointer.commit_id.clone();
+        }
+        if p.sealed_by.is_some() && self.last_sealed.as_ref().is_none_or(|(l, _)| t >= l) {
+            self.last_sealed = Some((t.clone(), p.pointer.commit_id.clone()));
         }
         self.commits += 1;
-        self.unsealed += u64::from(p.sealed_by.is_none());
+        if p.sealed_by.is_none() {
+            self.unsealed += 1;
+            self.unsealed_events += p.pointer.row_count;
+        }
         self.events += p.pointer.row_count;
         self.bytes += p.pointer.size_bytes;
         *self
@@ -372,12 +380,13 @@ fn section(run_id: String, a: RunAcc) -> RunSection {
         commits: a.commits,
         unsealed_commits: a.unsealed,
         events: a.events,
+        unsealed_events: a.unsealed_events,
         bytes: a.bytes,
         first_commit_utc: a.first_commit,
         last_commit_utc: a.last_commit,
         first_event_utc: all.event_time_us.map(|t| utc_of_us(t.0)),
         last_event_utc: all.event_time_us.map(|t| utc_of_us(t.1)),
-        sample_commit_id: a.last_commit_id,
+        sample_commit_id: a.last_sealed.map(|(_, id)| id).unwrap_or_default(),
         outcomes,
         stages,
         rejection_reasons: breakdown(all.rejection_reasons),

@@ -11,6 +11,25 @@ use crate::history::merkle;
 use crate::history::seal::StoredSeal;
 use crate::publish::AtomicPublisher;
 
+/// Why `commit_id` is in no seal: it names a compaction (whose part holds the rows of other
+/// commits, each provable), or a commit not sealed yet (or none at all).
+fn not_sealed(chain: &chain::Chain, commit_id: &str) -> Error {
+    let record = keys::compaction_record_key(commit_id);
+    let by = chain.seals.iter().find_map(|s| {
+        let seal = s.seal.as_ref().ok()?;
+        let refs = seal.compactions.as_ref()?;
+        refs.iter().any(|r| r.key == record).then_some(s.key_seq)
+    });
+    match by {
+        Some(seq) => Error::NotFound(format!(
+            "commit {commit_id} in any seal: {commit_id} is a compaction (record {record}, put into effect by seal {seq}), not a commit; prove the original commits of its rows (`lineage files --json` lists them under `compaction.commits`)"
+        )),
+        None => Error::NotFound(format!(
+            "commit {commit_id} in any seal (a commit not sealed yet is provable after the next `lineage seal`)"
+        )),
+    }
+}
+
 /// An inclusion proof of `commit_id` against the seal `against` names, from every seal.
 pub(crate) async fn prove_by_walking(
     store: &dyn AtomicPublisher,
@@ -41,11 +60,7 @@ pub(crate) async fn prove_by_walking(
         .position(|l| {
             matches!(keys::classify(&l.key), KeyKind::Pointer { commit_id: c, .. } if c == commit_id)
         })
-        .ok_or_else(|| {
-            Error::NotFound(format!(
-                "commit {commit_id} in any seal (a commit is provable after the next `lineage seal`)"
-            ))
-        })?;
+        .ok_or_else(|| not_sealed(&chain, commit_id))?;
     let leaf = &chain.leaves[index];
     if index as u64 >= seal.tree_size {
         return Err(Error::usage(format!(

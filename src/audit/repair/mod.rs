@@ -33,6 +33,7 @@
 //! reported, not written.
 
 mod adopt;
+mod metadata;
 pub(crate) mod options;
 mod restore;
 
@@ -86,7 +87,13 @@ pub async fn repair_with(
         require_objects(src).await?;
         same_store(src, identity.as_ref()).await?;
         restored_pointers = restore::restore(store, src, opts, &mut out).await?;
+        metadata::restore_metadata(store, src, opts, &mut out).await?;
     }
+    // The identity may have just been restored (or, on a dry run, would be).
+    let identity = match identity {
+        Some(i) => Some(i),
+        None => read_identity(store).await?,
+    };
     let listing = store.list("").await?;
     let chain = chain::walk(store, None).await?;
     let vouched = vouchers(&chain, &listing);

@@ -23,7 +23,7 @@ use crate::publish::checked::publish_checked;
 use crate::publish::{AtomicPublisher, ObjectInfo};
 
 /// Publish `bytes` under `key` create-only, accepting only the same bytes already there.
-async fn put_back(store: &dyn AtomicPublisher, key: &str, bytes: Bytes) -> Result<()> {
+pub(super) async fn put_back(store: &dyn AtomicPublisher, key: &str, bytes: Bytes) -> Result<()> {
     let want = bytes.clone();
     publish_checked(store, key, bytes, |have| {
         if have == want.as_ref() {

@@ -126,10 +126,17 @@ pub(crate) async fn unsealed_versions(
             out.push(Problem::new(
                 ProblemKind::BadDeltaVersion,
                 &o.key,
-                format!(
-                    "version {v} has no seal {v}: not written by lineage-store (a foreign Delta \
-                     writer?); Delta readers see it as part of the table"
-                ),
+                if head == 0 {
+                    format!(
+                        "version {v} has no seal {v}, and the store has no seal at all: {}; Delta readers see it as part of the table",
+                        crate::audit::verify::flight::LOST_METADATA
+                    )
+                } else {
+                    format!(
+                        "version {v} has no seal {v}: not written by lineage-store (a foreign Delta \
+                         writer?); Delta readers see it as part of the table"
+                    )
+                },
             ));
         }
     }

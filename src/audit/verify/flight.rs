@@ -288,6 +288,9 @@ pub(crate) async fn judge_pointerless_parts(
     (flying, problems)
 }
 
+/// The cause when the store's own metadata is gone while its data is there.
+pub(crate) const LOST_METADATA: &str = "the store's own metadata (_lineage/) is missing, or the part was copied in from another store; restore _lineage/ from a replica or backup: `lineage repair --from REPLICA --expect-head H`";
+
 /// What a part's footer (as [`well_formed`] read it) says: why it is malformed, if it is,
 /// and whether it names no store while this store has an identity.
 fn judge_footer(
@@ -298,10 +301,15 @@ fn judge_footer(
         Err(why) => (Some(why), false),
         // A part naming another store was copied in: never one of ours in flight.
         Ok(Some(named)) if Some(named.as_str()) != store_id => (
-            Some(format!(
-                "its footer names store {named}, but this store is {}: written to another store and copied in",
-                store_id.unwrap_or("without an identity")
-            )),
+            Some(match store_id {
+                Some(ours) => format!(
+                    "its footer names store {named}, but this store is {ours}: written to another store and copied in"
+                ),
+                None => format!(
+                    "its footer names store {named}, but this store has no identity object ({}): {LOST_METADATA}",
+                    crate::format::keys::IDENTITY_KEY
+                ),
+            }),
             false,
         ),
         Ok(named) => (None, named.is_none() && store_id.is_some()),
@@ -337,7 +345,7 @@ fn orphan(key: &str, size: u64, unidentified: bool, why_not_in_flight: &str) -> 
     let adopt = if unidentified {
         "its footer matches its path but names no store (written before parts named their store): `lineage repair --adopt-unidentified` adopts it if you know it is this store's"
     } else {
-        "its footer matches its path and names this store: `lineage repair` can adopt it"
+        "its footer matches its path and names this store, and no pointer vouches for it: written by a writer that died before its pointer, or planted by anyone who can write here (a footer's store id can be copied from any part); nothing in the store tells which. Adopt it (`lineage repair`, which marks it adopted) only if you know which writer wrote it"
     };
     Problem::new(
         ProblemKind::OrphanPart,

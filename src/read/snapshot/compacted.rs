@@ -1,6 +1,6 @@
 //! Reading compacted parts in place of their sources ([`super::ReadOptions::prefer_compacted`]).
 
-use super::types::{SealRef, SnapshotPart};
+use super::types::{Compacted, CompactedCommit, SealRef, SnapshotPart};
 use crate::base::digest::sha256_hex;
 use crate::base::error::{Error, Failed, Result};
 use crate::format::compaction::{CompactionRecord, CompactionRef};
@@ -49,13 +49,21 @@ pub(super) async fn with_compacted(
             continue;
         }
         let first = idx.iter().flatten().copied().min().unwrap_or_default();
-        for i in idx.into_iter().flatten() {
-            slots[i] = None;
-        }
-        for s in &rec.sources {
+        let mut commits = Vec::with_capacity(rec.sources.len());
+        for (s, i) in rec.sources.iter().zip(idx.into_iter().flatten()) {
+            let committed_utc = slots[i]
+                .take()
+                .map(|p| p.pointer.committed_utc)
+                .unwrap_or_default();
+            commits.push(CompactedCommit {
+                commit_id: s.commit_id.clone(),
+                committed_utc,
+                sealed_by: s.sealed_by,
+                rows: s.row_count,
+            });
             at.remove(&s.pointer_key);
         }
-        slots[first] = Some(compacted_part(by, r, &rec));
+        slots[first] = Some(compacted_part(by, r, &rec, commits));
     }
     if !failed.is_empty() {
         return Err(Error::Integrity(failed));
@@ -111,8 +119,14 @@ fn sources_agree(
     ok
 }
 
-/// The snapshot part a compaction in effect (record `r` of seal `by`) reads as.
-fn compacted_part(by: &SealRef, r: &CompactionRef, rec: &CompactionRecord) -> SnapshotPart {
+/// The snapshot part a compaction in effect (record `r` of seal `by`) reads as, holding
+/// the rows of `commits`.
+fn compacted_part(
+    by: &SealRef,
+    r: &CompactionRef,
+    rec: &CompactionRecord,
+    commits: Vec<CompactedCommit>,
+) -> SnapshotPart {
     SnapshotPart {
         pointer_key: r.key.clone(),
         pointer_sha256: r.sha256.to_lowercase(),
@@ -140,5 +154,12 @@ fn compacted_part(by: &SealRef, r: &CompactionRef, rec: &CompactionRecord) -> Sn
             existed: false,
         },
         sealed_by: Some(by.clone()),
+        compacted: Some(Compacted {
+            compaction_id: rec.compaction_id.clone(),
+            record: r.key.clone(),
+            compacted_utc: rec.compacted_utc.clone(),
+            sealed_by: by.clone(),
+            commits,
+        }),
     }
 }

@@ -29,7 +29,7 @@ use crate::history::seal::read_seals;
 use crate::publish::AtomicPublisher;
 use chain::{chain_up_to, Entry};
 use compacted::with_compacted;
-pub use types::{SealRef, SnapshotPart, SnapshotSeal};
+pub use types::{Compacted, CompactedCommit, SealRef, SnapshotPart, SnapshotSeal};
 
 /// What to read: which seal, and which commits of it.
 #[derive(Debug, Clone, Default)]
@@ -219,6 +219,7 @@ async fn sealed_part(
         pointer_sha256: got,
         pointer,
         sealed_by: Some(e.by),
+        compacted: None,
     }))
 }
 
@@ -266,6 +267,7 @@ async fn unsealed(
                     pointer_key: key,
                     pointer,
                     sealed_by: None,
+                    compacted: None,
                 }
             })))
         }))

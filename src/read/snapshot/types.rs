@@ -35,6 +35,39 @@ pub struct SnapshotPart {
     pub pointer_sha256: String,
     /// The pointer: the part's key, size and digests the scan checks it against.
     pub pointer: Pointer,
-    /// The seal that added it; `None` for an unsealed commit.
+    /// The seal that added it; `None` for an unsealed commit. For a compacted part (read
+    /// in place of its sources): the seal that put the compaction into effect.
     pub sealed_by: Option<SealRef>,
+    /// For a compacted part: the compaction and the original commits its rows are of
+    /// (its `pointer` is then the compaction record read as one, whose `commit_id` is the
+    /// compaction id: no commit of that id exists, and none can be proved).
+    pub compacted: Option<Compacted>,
+}
+
+/// The provenance of a compacted part: the compaction, and the commits whose rows it holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Compacted {
+    /// The compaction's id (its record's and its part's name).
+    pub compaction_id: String,
+    /// Its record's key.
+    pub record: String,
+    /// When it was made.
+    pub compacted_utc: String,
+    /// The seal that put it into effect.
+    pub sealed_by: SealRef,
+    /// The original commits its rows are of, in seal order.
+    pub commits: Vec<CompactedCommit>,
+}
+
+/// One original commit of a compacted part.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompactedCommit {
+    /// Its id (what `lineage prove` proves).
+    pub commit_id: String,
+    /// When it was committed.
+    pub committed_utc: String,
+    /// The seal that sealed it.
+    pub sealed_by: u64,
+    /// Its rows.
+    pub rows: u64,
 }

@@ -124,7 +124,11 @@ async fn touched_planted_files_are_reported_at_once() {
     let orphan = &of_kind(&r, K::OrphanPart)[0];
     assert_eq!(orphan.0, lost.part_path);
     assert!(
-        orphan.1.contains("2026-01-01") && orphan.1.contains("can adopt"),
+        orphan.1.contains("2026-01-01")
+            && orphan.1.contains("died before its pointer, or planted")
+            && orphan.1.contains("nothing in the store tells which")
+            && orphan.1.contains("only if you know which writer wrote it")
+            && !orphan.1.contains("can adopt it"),
         "{}",
         orphan.1
     );

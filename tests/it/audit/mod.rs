@@ -6,6 +6,7 @@ mod clean;
 mod cli;
 mod in_flight;
 mod lineage_dir;
+mod lost_lineage;
 mod partition_values;
 mod races;
 mod repair_history;

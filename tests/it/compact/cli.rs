@@ -7,12 +7,12 @@ use serde_json::Value;
 
 use crate::support::{self, sample};
 
-struct Disk {
-    dir: tempfile::TempDir,
-    path: String,
+pub(super) struct Disk {
+    pub(super) dir: tempfile::TempDir,
+    pub(super) path: String,
 }
 
-fn ok(o: &std::process::Output) -> String {
+pub(super) fn ok(o: &std::process::Output) -> String {
     let (out, err) = support::text(o);
     assert_eq!(o.status.code(), Some(0), "stdout: {out}\nstderr: {err}");
     out
@@ -20,7 +20,7 @@ fn ok(o: &std::process::Output) -> String {
 
 impl Disk {
     /// 80 events of two runs in commits of at most 6 rows, sealed.
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("store").display().to_string();
         let d = Disk { dir, path };
@@ -37,20 +37,20 @@ impl Disk {
         d
     }
 
-    fn run(&self, args: &[&str]) -> std::process::Output {
+    pub(super) fn run(&self, args: &[&str]) -> std::process::Output {
         let mut a = vec![args[0], "--store", &self.path];
         a.extend_from_slice(&args[1..]);
         support::lineage(&a, None)
     }
 
-    fn json_lines(&self, args: &[&str]) -> Vec<Value> {
+    pub(super) fn json_lines(&self, args: &[&str]) -> Vec<Value> {
         ok(&self.run(args))
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect()
     }
 
-    fn objects(&self) -> BTreeMap<String, String> {
+    pub(super) fn objects(&self) -> BTreeMap<String, String> {
         sample::snapshot(std::path::Path::new(&self.path))
     }
 

@@ -5,5 +5,6 @@
 
 mod cli;
 mod core;
+mod provenance;
 mod races;
 mod tamper;

@@ -226,7 +226,7 @@ fn a_clean_stores_report_states_its_facts_in_json_and_markdown() {
         "{verify}"
     );
     assert!(verify.contains("--public-key"), "{verify}");
-    let prove = r["independent"][1]["command"].as_str().unwrap();
+    let prove = r["independent"][2]["command"].as_str().unwrap();
     assert!(
         prove.starts_with("lineage prove --store") && prove.contains(&head),
         "{prove}"

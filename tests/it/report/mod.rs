@@ -6,3 +6,4 @@
 mod anchored;
 mod cli;
 mod render;
+mod unsealed;
