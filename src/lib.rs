@@ -163,6 +163,8 @@ pub use audit::show::{show, CommitShown, SealShown, Shown};
 pub use audit::sweep::{sweep, sweep_all, SweepOutcome};
 pub use audit::verify::options::{ShardSpec, VerifyOptions};
 pub use audit::verify::platform::{ResolvedShard, ShardRequest};
+pub use audit::verify::report_dir::{read_shard_reports, write_shard_report};
+pub use audit::verify::shard::merge as merge_shard_reports;
 pub use audit::verify::{verify, verify_with};
 pub use base::digest::Check as DigestCheck;
 pub use base::time::parse_duration;

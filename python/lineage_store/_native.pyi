@@ -84,6 +84,16 @@ def verify_proof(
     """Check an inclusion proof offline against a head digest; ``VerifyError`` when it
     does not hold. ``proof`` is a ``Proof``, JSON text, or the path of a proof file."""
 
+def merge_reports(
+    reports: Optional[Sequence[Union[VerifyReport, str, dict[str, Any]]]] = None,
+    *,
+    report_dir: Optional[str] = None,
+    endpoint_url: Optional[str] = None,
+) -> VerifyReport:
+    """Combine the reports of every shard of one verification (``Store.verify(shard=…)``)
+    into one, as ``lineage verify merge`` does: the reports given (``VerifyReport``, its
+    ``to_json()`` or ``to_dict()``) and the newest attempt of each shard in ``report_dir``."""
+
 def render_report(data: Union[str, dict[str, Any]], format: str = "html") -> str:
     """Render the data of an audit report (what ``Store.report`` returns, or the JSON
     ``lineage report --format json`` writes) as "html", "md" or "json", without the store."""
@@ -146,12 +156,19 @@ class Store:
         check: bool = False,
         digest: str = "fastest",
         signed_from: Optional[int] = None,
+        shard: Optional[tuple[int, int]] = None,
+        plan_seal: Optional[int] = None,
+        report_dir: Optional[str] = None,
     ) -> VerifyReport:
         """Verify the store as ``lineage verify`` does; ``check=True`` raises
         ``VerifyError`` when the report is not clean. ``digest="all"`` recomputes every
         digest a pointer records (sha256 always), as ``lineage verify --digest all``.
         ``public_key``: one key file or several (every signed seal must verify under one);
-        ``signed_from``: every seal from that number on must be signed."""
+        ``signed_from``: every seal from that number on must be signed.
+        ``shard=(i, n)``: check one n-th of the store (``--shard I/N``; merge the n
+        reports with ``merge_reports``); ``plan_seal``: cut the shards from that seal's
+        commits (``--plan-seal``); ``report_dir``: a URL where the shard's report is also
+        published (``--report-dir``)."""
     def delta_version(self) -> Optional[int]:
         """The newest Delta Lake version (version N is seal N), or None without a Delta log."""
     def seal(

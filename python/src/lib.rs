@@ -17,6 +17,7 @@ use pyo3::prelude::*;
 mod arrow_in;
 mod check;
 mod conformed;
+mod distributed;
 mod errors;
 mod limits;
 mod log;
@@ -174,6 +175,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_arrow_import_check, m)?)?;
     m.add_function(wrap_pyfunction!(conformed::conform, m)?)?;
     m.add_function(wrap_pyfunction!(store::_reopen, m)?)?;
+    m.add_function(wrap_pyfunction!(distributed::merge_reports, m)?)?;
     m.add_function(wrap_pyfunction!(types::_restore, m)?)?;
     m.add_function(wrap_pyfunction!(conformed::_restore_conformed, m)?)?;
     m.add_class::<conformed::Conformed>()?;

@@ -325,7 +325,11 @@ impl Store {
     /// `public_key`: a key file, or a list of them (every signed seal must verify under one;
     /// keys rotate); `signed_from`: every seal from that number on must be signed (seals
     /// before it may be unsigned), as `lineage verify --signed-from`.
-    #[pyo3(signature = (*, public_key=None, expect_head=None, sample=None, sample_seed=None, since_seal=None, grace=None, check=false, digest="fastest", signed_from=None))]
+    /// `shard=(i, n)`: check one n-th of the store (`--shard I/N`; merge the n reports with
+    /// `merge_reports`); `plan_seal`: cut the shards from that seal's commits (give every
+    /// shard the same, `--plan-seal`); `report_dir`: a URL where the shard's report is also
+    /// published as its next attempt (`--report-dir`), before this returns.
+    #[pyo3(signature = (*, public_key=None, expect_head=None, sample=None, sample_seed=None, since_seal=None, grace=None, check=false, digest="fastest", signed_from=None, shard=None, plan_seal=None, report_dir=None))]
     #[allow(clippy::too_many_arguments)]
     fn verify(
         &self,
@@ -339,55 +343,37 @@ impl Store {
         check: bool,
         digest: &str,
         signed_from: Option<u64>,
+        shard: Option<(u32, u32)>,
+        plan_seal: Option<u64>,
+        report_dir: Option<String>,
     ) -> PyResult<VerifyReport> {
         let digest = digest
             .parse::<DigestCheck>()
             .map_err(|e| errors::to_py(py, Error::usage(format!("digest={e}"))))?;
-        // One path, or a list (or tuple) of paths.
-        let paths: Vec<PathBuf> = match public_key {
-            None => Vec::new(),
-            Some(k) => match k.extract::<PathBuf>() {
-                Ok(p) => vec![p],
-                Err(_) => k.extract::<Vec<PathBuf>>()?,
-            },
-        };
-        let public_keys = paths
-            .iter()
-            .map(|p| read_public_key(p))
-            .collect::<lineage_store::Result<Vec<_>>>()
-            .py_err(py)?;
-        if let Some(h) = &expect_head {
-            if merkle::parse_hash(h).is_none() {
-                return Err(errors::to_py(
-                    py,
-                    Error::usage(format!("expect_head={h:?} is not a sha256 (64 hex digits)")),
-                ));
-            }
-        }
-        // `since_seal=True`: the newest seal; an int: that seal.
-        let since_seal = match since_seal {
-            None => None,
-            Some(v) if v.is_instance_of::<pyo3::types::PyBool>() => {
-                v.extract::<bool>()?.then_some(None)
-            }
-            Some(v) => Some(Some(v.extract::<u64>()?)),
-        };
+        let shard = crate::distributed::shard_spec(shard, report_dir.as_deref()).py_err(py)?;
         let mut opts = VerifyOptions {
             sample,
             sample_seed,
-            since_seal,
-            public_keys,
+            since_seal: since_seal_arg(since_seal)?,
             signed_from,
-            expect_head,
+            expect_head: expect_head_arg(py, expect_head)?,
             digest,
+            shard,
+            plan_seal,
             ..VerifyOptions::default()
         };
+        set_public_keys(py, &mut opts, public_key)?;
         if let Some(g) = grace {
             opts.grace = self::grace(py, &g)?;
         }
         let store = self.inner.clone();
+        let endpoint = self.endpoint_url.clone();
         let report = block_on_local(py, move || async move {
-            verify_with(store.as_ref(), &opts).await
+            let report = verify_with(store.as_ref(), &opts).await?;
+            if let Some(url) = report_dir {
+                crate::distributed::publish(&url, endpoint, &report).await?;
+            }
+            Ok(report)
         })?
         .py_err(py)?;
         let report = VerifyReport { inner: report };
@@ -826,6 +812,51 @@ impl Store {
     fn __repr__(&self) -> String {
         format!("Store({:?})", self.url)
     }
+}
+
+/// `public_key`: one path, or a list (or tuple) of paths; the keys read into `opts`.
+fn set_public_keys(
+    py: Python<'_>,
+    opts: &mut VerifyOptions,
+    public_key: Option<Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    let paths: Vec<PathBuf> = match public_key {
+        None => Vec::new(),
+        Some(k) => match k.extract::<PathBuf>() {
+            Ok(p) => vec![p],
+            Err(_) => k.extract::<Vec<PathBuf>>()?,
+        },
+    };
+    opts.public_keys = paths
+        .iter()
+        .map(|p| read_public_key(p))
+        .collect::<lineage_store::Result<Vec<_>>>()
+        .py_err(py)?;
+    Ok(())
+}
+
+/// `expect_head`, checked to be a sha256.
+fn expect_head_arg(py: Python<'_>, expect_head: Option<String>) -> PyResult<Option<String>> {
+    if let Some(h) = &expect_head {
+        if merkle::parse_hash(h).is_none() {
+            return Err(errors::to_py(
+                py,
+                Error::usage(format!("expect_head={h:?} is not a sha256 (64 hex digits)")),
+            ));
+        }
+    }
+    Ok(expect_head)
+}
+
+/// `since_seal=True`: the newest seal; an int: that seal.
+fn since_seal_arg(since_seal: Option<Bound<'_, PyAny>>) -> PyResult<Option<Option<u64>>> {
+    Ok(match since_seal {
+        None => None,
+        Some(v) if v.is_instance_of::<pyo3::types::PyBool>() => {
+            v.extract::<bool>()?.then_some(None)
+        }
+        Some(v) => Some(Some(v.extract::<u64>()?)),
+    })
 }
 
 /// Refuse `as_of_seal` and `as_of_time` together.
