@@ -94,6 +94,11 @@ def merge_reports(
     into one, as ``lineage verify merge`` does: the reports given (``VerifyReport``, its
     ``to_json()`` or ``to_dict()``) and the newest attempt of each shard in ``report_dir``."""
 
+def read_part(part: PartRef, columns: Optional[Sequence[str]] = None) -> pyarrow.Table:
+    """The rows of one planned part, after checking its size, sealed digests and rows;
+    ``IntegrityError`` naming the part otherwise. The store is opened with this
+    process's credentials."""
+
 def render_report(data: Union[str, dict[str, Any]], format: str = "html") -> str:
     """Render the data of an audit report (what ``Store.report`` returns, or the JSON
     ``lineage report --format json`` writes) as "html", "md" or "json", without the store."""
@@ -225,6 +230,19 @@ class Store:
         duckdb.read_parquet, Polars, pyarrow. Raises ConflictError naming a part or
         pointer that is not as sealed. Compacted parts for the commits a compaction in
         effect covers, unless ``originals=True``."""
+    def plan(
+        self,
+        as_of_seal: Optional[int] = None,
+        run_id: Optional[str] = None,
+        *,
+        target_crs: Optional[str] = None,
+        feature_id: Optional[str] = None,
+        include_unsealed: bool = False,
+        originals: bool = False,
+        as_of_time: Optional[str] = None,
+    ) -> list[PartRef]:
+        """The parts of a read as picklable ``PartRef``s, for workers to read with
+        ``read_part`` (each part checked there against its sealed pointer)."""
     def scan(
         self,
         as_of_seal: Optional[int] = None,
@@ -327,6 +345,46 @@ class Conformed:
         """The conformed data as a ``pyarrow.Table`` (needs pyarrow)."""
     def __arrow_c_stream__(self, requested_schema: object = None) -> object: ...
     def __len__(self) -> int: ...
+
+@final
+class PartRef:
+    """One part of a planned read (``Store.plan``): where it is, its sealed size and
+    digests, rows, partition values and sealing seal. Pickles as plain data; no credential."""
+
+    @property
+    def store(self) -> str: ...
+    @property
+    def endpoint_url(self) -> Optional[str]: ...
+    @property
+    def location(self) -> str: ...
+    @property
+    def key(self) -> str: ...
+    @property
+    def size(self) -> int: ...
+    @property
+    def sha256(self) -> str: ...
+    @property
+    def blake3(self) -> Optional[str]: ...
+    @property
+    def rows(self) -> int: ...
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def target_crs(self) -> str: ...
+    @property
+    def commit_id(self) -> str: ...
+    @property
+    def sealed_by_seal(self) -> Optional[int]: ...
+    @property
+    def seal_sha256(self) -> Optional[str]: ...
+    @property
+    def pointer_key(self) -> str: ...
+    @property
+    def pointer_sha256(self) -> str: ...
+    @property
+    def feature_id(self) -> Optional[str]: ...
+    @property
+    def pointer_json(self) -> str: ...
 
 @final
 class Commit:

@@ -22,6 +22,7 @@ mod errors;
 mod limits;
 mod log;
 mod log_table;
+mod parts;
 mod questions;
 mod refusal;
 mod runtime;
@@ -176,6 +177,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(conformed::conform, m)?)?;
     m.add_function(wrap_pyfunction!(store::_reopen, m)?)?;
     m.add_function(wrap_pyfunction!(distributed::merge_reports, m)?)?;
+    m.add_function(wrap_pyfunction!(parts::read_part, m)?)?;
+    m.add_function(wrap_pyfunction!(parts::_restore_part_ref, m)?)?;
+    m.add_class::<parts::PartRef>()?;
     m.add_function(wrap_pyfunction!(types::_restore, m)?)?;
     m.add_function(wrap_pyfunction!(conformed::_restore_conformed, m)?)?;
     m.add_class::<conformed::Conformed>()?;

@@ -652,6 +652,46 @@ impl Store {
         .py_err(py)
     }
 
+    /// The parts of a read (the commits sealed by seals 1..`as_of_seal`, default the
+    /// newest; of one `run_id` and `target_crs` when given) as picklable `PartRef`s, for
+    /// an engine's workers to read with `read_part`, each part checked there against its
+    /// sealed pointer. Nothing is read but the seals and pointers here. `feature_id`: each
+    /// `read_part` returns only that feature's rows. The other arguments as for `files`.
+    #[pyo3(signature = (as_of_seal=None, run_id=None, *, target_crs=None, feature_id=None, include_unsealed=false, originals=false, as_of_time=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn plan(
+        &self,
+        py: Python<'_>,
+        as_of_seal: Option<u64>,
+        run_id: Option<String>,
+        target_crs: Option<String>,
+        feature_id: Option<String>,
+        include_unsealed: bool,
+        originals: bool,
+        as_of_time: Option<String>,
+    ) -> PyResult<Vec<crate::parts::PartRef>> {
+        one_as_of(as_of_seal, as_of_time.as_deref()).py_err(py)?;
+        let Some(url) = self.reopen.clone() else {
+            return Err(errors::to_py(py, Error::usage(
+                "plan: a memory:// store exists in this process only; workers cannot read it (open a directory or a bucket)",
+            )));
+        };
+        let store = self.inner.clone();
+        let as_of_seal = block_on_local(py, {
+            let store = store.clone();
+            move || async move { as_of(store.as_ref(), as_of_seal, as_of_time.as_deref()).await }
+        })?
+        .py_err(py)?;
+        let opts = ReadOptions {
+            as_of_seal,
+            run_id,
+            target_crs,
+            include_unsealed,
+            prefer_compacted: !originals,
+        };
+        crate::parts::plan(py, store, url, self.endpoint_url.clone(), opts, feature_id)
+    }
+
     /// The rows of exactly the commits sealed by seals 1..`as_of_seal` (default: the
     /// newest), as a `pyarrow.RecordBatchReader` (through the Arrow C stream: DuckDB
     /// queries it, `polars.from_arrow` reads it). Each part is read once and checked
