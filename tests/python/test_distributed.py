@@ -40,6 +40,12 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> tuple[ls.Store, ls.Seal]:
     return store, seal
 
 
+@pytest.fixture(scope="module")
+def flipped(big: tuple[ls.Store, ls.Seal], tmp_path_factory: pytest.TempPathFactory) -> tuple[ls.Store, str]:
+    """A copy of the big store with one byte of one part flipped, and that part's key."""
+    return flipped_copy(big[0], tmp_path_factory.mktemp("flipped") / "copy")
+
+
 def verify_shard(store: ls.Store, i: int, n: int, plan_seal: int, report_dir: str | None) -> ls.VerifyReport:
     """What a worker runs: one shard of the verification (the store arrives pickled)."""
     return store.verify(shard=(i, n), plan_seal=plan_seal, report_dir=report_dir)
@@ -131,9 +137,9 @@ def test_merge_reports_refuses_an_incomplete_set(big: tuple[ls.Store, ls.Seal]) 
 
 
 def test_one_flipped_byte_fails_the_sharded_verify_naming_the_part(
-        client: Any, big: tuple[ls.Store, ls.Seal], tmp_path: Path) -> None:
-    store, seal = big
-    copy, key = flipped_copy(store, tmp_path / "copy")
+        client: Any, big: tuple[ls.Store, ls.Seal], flipped: tuple[ls.Store, str]) -> None:
+    seal = big[1]
+    copy, key = flipped
     shards = client.gather(client.map(verify_shard, [copy] * SHARDS, range(SHARDS), [SHARDS] * SHARDS,
                                       [seal.seq] * SHARDS, [None] * SHARDS))
     merged = ls.merge_reports(shards)
@@ -173,9 +179,8 @@ def test_a_verified_read_on_dask_returns_the_rows_of_scan(client: Any, big: tupl
 
 
 def test_one_flipped_byte_fails_the_verified_read_naming_the_part(
-        client: Any, big: tuple[ls.Store, ls.Seal], tmp_path: Path) -> None:
-    store, _ = big
-    copy, key = flipped_copy(store, tmp_path / "copy")
+        client: Any, flipped: tuple[ls.Store, str]) -> None:
+    copy, key = flipped
     refs = copy.plan()
     with pytest.raises(ls.IntegrityError, match=re.escape(key)):
         client.gather(client.map(read_parts, chunks(refs)))
