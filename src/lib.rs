@@ -154,9 +154,9 @@ pub use read::{
 };
 
 // Auditing.
-pub use audit::diff::{diff as diff_seals, AddedCommit, RunChange, SealDiff};
 pub use audit::anchor_outcome::{AnchorKind, AnchorOutcome, UNANCHORED};
 pub use audit::anchors::{AnchorCheck, Anchors, WitnessAnchor};
+pub use audit::diff::{diff as diff_seals, AddedCommit, RunChange, SealDiff};
 pub use audit::findings::{InFlight, InFlightKind, Problem, ProblemKind, Progress, Report};
 pub use audit::log::since_seal;
 pub use audit::proof::c2sp::{to_tlog_proof, verify_tlog_proof};
@@ -172,6 +172,8 @@ pub use audit::show::{show, CommitShown, SealShown, Shown};
 pub use audit::sweep::{sweep, sweep_all, SweepOutcome};
 pub use audit::verify::options::{ShardSpec, VerifyOptions};
 pub use audit::verify::platform::{ResolvedShard, ShardRequest};
+pub use audit::verify::report_dir::{read_shard_reports, write_shard_report};
+pub use audit::verify::shard::merge as merge_shard_reports;
 pub use audit::verify::{verify, verify_with};
 pub use base::digest::Check as DigestCheck;
 pub use base::time::parse_duration;

@@ -84,6 +84,21 @@ def verify_proof(
     """Check an inclusion proof offline against a head digest; ``VerifyError`` when it
     does not hold. ``proof`` is a ``Proof``, JSON text, or the path of a proof file."""
 
+def merge_reports(
+    reports: Optional[Sequence[Union[VerifyReport, str, dict[str, Any]]]] = None,
+    *,
+    report_dir: Optional[str] = None,
+    endpoint_url: Optional[str] = None,
+) -> VerifyReport:
+    """Combine the reports of every shard of one verification (``Store.verify(shard=…)``)
+    into one, as ``lineage verify merge`` does: the reports given (``VerifyReport``, its
+    ``to_json()`` or ``to_dict()``) and the newest attempt of each shard in ``report_dir``."""
+
+def read_part(part: PartRef, columns: Optional[Sequence[str]] = None) -> pyarrow.Table:
+    """The rows of one planned part, after checking its size, sealed digests and rows;
+    ``IntegrityError`` naming the part otherwise. The store is opened with this
+    process's credentials."""
+
 def render_report(data: Union[str, dict[str, Any]], format: str = "html") -> str:
     """Render the data of an audit report (what ``Store.report`` returns, or the JSON
     ``lineage report --format json`` writes) as "html", "md" or "json", without the store."""
@@ -152,12 +167,19 @@ class Store:
         signed_from: Optional[int] = None,
         witness: Optional[str] = None,
         witness_endpoint_url: Optional[str] = None,
+        shard: Optional[tuple[int, int]] = None,
+        plan_seal: Optional[int] = None,
+        report_dir: Optional[str] = None,
     ) -> VerifyReport:
         """Verify the store as ``lineage verify`` does; ``check=True`` raises
         ``VerifyError`` when the report is not clean. ``digest="all"`` recomputes every
         digest a pointer records (sha256 always), as ``lineage verify --digest all``.
         ``public_key``: one key file or several (every signed seal must verify under one);
-        ``signed_from``: every seal from that number on must be signed."""
+        ``signed_from``: every seal from that number on must be signed.
+        ``shard=(i, n)``: check one n-th of the store (``--shard I/N``; merge the n
+        reports with ``merge_reports``); ``plan_seal``: cut the shards from that seal's
+        commits (``--plan-seal``); ``report_dir``: a URL where the shard's report is also
+        published (``--report-dir``)."""
     def delta_version(self) -> Optional[int]:
         """The newest Delta Lake version (version N is seal N), or None without a Delta log."""
     def seal(
@@ -221,6 +243,19 @@ class Store:
         effect covers, unless ``originals=True``. The anchors (``expect_head``,
         ``public_key``, ``signed_from``, ``witness``) are checked first, as by ``verify``:
         one that does not hold raises ConflictError naming it."""
+    def plan(
+        self,
+        as_of_seal: Optional[int] = None,
+        run_id: Optional[str] = None,
+        *,
+        target_crs: Optional[str] = None,
+        feature_id: Optional[str] = None,
+        include_unsealed: bool = False,
+        originals: bool = False,
+        as_of_time: Optional[str] = None,
+    ) -> list[PartRef]:
+        """The parts of a read as picklable ``PartRef``s, for workers to read with
+        ``read_part`` (each part checked there against its sealed pointer)."""
     def scan(
         self,
         as_of_seal: Optional[int] = None,
@@ -328,6 +363,46 @@ class Conformed:
         """The conformed data as a ``pyarrow.Table`` (needs pyarrow)."""
     def __arrow_c_stream__(self, requested_schema: object = None) -> object: ...
     def __len__(self) -> int: ...
+
+@final
+class PartRef:
+    """One part of a planned read (``Store.plan``): where it is, its sealed size and
+    digests, rows, partition values and sealing seal. Pickles as plain data; no credential."""
+
+    @property
+    def store(self) -> str: ...
+    @property
+    def endpoint_url(self) -> Optional[str]: ...
+    @property
+    def location(self) -> str: ...
+    @property
+    def key(self) -> str: ...
+    @property
+    def size(self) -> int: ...
+    @property
+    def sha256(self) -> str: ...
+    @property
+    def blake3(self) -> Optional[str]: ...
+    @property
+    def rows(self) -> int: ...
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def target_crs(self) -> str: ...
+    @property
+    def commit_id(self) -> str: ...
+    @property
+    def sealed_by_seal(self) -> Optional[int]: ...
+    @property
+    def seal_sha256(self) -> Optional[str]: ...
+    @property
+    def pointer_key(self) -> str: ...
+    @property
+    def pointer_sha256(self) -> str: ...
+    @property
+    def feature_id(self) -> Optional[str]: ...
+    @property
+    def pointer_json(self) -> str: ...
 
 @final
 class Commit:

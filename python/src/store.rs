@@ -353,7 +353,11 @@ impl Store {
     /// `public_key`: a key file, or a list of them (every signed seal must verify under one;
     /// keys rotate); `signed_from`: every seal from that number on must be signed (seals
     /// before it may be unsigned), as `lineage verify --signed-from`.
-    #[pyo3(signature = (*, public_key=None, expect_head=None, sample=None, sample_seed=None, since_seal=None, grace=None, check=false, digest="fastest", signed_from=None, witness=None, witness_endpoint_url=None))]
+    /// `shard=(i, n)`: check one n-th of the store (`--shard I/N`; merge the n reports with
+    /// `merge_reports`); `plan_seal`: cut the shards from that seal's commits (give every
+    /// shard the same, `--plan-seal`); `report_dir`: a URL where the shard's report is also
+    /// published as its next attempt (`--report-dir`), before this returns.
+    #[pyo3(signature = (*, public_key=None, expect_head=None, sample=None, sample_seed=None, since_seal=None, grace=None, check=false, digest="fastest", signed_from=None, witness=None, witness_endpoint_url=None, shard=None, plan_seal=None, report_dir=None))]
     #[allow(clippy::too_many_arguments)]
     fn verify(
         &self,
@@ -369,6 +373,9 @@ impl Store {
         signed_from: Option<u64>,
         witness: Option<String>,
         witness_endpoint_url: Option<String>,
+        shard: Option<(u32, u32)>,
+        plan_seal: Option<u64>,
+        report_dir: Option<String>,
     ) -> PyResult<VerifyReport> {
         let digest = digest
             .parse::<DigestCheck>()
@@ -381,19 +388,14 @@ impl Store {
             witness,
             witness_endpoint_url,
         )?;
-        // `since_seal=True`: the newest seal; an int: that seal.
-        let since_seal = match since_seal {
-            None => None,
-            Some(v) if v.is_instance_of::<pyo3::types::PyBool>() => {
-                v.extract::<bool>()?.then_some(None)
-            }
-            Some(v) => Some(Some(v.extract::<u64>()?)),
-        };
+        let shard = crate::distributed::shard_spec(shard, report_dir.as_deref()).py_err(py)?;
         let mut opts = VerifyOptions {
             sample,
             sample_seed,
-            since_seal,
+            since_seal: since_seal_arg(since_seal)?,
             digest,
+            shard,
+            plan_seal,
             ..VerifyOptions::default()
         }
         .with_anchors(&kw.base);
@@ -401,6 +403,7 @@ impl Store {
             opts.grace = self::grace(py, &g)?;
         }
         let store = self.inner.clone();
+        let endpoint = self.endpoint_url.clone();
         let report = block_on_local(py, move || async move {
             let mut report = verify_with(store.as_ref(), &opts).await?;
             // The witness, beside the verification (as `lineage verify --witness`).
@@ -414,6 +417,9 @@ impl Store {
                 report.anchors.extend(c.outcomes);
                 report.problems.extend(c.problems);
                 report.settle();
+            }
+            if let Some(url) = report_dir {
+                crate::distributed::publish(&url, endpoint, &report).await?;
             }
             Ok(report)
         })?
@@ -690,6 +696,46 @@ impl Store {
         .py_err(py)
     }
 
+    /// The parts of a read (the commits sealed by seals 1..`as_of_seal`, default the
+    /// newest; of one `run_id` and `target_crs` when given) as picklable `PartRef`s, for
+    /// an engine's workers to read with `read_part`, each part checked there against its
+    /// sealed pointer. Nothing is read but the seals and pointers here. `feature_id`: each
+    /// `read_part` returns only that feature's rows. The other arguments as for `files`.
+    #[pyo3(signature = (as_of_seal=None, run_id=None, *, target_crs=None, feature_id=None, include_unsealed=false, originals=false, as_of_time=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn plan(
+        &self,
+        py: Python<'_>,
+        as_of_seal: Option<u64>,
+        run_id: Option<String>,
+        target_crs: Option<String>,
+        feature_id: Option<String>,
+        include_unsealed: bool,
+        originals: bool,
+        as_of_time: Option<String>,
+    ) -> PyResult<Vec<crate::parts::PartRef>> {
+        one_as_of(as_of_seal, as_of_time.as_deref()).py_err(py)?;
+        let Some(url) = self.reopen.clone() else {
+            return Err(errors::to_py(py, Error::usage(
+                "plan: a memory:// store exists in this process only; workers cannot read it (open a directory or a bucket)",
+            )));
+        };
+        let store = self.inner.clone();
+        let as_of_seal = block_on_local(py, {
+            let store = store.clone();
+            move || async move { as_of(store.as_ref(), as_of_seal, as_of_time.as_deref()).await }
+        })?
+        .py_err(py)?;
+        let opts = ReadOptions {
+            as_of_seal,
+            run_id,
+            target_crs,
+            include_unsealed,
+            prefer_compacted: !originals,
+        };
+        crate::parts::plan(py, store, url, self.endpoint_url.clone(), opts, feature_id)
+    }
+
     /// The rows of exactly the commits sealed by seals 1..`as_of_seal` (default: the
     /// newest), as a `pyarrow.RecordBatchReader` (through the Arrow C stream: DuckDB
     /// queries it, `polars.from_arrow` reads it). Each part is read once and checked
@@ -865,6 +911,17 @@ impl Store {
     fn __repr__(&self) -> String {
         format!("Store({:?})", self.url)
     }
+}
+
+/// `since_seal=True`: the newest seal; an int: that seal.
+fn since_seal_arg(since_seal: Option<Bound<'_, PyAny>>) -> PyResult<Option<Option<u64>>> {
+    Ok(match since_seal {
+        None => None,
+        Some(v) if v.is_instance_of::<pyo3::types::PyBool>() => {
+            v.extract::<bool>()?.then_some(None)
+        }
+        Some(v) => Some(Some(v.extract::<u64>()?)),
+    })
 }
 
 /// Refuse `as_of_seal` and `as_of_time` together.

@@ -143,7 +143,12 @@ fn print_commit(p: &Pointer, kept: Option<crate::write::resume::Kept>, json: boo
     let (what, when) = match (&kept, p.existed) {
         (Some(k), _) => (
             "kept",
-            if k.payload_differs { " payload_differs" } else { "" }.to_string(),
+            if k.payload_differs {
+                " payload_differs"
+            } else {
+                ""
+            }
+            .to_string(),
         ),
         (None, true) => (
             "already committed",
