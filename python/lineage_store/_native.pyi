@@ -30,18 +30,22 @@ def open(
     endpoint_url: Optional[str] = None,
     max_seal_bytes: Optional[int] = None,
     max_page_bytes: Optional[int] = None,
+    max_decoded_bytes: Optional[int] = None,
 ) -> Store:
     """Open the store a URL names: a directory, ``file:///abs``, ``memory://``,
     ``s3://bucket/prefix``, ``az://container/prefix`` or ``gs://bucket/prefix``.
-    Credentials come from the environment, as for the CLI. ``max_seal_bytes`` and
-    ``max_page_bytes`` are this store's read limits (``None``: the defaults, see
-    ``set_read_limits``)."""
+    Credentials come from the environment, as for the CLI. ``max_seal_bytes``,
+    ``max_page_bytes`` and ``max_decoded_bytes`` are this store's read limits (``None``:
+    the defaults, see ``set_read_limits``)."""
 
 def canonical_crs(value: str) -> str:
     """The canonical ``EPSG:<code>`` of a CRS identifier; ``InputError`` otherwise."""
 
 def set_read_limits(
-    *, max_seal_bytes: Optional[int] = None, max_page_bytes: Optional[int] = None
+    *,
+    max_seal_bytes: Optional[int] = None,
+    max_page_bytes: Optional[int] = None,
+    max_decoded_bytes: Optional[int] = None,
 ) -> tuple[int, int]:
     """Set the read limits of the stores opened from now on without their own
     (``open(..., max_seal_bytes=, max_page_bytes=)``); a store already open keeps its

@@ -73,20 +73,22 @@ pub fn path_text(p: &std::path::Path) -> LResult<String> {
 
 /// Open the store a URL names (see the README: a directory, `file:///abs`, `memory://`,
 /// `s3://bucket/prefix`, `az://container/prefix`, `gs://bucket/prefix`). Credentials come
-/// from the environment, as for the CLI. `max_seal_bytes` and `max_page_bytes` are this
-/// store's read limits (the CLI's `--max-seal-bytes`, `--max-page-bytes`); `None`: the
-/// defaults of [`crate::limits`] (`set_read_limits`).
+/// from the environment, as for the CLI. `max_seal_bytes`, `max_page_bytes` and
+/// `max_decoded_bytes` are this store's read limits (the CLI's `--max-seal-bytes`,
+/// `--max-page-bytes`, `--max-decoded-bytes`); `None`: the defaults of [`crate::limits`]
+/// (`set_read_limits`).
 #[pyfunction]
-#[pyo3(signature = (url, *, endpoint_url=None, max_seal_bytes=None, max_page_bytes=None))]
+#[pyo3(signature = (url, *, endpoint_url=None, max_seal_bytes=None, max_page_bytes=None, max_decoded_bytes=None))]
 pub fn open(
     py: Python<'_>,
     url: PathBuf,
     endpoint_url: Option<String>,
     max_seal_bytes: Option<u64>,
     max_page_bytes: Option<u64>,
+    max_decoded_bytes: Option<u64>,
 ) -> PyResult<Store> {
     let url = path_text(&url).py_err(py)?;
-    let limits = crate::limits::for_store(max_seal_bytes, max_page_bytes);
+    let limits = crate::limits::for_store(max_seal_bytes, max_page_bytes, max_decoded_bytes);
     let opts = StoreOptions::new()
         .endpoint_url(endpoint_url.clone())
         .limits(limits);
@@ -102,15 +104,23 @@ pub fn open(
 
 /// What a pickled `Store` calls to come back: `open(url, endpoint_url=..., limits...)`.
 #[pyfunction]
-#[pyo3(signature = (url, endpoint_url=None, max_seal_bytes=None, max_page_bytes=None))]
+#[pyo3(signature = (url, endpoint_url=None, max_seal_bytes=None, max_page_bytes=None, max_decoded_bytes=None))]
 pub fn _reopen(
     py: Python<'_>,
     url: PathBuf,
     endpoint_url: Option<String>,
     max_seal_bytes: Option<u64>,
     max_page_bytes: Option<u64>,
+    max_decoded_bytes: Option<u64>,
 ) -> PyResult<Store> {
-    open(py, url, endpoint_url, max_seal_bytes, max_page_bytes)
+    open(
+        py,
+        url,
+        endpoint_url,
+        max_seal_bytes,
+        max_page_bytes,
+        max_decoded_bytes,
+    )
 }
 
 /// A `grace` argument: "15m"-style text, seconds, or a `datetime.timedelta`.
@@ -888,7 +898,13 @@ impl Store {
         py: Python<'py>,
     ) -> PyResult<(
         Bound<'py, PyAny>,
-        (String, Option<String>, Option<u64>, Option<u64>),
+        (
+            String,
+            Option<String>,
+            Option<u64>,
+            Option<u64>,
+            Option<u64>,
+        ),
     )> {
         let Some(url) = &self.reopen else {
             return Err(pyo3::exceptions::PyTypeError::new_err(
@@ -904,6 +920,7 @@ impl Store {
                 self.endpoint_url.clone(),
                 Some(limits.max_seal_bytes),
                 Some(limits.max_page_bytes),
+                Some(limits.max_decoded_bytes),
             ),
         ))
     }

@@ -456,3 +456,21 @@ def test_a_keyed_retry_says_its_commits_existed(tmp_path: Path) -> None:
     assert [c.commit_id for c in again] == [c.commit_id for c in first]
     assert all(c.existed for c in again) and not any(c.adopted for c in again)
     assert len(s.commits()) == len(first)
+
+
+def test_the_decoded_size_bound_is_a_store_keyword_and_survives_pickling(tmp_path: Path) -> None:
+    """`open(url, max_decoded_bytes=N)`: a part that would decode to more than N is refused
+    by the store's reads, undecoded, naming the keyword (not the CLI's flag); a pickled
+    store comes back with the same bound; another store in the process keeps the default."""
+    s = ls.open(str(tmp_path / "s"))
+    s.append(events(200))
+    s.seal()
+    assert s.scan().read_all().num_rows == 200
+    tight = ls.open(str(tmp_path / "s"), max_decoded_bytes=1000)
+    for store in (tight, pickle.loads(pickle.dumps(tight))):
+        with pytest.raises(ls.LineageError) as e:
+            store.scan().read_all()
+        msg = str(e.value)
+        assert "more than the 1000 bytes one object may decode to (max_decoded_bytes)" in msg, msg
+        assert "--max-decoded-bytes" not in msg, msg
+    assert ls.open(str(tmp_path / "s")).scan().read_all().num_rows == 200
