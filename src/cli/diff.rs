@@ -4,8 +4,8 @@
 
 use crate::audit::diff::diff;
 use crate::base::error::Result;
+use crate::cli::anchors::AnchorArgs;
 use crate::cli::common::{json_line, out, out_raw, Status, StoreArg};
-use crate::cli::seal_anchors::AnchorArgs;
 use crate::publish::store::options::Opening;
 
 #[derive(Debug, clap::Args)]
@@ -25,7 +25,7 @@ pub(crate) struct Args {
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
     let store = a.store.open(Opening::ExistingStore).await?;
-    let anchors = a.anchors.check(store.as_ref()).await?;
+    let anchors = crate::cli::seal_anchors::check(&a.anchors, store.as_ref()).await?;
     anchors.require_clean()?;
     let d = diff(store.as_ref(), a.seal_a, a.seal_b, anchors.trust.as_ref()).await?;
     if a.json {

@@ -1,32 +1,15 @@
-//! The trust anchors `seals`, `show` and `diff` take, as `verify` and `report` take them:
-//! a head digest kept elsewhere, trusted public keys (and from which seal on), a witness.
+//! What the anchors of `seals`, `show` and `diff` ([`AnchorArgs`], as every read command
+//! takes them) say of a store's seals: the seals listed against them.
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
 
 use crate::audit::seals::{list_seals, SealList};
 use crate::base::error::{Error, Failed, Result};
+use crate::cli::anchors::AnchorArgs;
 use crate::history::seal::Trust;
 use crate::history::signing::read_public_key;
 use crate::publish::AtomicPublisher;
 use crate::witness::WitnessReport;
-
-#[derive(Debug, clap::Args)]
-pub(crate) struct AnchorArgs {
-    /// A head digest printed by `lineage seal` and kept outside the store: one of the
-    /// seals must have it.
-    #[arg(long, value_name = "DIGEST")]
-    expect_head: Option<String>,
-    /// A trusted public key (repeat it for every key in use); every seal (from
-    /// --signed-from on) must be signed by one of them.
-    #[arg(long, value_name = "FILE")]
-    public_key: Vec<PathBuf>,
-    /// Seals before SEQ may be unsigned.
-    #[arg(long, value_name = "SEQ")]
-    signed_from: Option<u64>,
-    #[command(flatten)]
-    witness: crate::cli::witness::VerifyWitnessArgs,
-}
 
 /// The anchors, read and checked against a store.
 pub(crate) struct Anchors {
@@ -38,47 +21,42 @@ pub(crate) struct Anchors {
     pub(crate) witness: Option<WitnessReport>,
 }
 
-impl AnchorArgs {
-    /// Read the keys and the witness, and list the store's seals against them.
-    pub(crate) async fn check(&self, store: &dyn AtomicPublisher) -> Result<Anchors> {
-        if let Some(h) = &self.expect_head {
-            if crate::history::merkle::parse_hash(h).is_none() {
-                return Err(Error::usage(format!(
-                    "--expect-head {h:?} is not a sha256 (64 hex digits)"
-                )));
-            }
-        }
-        let keys = self
-            .public_key
-            .iter()
-            .map(|p| read_public_key(p))
-            .collect::<Result<Vec<_>>>()?;
-        let trust = (!keys.is_empty() || self.signed_from.is_some()).then_some(Trust {
-            keys,
-            signed_from: self.signed_from,
-        });
-        let (witness, witnessed): (Option<WitnessReport>, Option<BTreeSet<u64>>) =
-            match self.witness.open(store).await? {
-                Some((w, url)) => {
-                    let (mut r, seqs) = crate::witness::check_store(store, w.as_ref()).await?;
-                    r.witness = url;
-                    (Some(r), Some(seqs))
-                }
-                None => (None, None),
-            };
-        let list = list_seals(
-            store,
-            trust.as_ref(),
-            self.expect_head.as_deref(),
-            witnessed.as_ref(),
-        )
-        .await?;
-        Ok(Anchors {
-            trust,
-            list,
-            witness,
-        })
+/// Read the keys and the witness of `a` (the one [`AnchorArgs`] of every read command),
+/// and list the store's seals against them.
+pub(crate) async fn check(a: &AnchorArgs, store: &dyn AtomicPublisher) -> Result<Anchors> {
+    if let Some(h) = &a.expect_head {
+        crate::audit::anchors::Anchors::check_head_digest(h)?;
     }
+    let keys = a
+        .public_key
+        .iter()
+        .map(|p| read_public_key(p))
+        .collect::<Result<Vec<_>>>()?;
+    let trust = (!keys.is_empty() || a.signed_from.is_some()).then_some(Trust {
+        keys,
+        signed_from: a.signed_from,
+    });
+    let (witness, witnessed): (Option<WitnessReport>, Option<BTreeSet<u64>>) =
+        match a.witness.open(store).await? {
+            Some((w, url)) => {
+                let (mut r, seqs) = crate::witness::check_store(store, w.as_ref()).await?;
+                r.witness = url;
+                (Some(r), Some(seqs))
+            }
+            None => (None, None),
+        };
+    let list = list_seals(
+        store,
+        trust.as_ref(),
+        a.expect_head.as_deref(),
+        witnessed.as_ref(),
+    )
+    .await?;
+    Ok(Anchors {
+        trust,
+        list,
+        witness,
+    })
 }
 
 impl Anchors {

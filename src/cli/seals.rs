@@ -5,8 +5,8 @@
 use std::io::Write;
 
 use crate::base::error::Result;
+use crate::cli::anchors::AnchorArgs;
 use crate::cli::common::{json_line, out, out_raw, Status, StoreArg};
-use crate::cli::seal_anchors::AnchorArgs;
 use crate::publish::store::options::Opening;
 
 #[derive(Debug, clap::Args)]
@@ -23,7 +23,7 @@ pub(crate) struct Args {
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
     let store = a.store.open(Opening::ExistingStore).await?;
-    let anchors = a.anchors.check(store.as_ref()).await?;
+    let anchors = crate::cli::seal_anchors::check(&a.anchors, store.as_ref()).await?;
     for s in &anchors.list.seals {
         if a.json {
             out_raw(&json_line(s)?)?;
