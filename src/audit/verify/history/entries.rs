@@ -7,7 +7,7 @@ use futures::StreamExt;
 
 use crate::audit::findings::{Problem, ProblemKind};
 use crate::audit::verify::history::context::Context;
-use crate::base::error::Result;
+use crate::base::error::{Error, Result};
 use crate::format::keys;
 use crate::format::keys::history::HistoryKey;
 use crate::format::pointer::Pointer;
@@ -43,9 +43,12 @@ pub(super) async fn check_index_entry(
         // Not in the listing: look again, the pointer may have landed since (a listing is
         // not a snapshot: the index sorts after the pointers).
         None => {
-            read = match crate::history::pointers::get_pointer_or_none(store, &pk).await? {
-                Some(b) => Pointer::from_bytes(&pk, &b).ok(),
-                None => None,
+            read = match crate::history::pointers::get_pointer_or_none(store, &pk).await {
+                Ok(Some(b)) => Pointer::from_bytes(&pk, &b).ok(),
+                // A symlink is no pointer (never followed; named as a symlink): the entry
+                // names none.
+                Ok(None) | Err(Error::Symlink { .. }) => None,
+                Err(e) => return Err(e),
             };
             read.as_ref()
         }
