@@ -299,8 +299,11 @@ class Store:
         *,
         public_key: Union[StrPath, list[StrPath], None] = None,
         signed_from: Optional[int] = None,
+        expect_head: Optional[str] = None,
+        witness: Optional[str] = None,
+        witness_endpoint_url: Optional[str] = None,
     ) -> dict[str, Any]:
-        """One commit or seal (``lineage show --json``)."""
+        """One commit or seal (``lineage show --json``), once every anchor given holds."""
     def diff(
         self,
         a: int,
@@ -308,8 +311,12 @@ class Store:
         *,
         public_key: Union[StrPath, list[StrPath], None] = None,
         signed_from: Optional[int] = None,
+        expect_head: Optional[str] = None,
+        witness: Optional[str] = None,
+        witness_endpoint_url: Optional[str] = None,
     ) -> dict[str, Any]:
-        """What changed from seal a to seal b (``lineage diff --json``)."""
+        """What changed from seal a to seal b (``lineage diff --json``), once every anchor
+        given holds."""
     def compact(
         self,
         *,

@@ -10,6 +10,7 @@ use lineage_store::{
 };
 use pyo3::prelude::*;
 
+use crate::anchors::AnchorKw;
 use crate::errors::{self, IntoPyResult, LResult};
 use crate::runtime::block_on_local;
 
@@ -87,34 +88,42 @@ pub(crate) fn seals<'py>(
     to_py(py, &out)
 }
 
-/// `Store.show`: the commit or seal `what`, as `lineage show --json` prints it.
+/// The signature rules of the anchors given (`None`: no key and no `signed_from`).
+fn trust_of(kw: &AnchorKw) -> Option<Trust> {
+    (!kw.base.public_keys.is_empty() || kw.base.signed_from.is_some()).then(|| Trust {
+        keys: kw.base.public_keys.clone(),
+        signed_from: kw.base.signed_from,
+    })
+}
+
+/// `Store.show`: the commit or seal `what`, as `lineage show --json` prints it, once every
+/// anchor given holds (as `lineage show` with them).
 pub(crate) fn show_one<'py>(
     py: Python<'py>,
     store: Arc<dyn AtomicPublisher>,
     what: String,
-    public_key: Option<Bound<'py, PyAny>>,
-    signed_from: Option<u64>,
+    kw: AnchorKw,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let trust = trust(public_key, signed_from)?.py_err(py)?;
     let shown = block_on_local(py, move || async move {
-        show(store.as_ref(), &what, trust.as_ref(), None).await
+        kw.anchors(&store).await?.require(store.as_ref()).await?;
+        show(store.as_ref(), &what, trust_of(&kw).as_ref(), None).await
     })?
     .py_err(py)?;
     to_py(py, &shown)
 }
 
-/// `Store.diff`: what changed from seal `a` to seal `b`, as `lineage diff --json` prints it.
+/// `Store.diff`: what changed from seal `a` to seal `b`, as `lineage diff --json` prints it,
+/// once every anchor given holds.
 pub(crate) fn diff<'py>(
     py: Python<'py>,
     store: Arc<dyn AtomicPublisher>,
     a: u64,
     b: u64,
-    public_key: Option<Bound<'py, PyAny>>,
-    signed_from: Option<u64>,
+    kw: AnchorKw,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let trust = trust(public_key, signed_from)?.py_err(py)?;
     let d = block_on_local(py, move || async move {
-        diff_seals(store.as_ref(), a, b, trust.as_ref()).await
+        kw.anchors(&store).await?.require(store.as_ref()).await?;
+        diff_seals(store.as_ref(), a, b, trust_of(&kw).as_ref()).await
     })?
     .py_err(py)?;
     to_py(py, &d)

@@ -855,23 +855,38 @@ impl Store {
     }
 
     /// One commit (by id) or seal (by number or sha256), as `lineage show --json` prints
-    /// it: a dict with `kind` "commit" or "seal". Raises when the seal chain does not hold
-    /// (signatures judged by `public_key` and `signed_from`).
-    #[pyo3(signature = (what, *, public_key=None, signed_from=None))]
+    /// it: a dict with `kind` "commit" or "seal". The anchors (`expect_head`, `public_key`,
+    /// `signed_from`, `witness`) are checked first, as by `files`; raises when one does not
+    /// hold or the seal chain does not.
+    #[pyo3(signature = (what, *, public_key=None, signed_from=None, expect_head=None, witness=None, witness_endpoint_url=None))]
+    #[allow(clippy::too_many_arguments)]
     fn show<'py>(
         &self,
         py: Python<'py>,
         what: Bound<'py, PyAny>,
         public_key: Option<Bound<'py, PyAny>>,
         signed_from: Option<u64>,
+        expect_head: Option<String>,
+        witness: Option<String>,
+        witness_endpoint_url: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let what: String = what.str()?.extract()?;
-        crate::questions::show_one(py, self.inner.clone(), what, public_key, signed_from)
+        let kw = AnchorKw::new(
+            py,
+            expect_head,
+            public_key,
+            signed_from,
+            witness,
+            witness_endpoint_url,
+        )?;
+        crate::questions::show_one(py, self.inner.clone(), what, kw)
     }
 
     /// What changed from seal `a` to seal `b` (`lineage diff a b --json`): the commits
-    /// added, the compactions put into effect, the runs touched and the rows added.
-    #[pyo3(signature = (a, b, *, public_key=None, signed_from=None))]
+    /// added, the compactions put into effect, the runs touched and the rows added. The
+    /// anchors are checked first, as by `show`.
+    #[pyo3(signature = (a, b, *, public_key=None, signed_from=None, expect_head=None, witness=None, witness_endpoint_url=None))]
+    #[allow(clippy::too_many_arguments)]
     fn diff<'py>(
         &self,
         py: Python<'py>,
@@ -879,8 +894,19 @@ impl Store {
         b: u64,
         public_key: Option<Bound<'py, PyAny>>,
         signed_from: Option<u64>,
+        expect_head: Option<String>,
+        witness: Option<String>,
+        witness_endpoint_url: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        crate::questions::diff(py, self.inner.clone(), a, b, public_key, signed_from)
+        let kw = AnchorKw::new(
+            py,
+            expect_head,
+            public_key,
+            signed_from,
+            witness,
+            witness_endpoint_url,
+        )?;
+        crate::questions::diff(py, self.inner.clone(), a, b, kw)
     }
 
     /// The `endpoint_url` this store was opened with.

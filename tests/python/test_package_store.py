@@ -474,3 +474,19 @@ def test_the_decoded_size_bound_is_a_store_keyword_and_survives_pickling(tmp_pat
         assert "more than the 1000 bytes one object may decode to (max_decoded_bytes)" in msg, msg
         assert "--max-decoded-bytes" not in msg, msg
     assert ls.open(str(tmp_path / "s")).scan().read_all().num_rows == 200
+
+
+def test_show_and_diff_take_the_anchors_every_read_takes(tmp_path: Path) -> None:
+    """`Store.show`/`Store.diff` check expect_head (and the other anchors) before they
+    answer, as `lineage show`/`diff` do: a head no seal has is refused naming it."""
+    store = ls.open(str(tmp_path / "store"))
+    store.append(events(20), batch_rows=10)
+    s1 = store.seal()
+    store.append(events(10, start=21), batch_rows=10)
+    s2 = store.seal()
+    assert store.show(2, expect_head=s2.head)["seal"]["sha256"] == s2.head
+    assert store.diff(1, 2, expect_head=s1.head)["rows_added"] == 10
+    for call in (lambda: store.show(1, expect_head="ab" * 32), lambda: store.diff(1, 2, expect_head="ab" * 32)):
+        with pytest.raises(ls.LineageError) as e:
+            call()
+        assert "expect_head" in str(e.value) and "ab" * 32 in str(e.value), str(e.value)
