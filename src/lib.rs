@@ -199,7 +199,7 @@ pub mod internal {
     pub use crate::base::{digest, time};
     pub use crate::format::{
         checkpoint, claim, compaction, consistency, delta, delta_checkpoint, delta_stats, entries,
-        identity, keys, pointer, tlog_proof,
+        identity, keys, pointer, tlog_proof, writer_record,
     };
     pub use crate::history::checkpoint as sealed_checkpoint;
     pub use crate::history::delta::complete_log as complete_delta_log;

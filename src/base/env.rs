@@ -53,7 +53,10 @@ impl MapEnv {
 
 impl Environment for MapEnv {
     fn var(&self, name: &str) -> Option<String> {
-        self.vars.get(name).filter(|v| !v.trim().is_empty()).cloned()
+        self.vars
+            .get(name)
+            .filter(|v| !v.trim().is_empty())
+            .cloned()
     }
     fn host_name(&self) -> Option<String> {
         self.host.clone()

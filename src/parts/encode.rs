@@ -296,7 +296,8 @@ fn encode_inner(
         // covers; the signature joins the footer's key-value metadata.
         writer.flush()?;
         writer.sync().map_err(Error::internal_from)?;
-        let signed = crate::parts::writer_sig::sign(key, sid, commit_id, rows as u64, writer.inner());
+        let signed =
+            crate::parts::writer_sig::sign(key, sid, commit_id, rows as u64, writer.inner());
         for kv in signed {
             writer.append_key_value_metadata(kv);
         }

@@ -244,7 +244,11 @@ pub fn check_writer_signature(
         parsed.signed_bytes,
         parsed.body_sha256,
     );
-    if parsed.public_key.verify_strict(&msg, &parsed.signature).is_err() {
+    if parsed
+        .public_key
+        .verify_strict(&msg, &parsed.signature)
+        .is_err()
+    {
         return bad(
             "the signature does not verify over the footer's store id, commit id, row count and body digest"
                 .into(),
@@ -252,7 +256,10 @@ pub fn check_writer_signature(
     }
     let key_id = key_id(&parsed.public_key);
     if let WriterKeys::Only(given) = keys {
-        if !given.iter().any(|k| k.as_bytes() == parsed.public_key.as_bytes()) {
+        if !given
+            .iter()
+            .any(|k| k.as_bytes() == parsed.public_key.as_bytes())
+        {
             return Verdict::UnknownKey { key_id };
         }
     }
@@ -314,9 +321,12 @@ fn parse<'a>(footer: &SignedFooter<'a>) -> std::result::Result<Parsed<'a>, Strin
         .and_then(|b| <[u8; 64]>::try_from(b).ok())
         .map(|b| Signature::from_bytes(&b))
         .ok_or_else(|| "its signature is not 64 bytes of base64".to_string())?;
-    let signed_bytes = signed
-        .parse::<u64>()
-        .map_err(|_| format!("signed_bytes {} is not a number", crate::schema::rules::quote(signed)))?;
+    let signed_bytes = signed.parse::<u64>().map_err(|_| {
+        format!(
+            "signed_bytes {} is not a number",
+            crate::schema::rules::quote(signed)
+        )
+    })?;
     let hex = body_sha256.len() == 64
         && body_sha256
             .bytes()
@@ -373,7 +383,10 @@ mod tests {
             Verdict::UnknownKey { key_id: id.clone() }
         );
         let changed = check_writer_signature(&footer, Some(&sha256_hex(b"x")), WriterKeys::Any);
-        assert!(matches!(changed, Verdict::BytesChanged { .. }), "{changed:?}");
+        assert!(
+            matches!(changed, Verdict::BytesChanged { .. }),
+            "{changed:?}"
+        );
         let more_rows = SignedFooter { rows: 4, ..footer };
         let v = check_writer_signature(&more_rows, None, WriterKeys::Any);
         assert!(matches!(v, Verdict::BadSignature { .. }), "{v:?}");

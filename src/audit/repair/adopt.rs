@@ -125,10 +125,11 @@ async fn pointer_for(
     if let Some(why) = store_refusal(&facts, store_id, opts) {
         return Ok(Err(why));
     }
-    let key_id = match super::writer_filter::writer_check(store, o, &facts, &opts.writer_keys).await? {
-        Ok(k) => k,
-        Err(why) => return Ok(Err(why)),
-    };
+    let key_id =
+        match super::writer_filter::writer_check(store, o, &facts, &opts.writer_keys).await? {
+            Ok(k) => k,
+            Err(why) => return Ok(Err(why)),
+        };
     let (Some(seq), Some(time)) = (facts.sequence, facts.event_time_us) else {
         return Ok(Err("the part has no rows with a sequence".into()));
     };

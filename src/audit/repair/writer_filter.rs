@@ -39,8 +39,11 @@ pub(super) async fn writer_check(
         ),
         None => None,
     };
-    let verdict =
-        check_writer_signature(&facts.signed_footer(), body.as_deref(), WriterKeys::Only(keys));
+    let verdict = check_writer_signature(
+        &facts.signed_footer(),
+        body.as_deref(),
+        WriterKeys::Only(keys),
+    );
     Ok(match verdict {
         Verdict::Verified { key_id } => Ok(Some(key_id)),
         other => Err(format!(

@@ -49,7 +49,11 @@ fn keygen(dir: &Path, name: &str) -> (PathBuf, PathBuf, String) {
     assert!(o.status.success(), "{:?}", text(&o));
     let (out, _) = text(&o);
     let id = out.trim().rsplit(' ').next().unwrap().to_string();
-    (prefix.with_extension("key"), prefix.with_extension("pub"), id)
+    (
+        prefix.with_extension("key"),
+        prefix.with_extension("pub"),
+        id,
+    )
 }
 
 /// Append `input` to `store` (signed with `key` if given); the pointers printed.
@@ -94,7 +98,11 @@ fn footer_kv(path: &Path) -> Vec<(String, Option<String>)> {
         .unwrap();
     meta.file_metadata()
         .key_value_metadata()
-        .map(|kv| kv.iter().map(|k| (k.key.clone(), k.value.clone())).collect())
+        .map(|kv| {
+            kv.iter()
+                .map(|k| (k.key.clone(), k.value.clone()))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -117,15 +125,28 @@ fn an_unsigned_part_is_the_bytes_it_was_before_signatures_and_a_signed_one_says_
     // (fixed store id, commit ids from the commit key, encoding 4).
     const BEFORE: &str = "de87f9aadc5baf27639fabd3e7e28a264aca3cb84fa3c7e2e167195da6814076";
     let plain = fixed_store(&dir.path().join("a"));
-    let p = append(&plain, &golden_events(), None, &["--commit-key", "golden-key"]);
+    let p = append(
+        &plain,
+        &golden_events(),
+        None,
+        &["--commit-key", "golden-key"],
+    );
     assert_eq!(p.len(), 1);
     assert_eq!(p[0].sha256, BEFORE);
     let kv = footer_kv(&plain.join(&p[0].part_path));
-    assert!(!kv.iter().any(|(k, _)| k.starts_with("lineage_writer_")), "{kv:?}");
+    assert!(
+        !kv.iter().any(|(k, _)| k.starts_with("lineage_writer_")),
+        "{kv:?}"
+    );
 
     let (secret, _, id) = keygen(dir.path(), "writer");
     let signed = fixed_store(&dir.path().join("b"));
-    let q = append(&signed, &golden_events(), Some(&secret), &["--commit-key", "golden-key"]);
+    let q = append(
+        &signed,
+        &golden_events(),
+        Some(&secret),
+        &["--commit-key", "golden-key"],
+    );
     assert_ne!(q[0].sha256, BEFORE);
     assert_eq!(q[0].commit_id, p[0].commit_id);
     let kv = footer_kv(&signed.join(&q[0].part_path));
@@ -149,7 +170,9 @@ fn an_unsigned_part_is_the_bytes_it_was_before_signatures_and_a_signed_one_says_
     );
     // The pointer records the key id; `files --json` says the part is signed and by whom.
     assert_eq!(
-        q[0].writer.as_ref().and_then(|w| w.writer_key_id.as_deref()),
+        q[0].writer
+            .as_ref()
+            .and_then(|w| w.writer_key_id.as_deref()),
         Some(id.as_str())
     );
     let s = signed.to_str().unwrap();
@@ -158,7 +181,9 @@ fn an_unsigned_part_is_the_bytes_it_was_before_signatures_and_a_signed_one_says_
     let line: serde_json::Value = serde_json::from_str(text(&o).0.trim()).unwrap();
     assert_eq!(line["writer_key_id"], serde_json::json!(id));
     let plain_s = plain.to_str().unwrap();
-    assert!(lineage(&["seal", "--store", plain_s], None).status.success());
+    assert!(lineage(&["seal", "--store", plain_s], None)
+        .status
+        .success());
     let o = lineage(&["files", "--store", plain_s, "--json"], None);
     let line: serde_json::Value = serde_json::from_str(text(&o).0.trim()).unwrap();
     assert_eq!(line["writer_key_id"], serde_json::Value::Null);
@@ -186,7 +211,16 @@ fn repair_with_writer_keys_adopts_only_what_a_given_key_signed_over_its_bytes() 
     flip_in_column_chunk(&store.join(&flipped[0].part_path), 14);
 
     let o = lineage(
-        &["repair", "--store", s, "--grace", "0s", "--writer-key", a_pub.to_str().unwrap(), "--json"],
+        &[
+            "repair",
+            "--store",
+            s,
+            "--grace",
+            "0s",
+            "--writer-key",
+            a_pub.to_str().unwrap(),
+            "--json",
+        ],
         None,
     );
     assert_eq!(o.status.code(), Some(1), "{:?}", text(&o));
@@ -202,14 +236,22 @@ fn repair_with_writer_keys_adopts_only_what_a_given_key_signed_over_its_bytes() 
             .map(|(_, w)| w.clone())
             .unwrap_or_else(|| panic!("{} not refused: {refused:?}", p.part_path))
     };
-    assert!(why(&unsigned[0]).starts_with("unsigned"), "{}", why(&unsigned[0]));
+    assert!(
+        why(&unsigned[0]).starts_with("unsigned"),
+        "{}",
+        why(&unsigned[0])
+    );
     let w = why(&other[0]);
-    assert!(w.contains(&b_id) && w.contains("not one of the writer keys given"), "{w}");
+    assert!(
+        w.contains(&b_id) && w.contains("not one of the writer keys given"),
+        "{w}"
+    );
     let w = why(&flipped[0]);
     assert!(w.contains("bytes changed") && w.contains(&a_id), "{w}");
 
     // The adopted pointer is marked, and names the key that signed its part.
-    let adopted: Pointer = serde_json::from_slice(&std::fs::read(store.join(&pkey)).unwrap()).unwrap();
+    let adopted: Pointer =
+        serde_json::from_slice(&std::fs::read(store.join(&pkey)).unwrap()).unwrap();
     assert!(adopted.adopted);
     assert_eq!(
         adopted.writer.and_then(|w| w.writer_key_id),
@@ -217,7 +259,9 @@ fn repair_with_writer_keys_adopts_only_what_a_given_key_signed_over_its_bytes() 
     );
     // Nothing else was written for the refused ones.
     for p in [&unsigned[0], &other[0], &flipped[0]] {
-        assert!(!store.join(keys::pointer_key(&p.run_id, &p.commit_id)).exists());
+        assert!(!store
+            .join(keys::pointer_key(&p.run_id, &p.commit_id))
+            .exists());
     }
 
     // A byte flipped in the adopted part afterwards: verify names the signature too.
@@ -232,7 +276,11 @@ fn repair_with_writer_keys_adopts_only_what_a_given_key_signed_over_its_bytes() 
         .collect();
     assert_eq!(bad.len(), 1, "{v}");
     assert_eq!(bad[0]["key"], serde_json::json!(signed[0].part_path));
-    assert!(bad[0]["detail"].to_string().contains("bytes changed"), "{}", bad[0]);
+    assert!(
+        bad[0]["detail"].to_string().contains("bytes changed"),
+        "{}",
+        bad[0]
+    );
 }
 
 #[tokio::test]
@@ -273,7 +321,11 @@ fn footer_kv_bytes(bytes: &[u8]) -> Vec<(String, Option<String>)> {
         .unwrap();
     meta.file_metadata()
         .key_value_metadata()
-        .map(|kv| kv.iter().map(|k| (k.key.clone(), k.value.clone())).collect())
+        .map(|kv| {
+            kv.iter()
+                .map(|k| (k.key.clone(), k.value.clone()))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -317,7 +369,13 @@ async fn the_pointer_records_who_wrote_it_from_the_injected_environment_never_a_
     let names: Vec<&str> = w.platform.keys().map(String::as_str).collect();
     assert_eq!(
         names,
-        ["AWS_BATCH_JOB_ARRAY_INDEX", "AWS_BATCH_JOB_ID", "AWS_LAMBDA_FUNCTION_NAME", "AWS_ROLE_ARN", "CLOUD_RUN_JOB"]
+        [
+            "AWS_BATCH_JOB_ARRAY_INDEX",
+            "AWS_BATCH_JOB_ID",
+            "AWS_LAMBDA_FUNCTION_NAME",
+            "AWS_ROLE_ARN",
+            "CLOUD_RUN_JOB"
+        ]
     );
     let stored = mem
         .get(&keys::pointer_key(&p.run_id, &p.commit_id))
@@ -326,7 +384,10 @@ async fn the_pointer_records_who_wrote_it_from_the_injected_environment_never_a_
         .unwrap();
     let stored = String::from_utf8(stored.to_vec()).unwrap();
     for (name, value) in SECRETS {
-        assert!(!stored.contains(value) && !stored.contains(name), "{name} in {stored}");
+        assert!(
+            !stored.contains(value) && !stored.contains(name),
+            "{name} in {stored}"
+        );
     }
     // Integrity does not depend on it.
     assert!(verify_later(mem.as_ref()).await.is_clean());
@@ -338,7 +399,13 @@ async fn the_pointer_records_who_wrote_it_from_the_injected_environment_never_a_
     let key = keys::pointer_key(&q[0].run_id, &q[0].commit_id);
     let bytes = plain.get(&key).await.unwrap().unwrap();
     assert!(!String::from_utf8_lossy(&bytes).contains("writer"));
-    assert_eq!(Pointer::from_bytes(&key, &bytes).unwrap().to_bytes().unwrap(), bytes.to_vec());
+    assert_eq!(
+        Pointer::from_bytes(&key, &bytes)
+            .unwrap()
+            .to_bytes()
+            .unwrap(),
+        bytes.to_vec()
+    );
 }
 
 #[test]
@@ -369,9 +436,16 @@ fn the_cli_records_the_platform_in_the_pointer_and_log_and_show_print_it() {
         }
     }
     let (log, _) = text(&lineage(&["log", "--store", s], None));
-    assert_eq!(log.matches("AWS_BATCH_JOB_ID=job-cli-9").count(), 2, "{log}");
+    assert_eq!(
+        log.matches("AWS_BATCH_JOB_ID=job-cli-9").count(),
+        2,
+        "{log}"
+    );
     assert!(log.contains("AWS_PROFILE=ingest"), "{log}");
     let commit = log.split_whitespace().nth(1).unwrap().to_string();
     let (show, _) = text(&lineage(&["show", "--store", s, &commit], None));
-    assert!(show.contains("writer (as recorded):") && show.contains("job-cli-9"), "{show}");
+    assert!(
+        show.contains("writer (as recorded):") && show.contains("job-cli-9"),
+        "{show}"
+    );
 }
