@@ -36,7 +36,7 @@ def test_signed_parts_and_the_writer_record(tmp_path: Path, monkeypatch: pytest.
     commits = store.append(events(6, runs=("run-a",)), signing_key=tmp_path / "w.key", request_id="req-9")
     with store.writer(signing_key=tmp_path / "w.key") as w:
         w.write(events(4, runs=("run-b",), start=100))
-    commits += w.commits()
+    commits += w.commits
     assert {c.run_id for c in commits} == {"run-a", "run-b"}
     for c in commits:
         meta = footer(tmp_path / "store" / c.part_path)
