@@ -48,7 +48,8 @@ def test_signed_parts_and_the_writer_record(tmp_path: Path, monkeypatch: pytest.
         text = (tmp_path / "store" / "_lineage" / "commits" / f"run_id={c.run_id}" / f"{c.commit_id}.json").read_text()
         for name, value in SECRETS.items():
             assert name not in text and value not in text, text
-    assert commits[0].writer["request_id"] == "req-9"
+    first = commits[0].writer
+    assert first is not None and first["request_id"] == "req-9"
     # Unsigned parts carry no signature entries.
     plain = store.append(events(3, runs=("run-c",), start=200))
     assert not any(k.startswith("lineage_writer_") for k in footer(tmp_path / "store" / plain[0].part_path))
