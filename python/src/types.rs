@@ -144,7 +144,6 @@ impl From<Pointer> for Commit {
 impl PartialEq for Commit {
     fn eq(&self, other: &Self) -> bool {
         let stored = |c: &Commit| Pointer {
-            writer: None,
             existed: false,
             ..c.pointer()
         };
