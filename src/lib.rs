@@ -102,6 +102,7 @@ pub use base::rejection::{InputError, Place, Rejection, DEFAULT_MAX_ERRORS};
 
 // Injected time and ids.
 pub use base::clock::{Clock, FixedClock, IdGen, ManualClock, SeqIds, SystemClock, V7Ids};
+pub use base::env::{Environment, MapEnv, ProcessEnv};
 
 // The contract and its rules.
 pub use schema::contract;
@@ -119,6 +120,7 @@ pub use publish::{AtomicPublisher, ObjectInfo, Outcome};
 
 // Writing.
 pub use format::pointer::{Pointer, POINTER_FORMAT};
+pub use format::writer_record::{WriterRecord, PLATFORM_VARS};
 pub use write::check::{check, check_batches, CheckOptions, CheckReport, PartitionSummary};
 pub use write::demo::generate as generate_demo_events;
 pub use write::input::batches::{validate_all, validate_all_listing, BatchValidator};
@@ -197,7 +199,7 @@ pub mod internal {
     pub use crate::base::{digest, time};
     pub use crate::format::{
         checkpoint, claim, compaction, consistency, delta, delta_checkpoint, delta_stats, entries,
-        identity, keys, pointer, tlog_proof,
+        identity, keys, pointer, tlog_proof, writer_record,
     };
     pub use crate::history::checkpoint as sealed_checkpoint;
     pub use crate::history::delta::complete_log as complete_delta_log;
@@ -206,7 +208,7 @@ pub mod internal {
     };
     pub use crate::history::identity::ensure_identity;
     pub use crate::history::{complete, frontier, index, merkle, seal, signing, tiles};
-    pub use crate::parts::{encode, multiset, pages, read as part};
+    pub use crate::parts::{encode, multiset, pages, read as part, writer_sig};
     pub use crate::publish::{
         checked, disorderly, faulty, list_pages, metered, object, posix, require_objects, store,
     };

@@ -55,6 +55,7 @@ _store: Optional[lineage_store.Store] = None
 _store_url: Optional[str] = None
 _s3 = None
 _sqs = None
+_request_id: Optional[str] = None  # the invocation's, set by `handler`
 
 FORMATS = {".ndjson": "ndjson", ".jsonl": "ndjson", ".json": "ndjson", ".csv": "csv",
            ".parquet": "parquet", ".pq": "parquet"}
@@ -181,7 +182,8 @@ def append_s3_object(record: dict[str, Any]) -> dict[str, Any]:
             raise
         try:
             commits = store().append_file(path, format=fmt, commit_key=commit_key,
-                                          batch_rows=batch_rows(), resume=True)
+                                          batch_rows=batch_rows(), resume=True,
+                                          request_id=_request_id)
         except (lineage_store.InputError, lineage_store.ConflictError) as e:
             out = {"object": name, "commit_key": commit_key, **_refusal(e)}
             _emit(logging.ERROR, "refused", **out)
@@ -237,7 +239,8 @@ def append_sqs_message(record: dict[str, Any]) -> str:
             f.write(record.get("body", ""))
         try:
             commits = store().append_file(path, format="ndjson", commit_key=commit_key,
-                                          batch_rows=batch_rows(), resume=True)
+                                          batch_rows=batch_rows(), resume=True,
+                                          request_id=_request_id)
         except (lineage_store.InputError, lineage_store.ConflictError) as e:
             refusal = _refusal(e)
             try:
@@ -278,6 +281,9 @@ def handle_sqs(records: list[dict[str, Any]], context: Any) -> dict[str, Any]:
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """The Lambda entry point (``handler.handler``)."""
+    global _request_id
+    # Recorded in every pointer's `writer` record, beside AWS_LAMBDA_FUNCTION_NAME.
+    _request_id = getattr(context, "aws_request_id", None)
     records = event.get("Records") if isinstance(event, dict) else None
     if not records:
         raise RefusedEvent(f"not an S3 or SQS event (no Records): {json.dumps(event)[:200]}")

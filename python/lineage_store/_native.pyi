@@ -123,6 +123,8 @@ class Store:
         commit_key: Optional[str] = None,
         max_errors: int = 20,
         resume: bool = False,
+        signing_key: Optional[StrPath] = None,
+        request_id: Optional[str] = None,
     ) -> list[Commit]:
         """Validate all of ``data``, then commit it (one part per flush of at most
         ``batch_rows`` rows per (run_id, target_crs)). ``InputError`` publishes nothing and
@@ -138,6 +140,8 @@ class Store:
         commit_key: Optional[str] = None,
         max_errors: int = 20,
         resume: bool = False,
+        signing_key: Optional[StrPath] = None,
+        request_id: Optional[str] = None,
     ) -> list[Commit]:
         """Append a file's events (NDJSON, CSV, Arrow IPC or Parquet; ``format`` from the
         extension unless given) as ``lineage append --input`` does: validated whole, then
@@ -151,6 +155,8 @@ class Store:
         max_in_flight: int = 8,
         commit_key: Optional[str] = None,
         resume: bool = False,
+        signing_key: Optional[StrPath] = None,
+        request_id: Optional[str] = None,
     ) -> Writer:
         """A streaming writer for jobs that emit events as they go (a context manager)."""
     def log(self, run_id: Optional[str] = None) -> pyarrow.Table:
@@ -453,6 +459,10 @@ class Commit:
     def commit_key(self) -> Optional[str]: ...
     @property
     def adopted(self) -> bool: ...
+    @property
+    def writer(self) -> Optional[dict[str, Any]]:
+        """Who wrote it, as its platform said (``host``, ``process``, ``writer_key_id``,
+        ``request_id``, ``platform``); ``None`` when the pointer has no record."""
     @property
     def tail_offset(self) -> Optional[int]: ...
     @property

@@ -194,7 +194,12 @@ impl Store {
     /// committed under the key (`Commit.kept`; `Commit.payload_differs` when this attempt's
     /// rows differ from the kept ones) and writes the rest, instead of raising
     /// `ConflictError` for a rebuilt payload.
-    #[pyo3(signature = (data, *, batch_rows=100000, commit_key=None, max_errors=20, resume=false))]
+    /// `signing_key`: a writer key file (`lineage keygen`): every part is signed, so
+    /// `repair --writer-key` can prove an orphan part is this writer's. `request_id`:
+    /// recorded in each pointer's `writer` record (a Lambda handler passes
+    /// `context.aws_request_id`), beside the host and the platform's job and role names.
+    #[pyo3(signature = (data, *, batch_rows=100000, commit_key=None, max_errors=20, resume=false, signing_key=None, request_id=None))]
+    #[allow(clippy::too_many_arguments)]
     fn append(
         &self,
         py: Python<'_>,
@@ -203,13 +208,16 @@ impl Store {
         commit_key: Option<String>,
         max_errors: usize,
         resume: bool,
+        signing_key: Option<PathBuf>,
+        request_id: Option<String>,
     ) -> PyResult<Vec<Commit>> {
         let mut source = arrow_in::import(py, data)?;
         // The schema first, also when no row follows (the CLI's rule for an Arrow file).
         if let Some(e) = crate::refusal::schema_error(py, source.producer, &source.schema) {
             return Err(e);
         }
-        let writer = Writer::new(self.inner.clone())
+        let writer = self
+            .lib_writer(py, signing_key, request_id)?
             .with_batch_rows(batch_rows)
             .with_commit_key(commit_key)
             .with_resume(resume)
@@ -262,7 +270,8 @@ impl Store {
     /// first (refused input raises `InputError` naming the line or row and field, and
     /// publishes nothing), then committed flush by flush. pyarrow is not needed.
     /// `resume`: as for `append`.
-    #[pyo3(signature = (path, *, format=None, batch_rows=100000, commit_key=None, max_errors=20, resume=false))]
+    /// `signing_key`, `request_id`: as for `append`.
+    #[pyo3(signature = (path, *, format=None, batch_rows=100000, commit_key=None, max_errors=20, resume=false, signing_key=None, request_id=None))]
     #[allow(clippy::too_many_arguments)]
     fn append_file(
         &self,
@@ -273,6 +282,8 @@ impl Store {
         commit_key: Option<String>,
         max_errors: usize,
         resume: bool,
+        signing_key: Option<PathBuf>,
+        request_id: Option<String>,
     ) -> PyResult<Vec<Commit>> {
         let format = format.map(|f| parse_format(&f)).transpose().py_err(py)?;
         // A file named `-` is that file, never standard input.
@@ -286,7 +297,8 @@ impl Store {
             Input::open(Some(&path), format).map(|i| i.with_max_page_bytes(max_page))
         })
         .py_err(py)?;
-        let writer = Writer::new(self.inner.clone())
+        let writer = self
+            .lib_writer(py, signing_key, request_id)?
             .with_batch_rows(batch_rows)
             .with_commit_key(commit_key)
             .with_resume(resume)
@@ -313,7 +325,9 @@ impl Store {
     /// derived from the key, partition and flush index, so a job that writes the same rows
     /// in the same order cuts the same flushes; with `resume`, a rerun keeps the flushes
     /// an earlier attempt committed (`Commit.kept`) and writes the rest.
-    #[pyo3(signature = (*, batch_rows=100000, max_delay=None, max_in_flight=8, commit_key=None, resume=false))]
+    /// `signing_key`, `request_id`: as for `append`.
+    #[pyo3(signature = (*, batch_rows=100000, max_delay=None, max_in_flight=8, commit_key=None, resume=false, signing_key=None, request_id=None))]
+    #[allow(clippy::too_many_arguments)]
     fn writer(
         &self,
         py: Python<'_>,
@@ -322,10 +336,12 @@ impl Store {
         max_in_flight: usize,
         commit_key: Option<String>,
         resume: bool,
+        signing_key: Option<PathBuf>,
+        request_id: Option<String>,
     ) -> PyResult<crate::writer::Writer> {
         crate::writer::Writer::open(
             py,
-            Writer::new(self.inner.clone())
+            self.lib_writer(py, signing_key, request_id)?
                 .with_commit_key(commit_key)
                 .with_resume(resume),
             batch_rows,
@@ -986,5 +1002,29 @@ async fn as_of(
     match as_of_time {
         Some(t) => Ok(Some(lineage_store::seal_as_of_time(store, t).await?)),
         None => Ok(as_of_seal),
+    }
+}
+
+impl Store {
+    /// The library writer behind `append`, `append_file` and `writer`: parts signed with
+    /// the writer key file `signing_key` when given, and each pointer recording who wrote
+    /// it (the process environment, read once here: host, platform job and role names,
+    /// never a secret; and `request_id`).
+    fn lib_writer(
+        &self,
+        py: Python<'_>,
+        signing_key: Option<PathBuf>,
+        request_id: Option<String>,
+    ) -> PyResult<Writer> {
+        let key = signing_key
+            .as_deref()
+            .map(read_signing_key)
+            .transpose()
+            .py_err(py)?;
+        let process = format!("lineage-store/{} python", env!("CARGO_PKG_VERSION"));
+        Ok(Writer::new(self.inner.clone())
+            .with_signing_key(key)
+            .with_environment(&lineage_store::ProcessEnv, &process)
+            .with_request_id(request_id))
     }
 }

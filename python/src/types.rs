@@ -57,6 +57,11 @@ pub struct Commit {
     pub commit_key: Option<String>,
     /// True when `repair` wrote the pointer for an orphan part.
     pub adopted: bool,
+    /// Who wrote it, as far as its platform said (the pointer's `writer` record, a dict:
+    /// `host`, `process`, `writer_key_id`, `request_id`, `platform`); `None` in commits
+    /// without one. A record, not evidence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writer: Option<WriterDict>,
     /// Where the part's tail (bloom filters and footer) begins (`None` in older commits).
     #[serde(default)]
     pub tail_offset: Option<u64>,
@@ -75,6 +80,20 @@ pub struct Commit {
     /// rows were rebuilt, e.g. with new timestamps); the kept rows stand. `None` unless kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub payload_differs: Option<bool>,
+}
+
+/// A pointer's `writer` record, seen from Python as a dict (its JSON).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct WriterDict(pub lineage_store::WriterRecord);
+
+impl<'py> IntoPyObject<'py> for WriterDict {
+    type Target = PyAny;
+    type Output = Bound<'py, PyAny>;
+    type Error = PyErr;
+    fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        json_to_py(py, &to_json(&self.0)?)
+    }
 }
 
 impl Commit {
@@ -110,6 +129,7 @@ impl From<Pointer> for Commit {
             tool_version: p.tool_version,
             commit_key: p.commit_key,
             adopted: p.adopted,
+            writer: p.writer.map(WriterDict),
             tail_offset: p.tail_offset,
             tail_sha256: p.tail_sha256,
             existed: p.existed,
@@ -154,6 +174,7 @@ impl Commit {
             tail_offset: self.tail_offset,
             tail_sha256: self.tail_sha256.clone(),
             adopted: self.adopted,
+            writer: self.writer.clone().map(|w| w.0),
             existed: self.existed,
         }
     }

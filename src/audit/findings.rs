@@ -121,6 +121,12 @@ pub enum ProblemKind {
     /// The table's newest Delta version (adds minus removes, replayed) does not hold
     /// exactly the rows of the sealed commits.
     DeltaRowsDiffer,
+    /// A part whose footer carries a writer signature (`append --signing-key`) that does
+    /// not hold: incomplete or malformed entries, a signature that does not verify over
+    /// the footer's store id, commit id, row count and body digest, or (for an adopted
+    /// part, whose pointer was written from the part itself) signed bytes that no longer
+    /// hash to the digest signed.
+    BadWriterSignature,
 }
 
 /// One problem, naming the object.

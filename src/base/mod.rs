@@ -2,6 +2,7 @@
 
 pub(crate) mod clock;
 pub mod digest;
+pub(crate) mod env;
 pub(crate) mod error;
 pub(crate) mod limits;
 pub(crate) mod param;

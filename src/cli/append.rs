@@ -23,6 +23,14 @@ pub(crate) struct Args {
     /// `kept`), write the rest; a kept flush whose payload differs is reported, not refused.
     #[arg(long, requires = "commit_key")]
     resume: bool,
+    /// Sign every part with this Ed25519 writer key (made by `lineage keygen`): its footer
+    /// then ties the part's bytes to its store, commit id and rows, so `repair --writer-key`
+    /// can prove an orphan part is this writer's.
+    #[arg(long, value_name = "FILE")]
+    signing_key: Option<std::path::PathBuf>,
+    /// Accept a signing key file that others can read (refused by default, as ssh does).
+    #[arg(long, requires = "signing_key")]
+    allow_readable_key: bool,
     /// One JSON pointer per line; refused input: one JSON object listing the errors
     /// (`errors`: each with `line`, `row`, `field`, `value`, `reason`), as `check --json`.
     #[arg(long)]
@@ -44,8 +52,23 @@ async fn append(a: Args) -> Result<Status> {
     // Standard input is spooled to a temp file first: it is read twice.
     a.store.given()?;
     let input = Arc::new(a.input.open(a.store.limit.max_page_bytes)?);
+    let key = match &a.signing_key {
+        Some(path) => {
+            let root = crate::publish::store::local_path(&a.store.store);
+            crate::history::signing::check_signing_key_file(
+                path,
+                root.as_deref(),
+                a.allow_readable_key,
+            )?;
+            Some(crate::history::signing::read_signing_key(path)?)
+        }
+        None => None,
+    };
     let store = a.store.open(Opening::Store).await?;
+    let process = format!("{} cli", crate::format::pointer::tool_version());
     let writer = Writer::new(store)
+        .with_signing_key(key)
+        .with_environment(&crate::base::env::ProcessEnv, &process)
         .with_batch_rows(a.input.batch_rows)
         .with_commit_key(a.commit_key)
         .with_resume(a.resume)

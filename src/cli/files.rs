@@ -23,7 +23,10 @@ pub(crate) struct Args {
     /// One JSON object per part: location, part_path, commit_id, run_id, target_crs, rows,
     /// size_bytes, sha256, blake3, committed_utc, sealed_by (seal sequence, or null),
     /// compaction (a compacted part: its id, record, seal and time, and the original
-    /// commits of its rows, each with its seal; its commit_id is then null).
+    /// commits of its rows, each with its seal; its commit_id is then null),
+    /// writer_key_id (the writer key whose signature the part's footer carries, as its
+    /// sealed pointer records it; null for an unsigned part: `verify` checks the
+    /// signature holds).
     #[arg(long)]
     json: bool,
 }
@@ -42,6 +45,7 @@ struct Line<'a> {
     committed_utc: &'a str,
     pointer: &'a str,
     sealed_by: Option<u64>,
+    writer_key_id: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     compaction: Option<CompactionLine<'a>>,
 }
@@ -105,6 +109,7 @@ fn line(p: &SnapshotPart, location: String) -> Line<'_> {
             Some(c) => c.commits.iter().map(|o| o.sealed_by).max(),
             None => p.sealed_by.as_ref().map(|s| s.seq),
         },
+        writer_key_id: q.writer.as_ref().and_then(|w| w.writer_key_id.as_deref()),
         compaction,
     }
 }

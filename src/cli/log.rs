@@ -60,7 +60,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
             out_raw(&json_line(&p)?)?;
         } else {
             out(&format!(
-                "{} {} run_id={} target_crs={} rows={} seq={}..{} {}{}",
+                "{} {} run_id={} target_crs={} rows={} seq={}..{} {}{}{}",
                 p.committed_utc,
                 p.commit_id,
                 p.run_id,
@@ -69,7 +69,10 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
                 p.first_sequence,
                 p.last_sequence,
                 p.part_path,
-                if p.adopted { " (adopted)" } else { "" }
+                if p.adopted { " (adopted)" } else { "" },
+                p.writer
+                    .as_ref()
+                    .map_or(String::new(), |w| format!(" writer: {}", w.describe()))
             ))?;
         }
     }

@@ -39,6 +39,12 @@ pub(crate) struct Args {
     /// --from up to the seal with this digest, each checked against it.
     #[arg(long, value_name = "SHA256", requires = "from")]
     expect_head: Option<String>,
+    /// A writer's public key (made by `lineage keygen`; repeatable): adopt only orphan
+    /// parts whose footer's writer signature verifies under one of these keys over the
+    /// part's bytes as they are; every other orphan is refused, naming why (unsigned,
+    /// unknown key, bad signature, bytes changed).
+    #[arg(long, value_name = "FILE")]
+    writer_key: Vec<std::path::PathBuf>,
     /// Only say what would be restored and adopted.
     #[arg(long)]
     dry_run: bool,
@@ -56,6 +62,11 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
             )));
         }
     }
+    let writer_keys = a
+        .writer_key
+        .iter()
+        .map(|p| crate::history::signing::read_public_key(p))
+        .collect::<Result<Vec<_>>>()?;
     let store = a.store.open(Opening::Store).await?;
     let from = match &a.from {
         Some(url) => {
@@ -70,6 +81,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         dry_run: a.dry_run,
         adopt_unidentified: a.adopt_unidentified,
         expect_head: a.expect_head.clone(),
+        writer_keys,
     };
     let r = repair_with(
         store.as_ref(),

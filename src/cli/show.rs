@@ -103,6 +103,10 @@ fn who(p: &crate::format::pointer::Pointer) -> String {
     if p.adopted {
         who.push_str(", pointer written by `lineage repair` for an orphan part");
     }
+    if let Some(w) = &p.writer {
+        // What the writer's platform said: a record, not evidence.
+        who.push_str(&format!("; writer (as recorded): {}", w.describe()));
+    }
     who
 }
 

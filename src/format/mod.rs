@@ -12,3 +12,4 @@ pub mod identity;
 pub mod keys;
 pub mod pointer;
 pub mod tlog_proof;
+pub mod writer_record;

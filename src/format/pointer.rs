@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::base::error::{Error, Result};
+use crate::format::writer_record::WriterRecord;
 
 /// Format tag of pointer objects.
 pub const POINTER_FORMAT: &str = "lineage-pointer/1";
@@ -68,6 +69,13 @@ pub struct Pointer {
     /// True when `lineage repair` wrote this pointer for an orphan part.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub adopted: bool,
+    /// Who wrote it, as far as the platform said ([`WriterRecord`]: host, program, writer
+    /// key id, platform job and role names; never a secret). Absent in pointers written
+    /// before it was recorded, by writers not given an environment, and by `repair`
+    /// (which records only the writer key id of a signed part it adopts). Not evidence:
+    /// `verify` ignores it for integrity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writer: Option<WriterRecord>,
     /// Not stored: true when an append found this commit already in the store, committed
     /// by an earlier run (a keyed retry), and published nothing; false as read.
     #[serde(skip)]
@@ -121,6 +129,7 @@ impl Pointer {
         self.name_problem()
             .or_else(|| self.digest_problem())
             .or_else(|| self.text_problem())
+            .or_else(|| self.writer.as_ref().and_then(WriterRecord::problem))
     }
 
     /// Why `run_id`, `target_crs`, `commit_id` or `part_path` is not one lineage-store

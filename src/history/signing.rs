@@ -6,15 +6,15 @@ use std::path::Path;
 use base64::Engine;
 use ed25519_dalek::{SigningKey, VerifyingKey};
 
-use crate::base::digest::sha256_hex;
 use crate::base::error::{Error, Result};
 use crate::base::param::{text, Param};
 
 const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
 
-/// A short, printable id of a public key: the first 16 hex digits of its sha256.
+/// A short, printable id of a public key: the first 16 hex digits of its sha256 (the one
+/// id seals and writer signatures name, [`crate::parts::writer_sig::key_id`]).
 pub fn key_id(k: &VerifyingKey) -> String {
-    sha256_hex(k.as_bytes())[..16].to_string()
+    crate::parts::writer_sig::key_id(k)
 }
 
 /// Parse a base64 Ed25519 public key as stored in a seal.

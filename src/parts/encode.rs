@@ -6,6 +6,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Int64Type, TimestampMicrosecondType};
 use arrow_array::RecordBatch;
 use bytes::Bytes;
+use ed25519_dalek::SigningKey;
 use parquet::arrow::arrow_writer::ArrowWriterOptions;
 use parquet::arrow::{add_encoded_arrow_schema_to_metadata, ArrowSchemaConverter, ArrowWriter};
 use parquet::basic::{Compression, ZstdLevel};
@@ -14,6 +15,7 @@ use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::schema::types::ColumnPath;
 
 use crate::base::error::{Error, Result};
+use crate::base::param::{text, Param};
 use crate::schema::contract::{self, col};
 
 /// A flush ready to publish.
@@ -212,7 +214,28 @@ pub fn encode_for_store(
     encoding: PartEncoding,
     store_id: Option<&str>,
 ) -> Result<EncodedPart> {
-    encode_inner(batch, commit_id, encoding, store_id, false)
+    encode_inner(batch, commit_id, encoding, store_id, false, None)
+}
+
+/// [`encode_for_store`], signed by the writer key `signer` when one is given
+/// ([`crate::parts::writer_sig`]: the footer then carries the signature of the part's
+/// bytes before it, its store id, commit id and rows). Without a key the bytes are
+/// [`encode_for_store`]'s. A part that names no store cannot be signed (the signature
+/// binds the store): refused.
+pub fn encode_signed(
+    batch: &RecordBatch,
+    commit_id: &str,
+    encoding: PartEncoding,
+    store_id: Option<&str>,
+    signer: Option<&SigningKey>,
+) -> Result<EncodedPart> {
+    if signer.is_some() && (store_id.is_none() || !encoding.names_store()) {
+        return Err(Error::usage(text![
+            "a part that names no store cannot be signed (this commit key's claim was made by a writer whose parts name none): retry it without ",
+            Param::SigningKey
+        ]));
+    }
+    encode_inner(batch, commit_id, encoding, store_id, false, signer)
 }
 
 /// A compacted part ([`crate::format::compaction`]): the current settings, with the
@@ -222,7 +245,7 @@ pub fn encode_compacted(
     compaction_id: &str,
     store_id: Option<&str>,
 ) -> Result<EncodedPart> {
-    encode_inner(batch, compaction_id, PartEncoding::V3, store_id, true)
+    encode_inner(batch, compaction_id, PartEncoding::V3, store_id, true, None)
 }
 
 fn encode_inner(
@@ -231,6 +254,7 @@ fn encode_inner(
     encoding: PartEncoding,
     store_id: Option<&str>,
     compaction: bool,
+    signer: Option<&SigningKey>,
 ) -> Result<EncodedPart> {
     let store_id = store_id.filter(|_| encoding.names_store());
     let rows = batch.num_rows();
@@ -266,6 +290,18 @@ fn encode_inner(
         options.with_properties(props),
     )?;
     writer.write(&batch)?;
+    if let (Some(key), Some(sid)) = (signer, store_id) {
+        // Every row group written and the buffer flushed: what is in the writer now is
+        // all the part's bytes before its page indexes and footer, what the signature
+        // covers; the signature joins the footer's key-value metadata.
+        writer.flush()?;
+        writer.sync().map_err(Error::internal_from)?;
+        let signed =
+            crate::parts::writer_sig::sign(key, sid, commit_id, rows as u64, writer.inner());
+        for kv in signed {
+            writer.append_key_value_metadata(kv);
+        }
+    }
     let buf = writer.into_inner()?;
     let seq = batch.column(col::SEQUENCE).as_primitive::<Int64Type>();
     let time = batch

@@ -8,3 +8,4 @@ pub mod read;
 pub(crate) mod scan;
 pub(crate) mod stats;
 pub(crate) mod tail;
+pub mod writer_sig;

@@ -37,6 +37,20 @@ pub const META_COMMIT_ID: &str = "lineage_commit_id";
 /// `_lineage/store.json`), in parts written since part encoding 3: what lets `repair`
 /// tell a part of this store from one copied in from another.
 pub const META_STORE_ID: &str = "lineage_store_id";
+/// Footer key of a signed part ([`crate::parts::writer_sig`]): the writer's Ed25519
+/// public key, base64 (32 bytes).
+pub const META_WRITER_PUBLIC_KEY: &str = "lineage_writer_public_key";
+/// Footer key of a signed part: the writer key's id (the first 16 hex digits of the sha256
+/// of the public key, as `lineage keygen` prints it).
+pub const META_WRITER_KEY_ID: &str = "lineage_writer_key_id";
+/// Footer key of a signed part: how many bytes from the start of the file the signature
+/// covers (the magic and every row group's column chunks and bloom filters).
+pub const META_WRITER_SIGNED_BYTES: &str = "lineage_writer_signed_bytes";
+/// Footer key of a signed part: the lower-case hex sha256 of those bytes.
+pub const META_WRITER_BODY_SHA256: &str = "lineage_writer_body_sha256";
+/// Footer key of a signed part: the Ed25519 signature, base64 (64 bytes), of the message
+/// [`crate::parts::writer_sig::message`] builds.
+pub const META_WRITER_SIGNATURE: &str = "lineage_writer_signature";
 /// Arrow field metadata key the Parquet writer turns into a column's field id.
 pub const PARQUET_FIELD_ID: &str = "PARQUET:field_id";
 

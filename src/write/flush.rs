@@ -21,6 +21,7 @@ use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 use bytes::Bytes;
+use ed25519_dalek::SigningKey;
 use uuid::Uuid;
 
 use crate::base::clock::{Clock, IdGen, SystemClock, V7Ids};
@@ -31,6 +32,7 @@ use crate::base::time::{rfc3339, rfc3339_us};
 use crate::format::identity::StoreIdentity;
 use crate::format::keys;
 use crate::format::pointer::{tool_version, Pointer, POINTER_FORMAT};
+use crate::format::writer_record::WriterRecord;
 use crate::history::identity::ensure_identity;
 use crate::parts::encode;
 use crate::parts::encode::EncodedPart;
@@ -75,6 +77,13 @@ pub(crate) struct WriteConfig {
     pub(crate) identity: Arc<tokio::sync::OnceCell<StoreIdentity>>,
     /// Errors listed when an append's input is refused (`0`: all).
     pub(crate) max_errors: usize,
+    /// The writer key parts are signed with ([`crate::parts::writer_sig`]), if any.
+    pub(crate) signer: Option<Arc<SigningKey>>,
+    /// Who writes, as the environment said when the writer was set up (read once); the
+    /// pointers' `writer` object with the key id and request id added.
+    pub(crate) record: Option<WriterRecord>,
+    /// The request id the caller passed (a Lambda invocation's), for the record.
+    pub(crate) request_id: Option<String>,
 }
 
 impl WriteConfig {
@@ -99,6 +108,9 @@ impl WriteConfig {
             part_encoding: encode::PartEncoding::default(),
             identity: Arc::default(),
             max_errors: crate::base::rejection::DEFAULT_MAX_ERRORS,
+            signer: None,
+            record: None,
+            request_id: None,
         }
     }
     /// The same writer encoding parts with `encoding` (a keyed append retried under a
@@ -147,8 +159,15 @@ impl WriteConfig {
             true => Some(self.store_identity().await?.store_id.clone()),
             false => None,
         };
+        let signer = self.signer.clone();
         let enc: EncodedPart = crate::base::pool::run(move || {
-            encode::encode_for_store(&rows.into_batch()?, &id, how, store_id.as_deref())
+            encode::encode_signed(
+                &rows.into_batch()?,
+                &id,
+                how,
+                store_id.as_deref(),
+                signer.as_deref(),
+            )
         })
         .await??;
         drop(permit);
@@ -264,8 +283,23 @@ impl WriteConfig {
             tail_offset: Some(enc.tail.0),
             tail_sha256: Some(enc.tail.1.clone()),
             adopted: false,
+            writer: self.writer_record(),
             existed: false,
         }
+    }
+
+    /// The pointers' `writer` object: the environment's record, the writer key's id when
+    /// parts are signed, the caller's request id; `None` when there is nothing to say.
+    fn writer_record(&self) -> Option<WriterRecord> {
+        let key_id = self
+            .signer
+            .as_ref()
+            .map(|k| crate::parts::writer_sig::key_id(&k.verifying_key()));
+        if self.record.is_none() && key_id.is_none() && self.request_id.is_none() {
+            return None;
+        }
+        let base = self.record.clone().unwrap_or_default();
+        Some(base.with(key_id, self.request_id.as_deref()))
     }
 
     /// Publish `pointer` create-only. A pointer already there for the same commit and

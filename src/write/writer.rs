@@ -13,11 +13,14 @@
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
+use ed25519_dalek::SigningKey;
 
 use crate::base::clock::{Clock, IdGen};
+use crate::base::env::Environment;
 use crate::base::error::{Error, Result};
 use crate::base::param::{text, Param};
 use crate::format::pointer::Pointer;
+use crate::format::writer_record::WriterRecord;
 use crate::publish::AtomicPublisher;
 use crate::write::flush::WriteConfig;
 use crate::write::input::source::BatchSource;
@@ -100,6 +103,37 @@ impl Writer {
     pub fn with_max_errors(mut self, n: usize) -> Self {
         self.cfg.max_errors = n;
         self
+    }
+    /// Sign every part with this writer key (`append --signing-key`, made by `lineage
+    /// keygen`): its footer then ties the part's bytes to its store, commit id and rows,
+    /// so `repair --writer-key` can prove an orphan part is this writer's
+    /// ([`crate::parts::writer_sig`]). Without a key, parts are unsigned (as before).
+    /// A keyed retry must use the key (or no key) of its first attempt: the signature is
+    /// part of the bytes its read-back compares.
+    pub fn with_signing_key(mut self, key: Option<SigningKey>) -> Self {
+        self.cfg.signer = key.map(Arc::new);
+        self
+    }
+    /// Record in every pointer who writes ([`WriterRecord`]): the host name, `process` (the
+    /// program and its version), and the platform variables of the allow-list
+    /// ([`crate::format::writer_record::PLATFORM_VARS`]), read from `env` once, now. Never
+    /// a secret: no other variable is read. Without it, pointers carry no record (or only
+    /// the writer key id and request id).
+    pub fn with_environment(mut self, env: &dyn Environment, process: &str) -> Self {
+        self.cfg.record = Some(WriterRecord::from_env(env, process));
+        self
+    }
+    /// The request id the pointers' record carries (a Lambda invocation's `aws_request_id`).
+    pub fn with_request_id(mut self, id: Option<String>) -> Self {
+        self.cfg.request_id = id;
+        self
+    }
+    /// The writer key's id, when parts are signed.
+    pub fn signing_key_id(&self) -> Option<String> {
+        self.cfg
+            .signer
+            .as_ref()
+            .map(|k| crate::parts::writer_sig::key_id(&k.verifying_key()))
     }
     /// The store written to.
     pub fn store(&self) -> &Arc<dyn AtomicPublisher> {

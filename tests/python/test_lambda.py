@@ -456,3 +456,15 @@ def test_a_refused_sqs_message_that_cannot_be_set_aside_comes_back(local, monkey
     local._sqs = RefusedQueue()
     assert local.handler(event, LambdaContext()) == {"batchItemFailures": []}
     assert len(local._sqs.sent) == 1
+
+
+def test_the_invocation_is_recorded_in_each_pointer_never_a_secret(local, monkeypatch) -> None:
+    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "lineage-writer")
+    monkeypatch.setenv("AWS_SESSION_TOKEN", "lambda-secret-token-7")
+    event = sqs_event([ndjson([event_row(i, "stream-w") for i in range(1, 4)]).decode()])
+    assert local.handler(event, LambdaContext(aws_request_id="req-lambda-1")) == {"batchItemFailures": []}
+    [commit] = ls.open(os.environ["LINEAGE_STORE"]).commits()
+    assert commit.writer is not None
+    assert commit.writer["request_id"] == "req-lambda-1"
+    assert commit.writer["platform"]["AWS_LAMBDA_FUNCTION_NAME"] == "lineage-writer"
+    assert "lambda-secret-token-7" not in commit.to_json()

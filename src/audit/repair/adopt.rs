@@ -125,6 +125,11 @@ async fn pointer_for(
     if let Some(why) = store_refusal(&facts, store_id, opts) {
         return Ok(Err(why));
     }
+    let key_id =
+        match super::writer_filter::writer_check(store, o, &facts, &opts.writer_keys).await? {
+            Ok(k) => k,
+            Err(why) => return Ok(Err(why)),
+        };
     let (Some(seq), Some(time)) = (facts.sequence, facts.event_time_us) else {
         return Ok(Err("the part has no rows with a sequence".into()));
     };
@@ -156,6 +161,11 @@ async fn pointer_for(
         tail_offset: None,
         tail_sha256: None,
         adopted: true,
+        // Who wrote it is not known; which key signed it is, when a writer key was asked for.
+        writer: key_id.map(|k| crate::format::writer_record::WriterRecord {
+            writer_key_id: Some(k),
+            ..Default::default()
+        }),
         existed: false,
     }))
 }

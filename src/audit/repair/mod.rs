@@ -36,6 +36,7 @@ mod adopt;
 mod metadata;
 pub(crate) mod options;
 mod restore;
+mod writer_filter;
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -67,6 +68,7 @@ pub async fn repair(
         dry_run,
         adopt_unidentified: false,
         expect_head: None,
+        writer_keys: Vec::new(),
     };
     repair_with(store, None, &opts).await
 }

@@ -44,4 +44,9 @@ pub struct RepairOptions {
     /// against the `prev_sha256` of the one after. Without it nothing in the store records
     /// the newest seals' digests, so they are never restored.
     pub expect_head: Option<String>,
+    /// Writer public keys (`--writer-key`): when any is given, an orphan part is adopted
+    /// only when its footer's writer signature verifies under one of them over its bytes
+    /// as they are ([`crate::parts::writer_sig`]); any other is refused, naming why
+    /// (unsigned, unknown key, bad signature, bytes changed).
+    pub writer_keys: Vec<ed25519_dalek::VerifyingKey>,
 }

@@ -166,10 +166,50 @@ async fn check_part(
             if !why.is_empty() {
                 out.push((ProblemKind::FooterMismatch, why.join("; ")));
             }
+            if let Some(why) = writer_signature_problem(store, p, size, &f).await {
+                out.push((ProblemKind::BadWriterSignature, why));
+            }
         }
         Err(e) => out.push((ProblemKind::FooterMismatch, e.to_string())),
     }
     (out, store_id)
+}
+
+/// Why the writer signature of a signed part does not hold, or `None` (unsigned, or it
+/// holds). Signed by whichever key its footer names: the check is that the part holds
+/// together, not who signed it (`repair --writer-key` asks that). The signed bytes are
+/// hashed again only for an adopted part: any other part's bytes are bound by the digest
+/// its pointer recorded when it was written, which the part check compares.
+async fn writer_signature_problem(
+    store: &dyn AtomicPublisher,
+    p: &Pointer,
+    size: u64,
+    f: &PartFacts,
+) -> Option<String> {
+    use crate::parts::writer_sig::{check_writer_signature, WriterKeys};
+    if f.writer_sig.is_unsigned() {
+        return None;
+    }
+    let body = match (p.adopted, f.writer_sig.signed_len()) {
+        (true, Some(n)) => {
+            let d = crate::parts::read::stream_digests_chunked(
+                store,
+                &p.part_path,
+                n.min(size),
+                crate::parts::read::HASH_CHUNK_BYTES,
+                Want::SHA256,
+                &|_| {},
+            )
+            .await;
+            match d {
+                Ok(d) => d.sha256,
+                Err(e) => return Some(format!("its signed bytes cannot be read: {e}")),
+            }
+        }
+        _ => None,
+    };
+    let v = check_writer_signature(&f.signed_footer(), body.as_deref(), WriterKeys::Any);
+    (!v.is_verified()).then(|| v.describe())
 }
 
 /// The size of pointer `key`'s part `p`: as `listed`, else listed again (a POSIX walk is

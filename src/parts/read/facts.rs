@@ -280,6 +280,7 @@ fn footer_facts(meta: &ParquetMetaData, arrow_meta: &ArrowReaderMetadata) -> Par
         null_partition_values: 0,
         sequence: None,
         event_time_us: None,
+        writer_sig: crate::parts::writer_sig::SignatureFields::of(meta),
     }
 }
 

@@ -144,6 +144,9 @@ pub struct PartFacts {
     pub sequence: Option<(i64, i64)>,
     /// Earliest and latest `event_time_utc` in microseconds (only with `with_ranges`).
     pub event_time_us: Option<(i64, i64)>,
+    /// The footer's writer-signature entries ([`crate::parts::writer_sig`]; all `None`
+    /// for an unsigned part).
+    pub writer_sig: crate::parts::writer_sig::SignatureFields,
 }
 
 /// Values read from a part, as a message shows them: at most [`VALUES_SHOWN`], each
@@ -160,6 +163,17 @@ fn quote_all(values: &[String]) -> String {
 const VALUES_SHOWN: usize = 5;
 
 impl PartFacts {
+    /// What the footer says, as its writer signature covers it: store id, commit id,
+    /// row count and the signature entries.
+    pub fn signed_footer(&self) -> crate::parts::writer_sig::SignedFooter<'_> {
+        crate::parts::writer_sig::SignedFooter {
+            store_id: self.store_id.as_deref(),
+            commit_id: self.commit_id.as_deref(),
+            rows: self.rows,
+            fields: &self.writer_sig,
+        }
+    }
+
     /// Why this part does not belong at `run_id`/`target_crs` as commit `commit_id` of a
     /// registered contract version, or `None` when it does.
     pub fn mismatch(&self, run_id: &str, target_crs: &str, commit_id: &str) -> Option<String> {

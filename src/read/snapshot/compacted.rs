@@ -151,6 +151,7 @@ fn compacted_part(
             tail_offset: rec.tail_offset,
             tail_sha256: rec.tail_sha256.clone(),
             adopted: false,
+            writer: None,
             existed: false,
         },
         sealed_by: Some(by.clone()),

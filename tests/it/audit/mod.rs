@@ -16,3 +16,4 @@ mod seal;
 mod signing;
 mod tamper;
 mod warnings;
+mod writer_keys;

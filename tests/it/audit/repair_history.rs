@@ -24,6 +24,7 @@ fn later(dry_run: bool) -> RepairOptions {
         dry_run,
         adopt_unidentified: false,
         expect_head: None,
+        writer_keys: Vec::new(),
     }
 }
 

@@ -262,6 +262,7 @@ async fn keyed_retries_add_no_second_index_entry_and_log_is_in_commit_time_order
     let stored: Vec<_> = again
         .iter()
         .map(|p| lineage_store::Pointer {
+            writer: None,
             existed: false,
             ..p.clone()
         })
