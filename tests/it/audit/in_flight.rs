@@ -196,7 +196,8 @@ async fn a_fresh_part_without_pointer_is_in_flight_by_its_commit_id_not_its_mtim
     assert!(f.detail.contains("commit id was made at"), "{}", f.detail);
     assert_eq!(r.summary, "clean except 1 object in flight");
     // Repair leaves it alone now, for the same reason.
-    let out = repair(store.as_ref(), Utc::now(), Duration::minutes(15), true)
+    let named = lineage_store::Adoption::parts([lost.part_path.clone()]);
+    let out = repair(store.as_ref(), Utc::now(), Duration::minutes(15), &named, true)
         .await
         .unwrap();
     assert_eq!((out.adopted.len(), out.in_flight), (0, 1));
