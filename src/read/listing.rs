@@ -97,7 +97,10 @@ pub fn part_listing(store: &dyn AtomicPublisher, p: &SnapshotPart) -> PartListin
             .collect(),
     });
     let originals = compaction.as_ref().map(|c| c.commits.as_slice());
-    let newest = originals.and_then(|o| o.iter().max_by(|a, b| a.committed_utc.cmp(&b.committed_utc)));
+    let newest = originals.and_then(|o| {
+        o.iter()
+            .max_by(|a, b| a.committed_utc.cmp(&b.committed_utc))
+    });
     PartListing {
         location: part_location(store, &q.part_path),
         part_path: q.part_path.clone(),

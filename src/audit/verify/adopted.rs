@@ -10,17 +10,16 @@
 //! the auditor accepts it (`accept_adopted`).
 
 use crate::audit::findings::{AdoptedCommit, Problem, ProblemKind, Report};
-use crate::audit::verify::pointers::SealedAs;
 use crate::base::param::{text, Param};
 use crate::format::pointer::Pointer;
 
-/// The adopted commit of pointer `key` (`p`), sealed as `sealed` (not judged yet).
-pub(crate) fn found(key: &str, p: &Pointer, sealed: Option<&SealedAs>) -> AdoptedCommit {
+/// The adopted commit of pointer `key` (`p`), sealed by seal `sealed_by` (not judged yet).
+pub(crate) fn found(key: &str, p: &Pointer, sealed_by: Option<u64>) -> AdoptedCommit {
     AdoptedCommit {
         key: key.to_string(),
         commit_id: p.commit_id.clone(),
         part_path: p.part_path.clone(),
-        sealed_by: sealed.map(|s| s.seq),
+        sealed_by,
         anchored: false,
         accepted: false,
     }

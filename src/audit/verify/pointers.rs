@@ -133,7 +133,10 @@ fn judge(w: Wanted, bytes: &[u8], out: &mut ReadBack, report: &mut Report) {
     match parsed {
         Ok(p) => {
             if p.adopted || w.sealed.as_ref().is_some_and(|s| s.adopted) {
-                report.adopted_commits.push(super::adopted::found(&w.key, &p, w.sealed.as_ref()));
+                let sealed_by = w.sealed.as_ref().map(|s| s.seq);
+                report
+                    .adopted_commits
+                    .push(super::adopted::found(&w.key, &p, sealed_by));
             }
             out.parsed.insert(w.key.clone(), p);
         }

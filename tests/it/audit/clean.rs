@@ -215,9 +215,7 @@ async fn verify_and_repair_read_parts_in_bounded_ranges_never_whole() {
     );
     rec.part_range_reads.store(0, Ordering::Relaxed);
     let now = chrono::Utc::now() + chrono::Duration::days(1);
-    let orphan = lineage_store::Adoption::parts(
-        r.problems.iter().map(|p| p.key.clone()),
-    );
+    let orphan = lineage_store::Adoption::parts(r.problems.iter().map(|p| p.key.clone()));
     let rep = lineage_store::repair(&rec, now, chrono::Duration::minutes(1), &orphan, false)
         .await
         .unwrap();

@@ -10,8 +10,8 @@ use chrono::{Duration, Utc};
 use lineage_store::internal::encode::sha256_hex;
 use lineage_store::internal::keys;
 use lineage_store::{
-    repair_with, seal, verify_with, Adoption, AtomicPublisher, MemoryPublisher, Pointer, ProblemKind,
-    RepairOptions, SystemClock, VerifyOptions,
+    repair_with, seal, verify_with, Adoption, AtomicPublisher, MemoryPublisher, Pointer,
+    ProblemKind, RepairOptions, SystemClock, VerifyOptions,
 };
 
 use crate::support::audit::{append, of_kind, verify_later};

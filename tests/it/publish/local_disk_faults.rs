@@ -389,7 +389,11 @@ fn disk_full_mid_part_and_at_the_pointer() {
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}{err}");
     let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
-    assert_eq!((v["commits"].as_u64(), v["adopted"].as_u64()), (Some(3), Some(1)), "{v:#}");
+    assert_eq!(
+        (v["commits"].as_u64(), v["adopted"].as_u64()),
+        (Some(3), Some(1)),
+        "{v:#}"
+    );
     added_since(&before, &store);
     drop(fs);
 }

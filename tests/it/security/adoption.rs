@@ -91,26 +91,56 @@ fn a_planted_part_is_adopted_only_by_name_and_stays_marked_through_every_output(
     assert_eq!(code, 1, "{v:#}");
     let p = &v["problems"].as_array().unwrap()[..];
     assert_eq!(p.len(), 1, "{v:#}");
-    assert_eq!((p[0]["kind"].as_str(), p[0]["key"].as_str()), (Some("orphan_part"), Some(key.as_str())));
+    assert_eq!(
+        (p[0]["kind"].as_str(), p[0]["key"].as_str()),
+        (Some("orphan_part"), Some(key.as_str()))
+    );
     let detail = p[0]["detail"].as_str().unwrap();
-    assert!(detail.contains("or planted") && detail.contains("lineage repair --adopt"), "{detail}");
+    assert!(
+        detail.contains("or planted") && detail.contains("lineage repair --adopt"),
+        "{detail}"
+    );
 
     // repair without --adopt: lists it, adopts nothing, exit 1.
     let (code, out) = run(&["repair", "--store", s, "--grace", "0s"], None);
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains(&format!("orphan: {key}: not adopted")), "{out}");
-    assert!(out.contains("0 adopted") && out.contains("1 orphans not adopted"), "{out}");
+    assert!(
+        out.contains(&format!("orphan: {key}: not adopted")),
+        "{out}"
+    );
+    assert!(
+        out.contains("0 adopted") && out.contains("1 orphans not adopted"),
+        "{out}"
+    );
     assert!(!pointer.exists());
     // --dry-run with it named: what would be adopted, nothing written.
-    let args = ["repair", "--store", s, "--grace", "0s", "--adopt", &key, "--dry-run"];
+    let args = [
+        "repair",
+        "--store",
+        s,
+        "--grace",
+        "0s",
+        "--adopt",
+        &key,
+        "--dry-run",
+    ];
     let (code, out) = run(&args, None);
     assert_eq!(code, 0, "{out}");
-    assert!(out.contains("would adopt: _lineage/commits/run_id=planted/"), "{out}");
+    assert!(
+        out.contains("would adopt: _lineage/commits/run_id=planted/"),
+        "{out}"
+    );
     assert!(!pointer.exists());
     // Named: adopted, marked.
-    let (code, out) = run(&["repair", "--store", s, "--grace", "0s", "--adopt", &key], None);
+    let (code, out) = run(
+        &["repair", "--store", s, "--grace", "0s", "--adopt", &key],
+        None,
+    );
     assert_eq!(code, 0, "{out}");
-    assert!(out.contains("1 adopted") && out.contains("seal --rescan"), "{out}");
+    assert!(
+        out.contains("1 adopted") && out.contains("seal --rescan"),
+        "{out}"
+    );
     let ptr: Value = serde_json::from_slice(&std::fs::read(&pointer).unwrap()).unwrap();
     assert_eq!(ptr["adopted"], true);
 
@@ -126,8 +156,12 @@ fn a_planted_part_is_adopted_only_by_name_and_stays_marked_through_every_output(
     let entries = seal2["entries"].as_array().unwrap();
     assert_eq!(entries.len(), 1, "{seal2:#}");
     assert_eq!(entries[0]["adopted"], true, "{seal2:#}");
-    let seal1 = std::fs::read_to_string(root.join("_lineage/seals/00000000000000000001.json")).unwrap();
-    assert!(!seal1.contains("adopted"), "other entries' bytes are as before: {seal1}");
+    let seal1 =
+        std::fs::read_to_string(root.join("_lineage/seals/00000000000000000001.json")).unwrap();
+    assert!(
+        !seal1.contains("adopted"),
+        "other entries' bytes are as before: {seal1}"
+    );
 
     // verify: with the auditor's head of before, and with none, a problem naming it.
     for extra in [&["--expect-head", head1.as_str()][..], &[]] {
@@ -136,19 +170,37 @@ fn a_planted_part_is_adopted_only_by_name_and_stays_marked_through_every_output(
         let p = v["problems"].as_array().unwrap();
         assert_eq!(p.len(), 1, "{v:#}");
         assert_eq!(p[0]["kind"], "adopted_commit", "{v:#}");
-        assert_eq!(p[0]["key"], format!("_lineage/commits/run_id=planted/{commit}.json"));
+        assert_eq!(
+            p[0]["key"],
+            format!("_lineage/commits/run_id=planted/{commit}.json")
+        );
         let d = p[0]["detail"].as_str().unwrap();
-        assert!(d.contains(&commit) && d.contains(&key) && d.contains("--accept-adopted"), "{d}");
+        assert!(
+            d.contains(&commit) && d.contains(&key) && d.contains("--accept-adopted"),
+            "{d}"
+        );
         assert_eq!(v["adopted"], 1, "{v:#}");
         let a = &v["adopted_commits"][0];
-        assert_eq!((a["commit_id"].as_str(), a["sealed_by"].as_u64()), (Some(commit.as_str()), Some(2)));
-        assert_eq!((a["anchored"].as_bool(), a["accepted"].as_bool()), (Some(false), Some(false)));
+        assert_eq!(
+            (a["commit_id"].as_str(), a["sealed_by"].as_u64()),
+            (Some(commit.as_str()), Some(2))
+        );
+        assert_eq!(
+            (a["anchored"].as_bool(), a["accepted"].as_bool()),
+            (Some(false), Some(false))
+        );
     }
     // Accepted: clean, and the verdict says so.
     let (code, v) = verify(s, &["--expect-head", &head1, "--accept-adopted"]);
     assert_eq!(code, 0, "{v:#}");
     assert_eq!(v["adopted_commits"][0]["accepted"], true, "{v:#}");
-    assert!(v["summary"].as_str().unwrap().contains("1 adopted commit accepted"), "{v:#}");
+    assert!(
+        v["summary"]
+            .as_str()
+            .unwrap()
+            .contains("1 adopted commit accepted"),
+        "{v:#}"
+    );
     // A head taken after the adoption covers it (the auditor anchored that history).
     let (code, v) = verify(s, &["--expect-head", &head2]);
     assert_eq!(code, 0, "{v:#}");
@@ -156,12 +208,20 @@ fn a_planted_part_is_adopted_only_by_name_and_stays_marked_through_every_output(
     // The text form names it.
     let (code, out) = run(&["verify", "--store", s, "--grace", "0s"], None);
     assert_eq!(code, 1);
-    assert!(out.contains(&format!("ADOPTED _lineage/commits/run_id=planted/{commit}.json: commit {commit}")), "{out}");
+    assert!(
+        out.contains(&format!(
+            "ADOPTED _lineage/commits/run_id=planted/{commit}.json: commit {commit}"
+        )),
+        "{out}"
+    );
 
     // files --json: the adopted part says so, the others do not.
     let (code, out) = run(&["files", "--store", s, "--json"], None);
     assert_eq!(code, 0, "{out}");
-    let lines: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     let adopted: Vec<&Value> = lines.iter().filter(|l| l["adopted"] == true).collect();
     assert_eq!(adopted.len(), 1, "{out}");
     assert_eq!(adopted[0]["part_path"], key.as_str());
@@ -170,7 +230,10 @@ fn a_planted_part_is_adopted_only_by_name_and_stays_marked_through_every_output(
     // scan provenance: every row of the planted run is marked adopted, no other row.
     let rows = dir.path().join("rows.ndjson");
     let r = rows.to_str().unwrap();
-    let (code, out) = run(&["scan", "--store", s, "--with-provenance", "--out", r], None);
+    let (code, out) = run(
+        &["scan", "--store", s, "--with-provenance", "--out", r],
+        None,
+    );
     assert_eq!(code, 0, "{out}");
     let rows: Vec<Value> = std::fs::read_to_string(&rows)
         .unwrap()
@@ -178,32 +241,64 @@ fn a_planted_part_is_adopted_only_by_name_and_stays_marked_through_every_output(
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     let planted = rows.iter().filter(|r| r["run_id"] == "planted").count();
-    assert!(planted > 0 && rows.len() == 60 + planted, "{} rows", rows.len());
+    assert!(
+        planted > 0 && rows.len() == 60 + planted,
+        "{} rows",
+        rows.len()
+    );
     for row in &rows {
         let planted = row["run_id"] == "planted";
         assert_eq!(row["adopted"], planted, "{row}");
     }
 
     // The report's JSON: not clean, the adopted commit listed; accepted, clean.
-    let (code, out) = run(&["report", "--store", s, "--format", "json", "--out", "-"], None);
+    let (code, out) = run(
+        &["report", "--store", s, "--format", "json", "--out", "-"],
+        None,
+    );
     assert_eq!(code, 1);
     let rep: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(rep["verdict"]["adopted_commits"], 1, "{:#}", rep["verdict"]);
     assert_eq!(rep["verdict"]["adopted"][0]["commit_id"], commit.as_str());
-    assert!(rep["verdict"]["groups"].as_array().unwrap().iter().any(|g| g["kind"] == "adopted_commit"));
-    let args = ["report", "--store", s, "--format", "json", "--out", "-", "--accept-adopted"];
+    assert!(rep["verdict"]["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|g| g["kind"] == "adopted_commit"));
+    let args = [
+        "report",
+        "--store",
+        s,
+        "--format",
+        "json",
+        "--out",
+        "-",
+        "--accept-adopted",
+    ];
     let (code, out) = run(&args, None);
     assert_eq!(code, 0, "{out}");
     let rep: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(rep["verdict"]["adopted_accepted"], 1);
-    assert!(rep["verdict"]["headline"].as_str().unwrap().contains("adopted commit accepted"));
-    let (_, md) = run(&["report", "--store", s, "--format", "md", "--out", "-"], None);
-    assert!(md.contains("### Adopted commits (1)") && md.contains(&commit), "{md}");
+    assert!(rep["verdict"]["headline"]
+        .as_str()
+        .unwrap()
+        .contains("adopted commit accepted"));
+    let (_, md) = run(
+        &["report", "--store", s, "--format", "md", "--out", "-"],
+        None,
+    );
+    assert!(
+        md.contains("### Adopted commits (1)") && md.contains(&commit),
+        "{md}"
+    );
 
     // OpenLineage: the planted run's event names the adopted commit.
     let (code, out) = run(&["export", "openlineage", "--store", s], None);
     assert_eq!(code, 0, "{out}");
-    let events: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let events: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     for e in &events {
         let facet = &e["run"]["facets"]["lineageStore_run"];
         match facet["runId"].as_str() {
@@ -215,7 +310,10 @@ fn a_planted_part_is_adopted_only_by_name_and_stays_marked_through_every_output(
     let args = ["export", "iso19115", "--store", s, "--run-id", "planted"];
     let (code, xml) = run(&args, None);
     assert_eq!(code, 0, "{xml}");
-    assert!(xml.contains("were adopted by `lineage repair`") && xml.contains(&commit), "{xml}");
+    assert!(
+        xml.contains("were adopted by `lineage repair`") && xml.contains(&commit),
+        "{xml}"
+    );
 }
 
 #[test]
@@ -225,19 +323,34 @@ fn repair_refuses_to_adopt_what_is_not_an_orphan_part() {
     let s = root.to_str().unwrap();
     append_and_seal(s, "real", 20);
     // Not a part key at all: a usage error before anything is read.
-    let o = lineage(&["repair", "--store", s, "--adopt", "_lineage/store.json"], None);
+    let o = lineage(
+        &["repair", "--store", s, "--adopt", "_lineage/store.json"],
+        None,
+    );
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(2), "{out}{err}");
-    assert!(err.contains("--adopt") && err.contains("not the key of a data part"), "{err}");
+    assert!(
+        err.contains("--adopt") && err.contains("not the key of a data part"),
+        "{err}"
+    );
     // A part that has its pointer, and one that does not exist: refused, named, exit 1.
     let (_, files) = run(&["files", "--store", s], None);
     let real = files.lines().next().unwrap();
     let real = real.strip_prefix(&format!("{s}/")).unwrap();
-    let missing = "run_id=real/target_crs=EPSG:4326/part-0190a000-0000-7000-8000-00000000cafe.parquet";
+    let missing =
+        "run_id=real/target_crs=EPSG:4326/part-0190a000-0000-7000-8000-00000000cafe.parquet";
     let args = ["repair", "--store", s, "--adopt", real, "--adopt", missing];
     let (code, out) = run(&args, None);
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains(&format!("refused: {real}: not an orphan: its commit's pointer")), "{out}");
-    assert!(out.contains(&format!("refused: {missing}: no such part in the store")), "{out}");
+    assert!(
+        out.contains(&format!(
+            "refused: {real}: not an orphan: its commit's pointer"
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("refused: {missing}: no such part in the store")),
+        "{out}"
+    );
     assert!(out.contains("0 adopted"), "{out}");
 }
