@@ -325,7 +325,14 @@ fn print_report(r: &Report, more: &[String], extra: usize, per_kind: usize) -> R
             0 => String::new(),
             n => format!("; {n} object{} in flight", if n == 1 { "" } else { "s" }),
         };
-        format!("{} problems{flying}", r.problems.len() + extra)
+        let accepted = match r.accepted_adopted() {
+            0 => String::new(),
+            n => format!(
+                "; {n} adopted commit{} accepted (--accept-adopted)",
+                if n == 1 { "" } else { "s" }
+            ),
+        };
+        format!("{} problems{flying}{accepted}", r.problems.len() + extra)
     };
     out(&format!(
         "{verdict}{}",
