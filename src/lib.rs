@@ -145,6 +145,7 @@ pub use history::signing::{key_id, keygen, read_public_key, read_signing_key};
 
 // Reading: a store as of a seal, every part checked against its sealed pointer.
 pub use read::as_of::{parse_as_of_time, seal_as_of_time};
+pub use read::listing::{part_listing, CommitListing, CompactionListing, PartListing};
 pub use read::location::part_location;
 pub use read::out::{
     scan_to_file, write_file as write_scan_file, write_stream as write_scan_stream, OutFormat,
@@ -168,7 +169,7 @@ pub use audit::proof::consistency::{
 pub use audit::proof::{
     prove, prove_row, verify_proof, Proof, ProofSummary, ProveAgainst, RowEvidence, RowSummary,
 };
-pub use audit::repair::{repair, repair_with, RepairOptions, RepairOutcome};
+pub use audit::repair::{repair, repair_with, Adoption, RepairOptions, RepairOutcome};
 pub use audit::seals::{list_seals, SealList, SealSummary};
 pub use audit::show::{show, CommitShown, SealShown, Shown};
 pub use audit::sweep::{sweep, sweep_all, SweepOutcome};

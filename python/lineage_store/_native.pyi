@@ -2,7 +2,7 @@
 
 import os
 from datetime import timedelta
-from typing import Any, Optional, Protocol, Sequence, Union, final
+from typing import Any, Literal, Optional, Protocol, Sequence, Union, final, overload
 
 import pyarrow
 
@@ -180,6 +180,7 @@ class Store:
         shard: Optional[tuple[int, int]] = None,
         plan_seal: Optional[int] = None,
         report_dir: Optional[str] = None,
+        accept_adopted: bool = False,
     ) -> VerifyReport:
         """Verify the store as ``lineage verify`` does; ``check=True`` raises
         ``VerifyError`` when the report is not clean. ``digest="all"`` recomputes every
@@ -189,7 +190,9 @@ class Store:
         ``shard=(i, n)``: check one n-th of the store (``--shard I/N``; merge the n
         reports with ``merge_reports``); ``plan_seal``: cut the shards from that seal's
         commits (``--plan-seal``); ``report_dir``: a URL where the shard's report is also
-        published (``--report-dir``)."""
+        published (``--report-dir``). ``accept_adopted=True``: the commits ``lineage
+        repair`` adopted that ``expect_head`` does not cover (all of them without it) are
+        accepted rather than ``adopted_commit`` problems (``--accept-adopted``)."""
     def delta_version(self) -> Optional[int]:
         """The newest Delta Lake version (version N is seal N), or None without a Delta log."""
     def seal(
@@ -229,9 +232,11 @@ class Store:
         as_of_seal: Optional[int] = None,
         force: bool = False,
         as_of_time: Optional[str] = None,
+        accept_adopted: bool = False,
     ) -> dict[str, Any]:
         """Write the audit report (``lineage report``) to ``path`` as "html", "md" or
         "json", whether or not problems were found; returns its data (the JSON format)."""
+    @overload
     def files(
         self,
         as_of_seal: Optional[int] = None,
@@ -245,6 +250,7 @@ class Store:
         signed_from: Optional[int] = None,
         witness: Optional[str] = None,
         witness_endpoint_url: Optional[str] = None,
+        detail: Literal[False] = False,
     ) -> list[str]:
         """The parts of exactly the commits sealed by seals 1..as_of_seal (default: the
         newest), each checked against its sealed pointer first: paths or URLs for
@@ -253,6 +259,28 @@ class Store:
         effect covers, unless ``originals=True``. The anchors (``expect_head``,
         ``public_key``, ``signed_from``, ``witness``) are checked first, as by ``verify``:
         one that does not hold raises ConflictError naming it."""
+    @overload
+    def files(
+        self,
+        as_of_seal: Optional[int] = None,
+        run_id: Optional[str] = None,
+        *,
+        include_unsealed: bool = False,
+        originals: bool = False,
+        as_of_time: Optional[str] = None,
+        expect_head: Optional[str] = None,
+        public_key: Union[StrPath, Sequence[StrPath], None] = None,
+        signed_from: Optional[int] = None,
+        witness: Optional[str] = None,
+        witness_endpoint_url: Optional[str] = None,
+        detail: Literal[True],
+    ) -> list[dict[str, Any]]:
+        """As above, a dict per part as ``lineage files --json`` prints it: ``location``,
+        ``part_path``, ``commit_id`` (None for a compacted part, which names its
+        compaction and original commits under ``compaction``), ``run_id``,
+        ``target_crs``, ``rows``, ``size_bytes``, ``sha256``, ``blake3``,
+        ``committed_utc``, ``pointer``, ``sealed_by`` and ``adopted`` (its commit was
+        adopted by ``lineage repair``)."""
     def plan(
         self,
         as_of_seal: Optional[int] = None,
@@ -552,6 +580,14 @@ class VerifyReport:
     def anchoring(self) -> str:
         """What the verdict rests on: each anchor's outcome in words, or that none was
         given (internally consistent only)."""
+    @property
+    def adopted(self) -> int:
+        """Commits ``lineage repair`` adopted, among those read."""
+    @property
+    def adopted_commits(self) -> list[dict[str, Any]]:
+        """Every adopted commit read: dicts with ``key``, ``commit_id``, ``part_path``,
+        ``sealed_by``, ``anchored`` (the expected head covers it) and ``accepted``
+        (``accept_adopted=True``); any other is an ``adopted_commit`` problem."""
     @property
     def sample_seed(self) -> Optional[int]: ...
     @property

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use arrow_pyarrow::IntoPyArrow;
 use lineage_store::{
-    check_all, parse_duration, part_location, prove, read_pointers, read_signing_key, snapshot,
+    check_all, parse_duration, part_listing, prove, read_pointers, read_signing_key, snapshot,
     validate_all_listing, verify_with, Anchors, AtomicPublisher, DigestCheck, Error, Format, Input,
     ProveAgainst, ReadOptions, ScanOptions, StoreOptions, SystemClock, VerifyOptions, Writer,
     DEFAULT_BATCH_ROWS, DEFAULT_CONCURRENCY,
@@ -383,7 +383,10 @@ impl Store {
     /// `merge_reports`); `plan_seal`: cut the shards from that seal's commits (give every
     /// shard the same, `--plan-seal`); `report_dir`: a URL where the shard's report is also
     /// published as its next attempt (`--report-dir`), before this returns.
-    #[pyo3(signature = (*, public_key=None, expect_head=None, sample=None, sample_seed=None, since_seal=None, grace=None, check=false, digest="fastest", signed_from=None, witness=None, witness_endpoint_url=None, shard=None, plan_seal=None, report_dir=None))]
+    /// `accept_adopted=True`: the commits `lineage repair` adopted that `expect_head` does
+    /// not cover (all of them without it) are accepted, not `adopted_commit` problems
+    /// (`--accept-adopted`); `adopted_commits` lists every one either way.
+    #[pyo3(signature = (*, public_key=None, expect_head=None, sample=None, sample_seed=None, since_seal=None, grace=None, check=false, digest="fastest", signed_from=None, witness=None, witness_endpoint_url=None, shard=None, plan_seal=None, report_dir=None, accept_adopted=false))]
     #[allow(clippy::too_many_arguments)]
     fn verify(
         &self,
@@ -402,6 +405,7 @@ impl Store {
         shard: Option<(u32, u32)>,
         plan_seal: Option<u64>,
         report_dir: Option<String>,
+        accept_adopted: bool,
     ) -> PyResult<VerifyReport> {
         let digest = digest
             .parse::<DigestCheck>()
@@ -422,6 +426,7 @@ impl Store {
             digest,
             shard,
             plan_seal,
+            accept_adopted,
             ..VerifyOptions::default()
         }
         .with_anchors(&kw.base);
@@ -589,7 +594,9 @@ impl Store {
     /// `run_id`'s runs: a str or a list; as of seal `as_of_seal`). An existing file is
     /// refused unless `force`. Returns the report's data (the JSON format) as a dict; the
     /// file is written whether or not problems were found (`["verdict"]["clean"]`).
-    #[pyo3(signature = (path, format="html", *, expect_head=None, public_key=None, signed_from=None, witness=None, witness_endpoint_url=None, run_id=None, as_of_seal=None, force=false, as_of_time=None))]
+    /// `accept_adopted=True`: adopted commits the anchors do not cover are accepted, as
+    /// `verify(accept_adopted=True)`.
+    #[pyo3(signature = (path, format="html", *, expect_head=None, public_key=None, signed_from=None, witness=None, witness_endpoint_url=None, run_id=None, as_of_seal=None, force=false, as_of_time=None, accept_adopted=false))]
     #[allow(clippy::too_many_arguments)]
     fn report<'py>(
         &self,
@@ -605,6 +612,7 @@ impl Store {
         as_of_seal: Option<u64>,
         force: bool,
         as_of_time: Option<String>,
+        accept_adopted: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let format: ReportFormat = format.parse().py_err(py)?;
         one_as_of(as_of_seal, as_of_time.as_deref()).py_err(py)?;
@@ -638,7 +646,11 @@ impl Store {
             let witness = kw.open_witness(&store).await?;
             let as_of_seal = as_of(store.as_ref(), as_of_seal, as_of_time.as_deref()).await?;
             let opts = ReportOptions {
-                verify: VerifyOptions::default().with_anchors(&kw.base),
+                verify: VerifyOptions {
+                    accept_adopted,
+                    ..VerifyOptions::default()
+                }
+                .with_anchors(&kw.base),
                 key_sources: kw
                     .key_paths
                     .iter()
@@ -674,11 +686,14 @@ impl Store {
     /// The anchors (`expect_head`, `public_key`, `signed_from`, `witness`) are checked
     /// first, as by `verify`: one that does not hold raises `ConflictError` naming it, and
     /// nothing is read.
-    #[pyo3(signature = (as_of_seal=None, run_id=None, *, include_unsealed=false, originals=false, as_of_time=None, expect_head=None, public_key=None, signed_from=None, witness=None, witness_endpoint_url=None))]
+    /// `detail=True`: a dict per part instead of its location, as `lineage files --json`
+    /// prints it (`location`, `part_path`, `commit_id`, ..., `sealed_by`, `adopted`; a
+    /// compacted part names its compaction under `compaction`, its `commit_id` None).
+    #[pyo3(signature = (as_of_seal=None, run_id=None, *, include_unsealed=false, originals=false, as_of_time=None, expect_head=None, public_key=None, signed_from=None, witness=None, witness_endpoint_url=None, detail=false))]
     #[allow(clippy::too_many_arguments)]
-    fn files(
+    fn files<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         as_of_seal: Option<u64>,
         run_id: Option<String>,
         include_unsealed: bool,
@@ -689,7 +704,8 @@ impl Store {
         signed_from: Option<u64>,
         witness: Option<String>,
         witness_endpoint_url: Option<String>,
-    ) -> PyResult<Vec<String>> {
+        detail: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
         one_as_of(as_of_seal, as_of_time.as_deref()).py_err(py)?;
         let kw = AnchorKw::new(
             py,
@@ -707,7 +723,7 @@ impl Store {
             ..ReadOptions::default()
         };
         let store = self.inner.clone();
-        block_on_local(py, move || async move {
+        let listed = block_on_local(py, move || async move {
             kw.anchors(&store).await?.require(store.as_ref()).await?;
             opts.as_of_seal = as_of(store.as_ref(), opts.as_of_seal, as_of_time.as_deref()).await?;
             let snap = snapshot(store.as_ref(), &opts).await?;
@@ -716,10 +732,15 @@ impl Store {
             Ok(snap
                 .parts
                 .iter()
-                .map(|p| part_location(store.as_ref(), &p.pointer.part_path))
-                .collect())
+                .map(|p| part_listing(store.as_ref(), p))
+                .collect::<Vec<_>>())
         })?
-        .py_err(py)
+        .py_err(py)?;
+        if detail {
+            return crate::types::json_to_py(py, &crate::types::to_json(&listed)?);
+        }
+        let locations: Vec<String> = listed.into_iter().map(|l| l.location).collect();
+        Ok(pyo3::types::PyList::new(py, locations)?.into_any())
     }
 
     /// The parts of a read (the commits sealed by seals 1..`as_of_seal`, default the

@@ -11,11 +11,11 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 /// JSON text → a Python object (dict), through the `json` module.
-fn json_to_py<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
+pub(crate) fn json_to_py<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
     py.import("json")?.call_method1("loads", (text,))
 }
 
-fn to_json<T: serde::Serialize>(v: &T) -> PyResult<String> {
+pub(crate) fn to_json<T: serde::Serialize>(v: &T) -> PyResult<String> {
     serde_json::to_string(v).map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
 }
 
@@ -400,6 +400,19 @@ impl VerifyReport {
     #[getter]
     fn anchoring(&self) -> String {
         self.inner.anchor_lines().join("; ")
+    }
+    /// Commits `lineage repair` adopted (each pointer written from an orphan part's own
+    /// footer: nothing its writer wrote vouches for it), among those read.
+    #[getter]
+    fn adopted(&self) -> u64 {
+        self.inner.adopted
+    }
+    /// Every adopted commit read: dicts with `key` (its pointer), `commit_id`,
+    /// `part_path`, `sealed_by` (or None), `anchored` (the expected head covers it) and
+    /// `accepted` (`accept_adopted=True`); any other is an `adopted_commit` problem.
+    #[getter]
+    fn adopted_commits<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        json_to_py(py, &to_json(&self.inner.adopted_commits)?)
     }
     /// Seed of the sample, when sampling.
     #[getter]

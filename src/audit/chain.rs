@@ -25,6 +25,8 @@ pub struct Leaf {
     pub digest: String,
     /// The seal that added it.
     pub seq: u64,
+    /// Its seal marks it adopted ([`crate::history::seal::SealEntry::adopted`]).
+    pub adopted: bool,
 }
 
 /// What the walk found.
@@ -234,6 +236,7 @@ impl Chain {
                 key: e.key.clone(),
                 digest: e.sha256.to_lowercase(),
                 seq: s.key_seq,
+                adopted: e.adopted,
             });
         }
     }

@@ -127,6 +127,11 @@ pub enum ProblemKind {
     /// part, whose pointer was written from the part itself) signed bytes that no longer
     /// hash to the digest signed.
     BadWriterSignature,
+    /// A commit `repair` adopted (its pointer written from an orphan part's own footer:
+    /// nothing its writer wrote vouches for it) that the auditor's anchor does not cover:
+    /// sealed after the seal of the expected head, or (without one) at all. Accepted, not
+    /// a problem, with `--accept-adopted`.
+    AdoptedCommit,
 }
 
 /// One problem, naming the object.
@@ -226,10 +231,39 @@ pub struct Merged {
     pub plan: String,
 }
 
-/// The verdict in a few words, from the problems found and the objects in flight: "clean:
-/// no problems", "clean except N objects in flight", or "N problems" (with the in-flight
-/// count when there are any). [`Report::summary`] and the audit report's verdict say it.
-pub(crate) fn verdict_headline(problems: u64, in_flight: u64) -> String {
+/// A commit `repair` adopted, as `verify` found it (see [`ProblemKind::AdoptedCommit`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AdoptedCommit {
+    /// Its pointer's key.
+    pub key: String,
+    /// Its commit id.
+    pub commit_id: String,
+    /// Its part.
+    pub part_path: String,
+    /// The seal that sealed it (`None`: not sealed yet).
+    pub sealed_by: Option<u64>,
+    /// Sealed by the seal of the expected head (`--expect-head`) or an earlier one: the
+    /// auditor's anchor covers it.
+    pub anchored: bool,
+    /// Not anchored, and accepted by the auditor (`--accept-adopted`): not a problem.
+    pub accepted: bool,
+}
+
+/// The verdict in a few words, from the problems found, the objects in flight and the
+/// adopted commits accepted: "clean: no problems", "clean except N objects in flight", or
+/// "N problems" (with the in-flight count when there are any), then "; N adopted commits
+/// accepted" when any were. [`Report::summary`] and the audit report's verdict say it.
+pub(crate) fn verdict_headline(problems: u64, in_flight: u64, accepted_adopted: u64) -> String {
+    let accepted = match accepted_adopted {
+        0 => String::new(),
+        1 => "; 1 adopted commit accepted (--accept-adopted)".to_string(),
+        n => format!("; {n} adopted commits accepted (--accept-adopted)"),
+    };
+    format!("{}{accepted}", headline(problems, in_flight))
+}
+
+/// The verdict from the problems and the objects in flight alone.
+fn headline(problems: u64, in_flight: u64) -> String {
     let flying = match in_flight {
         0 => String::new(),
         1 => "1 object in flight".to_string(),
@@ -295,6 +329,18 @@ pub struct Report {
     pub sealed_commits: u64,
     /// Pointers not covered by any seal yet.
     pub unsealed_commits: u64,
+    /// Commits `repair` adopted among those read (`adopted_commits.len()`).
+    #[serde(default)]
+    pub adopted: u64,
+    /// Every adopted commit read, sorted by key: whether the expected head covers it, or
+    /// the auditor accepted it (`--accept-adopted`); any other is an `adopted_commit`
+    /// problem.
+    #[serde(default)]
+    pub adopted_commits: Vec<AdoptedCommit>,
+    /// The seal that has the expected head digest (`--expect-head`), when one was given
+    /// and found: adopted commits sealed by it or earlier are covered by that anchor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_head_seq: Option<u64>,
     /// How many objects are in flight (`in_flight_objects.len()`).
     pub in_flight: u64,
     /// Every object in flight (temps and parts made within the grace period, by their
@@ -349,7 +395,16 @@ impl Report {
     /// The verdict in a few words: "clean: no problems", "clean except N objects in
     /// flight", or "N problems" (with the in-flight count when there are any).
     pub fn summary(&self) -> String {
-        verdict_headline(self.problems.len() as u64, self.in_flight)
+        verdict_headline(
+            self.problems.len() as u64,
+            self.in_flight,
+            self.accepted_adopted(),
+        )
+    }
+
+    /// Adopted commits the auditor accepted (`--accept-adopted`).
+    pub fn accepted_adopted(&self) -> u64 {
+        self.adopted_commits.iter().filter(|a| a.accepted).count() as u64
     }
 
     /// True when at least one anchor was given (a clean verdict then means more than

@@ -86,6 +86,10 @@ pub enum Param {
     Witness,
     /// Adopting orphan parts that name no store.
     AdoptUnidentified,
+    /// An orphan part to adopt.
+    Adopt,
+    /// Accepting adopted commits as history.
+    AcceptAdopted,
     /// Where output is written.
     Out,
     /// Output as JSON.
@@ -150,6 +154,8 @@ impl Param {
             Rescan => "rescan",
             Witness => "witness",
             AdoptUnidentified => "adopt_unidentified",
+            Adopt => "adopt",
+            AcceptAdopted => "accept_adopted",
             Out => "out",
             Json => "json",
             MaxErrors => "max_errors",

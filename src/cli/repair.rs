@@ -1,11 +1,11 @@
 //! `lineage repair`: restore what the store's records prove is missing from a replica or
-//! backup (`--from`), and adopt orphan parts nothing vouches for by writing their pointers
-//! from their own footers.
+//! backup (`--from`), list the orphan parts nothing vouches for, and adopt those named
+//! (`--adopt`) by writing their pointers from their own footers, marked adopted.
 // The doc comments of the argument structs are clap help texts, not rustdoc.
 #![allow(rustdoc::broken_intra_doc_links)]
 
 use crate::audit::repair::options::{RepairOptions, RepairOutcome};
-use crate::audit::repair::repair_with;
+use crate::audit::repair::{repair_with, Adoption};
 use crate::base::clock::{Clock, SystemClock};
 use crate::base::error::Result;
 use crate::cli::common::{duration, open, DEFAULT_GRACE};
@@ -30,9 +30,17 @@ pub(crate) struct Args {
     /// Leave orphans younger than this alone (their writer may still publish the pointer).
     #[arg(long, value_name = "DURATION", default_value = DEFAULT_GRACE, value_parser = duration)]
     grace: chrono::Duration,
-    /// Also adopt orphan parts whose footer names no store (written before parts named
-    /// their store): repair cannot tell them from parts copied in from another store.
-    #[arg(long)]
+    /// Adopt this orphan part (its key as `lineage verify` names it in `orphan_part`;
+    /// repeatable): its pointer is written from its own footer, marked adopted for good.
+    /// Only for a part whose writer you know: nothing in the store tells a part whose
+    /// writer died before its pointer from one planted by anyone who can write. Orphans
+    /// not named are listed, not adopted.
+    #[arg(long, value_name = "PART")]
+    adopt: Vec<String>,
+    /// Also adopt, among the parts named with --adopt, those whose footer names no store
+    /// (written before parts named their store): repair cannot tell them from parts
+    /// copied in from another store.
+    #[arg(long, requires = "adopt")]
     adopt_unidentified: bool,
     /// With --from: the sha256 of the store's newest seal, known outside the store (an
     /// auditor's note, a witness). The newest seals no later seal records are restored from
@@ -79,7 +87,10 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         now: SystemClock.now(),
         grace,
         dry_run: a.dry_run,
-        adopt_unidentified: a.adopt_unidentified,
+        adopt: Adoption {
+            parts: a.adopt.iter().cloned().collect(),
+            unidentified: a.adopt_unidentified,
+        },
         expect_head: a.expect_head.clone(),
         writer_keys,
     };
@@ -94,7 +105,8 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     } else {
         print_outcome(&r, a.dry_run)?;
     }
-    // Refused orphans and missing history are still problems an auditor must look at.
+    // Orphans left alone or refused and missing history are still problems an auditor
+    // must look at.
     Ok(if r.is_complete() { 0 } else { 1 })
 }
 
@@ -116,12 +128,16 @@ fn print_outcome(r: &RepairOutcome, dry_run: bool) -> Result<()> {
     for (k, why) in &r.refused {
         out(&format!("refused: {k}: {why}"))?;
     }
+    for (k, why) in &r.orphans {
+        out(&format!("orphan: {k}: {why}"))?;
+    }
     out(&format!(
-        "{} {restore}, {} {adopt}, {} missing, {} refused, {} in flight (left alone)",
+        "{} {restore}, {} {adopt}, {} missing, {} refused, {} orphans not adopted, {} in flight (left alone)",
         r.restored.len(),
         r.adopted.len(),
         r.missing.len(),
         r.refused.len(),
+        r.orphans.len(),
         r.in_flight
     ))?;
     if !dry_run && !r.adopted.is_empty() {

@@ -40,6 +40,10 @@ pub(crate) struct Args {
     /// that day, UTC).
     #[arg(long, value_name = "T", conflicts_with = "as_of_seal")]
     as_of_time: Option<String>,
+    /// Accept the commits `lineage repair` adopted that the expected head does not cover
+    /// (or all of them, without --expect-head): listed as accepted, not as problems.
+    #[arg(long)]
+    accept_adopted: bool,
 }
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
@@ -52,7 +56,11 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         None => a.as_of_seal,
     };
     let opts = ReportOptions {
-        verify: VerifyOptions::default().with_anchors(&anchors),
+        verify: VerifyOptions {
+            accept_adopted: a.accept_adopted,
+            ..VerifyOptions::default()
+        }
+        .with_anchors(&anchors),
         key_sources: a.anchors.key_sources(),
         witness,
         run_ids: a.run_id.clone(),

@@ -129,8 +129,9 @@ pub(crate) struct Args {
     #[arg(long, requires = "feature_id")]
     no_prune: bool,
     /// Add each row's provenance: commit_id, sealed_by_seal (the seal that sealed the
-    /// commit) and part_path. Reads the original parts (implies --originals), so a
-    /// compacted row keeps its original commit and seal.
+    /// commit), part_path and adopted (true when `lineage repair` adopted the commit).
+    /// Reads the original parts (implies --originals), so a compacted row keeps its
+    /// original commit and seal.
     #[arg(long)]
     with_provenance: bool,
     /// Only these columns, in this order (comma-separated).

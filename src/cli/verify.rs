@@ -75,6 +75,11 @@ pub(crate) struct Args {
     grace: chrono::Duration,
     #[command(flatten)]
     replica: crate::cli::replicate::ReplicaOfArgs,
+    /// Accept the commits `lineage repair` adopted that the expected head does not cover
+    /// (sealed after its seal, or all of them without --expect-head): listed as
+    /// accepted, not as `adopted_commit` problems, and the verdict says so.
+    #[arg(long)]
+    accept_adopted: bool,
 }
 
 /// `lineage verify merge`.
@@ -218,6 +223,7 @@ fn options(
         shard: shard.map(|s| s.spec),
         plan_seal: a.plan_seal,
         digest: a.digest,
+        accept_adopted: a.accept_adopted,
         ..VerifyOptions::default()
     })
 }
@@ -300,6 +306,7 @@ fn print_report(r: &Report, more: &[String], extra: usize, per_kind: usize) -> R
     print_counts(r)?;
     print_notes(r)?;
     print_seals(r)?;
+    print_adopted(r, per_kind)?;
     for f in &r.in_flight_objects {
         out(&format!("IN FLIGHT {}: {}", f.key, f.detail))?;
     }
@@ -318,7 +325,14 @@ fn print_report(r: &Report, more: &[String], extra: usize, per_kind: usize) -> R
             0 => String::new(),
             n => format!("; {n} object{} in flight", if n == 1 { "" } else { "s" }),
         };
-        format!("{} problems{flying}", r.problems.len() + extra)
+        let accepted = match r.accepted_adopted() {
+            0 => String::new(),
+            n => format!(
+                "; {n} adopted commit{} accepted (--accept-adopted)",
+                if n == 1 { "" } else { "s" }
+            ),
+        };
+        format!("{} problems{flying}{accepted}", r.problems.len() + extra)
     };
     out(&format!(
         "{verdict}{}",
@@ -492,6 +506,42 @@ fn print_seals(r: &Report) -> Result<()> {
             r.unsealed_commits
         )),
     }
+}
+
+/// The adopted commits: how many, then each (at most `per_kind`, 0: all) with its standing.
+fn print_adopted(r: &Report, per_kind: usize) -> Result<()> {
+    if r.adopted_commits.is_empty() {
+        return Ok(());
+    }
+    let anchored = r.adopted_commits.iter().filter(|a| a.anchored).count();
+    out(&format!(
+        "adopted: {} commits written by `lineage repair` from orphan parts ({anchored} covered by the expected head, {} accepted, {} problems)",
+        r.adopted,
+        r.accepted_adopted(),
+        r.adopted_commits.len() - anchored - r.accepted_adopted() as usize
+    ))?;
+    for (i, a) in r.adopted_commits.iter().enumerate() {
+        if per_kind > 0 && i >= per_kind {
+            out(&format!(
+                "ADOPTED … and {} more (--json lists every one)",
+                r.adopted_commits.len() - per_kind
+            ))?;
+            break;
+        }
+        let sealed = a
+            .sealed_by
+            .map_or("not sealed".to_string(), |s| format!("sealed by seal {s}"));
+        let standing = match (a.anchored, a.accepted) {
+            (true, _) => "covered by the expected head",
+            (false, true) => "accepted (--accept-adopted)",
+            (false, false) => "a problem (adopted_commit)",
+        };
+        out(&format!(
+            "ADOPTED {}: commit {}, part {}, {sealed}; {standing}",
+            a.key, a.commit_id, a.part_path
+        ))?;
+    }
+    Ok(())
 }
 
 /// How many seals are signed: of all of them, or (`--since-seal`) of those checked, with

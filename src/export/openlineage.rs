@@ -16,7 +16,7 @@
 //! - standard facets: `jobType`, and per output `schema`, `dataSource`, `outputStatistics`.
 //! - custom facets, prefixed `lineageStore_`, each with its own `_schemaURL` under
 //!   [`FACET_SCHEMA_BASE`] (the JSON Schemas are in `docs/openlineage/facets/`):
-//!   `lineageStore_run` (run: store, run id, covering seal), `lineageStore_commits`
+//!   `lineageStore_run` (run: store, run id, covering seal, adopted commits), `lineageStore_commits`
 //!   (output: commit ids, part sha256, row counts, the seal that sealed each) and
 //!   `lineageStore_outcomes` (output: outcome counts, rejection reasons, source CRSs, per
 //!   stage).
@@ -218,7 +218,7 @@ fn event(
 }
 
 /// The run facet of an event: the store, the run, its commits and rows (and how many are
-/// unsealed), their event time range, and the seal cited.
+/// unsealed), their event time range, the seal cited, and the commits `repair` adopted.
 fn run_facet(
     snap: &Snapshot,
     run: &RunExport,
@@ -245,6 +245,14 @@ fn run_facet(
     }
     if let Some(s) = seal {
         run_facet["seal"] = seal_json(s);
+    }
+    let adopted: Vec<&str> = commits
+        .iter()
+        .filter(|c| c.pointer.adopted)
+        .map(|c| c.pointer.commit_id.as_str())
+        .collect();
+    if !adopted.is_empty() {
+        run_facet["adoptedCommits"] = json!(adopted);
     }
     run_facet
 }

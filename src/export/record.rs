@@ -118,6 +118,8 @@ pub(crate) struct Record {
     pub unsealed: usize,
     pub commits: usize,
     pub rows: u64,
+    /// The ids of the commits `repair` adopted.
+    pub adopted: Vec<String>,
 }
 
 impl Record {
@@ -162,6 +164,12 @@ impl Record {
             unsealed: run.unsealed(),
             commits: run.commits.len(),
             rows: run.commits.iter().map(|c| c.pointer.row_count).sum(),
+            adopted: run
+                .commits
+                .iter()
+                .filter(|c| c.pointer.adopted)
+                .map(|c| c.pointer.commit_id.clone())
+                .collect(),
         })
     }
 
@@ -180,10 +188,22 @@ impl Record {
         }
     }
 
+    /// The commits `repair` adopted, in words (empty when none was).
+    pub(crate) fn adopted_sentence(&self) -> String {
+        match self.adopted.len() {
+            0 => String::new(),
+            n => format!(
+                " {n} of the {} commits were adopted by `lineage repair` (their pointers written from orphan parts' own footers, so nothing their writer wrote vouches for them: a writer that died before its pointer, or a part planted by anyone who can write): {}.",
+                self.commits,
+                self.adopted.join(", ")
+            ),
+        }
+    }
+
     pub(crate) fn statement(&self) -> String {
         format!(
             "Lineage of run {} recorded in lineage-store {}: {} events in {} commits, {} process steps \
-             (stage and target CRS), target reference systems {}, events from {} to {}. {}",
+             (stage and target CRS), target reference systems {}, events from {} to {}. {}{}",
             self.run_id,
             self.store,
             self.rows,
@@ -192,7 +212,8 @@ impl Record {
             self.targets.join(", "),
             self.begin,
             self.end,
-            self.proof_sentence()
+            self.proof_sentence(),
+            self.adopted_sentence()
         )
     }
 

@@ -52,6 +52,13 @@ pub struct SealEntry {
     pub key: String,
     /// Lower-case hex sha256 of the pointer's exact bytes (the Merkle leaf data).
     pub sha256: String,
+    /// True when the pointer was written by `lineage repair` for an orphan part (its own
+    /// `adopted`): nothing its writer wrote vouches for the commit. Absent (false) in
+    /// other entries, so their bytes are as before, and in every entry of seals made
+    /// before seals recorded it (the sealed pointer's own mark stands then); part of the
+    /// signed message.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub adopted: bool,
 }
 
 /// A seal as stored.
@@ -463,6 +470,7 @@ mod tests {
                 .map(|i| SealEntry {
                     key: keys::pointer_key(&run, &format!("01a234d7-5435-7313-b465-{i:012}")),
                     sha256: "f".repeat(64),
+                    adopted: false,
                 })
                 .collect(),
             frontier: Some(vec!["0".repeat(64)]),

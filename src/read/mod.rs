@@ -11,6 +11,8 @@
 //! - [`as_of`]: a time as the newest seal sealed at or before it.
 //! - [`provenance`]: each row's commit, sealing seal and part, beside its columns.
 //! - [`location`]: where a part is, as DuckDB, Polars and pyarrow take it.
+//! - [`listing`]: each part as `files --json` lists it (its commit or compaction, seal,
+//!   and whether its commit was adopted).
 //! - [`out`]: a scan written as Parquet, Arrow IPC, NDJSON or CSV.
 //! - [`copy`]: a scan of every column and row written to Parquet by copying the checked
 //!   parts' column chunks (no decode, no re-encode).
@@ -20,6 +22,7 @@
 
 pub(crate) mod as_of;
 pub(crate) mod copy;
+pub(crate) mod listing;
 pub(crate) mod location;
 pub(crate) mod out;
 pub(crate) mod provenance;

@@ -1,5 +1,7 @@
 //! Each row's provenance beside its columns: the commit it was appended in, the seal that
-//! sealed that commit, and the part that holds it ([`PROVENANCE_COLUMNS`]).
+//! sealed that commit, the part that holds it, and whether `repair` adopted that commit
+//! (its pointer written from an orphan part's own footer: nothing its writer wrote vouches
+//! for it) ([`PROVENANCE_COLUMNS`]).
 //!
 //! Read from the original parts only: a compacted part re-sorts the rows of many commits,
 //! so its rows are read from their originals (which stay), and a compacted row keeps the
@@ -7,7 +9,7 @@
 
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, RecordBatch, StringArray, UInt64Array};
+use arrow_array::{ArrayRef, BooleanArray, RecordBatch, StringArray, UInt64Array};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use crate::base::error::{Error, Result};
@@ -16,8 +18,9 @@ use crate::format::keys::{self, kind::KeyKind};
 use crate::read::snapshot::{Snapshot, SnapshotPart};
 
 /// The columns added after the scan's own: the commit id, the sequence number of the
-/// seal that sealed it (null for an unsealed commit), the part's key.
-pub const PROVENANCE_COLUMNS: [&str; 3] = ["commit_id", "sealed_by_seal", "part_path"];
+/// seal that sealed it (null for an unsealed commit), the part's key, and whether the
+/// commit was adopted by `repair`.
+pub const PROVENANCE_COLUMNS: [&str; 4] = ["commit_id", "sealed_by_seal", "part_path", "adopted"];
 
 /// `schema` with the provenance columns after its own.
 pub(crate) fn schema(schema: &SchemaRef) -> SchemaRef {
@@ -25,6 +28,7 @@ pub(crate) fn schema(schema: &SchemaRef) -> SchemaRef {
     fields.push(Field::new(PROVENANCE_COLUMNS[0], DataType::Utf8, false));
     fields.push(Field::new(PROVENANCE_COLUMNS[1], DataType::UInt64, true));
     fields.push(Field::new(PROVENANCE_COLUMNS[2], DataType::Utf8, false));
+    fields.push(Field::new(PROVENANCE_COLUMNS[3], DataType::Boolean, false));
     Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()))
 }
 
@@ -62,9 +66,11 @@ pub(crate) fn add(part: &SnapshotPart, batches: Vec<RecordBatch>) -> Result<Vec<
             let commit = StringArray::from(vec![part.pointer.commit_id.as_str(); n]);
             let seal = UInt64Array::from(vec![part.sealed_by.as_ref().map(|s| s.seq); n]);
             let path = StringArray::from(vec![part.pointer.part_path.as_str(); n]);
+            let adopted = BooleanArray::from(vec![part.pointer.adopted; n]);
             columns.push(Arc::new(commit) as ArrayRef);
             columns.push(Arc::new(seal) as ArrayRef);
             columns.push(Arc::new(path) as ArrayRef);
+            columns.push(Arc::new(adopted) as ArrayRef);
             RecordBatch::try_new(schema(&b.schema()), columns).map_err(Error::from)
         })
         .collect()

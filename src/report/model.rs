@@ -69,6 +69,18 @@ pub struct Verdict {
     /// consistent; no head, key or witness given: a rewrite or a cut-off would not show".
     #[serde(default)]
     pub anchoring: String,
+    /// Commits `repair` adopted (each pointer written from an orphan part's own footer:
+    /// nothing its writer wrote vouches for it).
+    #[serde(default)]
+    pub adopted_commits: u64,
+    /// Of those, accepted by the auditor (`--accept-adopted`): not problems.
+    #[serde(default)]
+    pub adopted_accepted: u64,
+    /// The adopted commits (at most [`MAX_PROBLEMS_PER_KIND`]), each with whether the
+    /// expected head covers it or the auditor accepted it; any other is an
+    /// `adopted_commit` problem.
+    #[serde(default)]
+    pub adopted: Vec<crate::audit::findings::AdoptedCommit>,
 }
 
 /// The problems of one kind.

@@ -18,8 +18,16 @@ pub(crate) fn verdict(v: &Report, witness: Option<&WitnessReport>) -> Verdict {
         anchored: !anchors.is_empty(),
         anchors,
         anchoring: lines.join("; "),
+        adopted_commits: v.adopted,
+        adopted_accepted: v.accepted_adopted(),
+        adopted: v
+            .adopted_commits
+            .iter()
+            .take(MAX_PROBLEMS_PER_KIND)
+            .cloned()
+            .collect(),
         clean: total == 0,
-        headline: verdict_headline(total, v.in_flight),
+        headline: verdict_headline(total, v.in_flight, v.accepted_adopted()),
         problems: total,
         in_flight: v.in_flight,
         groups,

@@ -1,10 +1,12 @@
 //! Adopting orphan parts: a pointer written from the part's own footer and columns, under
-//! the rules of the [module documentation](super).
+//! the rules of the [module documentation](super), for the parts
+//! [`Adoption::admits`](super::adoption::Adoption::admits); the other orphans are listed.
 
 use std::collections::{BTreeMap, HashSet};
 
 use bytes::Bytes;
 
+use crate::audit::repair::adoption::Admission;
 use crate::audit::repair::options::{RepairOptions, RepairOutcome};
 use crate::audit::verify::flight::{commit_time, Claims, Window};
 use crate::base::digest::Want;
@@ -14,6 +16,7 @@ use crate::format::keys;
 use crate::format::keys::kind::KeyKind;
 use crate::format::pointer::{tool_version, Pointer, POINTER_FORMAT};
 use crate::parts::read::facts::hash_and_facts;
+use crate::parts::read::PartFacts;
 use crate::publish::checked::{publish_checked, Published};
 use crate::publish::{AtomicPublisher, ObjectInfo};
 use crate::schema::contract;
@@ -25,7 +28,11 @@ struct PartId<'a> {
     commit_id: &'a str,
 }
 
-/// Adopt the pointerless parts nothing vouches for.
+/// Judge the pointerless parts nothing vouches for: adopt those [`Adoption::admits`],
+/// list the others; a part named for adoption that is not such an orphan is refused,
+/// with why.
+///
+/// [`Adoption::admits`]: super::adoption::Adoption::admits
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn adopt(
     store: &dyn AtomicPublisher,
@@ -41,6 +48,7 @@ pub(super) async fn adopt(
         grace: opts.grace,
     };
     let mut claims: Option<Claims> = None;
+    let mut judged: HashSet<&str> = HashSet::new();
     for o in listing {
         let KeyKind::Part {
             run_id,
@@ -55,6 +63,7 @@ pub(super) async fn adopt(
         if present.contains(pkey.as_str()) || vouched.contains_key(&pkey) {
             continue;
         }
+        judged.insert(o.key.as_str());
         let claims = match &claims {
             Some(c) => c,
             None => claims.insert(Claims::load(store, listing).await),
@@ -62,6 +71,9 @@ pub(super) async fn adopt(
         if let Ok((t, _)) = commit_time(&commit_id, &run_id, &target_crs, claims) {
             if window.admits(t).is_ok() {
                 out.in_flight += 1;
+                if opts.adopt.parts.contains(&o.key) {
+                    out.refused.push((o.key.clone(), format!("its content says it was made at {} (within the grace period): its writer may still publish its pointer", rfc3339(t))));
+                }
                 continue;
             }
         }
@@ -70,50 +82,79 @@ pub(super) async fn adopt(
             target_crs: &target_crs,
             commit_id: &commit_id,
         };
-        let pointer = match pointer_for(store, o, &id, store_id, opts).await? {
+        let (pointer, facts) = match pointer_for(store, o, &id, store_id, opts).await? {
             Ok(p) => p,
             Err(why) => {
                 out.refused.push((o.key.clone(), why));
                 continue;
             }
         };
-        if opts.dry_run {
-            out.adopted.push(pkey);
-            continue;
+        match opts.adopt.admits(&o.key, &facts) {
+            Admission::Adopt if opts.dry_run => out.adopted.push(pkey),
+            Admission::Adopt => publish_adopted(store, o, pkey, &pointer, out).await?,
+            Admission::NotAsked => out.orphans.push((o.key.clone(), orphan_detail(&facts))),
+            Admission::Refused(why) => out.refused.push((o.key.clone(), why)),
         }
-        publish_adopted(store, o, pkey, &pointer, out).await?;
     }
+    not_orphans(listing, present, vouched, &judged, opts, out);
     Ok(())
 }
 
-/// Why a part whose footer names another store (or none) is not adopted, or `None`.
-fn store_refusal(
-    facts: &crate::parts::read::PartFacts,
-    store_id: Option<&str>,
-    opts: &RepairOptions,
-) -> Option<String> {
-    let why = facts.store_mismatch(store_id)?;
-    let unidentified = facts.store_id.is_none();
-    if unidentified && opts.adopt_unidentified {
-        return None;
-    }
-    let how = if unidentified {
-        "; `--adopt-unidentified` adopts such parts when you know they are this store's"
-    } else {
-        ""
+/// What an orphan left alone is, in words.
+fn orphan_detail(facts: &PartFacts) -> String {
+    let unidentified = match facts.store_id {
+        None => " whose footer names no store (written before parts named their store; adopting it also takes `--adopt-unidentified`)",
+        Some(_) => "",
     };
-    Some(format!("{why}{how}"))
+    format!(
+        "not adopted: a well-formed part{unidentified} that no pointer names, written by a writer that died before its pointer or planted (nothing in the store tells which); `--adopt` with its key adopts it, marked adopted, if you know which writer wrote it"
+    )
 }
 
-/// The pointer adopting part `o` writes, from its footer and columns; the inner `Err` says
-/// why the part is refused.
+/// The parts named for adoption that are not orphans to judge, refused with why.
+fn not_orphans(
+    listing: &[ObjectInfo],
+    present: &HashSet<&str>,
+    vouched: &BTreeMap<String, String>,
+    judged: &HashSet<&str>,
+    opts: &RepairOptions,
+    out: &mut RepairOutcome,
+) {
+    let listed: HashSet<&str> = listing.iter().map(|o| o.key.as_str()).collect();
+    for k in &opts.adopt.parts {
+        if judged.contains(k.as_str()) {
+            continue;
+        }
+        let pkey = match keys::classify(k) {
+            KeyKind::Part {
+                run_id, commit_id, ..
+            } => keys::pointer_key(&run_id, &commit_id),
+            _ => String::new(),
+        };
+        let why = if !listed.contains(k.as_str()) {
+            "no such part in the store".to_string()
+        } else if present.contains(pkey.as_str()) {
+            format!("not an orphan: its commit's pointer {pkey} is there")
+        } else if let Some(v) = vouched.get(&pkey) {
+            format!("not an orphan: {v}, and the pointer is missing (`lineage repair --from <URL>` restores it)")
+        } else {
+            "not an orphan part".to_string()
+        };
+        out.refused.push((k.clone(), why));
+    }
+}
+
+/// The pointer adopting part `o` would write, from its footer and columns, with its
+/// footer's facts; the inner `Err` says why the part is refused (not well-formed, not at
+/// its place, or naming another store: a part naming none is judged by
+/// [`Adoption::admits`](super::adoption::Adoption::admits)).
 async fn pointer_for(
     store: &dyn AtomicPublisher,
     o: &ObjectInfo,
     id: &PartId<'_>,
     store_id: Option<&str>,
     opts: &RepairOptions,
-) -> Result<std::result::Result<Pointer, String>> {
+) -> Result<std::result::Result<(Pointer, PartFacts), String>> {
     let (digests, facts) = hash_and_facts(store, &o.key, o.size, Want::BOTH, true, &|_| {}).await;
     let facts = match facts {
         Ok(f) => f,
@@ -122,8 +163,10 @@ async fn pointer_for(
     if let Some(why) = facts.mismatch(id.run_id, id.target_crs, id.commit_id) {
         return Ok(Err(why));
     }
-    if let Some(why) = store_refusal(&facts, store_id, opts) {
-        return Ok(Err(why));
+    if facts.store_id.is_some() {
+        if let Some(why) = facts.store_mismatch(store_id) {
+            return Ok(Err(why));
+        }
     }
     let key_id =
         match super::writer_filter::writer_check(store, o, &facts, &opts.writer_keys).await? {
@@ -134,7 +177,7 @@ async fn pointer_for(
         return Ok(Err("the part has no rows with a sequence".into()));
     };
     let digests = digests?;
-    Ok(Ok(Pointer {
+    let pointer = Pointer {
         format: POINTER_FORMAT.to_string(),
         commit_id: id.commit_id.to_string(),
         run_id: id.run_id.to_string(),
@@ -167,7 +210,8 @@ async fn pointer_for(
             ..Default::default()
         }),
         existed: false,
-    }))
+    };
+    Ok(Ok((pointer, facts)))
 }
 
 /// Publish the adopted `pointer` of part `o` under `pkey`, create-only.

@@ -1,18 +1,22 @@
 //! `repair`: put back what a crash or a deletion took, without ever writing history the
 //! store's own records contradict.
 //!
-//! **Adopting** an orphan part (a crash between part and pointer) writes its pointer from
-//! the part's own footer and columns, create-only, marked `"adopted": true`. A part is
-//! adopted only when all of these hold:
+//! **Adopting** an orphan part (a crash between part and pointer, or a part planted by
+//! anyone who can write: nothing in the store tells which) writes its pointer from the
+//! part's own footer and columns, create-only, marked `"adopted": true` (a mark the seal
+//! that seals it repeats, and every output shows). A part is adopted only when all of
+//! these hold:
 //!
+//! - it is asked for by name ([`Adoption`]): orphans not asked for are listed, not
+//!   adopted;
 //! - no seal, index entry or leaf locator names its pointer: those prove the commit *had* a
 //!   pointer, and a pointer written now would differ from it (another `committed_utc`,
 //!   `adopted`), which a seal reports as `sealed_pointer_changed` forever. Such a pointer is
 //!   reported missing, with how to restore it (`--from`);
 //! - its footer names this store (`lineage_store_id`, parts written since part encoding 3),
 //!   so a well-formed part copied in from another store is never adopted. A part that names
-//!   no store (written before parts did) is adopted only with `adopt_unidentified`: nothing
-//!   in it can tell this store's part from another's;
+//!   no store (written before parts did) is adopted only with [`Adoption::unidentified`]:
+//!   nothing in it can tell this store's part from another's;
 //! - its footer carries its file name's commit id and a registered schema version, its
 //!   Arrow schema is the contract, and its `run_id`/`target_crs` values all match its path;
 //! - its content says it was made longer ago than the grace period (the UUIDv7 time of the
@@ -33,6 +37,7 @@
 //! reported, not written.
 
 mod adopt;
+pub(crate) mod adoption;
 mod metadata;
 pub(crate) mod options;
 mod restore;
@@ -52,21 +57,24 @@ use crate::format::keys::kind::KeyKind;
 use crate::history::identity::read_identity;
 use crate::publish::{require_objects, AtomicPublisher, ObjectInfo};
 
+pub use adoption::Adoption;
 pub use options::{RepairOptions, RepairOutcome};
 
-/// Adopt every orphan part older than `grace` (relative to `now`). With `dry_run`, only
-/// say what would be adopted. See [`repair_with`].
+/// Adopt the orphan parts `adopt` names that are older than `grace` (relative to `now`),
+/// and list the others. With `dry_run`, only say what would be adopted. See
+/// [`repair_with`].
 pub async fn repair(
     store: &dyn AtomicPublisher,
     now: DateTime<Utc>,
     grace: Duration,
+    adopt: &Adoption,
     dry_run: bool,
 ) -> Result<RepairOutcome> {
     let opts = RepairOptions {
         now,
         grace,
         dry_run,
-        adopt_unidentified: false,
+        adopt: adopt.clone(),
         expect_head: None,
         writer_keys: Vec::new(),
     };
@@ -74,13 +82,14 @@ pub async fn repair(
 }
 
 /// Restore what `from` (a replica or backup of this store) holds of what the store's
-/// records prove is missing, then adopt the orphan parts that nothing vouches for (see the
-/// module documentation for every rule).
+/// records prove is missing, then adopt the orphan parts [`RepairOptions::adopt`] names
+/// and list the others (see the module documentation for every rule).
 pub async fn repair_with(
     store: &dyn AtomicPublisher,
     from: Option<&dyn AtomicPublisher>,
     opts: &RepairOptions,
 ) -> Result<RepairOutcome> {
+    opts.adopt.check()?;
     require_objects(store).await?;
     let identity = read_identity(store).await?;
     let mut out = RepairOutcome::default();

@@ -3,13 +3,19 @@
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
+use crate::audit::repair::adoption::Adoption;
+
 /// What `repair` did.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct RepairOutcome {
     /// Pointers written (keys), one per adopted part.
     pub adopted: Vec<String>,
-    /// Orphans left alone, with why (part key, reason).
+    /// Orphans left alone, with why (part key, reason): not well-formed, not at their
+    /// place, of another store, or named for adoption but not adoptable.
     pub refused: Vec<(String, String)>,
+    /// Well-formed orphans not named for adoption, left alone and listed (part key, what
+    /// it is): `verify` reports each as `orphan_part` until it is adopted or removed.
+    pub orphans: Vec<(String, String)>,
     /// Orphans within the grace period, or whose pointer appeared meanwhile.
     pub in_flight: u64,
     /// Objects restored byte-identical from the `from` store (keys; with `dry_run`, what
@@ -21,9 +27,10 @@ pub struct RepairOutcome {
 }
 
 impl RepairOutcome {
-    /// True when nothing was refused and nothing is still missing.
+    /// True when nothing was refused, no orphan was left alone and nothing is still
+    /// missing.
     pub fn is_complete(&self) -> bool {
-        self.refused.is_empty() && self.missing.is_empty()
+        self.refused.is_empty() && self.orphans.is_empty() && self.missing.is_empty()
     }
 }
 
@@ -36,8 +43,8 @@ pub struct RepairOptions {
     pub grace: Duration,
     /// Only say what would be adopted or restored.
     pub dry_run: bool,
-    /// Also adopt parts whose footer names no store (written before parts did).
-    pub adopt_unidentified: bool,
+    /// Which orphan parts to adopt (by default none: they are listed).
+    pub adopt: Adoption,
     /// The sha256 of the newest seal, known outside the store (an auditor's note, a
     /// witness): with a `from` store, the seals after the store's newest one up to the one
     /// with this digest are restored, the newest checked against it and each before it

@@ -343,9 +343,9 @@ fn in_flight(
 /// The `orphan_part` problem of well-formed part `key` of `size` bytes.
 fn orphan(key: &str, size: u64, unidentified: bool, why_not_in_flight: &str) -> Problem {
     let adopt = if unidentified {
-        "its footer matches its path but names no store (written before parts named their store): `lineage repair --adopt-unidentified` adopts it if you know it is this store's"
+        "its footer matches its path but names no store (written before parts named their store): `lineage repair --adopt` with its key and `--adopt-unidentified` adopts it if you know it is this store's"
     } else {
-        "its footer matches its path and names this store, and no pointer vouches for it: written by a writer that died before its pointer, or planted by anyone who can write here (a footer's store id can be copied from any part); nothing in the store tells which. Adopt it (`lineage repair`, which marks it adopted) only if you know which writer wrote it"
+        "its footer matches its path and names this store, and no pointer vouches for it: written by a writer that died before its pointer, or planted by anyone who can write here (a footer's store id can be copied from any part); nothing in the store tells which. `lineage repair --adopt` with its key adopts it (marked adopted for good: `verify` reports it until an auditor accepts it) if you know which writer wrote it"
     };
     Problem::new(
         ProblemKind::OrphanPart,

@@ -197,6 +197,12 @@ fn report_chain(chain: &Chain, scope: Option<&Scope>, opts: &VerifyOptions, repo
     }
     if let Some(want) = &opts.expect_head {
         report.problems.extend(chain::check_head(chain, want));
+        let want = want.trim().to_lowercase();
+        report.expected_head_seq = chain
+            .seals
+            .iter()
+            .find(|s| s.digest == want)
+            .map(|s| s.key_seq);
     }
     // The problems of anchors that failed are reported above; here what each found.
     report.anchors = opts.anchors().judge_chain(chain).outcomes;
@@ -443,5 +449,6 @@ fn sealed_as(chain: &Chain, key: &str) -> Option<SealedAs> {
     chain.by_key.get(key).map(|&i| SealedAs {
         seq: chain.leaves[i].seq,
         digest: chain.leaves[i].digest.clone(),
+        adopted: chain.leaves[i].adopted,
     })
 }

@@ -13,6 +13,9 @@
 //! - [`since`] (`--since-seal`): only the seals, pointers and index entries after a seal,
 //!   in O(new + log n) requests.
 //!
+//! Commits `repair` adopted are listed, and each one the auditor's anchor does not cover
+//! is a problem unless the auditor accepts it ([`adopted`]).
+//!
 //! Safe while appends run: the writer publishes a part, then its pointer, and a POSIX
 //! publish goes through a temp. A well-formed part without a pointer, or a temp, whose
 //! *content* says it was made within [`VerifyOptions::grace`] is named as in flight
@@ -20,6 +23,7 @@
 //! orphan candidate's pointer is looked up again after the scan (it may have landed since
 //! the listing). A pointer whose part was not in the listing is looked up again likewise.
 
+pub(crate) mod adopted;
 mod compaction;
 mod delta;
 mod delta_checkpoint;

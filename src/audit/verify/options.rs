@@ -50,6 +50,10 @@ pub struct VerifyOptions {
     pub plan_seal: Option<u64>,
     /// Which recorded digests of each hashed part to recompute.
     pub digest: Check,
+    /// Accept the commits `repair` adopted that no anchor covers (sealed after the seal of
+    /// [`Self::expect_head`], or all of them without it): reported as accepted, not as
+    /// `adopted_commit` problems.
+    pub accept_adopted: bool,
 }
 
 impl VerifyOptions {
@@ -100,6 +104,7 @@ impl Default for VerifyOptions {
             shard: None,
             plan_seal: None,
             digest: Check::default(),
+            accept_adopted: false,
         }
     }
 }

@@ -69,6 +69,7 @@ pub(crate) async fn run<S: Strategy + Sync>(
     strategy
         .after_parts(store, opts, &mut report, &store_ids)
         .await?;
+    crate::audit::verify::adopted::judge(&mut report, opts.accept_adopted);
     report
         .problems
         .sort_by(|a, b| (a.kind, &a.key).cmp(&(b.kind, &b.key)));

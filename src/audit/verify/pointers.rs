@@ -20,6 +20,8 @@ pub(crate) struct SealedAs {
     pub(crate) seq: u64,
     /// sha256 of the pointer's bytes, as sealed.
     pub(crate) digest: String,
+    /// The seal marks it adopted.
+    pub(crate) adopted: bool,
 }
 
 /// One pointer to read.
@@ -130,6 +132,12 @@ fn judge(w: Wanted, bytes: &[u8], out: &mut ReadBack, report: &mut Report) {
     };
     match parsed {
         Ok(p) => {
+            if p.adopted || w.sealed.as_ref().is_some_and(|s| s.adopted) {
+                let sealed_by = w.sealed.as_ref().map(|s| s.seq);
+                report
+                    .adopted_commits
+                    .push(super::adopted::found(&w.key, &p, sealed_by));
+            }
             out.parsed.insert(w.key.clone(), p);
         }
         Err(e) => {

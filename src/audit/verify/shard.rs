@@ -297,8 +297,13 @@ pub fn merge(reports: Vec<Report>) -> Result<Report> {
         merged.unsealed_commits += r.unsealed_commits;
         merged.in_flight += r.in_flight;
         merged.in_flight_objects.extend(r.in_flight_objects);
+        merged.adopted_commits.extend(r.adopted_commits);
         problems.extend(r.problems);
     }
+    // Each shard judged its own adopted commits; a commit two shards read is one.
+    merged.adopted_commits.sort_by(|a, b| a.key.cmp(&b.key));
+    merged.adopted_commits.dedup_by(|a, b| a.key == b.key);
+    merged.adopted = merged.adopted_commits.len() as u64;
     problems.sort_by(|a, b| (a.kind, &a.key, &a.detail).cmp(&(b.kind, &b.key, &b.detail)));
     problems.dedup();
     merged.problems = problems;
@@ -366,6 +371,7 @@ fn take_chain_facts(merged: &mut Report, r: &Report) {
     merged.delta_version = r.delta_version;
     merged.sealed_commits = r.sealed_commits;
     merged.sample_seed = r.sample_seed;
+    merged.expected_head_seq = r.expected_head_seq;
 }
 
 /// The runs of the commits sealed by seals 1..=`upto` (with repetition, so quantiles weigh

@@ -290,6 +290,7 @@ fn sealed_after(seals: &BTreeMap<u64, StoredSeal>, since: u64) -> Vec<Wanted> {
                 sealed: Some(SealedAs {
                     seq,
                     digest: e.sha256.to_lowercase(),
+                    adopted: e.adopted,
                 }),
             })
         })
@@ -424,7 +425,10 @@ async fn anchors(
 ) -> Result<()> {
     if let Some(want) = &opts.expect_head {
         let found = match find_head(store, seals, from, want).await? {
-            Ok(seq) => Some(seq),
+            Ok(seq) => {
+                report.expected_head_seq = Some(seq);
+                Some(seq)
+            }
             Err(p) => {
                 report.push_problem(p);
                 None

@@ -242,6 +242,7 @@ fn read_commit(key: &str, bytes: &[u8]) -> Result<NewCommit> {
         entry: SealEntry {
             key: key.to_string(),
             sha256: sha256_hex(bytes),
+            adopted: p.adopted,
         },
         committed: index::committed(&p),
         index_key: index::key_of(&p),

@@ -51,15 +51,16 @@ pub(super) async fn with_compacted(
         let first = idx.iter().flatten().copied().min().unwrap_or_default();
         let mut commits = Vec::with_capacity(rec.sources.len());
         for (s, i) in rec.sources.iter().zip(idx.into_iter().flatten()) {
-            let committed_utc = slots[i]
+            let (committed_utc, adopted) = slots[i]
                 .take()
-                .map(|p| p.pointer.committed_utc)
+                .map(|p| (p.pointer.committed_utc, p.pointer.adopted))
                 .unwrap_or_default();
             commits.push(CompactedCommit {
                 commit_id: s.commit_id.clone(),
                 committed_utc,
                 sealed_by: s.sealed_by,
                 rows: s.row_count,
+                adopted,
             });
             at.remove(&s.pointer_key);
         }

@@ -70,4 +70,6 @@ pub struct CompactedCommit {
     pub sealed_by: u64,
     /// Its rows.
     pub rows: u64,
+    /// `repair` adopted it (its pointer's mark).
+    pub adopted: bool,
 }

@@ -215,7 +215,8 @@ async fn verify_and_repair_read_parts_in_bounded_ranges_never_whole() {
     );
     rec.part_range_reads.store(0, Ordering::Relaxed);
     let now = chrono::Utc::now() + chrono::Duration::days(1);
-    let rep = lineage_store::repair(&rec, now, chrono::Duration::minutes(1), false)
+    let orphan = lineage_store::Adoption::parts(r.problems.iter().map(|p| p.key.clone()));
+    let rep = lineage_store::repair(&rec, now, chrono::Duration::minutes(1), &orphan, false)
         .await
         .unwrap();
     assert_eq!(rep.adopted, vec![pkey]);

@@ -195,7 +195,7 @@ fn repair_and_sweep_on_a_clean_store_change_nothing() {
     let o = lineage(&["repair", "--store", &store, "--grace", "1m"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(
-        stdout(&o).contains("0 adopted, 0 missing, 0 refused"),
+        stdout(&o).contains("0 adopted, 0 missing, 0 refused, 0 orphans not adopted"),
         "{}",
         stdout(&o)
     );

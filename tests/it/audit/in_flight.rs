@@ -127,7 +127,10 @@ async fn touched_planted_files_are_reported_at_once() {
         orphan.1.contains("2026-01-01")
             && orphan.1.contains("died before its pointer, or planted")
             && orphan.1.contains("nothing in the store tells which")
-            && orphan.1.contains("only if you know which writer wrote it")
+            && orphan
+                .1
+                .contains("`lineage repair --adopt` with its key adopts it")
+            && orphan.1.contains("if you know which writer wrote it")
             && !orphan.1.contains("can adopt it"),
         "{}",
         orphan.1
@@ -196,9 +199,16 @@ async fn a_fresh_part_without_pointer_is_in_flight_by_its_commit_id_not_its_mtim
     assert!(f.detail.contains("commit id was made at"), "{}", f.detail);
     assert_eq!(r.summary, "clean except 1 object in flight");
     // Repair leaves it alone now, for the same reason.
-    let out = repair(store.as_ref(), Utc::now(), Duration::minutes(15), true)
-        .await
-        .unwrap();
+    let named = lineage_store::Adoption::parts([lost.part_path.clone()]);
+    let out = repair(
+        store.as_ref(),
+        Utc::now(),
+        Duration::minutes(15),
+        &named,
+        true,
+    )
+    .await
+    .unwrap();
     assert_eq!((out.adopted.len(), out.in_flight), (0, 1));
     // A day later its pointer cannot still be coming.
     let r = verify_later(store.as_ref()).await;

@@ -90,6 +90,7 @@ async fn a_pointer_that_lands_after_the_listing_is_not_an_orphan() {
         &view,
         Utc::now() + Duration::days(1),
         Duration::minutes(1),
+        &lineage_store::Adoption::parts([ptrs[0].part_path.clone()]),
         false,
     )
     .await
@@ -130,6 +131,7 @@ async fn repair_does_not_overwrite_a_different_pointer_that_took_the_key() {
         &view,
         Utc::now() + Duration::days(1),
         Duration::minutes(1),
+        &lineage_store::Adoption::parts([ptrs[0].part_path.clone()]),
         false,
     )
     .await

@@ -10,8 +10,8 @@ use chrono::{Duration, Utc};
 use lineage_store::internal::encode::sha256_hex;
 use lineage_store::internal::keys;
 use lineage_store::{
-    repair_with, seal, verify_with, AtomicPublisher, MemoryPublisher, Pointer, ProblemKind,
-    RepairOptions, SystemClock, VerifyOptions,
+    repair_with, seal, verify_with, Adoption, AtomicPublisher, MemoryPublisher, Pointer,
+    ProblemKind, RepairOptions, SystemClock, VerifyOptions,
 };
 
 use crate::support::audit::{append, of_kind, verify_later};
@@ -22,7 +22,7 @@ fn later(dry_run: bool) -> RepairOptions {
         now: Utc::now() + Duration::days(1),
         grace: Duration::seconds(1),
         dry_run,
-        adopt_unidentified: false,
+        adopt: Adoption::none(),
         expect_head: None,
         writer_keys: Vec::new(),
     }
@@ -263,9 +263,19 @@ async fn a_crash_orphan_of_this_store_is_still_adopted() {
             assert!(mem.tamper_remove(&o.key));
         }
     }
+    // Listed, not adopted, until it is named.
     let out = repair_with(mem.as_ref(), None, &later(false))
         .await
         .unwrap();
+    assert!(out.adopted.is_empty(), "{out:#?}");
+    assert_eq!(out.orphans.len(), 1, "{out:#?}");
+    assert_eq!(out.orphans[0].0, p.part_path);
+    assert!(!out.is_complete());
+    let named = RepairOptions {
+        adopt: Adoption::parts([p.part_path.clone()]),
+        ..later(false)
+    };
+    let out = repair_with(mem.as_ref(), None, &named).await.unwrap();
     assert_eq!(out.adopted, vec![pkey(p)], "{out:#?}");
     assert!(out.is_complete(), "{out:#?}");
 }

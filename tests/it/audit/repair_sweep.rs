@@ -8,6 +8,7 @@ use lineage_store::internal::keys;
 use lineage_store::parse_duration;
 use lineage_store::repair;
 use lineage_store::sweep;
+use lineage_store::Adoption;
 use lineage_store::AtomicPublisher;
 use lineage_store::MemoryPublisher;
 use lineage_store::Pointer;
@@ -30,24 +31,62 @@ async fn repair_adopts_an_orphan_with_the_pointer_the_writer_would_have_written(
     assert!(mem.tamper_remove(&pkey));
     assert!(mem.tamper_remove(&lineage_store::internal::index::key_of(lost).unwrap()));
 
+    let named = Adoption::parts([lost.part_path.clone()]);
     // Within the grace period nothing is touched: the writer may still be publishing.
-    let r = repair(mem.as_ref(), Utc::now(), Duration::minutes(15), false)
-        .await
-        .unwrap();
+    let r = repair(
+        mem.as_ref(),
+        Utc::now(),
+        Duration::minutes(15),
+        &named,
+        false,
+    )
+    .await
+    .unwrap();
     assert_eq!((r.adopted.len(), r.in_flight), (0, 1));
+    assert_eq!(r.refused.len(), 1, "{r:?}");
+    assert!(r.refused[0].1.contains("within the grace period"), "{r:?}");
     assert!(mem.get(&pkey).await.unwrap().is_none());
 
-    let dry = repair(mem.as_ref(), day_later(), Duration::minutes(15), true)
-        .await
-        .unwrap();
+    // Past it, an orphan not named is listed, not adopted.
+    let r = repair(
+        mem.as_ref(),
+        day_later(),
+        Duration::minutes(15),
+        &Adoption::none(),
+        false,
+    )
+    .await
+    .unwrap();
+    assert!(r.adopted.is_empty() && r.refused.is_empty(), "{r:?}");
+    assert_eq!(r.orphans.len(), 1, "{r:?}");
+    assert_eq!(r.orphans[0].0, lost.part_path);
+    assert!(r.orphans[0].1.contains("not adopted"), "{r:?}");
+    assert!(!r.is_complete());
+    assert!(mem.get(&pkey).await.unwrap().is_none());
+
+    let dry = repair(
+        mem.as_ref(),
+        day_later(),
+        Duration::minutes(15),
+        &named,
+        true,
+    )
+    .await
+    .unwrap();
     assert_eq!(dry.adopted, vec![pkey.clone()]);
     assert!(mem.get(&pkey).await.unwrap().is_none());
 
-    let r = repair(mem.as_ref(), day_later(), Duration::minutes(15), false)
-        .await
-        .unwrap();
+    let r = repair(
+        mem.as_ref(),
+        day_later(),
+        Duration::minutes(15),
+        &named,
+        false,
+    )
+    .await
+    .unwrap();
     assert_eq!(r.adopted, vec![pkey.clone()]);
-    assert!(r.refused.is_empty());
+    assert!(r.refused.is_empty() && r.orphans.is_empty());
     let adopted = Pointer::from_bytes(&pkey, &mem.get(&pkey).await.unwrap().unwrap()).unwrap();
     assert!(adopted.adopted);
     // Everything the part itself can tell matches the lost pointer exactly.
@@ -59,13 +98,35 @@ async fn repair_adopts_an_orphan_with_the_pointer_the_writer_would_have_written(
     expect.tail_sha256 = None;
     expect.committed_utc = adopted.committed_utc.clone();
     assert_eq!(adopted, expect);
-    assert!(verify_later(mem.as_ref()).await.is_clean());
+    // Adopted and never anchored: a problem until the auditor accepts it.
+    let r = verify_later(mem.as_ref()).await;
+    assert_kinds(&r, &[K::AdoptedCommit]);
+    assert_eq!(r.adopted_commits.len(), 1);
+    assert_eq!(r.adopted_commits[0].commit_id, lost.commit_id);
 
-    // Running it again changes nothing.
-    let r = repair(mem.as_ref(), day_later(), Duration::minutes(15), false)
-        .await
-        .unwrap();
-    assert!(r.adopted.is_empty() && r.refused.is_empty());
+    // Running it again changes nothing; naming the part again is refused: it has a pointer.
+    let r = repair(
+        mem.as_ref(),
+        day_later(),
+        Duration::minutes(15),
+        &Adoption::none(),
+        false,
+    )
+    .await
+    .unwrap();
+    assert!(r.adopted.is_empty() && r.refused.is_empty() && r.orphans.is_empty());
+    let r = repair(
+        mem.as_ref(),
+        day_later(),
+        Duration::minutes(15),
+        &named,
+        false,
+    )
+    .await
+    .unwrap();
+    assert!(r.adopted.is_empty(), "{r:?}");
+    assert_eq!(r.refused.len(), 1, "{r:?}");
+    assert!(r.refused[0].1.contains("not an orphan"), "{r:?}");
 }
 
 #[tokio::test]
@@ -90,9 +151,16 @@ async fn repair_refuses_parts_that_do_not_match_the_contract_or_their_path() {
     );
     mem.tamper_put(&junk, Bytes::from_static(b"definitely not parquet"));
     let before = mem.list("").await.unwrap();
-    let r = repair(mem.as_ref(), day_later(), Duration::minutes(15), false)
-        .await
-        .unwrap();
+    let named = Adoption::parts([fake.clone(), junk.clone()]);
+    let r = repair(
+        mem.as_ref(),
+        day_later(),
+        Duration::minutes(15),
+        &named,
+        false,
+    )
+    .await
+    .unwrap();
     assert!(r.adopted.is_empty());
     let mut refused = r.refused.clone();
     refused.sort();

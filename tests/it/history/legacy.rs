@@ -244,6 +244,7 @@ async fn seal_as_older_version(store: &dyn AtomicPublisher) -> String {
                     SealEntry {
                         key: o.key.clone(),
                         sha256: sha256_hex(&b),
+                        adopted: false,
                     },
                 ));
             }

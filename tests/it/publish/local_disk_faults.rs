@@ -354,7 +354,8 @@ fn disk_full_mid_part_and_at_the_pointer() {
     assert_eq!(problems.len(), 1, "{v:#}");
     assert_eq!(problems[0]["kind"], "orphan_part", "{v:#}");
     assert_eq!(problems[0]["key"], added[0].as_str(), "{v:#}");
-    // Recovery: repair adopts it, and the store verifies clean with the third commit.
+    // Recovery: repair adopts it by name, and the store verifies clean with the third
+    // commit once the adopted commit is accepted (the operator knows its writer).
     let o = cli(
         &[],
         &[
@@ -363,11 +364,36 @@ fn disk_full_mid_part_and_at_the_pointer() {
             store.to_str().unwrap(),
             "--grace",
             "0s",
+            "--adopt",
+            &added[0],
         ],
         "",
     );
     assert!(o.status.success(), "{:?}", text(&o));
-    assert_clean(&store, 3);
+    let (code, v) = verify_json(&store, "0s");
+    assert_eq!(code, Some(1), "{v:#}");
+    assert_eq!(v["problems"][0]["kind"], "adopted_commit", "{v:#}");
+    let o = cli(
+        &[],
+        &[
+            "verify",
+            "--store",
+            store.to_str().unwrap(),
+            "--grace",
+            "0s",
+            "--accept-adopted",
+            "--json",
+        ],
+        "",
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(
+        (v["commits"].as_u64(), v["adopted"].as_u64()),
+        (Some(3), Some(1)),
+        "{v:#}"
+    );
     added_since(&before, &store);
     drop(fs);
 }

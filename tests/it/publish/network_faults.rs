@@ -355,6 +355,8 @@ async fn check_run(t: &Target, run_id: &str, acknowledged: &[Pointer], succeeded
 async fn check_verify(t: &Target, failed_runs: &BTreeSet<String>) -> u64 {
     let opts = VerifyOptions {
         grace: chrono::Duration::zero(),
+        // The only orphans adopted are the failed runs' own.
+        accept_adopted: true,
         ..VerifyOptions::default()
     };
     let report = verify_with(t.direct.as_ref(), &opts).await.unwrap();
@@ -427,16 +429,30 @@ async fn exercise(t: Target) {
         all_acknowledged.extend(acknowledged);
     }
 
-    // Recovery as the operations guide says: adopt the orphans, then verify is clean.
+    // Recovery as the operations guide says: repair lists the orphans; the operator, who
+    // knows they are its own failed runs' parts, adopts them by name; verify is then
+    // clean with the adopted commits accepted.
+    let listed = lineage_store::repair(
+        t.direct.as_ref(),
+        Utc::now(),
+        chrono::Duration::zero(),
+        &lineage_store::Adoption::none(),
+        false,
+    )
+    .await
+    .unwrap();
+    assert!(listed.adopted.is_empty(), "{:?}", listed.adopted);
     let repaired = lineage_store::repair(
         t.direct.as_ref(),
         Utc::now(),
         chrono::Duration::zero(),
+        &lineage_store::Adoption::parts(listed.orphans.iter().map(|(k, _)| k.clone())),
         false,
     )
     .await
     .unwrap();
     assert!(repaired.refused.is_empty(), "{:?}", repaired.refused);
+    assert_eq!(repaired.adopted.len(), listed.orphans.len());
     assert_eq!(check_verify(&t, &BTreeSet::new()).await, 0, "{}", t.name);
     ledger.update(t.direct.as_ref()).await;
     ledger.recheck_bytes(t.direct.as_ref()).await;

@@ -115,6 +115,7 @@ async fn a_footer_claiming_2_pow_62_rows_is_refused_by_verify_and_never_adopted(
             &store,
             chrono::Utc::now() + chrono::Duration::days(1),
             chrono::Duration::minutes(15),
+            &lineage_store::Adoption::parts([p.part_path.clone()]),
             false,
         )
         .await
@@ -165,6 +166,7 @@ async fn a_footer_overstating_its_rows_plausibly_is_caught_by_decoding() {
         &store,
         chrono::Utc::now() + chrono::Duration::days(1),
         chrono::Duration::minutes(15),
+        &lineage_store::Adoption::parts([p.part_path.clone(), q.part_path.clone()]),
         false,
     )
     .await

@@ -2,6 +2,7 @@
 //! there) can plant, and that nothing it plants hides from `verify` or makes a command read,
 //! write or delete outside the store.
 
+mod adoption;
 mod binary_input;
 mod hostile_pointers;
 mod input_sizes;
