@@ -47,10 +47,11 @@ pub(crate) struct Args {
     /// --from up to the seal with this digest, each checked against it.
     #[arg(long, value_name = "SHA256", requires = "from")]
     expect_head: Option<String>,
-    /// A writer's public key (made by `lineage keygen`; repeatable): adopt only orphan
+    /// A writer's public key (made by `lineage keygen`; repeatable): adopt the orphan
     /// parts whose footer's writer signature verifies under one of these keys over the
-    /// part's bytes as they are; every other orphan is refused, naming why (unsigned,
-    /// unknown key, bad signature, bytes changed).
+    /// part's bytes as they are (named with --adopt or not: the key vouches for them);
+    /// every other orphan, named or not, is refused, naming why (unsigned, unknown key,
+    /// bad signature, bytes changed).
     #[arg(long, value_name = "FILE")]
     writer_key: Vec<std::path::PathBuf>,
     /// Only say what would be restored and adopted.

@@ -89,7 +89,10 @@ pub(super) async fn adopt(
                 continue;
             }
         };
-        match opts.adopt.admits(&o.key, &facts) {
+        // With writer keys given, `pointer_for` refused every orphan whose signature did
+        // not verify under one of them: what is left was signed by a given key.
+        let signed = !opts.writer_keys.is_empty();
+        match opts.adopt.admits(&o.key, &facts, signed) {
             Admission::Adopt if opts.dry_run => out.adopted.push(pkey),
             Admission::Adopt => publish_adopted(store, o, pkey, &pointer, out).await?,
             Admission::NotAsked => out.orphans.push((o.key.clone(), orphan_detail(&facts))),

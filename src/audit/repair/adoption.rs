@@ -4,8 +4,11 @@
 //! period) was written by a writer that died before its pointer, or planted by anyone who
 //! can write to the store: a footer's store id can be copied from any part. Nothing in the
 //! store tells which, so adopting one is the operator's statement that they know which
-//! writer wrote it, made part by part ([`Adoption::parts`]). The orphans not asked for are
-//! listed, not adopted. [`Adoption::admits`] is the one filter every orphan passes through.
+//! writer wrote it, made part by part ([`Adoption::parts`]). The one exception is a part
+//! whose footer carries a writer signature that verifies, over its bytes as they are, under
+//! a writer key the operator gave (`repair --writer-key`): the key vouches for it, so it is
+//! adopted without being named. The orphans not asked for are listed, not adopted.
+//! [`Adoption::admits`] is the one filter every orphan passes through.
 
 use std::collections::BTreeSet;
 
@@ -69,9 +72,10 @@ impl Adoption {
 
     /// Whether orphan `key` may be adopted. `facts`: its footer, already found to be a
     /// well-formed part at its place that names this store or none (a part naming another
-    /// store is refused before this).
-    pub(crate) fn admits(&self, key: &str, facts: &PartFacts) -> Admission {
-        if !self.parts.contains(key) {
+    /// store is refused before this). `signed_by_given_key`: its writer signature verified
+    /// under one of the writer keys the operator gave.
+    pub(crate) fn admits(&self, key: &str, facts: &PartFacts, signed_by_given_key: bool) -> Admission {
+        if !self.parts.contains(key) && !signed_by_given_key {
             return Admission::NotAsked;
         }
         if facts.store_id.is_none() && !self.unidentified {
