@@ -29,6 +29,8 @@ pub(crate) struct Args {
     format: String,
     #[command(flatten)]
     anchors: crate::cli::anchors::AnchorArgs,
+    #[command(flatten)]
+    tsa_root: crate::cli::timestamps::TsaRootArg,
     /// Only these runs get sections (repeat it; default: every run, up to 25).
     #[arg(long, value_name = "RUN_ID")]
     run_id: Vec<String>,
@@ -52,7 +54,11 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         None => a.as_of_seal,
     };
     let opts = ReportOptions {
-        verify: VerifyOptions::default().with_anchors(&anchors),
+        verify: VerifyOptions {
+            tsa_roots: a.tsa_root.roots()?,
+            ..VerifyOptions::default()
+        }
+        .with_anchors(&anchors),
         key_sources: a.anchors.key_sources(),
         witness,
         run_ids: a.run_id.clone(),

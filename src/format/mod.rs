@@ -11,4 +11,5 @@ pub mod entries;
 pub mod identity;
 pub mod keys;
 pub mod pointer;
+pub mod timestamp;
 pub mod tlog_proof;

@@ -50,6 +50,9 @@ pub struct VerifyOptions {
     pub plan_seal: Option<u64>,
     /// Which recorded digests of each hashed part to recompute.
     pub digest: Check,
+    /// The roots the seals' RFC 3161 tokens must chain to; `None`: the tokens are listed,
+    /// unchecked ([`crate::audit::findings::Report::seal_times`]).
+    pub tsa_roots: Option<crate::format::timestamp::Roots>,
 }
 
 impl VerifyOptions {
@@ -100,6 +103,7 @@ impl Default for VerifyOptions {
             shard: None,
             plan_seal: None,
             digest: Check::default(),
+            tsa_roots: None,
         }
     }
 }
