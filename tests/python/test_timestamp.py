@@ -56,10 +56,8 @@ def make_pki(d: Path, embed_chain: bool) -> None:
             "-subj", "/CN=Test TSA")
     openssl(d, "x509", "-req", "-in", "tsa.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
             "-out", "tsa.pem", "-days", "365", "-extfile", "ext.cnf", "-extensions", "v3_tsa")
-    certs = d / "tsa.pem"
-    if embed_chain:
-        certs = d / "chain.pem"
-        certs.write_bytes((d / "tsa.pem").read_bytes() + (d / "ca.pem").read_bytes())
+    # OpenSSL embeds the signer's certificate (the request asks for it); `certs` adds the root.
+    certs = f"certs = {d / 'ca.pem'}\n" if embed_chain else ""
     (d / "serial").write_text("01\n")
     (d / "tsa.cnf").write_text(
         f"""[tsa]
@@ -67,8 +65,7 @@ default_tsa = tsa_config1
 [tsa_config1]
 serial = {d / 'serial'}
 signer_cert = {d / 'tsa.pem'}
-certs = {certs}
-signer_key = {d / 'tsa.key'}
+{certs}signer_key = {d / 'tsa.key'}
 signer_digest = sha256
 default_policy = 1.2.3.4.1
 digests = sha256, sha384, sha512

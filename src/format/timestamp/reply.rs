@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use cms::signed_data::SignedData;
-use der::{Decode, Encode};
+use der::Encode;
 use x509_tsp::TimeStampResp;
 
 use super::tst_info::TstInfo;

@@ -145,10 +145,18 @@ async fn a_changed_seal_or_token_is_refused() {
     assert_eq!(unbacked[0].0, keys::seal_key(2));
     assert!(unbacked[0].1.contains("no TSA response is"), "{}", unbacked[0].1);
 
-    // A changed seal: its digest is no longer the token's imprint (and the chain breaks).
+    // Asked again, seal 2's new token is later than seal 3's: named as out of order.
     let c = client(&tsa.url);
-    stamp_seals(mem.as_ref(), &c, 3).await.unwrap();
-    assert!(verify_tsa(&mem, &pki).await.is_clean());
+    let o = stamp_seals(mem.as_ref(), &c, 3).await.unwrap();
+    assert_eq!(o.stamped.iter().map(|s| s.seq).collect::<Vec<_>>(), vec![2]);
+    let r = verify_tsa(&mem, &pki).await;
+    let unbacked = of_kind(&r, ProblemKind::SealTimeUnbacked);
+    assert_eq!(unbacked.len(), 1, "{:#?}", r.problems);
+    assert_eq!(unbacked[0].0, keys::seal_key(2));
+    assert!(unbacked[0].1.contains("is after that of seal 3"), "{}", unbacked[0].1);
+    assert!(of_kind(&r, ProblemKind::BadTimestamp).is_empty());
+
+    // A changed seal: its digest is no longer what the request and token are over.
     let sk = keys::seal_key(3);
     let seal = String::from_utf8(get(&mem, &sk).await.to_vec()).unwrap();
     mem.tamper_put(&sk, Bytes::from(seal.replacen("\"seq\"", "\"seq\" ", 1)));

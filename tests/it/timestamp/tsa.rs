@@ -114,23 +114,22 @@ impl Pki {
             ],
             d,
         );
-        let chain = if setup.embed_chain {
-            let mut both = std::fs::read(d.join("tsa.pem")).unwrap();
-            both.extend(std::fs::read(d.join("ca.pem")).unwrap());
-            std::fs::write(d.join("chain.pem"), both).unwrap();
-            "chain.pem"
-        } else {
-            "tsa.pem"
-        };
         let p = |f: &str| d.join(f).display().to_string();
+        // OpenSSL embeds the signer's certificate (the request asks for it); `certs` adds
+        // more: the root, for the whole chain.
+        let certs = if setup.embed_chain {
+            format!("certs = {}\n", p("ca.pem"))
+        } else {
+            String::new()
+        };
         std::fs::write(d.join("serial"), "01\n").unwrap();
         std::fs::write(
             d.join("tsa.cnf"),
             format!(
-                "[tsa]\ndefault_tsa = tsa_config1\n[tsa_config1]\nserial = {}\nsigner_cert = {}\ncerts = {}\nsigner_key = {}\nsigner_digest = {}\ndefault_policy = 1.2.3.4.1\ndigests = sha256, sha384, sha512\naccuracy = secs:1\nclock_precision_digits = 6\nordering = no\ntsa_name = yes\ness_cert_id_chain = no\ness_cert_id_alg = {}\n",
+                "[tsa]\ndefault_tsa = tsa_config1\n[tsa_config1]\nserial = {}\nsigner_cert = {}\n{}signer_key = {}\nsigner_digest = {}\ndefault_policy = 1.2.3.4.1\ndigests = sha256, sha384, sha512\naccuracy = secs:1\nclock_precision_digits = 6\nordering = no\ntsa_name = yes\ness_cert_id_chain = no\ness_cert_id_alg = {}\n",
                 p("serial"),
                 p("tsa.pem"),
-                p(chain),
+                certs,
                 p("tsa.key"),
                 setup.digest,
                 if setup.ess_sha1 { "sha1" } else { "sha256" },

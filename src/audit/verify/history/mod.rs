@@ -20,7 +20,7 @@
 mod checkpoints;
 pub(crate) mod context;
 pub(crate) mod entries;
-pub mod timestamps;
+pub(crate) mod timestamps;
 mod tlog;
 mod tree;
 
