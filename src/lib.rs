@@ -162,8 +162,6 @@ pub use audit::diff::{diff as diff_seals, AddedCommit, RunChange, SealDiff};
 pub use audit::findings::{
     InFlight, InFlightKind, Problem, ProblemKind, Progress, Report, SealTime,
 };
-pub use audit::verify::history::timestamps::TSA_TOLERANCE_SECONDS;
-pub use format::timestamp::{parse_roots as parse_tsa_roots, Roots as TsaRoots};
 pub use audit::log::since_seal;
 pub use audit::proof::c2sp::{to_tlog_proof, verify_tlog_proof};
 pub use audit::proof::consistency::{
@@ -176,6 +174,7 @@ pub use audit::repair::{repair, repair_with, RepairOptions, RepairOutcome};
 pub use audit::seals::{list_seals, SealList, SealSummary};
 pub use audit::show::{show, CommitShown, SealShown, Shown};
 pub use audit::sweep::{sweep, sweep_all, SweepOutcome};
+pub use audit::verify::history::timestamps::TSA_TOLERANCE_SECONDS;
 pub use audit::verify::options::{ShardSpec, VerifyOptions};
 pub use audit::verify::platform::{ResolvedShard, ShardRequest};
 pub use audit::verify::report_dir::{read_shard_reports, write_shard_report};
@@ -183,6 +182,7 @@ pub use audit::verify::shard::merge as merge_shard_reports;
 pub use audit::verify::{verify, verify_with};
 pub use base::digest::Check as DigestCheck;
 pub use base::time::parse_duration;
+pub use format::timestamp::{parse_roots as parse_tsa_roots, Roots as TsaRoots};
 
 // Conforming Arrow data to the contract, and what does not conform.
 pub use write::conform;

@@ -493,8 +493,8 @@ impl Store {
         };
         let store = self.inner.clone();
         let (out, times) = block_on(py, async move {
-            let s = lineage_store::seal_with(store.as_ref(), &SystemClock, key.as_ref(), &opts)
-                .await?;
+            let s =
+                lineage_store::seal_with(store.as_ref(), &SystemClock, key.as_ref(), &opts).await?;
             let times = match &tsa {
                 Some(t) if s.seq > 0 => {
                     Some(lineage_store::timestamp::stamp_seals(store.as_ref(), t, s.seq).await?)

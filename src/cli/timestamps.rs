@@ -28,8 +28,13 @@ pub(crate) struct TsaArgs {
 impl TsaArgs {
     /// The TSA asked, when one is given (its URL checked before anything is sealed).
     pub(crate) fn tsa(&self) -> Result<Option<Tsa>> {
-        let Some(url) = &self.tsa else { return Ok(None) };
-        let t = self.tsa_timeout.to_std().unwrap_or(crate::timestamp::DEFAULT_TSA_TIMEOUT);
+        let Some(url) = &self.tsa else {
+            return Ok(None);
+        };
+        let t = self
+            .tsa_timeout
+            .to_std()
+            .unwrap_or(crate::timestamp::DEFAULT_TSA_TIMEOUT);
         Ok(Some(Tsa::new(url, t)?))
     }
 }
@@ -52,7 +57,15 @@ pub(crate) fn stamp_lines(o: &StampOutcome, tsa: &Tsa) -> Vec<String> {
     let mut lines: Vec<String> = o
         .stamped
         .iter()
-        .map(|s| format!("time of seal {} backed by {}: {} ({})", s.seq, tsa.shown(), s.tsa_utc, s.key))
+        .map(|s| {
+            format!(
+                "time of seal {} backed by {}: {} ({})",
+                s.seq,
+                tsa.shown(),
+                s.tsa_utc,
+                s.key
+            )
+        })
         .collect();
     if let Some(f) = &o.failed {
         lines.push(format!(
@@ -60,7 +73,10 @@ pub(crate) fn stamp_lines(o: &StampOutcome, tsa: &Tsa) -> Vec<String> {
             f.seq, f.why
         ));
     }
-    let waiting = o.pending.len().saturating_sub(usize::from(o.failed.is_some()));
+    let waiting = o
+        .pending
+        .len()
+        .saturating_sub(usize::from(o.failed.is_some()));
     if waiting > 0 {
         lines.push(format!(
             "{waiting} more seals await a TSA time (seals {}); `lineage seal --tsa URL` asks for them",
@@ -89,10 +105,11 @@ pub(crate) struct TsaRootArg {
 impl TsaRootArg {
     /// The roots read, when given.
     pub(crate) fn roots(&self) -> Result<Option<Roots>> {
-        let Some(p) = &self.tsa_root else { return Ok(None) };
-        let bytes = std::fs::read(p).map_err(|e| {
-            Error::invalid(Param::TsaRoot, text![format!("{}: {e}", p.display())])
-        })?;
+        let Some(p) = &self.tsa_root else {
+            return Ok(None);
+        };
+        let bytes = std::fs::read(p)
+            .map_err(|e| Error::invalid(Param::TsaRoot, text![format!("{}: {e}", p.display())]))?;
         parse_roots(&bytes)
             .map(Some)
             .map_err(|why| Error::invalid(Param::TsaRoot, text![format!("{}: {why}", p.display())]))

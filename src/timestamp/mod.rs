@@ -73,9 +73,18 @@ pub struct StampOutcome {
 /// Ask `tsa` for the time of every seal up to `newest` that needs one (see the module
 /// docs): `newest` itself, every seal with a stored request and no answer, and every seal
 /// after the first timestamped one without an answer.
-pub async fn stamp_seals(store: &dyn AtomicPublisher, tsa: &Tsa, newest: u64) -> Result<StampOutcome> {
+pub async fn stamp_seals(
+    store: &dyn AtomicPublisher,
+    tsa: &Tsa,
+    newest: u64,
+) -> Result<StampOutcome> {
     let (queries, replies) = listed(store).await?;
-    let first = queries.iter().chain(&replies).min().copied().unwrap_or(newest);
+    let first = queries
+        .iter()
+        .chain(&replies)
+        .min()
+        .copied()
+        .unwrap_or(newest);
     let mut todo: Vec<u64> = (first.max(1)..=newest)
         .filter(|s| !replies.contains(s))
         .collect();
@@ -128,7 +137,12 @@ async fn stamp_one(
     let mut digest = [0u8; 32];
     match hex::decode(&seal.digest) {
         Ok(d) if d.len() == 32 => digest.copy_from_slice(&d),
-        _ => return Ok(Err(format!("seal {seq}'s digest {} is not sha256", seal.digest))),
+        _ => {
+            return Ok(Err(format!(
+                "seal {seq}'s digest {} is not sha256",
+                seal.digest
+            )))
+        }
     }
     let qkey = keys::timestamp_query_key(seq);
     let query = match stored_query(store, &qkey, has_query).await? {
@@ -150,7 +164,11 @@ async fn stamp_one(
     };
     let want = match parse_query(&query) {
         Ok(q) if q.digest == digest => q,
-        Ok(_) => return Ok(Err(format!("{qkey} asks for the time of another digest than seal {seq}'s"))),
+        Ok(_) => {
+            return Ok(Err(format!(
+                "{qkey} asks for the time of another digest than seal {seq}'s"
+            )))
+        }
         Err(why) => return Ok(Err(format!("{qkey}: {why}"))),
     };
     let answer = match tsa.ask(&query).await {
@@ -162,14 +180,20 @@ async fn stamp_one(
         Err(why) => return Ok(Err(format!("the TSA's answer: {why}"))),
     };
     if token.digest != digest {
-        return Ok(Err("the TSA's token is over another digest than the seal's".into()));
+        return Ok(Err(
+            "the TSA's token is over another digest than the seal's".into(),
+        ));
     }
     if token.nonce.as_deref() != Some(want.nonce.as_slice()) {
-        return Ok(Err("the TSA's token does not echo the request's nonce".into()));
+        return Ok(Err(
+            "the TSA's token does not echo the request's nonce".into()
+        ));
     }
     let rkey = keys::timestamp_reply_key(seq);
     if !publish_racing(store, &rkey, Bytes::from(answer)).await? {
-        return Ok(Err(format!("{rkey} already holds another response (another sealer's)")));
+        return Ok(Err(format!(
+            "{rkey} already holds another response (another sealer's)"
+        )));
     }
     Ok(Ok(Stamped {
         seq,
@@ -179,7 +203,11 @@ async fn stamp_one(
 }
 
 /// The stored request at `key`, when there is one.
-async fn stored_query(store: &dyn AtomicPublisher, key: &str, listed: bool) -> Result<Option<Vec<u8>>> {
+async fn stored_query(
+    store: &dyn AtomicPublisher,
+    key: &str,
+    listed: bool,
+) -> Result<Option<Vec<u8>>> {
     if !listed {
         return Ok(None);
     }

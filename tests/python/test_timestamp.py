@@ -20,6 +20,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import jsonschema
 import pytest
 import rfc3161_client
 from cryptography import x509
@@ -133,9 +134,18 @@ def stored(store: Path, seq: int) -> tuple[bytes, bytes, bytes]:
     )
 
 
+def parse_request(request: bytes) -> rfc3161_client.TimeStampRequest:
+    """The stored request, parsed by rfc3161-client's own parser (it exports a decoder for
+    responses only)."""
+    from rfc3161_client import _rust
+
+    req: rfc3161_client.TimeStampRequest = _rust.parse_timestamp_request(request)
+    return req
+
+
 def verifier(pki: Path, request: bytes) -> rfc3161_client.Verifier:
     root = x509.load_pem_x509_certificate((pki / "ca.pem").read_bytes())
-    req = rfc3161_client.decode_timestamp_request(request)
+    req = parse_request(request)
     return rfc3161_client.VerifierBuilder.from_request(req).add_root_certificate(root).build()
 
 
@@ -147,10 +157,18 @@ def test_tokens_verify_with_rfc3161_client(tmp_path: Path) -> None:
         assert resp.status == 0
         # The imprint is the seal's digest, the nonce the stored request's.
         assert verifier(pki, request).verify_message(resp, seal)
-        assert resp.tst_info.nonce == rfc3161_client.decode_timestamp_request(request).nonce
+        assert resp.tst_info.nonce == parse_request(request).nonce
     # Our verify agrees, and names the TSA's time.
     out = lineage("verify", "--store", str(store), "--tsa-root", str(pki / "ca.pem"))
     assert "2 of 2 seals' times backed" in out, out
+    # The audit report's JSON, with the TSA's times, still validates against its schema.
+    schema = json.loads((Path(__file__).resolve().parents[2] / "docs/report.schema.json").read_text())
+    data = json.loads(lineage("report", "--store", str(store), "--tsa-root", str(pki / "ca.pem"), "--format", "json", "--out", "-"))
+    jsonschema.validate(data, schema, cls=jsonschema.Draft202012Validator)
+    head = data["checked"]["head"]
+    assert head["tsa_checked"] is True
+    gen = rfc3161_client.decode_timestamp_response(stored(store, 2)[2]).tst_info.gen_time
+    assert head["tsa_utc"].startswith(gen.strftime("%Y-%m-%dT%H:%M:%S")), (head, gen)
 
 
 def test_a_changed_seal_is_refused_by_rfc3161_client(tmp_path: Path) -> None:

@@ -5,8 +5,8 @@ use der::{Decode, Encode};
 use x509_cert::ext::pkix::{BasicConstraints, ExtendedKeyUsage};
 use x509_cert::Certificate;
 
-use super::algorithms::{decode, signature_hash, verify, BASIC_CONSTRAINTS, EXT_KEY_USAGE};
 use super::algorithms::TIME_STAMPING;
+use super::algorithms::{decode, signature_hash, verify, BASIC_CONSTRAINTS, EXT_KEY_USAGE};
 use super::MAX_CHAIN;
 
 /// The root certificates a token must chain to.
@@ -40,8 +40,12 @@ pub(super) fn subject(c: &Certificate) -> String {
 
 /// Whether `c` names `timeStamping` in its extended key usage.
 pub(super) fn time_stamping(c: &Certificate) -> Result<(), String> {
-    let eku = extension(c, &EXT_KEY_USAGE)
-        .ok_or_else(|| format!("the TSA certificate {} has no extended key usage", subject(c)))?;
+    let eku = extension(c, &EXT_KEY_USAGE).ok_or_else(|| {
+        format!(
+            "the TSA certificate {} has no extended key usage",
+            subject(c)
+        )
+    })?;
     let eku: ExtendedKeyUsage = decode("its extended key usage", eku)?;
     if eku.0.contains(&TIME_STAMPING) {
         Ok(())
@@ -54,7 +58,10 @@ pub(super) fn time_stamping(c: &Certificate) -> Result<(), String> {
 }
 
 /// The value of extension `oid` of `c`.
-pub(super) fn extension<'c>(c: &'c Certificate, oid: &der::asn1::ObjectIdentifier) -> Option<&'c [u8]> {
+pub(super) fn extension<'c>(
+    c: &'c Certificate,
+    oid: &der::asn1::ObjectIdentifier,
+) -> Option<&'c [u8]> {
     c.tbs_certificate
         .extensions
         .as_ref()?
@@ -108,8 +115,16 @@ pub(super) fn to_root(
 fn signed_by(child: &Certificate, issuer: &Certificate) -> Result<(), String> {
     let hash = signature_hash(&child.signature_algorithm.oid, None)?;
     let tbs = child.tbs_certificate.to_der().map_err(|e| e.to_string())?;
-    let sig = child.signature.as_bytes().ok_or("a signature of unaligned bits")?;
-    verify(&issuer.tbs_certificate.subject_public_key_info, hash, &tbs, sig)
+    let sig = child
+        .signature
+        .as_bytes()
+        .ok_or("a signature of unaligned bits")?;
+    verify(
+        &issuer.tbs_certificate.subject_public_key_info,
+        hash,
+        &tbs,
+        sig,
+    )
 }
 
 /// Whether `c` is a CA (basic constraints).

@@ -49,7 +49,10 @@ pub fn parse_reply(bytes: &[u8]) -> Result<Token, String> {
         .time_stamp_token
         .ok_or("the response is granted but carries no token")?;
     if token.content_type != SIGNED_DATA {
-        return Err(format!("the token is {}, not SignedData", token.content_type));
+        return Err(format!(
+            "the token is {}, not SignedData",
+            token.content_type
+        ));
     }
     let sd_der = token.content.to_der().map_err(|e| e.to_string())?;
     let signed: SignedData = decode("the token's SignedData", &sd_der)?;
@@ -95,7 +98,12 @@ mod tests {
 
     #[test]
     fn garbage_is_refused_not_a_panic() {
-        for bad in [&b""[..], b"\x30", b"\x30\x03\x02\x01\x02", b"<html>down</html>"] {
+        for bad in [
+            &b""[..],
+            b"\x30",
+            b"\x30\x03\x02\x01\x02",
+            b"<html>down</html>",
+        ] {
             assert!(parse_reply(bad).is_err());
         }
     }

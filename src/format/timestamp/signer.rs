@@ -63,7 +63,10 @@ pub fn check_token(token: &Token, roots: &Roots) -> Result<Signer, String> {
 }
 
 /// The embedded certificate `sid` names.
-fn find_signer<'c>(sid: &SignerIdentifier, certs: &'c [Certificate]) -> Result<&'c Certificate, String> {
+fn find_signer<'c>(
+    sid: &SignerIdentifier,
+    certs: &'c [Certificate],
+) -> Result<&'c Certificate, String> {
     const SUBJECT_KEY_ID: ObjectIdentifier = ObjectIdentifier::new_unwrap("2.5.29.14");
     certs
         .iter()
@@ -92,7 +95,10 @@ fn signed_attributes(token: &Token, si: &SignerInfo, cert: &Certificate) -> Resu
         };
         match a.values.as_slice() {
             [v] => Ok(Some(v)),
-            _ => Err(format!("signed attribute {oid} has {} values", a.values.len())),
+            _ => Err(format!(
+                "signed attribute {oid} has {} values",
+                a.values.len()
+            )),
         }
     };
     let ct = one(&CONTENT_TYPE)?.ok_or("no content-type attribute")?;
@@ -105,17 +111,26 @@ fn signed_attributes(token: &Token, si: &SignerInfo, cert: &Certificate) -> Resu
         .map_err(|e| format!("the message-digest attribute: {e}"))?;
     let digest = Hash::of(&si.digest_alg.oid)?;
     if digest == Hash::Sha1 || md.as_bytes() != digest.digest(&token.tst_der) {
-        return Err("the message-digest attribute is not the digest of the TSTInfo (the token was changed)".into());
+        return Err(
+            "the message-digest attribute is not the digest of the TSTInfo (the token was changed)"
+                .into(),
+        );
     }
     let cert_der = der_of(cert)?;
     let (hash, named) = if let Some(v) = one(&SIGNING_CERT_V2)? {
         let sc: SigningCertificateV2 = decode("the signing-certificate-v2 attribute", &der_of(v)?)?;
-        let id = sc.certs.first().ok_or("an empty signing-certificate-v2 attribute")?;
+        let id = sc
+            .certs
+            .first()
+            .ok_or("an empty signing-certificate-v2 attribute")?;
         let alg = id.hash_algorithm.as_ref().map_or(SHA256, |a| a.oid);
         (Hash::of(&alg)?, id.cert_hash.as_bytes().to_vec())
     } else if let Some(v) = one(&SIGNING_CERT)? {
         let sc: SigningCertificate = decode("the signing-certificate attribute", &der_of(v)?)?;
-        let id = sc.certs.first().ok_or("an empty signing-certificate attribute")?;
+        let id = sc
+            .certs
+            .first()
+            .ok_or("an empty signing-certificate attribute")?;
         (Hash::Sha1, id.cert_hash.as_bytes().to_vec())
     } else {
         return Err("no signing-certificate attribute (ESSCertID or ESSCertIDv2)".into());

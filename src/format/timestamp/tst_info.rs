@@ -63,7 +63,11 @@ fn parse(s: &str) -> Option<DateTime<Utc>> {
     }
     let nanos = match frac {
         None => 0,
-        Some(f) if (1..=9).contains(&f.len()) && f.bytes().all(|b| b.is_ascii_digit()) && !f.ends_with('0') => {
+        Some(f)
+            if (1..=9).contains(&f.len())
+                && f.bytes().all(|b| b.is_ascii_digit())
+                && !f.ends_with('0') =>
+        {
             format!("{f:0<9}").parse::<u32>().ok()?
         }
         Some(_) => return None,
@@ -104,13 +108,22 @@ mod tests {
 
     #[test]
     fn fractional_seconds_round_trip() {
-        for s in ["20260713060000Z", "20260713060000.5Z", "20260713060000.123456Z"] {
+        for s in [
+            "20260713060000Z",
+            "20260713060000.5Z",
+            "20260713060000.123456Z",
+        ] {
             let mut der = vec![0x18, s.len() as u8];
             der.extend_from_slice(s.as_bytes());
             let t = GenTime::from_der(&der).unwrap();
             assert_eq!(t.to_der().unwrap(), der);
         }
-        for bad in ["20260713060000", "20260713060000.Z", "20260713060000.50Z", "2026071306Z"] {
+        for bad in [
+            "20260713060000",
+            "20260713060000.Z",
+            "20260713060000.50Z",
+            "2026071306Z",
+        ] {
             let mut der = vec![0x18, bad.len() as u8];
             der.extend_from_slice(bad.as_bytes());
             assert!(GenTime::from_der(&der).is_err(), "{bad}");

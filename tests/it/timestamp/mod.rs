@@ -46,13 +46,19 @@ async fn stamped_store(n: u64, tsa: &Tsa) -> Arc<MemoryPublisher> {
             .unwrap();
         let o = stamp_seals(mem.as_ref(), &c, s.seq).await.unwrap();
         assert!(o.failed.is_none(), "{:?}", o.failed);
-        assert_eq!(o.stamped.iter().map(|s| s.seq).collect::<Vec<_>>(), vec![seed]);
+        assert_eq!(
+            o.stamped.iter().map(|s| s.seq).collect::<Vec<_>>(),
+            vec![seed]
+        );
     }
     mem
 }
 
 async fn get(mem: &MemoryPublisher, key: &str) -> Bytes {
-    mem.get(key).await.unwrap().unwrap_or_else(|| panic!("{key} missing"))
+    mem.get(key)
+        .await
+        .unwrap()
+        .unwrap_or_else(|| panic!("{key} missing"))
 }
 
 /// Every key, signature and ESS variant a TSA is likely to use checks, and the report lists
@@ -61,9 +67,22 @@ async fn get(mem: &MemoryPublisher, key: &str) -> Bytes {
 async fn tokens_of_rsa_and_ecdsa_tsas_check_against_the_root() {
     let setups = [
         Setup::default(),
-        Setup { key: Key::P256, ess_sha1: true, ..Setup::default() },
-        Setup { key: Key::P384, digest: "sha384", ..Setup::default() },
-        Setup { key: Key::Rsa, digest: "sha512", embed_chain: true, ..Setup::default() },
+        Setup {
+            key: Key::P256,
+            ess_sha1: true,
+            ..Setup::default()
+        },
+        Setup {
+            key: Key::P384,
+            digest: "sha384",
+            ..Setup::default()
+        },
+        Setup {
+            key: Key::Rsa,
+            digest: "sha512",
+            embed_chain: true,
+            ..Setup::default()
+        },
     ];
     for setup in setups {
         let pki = Arc::new(Pki::new(setup));
@@ -83,7 +102,10 @@ async fn tokens_of_rsa_and_ecdsa_tsas_check_against_the_root() {
         let r = verify_with(mem.as_ref(), &later()).await.unwrap();
         assert!(r.is_clean(), "{:#?}", r.problems);
         assert!(!r.seal_times_checked);
-        assert!(r.seal_times.iter().all(|t| !t.checked && t.tsa_utc.is_some()));
+        assert!(r
+            .seal_times
+            .iter()
+            .all(|t| !t.checked && t.tsa_utc.is_some()));
         assert_eq!(tsa.served(), 2);
     }
 }
@@ -99,7 +121,13 @@ async fn a_token_of_another_root_is_refused() {
     let bad = of_kind(&r, ProblemKind::BadTimestamp);
     assert_eq!(bad.len(), 1, "{:#?}", r.problems);
     assert_eq!(bad[0].0, keys::timestamp_reply_key(1));
-    assert!(bad[0].1.contains("does not chain to the given root (CN=Another Root CA)"), "{}", bad[0].1);
+    assert!(
+        bad[0]
+            .1
+            .contains("does not chain to the given root (CN=Another Root CA)"),
+        "{}",
+        bad[0].1
+    );
     assert!(!r.seal_times[0].checked);
 }
 
@@ -133,7 +161,11 @@ async fn a_changed_seal_or_token_is_refused() {
     assert_eq!(bad[1].0, k2);
     assert!(bad[1].1.contains("not seal 2's digest"), "{}", bad[1].1);
     assert_eq!(bad[2].0, keys::timestamp_reply_key(9));
-    assert!(bad[2].1.contains("seal 9, which is not in the store"), "{}", bad[2].1);
+    assert!(
+        bad[2].1.contains("seal 9, which is not in the store"),
+        "{}",
+        bad[2].1
+    );
 
     // Restored, then seal 3's token removed: its time is requested but not backed.
     mem.tamper_put(&k1, good1);
@@ -143,7 +175,11 @@ async fn a_changed_seal_or_token_is_refused() {
     let unbacked = of_kind(&r, ProblemKind::SealTimeUnbacked);
     assert_eq!(unbacked.len(), 1, "{:#?}", r.problems);
     assert_eq!(unbacked[0].0, keys::seal_key(2));
-    assert!(unbacked[0].1.contains("no TSA response is"), "{}", unbacked[0].1);
+    assert!(
+        unbacked[0].1.contains("no TSA response is"),
+        "{}",
+        unbacked[0].1
+    );
 
     // Asked again, seal 2's new token is later than seal 3's: named as out of order.
     let c = client(&tsa.url);
@@ -153,7 +189,11 @@ async fn a_changed_seal_or_token_is_refused() {
     let unbacked = of_kind(&r, ProblemKind::SealTimeUnbacked);
     assert_eq!(unbacked.len(), 1, "{:#?}", r.problems);
     assert_eq!(unbacked[0].0, keys::seal_key(2));
-    assert!(unbacked[0].1.contains("is after that of seal 3"), "{}", unbacked[0].1);
+    assert!(
+        unbacked[0].1.contains("is after that of seal 3"),
+        "{}",
+        unbacked[0].1
+    );
     assert!(of_kind(&r, ProblemKind::BadTimestamp).is_empty());
 
     // A changed seal: its digest is no longer what the request and token are over.
@@ -163,7 +203,8 @@ async fn a_changed_seal_or_token_is_refused() {
     let r = verify_tsa(&mem, &pki).await;
     let bad = of_kind(&r, ProblemKind::BadTimestamp);
     assert!(
-        bad.iter().any(|(k, d)| k == &keys::timestamp_query_key(3) && d.contains("not of seal 3")),
+        bad.iter()
+            .any(|(k, d)| k == &keys::timestamp_query_key(3) && d.contains("not of seal 3")),
         "{:#?}",
         r.problems
     );
@@ -179,9 +220,13 @@ async fn times_the_tsa_contradicts_are_named() {
     let mem = Arc::new(MemoryPublisher::new());
     // Seal 1 without a time; seal 2 stamped now.
     append(mem.clone(), 5, 2, 1).await;
-    seal_with(mem.as_ref(), &SystemClock, None, &SealOptions::default()).await.unwrap();
+    seal_with(mem.as_ref(), &SystemClock, None, &SealOptions::default())
+        .await
+        .unwrap();
     append(mem.clone(), 5, 2, 2).await;
-    seal_with(mem.as_ref(), &SystemClock, None, &SealOptions::default()).await.unwrap();
+    seal_with(mem.as_ref(), &SystemClock, None, &SealOptions::default())
+        .await
+        .unwrap();
     stamp_seals(mem.as_ref(), &c, 2).await.unwrap();
     // Seal 1's time asked for later (a request left by a sealer the TSA failed): its TSA
     // time is after seal 2's, which chains onto it.
@@ -196,12 +241,22 @@ async fn times_the_tsa_contradicts_are_named() {
     let named = of_kind(&r, ProblemKind::SealTimeUnbacked);
     assert_eq!(named.len(), 1, "{:#?}", r.problems);
     assert_eq!(named[0].0, keys::seal_key(1));
-    assert!(named[0].1.contains("is after that of seal 2"), "{}", named[0].1);
+    assert!(
+        named[0].1.contains("is after that of seal 2"),
+        "{}",
+        named[0].1
+    );
 
     // A seal dated 2099 by its sealer's clock.
     append(mem.clone(), 5, 2, 3).await;
-    let future = FixedClock(chrono::DateTime::parse_from_rfc3339("2099-01-01T00:00:00Z").unwrap().into());
-    seal_with(mem.as_ref(), &future, None, &SealOptions::default()).await.unwrap();
+    let future = FixedClock(
+        chrono::DateTime::parse_from_rfc3339("2099-01-01T00:00:00Z")
+            .unwrap()
+            .into(),
+    );
+    seal_with(mem.as_ref(), &future, None, &SealOptions::default())
+        .await
+        .unwrap();
     stamp_seals(mem.as_ref(), &c, 3).await.unwrap();
     let r = verify_tsa(&mem, &pki).await;
     let named = of_kind(&r, ProblemKind::SealTimeUnbacked);
@@ -222,14 +277,24 @@ async fn a_failing_tsa_does_not_stop_sealing_and_is_caught_up() {
     let mem = Arc::new(MemoryPublisher::new());
     let down = client(&tsa::down_url());
     append(mem.clone(), 5, 2, 1).await;
-    seal_with(mem.as_ref(), &SystemClock, None, &SealOptions::default()).await.unwrap();
+    seal_with(mem.as_ref(), &SystemClock, None, &SealOptions::default())
+        .await
+        .unwrap();
     let o = stamp_seals(mem.as_ref(), &down, 1).await.unwrap();
     let f = o.failed.unwrap();
     assert_eq!(f.seq, 1);
     assert!(f.why.contains("could not connect"), "{}", f.why);
     assert_eq!(o.pending, vec![1]);
-    assert!(mem.get(&keys::timestamp_query_key(1)).await.unwrap().is_some());
-    assert!(mem.get(&keys::timestamp_reply_key(1)).await.unwrap().is_none());
+    assert!(mem
+        .get(&keys::timestamp_query_key(1))
+        .await
+        .unwrap()
+        .is_some());
+    assert!(mem
+        .get(&keys::timestamp_reply_key(1))
+        .await
+        .unwrap()
+        .is_none());
     let r = verify_tsa(&mem, &pki).await;
     let named = of_kind(&r, ProblemKind::SealTimeUnbacked);
     assert_eq!(named.len(), 1, "{:#?}", r.problems);
@@ -243,7 +308,9 @@ async fn a_failing_tsa_does_not_stop_sealing_and_is_caught_up() {
     ] {
         tsa.set(answer);
         append(mem.clone(), 5, 2, 2).await;
-        seal_with(mem.as_ref(), &SystemClock, None, &SealOptions::default()).await.unwrap();
+        seal_with(mem.as_ref(), &SystemClock, None, &SealOptions::default())
+            .await
+            .unwrap();
         let newest = mem.list(keys::SEALS_PREFIX).await.unwrap().len() as u64;
         let o = stamp_seals(mem.as_ref(), &c, newest).await.unwrap();
         let f = o.failed.unwrap();
@@ -256,7 +323,10 @@ async fn a_failing_tsa_does_not_stop_sealing_and_is_caught_up() {
     tsa.set(Answer::Token);
     let o = stamp_seals(mem.as_ref(), &c, 4).await.unwrap();
     assert!(o.failed.is_none());
-    assert_eq!(o.stamped.iter().map(|s| s.seq).collect::<Vec<_>>(), vec![1, 2, 3, 4]);
+    assert_eq!(
+        o.stamped.iter().map(|s| s.seq).collect::<Vec<_>>(),
+        vec![1, 2, 3, 4]
+    );
     let r = verify_tsa(&mem, &pki).await;
     assert!(r.is_clean(), "{:#?}", r.problems);
     assert_eq!(r.seal_times.iter().filter(|t| t.checked).count(), 4);
@@ -275,7 +345,9 @@ async fn a_seal_without_a_time_after_timestamped_ones_is_named_and_added() {
     let mem = stamped_store(1, &tsa).await;
     for seed in 2..=3 {
         append(mem.clone(), 5, 2, seed).await;
-        seal_with(mem.as_ref(), &SystemClock, None, &SealOptions::default()).await.unwrap();
+        seal_with(mem.as_ref(), &SystemClock, None, &SealOptions::default())
+            .await
+            .unwrap();
     }
     let r = verify_tsa(&mem, &pki).await;
     let named = of_kind(&r, ProblemKind::SealTimeUnbacked);
@@ -283,8 +355,17 @@ async fn a_seal_without_a_time_after_timestamped_ones_is_named_and_added() {
         named.iter().map(|n| n.0.clone()).collect::<Vec<_>>(),
         vec![keys::seal_key(2), keys::seal_key(3)]
     );
-    assert!(named[0].1.contains("though seal 1 before it has one"), "{}", named[0].1);
-    let o = stamp_seals(mem.as_ref(), &client(&tsa.url), 3).await.unwrap();
-    assert_eq!(o.stamped.iter().map(|s| s.seq).collect::<Vec<_>>(), vec![2, 3]);
+    assert!(
+        named[0].1.contains("though seal 1 before it has one"),
+        "{}",
+        named[0].1
+    );
+    let o = stamp_seals(mem.as_ref(), &client(&tsa.url), 3)
+        .await
+        .unwrap();
+    assert_eq!(
+        o.stamped.iter().map(|s| s.seq).collect::<Vec<_>>(),
+        vec![2, 3]
+    );
     assert!(verify_tsa(&mem, &pki).await.is_clean());
 }

@@ -62,7 +62,11 @@ pub struct Pki {
 }
 
 fn openssl(args: &[&str], cwd: &Path) {
-    let out = Command::new("openssl").args(args).current_dir(cwd).output().unwrap();
+    let out = Command::new("openssl")
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .unwrap();
     assert!(
         out.status.success(),
         "openssl {args:?}: {}",
@@ -90,11 +94,19 @@ impl Pki {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         let subj = format!("/CN={ca_name}");
-        let mut ca = vec!["req", "-x509", "-nodes", "-keyout", "ca.key", "-out", "ca.pem"];
+        let mut ca = vec![
+            "req", "-x509", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
+        ];
         ca.extend(newkey(Key::P384));
         ca.extend([
-            "-days", "3650", "-subj", &subj, "-addext", "basicConstraints=critical,CA:true",
-            "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+            "-days",
+            "3650",
+            "-subj",
+            &subj,
+            "-addext",
+            "basicConstraints=critical,CA:true",
+            "-addext",
+            "keyUsage=critical,keyCertSign,cRLSign",
         ]);
         openssl(&ca, d);
         std::fs::write(
@@ -102,15 +114,31 @@ impl Pki {
             "[v3_tsa]\nbasicConstraints = critical, CA:false\nextendedKeyUsage = critical, timeStamping\nkeyUsage = critical, digitalSignature\nsubjectKeyIdentifier = hash\nauthorityKeyIdentifier = keyid\n",
         )
         .unwrap();
-        let mut req = vec!["req", "-new", "-nodes", "-keyout", "tsa.key", "-out", "tsa.csr"];
+        let mut req = vec![
+            "req", "-new", "-nodes", "-keyout", "tsa.key", "-out", "tsa.csr",
+        ];
         req.extend(newkey(setup.key));
         req.extend(["-subj", "/CN=Test TSA"]);
         openssl(&req, d);
         openssl(
             &[
-                "x509", "-req", "-in", "tsa.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-                "-CAcreateserial", "-out", "tsa.pem", "-days", "365", "-extfile", "ext.cnf",
-                "-extensions", "v3_tsa",
+                "x509",
+                "-req",
+                "-in",
+                "tsa.csr",
+                "-CA",
+                "ca.pem",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+                "-out",
+                "tsa.pem",
+                "-days",
+                "365",
+                "-extfile",
+                "ext.cnf",
+                "-extensions",
+                "v3_tsa",
             ],
             d,
         );
@@ -160,7 +188,11 @@ impl Pki {
             .arg(&r)
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         std::fs::read(&r).unwrap()
     }
 }
@@ -257,7 +289,10 @@ fn serve(conn: &mut TcpStream, pki: &Pki, mode: Answer) -> std::io::Result<()> {
     };
     let head = String::from_utf8_lossy(&buf[..header_end]).to_ascii_lowercase();
     assert!(head.starts_with("post "), "{head}");
-    assert!(head.contains("content-type: application/timestamp-query"), "{head}");
+    assert!(
+        head.contains("content-type: application/timestamp-query"),
+        "{head}"
+    );
     let len: usize = head
         .lines()
         .find_map(|l| l.strip_prefix("content-length:"))
@@ -273,7 +308,10 @@ fn serve(conn: &mut TcpStream, pki: &Pki, mode: Answer) -> std::io::Result<()> {
     let body = &buf[header_end..header_end + len];
     let (status, answer) = match mode {
         Answer::Token => ("200 OK", pki.reply(body)),
-        Answer::Garbage => ("200 OK", b"<html>the TSA is having a bad day</html>".to_vec()),
+        Answer::Garbage => (
+            "200 OK",
+            b"<html>the TSA is having a bad day</html>".to_vec(),
+        ),
         Answer::Unavailable => ("503 Service Unavailable", b"busy".to_vec()),
         Answer::Huge => ("200 OK", vec![0x30; 300 * 1024]),
     };

@@ -220,7 +220,12 @@ impl<'a> Listed<'a> {
         if !self.beyond.is_empty()
             || self.heads.iter().any(|(seq, _)| *seq > head_seq)
             || self.checkpoints.iter().any(|(seq, _)| *seq > head_seq)
-            || self.timestamps.queries.keys().chain(self.timestamps.replies.keys()).any(|seq| *seq > head_seq)
+            || self
+                .timestamps
+                .queries
+                .keys()
+                .chain(self.timestamps.replies.keys())
+                .any(|seq| *seq > head_seq)
             || self
                 .tiles
                 .iter()

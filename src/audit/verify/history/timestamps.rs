@@ -69,7 +69,10 @@ pub(super) async fn check(
     let walked = cx.chain.head().map_or(0, |(n, _)| n);
     for (&seq, o) in listed.queries.iter().chain(&listed.replies) {
         if !seals.contains_key(&seq) && (seq == 0 || seq > later || seq <= walked) {
-            out.problems.push(bad(&o.key, format!("of seal {seq}, which is not in the store")));
+            out.problems.push(bad(
+                &o.key,
+                format!("of seal {seq}, which is not in the store"),
+            ));
         }
     }
     let mut stamps = Vec::new();
@@ -98,7 +101,11 @@ async fn stamp<'s>(
     out: &mut Checked,
 ) -> Result<Stamp<'s>> {
     let sealed = s.seal.as_ref().ok().and_then(|x| parse_utc(&x.sealed_utc));
-    let mut st = Stamp { seal: s, sealed, token: None };
+    let mut st = Stamp {
+        seal: s,
+        sealed,
+        token: None,
+    };
     let reply = match r {
         Some(o) => read(store, o, timestamp::MAX_REPLY_BYTES).await?,
         None => None,
@@ -106,7 +113,11 @@ async fn stamp<'s>(
     let token = reply.as_ref().map(|b| parse_reply(b));
     let mut time = SealTime {
         seq: s.key_seq,
-        sealed_utc: s.seal.as_ref().map(|x| x.sealed_utc.clone()).unwrap_or_default(),
+        sealed_utc: s
+            .seal
+            .as_ref()
+            .map(|x| x.sealed_utc.clone())
+            .unwrap_or_default(),
         tsa_utc: token
             .as_ref()
             .and_then(|t| t.as_ref().ok())
@@ -131,7 +142,8 @@ async fn stamp<'s>(
         }
         Err(Some(p)) => out.problems.push(p),
         Err(None) => {
-            if r.is_none() && (cx.old(sealed) || s.key_seq < cx.chain.head().map_or(0, |(n, _)| n)) {
+            if r.is_none() && (cx.old(sealed) || s.key_seq < cx.chain.head().map_or(0, |(n, _)| n))
+            {
                 out.problems.push(unbacked(
                     s,
                     "its time was requested (a .tsq is stored) but no TSA response is; `lineage seal --tsa URL` asks again".into(),
@@ -224,7 +236,13 @@ fn unrequested(
     seals: &BTreeMap<u64, &StoredSeal>,
     listed: &Listed<'_>,
 ) -> Vec<Problem> {
-    let Some(first) = listed.queries.keys().chain(listed.replies.keys()).min().copied() else {
+    let Some(first) = listed
+        .queries
+        .keys()
+        .chain(listed.replies.keys())
+        .min()
+        .copied()
+    else {
         return Vec::new();
     };
     let newest = cx.chain.head().map_or(0, |(n, _)| n);
@@ -269,7 +287,11 @@ fn out_of_order(stamps: &[Stamp<'_>]) -> Vec<Problem> {
 }
 
 /// An object's bytes, at most `max` (a larger one is named by the caller as unreadable).
-async fn read(store: &dyn AtomicPublisher, o: &ObjectInfo, max: u64) -> Result<Option<bytes::Bytes>> {
+async fn read(
+    store: &dyn AtomicPublisher,
+    o: &ObjectInfo,
+    max: u64,
+) -> Result<Option<bytes::Bytes>> {
     match store.get_at_most(&o.key, max).await {
         Ok(b) => Ok(b),
         Err(Error::TooLarge { .. }) => Ok(Some(bytes::Bytes::new())),
@@ -278,7 +300,9 @@ async fn read(store: &dyn AtomicPublisher, o: &ObjectInfo, max: u64) -> Result<O
 }
 
 fn parse_utc(s: &str) -> Option<DateTime<Utc>> {
-    DateTime::parse_from_rfc3339(s).ok().map(|t| t.with_timezone(&Utc))
+    DateTime::parse_from_rfc3339(s)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
 }
 
 fn bad(key: &str, why: String) -> Problem {
