@@ -220,7 +220,12 @@ fn options(
         shard: shard.map(|s| s.spec),
         plan_seal: a.plan_seal,
         digest: a.digest,
-        tsa_roots: a.tsa_root.roots()?,
+        tsa_roots: match (a.tsa_root.roots()?, a.since_seal) {
+            (Some(_), Some(_)) => return Err(Error::usage(
+                "--tsa-root: the seals' times are checked by a full verify; leave out --since-seal",
+            )),
+            (roots, _) => roots,
+        },
         ..VerifyOptions::default()
     })
 }

@@ -369,3 +369,42 @@ async fn a_seal_without_a_time_after_timestamped_ones_is_named_and_added() {
     );
     assert!(verify_tsa(&mem, &pki).await.is_clean());
 }
+
+/// Hostile answers: every truncation of a real response, and a byte flipped anywhere in it,
+/// is refused (or, where the flip is in a part no check reads, accepted) without a panic.
+#[tokio::test]
+async fn mangled_responses_are_refused_without_a_panic() {
+    use lineage_store::internal::timestamp::{check_token, parse_reply};
+    let pki = Arc::new(Pki::new(Setup {
+        key: Key::P256,
+        ..Setup::default()
+    }));
+    let tsa = Tsa::start(pki.clone());
+    let mem = stamped_store(1, &tsa).await;
+    let good = get(&mem, &keys::timestamp_reply_key(1)).await.to_vec();
+    let roots = roots(&pki);
+    assert!(check_token(&parse_reply(&good).unwrap(), &roots).is_ok());
+    for n in 0..good.len() {
+        assert!(
+            parse_reply(&good[..n]).is_err(),
+            "a prefix of {n} bytes parsed"
+        );
+    }
+    let mut refused = 0;
+    for i in 0..good.len() {
+        let mut bad = good.clone();
+        bad[i] ^= 0x80;
+        if parse_reply(&bad)
+            .and_then(|t| check_token(&t, &roots))
+            .is_err()
+        {
+            refused += 1;
+        }
+    }
+    // Nearly every byte is covered by a check (the TSA's own name and such are not).
+    assert!(
+        refused * 10 > good.len() * 9,
+        "{refused} of {} flips refused",
+        good.len()
+    );
+}
