@@ -196,3 +196,30 @@ def test_a_whole_chain_embedded_is_refused_by_rfc3161_client_but_checks_here(tmp
         verifier(pki, request).verify_message(rfc3161_client.decode_timestamp_response(response), seal)
     out = lineage("verify", "--store", str(store), "--tsa-root", str(pki / "ca.pem"))
     assert "2 of 2 seals' times backed" in out, out
+
+
+def test_the_package_seal_asks_a_tsa_and_catches_up(tmp_path: Path) -> None:
+    """`Store.seal(tsa=…)`: a TSA that is down is said, not raised; the next call backs the
+    earlier seal's time."""
+    import socket
+
+    import lineage_store as ls
+    from pkg_support import events
+
+    pki = tmp_path / "pki"
+    pki.mkdir()
+    make_pki(pki, embed_chain=False)
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        down = f"http://127.0.0.1:{s.getsockname()[1]}/tsa"
+    store = ls.open(tmp_path / "store")
+    store.append(events(10, runs=("run-a",)))
+    first = store.seal(tsa=down, tsa_timeout=5.0)
+    assert first.seq == 1 and first.time_backed == []
+    assert first.time_not_backed is not None and first.time_not_backed.startswith("seal 1: "), first
+    for url in tsa(pki):
+        again = store.seal(tsa=url)
+        assert (again.seq, again.added) == (1, 0)
+        assert again.time_backed == [1] and again.time_not_backed is None, again
+    out = lineage("verify", "--store", str(tmp_path / "store"), "--tsa-root", str(pki / "ca.pem"))
+    assert "1 of 1 seals' times backed" in out, out
