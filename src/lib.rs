@@ -45,7 +45,8 @@
 //!    every part against its sealed pointer.
 //! 8. `audit`: the findings vocabulary, the chain walk, `log`, `verify` (one pipeline, full or
 //!    since a seal, sharded), inclusion proofs, `repair` and `sweep`.
-//! 9. Applications, each on its own: [`replicate`], [`witness`], [`export`], and
+//! 9. Applications, each on its own: [`replicate`], [`witness`], [`timestamp`] (a seal's
+//!    time from an RFC 3161 TSA), [`export`], and
 //!    [`compact`]: sealed commits merged into larger parts, every row accounted for in a
 //!    compaction record that a seal puts into effect (its Delta version removes the
 //!    sources with `dataChange` false and adds the compacted part).
@@ -92,6 +93,7 @@ mod read;
 pub mod replicate;
 pub mod report;
 mod schema;
+pub mod timestamp;
 pub mod witness;
 mod write;
 
@@ -160,7 +162,9 @@ pub use read::{
 pub use audit::anchor_outcome::{AnchorKind, AnchorOutcome, UNANCHORED};
 pub use audit::anchors::{AnchorCheck, Anchors, WitnessAnchor};
 pub use audit::diff::{diff as diff_seals, AddedCommit, RunChange, SealDiff};
-pub use audit::findings::{InFlight, InFlightKind, Problem, ProblemKind, Progress, Report};
+pub use audit::findings::{
+    InFlight, InFlightKind, Problem, ProblemKind, Progress, Report, SealTime,
+};
 pub use audit::log::since_seal;
 pub use audit::proof::c2sp::{to_tlog_proof, verify_tlog_proof};
 pub use audit::proof::consistency::{
@@ -173,6 +177,7 @@ pub use audit::repair::{repair, repair_with, Adoption, RepairOptions, RepairOutc
 pub use audit::seals::{list_seals, SealList, SealSummary};
 pub use audit::show::{show, CommitShown, SealShown, Shown};
 pub use audit::sweep::{sweep, sweep_all, SweepOutcome};
+pub use audit::verify::history::timestamps::TSA_TOLERANCE_SECONDS;
 pub use audit::verify::options::{ShardSpec, VerifyOptions};
 pub use audit::verify::platform::{ResolvedShard, ShardRequest};
 pub use audit::verify::report_dir::{read_shard_reports, write_shard_report};
@@ -180,6 +185,7 @@ pub use audit::verify::shard::merge as merge_shard_reports;
 pub use audit::verify::{verify, verify_with};
 pub use base::digest::Check as DigestCheck;
 pub use base::time::parse_duration;
+pub use format::timestamp::{parse_roots as parse_tsa_roots, Roots as TsaRoots};
 
 // Conforming Arrow data to the contract, and what does not conform.
 pub use write::conform;
@@ -200,7 +206,7 @@ pub mod internal {
     pub use crate::base::{digest, time};
     pub use crate::format::{
         checkpoint, claim, compaction, consistency, delta, delta_checkpoint, delta_stats, entries,
-        identity, keys, pointer, tlog_proof, writer_record,
+        identity, keys, pointer, timestamp, tlog_proof, writer_record,
     };
     pub use crate::history::checkpoint as sealed_checkpoint;
     pub use crate::history::delta::complete_log as complete_delta_log;

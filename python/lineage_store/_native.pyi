@@ -202,12 +202,16 @@ class Store:
         allow_empty: bool = False,
         allow_unsigned: bool = False,
         delta_checkpoint_interval: int = 0,
+        tsa: Optional[str] = None,
+        tsa_timeout: float = 30.0,
     ) -> Seal:
         """Seal every commit not sealed yet; keep the returned head outside the store.
         ``allow_empty``: a seal even with nothing new (``--allow-empty``);
         ``allow_unsigned``: seal without a key after signed seals (``--unsigned``);
         ``delta_checkpoint_interval``: a Delta checkpoint every N versions
-        (``--delta-checkpoint-interval``; 0, the default: none)."""
+        (``--delta-checkpoint-interval``; 0, the default: none);
+        ``tsa``: back the seal's time with an RFC 3161 token from this TSA (``--tsa``;
+        a failure is ``Seal.time_not_backed``, not an exception)."""
     def prove(
         self,
         commit_id: Optional[str] = None,
@@ -614,6 +618,10 @@ class Seal:
     def root(self) -> str: ...
     @property
     def key_id(self) -> Optional[str]: ...
+    @property
+    def time_backed(self) -> list[int]: ...
+    @property
+    def time_not_backed(self) -> Optional[str]: ...
 
 @final
 class Proof:

@@ -473,8 +473,12 @@ impl Store {
     /// `allow_empty`: publish a seal even with nothing new (a heartbeat, as `lineage seal
     /// --allow-empty`); `allow_unsigned`: seal without a key a store whose newest seal is
     /// signed (as `--unsigned`; otherwise that raises); `delta_checkpoint_interval`: a
-    /// Delta checkpoint for the seal's version when it is a multiple of this (0: none).
-    #[pyo3(signature = (signing_key=None, *, allow_empty=false, allow_unsigned=false, delta_checkpoint_interval=0))]
+    /// Delta checkpoint for the seal's version when it is a multiple of this (0: none);
+    /// `tsa`: an RFC 3161 time-stamping authority's URL, as `lineage seal --tsa` (a TSA
+    /// that fails does not raise: `Seal.time_not_backed` says why), each request bounded by
+    /// `tsa_timeout` seconds.
+    #[pyo3(signature = (signing_key=None, *, allow_empty=false, allow_unsigned=false, delta_checkpoint_interval=0, tsa=None, tsa_timeout=30.0))]
+    #[allow(clippy::too_many_arguments)]
     fn seal(
         &self,
         py: Python<'_>,
@@ -482,7 +486,21 @@ impl Store {
         allow_empty: bool,
         allow_unsigned: bool,
         delta_checkpoint_interval: u64,
+        tsa: Option<String>,
+        tsa_timeout: f64,
     ) -> PyResult<Seal> {
+        let tsa = tsa
+            .map(|u| {
+                let t = std::time::Duration::try_from_secs_f64(tsa_timeout).map_err(|e| {
+                    lineage_store::Error::invalid(
+                        lineage_store::Param::Tsa,
+                        format!("tsa_timeout {tsa_timeout}: {e}"),
+                    )
+                })?;
+                lineage_store::timestamp::Tsa::new(&u, t)
+            })
+            .transpose()
+            .py_err(py)?;
         let key = signing_key
             .as_deref()
             .map(read_signing_key)
@@ -495,11 +513,19 @@ impl Store {
             ..lineage_store::SealOptions::default()
         };
         let store = self.inner.clone();
-        let out = block_on(py, async move {
-            lineage_store::seal_with(store.as_ref(), &SystemClock, key.as_ref(), &opts).await
+        let (out, times) = block_on(py, async move {
+            let s =
+                lineage_store::seal_with(store.as_ref(), &SystemClock, key.as_ref(), &opts).await?;
+            let times = match &tsa {
+                Some(t) if s.seq > 0 => {
+                    Some(lineage_store::timestamp::stamp_seals(store.as_ref(), t, s.seq).await?)
+                }
+                _ => None,
+            };
+            Ok::<_, lineage_store::Error>((s, times))
         })?
         .py_err(py)?;
-        Ok(out.into())
+        Ok(Seal::from(out).with_times(times))
     }
 
     /// Merge the sealed parts of each (run_id, target_crs) into compacted parts of about

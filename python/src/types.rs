@@ -480,6 +480,25 @@ pub struct Seal {
     pub root: String,
     /// Key id of the signing key, when signed.
     pub key_id: Option<String>,
+    /// With `tsa=`: the seals whose time this call backed with an RFC 3161 token, oldest
+    /// first (earlier seals left without one are asked again first).
+    #[serde(default)]
+    pub time_backed: Vec<u64>,
+    /// With `tsa=`: why a seal's time could not be backed (`seal N: why`); the seal stands,
+    /// and the next `seal(tsa=…)` asks again.
+    #[serde(default)]
+    pub time_not_backed: Option<String>,
+}
+
+impl Seal {
+    /// With what a TSA run did.
+    pub fn with_times(mut self, o: Option<lineage_store::timestamp::StampOutcome>) -> Self {
+        if let Some(o) = o {
+            self.time_backed = o.stamped.iter().map(|s| s.seq).collect();
+            self.time_not_backed = o.failed.map(|f| format!("seal {}: {}", f.seq, f.why));
+        }
+        self
+    }
 }
 
 impl From<SealOutcome> for Seal {
@@ -492,6 +511,8 @@ impl From<SealOutcome> for Seal {
             tree_size: s.tree_size,
             root: s.root,
             key_id: s.key_id,
+            time_backed: Vec::new(),
+            time_not_backed: None,
         }
     }
 }

@@ -87,6 +87,16 @@ pub enum ProblemKind {
     /// A C2SP checkpoint (`_lineage/tlog/checkpoints/<seq>`, or the one a seal carries)
     /// that is not its seal's, does not verify, or is missing.
     BadCheckpoint,
+    /// An RFC 3161 request or response under `_lineage/timestamps/` (with `--tsa-root`)
+    /// that does not check: not the seal's digest, another nonce than requested, not
+    /// granted, a signature or certificate chain that does not verify to the root, or an
+    /// object of a seal that does not exist.
+    BadTimestamp,
+    /// A seal whose time cannot be backed (with `--tsa-root`): its time was requested but
+    /// no response is stored, a seal after the first timestamped one has none, its
+    /// `sealed_utc` is later than the TSA's time by more than the tolerance, or the TSA's
+    /// time is after that of the next seal.
+    SealTimeUnbacked,
     /// The store's identity object (`_lineage/store.json`) cannot be parsed.
     BadIdentity,
     /// A Delta version (`_delta_log/<N>.json`) that is not what seal N gives: an `add`
@@ -132,6 +142,25 @@ pub enum ProblemKind {
     /// sealed after the seal of the expected head, or (without one) at all. Accepted, not
     /// a problem, with `--accept-adopted`.
     AdoptedCommit,
+}
+
+/// A seal's time as a TSA backs it (RFC 3161).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SealTime {
+    /// The seal.
+    pub seq: u64,
+    /// When the seal says it was made (the sealer's clock).
+    pub sealed_utc: String,
+    /// When the TSA says the seal existed (`genTime`, RFC 3339); `None` when no response
+    /// is stored or it cannot be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tsa_utc: Option<String>,
+    /// The TSA certificate's subject, when the token checked against `--tsa-root`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tsa: Option<String>,
+    /// Whether the token checked against `--tsa-root` (imprint, nonce, signature, chain,
+    /// time order).
+    pub checked: bool,
 }
 
 /// One problem, naming the object.
@@ -352,6 +381,14 @@ pub struct Report {
     /// problem; `lineage seal` finishes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unfinished_seal: Option<u64>,
+    /// The seals whose time was requested from a TSA (RFC 3161), by sequence number (a
+    /// full verify).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub seal_times: Vec<SealTime>,
+    /// Whether the tokens in [`Report::seal_times`] were checked (`--tsa-root` given);
+    /// without it they are listed, unchecked.
+    #[serde(default)]
+    pub seal_times_checked: bool,
     /// The newest Delta version such that versions 0..=it are all there (a full verify):
     /// what Delta readers see as the table's newest version. Behind `head_seq` when seals
     /// were made since by a lineage-store that wrote no Delta versions, or while a sealer

@@ -84,6 +84,10 @@ pub enum Param {
     Rescan,
     /// A store that keeps heads elsewhere.
     Witness,
+    /// A time-stamping authority's URL (RFC 3161).
+    Tsa,
+    /// The root certificate TSA tokens must chain to.
+    TsaRoot,
     /// Adopting orphan parts that name no store.
     AdoptUnidentified,
     /// An orphan part to adopt.
@@ -153,6 +157,8 @@ impl Param {
             Seal => "seal",
             Rescan => "rescan",
             Witness => "witness",
+            Tsa => "tsa",
+            TsaRoot => "tsa_root",
             AdoptUnidentified => "adopt_unidentified",
             Adopt => "adopt",
             AcceptAdopted => "accept_adopted",

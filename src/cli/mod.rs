@@ -37,6 +37,7 @@ mod seal_anchors;
 mod seals;
 mod show;
 mod sweep;
+mod timestamps;
 mod verify;
 mod verify_proof;
 mod witness;

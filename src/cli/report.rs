@@ -29,6 +29,8 @@ pub(crate) struct Args {
     format: String,
     #[command(flatten)]
     anchors: crate::cli::anchors::AnchorArgs,
+    #[command(flatten)]
+    tsa_root: crate::cli::timestamps::TsaRootArg,
     /// Only these runs get sections (repeat it; default: every run, up to 25).
     #[arg(long, value_name = "RUN_ID")]
     run_id: Vec<String>,
@@ -58,6 +60,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     let opts = ReportOptions {
         verify: VerifyOptions {
             accept_adopted: a.accept_adopted,
+            tsa_roots: a.tsa_root.roots()?,
             ..VerifyOptions::default()
         }
         .with_anchors(&anchors),

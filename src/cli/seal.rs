@@ -40,10 +40,13 @@ pub(crate) struct Args {
     /// `lineage-store/<store id>`. Give the same one at every seal of a store.
     #[arg(long, value_name = "NAME", requires = "signing_key")]
     origin: Option<String>,
+    #[command(flatten)]
+    tsa: crate::cli::timestamps::TsaArgs,
 }
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
     let key = a.signing.key(&a.store.store)?;
+    let tsa = a.tsa.tsa()?;
     let store = a.store.open(Opening::ExistingStore).await?;
     let opts = SealOptions {
         lookback: a.lookback,
@@ -55,8 +58,14 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         ..SealOptions::default()
     };
     let s = seal_with(store.as_ref(), &SystemClock, key.as_ref(), &opts).await?;
+    let stamped = crate::cli::timestamps::stamp(store.as_ref(), tsa.as_ref(), s.seq).await?;
     if a.json {
-        out_raw(&json_line(&s)?)?;
+        let mut v = serde_json::to_value(&s).map_err(crate::base::error::Error::internal_from)?;
+        if let Some(t) = &stamped {
+            v["timestamps"] =
+                serde_json::to_value(t).map_err(crate::base::error::Error::internal_from)?;
+        }
+        out_raw(&json_line(&v)?)?;
     } else if s.nothing_new {
         match s.seq {
             0 => out("nothing to seal: the store has no commits and no seal")?,
@@ -92,6 +101,11 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     }
     if !a.json {
         left_out(&s)?;
+        if let (Some(o), Some(t)) = (&stamped, &tsa) {
+            for l in crate::cli::timestamps::stamp_lines(o, t) {
+                out(&l)?;
+            }
+        }
     }
     Ok(0)
 }

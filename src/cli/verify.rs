@@ -68,6 +68,8 @@ pub(crate) struct Args {
     plan_seal: Option<u64>,
     #[command(flatten)]
     anchors: crate::cli::anchors::AnchorArgs,
+    #[command(flatten)]
+    tsa_root: crate::cli::timestamps::TsaRootArg,
     /// Temps and well-formed parts without a pointer whose content (temp name, commit id,
     /// commit-key claim) says they were made within this period are in flight, not
     /// problems; each is named. Modification times are never trusted for this.
@@ -224,6 +226,12 @@ fn options(
         plan_seal: a.plan_seal,
         digest: a.digest,
         accept_adopted: a.accept_adopted,
+        tsa_roots: match (a.tsa_root.roots()?, a.since_seal) {
+            (Some(_), Some(_)) => return Err(Error::usage(
+                "--tsa-root: the seals' times are checked by a full verify; leave out --since-seal",
+            )),
+            (roots, _) => roots,
+        },
         ..VerifyOptions::default()
     })
 }
@@ -452,6 +460,7 @@ fn print_counts(r: &Report) -> Result<()> {
 
 /// What the check covered, when it was less than everything or more than one run.
 fn print_notes(r: &Report) -> Result<()> {
+    crate::cli::timestamps::seal_time_lines(r)?;
     if let Some(n) = r.unfinished_seal {
         out(&format!(
             "seal {n} is not finished (no head marker yet): `lineage seal` finishes it; its tiles and locators are checked once it is"

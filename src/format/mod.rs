@@ -11,5 +11,6 @@ pub mod entries;
 pub mod identity;
 pub mod keys;
 pub mod pointer;
+pub mod timestamp;
 pub mod tlog_proof;
 pub mod writer_record;

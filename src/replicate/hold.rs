@@ -63,7 +63,10 @@ impl<'a> AtDestination<'a> {
                 .then(|| format!("wider than the destination's sealed tree of {size} leaves")),
             HistoryKey::EntryBundle { index, width } => (width > width_in(size, 0, index))
                 .then(|| format!("wider than the destination's sealed tree of {size} leaves")),
-            HistoryKey::Head(n) | HistoryKey::Checkpoint(n) => {
+            HistoryKey::Head(n)
+            | HistoryKey::Checkpoint(n)
+            | HistoryKey::TimestampQuery(n)
+            | HistoryKey::TimestampReply(n) => {
                 (n > seq).then(|| format!("seal {n} is not at the destination yet"))
             }
         }

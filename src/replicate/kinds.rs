@@ -176,7 +176,9 @@ pub fn kind_of(key: &str) -> Kind {
             | keys::HistoryKey::Leaf { .. }
             | keys::HistoryKey::Checkpoint(_)
             | keys::HistoryKey::TlogTile { .. }
-            | keys::HistoryKey::EntryBundle { .. } => Kind::SealAux,
+            | keys::HistoryKey::EntryBundle { .. }
+            | keys::HistoryKey::TimestampQuery(_)
+            | keys::HistoryKey::TimestampReply(_) => Kind::SealAux,
             keys::HistoryKey::Head(_) => Kind::Head,
         },
         KeyKind::Claim => Kind::Claim,

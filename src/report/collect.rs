@@ -30,10 +30,16 @@ pub(crate) async fn witness(
 
 /// The newest seal and the head digest it was compared with.
 fn head_check(opts: &ReportOptions, verified: &Report, witnessed: bool) -> HeadCheck {
+    let time = verified
+        .seal_times
+        .iter()
+        .find(|t| Some(t.seq) == verified.head_seq && t.tsa_utc.is_some());
     HeadCheck {
         seq: verified.head_seq,
         sha256: verified.head.clone(),
         sealed_utc: verified.head_sealed_utc.clone(),
+        tsa_utc: time.and_then(|t| t.tsa_utc.clone()),
+        tsa_checked: time.map(|t| t.checked),
         expected: opts.verify.expect_head.clone(),
         source: match &opts.verify.expect_head {
             Some(_) => "given with --expect-head (kept outside the store): some seal must have it, so a cut-off of the newest seals shows".into(),

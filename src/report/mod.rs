@@ -62,7 +62,14 @@ pub async fn collect(store: &dyn AtomicPublisher, opts: &ReportOptions) -> Resul
     let witnessed = witness.as_ref().map(|(_, seqs)| seqs);
     let (seal_rows, by_key) = seals::seal_rows(&stored_seals, &verified, witnessed);
     let keys = seals::key_checks(opts, by_key);
-    let timeline = seals::timeline(&seal_rows, witness.is_some());
+    let mut timeline = seals::timeline(&seal_rows, witness.is_some());
+    for p in &mut timeline.points {
+        p.tsa_utc = verified
+            .seal_times
+            .iter()
+            .find(|t| t.seq == p.last_seq)
+            .and_then(|t| t.tsa_utc.clone());
+    }
     let witness = witness.map(|(w, _)| w);
 
     let verdict = verdict::verdict(&verified, witness.as_ref());

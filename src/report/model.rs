@@ -145,6 +145,13 @@ pub struct HeadCheck {
     pub sha256: Option<String>,
     /// When it says it was made.
     pub sealed_utc: Option<String>,
+    /// When a TSA says it existed (RFC 3161 `genTime`), when its time was requested and
+    /// answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tsa_utc: Option<String>,
+    /// Whether that token checked against `--tsa-root` (`false`: not given, or it did not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tsa_checked: Option<bool>,
     /// The head digest given to compare with (`--expect-head`).
     pub expected: Option<String>,
     /// Where the digest compared with came from, in words.
@@ -245,6 +252,9 @@ pub struct TimelinePoint {
     pub last_seq: u64,
     /// When the last one was made.
     pub sealed_utc: String,
+    /// When a TSA says the last one existed (RFC 3161), when its time was backed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tsa_utc: Option<String>,
     /// Commits they added.
     pub commits: u64,
     /// Of them, seals with a signature.

@@ -114,6 +114,7 @@ pub(crate) fn timeline(seals: &[SealRow], with_witness: bool) -> Timeline {
                 first_seq: first.0,
                 last_seq: last.0,
                 sealed_utc: last.1.clone(),
+                tsa_utc: None,
                 commits: c.iter().map(|s| s.2).sum(),
                 signed: c.iter().filter(|s| s.3).count() as u64,
                 witnessed: c.iter().filter(|s| s.4).count() as u64,

@@ -41,7 +41,7 @@ const LAYERS: &[&[&str]] = &[
     &["history"],
     &["write", "read"],
     &["audit"],
-    &["replicate", "witness", "export", "compact"],
+    &["replicate", "witness", "export", "compact", "timestamp"],
     &["report"],
     &["cli"],
 ];

@@ -32,6 +32,7 @@ mod read;
 mod replicate;
 mod report;
 mod security;
+mod timestamp;
 mod tlog;
 mod witness;
 mod write;

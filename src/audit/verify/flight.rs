@@ -93,6 +93,8 @@ pub(crate) fn judge_temp(key: &str, w: &Window) -> Result<InFlight, String> {
                 | keys::HistoryKey::TlogTile { .. }
                 | keys::HistoryKey::EntryBundle { .. }
                 | keys::HistoryKey::Checkpoint(_)
+                | keys::HistoryKey::TimestampQuery(_)
+                | keys::HistoryKey::TimestampReply(_)
         ),
         KeyKind::Claim
         | KeyKind::Witness

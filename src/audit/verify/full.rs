@@ -126,6 +126,7 @@ impl Strategy for Full {
             now: opts.now,
             grace: opts.grace,
             scope: self.scope.as_ref(),
+            tsa_roots: opts.tsa_roots.as_ref(),
         };
         let checked = history::check(store, &cx, &objects).await?;
         if self.identity {
@@ -133,6 +134,8 @@ impl Strategy for Full {
         }
         report.problems.extend(checked.problems);
         report.unfinished_seal = checked.unfinished_seal;
+        report.seal_times = checked.seal_times;
+        report.seal_times_checked = opts.tsa_roots.is_some();
         report.problems.extend(self.drop_accounted_parts(&read));
         Ok(read.parsed.into_iter().collect())
     }

@@ -54,6 +54,9 @@ pub struct VerifyOptions {
     /// [`Self::expect_head`], or all of them without it): reported as accepted, not as
     /// `adopted_commit` problems.
     pub accept_adopted: bool,
+    /// The roots the seals' RFC 3161 tokens must chain to; `None`: the tokens are listed,
+    /// unchecked ([`crate::audit::findings::Report::seal_times`]).
+    pub tsa_roots: Option<crate::format::timestamp::Roots>,
 }
 
 impl VerifyOptions {
@@ -105,6 +108,7 @@ impl Default for VerifyOptions {
             plan_seal: None,
             digest: Check::default(),
             accept_adopted: false,
+            tsa_roots: None,
         }
     }
 }

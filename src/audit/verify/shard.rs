@@ -269,7 +269,9 @@ impl Scope {
             | HistoryKey::Tile { .. }
             | HistoryKey::Checkpoint(_)
             | HistoryKey::TlogTile { .. }
-            | HistoryKey::EntryBundle { .. } => self.first(),
+            | HistoryKey::EntryBundle { .. }
+            | HistoryKey::TimestampQuery(_)
+            | HistoryKey::TimestampReply(_) => self.first(),
         }
     }
 }
@@ -367,6 +369,8 @@ fn take_chain_facts(merged: &mut Report, r: &Report) {
     merged.head_seq = r.head_seq;
     merged.head = r.head.clone();
     merged.head_sealed_utc = r.head_sealed_utc.clone();
+    merged.seal_times = r.seal_times.clone();
+    merged.seal_times_checked = r.seal_times_checked;
     merged.unfinished_seal = r.unfinished_seal;
     merged.delta_version = r.delta_version;
     merged.sealed_commits = r.sealed_commits;

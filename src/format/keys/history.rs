@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 
 use super::{
     is_commit_id, pointer_key, run_id_segment_problem, CHECKPOINTS_PREFIX, HEADS_PREFIX,
-    INDEX_PREFIX, LEAVES_PREFIX, TILES_PREFIX, TILE_WIDTH, TLOG_TILES_PREFIX,
+    INDEX_PREFIX, LEAVES_PREFIX, TILES_PREFIX, TILE_WIDTH, TIMESTAMPS_PREFIX, TLOG_TILES_PREFIX,
 };
 
 /// How history objects are laid out (see the module docs): what this version writes, and
@@ -209,6 +209,10 @@ pub enum HistoryKey {
         /// Entries it holds (256 when full).
         width: u64,
     },
+    /// The RFC 3161 request for a seal's time ([`super::timestamp_query_key`]).
+    TimestampQuery(u64),
+    /// The TSA's response to it ([`super::timestamp_reply_key`]).
+    TimestampReply(u64),
     /// A sealed commit's leaf locator.
     Leaf {
         /// The commit.
@@ -257,6 +261,20 @@ pub(super) fn parse_history(key: &str) -> Option<HistoryKey> {
     }
     if let Some(rest) = key.strip_prefix(TLOG_TILES_PREFIX) {
         return parse_tlog_tile(key, rest);
+    }
+    if let Some(rest) = key.strip_prefix(TIMESTAMPS_PREFIX) {
+        let (seq, ext) = rest.split_once('.')?;
+        let seq: u64 = seq.parse().ok()?;
+        let h = match ext {
+            "tsq" => HistoryKey::TimestampQuery(seq),
+            "tsr" => HistoryKey::TimestampReply(seq),
+            _ => return None,
+        };
+        let canonical = match h {
+            HistoryKey::TimestampQuery(_) => super::timestamp_query_key(seq),
+            _ => super::timestamp_reply_key(seq),
+        };
+        return (canonical == key).then_some(h);
     }
     if let Some(rest) = key.strip_prefix(CHECKPOINTS_PREFIX) {
         let seq: u64 = rest.parse().ok()?;

@@ -6,7 +6,8 @@ use crate::format::keys::{
     is_commit_id, parse_delta_checkpoint_key, parse_delta_version_key, run_id_segment_problem,
     COMMITS_PREFIX, COMMIT_KEYS_PREFIX, COMPACTED_PARTS_PREFIX, COMPACTED_PART_SUFFIX,
     COMPACTION_RECORDS_PREFIX, DELTA_LOG_PREFIX, HEADS_PREFIX, IDENTITY_KEY, INDEX_PREFIX,
-    LEAVES_PREFIX, META_PREFIX, SEALS_PREFIX, TILES_PREFIX, TLOG_PREFIX, WITNESS_PREFIX,
+    LEAVES_PREFIX, META_PREFIX, SEALS_PREFIX, TILES_PREFIX, TIMESTAMPS_PREFIX, TLOG_PREFIX,
+    WITNESS_PREFIX,
 };
 
 /// What an object key is, by its place in the layout.
@@ -72,12 +73,13 @@ pub enum KeyKind {
 }
 
 /// The prefixes of the history objects ([`HistoryKey`]).
-const HISTORY_PREFIXES: [&str; 5] = [
+const HISTORY_PREFIXES: [&str; 6] = [
     INDEX_PREFIX,
     HEADS_PREFIX,
     TILES_PREFIX,
     LEAVES_PREFIX,
     TLOG_PREFIX,
+    TIMESTAMPS_PREFIX,
 ];
 
 /// Classify a key of the store.

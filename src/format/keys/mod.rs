@@ -14,6 +14,8 @@
 //! _lineage/tlog/checkpoints/<seq, 20 digits>                   each signed seal as a C2SP checkpoint
 //! _lineage/tlog/tile/<level>/[x<NNN>/…]<NNN>[.p/<width>]      hash tiles, C2SP tlog-tiles layout
 //! _lineage/tlog/tile/entries/[x<NNN>/…]<NNN>[.p/<width>]      entry bundles (the leaves), likewise
+//! _lineage/timestamps/<seq, 20 digits>.tsq                     RFC 3161 request for a seal's time
+//! _lineage/timestamps/<seq, 20 digits>.tsr                     the TSA's response (DER TimeStampResp)
 //! _lineage/witness/<store id>/<seq, 20 digits>.json            witness records (in a witness store)
 //! _lineage/compacted/records/<compaction-id>.json             compaction records
 //! _lineage/compacted/parts/run_id=<r>/target_crs=EPSG:<n>/part-<compaction-id>.compacted   compacted parts
@@ -154,6 +156,19 @@ pub const CHECKPOINTS_PREFIX: &str = "_lineage/tlog/checkpoints/";
 pub fn checkpoint_key(seq: u64) -> String {
     format!("{CHECKPOINTS_PREFIX}{seq:020}")
 }
+/// Prefix of the RFC 3161 requests and responses backing the seals' times
+/// ([`crate::format::timestamp`]).
+pub const TIMESTAMPS_PREFIX: &str = "_lineage/timestamps/";
+
+/// The stored RFC 3161 request for seal `seq`'s time (create-only, written before it is sent).
+pub fn timestamp_query_key(seq: u64) -> String {
+    format!("{TIMESTAMPS_PREFIX}{seq:020}.tsq")
+}
+
+/// The TSA's response to [`timestamp_query_key`] (create-only, DER `TimeStampResp`).
+pub fn timestamp_reply_key(seq: u64) -> String {
+    format!("{TIMESTAMPS_PREFIX}{seq:020}.tsr")
+}
 /// Hashes in a full tile (tiles are 8 levels of the tree high).
 pub const TILE_WIDTH: u64 = 256;
 
@@ -169,6 +184,7 @@ pub fn orders_agree_under(key: &str) -> bool {
         TILES_PREFIX,
         LEAVES_PREFIX,
         TLOG_PREFIX,
+        TIMESTAMPS_PREFIX,
     ]
     .iter()
     .any(|p| key.starts_with(p))

@@ -182,3 +182,31 @@ fn a_part_name_under_a_crs_directory_not_ours_is_foreign() {
         matches!(classify(&ours), KeyKind::Part { target_crs, .. } if target_crs == "EPSG:25832")
     );
 }
+
+#[test]
+fn timestamp_keys_are_classified_and_near_misses_are_not_ours() {
+    use super::{timestamp_query_key, timestamp_reply_key};
+    assert_eq!(
+        timestamp_query_key(7),
+        "_lineage/timestamps/00000000000000000007.tsq"
+    );
+    assert_eq!(
+        classify(&timestamp_query_key(7)),
+        KeyKind::History(HistoryKey::TimestampQuery(7))
+    );
+    assert_eq!(
+        classify(&timestamp_reply_key(7)),
+        KeyKind::History(HistoryKey::TimestampReply(7))
+    );
+    for planted in [
+        "_lineage/timestamps/7.tsr",
+        "_lineage/timestamps/00000000000000000007.tsr.bak",
+        "_lineage/timestamps/00000000000000000007.der",
+        "_lineage/timestamps/notes.txt",
+    ] {
+        assert!(
+            !matches!(classify(planted), KeyKind::History(_)),
+            "{planted}"
+        );
+    }
+}

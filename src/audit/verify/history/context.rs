@@ -23,6 +23,9 @@ pub(crate) struct Context<'a> {
     pub grace: Duration,
     /// The shard, when verifying one.
     pub scope: Option<&'a Scope>,
+    /// The roots the seals' RFC 3161 tokens must chain to (`--tsa-root`); without, the
+    /// tokens are listed unchecked.
+    pub tsa_roots: Option<&'a crate::format::timestamp::Roots>,
 }
 
 impl Context<'_> {

@@ -13,12 +13,14 @@
 //! - `bad_tile`: a tile whose hashes are not the tree's, or a tile the tree needs missing;
 //! - `bad_checkpoint`: a C2SP checkpoint that is not its seal's or does not verify, of a
 //!   seal that does not exist, or missing ([`checkpoints`]);
+//! - `bad_timestamp` / `seal_time_unbacked`: the seals' RFC 3161 times ([`timestamps`]);
 //! - a seal whose frontier, watermark or `ahead` is wrong: `seal_root_mismatch` /
 //!   `seal_corrupt`, reported by the chain walk.
 
 mod checkpoints;
 pub(crate) mod context;
 pub(crate) mod entries;
+pub(crate) mod timestamps;
 mod tlog;
 mod tree;
 
@@ -79,6 +81,12 @@ pub(crate) async fn check(
                 width,
             } => listed.tlog.tiles.push((level, index, width, o)),
             HistoryKey::EntryBundle { index, width } => listed.tlog.bundles.push((index, width, o)),
+            HistoryKey::TimestampQuery(seq) => {
+                listed.timestamps.queries.insert(seq, o);
+            }
+            HistoryKey::TimestampReply(seq) => {
+                listed.timestamps.replies.insert(seq, o);
+            }
         }
     }
     let later = listed.later(store, cx).await?;
@@ -87,13 +95,18 @@ pub(crate) async fn check(
     let complete = complete_size(store, cx).await?;
     out.extend(missing_locators(store, cx, &listed.locators, complete).await?);
     let mut unfinished_seal = None;
+    let mut seal_times = Vec::new();
     if cx.first() {
         out.extend(check_whole_tree(store, cx, &listed, complete, &later).await?);
         unfinished_seal = unfinished(cx, &listed.heads);
+        let t = timestamps::check(store, cx, &listed.timestamps, later.seq).await?;
+        out.extend(t.problems);
+        seal_times = t.seal_times;
     }
     Ok(Checked {
         problems: out,
         unfinished_seal,
+        seal_times,
     })
 }
 
@@ -135,6 +148,8 @@ struct Listed<'a> {
     checkpoints: Vec<(u64, &'a ObjectInfo)>,
     /// The tree in the C2SP layout.
     tlog: tlog::TlogListed<'a>,
+    /// The seals' RFC 3161 requests and responses.
+    timestamps: timestamps::Listed<'a>,
     /// Locators beyond the walked tree: (leaf, object).
     beyond: Vec<(u64, &'a ObjectInfo)>,
 }
@@ -206,6 +221,12 @@ impl<'a> Listed<'a> {
             || self.heads.iter().any(|(seq, _)| *seq > head_seq)
             || self.checkpoints.iter().any(|(seq, _)| *seq > head_seq)
             || self
+                .timestamps
+                .queries
+                .keys()
+                .chain(self.timestamps.replies.keys())
+                .any(|seq| *seq > head_seq)
+            || self
                 .tiles
                 .iter()
                 .chain(&self.tlog.tiles)
@@ -259,6 +280,8 @@ pub(crate) struct Checked {
     pub problems: Vec<Problem>,
     /// The newest seal, when it has no head marker yet (see [`unfinished`]).
     pub unfinished_seal: Option<u64>,
+    /// The seals' RFC 3161 times.
+    pub seal_times: Vec<crate::audit::findings::SealTime>,
 }
 
 /// The tree size every tile and locator should exist for: that of the newest seal with a
