@@ -178,3 +178,33 @@ impl<T> IntoPyResult<T> for LResult<T> {
         self.map_err(|e| to_py(py, e))
     }
 }
+
+/// A reader handed to pyarrow whose errors are worded as [`message`] words them: an error
+/// ends the Arrow C stream as pyarrow's `ArrowInvalid`, carrying only its text, so the
+/// text names the caller's keywords (`max_decoded_bytes`), not the CLI's flags.
+pub struct Worded(pub Box<dyn arrow_array::RecordBatchReader + Send>);
+
+impl Iterator for Worded {
+    type Item = Result<arrow_array::RecordBatch, arrow_schema::ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.next().map(|r| r.map_err(reworded))
+    }
+}
+
+impl arrow_array::RecordBatchReader for Worded {
+    fn schema(&self) -> arrow_schema::SchemaRef {
+        self.0.schema()
+    }
+}
+
+/// A stream error in the caller's words (the library's errors; others as they are).
+fn reworded(e: arrow_schema::ArrowError) -> arrow_schema::ArrowError {
+    match e {
+        arrow_schema::ArrowError::ExternalError(inner) => match inner.downcast::<Error>() {
+            Ok(e) => arrow_schema::ArrowError::ExternalError(message(&e).into()),
+            Err(other) => arrow_schema::ArrowError::ExternalError(other),
+        },
+        other => other,
+    }
+}

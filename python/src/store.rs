@@ -887,7 +887,7 @@ impl Store {
         .py_err(py)?;
         let rt = crate::runtime::runtime().py_err(py)?;
         let reader: Box<dyn arrow_array::RecordBatchReader + Send> =
-            Box::new(scan.into_reader(rt.handle()));
+            Box::new(crate::errors::Worded(Box::new(scan.into_reader(rt.handle()))));
         reader.into_pyarrow(py)
     }
 
