@@ -198,25 +198,24 @@ fn is_string(t: &DataType) -> bool {
     matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
 }
 
-/// The registered version whose column names are closest to `names` (exactly them when the
-/// input is well-formed); on a tie the newest, so errors speak of the current contract.
+/// The registered version an input with columns `names` is taken as: the oldest that has
+/// every contract column among them (exactly its columns when the input is well-formed; a
+/// 1.2.0 table with `operation_code` is a 1.3.0 table that lacks the other columns 1.3.0
+/// adds, not a 1.2.0 table with an extra column). Names of no version do not count.
 pub(crate) fn closest_version(names: &[&str]) -> Arc<ContractVersion> {
-    contract::versions()
-        .into_iter()
-        .rev()
-        .min_by_key(|v| {
-            let extra = names
-                .iter()
-                .filter(|n| !v.columns.iter().any(|c| c.name == **n))
-                .count();
-            let missing = v
-                .columns
-                .iter()
-                .filter(|c| !names.contains(&c.name))
-                .count();
-            extra + missing
-        })
-        .unwrap_or_else(contract::newest)
+    let all = contract::versions();
+    let Some(newest) = all.last() else {
+        return contract::newest();
+    };
+    let known: Vec<&str> = names
+        .iter()
+        .copied()
+        .filter(|n| newest.columns.iter().any(|c| c.name == *n))
+        .collect();
+    all.iter()
+        .find(|v| known.iter().all(|n| v.columns.iter().any(|c| c.name == *n)))
+        .cloned()
+        .unwrap_or_else(|| newest.clone())
 }
 
 /// How a column of type `got` is taken as the contract's `want`, if it can be as it is.
@@ -365,6 +364,7 @@ fn type_names(kind: Kind) -> (&'static str, &'static str, &'static str) {
             "pl.Datetime(\"us\", \"UTC\")",
             "TIMESTAMPTZ",
         ),
+        Kind::Bool => ("pa.bool_()", "pl.Boolean", "BOOLEAN"),
     }
 }
 
@@ -430,8 +430,14 @@ fn conform_hint(
     if !castable {
         return base;
     }
+    // `SCHEMA` is 1.2.0's; a later version's schema is `contract_schema(version)`.
+    let schema = if version.version == contract::SCHEMA_VERSION {
+        "lineage_store.SCHEMA".to_string()
+    } else {
+        format!("lineage_store.contract_schema(\"{}\")", version.version)
+    };
     let mut fix = format!(
-        "{base}. A pyarrow table conforms with `table.select(lineage_store.SCHEMA.names).cast(lineage_store.SCHEMA)`"
+        "{base}. A pyarrow table conforms with `table.select({schema}.names).cast({schema})`"
     );
     if !casts.is_empty() {
         let dict: Vec<String> = casts.iter().map(|(n, t)| format!("\"{n}\": {t}")).collect();
