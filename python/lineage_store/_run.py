@@ -16,7 +16,7 @@ Nothing here imports pyarrow until a table is built. See docs/geo.md.
 from __future__ import annotations
 
 import datetime as dt
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
 
 if TYPE_CHECKING:
     import pyarrow
@@ -55,8 +55,8 @@ _FILLED = ("event_id", "run_id", "sequence", "event_time_utc", "tool_version", "
            "input_dataset", "input_version", "outcome", "stage", "feature_id")
 
 Clock = Callable[[], dt.datetime]
-Scalar = Union[str, int, float, bool, None]
-Values = Union[Scalar, Sequence[Any]]
+#: One value for every event of a call, or a sequence (list, numpy array, ...) of one per event.
+Values = Any
 
 
 def _utc_now() -> dt.datetime:
@@ -219,7 +219,7 @@ class Run:
         """Record events with any outcome, one value for all or one per feature (the three
         methods above call this): every contract field but those the run fills (ids,
         sequence, time, run id, tool version, audit tag, input dataset and version)."""
-        ids = [feature_id] if isinstance(feature_id, str) else list(feature_id)  # type: ignore[arg-type]
+        ids = [feature_id] if isinstance(feature_id, str) else list(feature_id)
         n = len(ids)
         if n == 0:
             return 0
@@ -295,10 +295,9 @@ class Run:
     def __enter__(self) -> "Run":
         return self
 
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         if exc_type is None:
             self.close()
-        return False
 
     # -- internals ---------------------------------------------------------------------
 

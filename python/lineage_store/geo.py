@@ -28,12 +28,11 @@ import math
 import re
 import warnings
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pyproj
 from pyproj import CRS, Transformer
-from pyproj.crs import CoordinateOperation
 from pyproj.transformer import TransformerGroup
 
 from ._run import Run
@@ -89,7 +88,7 @@ class Operation:
     proj_string: str
 
     @classmethod
-    def of(cls, op: Union[Transformer, CoordinateOperation]) -> "Operation":
+    def of(cls, op: Any) -> "Operation":
         """From a Transformer (``get_last_used_operation()``) or a CoordinateOperation,
         through its PROJJSON and PROJ string only (PROJ cannot read back every
         concatenation ``always_xy`` makes)."""
@@ -336,8 +335,8 @@ class Reprojector:
                 rX, rY = self.transformer.transform(x, y)
             else:
                 rX, rY, _ = self.transformer.transform(x, y, zz)
-            for i in np.flatnonzero(~(_same_bits(rX, out.x) & _same_bits(rY, out.y)) & finite_in):
-                self._alone(int(i), x, y, zz, out)
+            for j in np.flatnonzero(~(_same_bits(rX, out.x) & _same_bits(rY, out.y)) & finite_in).tolist():
+                self._alone(j, x, y, zz, out)
         return Points(self, out, best, finite_in)
 
     def _alone(self, i: int, x: Any, y: Any, z: Any, out: "_Out") -> None:
@@ -394,7 +393,7 @@ class Reprojector:
         tol = self.grid_tolerance_m
         if tol is None or gap <= tol:
             return True, None
-        net = "on" if pyproj.network.is_network_enabled() else "off"
+        net = "on" if _network_enabled() else "off"
         worse = "of unknown accuracy" if math.isinf(gap) else f"{gap:g} m less accurate"
         return True, (f"{MISSING_GRID}: the best operation here, {cand.describe()}, needs {missing}, not "
                       f"installed (PROJ network {net}); PROJ used {used.describe()}, {worse}, beyond the "
@@ -441,7 +440,7 @@ class Points:
 
     @property
     def accepted(self) -> Any:
-        return np.equal(self.reason, None)
+        return _is_none(self.reason)
 
 
 @functools.lru_cache(maxsize=16)
@@ -456,7 +455,7 @@ def reprojector(source_crs: Any, target_crs: Any, *, allow_ballpark: bool = Fals
     network setting, which change the candidates)."""
     return _cached(CRS.from_user_input(source_crs).to_wkt(), CRS.from_user_input(target_crs).to_wkt(),
                    allow_ballpark, grid_tolerance_m, check, pyproj.datadir.get_data_dir(),
-                   pyproj.network.is_network_enabled())
+                   _network_enabled())
 
 
 class Transformed:
@@ -491,7 +490,7 @@ def _record(run: Run, rp: Reprojector, feature_ids: Sequence[str], op: Any, degr
     def column(values: List[Any]) -> Any:
         return np.asarray(values + [None], dtype=object)[pick]
 
-    accepted = np.equal(reason, None)
+    accepted = _is_none(reason)
     accuracy = column([o.accuracy_m for o in ops])
     accuracy[~accepted] = None
     return run.record(
@@ -600,13 +599,13 @@ def to_crs(
     events = _record(run, rp, ids, op, degraded, reason, stage=stage, event_type=event_type)
     if frame is not None:
         result: Any = frame.copy()
-        result[frame.geometry.name] = type(series)(new, index=series.index, crs=rp.target)  # type: ignore[misc]
+        result[frame.geometry.name] = type(frame.geometry)(new, index=frame.index, crs=rp.target)
         result = result.set_crs(rp.target, allow_override=True)
     elif series is not None:
         result = type(series)(new, index=series.index, crs=rp.target, name=series.name)
     else:
         result = new
-    accepted = np.equal(reason, None)
+    accepted = _is_none(reason)
     codes = np.asarray([o.code for o in rp.operations] + [None], dtype=object)[np.where(op >= 0, op, len(rp.operations))]
     return Transformed(result, accepted, reason, codes, degraded, events)
 
@@ -659,7 +658,7 @@ def _judge(where: Any, index: Any, pts: Points, op: Any, degraded: Any, reason: 
     single = has & (lo == hi)
     op[where[single]] = lo[single]
     degraded[where] = np.bincount(index, weights=pts.degraded, minlength=m) > 0
-    bad_v = np.flatnonzero(~np.equal(pts.reason, None))
+    bad_v = np.flatnonzero(~_is_none(pts.reason))
     n_bad = np.bincount(index[bad_v], minlength=m)
     firsts = np.unique(index[bad_v], return_index=True)
     for f, at in zip(*firsts):
@@ -719,6 +718,14 @@ def _normalize_lon(x: Any) -> Any:
     out = np.where(x > 180.0, x - 360.0, np.where(x < -180.0, x + 360.0, x))
     far = (out > 180.0) | (out < -180.0)
     return np.where(far, np.fmod(out + 180.0, 360.0) - 180.0, out)
+
+
+def _is_none(a: Any) -> Any:
+    return np.asarray(a == None, dtype=bool)  # noqa: E711 (element by element)
+
+
+def _network_enabled() -> bool:
+    return bool(pyproj.network.is_network_enabled())  # type: ignore[attr-defined]
 
 
 def _finite(a: Any) -> Any:
