@@ -209,6 +209,7 @@ class Reprojector:
         self._index: Dict[str, int] = {}
         self._transformers: List[Transformer] = []
         self._known: Dict[bytes, int] = {}  # set of areas -> the operation PROJ used there
+        self._verdicts: Dict[Tuple[str, int], Tuple[bool, Optional[str]]] = {}
         self._lonlat = self.source.is_geographic
         self.candidates = self._candidates()
         self._boxes = np.array([c.box for c in self.candidates], dtype=np.float64).reshape(-1, 4)
@@ -381,6 +382,12 @@ class Reprojector:
     def verdict(self, used: Operation, best: int) -> Tuple[bool, Optional[str]]:
         """For a point transformed with ``used``, whose best candidate is ``best``: whether
         it is degraded, and why it is rejected (None: accepted)."""
+        key = (used.proj_string, best)
+        if key not in self._verdicts:
+            self._verdicts[key] = self._judge(used, best)
+        return self._verdicts[key]
+
+    def _judge(self, used: Operation, best: int) -> Tuple[bool, Optional[str]]:
         if used.ballpark and not self.allow_ballpark:
             return False, (f"{BALLPARK}: PROJ used {used.describe()}, which shifts no datum (errors up to "
                            "hundreds of metres): no operation whose area of use contains the point was usable")
@@ -430,9 +437,12 @@ class Points:
         reason[finite_in & finite_out & (out.op < 0)] = f"{NO_OPERATION}: PROJ did not say which operation it used"
         ok = finite_in & finite_out & (out.op >= 0)
         # A verdict depends on the point only through (operation used, best candidate).
-        for k, b in {(int(k), int(b)) for k, b in zip(out.op[ok], best[ok])}:
-            degraded, why = rp.verdict(self.operations[k], b)
-            sel = ok & (out.op == k) & (best == b)
+        stride = len(rp.candidates) + 1
+        pair = out.op * stride + (best + 1)
+        for code in np.unique(pair[ok]).tolist():
+            k, b = divmod(int(code), stride)
+            degraded, why = rp.verdict(self.operations[k], b - 1)
+            sel = ok & (pair == code)
             self.degraded[sel] = degraded
             if why is not None:
                 reason[sel] = why
