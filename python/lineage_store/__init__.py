@@ -42,6 +42,7 @@ from ._native import (
     DEFAULT_BATCH_ROWS,
     DEFAULT_MAX_IN_FLIGHT,
     SCHEMA_VERSION,
+    SCHEMA_VERSIONS,
     Commit,
     Conformed,
     PartRef,
@@ -55,6 +56,7 @@ from ._native import (
     canonical_crs,
     check,
     conform,
+    contract_schema,
     keygen,
     merge_reports,
     open,
@@ -67,8 +69,9 @@ from ._native import (
 if TYPE_CHECKING:
     import pyarrow
 
-    #: The contract (15 columns) as a ``pyarrow.Schema``, with ``lineage_schema_version``
-    #: in its metadata. Built on first access (it imports pyarrow).
+    #: The contract's 1.2.0 (15 columns, which every version has) as a ``pyarrow.Schema``,
+    #: with ``lineage_schema_version`` in its metadata; ``contract_schema("1.3.0")`` is
+    #: 1.3.0's. Built on first access (it imports pyarrow).
     SCHEMA: pyarrow.Schema
 
 __all__ = [
@@ -76,6 +79,7 @@ __all__ = [
     "DEFAULT_MAX_IN_FLIGHT",
     "SCHEMA",
     "SCHEMA_VERSION",
+    "SCHEMA_VERSIONS",
     "Commit",
     "Conformed",
     "ConflictError",
@@ -97,6 +101,7 @@ __all__ = [
     "canonical_crs",
     "check",
     "conform",
+    "contract_schema",
     "keygen",
     "merge_reports",
     "open",

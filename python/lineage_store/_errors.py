@@ -29,7 +29,8 @@ class InputError(LineageError, ValueError):
     and ``fields`` every one of them. ``errors`` lists every error found (the first 20),
     each a dict with ``line``, ``row``, ``field``, ``value`` and ``reason`` (as
     ``lineage_store.check`` returns them); ``row``, ``field`` and ``reason`` are the first
-    one's.
+    one's. ``errors`` is never empty: an error that is not a list of errors (a usage
+    error, a conversion refused as a whole) is its one entry.
     """
 
     def __init__(
@@ -46,7 +47,11 @@ class InputError(LineageError, ValueError):
         self.row = row
         self.field = field
         self.reason = message if reason is None else reason
-        self.errors: List[Dict[str, Any]] = [] if errors is None else errors
+        # Never empty: an error the library did not list (a usage error, a conversion
+        # refused as a whole) is its one entry.
+        self.errors: List[Dict[str, Any]] = list(errors) if errors else [
+            {"line": None, "row": row, "field": field, "value": None, "reason": self.reason}
+        ]
         self.fields: List[str] = list(fields) if fields is not None else ([field] if field else [])
 
 

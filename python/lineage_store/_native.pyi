@@ -21,6 +21,7 @@ ArrowData = Union[ArrowStreamExportable, ArrowArrayExportable]
 StrPath = Union[str, "os.PathLike[str]"]
 
 SCHEMA_VERSION: str
+SCHEMA_VERSIONS: list[str]
 DEFAULT_BATCH_ROWS: int
 DEFAULT_MAX_IN_FLIGHT: int
 
@@ -63,14 +64,18 @@ def check(
     ``max_errors``; 0: all), each a dict with ``line``, ``row``, ``field``, ``value`` and
     ``reason``. An empty list: an append would accept it."""
 
-def contract_schema() -> pyarrow.Schema:
-    """The contract as a ``pyarrow.Schema`` (use ``lineage_store.SCHEMA``)."""
+def contract_schema(version: Optional[str] = None) -> pyarrow.Schema:
+    """A registered contract version as a ``pyarrow.Schema`` (default 1.2.0, which
+    ``lineage_store.SCHEMA`` is; ``"1.3.0"`` adds the operation, grids, degraded and input
+    dataset columns)."""
 
-def conform(data: ArrowData) -> Conformed:
+def conform(data: ArrowData, *, fill_missing: bool = False, drop_extra: bool = False) -> Conformed:
     """Convert ``data`` to the contract's types where no value can change (integers checked
     for range, nanoseconds without a sub-microsecond part, any time zone to UTC, ``Null``
     columns, exact decimals and floats); ``InputError`` names the row and field of a lossy
-    value, or every field that cannot be converted at all."""
+    value, or every field that cannot be converted at all. ``fill_missing`` adds each
+    nullable column the input lacks (all null), ``drop_extra`` drops each column of no
+    contract version (a GeoDataFrame's geometry too)."""
 
 def _arrow_import_check(data: ArrowData) -> int:
     """Benchmark diagnostics: take ``data`` as ``append`` does first; its rows."""

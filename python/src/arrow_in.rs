@@ -110,6 +110,10 @@ fn held_in_memory(module: &str, name: &str) -> bool {
 
 /// Take `data` through the PyCapsule protocol (with the GIL held: this calls Python).
 pub fn import(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Source> {
+    let geometry = crate::geo_in::geometry_columns(py, data)?;
+    if !geometry.is_empty() {
+        return Err(crate::geo_in::refused(py, &geometry));
+    }
     let (module, type_name) = type_of(data);
     let refused = |what: &str, cause: PyErr| {
         let e = errors::raise(

@@ -39,13 +39,38 @@ pub struct Conformed {
 /// UTC, `Null` columns, exact decimals and floats (see docs/python.md). Anything lossy
 /// raises `InputError` naming the row and field; a column that cannot be converted
 /// whatever its values (a missing or extra column, a time without zone, a string for a
-/// number) is named with the others at once. Row rules are not checked here: `append`
-/// checks them.
+/// number) is named with the others at once, one entry of `errors` each. With
+/// `fill_missing`, each nullable contract column the input lacks is added, all null (to
+/// the oldest version holding the input's columns); with `drop_extra`, each column of no
+/// contract version is dropped (a GeoDataFrame's geometry too). Row rules are not checked
+/// here: `append` checks them.
 #[pyfunction]
-pub fn conform(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Conformed> {
-    let mut source = arrow_in::import(py, data)?;
-    let plan = lossless::plan(&source.schema).py_err(py)?;
-    let changes = plan.changes().iter().map(ToString::to_string).collect();
+#[pyo3(signature = (data, *, fill_missing=false, drop_extra=false))]
+pub fn conform(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
+    fill_missing: bool,
+    drop_extra: bool,
+) -> PyResult<Conformed> {
+    let geometry = crate::geo_in::geometry_columns(py, data)?;
+    let mut changes: Vec<String> = Vec::new();
+    let mut source = if geometry.is_empty() {
+        arrow_in::import(py, data)?
+    } else if drop_extra {
+        for g in &geometry {
+            changes.push(format!("`{g}`: geometry, dropped (a GeoDataFrame's geometry column)"));
+        }
+        let frame = crate::geo_in::without_geometry(py, data, &geometry)?;
+        arrow_in::import(py, &frame)?
+    } else {
+        return Err(crate::geo_in::refused(py, &geometry));
+    };
+    let reshape = lossless::Reshape {
+        fill_missing,
+        drop_extra,
+    };
+    let plan = lossless::plan_with(&source.schema, reshape).py_err(py)?;
+    changes.extend(plan.changes().iter().map(ToString::to_string));
     let schema = plan.version().schema();
     let batches = detached(py, move || {
         let mut out = Vec::new();

@@ -18,6 +18,7 @@ mod anchors;
 mod arrow_in;
 mod check;
 mod conformed;
+mod geo_in;
 mod distributed;
 mod errors;
 mod limits;
@@ -48,14 +49,17 @@ fn canonical_crs(py: Python<'_>, value: &str) -> PyResult<String> {
     }
 }
 
-/// The contract as an Arrow schema (a `pyarrow.Schema`; needs pyarrow), with the schema
-/// version in its metadata (`lineage_schema_version`).
+/// A registered contract version as an Arrow schema (a `pyarrow.Schema`; needs pyarrow),
+/// with the schema version in its metadata (`lineage_schema_version`): `version`, or
+/// 1.2.0 (`SCHEMA`, the columns every version has) when not given.
 #[pyfunction]
-fn contract_schema(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-    let fields = contract::schema().fields().clone();
+#[pyo3(signature = (version=None))]
+fn contract_schema<'py>(py: Python<'py>, version: Option<&str>) -> PyResult<Bound<'py, PyAny>> {
+    let v = contract::version(version.unwrap_or(contract::SCHEMA_VERSION)).py_err(py)?;
+    let fields = v.schema().fields().clone();
     let meta: std::collections::HashMap<String, String> = [(
         contract::META_SCHEMA_VERSION.to_string(),
-        contract::SCHEMA_VERSION.to_string(),
+        v.version.clone(),
     )]
     .into_iter()
     .collect();
@@ -164,6 +168,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // Library logs (warnings by default) go to stderr, filtered by LINEAGE_LOG as for the CLI.
     log::init();
     m.add("SCHEMA_VERSION", contract::SCHEMA_VERSION)?;
+    let versions: Vec<String> = contract::versions()
+        .iter()
+        .map(|v| v.version.clone())
+        .collect();
+    m.add("SCHEMA_VERSIONS", versions)?;
     m.add("DEFAULT_BATCH_ROWS", lineage_store::DEFAULT_BATCH_ROWS)?;
     m.add("DEFAULT_MAX_IN_FLIGHT", lineage_store::DEFAULT_CONCURRENCY)?;
     m.add_function(wrap_pyfunction!(store::open, m)?)?;

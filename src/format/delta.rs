@@ -76,6 +76,7 @@ pub fn delta_type(kind: Kind) -> &'static str {
         Kind::I32 => "integer",
         Kind::F64 => "double",
         Kind::TimestampUtc => "timestamp",
+        Kind::Bool => "boolean",
     }
 }
 

@@ -15,9 +15,11 @@
 //! is a contract change that needs a new major version, and is refused ([`register_version`]).
 //! Every part records its version in its footer; `verify` accepts every registered version.
 //!
-//! To release 1.3.0, append to [`RELEASED`] an entry `("1.3.0", &[...])` listing only the
-//! columns it adds (each `required: false`), and document them. Code that needs a version
-//! without shipping it (tests, a downstream build) calls [`register_version`] at start-up.
+//! A release appends to [`RELEASED`] an entry `("1.4.0", &[...])` listing only the columns
+//! it adds (each `required: false`), and documents them (docs/input.md). 1.3.0 is released
+//! ([`COLUMNS_1_3_0`]: which coordinate operation ran, the grids it used, whether it was
+//! degraded, and the input dataset). Code that needs a version without shipping it
+//! (tests, a downstream build) calls [`register_version`] at start-up.
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, RwLock};
@@ -29,6 +31,9 @@ use crate::base::error::{Error, Result};
 /// The first, frozen version (the columns of [`COLUMNS`]). What `append` writes by default
 /// is [`newest`]; the version of a part is in its footer.
 pub const SCHEMA_VERSION: &str = "1.2.0";
+/// The version that adds [`COLUMNS_1_3_0`]: the newest the text readers and the row
+/// builder know ([`crate::schema::events::EventBuilder`]).
+pub const SCHEMA_VERSION_1_3_0: &str = "1.3.0";
 /// Footer key for the schema version.
 pub const META_SCHEMA_VERSION: &str = "lineage_schema_version";
 /// Footer key for the commit id.
@@ -83,6 +88,18 @@ pub mod col {
     pub const TOOL_VERSION: usize = 13;
     /// `audit_tag`.
     pub const AUDIT_TAG: usize = 14;
+    /// `operation_code` (1.3.0).
+    pub const OPERATION_CODE: usize = 15;
+    /// `operation_name` (1.3.0).
+    pub const OPERATION_NAME: usize = 16;
+    /// `grids` (1.3.0).
+    pub const GRIDS: usize = 17;
+    /// `degraded` (1.3.0).
+    pub const DEGRADED: usize = 18;
+    /// `input_dataset` (1.3.0).
+    pub const INPUT_DATASET: usize = 19;
+    /// `input_version` (1.3.0).
+    pub const INPUT_VERSION: usize = 20;
 }
 
 /// The logical type of a column, as the input readers see it.
@@ -98,6 +115,8 @@ pub enum Kind {
     F64,
     /// Microsecond timestamp in UTC.
     TimestampUtc,
+    /// Boolean (`true` / `false`).
+    Bool,
 }
 
 /// One column of the contract.
@@ -162,7 +181,7 @@ pub const COLUMNS: [Column; 15] = [
         "target_crs",
         Kind::Str,
         true,
-        "CRS of the output, canonical EPSG:<code>; partition key",
+        "CRS of the output, canonical EPSG:<code>; partition key; for an event that changes no CRS (schema mapping) the data's CRS, unchanged",
     ),
     c(
         "outcome",
@@ -174,7 +193,7 @@ pub const COLUMNS: [Column; 15] = [
         "strategy_index",
         Kind::I32,
         false,
-        "index of the transformation pipeline used",
+        "position of the operation used in PROJ's candidate list on the machine that ran it (not comparable across machines or PROJ versions: use operation_code)",
     ),
     c(
         "accuracy_m",
@@ -202,6 +221,67 @@ pub const COLUMNS: [Column; 15] = [
     ),
 ];
 
+/// The columns 1.3.0 adds to 1.2.0, in order (ids 16 to 21), all nullable: which
+/// coordinate operation ran, the grids it used, whether it was the best available, and
+/// what the feature came from.
+pub const COLUMNS_1_3_0: [Column; 6] = [
+    c(
+        "operation_code",
+        Kind::Str,
+        false,
+        "the coordinate operation's authority code (EPSG:1175), else PROJ-SHA256:<hex> of its PROJ definition",
+    ),
+    c(
+        "operation_name",
+        Kind::Str,
+        false,
+        "the operation's name, e.g. NAD27 to WGS 84 (6)",
+    ),
+    c(
+        "grids",
+        Kind::Str,
+        false,
+        "grid files the operation used, PROJ short names separated by one space; empty: none; null: unknown",
+    ),
+    c(
+        "degraded",
+        Kind::Bool,
+        false,
+        "true when the best operation for the area was not available (a missing grid) and a less accurate one ran",
+    ),
+    c(
+        "input_dataset",
+        Kind::Str,
+        false,
+        "the dataset the feature came from",
+    ),
+    c(
+        "input_version",
+        Kind::Str,
+        false,
+        "the version of that dataset",
+    ),
+];
+
+/// The columns whose empty string is a value (not refused as "use null"): `grids`, where
+/// empty means "no grid used" and null "unknown".
+pub const EMPTY_IS_A_VALUE: [&str; 1] = ["grids"];
+
+/// The name of column `index` of 1.3.0 (1.2.0's then the ones 1.3.0 adds): the columns
+/// the text readers know.
+pub fn column_name(index: usize) -> Option<&'static str> {
+    known_columns().nth(index).map(|c| c.name)
+}
+
+/// The columns the text readers and the row builder know, in order: 1.2.0's
+/// ([`COLUMNS`]) then those 1.3.0 adds ([`COLUMNS_1_3_0`]).
+pub fn known_columns() -> impl Iterator<Item = &'static Column> {
+    COLUMNS.iter().chain(COLUMNS_1_3_0.iter())
+}
+
+/// How many columns [`known_columns`] has.
+pub const KNOWN_COLUMNS: usize = COLUMNS.len() + COLUMNS_1_3_0.len();
+
 const fn c(name: &'static str, kind: Kind, required: bool, doc: &'static str) -> Column {
     Column {
         name,
@@ -219,6 +299,7 @@ pub fn arrow_type(kind: Kind) -> DataType {
         Kind::I32 => DataType::Int32,
         Kind::F64 => DataType::Float64,
         Kind::TimestampUtc => DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+        Kind::Bool => DataType::Boolean,
     }
 }
 
@@ -295,8 +376,8 @@ pub fn check_schema_against(ours: &Schema, other: &Schema) -> Result<()> {
 }
 
 /// Released versions after 1.2.0, oldest first: each lists only the columns it adds to the
-/// version before it (all nullable). Empty: 1.2.0 is the only released version.
-pub const RELEASED: &[(&str, &[Column])] = &[];
+/// version before it (all nullable).
+pub const RELEASED: &[(&str, &[Column])] = &[(SCHEMA_VERSION_1_3_0, &COLUMNS_1_3_0)];
 
 /// One registered version of the contract.
 #[derive(Debug, Clone)]
@@ -632,9 +713,10 @@ pub fn conform(
 }
 
 /// The version an append writes: `requested` when given; else, for typed input (Arrow,
-/// Parquet: the schema says which version it is), the input's own version; else the
-/// newest (the text formats carry 1.2.0's columns: the columns later versions add are
-/// null). Returns `batches` conformed to it ([`conform`]).
+/// Parquet: the schema says which version it is), the input's own version (of its first
+/// batch); else the newest (a text reader's batch is the oldest version that holds its
+/// values: 1.2.0, or 1.3.0 when a row has a value in a column 1.3.0 adds; the columns a
+/// later version adds are null). Returns `batches` conformed to it ([`conform`]).
 pub fn for_append(
     batches: Vec<arrow_array::RecordBatch>,
     requested: Option<&str>,
@@ -646,8 +728,14 @@ pub fn for_append(
     };
     let input = version_of_schema(first.schema().as_ref())?;
     let target = append_target(requested.as_ref(), typed, &input);
-    let batches = conform(batches, &input, &target)?;
-    Ok((target, batches))
+    // Each batch from its own version: the text readers make a batch of 1.2.0 when none
+    // of its rows has a value in a column 1.3.0 adds.
+    let mut out = Vec::with_capacity(batches.len());
+    for b in batches {
+        let from = version_of_schema(b.schema().as_ref())?;
+        out.extend(conform(vec![b], &from, &target)?);
+    }
+    Ok((target, out))
 }
 
 /// The version an append of `input`-version rows writes (see [`for_append`]): `requested`

@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use arrow_array::builder::{
-    Float64Builder, Int32Builder, Int64Builder, StringBuilder, TimestampMicrosecondBuilder,
+    BooleanBuilder, Float64Builder, Int32Builder, Int64Builder, StringBuilder,
+    TimestampMicrosecondBuilder,
 };
 use arrow_array::{ArrayRef, RecordBatch};
 
@@ -97,7 +98,7 @@ impl SourcedBatch {
 
 /// One event, borrowed, as the row-wise readers and the demo produce it: each field is the
 /// contract column of its name (`event_time_us`: `event_time_utc` in microseconds since the
-/// epoch), `None` for null.
+/// epoch), `None` for null. The last six are the columns 1.3.0 adds.
 #[derive(Debug, Clone, Default)]
 pub struct EventRow<'a> {
     /// `event_id`.
@@ -130,9 +131,35 @@ pub struct EventRow<'a> {
     pub tool_version: Option<&'a str>,
     /// `audit_tag`.
     pub audit_tag: Option<&'a str>,
+    /// `operation_code` (1.3.0).
+    pub operation_code: Option<&'a str>,
+    /// `operation_name` (1.3.0).
+    pub operation_name: Option<&'a str>,
+    /// `grids` (1.3.0).
+    pub grids: Option<&'a str>,
+    /// `degraded` (1.3.0).
+    pub degraded: Option<bool>,
+    /// `input_dataset` (1.3.0).
+    pub input_dataset: Option<&'a str>,
+    /// `input_version` (1.3.0).
+    pub input_version: Option<&'a str>,
 }
 
-/// Column builders for the contract; rows are appended without per-row allocation.
+impl EventRow<'_> {
+    /// Whether a column 1.3.0 adds holds a value.
+    fn has_1_3_0_values(&self) -> bool {
+        self.operation_code.is_some()
+            || self.operation_name.is_some()
+            || self.grids.is_some()
+            || self.degraded.is_some()
+            || self.input_dataset.is_some()
+            || self.input_version.is_some()
+    }
+}
+
+/// Column builders for the contract; rows are appended without per-row allocation. A batch
+/// is of the oldest version that holds its values: 1.2.0, or 1.3.0 when a row has a value
+/// in a column 1.3.0 adds.
 #[derive(Debug)]
 pub struct EventBuilder {
     event_id: StringBuilder,
@@ -150,6 +177,14 @@ pub struct EventBuilder {
     rejection_reason: StringBuilder,
     tool_version: StringBuilder,
     audit_tag: StringBuilder,
+    operation_code: StringBuilder,
+    operation_name: StringBuilder,
+    grids: StringBuilder,
+    degraded: BooleanBuilder,
+    input_dataset: StringBuilder,
+    input_version: StringBuilder,
+    /// Whether a pending row has a value in a column 1.3.0 adds.
+    wide: bool,
     rows: usize,
 }
 
@@ -178,6 +213,13 @@ impl EventBuilder {
             rejection_reason: StringBuilder::new(),
             tool_version: StringBuilder::new(),
             audit_tag: StringBuilder::new(),
+            operation_code: StringBuilder::new(),
+            operation_name: StringBuilder::new(),
+            grids: StringBuilder::new(),
+            degraded: BooleanBuilder::new(),
+            input_dataset: StringBuilder::new(),
+            input_version: StringBuilder::new(),
+            wide: false,
             rows: 0,
         }
     }
@@ -209,6 +251,13 @@ impl EventBuilder {
         self.rejection_reason.append_option(r.rejection_reason);
         self.tool_version.append_option(r.tool_version);
         self.audit_tag.append_option(r.audit_tag);
+        self.operation_code.append_option(r.operation_code);
+        self.operation_name.append_option(r.operation_name);
+        self.grids.append_option(r.grids);
+        self.degraded.append_option(r.degraded);
+        self.input_dataset.append_option(r.input_dataset);
+        self.input_version.append_option(r.input_version);
+        self.wide |= r.has_1_3_0_values();
         self.rows += 1;
     }
 
@@ -231,8 +280,22 @@ impl EventBuilder {
             Arc::new(self.tool_version.finish()),
             Arc::new(self.audit_tag.finish()),
         ];
+        let added: Vec<ArrayRef> = vec![
+            Arc::new(self.operation_code.finish()),
+            Arc::new(self.operation_name.finish()),
+            Arc::new(self.grids.finish()),
+            Arc::new(self.degraded.finish()),
+            Arc::new(self.input_dataset.finish()),
+            Arc::new(self.input_version.finish()),
+        ];
         self.rows = 0;
-        Ok(RecordBatch::try_new(contract::schema(), cols)?)
+        if !std::mem::take(&mut self.wide) {
+            return Ok(RecordBatch::try_new(contract::schema(), cols)?);
+        }
+        let mut cols = cols;
+        cols.extend(added);
+        let v = contract::version(contract::SCHEMA_VERSION_1_3_0)?;
+        Ok(RecordBatch::try_new(v.schema(), cols)?)
     }
 }
 
@@ -283,9 +346,7 @@ impl LineBatcher {
         value: Option<String>,
         reason: impl Into<String>,
     ) -> Result<()> {
-        let field = column
-            .and_then(|c| contract::COLUMNS.get(c))
-            .map(|c| c.name);
+        let field = column.and_then(contract::column_name);
         self.error_in(line, column, field, value, reason)
     }
 

@@ -13,6 +13,13 @@
 //! - Spaces around a CRS identifier, a time or a CSV number are ignored; no other white
 //!   space is (a tab or newline in a value is refused, not trimmed). Every other string is
 //!   kept exactly as written.
+//! - `operation_code` (1.3.0) is `AUTHORITY:CODE` (an authority of ASCII letters, digits,
+//!   `_`, `-` or `.` starting with a letter, a code without white space), e.g.
+//!   `EPSG:1175`; `PROJ-SHA256:` is followed by exactly 64 lowercase hex digits (the
+//!   SHA-256 of the operation's PROJ definition string).
+//! - `grids` (1.3.0) is PROJ grid short names separated by one space: no leading,
+//!   trailing or doubled space, no other white space; the empty string means "no grid
+//!   used" (null: unknown).
 //! - Error messages quote at most [`QUOTE_MAX_CHARS`] characters of a value (a line of
 //!   several MiB must not come back as a message of several MiB).
 
@@ -56,8 +63,7 @@ pub(crate) fn shorten(msg: String) -> String {
 /// one a single edit away.
 pub(crate) fn meant(key: &str) -> Option<&'static str> {
     let k = key.to_ascii_lowercase();
-    crate::schema::contract::COLUMNS
-        .iter()
+    crate::schema::contract::known_columns()
         .map(|c| c.name)
         .find(|name| *name == k || edits_at_most_one(name, &k))
 }
@@ -130,6 +136,50 @@ pub(crate) fn time_parse_problem(s: &str, err: &chrono::ParseError) -> String {
     }
 }
 
+/// Why an `operation_code` is not `AUTHORITY:CODE` (see the module docs), or `None`.
+pub(crate) fn operation_code_problem(v: &str) -> Option<String> {
+    let bad = |why: &str| Some(format!("{} {why}", quote(v)));
+    let Some((auth, code)) = v.split_once(':') else {
+        return bad("is not AUTHORITY:CODE (e.g. EPSG:1175, or PROJ-SHA256:<64 hex digits> for an operation without a code)");
+    };
+    let auth_ok = auth.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+        && auth
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    if !auth_ok {
+        return bad("has no authority before `:` (ASCII letters, digits, `_`, `-` or `.`, starting with a letter)");
+    }
+    if code.is_empty() || code.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return bad("has no code after `:`, or white space in it");
+    }
+    if auth == "PROJ-SHA256"
+        && !(code.len() == 64 && code.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
+    {
+        return bad("is not PROJ-SHA256: followed by 64 lowercase hex digits (the SHA-256 of the operation's PROJ string)");
+    }
+    None
+}
+
+/// Why a `grids` value is not grid names separated by single spaces, or `None` (the empty
+/// string is a value: no grid used).
+pub(crate) fn grids_problem(v: &str) -> Option<String> {
+    if v.is_empty() {
+        return None;
+    }
+    if v.chars().any(|c| (c.is_whitespace() && c != ' ') || c.is_control()) {
+        return Some(format!(
+            "{} holds white space other than single spaces (grid names are separated by one space)",
+            quote(v)
+        ));
+    }
+    v.split(' ').any(str::is_empty).then(|| {
+        format!(
+            "{} has a leading, trailing or doubled space (grid names are separated by one space; the empty string for none)",
+            quote(v)
+        )
+    })
+}
+
 /// Why a string value holds NUL, or `None`.
 pub(crate) fn nul_problem(v: &str) -> Option<String> {
     v.find('\0').map(|at| {
@@ -172,13 +222,11 @@ pub(crate) fn check_batch(
     use arrow_array::types::TimestampMicrosecondType;
     use arrow_array::Array;
 
-    use crate::schema::contract::{col, Kind, COLUMNS};
-    for (ci, c) in COLUMNS.iter().enumerate() {
-        if c.kind != Kind::Str {
-            continue;
-        }
+    use crate::schema::contract::col;
+    // Every string column of the batch's version (1.2.0's and those later versions add).
+    for ci in 0..batch.num_columns() {
         let Some(s) = batch.column(ci).as_string_opt::<i32>() else {
-            continue; // not the contract: the schema check names it
+            continue; // not a string column (or not the contract: the schema check names it)
         };
         // One pass over the column's bytes; only a hit looks for the rows.
         if !s.value_data().contains(&0) {
@@ -220,5 +268,22 @@ mod tests {
         assert_eq!(meant("event_time"), None);
         assert_eq!(meant("colour"), None);
         assert_eq!(meant("crs"), None);
+        assert_eq!(meant("operation_cod"), Some("operation_code"));
+    }
+
+    #[test]
+    fn operation_codes_and_grids_follow_their_forms() {
+        for ok in ["EPSG:1175", "ESRI:108190", "IGNF:TSPARIS", &format!("PROJ-SHA256:{}", "ab".repeat(32))] {
+            assert_eq!(operation_code_problem(ok), None, "{ok}");
+        }
+        for bad in ["1175", ":1175", "EPSG:", "EPSG: 1175", "1EPSG:3", "PROJ-SHA256:ABC", &format!("PROJ-SHA256:{}", "AB".repeat(32))] {
+            assert!(operation_code_problem(bad).is_some(), "{bad}");
+        }
+        for ok in ["", "us_noaa_conus.tif", "ca_nrc_ntv1_can.tif us_noaa_conus.tif"] {
+            assert_eq!(grids_problem(ok), None, "{ok:?}");
+        }
+        for bad in [" a.tif", "a.tif ", "a.tif  b.tif", "a.tif\tb.tif", " "] {
+            assert!(grids_problem(bad).is_some(), "{bad:?}");
+        }
     }
 }

@@ -365,6 +365,7 @@ fn type_names(kind: Kind) -> (&'static str, &'static str, &'static str) {
             "pl.Datetime(\"us\", \"UTC\")",
             "TIMESTAMPTZ",
         ),
+        Kind::Bool => ("pa.bool_()", "pl.Boolean", "BOOLEAN"),
     }
 }
 
@@ -430,8 +431,14 @@ fn conform_hint(
     if !castable {
         return base;
     }
+    // `SCHEMA` is 1.2.0's; a later version's schema is `contract_schema(version)`.
+    let schema = if version.version == contract::SCHEMA_VERSION {
+        "lineage_store.SCHEMA".to_string()
+    } else {
+        format!("lineage_store.contract_schema(\"{}\")", version.version)
+    };
     let mut fix = format!(
-        "{base}. A pyarrow table conforms with `table.select(lineage_store.SCHEMA.names).cast(lineage_store.SCHEMA)`"
+        "{base}. A pyarrow table conforms with `table.select({schema}.names).cast({schema})`"
     );
     if !casts.is_empty() {
         let dict: Vec<String> = casts.iter().map(|(n, t)| format!("\"{n}\": {t}")).collect();

@@ -72,6 +72,7 @@ pub fn generate(rows: usize, runs: usize, seed: u64) -> Result<Vec<RecordBatch>>
                 rejection_reason: reason,
                 tool_version: Some(&tool),
                 audit_tag: Some(&tag),
+                ..EventRow::default()
             });
             if b.len() >= crate::schema::events::BUILD_CHUNK_ROWS {
                 out.push(b.finish()?);

@@ -20,9 +20,16 @@
 //! - `Null` to the contract's type (all null), and every re-encoding `append` accepts by
 //!   itself (string layouts, zone labels).
 //!
-//! Refused: a missing, extra or duplicated column (nothing is invented or dropped); a
-//! timestamp without a zone (which zone its times are in would be a guess); any other pair
-//! of types (a string for a number, ...). Every such field is named at once.
+//! Refused: a missing, extra or duplicated column (nothing is invented or dropped unless
+//! asked, see [`Reshape`]); a timestamp without a zone (which zone its times are in would
+//! be a guess); any other pair of types (a string for a number, ...). Every such field is
+//! named at once, one error each ([`Error::Rejected`], each at the schema).
+//!
+//! Asked for ([`Reshape`]): a nullable column the input lacks is added, all null
+//! (`fill_missing`; never a required one), and a column that is in no registered version
+//! is dropped (`drop_extra`). With `fill_missing` the input is conformed to the oldest
+//! registered version that has every contract column it holds (a 1.2.0 table with
+//! `operation_code` becomes 1.3.0, the other columns 1.3.0 adds null).
 
 use std::sync::Arc;
 
@@ -37,8 +44,18 @@ use arrow_array::{
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 
 use crate::base::error::{Error, Result};
-use crate::schema::contract::ContractVersion;
+use crate::base::rejection::{Collector, InputError, Place};
+use crate::schema::contract::{self, ContractVersion};
 use crate::write::conform::{self, Mismatch};
+
+/// What [`plan_with`] may do beyond converting types (both off: [`plan`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Reshape {
+    /// Add each nullable contract column the input lacks, all null.
+    pub fill_missing: bool,
+    /// Drop each column that is in no registered contract version.
+    pub drop_extra: bool,
+}
 
 /// What was done to one column.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,13 +72,22 @@ pub struct Change {
 
 impl std::fmt::Display for Change {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "`{}`: {} → {} ({})",
-            self.field, self.from, self.to, self.how
-        )
+        match (&self.from, &self.to) {
+            (DataType::Null, to) if self.how == ADDED => {
+                write!(f, "`{}`: added as {to}, all null ({})", self.field, self.how)
+            }
+            (from, DataType::Null) if self.how == DROPPED => {
+                write!(f, "`{}`: {from}, dropped ({})", self.field, self.how)
+            }
+            (from, to) => write!(f, "`{}`: {from} → {to} ({})", self.field, self.how),
+        }
     }
 }
+
+/// Why a column was added ([`Reshape::fill_missing`]).
+const ADDED: &str = "a nullable column the input lacks";
+/// Why a column was dropped ([`Reshape::drop_extra`]).
+const DROPPED: &str = "not a column of any contract version";
 
 /// A conversion checked value by value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,6 +167,9 @@ pub fn can_convert(want: &DataType, got: &DataType) -> bool {
 /// takes them.
 #[derive(Debug, Clone)]
 pub struct Lossless {
+    shape: Shape,
+    /// The input's schema as `shape` takes it.
+    shaped: SchemaRef,
     convs: Vec<(usize, Conv, DataType)>,
     version: Arc<ContractVersion>,
     changes: Vec<Change>,
@@ -152,10 +181,17 @@ pub struct Lossless {
 /// Plan the lossless conversions of `input` (see the module docs); refuses, naming every
 /// field at once, what cannot be converted losslessly whatever its values.
 pub fn plan(input: &Schema) -> Result<Lossless> {
+    plan_with(input, Reshape::default())
+}
+
+/// [`plan`], adding missing nullable columns and dropping extra ones as `reshape` asks
+/// (see the module docs).
+pub fn plan_with(input: &Schema, reshape: Reshape) -> Result<Lossless> {
+    let (shape, reshaped, mut changes) = shape_of(input, reshape);
+    let input = &reshaped;
     let (version, found) = conform::mismatches(input);
-    let mut refused: Vec<String> = Vec::new();
+    let mut refused: Vec<(String, String)> = Vec::new();
     let mut convs = Vec::new();
-    let mut changes = Vec::new();
     let mut fields: Vec<Field> = input.fields().iter().map(|f| f.as_ref().clone()).collect();
     for m in &found {
         match m {
@@ -175,20 +211,39 @@ pub fn plan(input: &Schema) -> Result<Lossless> {
                         how,
                     });
                 }
-                Err(why) => refused.push(format!(
-                    "field {} `{name}` ({got}) {why}; the contract expects {want}",
-                    index + 1
+                Err(why) => refused.push((
+                    name.clone(),
+                    format!(
+                        "field {} `{name}` ({got}) {why}; the contract expects {want}",
+                        index + 1
+                    ),
                 )),
             },
-            other => refused.push(other.to_string()),
+            other => refused.push((other.field().to_string(), refusal(other, reshape))),
         }
     }
     if !refused.is_empty() {
-        return Err(Error::Schema(format!(
-            "cannot conform the input to the contract {} losslessly: {}",
-            version.version,
-            refused.join("; ")
-        )));
+        let mut errors = Collector::new(0);
+        for (field, why) in refused {
+            let column = version
+                .columns
+                .iter()
+                .position(|c| c.name == field)
+                .unwrap_or(usize::MAX);
+            errors.push(
+                InputError::new(
+                    Place::Schema,
+                    Some(&crate::schema::rules::cut(&field)),
+                    None,
+                    format!(
+                        "cannot conform to the contract {} losslessly: {why}",
+                        version.version
+                    ),
+                ),
+                column,
+            );
+        }
+        errors.finish()?;
     }
     let converted = Arc::new(Schema::new(fields));
     let plan = conform::plan(&converted)?;
@@ -196,12 +251,121 @@ pub fn plan(input: &Schema) -> Result<Lossless> {
     let order = |f: &str| version.columns.iter().position(|c| c.name == f);
     changes.sort_by_key(|c| order(&c.field));
     Ok(Lossless {
+        shape,
+        shaped: Arc::new(reshaped.clone()),
         convs,
         version,
         changes,
         converted,
         plan,
     })
+}
+
+/// How the input's columns are taken before any conversion: each kept column by its
+/// index in the input, then the added ones (all null, of the contract's type).
+#[derive(Debug, Clone, Default)]
+struct Shape {
+    /// `None`: the input's columns as they are.
+    keep: Option<Vec<usize>>,
+    /// Columns added, all null.
+    add: Vec<Field>,
+}
+
+/// The refusal of a mismatch no conversion fixes, with what `reshape` could do about it.
+fn refusal(m: &Mismatch, reshape: Reshape) -> String {
+    match m {
+        Mismatch::Missing { .. } if !reshape.fill_missing => {
+            format!("{m} (fill_missing adds a nullable column the input lacks, all null)")
+        }
+        Mismatch::Missing { .. } => {
+            format!("{m}: a required column, which fill_missing does not invent")
+        }
+        Mismatch::Extra { .. } if !reshape.drop_extra => {
+            format!("{m} (drop_extra drops a column that is in no contract version)")
+        }
+        other => other.to_string(),
+    }
+}
+
+/// The input's schema as `reshape` takes it (see [`Shape`]), and what was done.
+fn shape_of(input: &Schema, reshape: Reshape) -> (Shape, Schema, Vec<Change>) {
+    let all = contract::versions();
+    let Some(newest) = all.last() else {
+        return (Shape::default(), input.clone(), Vec::new());
+    };
+    let known = |n: &str| newest.columns.iter().any(|c| c.name == n);
+    let mut changes = Vec::new();
+    let mut keep = Vec::new();
+    for (i, f) in input.fields().iter().enumerate() {
+        if reshape.drop_extra && !known(f.name()) {
+            changes.push(Change {
+                field: f.name().clone(),
+                from: f.data_type().clone(),
+                to: DataType::Null,
+                how: DROPPED,
+            });
+        } else {
+            keep.push(i);
+        }
+    }
+    let mut fields: Vec<Field> = keep
+        .iter()
+        .map(|&i| input.field(i).clone())
+        .collect();
+    let mut add = Vec::new();
+    if reshape.fill_missing {
+        let names: Vec<&str> = fields.iter().map(|f| f.name().as_str()).collect();
+        // The oldest version holding every contract column the input has.
+        let target = all
+            .iter()
+            .find(|v| {
+                names
+                    .iter()
+                    .filter(|n| known(n))
+                    .all(|n| v.columns.iter().any(|c| c.name == *n))
+            })
+            .unwrap_or(newest);
+        for c in target.columns.iter().filter(|c| !c.required) {
+            if !names.contains(&c.name) {
+                let want = contract::arrow_type(c.kind);
+                changes.push(Change {
+                    field: c.name.to_string(),
+                    from: DataType::Null,
+                    to: want,
+                    how: ADDED,
+                });
+                add.push(Field::new(c.name, DataType::Null, true));
+            }
+        }
+    }
+    fields.extend(add.iter().cloned());
+    let same = keep.len() == input.fields().len();
+    let shape = Shape {
+        keep: (!same).then_some(keep),
+        add,
+    };
+    (shape, Schema::new(fields), changes)
+}
+
+impl Shape {
+    /// `batch` as the shape takes it.
+    fn apply(&self, batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch> {
+        if self.keep.is_none() && self.add.is_empty() {
+            return Ok(batch.clone());
+        }
+        let mut cols: Vec<ArrayRef> = match &self.keep {
+            Some(keep) => keep.iter().map(|&i| batch.column(i).clone()).collect(),
+            None => batch.columns().to_vec(),
+        };
+        for _ in &self.add {
+            cols.push(Arc::new(arrow_array::NullArray::new(batch.num_rows())));
+        }
+        Ok(RecordBatch::try_new_with_options(
+            schema.clone(),
+            cols,
+            &arrow_array::RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
+        )?)
+    }
 }
 
 impl Lossless {
@@ -220,6 +384,7 @@ impl Lossless {
     /// `batch` in the contract's schema; `first_row` is the 1-based number of its first
     /// row in the whole input, for errors (`row 12, field `strategy_index`: ...`).
     pub fn apply(&self, batch: &RecordBatch, first_row: u64) -> Result<RecordBatch> {
+        let batch = &self.shape.apply(batch, &self.shaped)?;
         let mut cols: Vec<ArrayRef> = batch.columns().to_vec();
         for (i, c, want) in &self.convs {
             let name = self.converted.field(*i).name();

@@ -65,7 +65,7 @@ fn required_cells(version: &contract::ContractVersion, batch: &RecordBatch, r: &
                 r.cell(i, ci, None, "is null, but the contract requires a value");
             }
         }
-        if c.kind == Kind::Str {
+        if c.kind == Kind::Str && !contract::EMPTY_IS_A_VALUE.contains(&c.name) {
             let s = arr.as_string::<i32>();
             for i in (0..s.len()).filter(|&i| s.is_valid(i) && s.value(i).is_empty()) {
                 r.cell(
@@ -117,6 +117,28 @@ fn value_rules(batch: &RecordBatch, r: &mut Refuse<'_>) {
             Some(strat.value(i).to_string()),
             format!("{} is negative", strat.value(i)),
         );
+    }
+}
+
+/// The forms of the columns 1.3.0 adds (when the batch has them): `operation_code` is
+/// `AUTHORITY:CODE`, `grids` names separated by single spaces.
+fn operation_rules(version: &contract::ContractVersion, batch: &RecordBatch, r: &mut Refuse<'_>) {
+    type Rule = fn(&str) -> Option<String>;
+    let rules: [(usize, Rule); 2] = [
+        (col::OPERATION_CODE, crate::schema::rules::operation_code_problem),
+        (col::GRIDS, crate::schema::rules::grids_problem),
+    ];
+    for (ci, rule) in rules {
+        let Some(c) = version.columns.get(ci) else {
+            continue; // 1.2.0
+        };
+        debug_assert_eq!(Some(c.name), contract::column_name(ci));
+        let s = batch.column(ci).as_string::<i32>();
+        for i in (0..s.len()).filter(|&i| s.is_valid(i)) {
+            if let Some(why) = rule(s.value(i)) {
+                r.cell(i, ci, Some(cut(s.value(i))), why);
+            }
+        }
     }
 }
 
@@ -201,6 +223,7 @@ impl Validator {
         });
         self.check_run_ids(batch, &mut r);
         value_rules(batch, &mut r);
+        operation_rules(&version, batch, &mut r);
         duplicate_ids(batch, &mut r);
         let mut cols: Vec<ArrayRef> = batch.columns().to_vec();
         for ci in [col::SOURCE_CRS, col::TARGET_CRS] {

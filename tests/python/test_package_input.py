@@ -448,10 +448,17 @@ def test_messages_from_python_name_keyword_arguments_not_cli_flags(tmp_path: Pat
 def test_the_schema_is_the_contract_with_its_version() -> None:
     assert ls.SCHEMA_VERSION == "1.2.0"
     assert ls.SCHEMA.metadata == {b"lineage_schema_version": b"1.2.0"}
-    r = lineage("schema", "--json")
+    r = lineage("schema", "--json", "--schema-version", "1.2.0")
     assert r.returncode == 0, r.stderr
     cli = json.loads(r.stdout)["fields"]
     assert ls.SCHEMA.names == [f["name"] for f in cli] == list(event(1))
+    # The newest version (what `lineage schema` prints) is 1.3.0: 1.2.0's columns, then six.
+    newest = json.loads(lineage("schema", "--json").stdout)
+    assert ls.SCHEMA_VERSIONS == ["1.2.0", "1.3.0"] and newest["schema_version"] == "1.3.0"
+    v13 = ls.contract_schema("1.3.0")
+    assert v13.names == [f["name"] for f in newest["fields"]] and v13.names[:15] == ls.SCHEMA.names
+    assert v13.metadata == {b"lineage_schema_version": b"1.3.0"}
+    assert str(v13.field("degraded").type) == "bool"
     assert all(f.nullable for f in ls.SCHEMA)  # as the design note's pa.schema makes them
     assert str(ls.SCHEMA.field("event_time_utc").type) == "timestamp[us, tz=UTC]"
 

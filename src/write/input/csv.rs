@@ -1,6 +1,9 @@
-//! CSV: a header naming the 15 fields (in any order), then one event per record. An empty
-//! cell is null; `event_time_utc` is RFC 3339; spaces around a number or a time are
-//! ignored, other cells are kept as written.
+//! CSV: a header naming 1.2.0's 15 fields and any of the 6 fields 1.3.0 adds (in any
+//! order; an absent 1.3.0 column is null), then one event per record. An empty cell is
+//! null (also in `grids`: an empty list of grids needs NDJSON, Arrow or Parquet);
+//! `event_time_utc` is RFC 3339; `degraded` is `true` or `false` (any case: pandas writes
+//! `True`); spaces around a number, a boolean or a time are ignored, other cells are kept
+//! as written.
 //!
 //! Lines are counted as an editor counts them: physical lines from 1, the header is line
 //! 1, blank lines and quoted newlines count, CRLF and LF alike ([`Lines`]; the `csv`
@@ -16,7 +19,7 @@ use std::io::Read;
 
 use crate::base::error::{Error, Result};
 use crate::base::rejection::{Collector, InputError, Place};
-use crate::schema::contract::{Kind, COLUMNS};
+use crate::schema::contract::{self, col, Kind, COLUMNS, KNOWN_COLUMNS};
 use crate::schema::events::{EventRow, LineBatcher, SourcedBatch};
 use crate::schema::rules::cut;
 
@@ -187,7 +190,7 @@ pub(super) fn read<R: std::io::Read>(
 /// unreadable header or one that is not the contract's refuses the input.
 fn read_header<R: std::io::Read>(
     rdr: &mut csv::Reader<Lines<R>>,
-) -> Result<(csv::StringRecord, [usize; 15])> {
+) -> Result<(csv::StringRecord, Positions)> {
     let headers = match rdr.headers() {
         Ok(h) => h.clone(),
         Err(e) => {
@@ -215,13 +218,13 @@ fn read_header<R: std::io::Read>(
 fn push_record(
     rec: &csv::StringRecord,
     line: u64,
-    pos: &[usize; 15],
+    pos: &Positions,
     batcher: &mut LineBatcher,
 ) -> Result<()> {
     let cell = |ci: usize| -> Option<&str> { rec.get(pos[ci]).filter(|v| !v.is_empty()) };
     let mut refused = Vec::new();
     let mut row = EventRow::default();
-    for (ci, c) in COLUMNS.iter().enumerate() {
+    for (ci, c) in contract::known_columns().enumerate() {
         let Some(v) = cell(ci) else { continue };
         let n = v.trim_matches(' ');
         let got = match c.kind {
@@ -239,6 +242,13 @@ fn push_record(
                 .map(|x| row.accuracy_m = Some(x))
                 .map_err(|_| format!("`{}` is not a number", cut(v))),
             Kind::TimestampUtc => parse_time_us(v).map(|us| row.event_time_us = Some(us)),
+            Kind::Bool => match n.to_ascii_lowercase().as_str() {
+                "true" | "false" => {
+                    row.degraded = Some(n.eq_ignore_ascii_case("true"));
+                    Ok(())
+                }
+                _ => Err(format!("`{}` is not true or false", cut(v))),
+            },
         };
         if let Err(why) = got {
             batcher.error(line, Some(ci), Some(cut(v)), why)?;
@@ -256,18 +266,27 @@ fn push_record(
     row.rejection_reason = cell(12);
     row.tool_version = cell(13);
     row.audit_tag = cell(14);
+    row.operation_code = cell(col::OPERATION_CODE);
+    row.operation_name = cell(col::OPERATION_NAME);
+    row.grids = cell(col::GRIDS);
+    row.input_dataset = cell(col::INPUT_DATASET);
+    row.input_version = cell(col::INPUT_VERSION);
     batcher.push_refused(&row, line, &refused)
 }
 
+/// Column index in the file of each column the reader knows ([`contract::known_columns`]);
+/// `usize::MAX` for a 1.3.0 column the header does not have.
+type Positions = [usize; KNOWN_COLUMNS];
+
 /// Column index in the file of each contract column; every problem of the header at once.
-fn header_columns(headers: &csv::StringRecord, line: u64) -> Result<[usize; 15]> {
-    let mut pos = [usize::MAX; 15];
+fn header_columns(headers: &csv::StringRecord, line: u64) -> Result<Positions> {
+    let mut pos = [usize::MAX; KNOWN_COLUMNS];
     let mut errors = Collector::new(0);
     let at =
         |field: &str, reason: String| InputError::new(Place::Line(line), Some(field), None, reason);
     for (i, h) in headers.iter().enumerate() {
         let h = h.trim_start_matches('\u{feff}');
-        match COLUMNS.iter().position(|c| c.name == h) {
+        match contract::known_columns().position(|c| c.name == h) {
             Some(ci) if pos[ci] != usize::MAX => errors.push(
                 at(
                     h,
@@ -303,7 +322,7 @@ fn header_columns(headers: &csv::StringRecord, line: u64) -> Result<[usize; 15]>
             errors.push(
                 at(
                     c.name,
-                    "is missing from the header (every one of the 15 fields must be a column)"
+                    "is missing from the header (every one of 1.2.0's 15 fields must be a column)"
                         .to_string(),
                 ),
                 ci,
@@ -317,7 +336,7 @@ fn header_columns(headers: &csv::StringRecord, line: u64) -> Result<[usize; 15]>
 fn utf8_field(
     e: &csv::Error,
     headers: &csv::StringRecord,
-    pos: &[usize; 15],
+    pos: &Positions,
 ) -> (Option<usize>, Option<String>) {
     match e.kind() {
         csv::ErrorKind::Utf8 { err, .. } => {

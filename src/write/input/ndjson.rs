@@ -1,5 +1,7 @@
-//! NDJSON: one object per line with exactly the 15 field names; `event_time_utc` as
-//! RFC 3339. Blank lines are skipped. Strings without escapes are borrowed, not copied.
+//! NDJSON: one object per line with 1.2.0's 15 field names, and any of the 6 fields 1.3.0
+//! adds (an absent 1.3.0 field is null, so 1.2.0 lines are read as they always were);
+//! `event_time_utc` as RFC 3339, `degraded` as `true`/`false`. Blank lines are skipped.
+//! Strings without escapes are borrowed, not copied.
 //!
 //! Every refused line is reported, not only the first (the batcher carries the errors to
 //! the row rules, which order them): a line that is not a JSON object makes no row; a line
@@ -16,7 +18,7 @@ use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
 
 use crate::base::error::Result;
-use crate::schema::contract::{col, Kind, COLUMNS};
+use crate::schema::contract::{self, col, Kind, COLUMNS, KNOWN_COLUMNS};
 use crate::schema::events::{EventRow, LineBatcher, SourcedBatch};
 use crate::schema::rules::{cut, shorten};
 use crate::write::input::tolerant::{colon_offset, Whole};
@@ -87,6 +89,18 @@ struct Raw<'a> {
     tool_version: Option<Option<Text<'a>>>,
     #[serde(default, deserialize_with = "present", borrow)]
     audit_tag: Option<Option<Text<'a>>>,
+    #[serde(default, borrow)]
+    operation_code: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    operation_name: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    grids: Option<Text<'a>>,
+    #[serde(default)]
+    degraded: Option<bool>,
+    #[serde(default, borrow)]
+    input_dataset: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    input_version: Option<Text<'a>>,
 }
 
 /// What a serde error says, without serde's position (which describes the line buffer):
@@ -147,7 +161,7 @@ fn shown(v: &serde_json::Value) -> Option<String> {
 }
 
 const MISSING: &str =
-    "is missing (every one of the 15 fields must be present; use null for no value)";
+    "is missing (every one of 1.2.0's 15 fields must be present; use null for no value)";
 
 pub(super) fn parse(bytes: &[u8]) -> Result<Vec<SourcedBatch>> {
     let mut batcher = LineBatcher::new();
@@ -202,7 +216,7 @@ pub(super) fn parse_lines(
                 line_no,
                 None,
                 Some(cut(line.trim())),
-                "is not a JSON object (each line holds one object with the 15 fields)",
+                "is not a JSON object (each line holds one object with the contract's fields)",
             )?;
             continue;
         }
@@ -279,6 +293,12 @@ fn push_raw(raw: Raw<'_>, line_no: u64, batcher: &mut LineBatcher) -> Result<()>
         rejection_reason: s(&rejection_reason),
         tool_version: s(&tool_version),
         audit_tag: s(&audit_tag),
+        operation_code: s(&raw.operation_code),
+        operation_name: s(&raw.operation_name),
+        grids: s(&raw.grids),
+        degraded: raw.degraded,
+        input_dataset: s(&raw.input_dataset),
+        input_version: s(&raw.input_version),
     };
     batcher.push_refused(&row, line_no, &refused)
 }
@@ -349,7 +369,7 @@ fn field_by_field(line: &str, line_no: u64, batcher: &mut LineBatcher) -> Result
             let field = (!path.is_empty() && path != ".").then_some(path);
             let column = field
                 .as_deref()
-                .and_then(|f| COLUMNS.iter().position(|c| c.name == f));
+                .and_then(|f| contract::known_columns().position(|c| c.name == f));
             let why = message(line, e.inner());
             return batcher.error_in(line_no, column, field.as_deref(), None, why);
         }
@@ -372,26 +392,37 @@ fn field_by_field(line: &str, line_no: u64, batcher: &mut LineBatcher) -> Result
         rejection_reason: st(col::REJECTION_REASON),
         tool_version: st(col::TOOL_VERSION),
         audit_tag: st(col::AUDIT_TAG),
+        operation_code: st(col::OPERATION_CODE),
+        operation_name: st(col::OPERATION_NAME),
+        grids: st(col::GRIDS),
+        input_dataset: st(col::INPUT_DATASET),
+        input_version: st(col::INPUT_VERSION),
         ..row
     };
     batcher.push_refused(&row, line_no, &refused)
 }
+
+/// The text cells of a row, by column.
+type Strs = [Option<String>; KNOWN_COLUMNS];
 
 /// Each placed value read as its column's type: the row's non-text cells, its text
 /// cells by column, and the refused columns (missing or mistyped, each reported).
 fn typed(
     line: &str,
     line_no: u64,
-    values: &[Option<serde_json::Value>; 15],
+    values: &[Option<serde_json::Value>; KNOWN_COLUMNS],
     batcher: &mut LineBatcher,
-) -> Result<(EventRow<'static>, [Option<String>; 15], Vec<usize>)> {
+) -> Result<(EventRow<'static>, Strs, Vec<usize>)> {
     let mut refused = Vec::new();
-    let mut strs: [Option<String>; 15] = Default::default();
+    let mut strs: Strs = Default::default();
     let mut row = EventRow::default();
-    for (ci, c) in COLUMNS.iter().enumerate() {
+    for (ci, c) in contract::known_columns().enumerate() {
         let Some(v) = &values[ci] else {
-            batcher.error(line_no, Some(ci), None, MISSING)?;
-            refused.push(ci);
+            // Only 1.2.0's fields must be present; one 1.3.0 adds is null when absent.
+            if ci < COLUMNS.len() {
+                batcher.error(line_no, Some(ci), None, MISSING)?;
+                refused.push(ci);
+            }
             continue;
         };
         let bad = |e: serde_json::Error| message(line, &e);
@@ -407,6 +438,9 @@ fn typed(
                 .map_err(bad),
             Kind::F64 => Option::<f64>::deserialize(v)
                 .map(|n| row.accuracy_m = n)
+                .map_err(bad),
+            Kind::Bool => Option::<bool>::deserialize(v)
+                .map(|b| row.degraded = b)
                 .map_err(bad),
             Kind::TimestampUtc => match Option::<String>::deserialize(v).map_err(bad) {
                 Ok(Some(t)) => parse_time_us(&t).map(|us| row.event_time_us = Some(us)),
@@ -428,10 +462,10 @@ fn by_column(
     members: Members,
     line_no: u64,
     batcher: &mut LineBatcher,
-) -> Result<[Option<serde_json::Value>; 15]> {
-    let mut values: [Option<serde_json::Value>; 15] = Default::default();
+) -> Result<[Option<serde_json::Value>; KNOWN_COLUMNS]> {
+    let mut values: [Option<serde_json::Value>; KNOWN_COLUMNS] = Default::default();
     for (key, v) in members.0 {
-        match COLUMNS.iter().position(|c| c.name == key) {
+        match contract::known_columns().position(|c| c.name == key) {
             None => {
                 let hint = match crate::schema::rules::meant(&key) {
                     Some(name) => format!("; did you mean `{name}`?"),
@@ -443,7 +477,7 @@ fn by_column(
                     Some(&key),
                     shown(&v),
                     format!(
-                        "unknown field `{}`: not one of the contract's 15 fields (`lineage schema` lists them){hint}",
+                        "unknown field `{}`: not one of the contract's fields (`lineage schema` lists them){hint}",
                         cut(&key)
                     ),
                 )?;

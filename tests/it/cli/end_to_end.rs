@@ -290,18 +290,20 @@ fn schema_prints_the_contract() {
     let o = lineage(&["schema", "--json"], None);
     assert!(o.status.success());
     let v: Value = serde_json::from_str(&text(&o).0).unwrap();
-    assert_eq!(v["schema_version"], "1.2.0");
+    assert_eq!(v["schema_version"], "1.3.0");
     let names: Vec<&str> = v["fields"]
         .as_array()
         .unwrap()
         .iter()
         .map(|f| f["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names.len(), 15);
+    assert_eq!(names.len(), 21);
     assert_eq!(names[3], "event_time_utc");
     assert_eq!(v["fields"][3]["type"], "Timestamp(µs, \"UTC\")");
+    assert_eq!(names[18], "degraded");
+    assert_eq!(v["fields"][18]["type"], "Boolean");
     let human = text(&lineage(&["schema"], None)).0;
-    assert!(human.contains("schema version 1.2.0") && human.contains("rejection_reason"));
+    assert!(human.contains("schema version 1.3.0") && human.contains("rejection_reason"));
 }
 
 #[test]

@@ -57,7 +57,7 @@ fn check_of_a_valid_input_says_what_an_append_would_do_and_writes_nothing() {
     assert_eq!(o.status.code(), Some(0), "{err}");
     assert_eq!(
         out,
-        "valid: 7 rows, contract 1.2.0; an append with --batch-rows 2 would make 5 commits in 4 partitions:\n\
+        "valid: 7 rows, contract 1.3.0; an append with --batch-rows 2 would make 5 commits in 4 partitions:\n\
          \x20 run_id=run-b target_crs=EPSG:4326: 3 rows, 2 commits\n\
          \x20 run_id=run-a target_crs=EPSG:4326: 2 rows, 1 commit\n\
          \x20 run_id=run-b target_crs=EPSG:3857: 1 row, 1 commit\n\
@@ -72,7 +72,7 @@ fn check_of_a_valid_input_says_what_an_append_would_do_and_writes_nothing() {
         (Some(7), Some(4))
     );
     assert_eq!(v["batch_rows"], 100_000);
-    assert_eq!(v["schema_version"], "1.2.0");
+    assert_eq!(v["schema_version"], "1.3.0");
     assert_eq!(v["partitions"][2]["target_crs"], "EPSG:3857");
     assert_eq!(snapshot(dir.path()), before, "check writes nothing");
     // What the append then does is what check said.

@@ -175,6 +175,7 @@ fn batch(values: &[f64]) -> RecordBatch {
             rejection_reason: None,
             tool_version: Some("geostd/2.4.1"),
             audit_tag: None,
+            ..EventRow::default()
         });
     }
     b.finish().unwrap()

@@ -1,6 +1,7 @@
-//! Contract versions beyond 1.2.0: the registry's rules (additive, nullable, same major),
-//! and the CLI with a test-only 1.3.0 (examples/lineage_test_contract.rs) writing,
-//! verifying and exporting a store that mixes versions.
+//! Contract versions beyond the released ones: the registry's rules (additive, nullable,
+//! same major), and the CLI with a test-only 1.4.0 (examples/lineage_test_contract.rs:
+//! 1.3.0 + `transform_pipeline`) writing, verifying and exporting a store that mixes
+//! versions.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -16,20 +17,21 @@ const ADDED: Column = Column {
     name: "transform_pipeline",
     kind: Kind::Str,
     required: false,
-    doc: "PROJ pipeline of the transformation (test-only version 1.3.0)",
+    doc: "PROJ pipeline of the transformation (test-only version 1.4.0)",
 };
 
 fn with(extra: &[Column]) -> Vec<Column> {
     let mut c = contract::COLUMNS.to_vec();
+    c.extend_from_slice(&contract::COLUMNS_1_3_0);
     c.extend_from_slice(extra);
     c
 }
 
-/// The test-only 1.3.0, registered in this test process (idempotent): each test that
+/// The test-only 1.4.0, registered in this test process (idempotent): each test that
 /// registers it runs in a process of its own ([`own_process`]), so no other test of this
 /// binary ever sees it.
-fn v130() -> Arc<contract::ContractVersion> {
-    contract::register_version("1.3.0", &with(&[ADDED])).unwrap()
+fn v140() -> Arc<contract::ContractVersion> {
+    contract::register_version("1.4.0", &with(&[ADDED])).unwrap()
 }
 
 fn refused(v: &str, cols: &[Column], want: &str) {
@@ -51,37 +53,39 @@ fn the_registry_takes_only_additive_nullable_changes_within_the_major() {
         contract::COLUMNS.to_vec(),
         "1.2.0 is frozen"
     );
-    let v = v130();
-    assert_eq!(v.columns.len(), 16);
-    assert_eq!(contract::newest().version, "1.3.0");
+    assert_eq!(contract::newest().version, "1.3.0", "the released newest");
+    assert_eq!(contract::newest().columns.len(), 21);
+    let v = v140();
+    assert_eq!(v.columns.len(), 22);
+    assert_eq!(contract::newest().version, "1.4.0");
     assert_eq!(
-        v130().version,
-        "1.3.0",
+        v140().version,
+        "1.4.0",
         "registering the same again is a no-op"
     );
     let needs_major = "needs a new major version (2.0.0)";
     let mut removed = with(&[ADDED]);
     removed.remove(14);
-    refused("1.4.0", &removed, needs_major);
-    refused("1.4.0", &removed, "column `audit_tag` of 1.3.0 is removed");
+    refused("1.5.0", &removed, needs_major);
+    refused("1.5.0", &removed, "column `audit_tag` of 1.4.0 is removed");
     let mut renamed = with(&[ADDED]);
     renamed[12].name = "reject_reason";
     refused(
-        "1.4.0",
+        "1.5.0",
         &renamed,
-        "column 13 `rejection_reason` of 1.3.0 is renamed to `reject_reason`",
+        "column 13 `rejection_reason` of 1.4.0 is renamed to `reject_reason`",
     );
     let mut retyped = with(&[ADDED]);
     retyped[11].kind = Kind::Str;
     refused(
-        "1.4.0",
+        "1.5.0",
         &retyped,
         "column `accuracy_m` changes from F64 to Str",
     );
     let mut moved = with(&[ADDED]);
     moved.swap(0, 1);
     refused(
-        "1.4.0",
+        "1.5.0",
         &moved,
         "column `event_id` moves from position 1 to 2",
     );
@@ -89,20 +93,21 @@ fn the_registry_takes_only_additive_nullable_changes_within_the_major() {
     required.name = "crs_area";
     required.required = true;
     refused(
-        "1.4.0",
+        "1.5.0",
         &with(&[ADDED, required]),
         "new column `crs_area` is required",
     );
     let mut other = ADDED;
     other.name = "crs_area";
     refused("2.0.0", &with(&[ADDED, other]), needs_major);
-    refused("1.2.5", &with(&[ADDED, other]), "is not newer than 1.3.0");
-    refused("1.4.0", &with(&[ADDED]), "adds no column");
-    refused("1.4", &with(&[ADDED, other]), "not a MAJOR.MINOR.PATCH");
-    refused("1.3.0", &with(&[other]), "registered with other columns");
+    refused("1.3.5", &with(&[ADDED, other]), "is not newer than 1.4.0");
+    refused("1.5.0", &with(&[ADDED]), "adds no column");
+    refused("1.5", &with(&[ADDED, other]), "not a MAJOR.MINOR.PATCH");
+    refused("1.4.0", &with(&[other]), "registered with other columns");
+    refused("1.3.0", &with(&[ADDED]), "registered with other columns");
     assert_eq!(
         contract::newest().version,
-        "1.3.0",
+        "1.4.0",
         "nothing refused was registered"
     );
 }
@@ -115,13 +120,15 @@ fn older_input_is_widened_with_nulls_and_newer_never_narrowed() {
     ) {
         return;
     }
-    let v = v130();
+    let v = v140();
     let base = contract::version("1.2.0").unwrap();
     let batches = lineage_store::generate_demo_events(50, 1, 7).unwrap();
     let (to, out) = contract::for_append(batches.clone(), None, false).unwrap();
-    assert_eq!(to.version, "1.3.0", "text input is written as the newest");
-    assert_eq!(out[0].num_columns(), 16);
-    assert_eq!(out[0].column(15).null_count(), out[0].num_rows());
+    assert_eq!(to.version, "1.4.0", "text input is written as the newest");
+    assert_eq!(out[0].num_columns(), 22);
+    for c in 15..22 {
+        assert_eq!(out[0].column(c).null_count(), out[0].num_rows());
+    }
     let (to, _) = contract::for_append(batches.clone(), None, true).unwrap();
     assert_eq!(to.version, "1.2.0", "typed 1.2.0 input keeps its version");
     let (to, kept) = contract::for_append(batches.clone(), Some("1.2.0"), false).unwrap();
@@ -157,16 +164,16 @@ fn ok(o: &Output) -> String {
     out
 }
 
-/// Demo events of one run, as 1.3.0 batches with a pipeline in every row.
-fn v130_batches(run_rows: usize, seed: u64) -> Vec<RecordBatch> {
-    let v = v130();
+/// Demo events of one run, as 1.4.0 batches with a pipeline in every row.
+fn v140_batches(run_rows: usize, seed: u64) -> Vec<RecordBatch> {
+    let v = v140();
     let base = contract::version("1.2.0").unwrap();
     let batches = lineage_store::generate_demo_events(run_rows, 1, seed).unwrap();
     contract::conform(batches, &base, &v)
         .unwrap()
         .into_iter()
         .map(|b| {
-            let mut cols: Vec<ArrayRef> = b.columns()[..15].to_vec();
+            let mut cols: Vec<ArrayRef> = b.columns()[..21].to_vec();
             let p: StringArray = (0..b.num_rows())
                 .map(|i| Some(format!("+proj=pipeline +step={}", i % 3)))
                 .collect();
@@ -218,12 +225,12 @@ fn a_store_mixing_versions_is_written_verified_and_exported() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("store").display().to_string();
     let s = store.as_str();
-    // NDJSON without the flag: the newest (1.3.0), the added column null.
+    // NDJSON without the flag: the newest (1.4.0), the added columns null.
     let nd = dir.path().join("a.ndjson");
     std::fs::write(&nd, sample::ndjson(&sample::events(20))).unwrap();
     let nd = nd.to_str().unwrap();
     ok(&run(&cli, &["append", "--store", s, "--input", nd]));
-    assert!(versions_in_log(&cli, s).iter().all(|v| v == "1.3.0"));
+    assert!(versions_in_log(&cli, s).iter().all(|v| v == "1.4.0"));
     // --schema-version 1.2.0: written as 1.2.0.
     ok(&run(
         &cli,
@@ -237,7 +244,7 @@ fn a_store_mixing_versions_is_written_verified_and_exported() {
             "1.2.0",
         ],
     ));
-    // Typed input keeps its version: Parquet of 1.2.0, Arrow of 1.3.0 (with values).
+    // Typed input keeps its version: Parquet of 1.2.0, Arrow of 1.4.0 (with values).
     let pq = dir.path().join("b.parquet");
     write_parquet(&pq, &lineage_store::generate_demo_events(30, 1, 3).unwrap());
     ok(&run(
@@ -245,7 +252,7 @@ fn a_store_mixing_versions_is_written_verified_and_exported() {
         &["append", "--store", s, "--input", pq.to_str().unwrap()],
     ));
     let arrow = dir.path().join("c.arrow");
-    write_arrow(&arrow, &v130_batches(30, 4));
+    write_arrow(&arrow, &v140_batches(30, 4));
     ok(&run(
         &cli,
         &["append", "--store", s, "--input", arrow.to_str().unwrap()],
@@ -253,13 +260,13 @@ fn a_store_mixing_versions_is_written_verified_and_exported() {
     let mut seen = versions_in_log(&cli, s);
     seen.sort();
     seen.dedup();
-    assert_eq!(seen, ["1.2.0", "1.3.0"]);
-    // Refusals: an unregistered version, and 1.3.0 input narrowed to 1.2.0. Nothing published.
+    assert_eq!(seen, ["1.2.0", "1.4.0"]);
+    // Refusals: an unregistered version, and 1.4.0 input narrowed to 1.2.0. Nothing published.
     let before = sample::snapshot(Path::new(s));
     for (args, want) in [
         (
             vec!["--schema-version", "1.9.0"],
-            "schema version 1.9.0 is not registered (registered: 1.2.0, 1.3.0)",
+            "schema version 1.9.0 is not registered (registered: 1.2.0, 1.3.0, 1.4.0)",
         ),
         (
             vec!["--schema-version", "1.2.0"],
@@ -281,7 +288,7 @@ fn a_store_mixing_versions_is_written_verified_and_exported() {
         sample::snapshot(Path::new(s)),
         "refused input publishes nothing"
     );
-    // verify accepts every registered version; a binary without 1.3.0 names it.
+    // verify accepts every registered version; a binary without 1.4.0 names it.
     ok(&run(&cli, &["seal", "--store", s]));
     ok(&run(&cli, &["verify", "--store", s]));
     let o = run(
@@ -291,10 +298,12 @@ fn a_store_mixing_versions_is_written_verified_and_exported() {
     assert_eq!(o.status.code(), Some(1));
     let out = support::text(&o).0;
     assert!(
-        out.contains("footer schema version \"1.3.0\" is not registered (registered: 1.2.0)"),
+        out.contains(
+            "footer schema version \"1.4.0\" is not registered (registered: 1.2.0, 1.3.0)"
+        ),
         "{out}"
     );
-    // A scan to Parquet of both versions: the 1.3.0 parts' column chunks copied, the
+    // A scan to Parquet of both versions: the 1.4.0 parts' column chunks copied, the
     // 1.2.0 parts decoded, widened with a null `transform_pipeline` and encoded into the
     // same file; the same rows as the decoded scan to Arrow IPC.
     let pq = dir.path().join("scan.parquet");
@@ -312,7 +321,7 @@ fn a_store_mixing_versions_is_written_verified_and_exported() {
     )
     .unwrap();
     let schema = b.schema().clone();
-    assert_eq!(schema.fields().len(), 16);
+    assert_eq!(schema.fields().len(), 22);
     let got: Vec<RecordBatch> = b.build().unwrap().map(|b| b.unwrap()).collect();
     let got = arrow_select::concat::concat_batches(&schema, &got).unwrap();
     let r =
@@ -321,9 +330,9 @@ fn a_store_mixing_versions_is_written_verified_and_exported() {
     let want = arrow_select::concat::concat_batches(&want[0].schema(), &want).unwrap();
     assert_eq!(got, want);
     assert_eq!(got.num_rows(), 20 + 20 + 30 + 30);
-    let pipelines = arrow_array::Array::len(got.column(15).as_ref())
-        - arrow_array::Array::null_count(got.column(15).as_ref());
-    assert_eq!(pipelines, 30, "only the 1.3.0 Arrow input has pipelines");
+    let pipelines = arrow_array::Array::len(got.column(21).as_ref())
+        - arrow_array::Array::null_count(got.column(21).as_ref());
+    assert_eq!(pipelines, 30, "only the 1.4.0 Arrow input has pipelines");
     // The exports read both versions; the schema facet shows the union.
     let ev = ok(&run(&cli, &["export", "openlineage", "--store", s]));
     assert!(ev.contains("\"name\":\"transform_pipeline\""));
@@ -332,23 +341,23 @@ fn a_store_mixing_versions_is_written_verified_and_exported() {
         .unwrap()
         .flat_map(|d| std::fs::read_dir(d.unwrap().path()).unwrap())
         .map(|e| e.unwrap().path())
-        .find(|p| std::fs::read_to_string(p).unwrap().contains("\"1.3.0\""))
+        .find(|p| std::fs::read_to_string(p).unwrap().contains("\"1.4.0\""))
         .unwrap();
     let text = std::fs::read_to_string(&ptr).unwrap();
-    std::fs::write(&ptr, text.replace("\"1.3.0\"", "\"1.2.0\"")).unwrap();
+    std::fs::write(&ptr, text.replace("\"1.4.0\"", "\"1.2.0\"")).unwrap();
     let o = run(&cli, &["verify", "--store", s]);
     assert_eq!(o.status.code(), Some(1));
     assert!(
         support::text(&o)
             .0
-            .contains("footer schema version 1.3.0, pointer"),
+            .contains("footer schema version 1.4.0, pointer"),
         "{}",
         support::text(&o).0
     );
 }
 
 /// `check --schema-version` with a registered version (issue 22): the summary names the
-/// version an append would write, through the CLI (the test-only binary knows 1.3.0, the
+/// version an append would write, through the CLI (the test-only binary knows 1.4.0, the
 /// plain `lineage` does not) and through the library.
 #[test]
 fn check_with_a_registered_schema_version_says_which_version_an_append_would_write() {
@@ -363,7 +372,7 @@ fn check_with_a_registered_schema_version_says_which_version_an_append_would_wri
     std::fs::write(&input, crate::support::bad_input::good_ndjson(3)).unwrap();
     let input_s = input.to_str().unwrap();
     let bin = test_cli();
-    for (v, want) in [("1.3.0", "1.3.0"), ("1.2.0", "1.2.0")] {
+    for (v, want) in [("1.4.0", "1.4.0"), ("1.3.0", "1.3.0"), ("1.2.0", "1.2.0")] {
         let args = ["check", "--input", input_s, "--schema-version", v];
         let text = ok(&run(&bin, &args));
         assert!(
@@ -379,18 +388,18 @@ fn check_with_a_registered_schema_version_says_which_version_an_append_would_wri
     let plain = Path::new(env!("CARGO_BIN_EXE_lineage"));
     let o = run(
         plain,
-        &["check", "--input", input_s, "--schema-version", "1.3.0"],
+        &["check", "--input", input_s, "--schema-version", "1.4.0"],
     );
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        support::text(&o).1.contains("1.3.0"),
+        support::text(&o).1.contains("1.4.0"),
         "{:?}",
         support::text(&o)
     );
-    // The library, with 1.3.0 registered in this process.
-    v130();
+    // The library, with 1.4.0 registered in this process.
+    v140();
     let source = lineage_store::Input::open(Some(&input), None).unwrap();
-    for v in ["1.3.0", "1.2.0"] {
+    for v in ["1.4.0", "1.3.0", "1.2.0"] {
         let report = lineage_store::check(
             &source,
             &lineage_store::CheckOptions {

@@ -2,6 +2,7 @@
 //! and contract versions.
 
 mod commit_keys;
+mod contract_1_3;
 mod contract_versions;
 mod part_encoding;
 mod path;

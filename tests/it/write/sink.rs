@@ -84,6 +84,7 @@ async fn full_partitions_are_committed_as_they_fill_and_finish_returns_every_poi
         rejection_reason: None,
         tool_version: Some("geostd/2.4.1"),
         audit_tag: None,
+        ..EventRow::default()
     }])
     .await
     .unwrap();
