@@ -16,7 +16,7 @@ Nothing here imports pyarrow until a table is built. See docs/geo.md.
 from __future__ import annotations
 
 import datetime as dt
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 if TYPE_CHECKING:
     import pyarrow
@@ -64,23 +64,11 @@ def _utc_now() -> dt.datetime:
 
 
 def event_schema() -> "pyarrow.Schema":
-    """The contract's schema as the events are built: ``lineage_store.SCHEMA`` when it
-    holds the 1.3.0 columns, else 1.2.0's with them appended (what a 1.3.0 store takes)."""
-    import pyarrow as pa
+    """The contract version a run's events are built in: 1.3.0 (1.2.0's 15 columns and
+    ``OPERATION_COLUMNS``), as ``lineage_store.contract_schema("1.3.0")``."""
+    from ._native import contract_schema
 
-    from . import SCHEMA
-
-    if all(name in SCHEMA.names for name in OPERATION_COLUMNS):
-        return SCHEMA
-    extra = [
-        pa.field("operation_code", pa.string()),
-        pa.field("operation_name", pa.string()),
-        pa.field("grids", pa.string()),
-        pa.field("degraded", pa.bool_()),
-        pa.field("input_dataset", pa.string()),
-        pa.field("input_version", pa.string()),
-    ]
-    return pa.schema(list(SCHEMA) + extra, metadata=SCHEMA.metadata)
+    return contract_schema("1.3.0")
 
 
 class Run:
@@ -126,7 +114,9 @@ class Run:
         self.chunk_rows = chunk_rows
         self.next_sequence = first_sequence
         self.recorded = 0
-        self._cols: Dict[str, List[Any]] = {c: [] for c in COLUMNS}
+        #: Events recorded and not yet handed to the writer or drained.
+        self.pending = 0
+        self._chunks: List[Tuple[int, int, Dict[str, Any]]] = []
 
     # -- recording ---------------------------------------------------------------------
 
@@ -219,63 +209,70 @@ class Run:
         """Record events with any outcome, one value for all or one per feature (the three
         methods above call this): every contract field but those the run fills (ids,
         sequence, time, run id, tool version, audit tag, input dataset and version)."""
-        ids = [feature_id] if isinstance(feature_id, str) else list(feature_id)
+        ids = [feature_id] if isinstance(feature_id, str) else _values(feature_id)
         n = len(ids)
         if n == 0:
             return 0
-        for i, f in enumerate(ids):
-            if not isinstance(f, str) or not f:
-                raise ValueError(f"feature_id {i + 1} of {n} is {f!r}: a non-empty string is required")
+        _check_ids(ids)
         unknown = set(fields) - set(COLUMNS)
         if unknown:
             raise TypeError(f"unknown event field(s): {', '.join(sorted(unknown))}")
         reserved = set(_FILLED) & set(fields)
         if reserved:
             raise TypeError(f"{', '.join(sorted(reserved))}: filled by the run, not per event")
-        rows: Dict[str, List[Any]] = {name: _spread(name, fields.get(name), n) for name in COLUMNS if name not in _FILLED}
-        rows["outcome"] = _spread("outcome", outcome, n)
-        rows["stage"] = _spread("stage", stage or self.stage, n)
-        rows["feature_id"] = ids
-        for i in range(n):
-            if not rows["outcome"][i]:
-                raise ValueError(f"feature {ids[i]!r}: an outcome is required")
-            if rows["outcome"][i] == "rejected" and not rows["rejection_reason"][i]:
-                raise ValueError(f"feature {ids[i]!r}: a rejection needs a reason")
-        when = self._now()
-        first = self.next_sequence
-        seqs = range(first, first + n)
-        rows["event_id"] = [f"{self.run_id}-{s:09d}" for s in seqs]
-        rows["sequence"] = list(seqs)
-        for name, value in (("run_id", self.run_id), ("event_time_utc", when), ("tool_version", self.tool_version),
-                            ("audit_tag", self.audit_tag), ("input_dataset", self.input_dataset),
-                            ("input_version", self.input_version)):
-            rows[name] = [value] * n
-        for name in COLUMNS:
-            self._cols[name].extend(rows[name])
+        chunk: Dict[str, Any] = {name: _spread(name, fields.get(name), n) for name in COLUMNS if name not in _FILLED}
+        chunk["outcome"] = _spread("outcome", outcome, n)
+        chunk["stage"] = _spread("stage", stage or self.stage, n)
+        chunk["feature_id"] = ids
+        _check_rows(ids, chunk["outcome"], chunk["rejection_reason"])
+        for name, value in (("run_id", self.run_id), ("event_time_utc", self._now()),
+                            ("tool_version", self.tool_version), ("audit_tag", self.audit_tag),
+                            ("input_dataset", self.input_dataset), ("input_version", self.input_version)):
+            chunk[name] = _Same(value)
+        self._chunks.append((self.next_sequence, n, chunk))
         self.next_sequence += n
         self.recorded += n
+        self.pending += n
         if self.writer is not None and self.pending >= self.chunk_rows:
             self.flush()
         return n
 
     # -- output ------------------------------------------------------------------------
 
-    @property
-    def pending(self) -> int:
-        """Events recorded and not yet handed to the writer or drained."""
-        return len(self._cols["event_id"])
-
     def table(self) -> "pyarrow.Table":
         """The pending events as a pyarrow table in the contract's schema (kept pending)."""
         import pyarrow as pa
 
         schema = event_schema()
-        return pa.Table.from_pydict({name: self._cols[name] for name in schema.names}, schema=schema)
+        batches = [self._batch(schema, first, n, chunk) for first, n, chunk in self._chunks]
+        return pa.Table.from_batches(batches, schema=schema)
+
+    def _batch(self, schema: "pyarrow.Schema", first: int, n: int, chunk: Dict[str, Any]) -> "pyarrow.RecordBatch":
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        seq = pa.array(range(first, first + n), type=pa.int64())
+        digits = pc.utf8_lpad(pc.cast(seq, pa.string()), width=9, padding="0")
+        columns = {
+            "sequence": seq,
+            "event_id": pc.binary_join_element_wise(pa.scalar(self.run_id + "-"), digits, ""),
+        }
+        arrays = []
+        for field in schema:
+            value = columns.get(field.name, chunk.get(field.name))
+            if isinstance(value, _Same):
+                value = pa.repeat(pa.scalar(value.value, type=field.type), n)
+            elif not isinstance(value, (pa.Array, pa.ChunkedArray)):
+                value = pa.array(value, type=field.type, from_pandas=False)
+            elif value.type != field.type:
+                value = value.cast(field.type)
+            arrays.append(value)
+        return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
     def drain(self) -> "pyarrow.Table":
         """The pending events as a table, no longer pending."""
         t = self.table()
-        self._truncate(0)
+        self._clear()
         return t
 
     def flush(self) -> List["Commit"]:
@@ -285,7 +282,7 @@ class Run:
             raise ValueError("this run has no writer: take its events with table() or drain()")
         if self.pending:
             self.writer.write(self.table())
-            self._truncate(0)
+            self._clear()
         return self.writer.commits
 
     def close(self) -> List["Commit"]:
@@ -307,22 +304,72 @@ class Run:
             raise ValueError(f"the run's clock returned {when!r}: a zone-aware datetime is required")
         return when.astimezone(dt.timezone.utc)
 
-    def _truncate(self, keep: int) -> None:
-        for values in self._cols.values():
-            del values[keep:]
+    def _clear(self) -> None:
+        self._chunks = []
+        self.pending = 0
 
 
-def _spread(name: str, value: Any, n: int) -> List[Any]:
-    """One value per event: a scalar repeated, or a sequence of exactly ``n`` values."""
-    if value is None or isinstance(value, (str, bytes, int, float, bool, np_generic())):
-        return [value] * n
+class _Same:
+    """One value for every event of a call."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value.item() if hasattr(value, "item") and not isinstance(value, (str, bytes)) else value
+
+
+def _is_arrow(value: Any) -> bool:
+    return type(value).__module__.startswith("pyarrow") and hasattr(value, "null_count")
+
+
+def _values(value: Any) -> Any:
+    """A list of the values, or a pyarrow array as it is (what the geo helper passes)."""
+    if _is_arrow(value):
+        return value
     tolist = getattr(value, "tolist", None)
-    values = tolist() if callable(tolist) else list(value)
+    return list(tolist()) if callable(tolist) else list(value)
+
+
+def _check_ids(ids: Any) -> None:
+    if _is_arrow(ids):
+        import pyarrow.compute as pc
+
+        bad = pc.or_kleene(pc.is_null(ids), pc.equal(pc.utf8_length(ids), 0))
+        if not pc.any(bad).as_py():
+            return
+        ids = ids.to_pylist()
+    for i, f in enumerate(ids):
+        if not isinstance(f, str) or not f:
+            raise ValueError(f"feature_id {i + 1} of {len(ids)} is {f!r}: a non-empty string is required")
+
+
+def _spread(name: str, value: Any, n: int) -> Any:
+    """A scalar (one value for every event) or a list of exactly ``n`` values."""
+    if value is None or isinstance(value, (str, bytes, int, float, bool, np_generic())):
+        return _Same(value)
+    values = _values(value)
     if len(values) != n:
         raise ValueError(f"{name}: {len(values)} values for {n} features")
-    if any(isinstance(v, np_generic()) for v in values[:1]) or (values and not isinstance(values[0], (str, int, float, bool, type(None)))):
-        values = [_plain(v) for v in values]
     return values
+
+
+def _check_rows(ids: Any, outcome: Any, reason: Any) -> None:
+    """Every event has an outcome; a rejection has a reason."""
+    if _is_arrow(outcome) and _is_arrow(reason):
+        import pyarrow.compute as pc
+
+        missing = pc.or_kleene(pc.is_null(reason), pc.equal(pc.utf8_length(reason), 0))
+        bad = pc.or_kleene(pc.is_null(outcome), pc.and_kleene(pc.equal(outcome, "rejected"), missing))
+        if not pc.any(bad).as_py():
+            return
+        outcome, reason = outcome.to_pylist(), reason.to_pylist()
+    if _is_arrow(ids):
+        ids = ids.to_pylist()
+    outcomes = [outcome.value] * len(ids) if isinstance(outcome, _Same) else outcome
+    reasons = [reason.value] * len(ids) if isinstance(reason, _Same) else reason
+    for f, o, r in zip(ids, outcomes, reasons):
+        if not o:
+            raise ValueError(f"feature {f!r}: an outcome is required")
+        if o == "rejected" and not r:
+            raise ValueError(f"feature {f!r}: a rejection needs a reason")
 
 
 def np_generic() -> type:
@@ -333,9 +380,3 @@ def np_generic() -> type:
         return numpy.generic
     except ImportError:  # pragma: no cover - numpy is optional for a Run
         return type(None)
-
-
-def _plain(v: Any) -> Any:
-    """numpy scalars as Python values (pyarrow takes both; this keeps lists uniform)."""
-    item = getattr(v, "item", None)
-    return item() if callable(item) and not isinstance(v, (str, bytes)) else v

@@ -317,15 +317,17 @@ class Reprojector:
         if len(idx) and len(self.candidates):
             inner = self._inside(x[idx], y[idx], -1.0)
             sure = (inner == self._inside(x[idx], y[idx], 1.0)).all(axis=1)
-            exact = inner.copy()
             if not sure.all():
-                exact[~sure] = self._inside(x[idx[~sure]], y[idx[~sure]], 0.0)
-            best[idx] = self._best(exact)
+                best[idx[~sure]] = self._best(self._inside(x[idx[~sure]], y[idx[~sure]], 0.0))
             # A point on an edge of some area (to rounding) is done alone: PROJ decides.
             alone.extend(idx[~sure].tolist())
             sure_idx = idx[sure]
             if len(sure_idx):
-                for key, members in _groups(inner[sure], sure_idx):
+                groups = _groups(inner[sure], sure_idx)
+                # The best candidate depends only on the areas containing the point.
+                group_best = self._best(np.stack([row for _, _, row in groups]))
+                for (key, members, _), b in zip(groups, group_best.tolist()):
+                    best[members] = b
                     alone.extend(self._group(members, key, x, y, zz, out))
         else:
             alone.extend(idx.tolist())
@@ -493,29 +495,34 @@ class Transformed:
 
 def _record(run: Run, rp: Reprojector, feature_ids: Sequence[str], op: Any, degraded: Any, reason: Any,
             *, stage: Optional[str], event_type: str) -> int:
-    """One event per feature, in feature order."""
+    """One event per feature, in feature order (columns built as Arrow arrays)."""
+    import pyarrow as pa
+
     ops = rp.operations
-    pick = np.where(op >= 0, op, len(ops))
+    known = op >= 0
+    pick = pa.array(np.where(known, op, 0).astype(np.int32), mask=~known)
 
     def column(values: List[Any]) -> Any:
-        return np.asarray(values + [None], dtype=object)[pick]
+        return pa.DictionaryArray.from_arrays(pick, pa.array(values or [""], type=pa.string())).cast(pa.string())
 
     accepted = _is_none(reason)
-    accuracy = column([o.accuracy_m for o in ops])
-    accuracy[~accepted] = None
+    acc = np.asarray([o.accuracy_m if o.accuracy_m is not None else np.nan for o in ops] + [np.nan])[
+        np.where(known, op, len(ops))]
+    acc[~accepted] = np.nan
+    outcome = pa.DictionaryArray.from_arrays(pa.array(accepted.astype(np.int8)), pa.array(["rejected", "transformed"]))
     return run.record(
-        list(feature_ids),
-        outcome=np.where(accepted, "transformed", "rejected"),
+        pa.array(list(feature_ids), type=pa.string()),
+        outcome=outcome.cast(pa.string()),
         stage=stage,
         event_type=event_type,
         source_crs=canonical(rp.source),
         target_crs=canonical(rp.target),
-        accuracy_m=accuracy,
-        rejection_reason=reason,
+        accuracy_m=pa.array(acc, mask=np.isnan(acc)),
+        rejection_reason=pa.array(reason, type=pa.string()),
         operation_code=column([o.code for o in ops]),
         operation_name=column([o.name for o in ops]),
         grids=column([o.grids for o in ops]),
-        degraded=np.where(op >= 0, degraded, None),
+        degraded=pa.array(degraded, type=pa.bool_(), mask=~known),
     )
 
 
@@ -682,9 +689,9 @@ def _judge(where: Any, index: Any, pts: Points, op: Any, degraded: Any, reason: 
                             f"{len(used)} different operations ({names}): its shape is not one transformation's")
 
 
-def _groups(inside: Any, idx: Any) -> List[Tuple[bytes, Any]]:
+def _groups(inside: Any, idx: Any) -> List[Tuple[bytes, Any, Any]]:
     """``idx`` split by equal rows of ``inside`` (which areas contain the point), each
-    with its row as bytes."""
+    with its row (as bytes, and as it is)."""
     packed = np.packbits(inside, axis=1)
     width = -(-packed.shape[1] // 8) * 8
     words = np.zeros((packed.shape[0], width), dtype=np.uint8)
@@ -694,7 +701,8 @@ def _groups(inside: Any, idx: Any) -> List[Tuple[bytes, Any]]:
     sorted_cols = cols[order]
     cuts = np.flatnonzero((sorted_cols[1:] != sorted_cols[:-1]).any(axis=1)) + 1
     starts = np.concatenate([[0], cuts]).astype(np.int64)
-    return [(sorted_cols[st].tobytes(), part) for st, part in zip(starts, np.split(idx[order], cuts))]
+    return [(sorted_cols[st].tobytes(), part, inside[order[st]])
+            for st, part in zip(starts.tolist(), np.split(idx[order], cuts))]
 
 
 def _box(to_src: Optional[Transformer], w: float, s: float, e: float, n: float) -> Optional[Tuple[float, float, float, float]]:

@@ -43,6 +43,10 @@ def test_the_worked_example_in_docs_python_md_runs(tmp_path: Path, monkeypatch: 
     assert "fix in pyarrow: table = table.select(lineage_store.SCHEMA.names).cast(lineage_store.SCHEMA)" in out
     assert "['`strategy_index`: Float64 → Int32 (every value is a whole number that fits; NaN as null is null)']" in out
     assert namespace["store"].verify().clean
+    # The geo helper's block (docs/geo.md has the rest).
+    assert "['EPSG:1175', 'EPSG:1173', 'EPSG:1181', 'PROJ-SHA256:d3b7fcd1" in out
+    assert "ballpark: PROJ used PROJ-SHA256:d3b7fcd1" in out and "[True, True, True, False]" in out
+    assert "4 1.3.0" in out
 
 
 def stub_tree() -> ast.Module:
