@@ -6,7 +6,7 @@ network off, no grids installed.
 
 The points are NAD27 (EPSG:4267) longitudes and latitudes spread over CONUS, Alaska,
 Quebec and the Caribbean (seeded), so PROJ uses a dozen operations. Each figure is the
-median (min-max) of ``--repeat`` runs in this process after one warm-up run of each (the
+median (min-max) of ``--repeat`` runs, wall clock and CPU seconds, in this process after one warm-up run of each (the
 warm-up builds PROJ's candidate list once: the first call of a process pays it, given
 apart as "first call"). For the helper a run ends with the events as a pyarrow table in
 the contract's schema, ready for ``Store.append``. Also timed: the per-vertex way
@@ -52,13 +52,16 @@ def points(n: int, seed: int = 42) -> tuple[Any, Any]:
 
 
 def timed(fn: Callable[[], Any], repeat: int) -> dict[str, float]:
+    """Wall-clock and CPU seconds (this process: a loaded machine moves the first more)."""
     fn()  # warm-up
-    seconds = []
+    seconds, cpu = [], []
     for _ in range(repeat):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         fn()
         seconds.append(time.perf_counter() - t)
-    return {"median_s": statistics.median(seconds), "min_s": min(seconds), "max_s": max(seconds)}
+        cpu.append(time.process_time() - c)
+    return {"median_s": round(statistics.median(seconds), 3), "min_s": round(min(seconds), 3),
+            "max_s": round(max(seconds), 3), "median_cpu_s": round(statistics.median(cpu), 3)}
 
 
 def main() -> None:
@@ -105,6 +108,7 @@ def main() -> None:
         "helper": lineage, "events_per_s_helper": round(a.points / lineage["median_s"]),
         "helper_check": checked, "events_per_s_helper_check": round(a.points / checked["median_s"]),
         "per_vertex_5000": vertex, "points_per_s_per_vertex": round(k / vertex["median_s"]),
+        "load_average": os.getloadavg(),
     }, indent=1))
 
 
