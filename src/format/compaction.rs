@@ -23,8 +23,8 @@ use crate::format::keys;
 pub const COMPACTION_FORMAT: &str = "lineage-compaction/1";
 /// Name of the order-independent row digest: per row, the BLAKE3 of its canonical
 /// encoding (every column of the contract version in order: a null is `0`, a value `1`
-/// then its bytes, strings length-prefixed, numbers little-endian), read as four 64-bit
-/// little-endian lanes; the digest is the lane-wise sum (mod 2^64) over the rows, in hex.
+/// then its bytes, strings length-prefixed, numbers little-endian, a boolean one byte 0 or
+/// 1), read as four 64-bit little-endian lanes; the digest is the lane-wise sum (mod 2^64) over the rows, in hex.
 pub const ROWS_DIGEST: &str = "lineage-rows-multiset/1";
 /// Parquet footer key naming the compaction a compacted part belongs to.
 pub const META_COMPACTION_ID: &str = "lineage_compaction_id";

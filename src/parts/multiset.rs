@@ -46,6 +46,7 @@ impl RowMultiset {
                             .to_bits()
                             .to_le_bytes(),
                     ),
+                    DataType::Boolean => buf.push(u8::from(col.as_boolean().value(i))),
                     DataType::Timestamp(TimeUnit::Microsecond, _) => buf.extend_from_slice(
                         &col.as_primitive::<TimestampMicrosecondType>()
                             .value(i)

@@ -89,18 +89,19 @@ struct Raw<'a> {
     tool_version: Option<Option<Text<'a>>>,
     #[serde(default, deserialize_with = "present", borrow)]
     audit_tag: Option<Option<Text<'a>>>,
-    #[serde(default, borrow)]
-    operation_code: Option<Text<'a>>,
-    #[serde(default, borrow)]
-    operation_name: Option<Text<'a>>,
-    #[serde(default, borrow)]
-    grids: Option<Text<'a>>,
-    #[serde(default)]
-    degraded: Option<bool>,
-    #[serde(default, borrow)]
-    input_dataset: Option<Text<'a>>,
-    #[serde(default, borrow)]
-    input_version: Option<Text<'a>>,
+    // 1.3.0's fields: absent is null.
+    #[serde(default, deserialize_with = "present", borrow)]
+    operation_code: Option<Option<Text<'a>>>,
+    #[serde(default, deserialize_with = "present", borrow)]
+    operation_name: Option<Option<Text<'a>>>,
+    #[serde(default, deserialize_with = "present", borrow)]
+    grids: Option<Option<Text<'a>>>,
+    #[serde(default, deserialize_with = "present")]
+    degraded: Option<Option<bool>>,
+    #[serde(default, deserialize_with = "present", borrow)]
+    input_dataset: Option<Option<Text<'a>>>,
+    #[serde(default, deserialize_with = "present", borrow)]
+    input_version: Option<Option<Text<'a>>>,
 }
 
 /// What a serde error says, without serde's position (which describes the line buffer):
@@ -277,6 +278,9 @@ fn push_raw(raw: Raw<'_>, line_no: u64, batcher: &mut LineBatcher) -> Result<()>
     let (source_crs, target_crs) = (raw.source_crs.flatten(), raw.target_crs.flatten());
     let rejection_reason = raw.rejection_reason.flatten();
     let (tool_version, audit_tag) = (raw.tool_version.flatten(), raw.audit_tag.flatten());
+    let (operation_code, operation_name) = (raw.operation_code.flatten(), raw.operation_name.flatten());
+    let grids = raw.grids.flatten();
+    let (input_dataset, input_version) = (raw.input_dataset.flatten(), raw.input_version.flatten());
     let row = EventRow {
         event_id: s(&event_id),
         run_id: s(&run_id),
@@ -293,12 +297,12 @@ fn push_raw(raw: Raw<'_>, line_no: u64, batcher: &mut LineBatcher) -> Result<()>
         rejection_reason: s(&rejection_reason),
         tool_version: s(&tool_version),
         audit_tag: s(&audit_tag),
-        operation_code: s(&raw.operation_code),
-        operation_name: s(&raw.operation_name),
-        grids: s(&raw.grids),
-        degraded: raw.degraded,
-        input_dataset: s(&raw.input_dataset),
-        input_version: s(&raw.input_version),
+        operation_code: s(&operation_code),
+        operation_name: s(&operation_name),
+        grids: s(&grids),
+        degraded: raw.degraded.flatten(),
+        input_dataset: s(&input_dataset),
+        input_version: s(&input_version),
     };
     batcher.push_refused(&row, line_no, &refused)
 }

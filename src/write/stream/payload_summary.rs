@@ -6,7 +6,7 @@
 //! order of the columns of the contract version written (15 for 1.2.0), each value a tag
 //! byte (0 null, 1 present) and, when present, the value: strings as a u32 little-endian
 //! length and UTF-8 bytes, integers and timestamps as little-endian i64/i32, floats as
-//! the little-endian bits of the f64. Each partition hashes one line per flush,
+//! the little-endian bits of the f64, booleans as one byte (0 false, 1 true). Each partition hashes one line per flush,
 //! `run_id \t target_crs \t commit_id \t rows \t schema_version \t content \n`; the
 //! payload digest is sha256 over the partitions' line digests (lower-case hex, one per
 //! line) in order of first appearance. (The version is in the line: the same events
@@ -189,6 +189,7 @@ fn serialize_row(batch: &RecordBatch, kinds: &[Kind], i: usize, out: &mut Vec<u8
                     .value(i)
                     .to_le_bytes(),
             ),
+            Kind::Bool => out.push(u8::from(a.as_boolean().value(i))),
         }
     }
 }
