@@ -5,7 +5,7 @@ network off, no grids installed.
     python python/bench/bench_geo.py [--points 100000] [--repeat 5] [--pair EPSG:4267,EPSG:4326]
 
 The points are NAD27 (EPSG:4267) longitudes and latitudes spread over CONUS, Alaska,
-Quebec and the Caribbean (seeded), so PROJ uses a dozen operations. Each figure is the
+Quebec and the Caribbean (seeded), so PROJ uses ten operations. Each figure is the
 median (min-max) of ``--repeat`` runs, wall clock and CPU seconds, in this process after one warm-up run of each (the
 warm-up builds PROJ's candidate list once: the first call of a process pays it, given
 apart as "first call"). For the helper a run ends with the events as a pyarrow table in
