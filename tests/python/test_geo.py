@@ -252,6 +252,19 @@ def test_invalid_empty_null_and_mixed_geometries_are_rejections() -> None:
     assert run.table().column("outcome").to_pylist() == ["rejected"] * 4 + ["transformed"]
 
 
+def test_plain_shapely_geometries_take_a_source_crs() -> None:
+    geoms = [shapely.Point(-105.0, 39.7), shapely.LineString([(-74.0, 40.7), (-74.1, 40.8)])]
+    run = new_run()
+    res = geo.to_crs(geoms, "EPSG:4326", source_crs="EPSG:4267", run=run, feature_ids=["a", "b"],
+                     grid_tolerance_m=None)
+    expected = gpd.GeoSeries(geoms, crs="EPSG:4267").to_crs("EPSG:4326")
+    assert isinstance(res.data, np.ndarray)
+    assert list(shapely.to_wkb(res.data)) == list(shapely.to_wkb(expected.values))
+    assert run.table().column("operation_code").to_pylist() == ["EPSG:1175", "EPSG:1173"]
+    with pytest.raises(ValueError, match="source_crs is required"):
+        geo.to_crs(geoms, "EPSG:4326", run=run)
+
+
 def test_a_crs_without_an_epsg_code_is_refused_before_any_event() -> None:
     run = new_run()
     gs = gpd.GeoSeries([shapely.Point(1, 2)], crs="+proj=longlat +ellps=GRS80 +no_defs")
@@ -331,8 +344,9 @@ print(json.dumps({k: row[k] for k in ("outcome", "operation_code", "operation_na
 
 
 def grid_probe(mode: str) -> dict[str, Any]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PROJ_DATA", "PROJ_LIB")}  # pyproj's own data only
     r = subprocess.run([sys.executable, "-c", GRID_PROBE, mode], capture_output=True, text=True,
-                       env={**os.environ, "PROJ_NETWORK": "OFF"})
+                       env={**env, "PROJ_NETWORK": "OFF"})
     assert r.returncode == 0, r.stderr
     return dict(json.loads(r.stdout))
 
