@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
 import warnings
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
@@ -66,6 +67,7 @@ class Reprojector:
         self._index: Dict[str, int] = {}
         self._transformers: List[Transformer] = []
         self._known: Dict[bytes, int] = {}  # set of areas -> the operation PROJ used there
+        self._lock = threading.Lock()
         self._verdicts: Dict[Tuple[str, int], Tuple[bool, Optional[str]]] = {}
         self._lonlat = self.source.is_geographic
         self.candidates = self._candidates()
@@ -135,11 +137,12 @@ class Reprojector:
 
     def _operation(self, op_t: Transformer) -> int:
         key = op_t.to_proj4() or op_t.to_wkt() or ""
-        if key not in self._index:
-            self._index[key] = len(self.operations)
-            self.operations.append(Operation.of(op_t))
-            self._transformers.append(op_t)
-        return self._index[key]
+        with self._lock:  # threads share a cached Reprojector (pyproj keeps a PJ per thread)
+            if key not in self._index:
+                self._index[key] = len(self.operations)
+                self.operations.append(Operation.of(op_t))
+                self._transformers.append(op_t)
+            return self._index[key]
 
     def _probe(self, x: float, y: float, z: Optional[float]) -> Tuple[float, float, Optional[float], int]:
         """One point through PROJ's own choice: its result and the operation PROJ reports
