@@ -198,25 +198,28 @@ fn is_string(t: &DataType) -> bool {
     matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
 }
 
-/// The registered version whose column names are closest to `names` (exactly them when the
-/// input is well-formed); on a tie the newest, so errors speak of the current contract.
+/// The registered version an input with columns `names` is taken as: the oldest that has
+/// every contract column among them (exactly its columns when the input is well-formed; a
+/// 1.2.0 table with `operation_code` is a 1.3.0 table that lacks the other columns 1.3.0
+/// adds, not a 1.2.0 table with an extra column). Names of no version do not count.
 pub(crate) fn closest_version(names: &[&str]) -> Arc<ContractVersion> {
-    contract::versions()
-        .into_iter()
-        .rev()
-        .min_by_key(|v| {
-            let extra = names
+    let all = contract::versions();
+    let Some(newest) = all.last() else {
+        return contract::newest();
+    };
+    let known: Vec<&str> = names
+        .iter()
+        .copied()
+        .filter(|n| newest.columns.iter().any(|c| c.name == *n))
+        .collect();
+    all.iter()
+        .find(|v| {
+            known
                 .iter()
-                .filter(|n| !v.columns.iter().any(|c| c.name == **n))
-                .count();
-            let missing = v
-                .columns
-                .iter()
-                .filter(|c| !names.contains(&c.name))
-                .count();
-            extra + missing
+                .all(|n| v.columns.iter().any(|c| c.name == *n))
         })
-        .unwrap_or_else(contract::newest)
+        .cloned()
+        .unwrap_or_else(|| newest.clone())
 }
 
 /// How a column of type `got` is taken as the contract's `want`, if it can be as it is.
