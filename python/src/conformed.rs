@@ -58,7 +58,9 @@ pub fn conform(
         arrow_in::import(py, data)?
     } else if drop_extra {
         for g in &geometry {
-            changes.push(format!("`{g}`: geometry, dropped (a GeoDataFrame's geometry column)"));
+            changes.push(format!(
+                "`{g}`: geometry, dropped (a GeoDataFrame's geometry column)"
+            ));
         }
         let frame = crate::geo_in::without_geometry(py, data, &geometry)?;
         arrow_in::import(py, &frame)?

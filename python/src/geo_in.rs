@@ -78,7 +78,10 @@ pub fn refused(py: Python<'_>, cols: &[String]) -> PyErr {
         }
         kw.set_item("field", cols.first())?;
         kw.set_item("fields", cols.to_vec())?;
-        kw.set_item("reason", reason(cols.first().map_or("geometry", String::as_str)))?;
+        kw.set_item(
+            "reason",
+            reason(cols.first().map_or("geometry", String::as_str)),
+        )?;
         kw.set_item("errors", errors)?;
         Ok(kw)
     })();

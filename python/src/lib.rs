@@ -18,9 +18,9 @@ mod anchors;
 mod arrow_in;
 mod check;
 mod conformed;
-mod geo_in;
 mod distributed;
 mod errors;
+mod geo_in;
 mod limits;
 mod log;
 mod log_table;
@@ -57,12 +57,10 @@ fn canonical_crs(py: Python<'_>, value: &str) -> PyResult<String> {
 fn contract_schema<'py>(py: Python<'py>, version: Option<&str>) -> PyResult<Bound<'py, PyAny>> {
     let v = contract::version(version.unwrap_or(contract::SCHEMA_VERSION)).py_err(py)?;
     let fields = v.schema().fields().clone();
-    let meta: std::collections::HashMap<String, String> = [(
-        contract::META_SCHEMA_VERSION.to_string(),
-        v.version.clone(),
-    )]
-    .into_iter()
-    .collect();
+    let meta: std::collections::HashMap<String, String> =
+        [(contract::META_SCHEMA_VERSION.to_string(), v.version.clone())]
+            .into_iter()
+            .collect();
     arrow_schema::Schema::new_with_metadata(fields, meta).to_pyarrow(py)
 }
 

@@ -166,7 +166,9 @@ pub(crate) fn grids_problem(v: &str) -> Option<String> {
     if v.is_empty() {
         return None;
     }
-    if v.chars().any(|c| (c.is_whitespace() && c != ' ') || c.is_control()) {
+    if v.chars()
+        .any(|c| (c.is_whitespace() && c != ' ') || c.is_control())
+    {
         return Some(format!(
             "{} holds white space other than single spaces (grid names are separated by one space)",
             quote(v)
@@ -273,13 +275,30 @@ mod tests {
 
     #[test]
     fn operation_codes_and_grids_follow_their_forms() {
-        for ok in ["EPSG:1175", "ESRI:108190", "IGNF:TSPARIS", &format!("PROJ-SHA256:{}", "ab".repeat(32))] {
+        for ok in [
+            "EPSG:1175",
+            "ESRI:108190",
+            "IGNF:TSPARIS",
+            &format!("PROJ-SHA256:{}", "ab".repeat(32)),
+        ] {
             assert_eq!(operation_code_problem(ok), None, "{ok}");
         }
-        for bad in ["1175", ":1175", "EPSG:", "EPSG: 1175", "1EPSG:3", "PROJ-SHA256:ABC", &format!("PROJ-SHA256:{}", "AB".repeat(32))] {
+        for bad in [
+            "1175",
+            ":1175",
+            "EPSG:",
+            "EPSG: 1175",
+            "1EPSG:3",
+            "PROJ-SHA256:ABC",
+            &format!("PROJ-SHA256:{}", "AB".repeat(32)),
+        ] {
             assert!(operation_code_problem(bad).is_some(), "{bad}");
         }
-        for ok in ["", "us_noaa_conus.tif", "ca_nrc_ntv1_can.tif us_noaa_conus.tif"] {
+        for ok in [
+            "",
+            "us_noaa_conus.tif",
+            "ca_nrc_ntv1_can.tif us_noaa_conus.tif",
+        ] {
             assert_eq!(grids_problem(ok), None, "{ok:?}");
         }
         for bad in [" a.tif", "a.tif ", "a.tif  b.tif", "a.tif\tb.tif", " "] {

@@ -213,11 +213,7 @@ pub(crate) fn closest_version(names: &[&str]) -> Arc<ContractVersion> {
         .filter(|n| newest.columns.iter().any(|c| c.name == *n))
         .collect();
     all.iter()
-        .find(|v| {
-            known
-                .iter()
-                .all(|n| v.columns.iter().any(|c| c.name == *n))
-        })
+        .find(|v| known.iter().all(|n| v.columns.iter().any(|c| c.name == *n)))
         .cloned()
         .unwrap_or_else(|| newest.clone())
 }

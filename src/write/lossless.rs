@@ -74,7 +74,11 @@ impl std::fmt::Display for Change {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match (&self.from, &self.to) {
             (DataType::Null, to) if self.how == ADDED => {
-                write!(f, "`{}`: added as {to}, all null ({})", self.field, self.how)
+                write!(
+                    f,
+                    "`{}`: added as {to}, all null ({})",
+                    self.field, self.how
+                )
             }
             (from, DataType::Null) if self.how == DROPPED => {
                 write!(f, "`{}`: {from}, dropped ({})", self.field, self.how)
@@ -308,10 +312,7 @@ fn shape_of(input: &Schema, reshape: Reshape) -> (Shape, Schema, Vec<Change>) {
             keep.push(i);
         }
     }
-    let mut fields: Vec<Field> = keep
-        .iter()
-        .map(|&i| input.field(i).clone())
-        .collect();
+    let mut fields: Vec<Field> = keep.iter().map(|&i| input.field(i).clone()).collect();
     let mut add = Vec::new();
     if reshape.fill_missing {
         let names: Vec<&str> = fields.iter().map(|f| f.name().as_str()).collect();

@@ -125,7 +125,10 @@ fn value_rules(batch: &RecordBatch, r: &mut Refuse<'_>) {
 fn operation_rules(version: &contract::ContractVersion, batch: &RecordBatch, r: &mut Refuse<'_>) {
     type Rule = fn(&str) -> Option<String>;
     let rules: [(usize, Rule); 2] = [
-        (col::OPERATION_CODE, crate::schema::rules::operation_code_problem),
+        (
+            col::OPERATION_CODE,
+            crate::schema::rules::operation_code_problem,
+        ),
         (col::GRIDS, crate::schema::rules::grids_problem),
     ];
     for (ci, rule) in rules {

@@ -278,7 +278,8 @@ fn push_raw(raw: Raw<'_>, line_no: u64, batcher: &mut LineBatcher) -> Result<()>
     let (source_crs, target_crs) = (raw.source_crs.flatten(), raw.target_crs.flatten());
     let rejection_reason = raw.rejection_reason.flatten();
     let (tool_version, audit_tag) = (raw.tool_version.flatten(), raw.audit_tag.flatten());
-    let (operation_code, operation_name) = (raw.operation_code.flatten(), raw.operation_name.flatten());
+    let (operation_code, operation_name) =
+        (raw.operation_code.flatten(), raw.operation_name.flatten());
     let grids = raw.grids.flatten();
     let (input_dataset, input_version) = (raw.input_dataset.flatten(), raw.input_version.flatten());
     let row = EventRow {

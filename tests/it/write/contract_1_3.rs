@@ -20,7 +20,11 @@ fn event_1_3(i: i64) -> Value {
     o.insert("operation_name".into(), json!("NAD27 to WGS 84 (6)"));
     o.insert(
         "grids".into(),
-        if i % 2 == 0 { json!("") } else { json!("us_noaa_conus.tif") },
+        if i % 2 == 0 {
+            json!("")
+        } else {
+            json!("us_noaa_conus.tif")
+        },
     );
     o.insert("degraded".into(), json!(i % 3 == 0));
     o.insert("input_dataset".into(), json!("parcels"));
@@ -37,7 +41,10 @@ fn ok(o: &std::process::Output) -> String {
 fn parts_of(store: &Path) -> Vec<std::path::PathBuf> {
     support::files_below(store)
         .into_iter()
-        .filter(|p| p.extension().is_some_and(|e| e == "parquet") && !p.starts_with(store.join("_delta_log")))
+        .filter(|p| {
+            p.extension().is_some_and(|e| e == "parquet")
+                && !p.starts_with(store.join("_delta_log"))
+        })
         .collect()
 }
 
@@ -78,16 +85,29 @@ fn the_registry_releases_1_3_0_with_six_nullable_columns_and_lineage_schema_show
     let names: Vec<&str> = v.columns[15..].iter().map(|c| c.name).collect();
     assert_eq!(
         names,
-        ["operation_code", "operation_name", "grids", "degraded", "input_dataset", "input_version"]
+        [
+            "operation_code",
+            "operation_name",
+            "grids",
+            "degraded",
+            "input_dataset",
+            "input_version"
+        ]
     );
     assert!(v.columns[15..].iter().all(|c| !c.required));
     assert_eq!(v.columns[18].kind, contract::Kind::Bool);
     assert_eq!(v.field_ids(), (1..=21).collect::<Vec<i32>>());
     let text = ok(&lineage(&["schema"], None));
-    assert!(text.starts_with("lineage contract, schema version 1.3.0 (registered: 1.2.0, 1.3.0)"), "{text}");
+    assert!(
+        text.starts_with("lineage contract, schema version 1.3.0 (registered: 1.2.0, 1.3.0)"),
+        "{text}"
+    );
     assert!(text.contains("19 degraded"), "{text}");
     assert!(text.contains("Boolean"), "{text}");
-    assert!(text.contains("(schema mapping) the data's CRS, unchanged"), "{text}");
+    assert!(
+        text.contains("(schema mapping) the data's CRS, unchanged"),
+        "{text}"
+    );
     assert!(text.contains("not comparable across machines"), "{text}");
     let j: Value = serde_json::from_str(&ok(&lineage(&["schema", "--json"], None))).unwrap();
     assert_eq!(j["schema_version"], "1.3.0");
@@ -107,26 +127,45 @@ fn ndjson_csv_and_arrow_carry_the_new_columns_and_1_2_0_input_is_still_taken() {
     let s = store.to_str().unwrap();
     // NDJSON with the 1.3.0 fields: a 1.3.0 part with the values as written.
     let rows: Vec<Value> = (1..=12).map(event_1_3).collect();
-    ok(&lineage(&["append", "--store", s], Some(sample::ndjson(&rows).as_bytes())));
+    ok(&lineage(
+        &["append", "--store", s],
+        Some(sample::ndjson(&rows).as_bytes()),
+    ));
     let parts = parts_of(&store);
     assert_eq!(parts.len(), 1);
     let (b, version, ids) = read_part(&parts[0]);
     assert_eq!(version, "1.3.0");
-    assert_eq!(ids, (1..=21).collect::<Vec<i32>>(), "new columns take ids 16..21");
+    assert_eq!(
+        ids,
+        (1..=21).collect::<Vec<i32>>(),
+        "new columns take ids 16..21"
+    );
     let degraded = b.column_by_name("degraded").unwrap().as_boolean();
-    let seq = b.column_by_name("sequence").unwrap().as_primitive::<arrow_array::types::Int64Type>();
+    let seq = b
+        .column_by_name("sequence")
+        .unwrap()
+        .as_primitive::<arrow_array::types::Int64Type>();
     let grids = b.column_by_name("grids").unwrap().as_string::<i32>();
     for r in 0..b.num_rows() {
         let i = seq.value(r);
         assert_eq!(degraded.value(r), i % 3 == 0, "row {r}");
-        assert_eq!(grids.value(r), if i % 2 == 0 { "" } else { "us_noaa_conus.tif" });
-        assert!(grids.is_valid(r), "an empty grids list is a value, not null");
+        assert_eq!(
+            grids.value(r),
+            if i % 2 == 0 { "" } else { "us_noaa_conus.tif" }
+        );
+        assert!(
+            grids.is_valid(r),
+            "an empty grids list is a value, not null"
+        );
     }
     // 1.2.0 NDJSON lines (without the new fields): taken, written as the newest with nulls.
     let old2 = tempfile::tempdir().unwrap();
     let s2 = old2.path().join("s");
     let s2 = s2.to_str().unwrap();
-    ok(&lineage(&["append", "--store", s2], Some(sample::ndjson(&sample::events(5)).as_bytes())));
+    ok(&lineage(
+        &["append", "--store", s2],
+        Some(sample::ndjson(&sample::events(5)).as_bytes()),
+    ));
     for p in parts_of(Path::new(s2)) {
         let (b, version, _) = read_part(&p);
         assert_eq!(version, "1.3.0");
@@ -139,7 +178,10 @@ fn ndjson_csv_and_arrow_carry_the_new_columns_and_1_2_0_input_is_still_taken() {
     let s3 = old3.path().join("s");
     let s3 = s3.to_str().unwrap();
     let args = ["append", "--store", s3, "--schema-version", "1.2.0"];
-    ok(&lineage(&args, Some(sample::ndjson(&sample::events(5)).as_bytes())));
+    ok(&lineage(
+        &args,
+        Some(sample::ndjson(&sample::events(5)).as_bytes()),
+    ));
     let o = lineage(&args, Some(sample::ndjson(&rows).as_bytes()));
     assert_eq!(o.status.code(), Some(2));
     let err = support::text(&o).1;
@@ -155,12 +197,18 @@ fn ndjson_csv_and_arrow_carry_the_new_columns_and_1_2_0_input_is_still_taken() {
     let dir4 = tempfile::tempdir().unwrap();
     let s4 = dir4.path().join("s");
     let s4 = s4.to_str().unwrap();
-    ok(&lineage(&["append", "--store", s4, "--format", "csv"], Some(csv.as_bytes())));
+    ok(&lineage(
+        &["append", "--store", s4, "--format", "csv"],
+        Some(csv.as_bytes()),
+    ));
     let (b, version, _) = read_part(&parts_of(Path::new(s4))[0]);
     assert_eq!(version, "1.3.0");
     let d = b.column_by_name("degraded").unwrap().as_boolean();
     assert_eq!(d.iter().collect::<Vec<_>>(), [Some(true), Some(false)]);
-    let code = b.column_by_name("operation_code").unwrap().as_string::<i32>();
+    let code = b
+        .column_by_name("operation_code")
+        .unwrap()
+        .as_string::<i32>();
     assert_eq!(code.iter().collect::<Vec<_>>(), [None, Some("EPSG:1175")]);
     assert_eq!(b.column_by_name("grids").unwrap().null_count(), 2);
     // Arrow IPC of 1.3.0 (typed): kept as 1.3.0, values as given.
@@ -172,7 +220,12 @@ fn ndjson_csv_and_arrow_carry_the_new_columns_and_1_2_0_input_is_still_taken() {
     let mut cols: Vec<ArrayRef> = b.columns()[..15].to_vec();
     let n = b.num_rows();
     cols.push(Arc::new(StringArray::from(vec![Some("EPSG:15851"); n])));
-    cols.push(Arc::new(StringArray::from(vec![Some("NAD27 to WGS 84 (79)"); n])));
+    cols.push(Arc::new(StringArray::from(vec![
+        Some(
+            "NAD27 to WGS 84 (79)"
+        );
+        n
+    ])));
     cols.push(Arc::new(StringArray::from(vec![None::<&str>; n])));
     cols.push(Arc::new(BooleanArray::from(vec![Some(false); n])));
     cols.push(Arc::new(StringArray::from(vec![Some("roads"); n])));
@@ -189,7 +242,10 @@ fn ndjson_csv_and_arrow_carry_the_new_columns_and_1_2_0_input_is_still_taken() {
     let dir5 = tempfile::tempdir().unwrap();
     let s5 = dir5.path().join("s");
     let s5 = s5.to_str().unwrap();
-    ok(&lineage(&["append", "--store", s5, "--input", arrow.to_str().unwrap()], None));
+    ok(&lineage(
+        &["append", "--store", s5, "--input", arrow.to_str().unwrap()],
+        None,
+    ));
     let mut seen = 0;
     for p in parts_of(Path::new(s5)) {
         let (b, version, _) = read_part(&p);
@@ -213,7 +269,10 @@ fn the_new_columns_rules_name_each_refused_cell_and_publish_nothing() {
     rows[3]["degraded"] = json!("yes");
     rows[4]["input_dataset"] = json!("");
     rows[5]["event_id"] = rows[0]["event_id"].clone();
-    let o = lineage(&["append", "--store", s], Some(sample::ndjson(&rows).as_bytes()));
+    let o = lineage(
+        &["append", "--store", s],
+        Some(sample::ndjson(&rows).as_bytes()),
+    );
     assert_eq!(o.status.code(), Some(2));
     let err = support::text(&o).1;
     for want in [
@@ -226,7 +285,10 @@ fn the_new_columns_rules_name_each_refused_cell_and_publish_nothing() {
     ] {
         assert!(err.contains(want), "{want}\n{err}");
     }
-    assert!(!store.exists() || parts_of(&store).is_empty(), "nothing published");
+    assert!(
+        !store.exists() || parts_of(&store).is_empty(),
+        "nothing published"
+    );
 }
 
 #[test]
@@ -236,7 +298,10 @@ fn a_duplicate_event_id_in_one_batch_is_refused_naming_both_rows_in_every_format
     let s = s.to_str().unwrap();
     let mut rows = sample::events(4);
     rows[3]["event_id"] = rows[1]["event_id"].clone();
-    let o = lineage(&["append", "--store", s], Some(sample::ndjson(&rows).as_bytes()));
+    let o = lineage(
+        &["append", "--store", s],
+        Some(sample::ndjson(&rows).as_bytes()),
+    );
     assert_eq!(o.status.code(), Some(2));
     let err = support::text(&o).1;
     assert!(
@@ -252,10 +317,15 @@ fn a_duplicate_event_id_in_one_batch_is_refused_naming_both_rows_in_every_format
     cols[0] = Arc::new(dup);
     let b = RecordBatch::try_new(b.schema(), cols).unwrap();
     let arrow = dir.path().join("dup.arrow");
-    let mut w = arrow_ipc::writer::FileWriter::try_new(std::fs::File::create(&arrow).unwrap(), &b.schema()).unwrap();
+    let mut w =
+        arrow_ipc::writer::FileWriter::try_new(std::fs::File::create(&arrow).unwrap(), &b.schema())
+            .unwrap();
     w.write(&b).unwrap();
     w.finish().unwrap();
-    let o = lineage(&["append", "--store", s, "--input", arrow.to_str().unwrap()], None);
+    let o = lineage(
+        &["append", "--store", s, "--input", arrow.to_str().unwrap()],
+        None,
+    );
     assert_eq!(o.status.code(), Some(2));
     let err = support::text(&o).1;
     assert!(
@@ -273,15 +343,32 @@ fn the_delta_log_records_the_schema_change_at_the_first_seal_of_a_1_3_0_part() {
     let store = dir.path().join("s");
     let s = store.to_str().unwrap();
     let old = ["append", "--store", s, "--schema-version", "1.2.0"];
-    ok(&lineage(&old, Some(sample::ndjson(&sample::events(6)).as_bytes())));
+    ok(&lineage(
+        &old,
+        Some(sample::ndjson(&sample::events(6)).as_bytes()),
+    ));
     ok(&lineage(&["seal", "--store", s], None));
     let rows: Vec<Value> = (20..30).map(event_1_3).collect();
-    ok(&lineage(&["append", "--store", s], Some(sample::ndjson(&rows).as_bytes())));
+    ok(&lineage(
+        &["append", "--store", s],
+        Some(sample::ndjson(&rows).as_bytes()),
+    ));
     ok(&lineage(&["seal", "--store", s], None));
-    ok(&lineage(&old, Some(sample::ndjson(&sample::events(3).into_iter().map(|mut e| {
-        e["event_id"] = json!(format!("{}-late", e["event_id"].as_str().unwrap()));
-        e
-    }).collect::<Vec<_>>()).as_bytes())));
+    ok(&lineage(
+        &old,
+        Some(
+            sample::ndjson(
+                &sample::events(3)
+                    .into_iter()
+                    .map(|mut e| {
+                        e["event_id"] = json!(format!("{}-late", e["event_id"].as_str().unwrap()));
+                        e
+                    })
+                    .collect::<Vec<_>>(),
+            )
+            .as_bytes(),
+        ),
+    ));
     ok(&lineage(&["seal", "--store", s], None));
     let schema_of = |v: u64| -> Option<Value> {
         let text = std::fs::read_to_string(store.join(format!("_delta_log/{v:020}.json"))).unwrap();
@@ -296,9 +383,15 @@ fn the_delta_log_records_the_schema_change_at_the_first_seal_of_a_1_3_0_part() {
     let v2 = schema_of(2).expect("seal 2 seals 1.3.0 parts: a metaData with the new schema");
     let fields = v2["fields"].as_array().unwrap();
     assert_eq!(fields.len(), 21);
-    assert_eq!(fields[18], json!({"name": "degraded", "type": "boolean", "nullable": true, "metadata": {}}));
+    assert_eq!(
+        fields[18],
+        json!({"name": "degraded", "type": "boolean", "nullable": true, "metadata": {}})
+    );
     assert_eq!(fields[15]["name"], "operation_code");
-    assert!(schema_of(3).is_none(), "a later 1.2.0 part changes no schema");
+    assert!(
+        schema_of(3).is_none(),
+        "a later 1.2.0 part changes no schema"
+    );
     let out = ok(&lineage(&["verify", "--store", s], None));
     assert!(out.contains("clean"), "{out}");
 }
