@@ -10,6 +10,9 @@ scripts/python-env.sh
 # tests/python/test_report.py loads the audit report in a real headless browser: Debian's
 # chromium, installed where missing (as root, like the rest of this script's installs).
 command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+# tests/python/test_geo.py runs one transform with a real grid: Debian's proj-data ships
+# BETA2007.gsb (DHDN to ETRS89) in /usr/share/proj, which the test adds to pyproj's path.
+[ -f /usr/share/proj/BETA2007.gsb ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq proj-data >/dev/null; }
 export LINEAGE_PYTHON="$PWD/.venv/bin/python"
 scripts/python-env.sh .venv-checkov terraform/checkov-requirements.txt  # tests/python/test_terraform.py
 export LINEAGE_CHECKOV="$PWD/.venv-checkov/bin/checkov"

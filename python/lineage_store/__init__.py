@@ -18,6 +18,10 @@ sub-microsecond part, any zone to UTC, ...) when asked, and says what it changed
 Arrow data crosses through the Arrow C data interface (``__arrow_c_stream__`` /
 ``__arrow_c_array__``): nothing imports pyarrow unless you ask for ``SCHEMA`` or
 ``Store.log()``. Calls release the GIL while they read, validate, encode, hash and write.
+``lineage_store.Run`` builds the events of a job (ids, sequence numbers, times, the run's
+defaults) and feeds a writer; ``lineage_store.geo`` (the ``geo`` extra: pyproj) transforms
+geometries and coordinates with one event per feature (docs/geo.md).
+
 See docs/python.md.
 """
 
@@ -33,6 +37,7 @@ from ._errors import (
     StoreError,
     VerifyError,
 )
+from ._run import OPERATION_COLUMNS, Run
 from ._native import (
     DEFAULT_BATCH_ROWS,
     DEFAULT_MAX_IN_FLIGHT,
@@ -81,10 +86,12 @@ __all__ = [
     "IntegrityError",
     "InputError",
     "LineageError",
+    "OPERATION_COLUMNS",
     "PartRef",
     "Problem",
     "Proof",
     "ProofSummary",
+    "Run",
     "Seal",
     "Store",
     "StoreError",

@@ -43,6 +43,10 @@ def test_the_worked_example_in_docs_python_md_runs(tmp_path: Path, monkeypatch: 
     assert "fix in pyarrow: table = table.select(lineage_store.SCHEMA.names).cast(lineage_store.SCHEMA)" in out
     assert "['`strategy_index`: Float64 → Int32 (every value is a whole number that fits; NaN as null is null)']" in out
     assert namespace["store"].verify().clean
+    # The geo helper's block (docs/geo.md has the rest).
+    assert "['EPSG:1175', 'EPSG:1173', 'EPSG:1181', 'PROJ-SHA256:d3b7fcd1" in out
+    assert "ballpark: PROJ used PROJ-SHA256:d3b7fcd1" in out and "[True, True, True, False]" in out
+    assert "4 1.3.0" in out
 
 
 def stub_tree() -> ast.Module:
@@ -142,17 +146,22 @@ def test_a_parameter_is_optional_in_the_stub_exactly_where_the_extension_takes_n
     assert inspect.signature(ls.Store.writer).parameters["max_in_flight"].default == 8
 
 
-def docs_examples(tmp_path: Path) -> Path:
-    blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(), flags=re.S)
-    path = tmp_path / "docs_python_md.py"
-    path.write_text("\n".join(blocks))
-    return path
+def docs_examples(tmp_path: Path) -> list[Path]:
+    """The examples of docs/python.md and docs/geo.md, each page as one module."""
+    paths = []
+    for doc in (DOC, ROOT / "docs/geo.md"):
+        blocks = re.findall(r"```python\n(.*?)```", doc.read_text(), flags=re.S)
+        path = tmp_path / f"docs_{doc.stem}_md.py"
+        path.write_text("\n".join(blocks))
+        paths.append(path)
+    return paths
 
 
 def test_mypy_strict_over_the_docs_examples_and_the_package_tests(tmp_path: Path) -> None:
-    tests = sorted((ROOT / "tests/python").glob("test_package_*.py")) + [ROOT / "tests/python/pkg_support.py"]
+    tests = sorted((ROOT / "tests/python").glob("test_package_*.py")) + [
+        ROOT / "tests/python/pkg_support.py", ROOT / "tests/python/test_geo.py"]
     r = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(MYPY_INI), "--cache-dir",
-                        str(tmp_path / ".mypy_cache"), str(docs_examples(tmp_path)), *map(str, tests)],
+                        str(tmp_path / ".mypy_cache"), *map(str, docs_examples(tmp_path)), *map(str, tests)],
                        capture_output=True, text=True, cwd=ROOT / "tests/python")
     assert r.returncode == 0, r.stdout + r.stderr
 
