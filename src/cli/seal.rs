@@ -40,6 +40,12 @@ pub(crate) struct Args {
     /// `lineage-store/<store id>`. Give the same one at every seal of a store.
     #[arg(long, value_name = "NAME", requires = "signing_key")]
     origin: Option<String>,
+    /// Also make the seal an Iceberg snapshot: `_iceberg/metadata/v<N>.metadata.json`
+    /// with its manifest list and manifest, paths absolute at this store's location
+    /// (written for every earlier seal that lacks them too; with nothing new, for the
+    /// newest seal).
+    #[arg(long)]
+    iceberg: bool,
 }
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
@@ -52,6 +58,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         allow_unsigned: a.signing.unsigned,
         delta_checkpoint_interval: a.delta_checkpoint_interval,
         origin: a.origin,
+        iceberg: a.iceberg,
         ..SealOptions::default()
     };
     let s = seal_with(store.as_ref(), &SystemClock, key.as_ref(), &opts).await?;
@@ -91,6 +98,9 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         }
     }
     if !a.json {
+        if let Some(i) = &s.iceberg {
+            out(&format!("iceberg {}", i.metadata_location))?;
+        }
         left_out(&s)?;
     }
     Ok(0)

@@ -52,6 +52,8 @@ pub(crate) struct Full {
     delta: Vec<usize>,
     /// Listed compaction records and compacted parts (indexes into `listing`).
     compacted: Vec<usize>,
+    /// Listed objects under `_iceberg/` (indexes into `listing`).
+    iceberg: Vec<usize>,
     /// Sealed pointers as read (for the compaction checks).
     sealed: HashMap<String, Pointer>,
     /// The store's id, when its identity could be read (parts must name it).
@@ -250,6 +252,7 @@ impl Full {
                 KeyKind::CompactionRecord { .. } | KeyKind::CompactedPart { .. } => {
                     self.compacted.push(i)
                 }
+                KeyKind::Iceberg(_) => self.iceberg.push(i),
                 KeyKind::Seal(_) | KeyKind::Claim | KeyKind::Witness => {}
             }
         }
