@@ -21,6 +21,7 @@ use crate::audit::verify::delta;
 use crate::audit::verify::delta_checkpoint;
 use crate::audit::verify::flight::{self, Window};
 use crate::audit::verify::history;
+use crate::audit::verify::iceberg;
 use crate::audit::verify::options::VerifyOptions;
 use crate::audit::verify::pipeline::Strategy;
 use crate::audit::verify::planted;
@@ -173,6 +174,10 @@ impl Strategy for Full {
         // The Delta log: once, by the first shard (it is small: one version per seal).
         if self.scope.as_ref().is_none_or(Scope::first) {
             self.check_delta_log(store, opts, report).await?;
+            let listed: Vec<&ObjectInfo> = self.iceberg.iter().map(|&i| &self.listing[i]).collect();
+            report.problems.extend(
+                iceberg::check(store, &self.chain, self.store_id.as_deref(), &listed).await?,
+            );
         }
         Ok(())
     }
