@@ -66,12 +66,16 @@ fn parsed(s: &StoredSeal) -> Result<&Seal> {
 
 /// The absolute location of `key` in a table at `location`.
 pub(crate) fn at(location: &str, key: &str) -> String {
-    format!("{}/{key}", location.trim_end_matches('/'))
+    if location.ends_with('/') {
+        format!("{location}{key}")
+    } else {
+        format!("{location}/{key}")
+    }
 }
 
 impl Table {
     /// The table before seal 1.
-    pub fn start(uuid: String, location: String) -> Result<Self> {
+    pub(crate) fn start(uuid: String, location: String) -> Result<Self> {
         Ok(Table {
             meta: TableMetadata::new(uuid, location, schema_of(SCHEMA_VERSION)?),
             list: Vec::new(),
@@ -80,7 +84,7 @@ impl Table {
     }
 
     /// The table as stored: metadata and manifest list of its current snapshot.
-    pub fn stored(meta: TableMetadata, list: Vec<ManifestFile>) -> Self {
+    pub(crate) fn stored(meta: TableMetadata, list: Vec<ManifestFile>) -> Self {
         Table {
             meta,
             list,
@@ -93,7 +97,7 @@ impl Table {
     }
 
     /// The manifest list bytes of the current snapshot, as written here.
-    pub fn list_bytes(&self) -> Vec<u8> {
+    pub(crate) fn list_bytes(&self) -> Vec<u8> {
         let Some(s) = self.meta.current() else {
             return Vec::new();
         };
@@ -107,7 +111,7 @@ impl Table {
     }
 
     /// The objects of seal `seal`, and the table after it.
-    pub async fn step(
+    pub(crate) async fn step(
         &mut self,
         store: &dyn AtomicPublisher,
         seal: &StoredSeal,

@@ -45,6 +45,9 @@ pub fn table_location(store: &dyn AtomicPublisher) -> String {
         let root = std::path::absolute(root).unwrap_or_else(|_| root.into());
         return root.to_string_lossy().trim_end_matches('/').to_string();
     }
+    if base.ends_with("://") {
+        return base;
+    }
     base.trim_end_matches('/').to_string()
 }
 
