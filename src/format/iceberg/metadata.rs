@@ -377,9 +377,9 @@ impl TableMetadata {
         self.snapshots.push(snap);
     }
 
-    /// Its bytes.
+    /// Its bytes: compact JSON (a snapshot is about 700 bytes of it) and a newline.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut b = serde_json::to_vec_pretty(self).unwrap_or_default();
+        let mut b = serde_json::to_vec(self).unwrap_or_default();
         b.push(b'\n');
         b
     }
@@ -419,7 +419,7 @@ mod tests {
         let b = m.to_bytes();
         assert_eq!(TableMetadata::parse(&b).unwrap(), m);
         let mut other = b.clone();
-        other.insert(1, b' ');
+        other.insert(1, b'\n');
         assert!(TableMetadata::parse(&other).is_err());
         assert_ne!(table_uuid("x"), table_uuid("y"));
     }
