@@ -354,7 +354,7 @@ mod tests {
         assert_eq!(manifest_entries(&m).unwrap(), vec![e.clone(), e.clone()]);
         let f = ManifestFile::of("/s/m.avro".into(), m.len() as u64, 3, &[e]);
         assert_eq!(f.added, (1, 10));
-        let l = manifest_list_bytes(3, Some(2), &[f.clone()], [2; 16]);
+        let l = manifest_list_bytes(3, Some(2), std::slice::from_ref(&f), [2; 16]);
         assert_eq!(manifest_list_entries(&l).unwrap(), vec![f]);
     }
 }

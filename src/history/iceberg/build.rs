@@ -26,6 +26,13 @@ use crate::history::seal::{Seal, SealEntry, StoredSeal};
 use crate::publish::AtomicPublisher;
 use crate::schema::contract::{self, SCHEMA_VERSION};
 
+/// The most an Iceberg object of ours is read at: a metadata file grows by about 700
+/// bytes a seal, a manifest list by about 70, a manifest by about 300 bytes a file; 64
+/// times the largest seal a reader reads.
+pub(crate) fn max_object_bytes(store: &dyn AtomicPublisher) -> u64 {
+    store.read_limits().max_seal_bytes.saturating_mul(64)
+}
+
 /// The objects one seal adds, in publishing order (each names only those before it).
 #[derive(Debug, Clone)]
 pub(crate) struct Objects {
@@ -271,7 +278,7 @@ impl Table {
             .unwrap_or(path)
             .to_string();
         let bytes = store
-            .get_at_most(&key, super::max_object_bytes(store))
+            .get_at_most(&key, max_object_bytes(store))
             .await?
             .ok_or_else(|| Error::NotFound(key.clone()))?;
         manifest_entries(&bytes).map_err(|m| Error::Corrupt {

@@ -28,14 +28,8 @@ use crate::history::identity::ensure_identity;
 use crate::history::seal::StoredSeal;
 use crate::publish::checked::publish_checked;
 use crate::publish::AtomicPublisher;
+pub(crate) use build::max_object_bytes;
 use build::Table;
-
-/// The most an Iceberg object of ours is read at: a metadata file grows by about 700
-/// bytes a seal, a manifest list by about 150, a manifest by about 300 bytes a file; 64
-/// times the largest seal a reader reads.
-pub(crate) fn max_object_bytes(store: &dyn AtomicPublisher) -> u64 {
-    store.read_limits().max_seal_bytes.saturating_mul(64)
-}
 
 /// The table's location for `store`: where it was opened, as readers outside
 /// lineage-store open it (an absolute path on local disk, the URL on an object store).
