@@ -27,6 +27,11 @@ pub const ROOT: &str = "lineage.root";
 /// See [`SEAL_SEQ`]: the compaction ids a seal puts into effect, comma-separated.
 pub const COMPACTIONS: &str = "lineage.compactions";
 
+/// How many snapshots a metadata file holds: the newest seal's and the 99 before it
+/// (older ones expire from newer files, as Iceberg's snapshot expiry does; seal k's own
+/// `v<k>.metadata.json` keeps it). So a metadata file stays at most about 70 KB.
+pub const SNAPSHOTS_KEPT: usize = 100;
+
 /// The Iceberg type of a contract kind.
 pub fn iceberg_type(kind: Kind) -> &'static str {
     match kind {
@@ -265,9 +270,9 @@ pub struct TableMetadata {
     pub current_snapshot_id: i64,
     /// `main` at the newest snapshot.
     pub refs: BTreeMap<String, Ref>,
-    /// Every snapshot, oldest first.
+    /// The newest [`SNAPSHOTS_KEPT`] snapshots, oldest first.
     pub snapshots: Vec<Snapshot>,
-    /// Every snapshot with its time.
+    /// The same snapshots with their times.
     #[serde(rename = "snapshot-log")]
     pub snapshot_log: Vec<SnapshotLogEntry>,
     /// Always empty: each seal's metadata file is named by its number.
@@ -375,6 +380,10 @@ impl TableMetadata {
             timestamp_ms: snap.timestamp_ms,
         });
         self.snapshots.push(snap);
+        let expired = self.snapshots.len().saturating_sub(SNAPSHOTS_KEPT);
+        self.snapshots.drain(..expired);
+        let expired = self.snapshot_log.len().saturating_sub(SNAPSHOTS_KEPT);
+        self.snapshot_log.drain(..expired);
     }
 
     /// Its bytes: compact JSON (a snapshot is about 700 bytes of it) and a newline.
@@ -422,5 +431,26 @@ mod tests {
         other.insert(1, b'\n');
         assert!(TableMetadata::parse(&other).is_err());
         assert_ne!(table_uuid("x"), table_uuid("y"));
+    }
+
+    #[test]
+    fn keeps_the_newest_snapshots_with_time_never_going_back() {
+        let mut m = TableMetadata::new(table_uuid("x"), "/s".into(), Schema::of(0, &COLUMNS));
+        for k in 1..=150i64 {
+            m.push(Snapshot {
+                snapshot_id: k,
+                parent_snapshot_id: (k > 1).then(|| k - 1),
+                sequence_number: k,
+                timestamp_ms: if k == 120 { 0 } else { k * 10 },
+                manifest_list: String::new(),
+                summary: BTreeMap::new(),
+                schema_id: 0,
+            });
+        }
+        assert_eq!(m.snapshots.len(), SNAPSHOTS_KEPT);
+        assert_eq!(m.snapshots[0].snapshot_id, 51);
+        assert_eq!(m.snapshot_log.len(), SNAPSHOTS_KEPT);
+        assert_eq!(m.current_snapshot_id, 150);
+        assert_eq!(m.snapshots[69].timestamp_ms, 1190); // seal 120's clock was behind
     }
 }

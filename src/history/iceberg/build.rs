@@ -151,7 +151,11 @@ impl Table {
             .collect();
         let mut objects = Vec::new();
         let entries = if compacted.is_empty() {
-            added
+            if added.is_empty() {
+                added
+            } else {
+                self.merge(store, seq, added).await?
+            }
         } else {
             self.replace(store, seq, &compacted, added).await?
         };
@@ -206,6 +210,42 @@ impl Table {
             }
         }
         Ok(())
+    }
+
+    /// An appending seal's manifest: its new files `ADDED`, and the files of the manifests
+    /// it takes over `EXISTING`. Counting seals from the newest compaction's (`base`, 0
+    /// without one) as n, seal `seq` takes over the manifests written by seals
+    /// `seq - 2^t + 1 ..= seq - 1`, where 2^t is n's lowest set bit: as a binary counter
+    /// carries, so the manifest list names about log2(n) manifests and each file is
+    /// rewritten about log2(n) times in all.
+    async fn merge(
+        &mut self,
+        store: &dyn AtomicPublisher,
+        seq: i64,
+        added: Vec<Entry>,
+    ) -> Result<Vec<Entry>> {
+        let base = self
+            .list
+            .iter()
+            .find(|m| m.deleted.0 > 0)
+            .map_or(0, |m| m.added_snapshot_id);
+        let n = (seq - base).max(1);
+        let lo = seq - (n & n.wrapping_neg());
+        let (taken, kept): (Vec<ManifestFile>, Vec<ManifestFile>) = std::mem::take(&mut self.list)
+            .into_iter()
+            .partition(|m| m.added_snapshot_id > lo && m.deleted.0 == 0);
+        self.list = kept;
+        let mut out = Vec::new();
+        for m in &taken {
+            for mut e in self.entries_of(store, &m.path).await? {
+                if e.status != DELETED {
+                    e.status = EXISTING;
+                    out.push(e);
+                }
+            }
+        }
+        out.extend(added);
+        Ok(out)
     }
 
     /// A compaction seal's one manifest: every live file (the sources `DELETED` by this

@@ -12,6 +12,7 @@ use bytes::Bytes;
 use lineage_store::compact::CompactOptions;
 use lineage_store::internal::iceberg::manifest::{
     manifest_bytes, manifest_entries, manifest_list_entries, Entry, ManifestHeader, ADDED, DELETED,
+    EXISTING,
 };
 use lineage_store::internal::iceberg::metadata::{sync_marker, TableMetadata};
 use lineage_store::internal::keys::{
@@ -141,37 +142,64 @@ async fn every_seal_is_a_snapshot_of_exactly_the_parts_sealed_up_to_it() {
     assert!(verify_later(mem.as_ref()).await.is_clean());
 }
 
+/// The manifests snapshot `k`'s manifest list names, by key.
+async fn listed(store: &dyn AtomicPublisher, k: u64) -> Vec<String> {
+    let l = store
+        .get(&iceberg_manifest_list_key(k))
+        .await
+        .unwrap()
+        .unwrap();
+    manifest_list_entries(&l)
+        .unwrap()
+        .into_iter()
+        .map(|m| key_of(&m.path))
+        .collect()
+}
+
 #[tokio::test]
-async fn a_seal_writes_a_manifest_of_its_new_parts_only_and_reuses_the_earlier_ones() {
-    let (mem, by_seal) = sealed_store().await;
-    let m2 = manifest_entries(&mem.get(&iceberg_manifest_key(2)).await.unwrap().unwrap()).unwrap();
-    assert_eq!(m2.len(), by_seal[1].len());
-    assert!(m2.iter().all(|e| e.status == ADDED && e.snapshot_id == 2));
-    let l2 = manifest_list_entries(
-        &mem.get(&iceberg_manifest_list_key(2))
-            .await
-            .unwrap()
-            .unwrap(),
-    )
-    .unwrap();
-    let paths: Vec<&str> = l2.iter().map(|m| m.path.as_str()).collect();
-    assert_eq!(
-        paths,
-        [
-            "memory://_iceberg/metadata/manifest-1.avro",
-            "memory://_iceberg/metadata/manifest-2.avro"
-        ]
-    );
-    // Seal 3 adds nothing: no manifest, the same manifests listed.
-    assert!(mem.get(&iceberg_manifest_key(3)).await.unwrap().is_none());
-    let l3 = manifest_list_entries(
-        &mem.get(&iceberg_manifest_list_key(3))
-            .await
-            .unwrap()
-            .unwrap(),
-    )
-    .unwrap();
-    assert_eq!(l2, l3);
+async fn manifests_merge_as_a_binary_counter_so_the_list_stays_logarithmic() {
+    let mem = Arc::new(MemoryPublisher::new());
+    let mut by_seal = Vec::new();
+    for k in 1..=6u64 {
+        by_seal.push(append(mem.clone(), 40, 20, k).await);
+        seal(mem.as_ref(), true).await;
+    }
+    seal(mem.as_ref(), true).await; // seal 7 adds nothing: no manifest
+    let m = |k: u64| iceberg_manifest_key(k);
+    let want: [Vec<String>; 7] = [
+        vec![m(1)],
+        vec![m(2)],
+        vec![m(2), m(3)],
+        vec![m(4)],
+        vec![m(4), m(5)],
+        vec![m(4), m(6)],
+        vec![m(4), m(6)],
+    ];
+    for (k, w) in (1..=7u64).zip(want) {
+        assert_eq!(listed(mem.as_ref(), k).await, w, "seal {k}");
+    }
+    assert!(mem.get(&m(7)).await.unwrap().is_none());
+    // Manifest 3 holds only seal 3's parts; manifest 4 takes over seals 1..3's as
+    // EXISTING (their own snapshot and sequence numbers) and adds seal 4's.
+    let m3 = manifest_entries(&mem.get(&m(3)).await.unwrap().unwrap()).unwrap();
+    assert_eq!(m3.len(), by_seal[2].len());
+    assert!(m3.iter().all(|e| e.status == ADDED && e.snapshot_id == 3));
+    let m4 = manifest_entries(&mem.get(&m(4)).await.unwrap().unwrap()).unwrap();
+    let want4: usize = by_seal[..4].iter().map(Vec::len).sum();
+    assert_eq!(m4.len(), want4);
+    for e in &m4 {
+        let from = by_seal
+            .iter()
+            .position(|ps| {
+                ps.iter()
+                    .any(|p| format!("memory://{}", p.part_path) == e.file.path)
+            })
+            .unwrap() as i64
+            + 1;
+        assert_eq!((e.snapshot_id, e.sequence_number), (from, from));
+        assert_eq!(e.status, if from == 4 { ADDED } else { EXISTING });
+    }
+    assert!(verify_later(mem.as_ref()).await.is_clean());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -258,6 +286,27 @@ async fn a_compaction_is_a_replace_snapshot_with_the_same_rows() {
     );
     // The snapshot before still reads the originals.
     assert_eq!(live(mem.as_ref(), seq - 1).await.len(), parts.len());
+    // Seals after it count from it: the compaction's manifest stays first, the next ones
+    // merge after it.
+    for k in 1..=3u64 {
+        append(mem.clone(), 20, 20, 100 + k).await;
+        seal(mem.as_ref(), true).await;
+    }
+    let last = seq + 3;
+    assert_eq!(
+        listed(mem.as_ref(), last).await,
+        [
+            iceberg_manifest_key(seq),
+            iceberg_manifest_key(seq + 2),
+            iceberg_manifest_key(last)
+        ]
+    );
+    let rows: u64 = live(mem.as_ref(), last)
+        .await
+        .iter()
+        .map(|e| e.file.record_count)
+        .sum();
+    assert_eq!(rows, 660);
     assert!(verify_later(mem.as_ref()).await.is_clean());
 }
 
