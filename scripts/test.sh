@@ -18,6 +18,8 @@ scripts/python-env.sh .venv-checkov terraform/checkov-requirements.txt  # tests/
 export LINEAGE_CHECKOV="$PWD/.venv-checkov/bin/checkov"
 scripts/python-env.sh .venv-duckdb-delta tests/python/duckdb-delta-requirements.txt  # tests/python/test_delta.py
 export LINEAGE_DUCKDB_DELTA_PYTHON="$PWD/.venv-duckdb-delta/bin/python"
+scripts/python-env.sh .venv-duckdb-iceberg tests/python/duckdb-iceberg-requirements.txt  # tests/python/test_iceberg.py
+export LINEAGE_DUCKDB_ICEBERG_PYTHON="$PWD/.venv-duckdb-iceberg/bin/python"
 
 # Emulators: started here, stopped by PID on any exit.
 trap 'localstack/stop.sh' EXIT

@@ -139,7 +139,9 @@ pub use history::identity::read_identity;
 // Sealing and keys.
 pub use history::pointers::{read_pointers, StoredPointer};
 pub use history::seal::{Seal, SealEntry, StoredSeal, Trust};
-pub use history::sealer::{seal, seal_with, DeltaConflict, NotSealed, SealOptions, SealOutcome};
+pub use history::sealer::{
+    seal, seal_with, DeltaConflict, IcebergOutcome, NotSealed, SealOptions, SealOutcome,
+};
 
 // The Delta Lake table the seals make.
 pub use history::delta::delta_version;
@@ -206,13 +208,14 @@ pub mod internal {
     pub use crate::base::{digest, time};
     pub use crate::format::{
         checkpoint, claim, compaction, consistency, delta, delta_checkpoint, delta_stats, entries,
-        identity, keys, pointer, timestamp, tlog_proof, writer_record,
+        iceberg, identity, keys, pointer, timestamp, tlog_proof, writer_record,
     };
     pub use crate::history::checkpoint as sealed_checkpoint;
     pub use crate::history::delta::complete_log as complete_delta_log;
     pub use crate::history::delta_checkpoint::{
         write as write_delta_checkpoint, write_if_due as write_delta_checkpoint_if_due,
     };
+    pub use crate::history::iceberg::{complete_table as complete_iceberg_table, table_location};
     pub use crate::history::identity::ensure_identity;
     pub use crate::history::{complete, frontier, index, merkle, seal, signing, tiles};
     pub use crate::parts::{encode, multiset, pages, read as part, writer_sig};

@@ -557,6 +557,7 @@ impl Store {
             dry_run,
             allow_unsigned,
             delta_checkpoint,
+            ..Default::default()
         };
         let store = self.inner.clone();
         let out = block_on(py, async move {

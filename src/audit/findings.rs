@@ -142,6 +142,16 @@ pub enum ProblemKind {
     /// sealed after the seal of the expected head, or (without one) at all. Accepted, not
     /// a problem, with `--accept-adopted`.
     AdoptedCommit,
+    /// An Iceberg object (`_iceberg/metadata/`: a metadata file, manifest list or
+    /// manifest) that is not what the seals give (a manifest adding a file no seal adds
+    /// or dropping a sealed one, a changed count, other snapshots), or the metadata file
+    /// of a seal the chain lacks.
+    BadIcebergObject,
+    /// An Iceberg object of a seal at or before the newest metadata file that is missing.
+    MissingIcebergObject,
+    /// An object under `_iceberg/` that lineage-store does not write (`version-hint.text`,
+    /// a planted file).
+    UnknownIcebergObject,
 }
 
 /// A seal's time as a TSA backs it (RFC 3161).

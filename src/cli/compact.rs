@@ -32,6 +32,9 @@ pub(crate) struct Args {
     /// removes; a `**/*.parquet` glob of the store reads it as data.
     #[arg(long)]
     delta_checkpoint: bool,
+    /// Make the compaction's seal an Iceberg snapshot too (as `seal --iceberg`).
+    #[arg(long)]
+    iceberg: bool,
     /// The outcome as one JSON object.
     #[arg(long)]
     json: bool,
@@ -47,6 +50,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         dry_run: a.dry_run,
         allow_unsigned: a.signing.unsigned,
         delta_checkpoint: a.delta_checkpoint,
+        iceberg: a.iceberg,
     };
     let o = compact(store, &SystemClock, &V7Ids, key.as_ref(), &opts).await?;
     if a.json {

@@ -42,6 +42,12 @@ pub(crate) struct Args {
     origin: Option<String>,
     #[command(flatten)]
     tsa: crate::cli::timestamps::TsaArgs,
+    /// Also make the seal an Iceberg snapshot: `_iceberg/metadata/v<N>.metadata.json`
+    /// with its manifest list and manifest, paths absolute at this store's location
+    /// (written for every earlier seal that lacks them too; with nothing new, for the
+    /// newest seal).
+    #[arg(long)]
+    iceberg: bool,
 }
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
@@ -55,6 +61,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         allow_unsigned: a.signing.unsigned,
         delta_checkpoint_interval: a.delta_checkpoint_interval,
         origin: a.origin,
+        iceberg: a.iceberg,
         ..SealOptions::default()
     };
     let s = seal_with(store.as_ref(), &SystemClock, key.as_ref(), &opts).await?;
@@ -100,6 +107,9 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         }
     }
     if !a.json {
+        if let Some(i) = &s.iceberg {
+            out(&format!("iceberg {}", i.metadata_location))?;
+        }
         left_out(&s)?;
         if let (Some(o), Some(t)) = (&stamped, &tsa) {
             for l in crate::cli::timestamps::stamp_lines(o, t) {

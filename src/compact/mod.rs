@@ -68,6 +68,9 @@ pub struct CompactOptions {
     /// --delta-checkpoint-interval`): Delta readers then read the few compacted files from
     /// one Parquet file instead of replaying every add and remove.
     pub delta_checkpoint: bool,
+    /// Make the compaction's seal an Iceberg snapshot too (as `seal --iceberg`): a
+    /// `replace` snapshot whose manifest removes the sources and adds the compacted parts.
+    pub iceberg: bool,
 }
 
 impl Default for CompactOptions {
@@ -79,6 +82,7 @@ impl Default for CompactOptions {
             dry_run: false,
             allow_unsigned: false,
             delta_checkpoint: false,
+            iceberg: false,
         }
     }
 }
@@ -231,6 +235,7 @@ pub async fn compact(
             compactions: refs,
             compactions_planned_at: head,
             delta_checkpoint_interval: u64::from(opts.delta_checkpoint),
+            iceberg: opts.iceberg,
             ..SealOptions::default()
         },
     )

@@ -8,6 +8,7 @@ pub mod delta;
 pub mod delta_checkpoint;
 pub mod delta_stats;
 pub mod entries;
+pub mod iceberg;
 pub mod identity;
 pub mod keys;
 pub mod pointer;

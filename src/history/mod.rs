@@ -27,6 +27,7 @@ pub(crate) mod delta_checkpoint;
 pub(crate) mod delta_restore;
 pub mod frontier;
 pub(crate) mod head;
+pub(crate) mod iceberg;
 pub(crate) mod identity;
 pub mod index;
 pub mod merkle;

@@ -214,10 +214,11 @@ async fn named_parts(
         .await
 }
 
-/// A listing as key → size, publishes in flight left out.
+/// A listing as key → size, publishes in flight and Iceberg metadata (each location's
+/// own, [`Kind::Iceberg`]) left out.
 fn listed(l: Vec<crate::publish::ObjectInfo>) -> BTreeMap<String, u64> {
     l.into_iter()
-        .filter(|o| kind_of(&o.key) != Kind::Temp)
+        .filter(|o| !matches!(kind_of(&o.key), Kind::Temp | Kind::Iceberg))
         .map(|o| (o.key, o.size))
         .collect()
 }
@@ -363,6 +364,7 @@ impl Sides<'_> {
             | Kind::SealAux
             | Kind::Head
             | Kind::Witness
+            | Kind::Iceberg
             | Kind::Temp => None,
         }
     }

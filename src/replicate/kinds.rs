@@ -121,6 +121,10 @@ pub enum Kind {
     Temp,
     /// Not written by lineage-store: never copied.
     Foreign,
+    /// Iceberg metadata (`_iceberg/`): its paths are absolute, so it belongs to its
+    /// location and is never copied (`lineage seal --iceberg` at the replica writes the
+    /// replica's own).
+    Iceberg,
 }
 
 impl Kind {
@@ -137,7 +141,7 @@ impl Kind {
             Kind::Head => Some(Stage::Heads),
             Kind::Delta(_) | Kind::DeltaCheckpoint(_) => Some(Stage::Delta),
             Kind::Witness => Some(Stage::Witness),
-            Kind::Temp | Kind::Foreign | Kind::Unknown => None,
+            Kind::Temp | Kind::Foreign | Kind::Unknown | Kind::Iceberg => None,
         }
     }
 
@@ -159,6 +163,7 @@ impl Kind {
             Kind::Unknown => "unknown",
             Kind::Temp => "temp",
             Kind::Foreign => "foreign",
+            Kind::Iceberg => "Iceberg metadata",
         }
     }
 }
@@ -190,5 +195,6 @@ pub fn kind_of(key: &str) -> Kind {
         KeyKind::Temp => Kind::Temp,
         // Not ours (`_last_checkpoint`, another checkpoint's name, a planted file): never copied.
         KeyKind::Foreign | KeyKind::DeltaOther => Kind::Foreign,
+        KeyKind::Iceberg(_) => Kind::Iceberg,
     }
 }

@@ -25,6 +25,7 @@ mod delta;
 mod export;
 mod fuzz;
 mod history;
+mod iceberg;
 mod input;
 mod layering;
 mod publish;

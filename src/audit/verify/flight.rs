@@ -100,6 +100,7 @@ pub(crate) fn judge_temp(key: &str, w: &Window) -> Result<InFlight, String> {
         | KeyKind::Witness
         | KeyKind::CompactionRecord { .. }
         | KeyKind::CompactedPart { .. } => true,
+        KeyKind::Iceberg(k) => k != keys::IcebergKey::Other,
         KeyKind::Temp | KeyKind::Foreign | KeyKind::Unknown | KeyKind::DeltaOther => false,
     };
     if !publishes_here {

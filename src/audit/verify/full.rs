@@ -21,6 +21,7 @@ use crate::audit::verify::delta;
 use crate::audit::verify::delta_checkpoint;
 use crate::audit::verify::flight::{self, Window};
 use crate::audit::verify::history;
+use crate::audit::verify::iceberg;
 use crate::audit::verify::options::VerifyOptions;
 use crate::audit::verify::pipeline::Strategy;
 use crate::audit::verify::planted;
@@ -52,6 +53,8 @@ pub(crate) struct Full {
     delta: Vec<usize>,
     /// Listed compaction records and compacted parts (indexes into `listing`).
     compacted: Vec<usize>,
+    /// Listed objects under `_iceberg/` (indexes into `listing`).
+    iceberg: Vec<usize>,
     /// Sealed pointers as read (for the compaction checks).
     sealed: HashMap<String, Pointer>,
     /// The store's id, when its identity could be read (parts must name it).
@@ -174,6 +177,10 @@ impl Strategy for Full {
         // The Delta log: once, by the first shard (it is small: one version per seal).
         if self.scope.as_ref().is_none_or(Scope::first) {
             self.check_delta_log(store, opts, report).await?;
+            let listed: Vec<&ObjectInfo> = self.iceberg.iter().map(|&i| &self.listing[i]).collect();
+            report.problems.extend(
+                iceberg::check(store, &self.chain, self.store_id.as_deref(), &listed).await?,
+            );
         }
         Ok(())
     }
@@ -259,6 +266,7 @@ impl Full {
                 KeyKind::CompactionRecord { .. } | KeyKind::CompactedPart { .. } => {
                     self.compacted.push(i)
                 }
+                KeyKind::Iceberg(_) => self.iceberg.push(i),
                 KeyKind::Seal(_) | KeyKind::Claim | KeyKind::Witness => {}
             }
         }

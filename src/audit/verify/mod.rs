@@ -30,6 +30,7 @@ mod delta_checkpoint;
 pub(crate) mod flight;
 mod full;
 pub(crate) mod history;
+mod iceberg;
 pub(crate) mod options;
 mod parts;
 mod pipeline;

@@ -1,6 +1,7 @@
 //! What a key is, by its place in the layout ([`classify`]).
 
 use super::history::parse_history;
+use super::iceberg::{classify_iceberg, IcebergKey};
 use crate::format::keys::history::HistoryKey;
 use crate::format::keys::{
     is_commit_id, parse_delta_checkpoint_key, parse_delta_version_key, run_id_segment_problem,
@@ -61,6 +62,8 @@ pub enum KeyKind {
         /// From the file name.
         compaction_id: String,
     },
+    /// An object under `_iceberg/` ([`IcebergKey`]: ours by name, or [`IcebergKey::Other`]).
+    Iceberg(IcebergKey),
     /// Anything else under `_delta_log/` (`_last_checkpoint`, a multi-part or V2
     /// checkpoint, a planted file): not ours, and named by `verify`.
     DeltaOther,
@@ -97,6 +100,9 @@ pub fn classify(key: &str) -> KeyKind {
         }
         return parse_delta_checkpoint_key(key)
             .map_or(KeyKind::DeltaOther, KeyKind::DeltaCheckpoint);
+    }
+    if let Some(k) = classify_iceberg(key) {
+        return KeyKind::Iceberg(k);
     }
     if let Some(rest) = key.strip_prefix(COMMITS_PREFIX) {
         return classify_pointer(rest);

@@ -20,6 +20,7 @@
 //! _lineage/compacted/records/<compaction-id>.json             compaction records
 //! _lineage/compacted/parts/run_id=<r>/target_crs=EPSG:<n>/part-<compaction-id>.compacted   compacted parts
 //! _delta_log/<version, 20 digits>.json                         Delta Lake versions (one per seal)
+//! _iceberg/metadata/v<N>.metadata.json, snap-<N>.avro, manifest-<N>.avro   Iceberg snapshot N = seal N (`seal --iceberg`)
 //! ```
 //!
 //! A compacted part is Parquet, but its name does not end in `.parquet` and it lies under
@@ -54,6 +55,7 @@
 use crate::base::error::{Error, Result};
 
 pub(crate) mod history;
+pub(crate) mod iceberg;
 pub(crate) mod kind;
 #[cfg(test)]
 mod tests;
@@ -62,6 +64,10 @@ pub use self::history::{
     canonical_index_key, entry_bundle_key, head_key, head_key_in, index_bound, index_key,
     index_key_in, leaf_key, leaf_key_in, leaf_prefix, leaf_prefix_in, tile_key,
     tile_partials_prefix, tlog_tile_key, HistoryKey, Layout,
+};
+pub use self::iceberg::{
+    classify_iceberg, iceberg_manifest_key, iceberg_manifest_list_key, iceberg_metadata_key,
+    IcebergKey, ICEBERG_METADATA_PREFIX, ICEBERG_PREFIX,
 };
 pub use self::kind::{classify, is_claim_key, is_crs_segment, is_witness_key, part_name, KeyKind};
 

@@ -42,6 +42,7 @@ use crate::history::checkpoint;
 use crate::history::complete;
 pub use crate::history::delta::DeltaConflict;
 use crate::history::head::{self, Heads};
+pub use crate::history::iceberg::IcebergOutcome;
 use crate::history::merkle;
 use crate::history::seal::{Seal, StoredSeal, MAX_SEAL_ATTEMPTS, SEAL_FORMAT_V2};
 use crate::history::signing::key_id;
@@ -84,6 +85,10 @@ pub struct SealOptions {
     /// derived from the store's identity ([`crate::history::checkpoint::origin`]). Keep it
     /// the same for every seal of a store: tlog clients pin it.
     pub origin: Option<String>,
+    /// Also make the seal an Iceberg snapshot (`_iceberg/metadata/`,
+    /// [`crate::history::iceberg`]): the metadata of every seal up to it that lacks it is
+    /// written too, and with nothing new to seal the newest seal's is completed.
+    pub iceberg: bool,
 }
 
 impl Default for SealOptions {
@@ -97,6 +102,7 @@ impl Default for SealOptions {
             compactions_planned_at: 0,
             delta_checkpoint_interval: 0,
             origin: None,
+            iceberg: false,
         }
     }
 }
@@ -118,8 +124,10 @@ pub async fn seal_with(
         let full = draft.all_leaves.is_some();
         let not_sealed = std::mem::take(&mut draft.refused);
         if draft.new.is_empty() && !opts.allow_empty && opts.compactions.is_empty() {
+            let head = draft.prev.as_ref().map_or(0, |p| p.key_seq);
             return Ok(SealOutcome {
                 not_sealed,
+                iceberg: iceberg(store, head, opts).await?,
                 ..nothing_new(draft.prev.as_ref(), full, lost)
             });
         }
@@ -150,12 +158,25 @@ pub async fn seal_with(
             nothing_new: false,
             not_sealed,
             delta_conflict,
+            iceberg: iceberg(store, seal.seq, opts).await?,
         });
     }
     Err(Error::Conflict {
         key: keys::SEALS_PREFIX.to_string(),
         message: format!("lost {MAX_SEAL_ATTEMPTS} sealing races in a row; try again"),
     })
+}
+
+/// Seal `seq`'s Iceberg snapshot, when asked for.
+async fn iceberg(
+    store: &dyn AtomicPublisher,
+    seq: u64,
+    opts: &SealOptions,
+) -> Result<Option<IcebergOutcome>> {
+    if !opts.iceberg {
+        return Ok(None);
+    }
+    crate::history::iceberg::complete_table(store, seq).await
 }
 
 /// The origin of a signed seal's checkpoint (none for an unsigned seal).
@@ -322,6 +343,7 @@ fn nothing_new(prev: Option<&StoredSeal>, full: bool, lost: u64) -> SealOutcome 
         nothing_new: true,
         not_sealed: Vec::new(),
         delta_conflict: None,
+        iceberg: None,
     }
 }
 
@@ -430,6 +452,9 @@ pub struct SealOutcome {
     /// complete, but the Delta log is not extended past that object until it is gone
     /// (docs/operations.md). `verify` names the object.
     pub delta_conflict: Option<DeltaConflict>,
+    /// The seal's Iceberg snapshot, when asked for ([`SealOptions::iceberg`]): the newest
+    /// metadata file's key and location.
+    pub iceberg: Option<IcebergOutcome>,
 }
 
 /// Write the next seal over every commit not sealed yet, with the default options of

@@ -126,6 +126,10 @@ fn sort_listing(r: &Replicator, listing: Vec<ObjectInfo>, summary: &mut Summary)
                 key: o.key,
                 reason: "under `_lineage/` but not an object lineage-store writes there (`lineage verify` names it)".into(),
             }),
+            Kind::Iceberg => summary.skipped.push(NotCopied {
+                key: o.key,
+                reason: "Iceberg metadata names absolute paths at the source's location: `lineage seal --iceberg` at the destination writes its own".into(),
+            }),
             // Seals come from the chain walk; temps are publishes in flight.
             Kind::Seal(_) | Kind::Temp => {}
             _ => {
@@ -352,6 +356,7 @@ fn tally(s: &mut Summary, h: Handled) {
                 | Kind::Witness
                 | Kind::Unknown
                 | Kind::Temp
+                | Kind::Iceberg
                 | Kind::Foreign => c.other += 1,
             }
         }
