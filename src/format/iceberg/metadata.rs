@@ -39,6 +39,7 @@ pub fn iceberg_type(kind: Kind) -> &'static str {
         Kind::I64 => "long",
         Kind::I32 => "int",
         Kind::F64 => "double",
+        Kind::Bool => "boolean",
         Kind::TimestampUtc => "timestamptz",
     }
 }
