@@ -887,8 +887,9 @@ impl Store {
         })?
         .py_err(py)?;
         let rt = crate::runtime::runtime().py_err(py)?;
-        let reader: Box<dyn arrow_array::RecordBatchReader + Send> =
-            Box::new(crate::errors::Worded(Box::new(scan.into_reader(rt.handle()))));
+        let reader: Box<dyn arrow_array::RecordBatchReader + Send> = Box::new(
+            crate::errors::Worded(Box::new(scan.into_reader(rt.handle()))),
+        );
         reader.into_pyarrow(py)
     }
 

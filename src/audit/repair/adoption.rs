@@ -74,7 +74,12 @@ impl Adoption {
     /// well-formed part at its place that names this store or none (a part naming another
     /// store is refused before this). `signed_by_given_key`: its writer signature verified
     /// under one of the writer keys the operator gave.
-    pub(crate) fn admits(&self, key: &str, facts: &PartFacts, signed_by_given_key: bool) -> Admission {
+    pub(crate) fn admits(
+        &self,
+        key: &str,
+        facts: &PartFacts,
+        signed_by_given_key: bool,
+    ) -> Admission {
         if !self.parts.contains(key) && !signed_by_given_key {
             return Admission::NotAsked;
         }
