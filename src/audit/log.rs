@@ -128,15 +128,9 @@ async fn keys_after(
         key: newest.key.clone(),
         message: m,
     })?;
-    let watermark: Option<DateTime<Utc>> = head_seal
-        .watermark_utc
-        .as_deref()
-        .and_then(|w| DateTime::parse_from_rfc3339(w).ok())
-        .map(|t| t.with_timezone(&Utc));
-    let ahead: HashSet<String> = head_seal.ahead.into_iter().flatten().collect();
-    if watermark.is_some() {
+    if head_seal.watermark_utc.is_some() {
         keys_after.extend(
-            index::list_since(store, watermark, &ahead)
+            crate::history::window::unsealed_after(store, &head_seal)
                 .await?
                 .into_iter()
                 .map(|e| e.pointer_key),

@@ -36,3 +36,4 @@ pub(crate) mod sealer;
 pub mod signing;
 pub mod tiles;
 pub(crate) mod tlog;
+pub mod window;

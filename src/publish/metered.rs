@@ -228,6 +228,20 @@ impl AtomicPublisher for MeteredPublisher {
         Ok(v)
     }
 
+    async fn list_names(&self, prefix: &str) -> Result<Vec<ObjectInfo>> {
+        let v = self.inner.list_names(prefix).await?;
+        let pages = self.listed(v.len());
+        self.wait(|l| l.list_page, pages).await;
+        Ok(v)
+    }
+
+    async fn list_keys_after(&self, prefix: &str, after: &str, limit: usize) -> Result<Vec<String>> {
+        let v = self.inner.list_keys_after(prefix, after, limit).await?;
+        let pages = self.listed(v.len());
+        self.wait(|l| l.list_page, pages).await;
+        Ok(v)
+    }
+
     async fn delete_temp(&self, key: &str) -> Result<()> {
         self.counts.deletes.fetch_add(1, Ordering::Relaxed);
         self.wait(|l| l.get, 1).await;

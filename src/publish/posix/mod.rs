@@ -84,6 +84,68 @@ impl PosixPublisher {
         self.stats.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// A recursive listing ([`Walker::walk`]); `names_only`: no regular file's metadata
+    /// read (sizes 0, no times).
+    async fn walk(&self, prefix: &str, names_only: bool) -> Result<Vec<ObjectInfo>> {
+        let root = self.root.clone();
+        let prefix = prefix.to_string();
+        let hook = self.list_hook.clone();
+        let stats = self.stats.clone();
+        blocking(move || {
+            let mut out = Vec::new();
+            let Some((start, dir_part)) = listing_start(&root, &prefix)? else {
+                return Ok(out);
+            };
+            let walker = Walker {
+                root: &root,
+                prefix: &prefix,
+                hook: hook.as_deref(),
+                stats: &stats,
+                names_only,
+            };
+            walker.walk(&start, &root.join(dir_part), &mut out)?;
+            Ok(out)
+        })
+        .await
+    }
+
+    /// One page of a `start-after` listing ([`Walker::walk_sorted`]); `names_only`: no
+    /// file's metadata read (sizes 0, no times).
+    async fn page(
+        &self,
+        prefix: &str,
+        after: &str,
+        limit: usize,
+        names_only: bool,
+    ) -> Result<Vec<ObjectInfo>> {
+        let root = self.root.clone();
+        let prefix = prefix.to_string();
+        let after = after.to_string();
+        let hook = self.list_hook.clone();
+        let stats = self.stats.clone();
+        blocking(move || {
+            let mut out = Vec::new();
+            let Some((start, dir_part)) = listing_start(&root, &prefix)? else {
+                return Ok(out);
+            };
+            let page = Page {
+                prefix: &prefix,
+                after: &after,
+                limit,
+            };
+            let walker = Walker {
+                root: &root,
+                prefix: &prefix,
+                hook: hook.as_deref(),
+                stats: &stats,
+                names_only,
+            };
+            walker.walk_sorted(&start, &root.join(dir_part), &page, &mut out)?;
+            Ok(out)
+        })
+        .await
+    }
+
     /// Inject a [`ListHook`] (fault injection for tests; never needed otherwise).
     pub fn with_list_hook(mut self, hook: ListHook) -> Self {
         self.list_hook = Some(hook);
@@ -260,53 +322,23 @@ impl AtomicPublisher for PosixPublisher {
     }
 
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>> {
-        let root = self.root.clone();
-        let prefix = prefix.to_string();
-        let hook = self.list_hook.clone();
-        let stats = self.stats.clone();
-        blocking(move || {
-            let mut out = Vec::new();
-            let Some((start, dir_part)) = listing_start(&root, &prefix)? else {
-                return Ok(out);
-            };
-            let walker = Walker {
-                root: &root,
-                prefix: &prefix,
-                hook: hook.as_deref(),
-                stats: &stats,
-            };
-            walker.walk(&start, &root.join(dir_part), &mut out)?;
-            Ok(out)
-        })
-        .await
+        self.walk(prefix, false).await
+    }
+
+    /// A regular file's metadata is not read: one `getdents64` per directory buffer.
+    async fn list_names(&self, prefix: &str) -> Result<Vec<ObjectInfo>> {
+        self.walk(prefix, true).await
     }
 
     async fn list_after(&self, prefix: &str, after: &str, limit: usize) -> Result<Vec<ObjectInfo>> {
-        let root = self.root.clone();
-        let prefix = prefix.to_string();
-        let after = after.to_string();
-        let hook = self.list_hook.clone();
-        let stats = self.stats.clone();
-        blocking(move || {
-            let mut out = Vec::new();
-            let Some((start, dir_part)) = listing_start(&root, &prefix)? else {
-                return Ok(out);
-            };
-            let page = Page {
-                prefix: &prefix,
-                after: &after,
-                limit,
-            };
-            let walker = Walker {
-                root: &root,
-                prefix: &prefix,
-                hook: hook.as_deref(),
-                stats: &stats,
-            };
-            walker.walk_sorted(&start, &root.join(dir_part), &page, &mut out)?;
-            Ok(out)
-        })
-        .await
+        self.page(prefix, after, limit, false).await
+    }
+
+    /// The page's keys from the directories' names and types alone: no file's metadata is
+    /// read (one `getdents64` per directory buffer, however many entries).
+    async fn list_keys_after(&self, prefix: &str, after: &str, limit: usize) -> Result<Vec<String>> {
+        let page = self.page(prefix, after, limit, true).await?;
+        Ok(page.into_iter().map(|o| o.key).collect())
     }
 
     async fn delete_temp(&self, key: &str) -> Result<()> {
