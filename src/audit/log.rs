@@ -4,7 +4,6 @@
 
 use std::collections::HashSet;
 
-use chrono::{DateTime, Utc};
 use futures::StreamExt;
 
 use crate::base::error::{Error, Result};
@@ -12,7 +11,6 @@ use crate::base::param::{text, Param};
 use crate::format::keys;
 use crate::format::pointer::Pointer;
 use crate::history::head::{self, read_seal};
-use crate::history::index;
 use crate::history::pointers::{
     read_pointers_past_corrupt, sort_in_commit_order, Unreadable, READ_CONCURRENCY,
 };

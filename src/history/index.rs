@@ -11,7 +11,6 @@
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
 
-use crate::base::error::Result;
 use crate::format::keys;
 use crate::format::keys::history::HistoryKey;
 use crate::format::keys::kind::KeyKind;

@@ -36,4 +36,4 @@ pub(crate) mod sealer;
 pub mod signing;
 pub mod tiles;
 pub(crate) mod tlog;
-pub mod window;
+pub(crate) mod window;

@@ -26,7 +26,7 @@ use crate::publish::{list_pages, AtomicPublisher, LIST_PAGE};
 
 /// What a seal says of the index it sealed from.
 #[derive(Debug, Clone)]
-pub struct Mark {
+pub(crate) struct Mark {
     /// Its watermark.
     pub watermark: DateTime<Utc>,
     /// The entries at or after the watermark it records as sealed (canonical keys).
@@ -37,7 +37,7 @@ pub struct Mark {
 
 impl Mark {
     /// The mark of a `lineage-seal/2`; `None` when its watermark is not a time.
-    pub fn of(seal: &Seal) -> Option<Self> {
+    pub(crate) fn of(seal: &Seal) -> Option<Self> {
         let watermark = time(seal.watermark_utc.as_deref()?)?;
         let ahead = seal
             .ahead
@@ -58,7 +58,7 @@ impl Mark {
 
     /// Where the window it records starts (its watermark when it records none): entries
     /// committed before it that land late are not looked for.
-    pub fn window_start(&self) -> DateTime<Utc> {
+    pub(crate) fn window_start(&self) -> DateTime<Utc> {
         self.window.as_ref().map_or(self.watermark, |(f, _)| *f)
     }
 }
@@ -71,7 +71,7 @@ fn time(s: &str) -> Option<DateTime<Utc>> {
 
 /// What the index holds after a seal.
 #[derive(Debug, Default)]
-pub struct Unsealed {
+pub(crate) struct Unsealed {
     /// The entries not sealed yet, in commit-time order: those at or after the watermark
     /// not in `ahead`, and those that landed late in the window.
     pub entries: Vec<Entry>,
@@ -88,7 +88,7 @@ pub struct Unsealed {
 /// (not before the mark's own window start; `None`: not at all) to the watermark. Only
 /// directories the mark counted are compared: after a seal that records no window, the
 /// window is listed (for the next seal's counts) but trusted.
-pub async fn unsealed(
+pub(crate) async fn unsealed(
     store: &dyn AtomicPublisher,
     mark: &Mark,
     from: Option<DateTime<Utc>>,
@@ -127,20 +127,22 @@ pub async fn unsealed(
 /// The entries not sealed after `seal` (the newest), for a reader (`log`, `verify
 /// --since-seal`): late ones in its window included. A seal whose watermark is not a time
 /// (`verify` names it) gives every entry of the index.
-pub async fn unsealed_after(store: &dyn AtomicPublisher, seal: &Seal) -> Result<Vec<Entry>> {
+pub(crate) async fn unsealed_after(store: &dyn AtomicPublisher, seal: &Seal) -> Result<Vec<Entry>> {
     let Some(mark) = Mark::of(seal) else {
         let listed = list_pages(store, INDEX_PREFIX, "", None).await?;
         let mut all: Vec<Entry> = listed.into_iter().filter_map(index::entry_of).collect();
         index::sort_entries(&mut all);
         return Ok(all);
     };
-    let from = mark.window_start();
-    Ok(unsealed(store, &mark, Some(from)).await?.entries)
+    // A seal that records no window promises nothing before its watermark: nothing to
+    // compare there.
+    let from = mark.window.as_ref().map(|(f, _)| *f);
+    Ok(unsealed(store, &mark, from).await?.entries)
 }
 
 /// The window a seal records: from `from` to `watermark`, counted from what `listed`
 /// (the listing after the previous seal, from `from`) saw.
-pub fn window_of(
+pub(crate) fn window_of(
     listed: &Unsealed,
     from: DateTime<Utc>,
     watermark: DateTime<Utc>,

@@ -18,7 +18,6 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use chrono::{DateTime, Utc};
 use futures::{StreamExt, TryStreamExt};
 
 use crate::audit::anchors::{head_outcome, judge_keys};

@@ -49,7 +49,7 @@ const NEW: usize = 20;
 /// A local store whose `burst` commits land in 30 seconds (one append a second), sealed;
 /// then twice 10 commits more, sealed (seals that count the window); then `NEW` more, not
 /// sealed. Everything lies within the lookback (5 minutes) of a seal a minute later.
-async fn burst(dir: &std::path::Path, burst: usize) -> (Arc<PosixPublisher>, Vec<Pointer>) {
+async fn burst(dir: &std::path::Path, burst: usize) -> (Arc<PosixPublisher>, Vec<Pointer>, usize) {
     let store = Arc::new(PosixPublisher::new(dir));
     let mut first = Vec::new();
     for i in 0..30 {
@@ -58,16 +58,21 @@ async fn burst(dir: &std::path::Path, burst: usize) -> (Arc<PosixPublisher>, Vec
     }
     assert_eq!(seal_at(store.as_ref(), t0() + Duration::seconds(31)).await, first.len() as u64);
     for i in 0..2 {
-        commit_at(store.clone(), t0() + Duration::seconds(32 + 2 * i), 10, 100 + i as u64).await;
-        assert_eq!(seal_at(store.as_ref(), t0() + Duration::seconds(33 + 2 * i)).await, 10);
+        let more = commit_at(store.clone(), t0() + Duration::seconds(32 + 2 * i), 10, 100 + i as u64).await;
+        assert_eq!(seal_at(store.as_ref(), t0() + Duration::seconds(33 + 2 * i)).await, more.len() as u64);
+        first.extend(more);
     }
-    commit_at(store.clone(), t0() + Duration::seconds(40), NEW, 110).await;
-    (store, first)
+    let new = commit_at(store.clone(), t0() + Duration::seconds(40), NEW, 110).await;
+    (store, first, new.len())
 }
 
 /// Each routine operation at a minute after the burst: its requests and the metadata its
 /// listings read.
-async fn costs(store: Arc<PosixPublisher>, first: &[Pointer]) -> Vec<(&'static str, Snapshot, u64)> {
+async fn costs(
+    store: Arc<PosixPublisher>,
+    first: &[Pointer],
+    new: usize,
+) -> Vec<(&'static str, Snapshot, u64)> {
     let at = t0() + Duration::seconds(60);
     let m = MeteredPublisher::new(store.clone(), None);
     let mut out = Vec::new();
@@ -78,7 +83,7 @@ async fn costs(store: Arc<PosixPublisher>, first: &[Pointer]) -> Vec<(&'static s
     };
     let stat0 = store.metadata_reads();
     let log = lineage_store::since_seal(&m, None, None).await.unwrap();
-    assert_eq!(log.len(), NEW);
+    assert_eq!(log.len(), new);
     let (op, s) = step("log --since-seal", &m);
     let stat1 = store.metadata_reads();
     out.push((op, s, stat1 - stat0));
@@ -89,11 +94,11 @@ async fn costs(store: Arc<PosixPublisher>, first: &[Pointer]) -> Vec<(&'static s
     };
     let r = verify_with(&m, &since).await.unwrap();
     assert!(r.is_clean(), "{:#?}", r.problems);
-    assert_eq!(r.unsealed_commits, NEW as u64);
+    assert_eq!(r.unsealed_commits, new as u64);
     let (op, s) = step("verify --since-seal", &m);
     let stat2 = store.metadata_reads();
     out.push((op, s, stat2 - stat1));
-    assert_eq!(seal_at(&m, at).await, NEW as u64);
+    assert_eq!(seal_at(&m, at).await, new as u64);
     let (op, s) = step("seal", &m);
     let stat3 = store.metadata_reads();
     out.push((op, s, stat3 - stat2));
@@ -108,11 +113,13 @@ async fn costs(store: Arc<PosixPublisher>, first: &[Pointer]) -> Vec<(&'static s
 #[tokio::test]
 async fn a_busy_lookback_costs_the_new_commits_not_the_burst() {
     let (small_dir, large_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let (small, small_first) = burst(small_dir.path(), 60).await;
-    let (large, large_first) = burst(large_dir.path(), 1_200).await;
+    let (small, small_first, small_new) = burst(small_dir.path(), 60).await;
+    let (large, large_first, large_new) = burst(large_dir.path(), 1_200).await;
+    assert_eq!(small_new, large_new);
     let extra = (large_first.len() - small_first.len()) as u64;
-    let a = costs(small, &small_first).await;
-    let b = costs(large, &large_first).await;
+    assert!(extra > 1_000, "{extra}");
+    let a = costs(small, &small_first, small_new).await;
+    let b = costs(large, &large_first, large_new).await;
     for ((op, a, a_stat), (_, b, b_stat)) in a.iter().zip(&b) {
         // Reads: the same (pointers and parts of the new commits, the seal, the tiles;
         // `prove` one tile level more at most).
@@ -148,7 +155,7 @@ async fn a_busy_lookback_costs_the_new_commits_not_the_burst() {
 #[tokio::test]
 async fn an_entry_landing_late_in_a_busy_lookback_is_found_and_sealed_once() {
     let dir = tempfile::tempdir().unwrap();
-    let (store, first) = burst(dir.path(), 300).await;
+    let (store, first, new) = burst(dir.path(), 300).await;
     // A writer 50 seconds behind: its entries land in directories the newest seal counted.
     let late = commit_at(store.clone(), t0() + Duration::seconds(5), 3, 200).await;
     let log = lineage_store::since_seal(store.as_ref(), None, None)
@@ -158,7 +165,7 @@ async fn an_entry_landing_late_in_a_busy_lookback_is_found_and_sealed_once() {
     let shown: Vec<&str> = log.iter().map(|p| p.commit_id.as_str()).collect();
     want.retain(|c| !shown.contains(c));
     assert!(want.is_empty(), "log --since-seal misses late commits {want:?}");
-    assert_eq!(log.len(), NEW + late.len());
+    assert_eq!(log.len(), new + late.len());
     let at = t0() + Duration::seconds(60);
     let since = VerifyOptions {
         since_seal: Some(None),
@@ -167,8 +174,8 @@ async fn an_entry_landing_late_in_a_busy_lookback_is_found_and_sealed_once() {
     };
     let r = verify_with(store.as_ref(), &since).await.unwrap();
     assert!(r.is_clean(), "{:#?}", r.problems);
-    assert_eq!(r.unsealed_commits, (NEW + late.len()) as u64);
-    assert_eq!(seal_at(store.as_ref(), at).await, (NEW + late.len()) as u64);
+    assert_eq!(r.unsealed_commits, (new + late.len()) as u64);
+    assert_eq!(seal_at(store.as_ref(), at).await, (new + late.len()) as u64);
     assert_eq!(seal_at(store.as_ref(), at).await, 0);
     let full = verify_with(
         store.as_ref(),
@@ -182,7 +189,7 @@ async fn an_entry_landing_late_in_a_busy_lookback_is_found_and_sealed_once() {
     assert!(full.is_clean(), "{:#?}", full.problems);
     assert_eq!(
         full.sealed_commits,
-        (first.len() + 20 + NEW + late.len()) as u64
+        (first.len() + new + late.len()) as u64
     );
     // The newest seal records a second of `ahead` and the window's counts, not the burst.
     let newest = store
@@ -197,7 +204,7 @@ async fn an_entry_landing_late_in_a_busy_lookback_is_found_and_sealed_once() {
         &store.get(&newest.key).await.unwrap().unwrap(),
     )
     .unwrap();
-    assert!(seal.ahead.as_ref().unwrap().len() <= NEW, "{:?}", seal.ahead);
+    assert!(seal.ahead.as_ref().unwrap().len() <= new, "{:?}", seal.ahead);
     let window = seal.index_window.as_ref().unwrap();
     assert!(window.counts.values().sum::<u64>() >= first.len() as u64);
 }
