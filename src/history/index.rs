@@ -87,7 +87,5 @@ pub fn entry_of(o: ObjectInfo) -> Option<Entry> {
 
 /// Entries in commit-time order (time, commit id, key).
 pub fn sort_entries(v: &mut [Entry]) {
-    v.sort_by(|a, b| {
-        (a.committed, &a.commit_id, &a.key).cmp(&(b.committed, &b.commit_id, &b.key))
-    });
+    v.sort_by(|a, b| (a.committed, &a.commit_id, &a.key).cmp(&(b.committed, &b.commit_id, &b.key)));
 }

@@ -499,7 +499,9 @@ fn window_fields(win: &IndexWindow, w: DateTime<Utc>) -> Vec<String> {
             !(dir.starts_with(keys::INDEX_PREFIX) && dir.ends_with('/') && in_range && **n > 0)
         })
         .map(|(dir, n)| {
-            format!("its index window counts {n} keys in {dir}, not an index directory of the window")
+            format!(
+                "its index window counts {n} keys in {dir}, not an index directory of the window"
+            )
         })
         .collect()
 }

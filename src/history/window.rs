@@ -8,8 +8,9 @@
 //! key on local disk). The lookback before the watermark, where a writer whose clock is
 //! behind may still land an entry, is not listed entry by entry: the seal records how
 //! many keys each index directory there held ([`IndexWindow`]), and a later reader lists
-//! only those names ([`AtomicPublisher::list_keys_after`]: names and `d_type` on local
-//! disk, no file's metadata; a listing page on an object store) and re-examines a
+//! only those names (one listing from the window's first directory on:
+//! [`AtomicPublisher::list_after_sized_from`], names and `d_type` on local disk and no
+//! file's metadata before the watermark; the same listing pages on an object store) and re-examines a
 //! directory whose count changed, asking each of its entries' leaf locators whether it is
 //! sealed. So an entry that lands late, within the lookback, is still found; the cost of
 //! a busy lookback is its names, not a stat, a key parse and an `ahead` key per commit.
@@ -22,7 +23,7 @@ use crate::base::error::Result;
 use crate::format::keys::{self, HistoryKey, KeyKind, Layout, INDEX_PREFIX};
 use crate::history::index::{self, Entry};
 use crate::history::seal::{IndexWindow, Seal};
-use crate::publish::{list_pages, AtomicPublisher, LIST_PAGE};
+use crate::publish::{list_pages, AtomicPublisher, ObjectInfo, LIST_PAGE};
 
 /// What a seal says of the index it sealed from.
 #[derive(Debug, Clone)]
@@ -94,27 +95,32 @@ pub(crate) async fn unsealed(
     from: Option<DateTime<Utc>>,
 ) -> Result<Unsealed> {
     let bound = keys::index_bound(mark.watermark);
+    let lo = from.filter(|f| *f <= mark.watermark).map_or_else(
+        || bound.clone(),
+        |f| keys::index_dir(f.max(mark.window_start())),
+    );
+    // One listing from the window's first directory: its names (no metadata before the
+    // bound, on local disk), then every object from the watermark on.
+    let listed = list_sized_from(store, &lo, &bound).await?;
+    let (window, after): (Vec<ObjectInfo>, Vec<ObjectInfo>) = listed
+        .into_iter()
+        .partition(|o| o.key.as_str() < bound.as_str());
     let mut out = Unsealed::default();
-    if let Some(from) = from.filter(|f| *f <= mark.watermark) {
-        let lo = keys::index_dir(from.max(mark.window_start()));
-        let names = keys_between(store, &lo, &bound).await?;
-        for k in &names {
-            *out.counts.entry(dir_of(k).to_string()).or_default() += 1;
-        }
-        if let Some((_, recorded)) = &mark.window {
-            for (dir, n) in &out.counts {
-                if recorded.get(dir) != Some(n) {
-                    out.reexamined += 1;
-                    out.entries
-                        .extend(late_in(store, dir, &bound, &mark.ahead).await?);
-                }
+    for o in &window {
+        *out.counts.entry(dir_of(&o.key).to_string()).or_default() += 1;
+    }
+    if let Some((_, recorded)) = &mark.window {
+        for (dir, n) in &out.counts {
+            if recorded.get(dir) != Some(n) {
+                out.reexamined += 1;
+                out.entries
+                    .extend(late_in(store, dir, &bound, &mark.ahead).await?);
             }
         }
     }
-    let listed = list_pages(store, INDEX_PREFIX, &bound, None).await?;
-    out.after = listed.iter().map(|o| o.key.clone()).collect();
+    out.after = after.iter().map(|o| o.key.clone()).collect();
     out.entries.extend(
-        listed
+        after
             .into_iter()
             .filter_map(index::entry_of)
             .filter(|e| e.committed >= mark.watermark && !mark.ahead.contains(&canonical(e))),
@@ -177,35 +183,34 @@ fn canonical(e: &Entry) -> String {
     keys::index_key(e.committed, &e.commit_id, &e.run_id)
 }
 
-/// The index keys after `after` and before `before`, in key order: pages of
-/// [`AtomicPublisher::list_keys_after`], each checked as [`list_pages`] checks its pages
-/// (under the prefix, strictly ascending, after the offset); a page that is not is never
-/// used, and the range is read with [`list_pages`] instead (the same answer).
-async fn keys_between(store: &dyn AtomicPublisher, after: &str, before: &str) -> Result<Vec<String>> {
-    let mut out = Vec::new();
+/// Every object under the index after `after`, in key order, those before `sized_from`
+/// possibly without their metadata: pages of [`AtomicPublisher::list_after_sized_from`],
+/// each checked as [`list_pages`] checks its pages (under the prefix, strictly ascending,
+/// after the offset); a page that is not is never used, and the range is read with
+/// [`list_pages`] instead (the same answer, every key with its metadata).
+async fn list_sized_from(
+    store: &dyn AtomicPublisher,
+    after: &str,
+    sized_from: &str,
+) -> Result<Vec<ObjectInfo>> {
+    let mut out: Vec<ObjectInfo> = Vec::new();
     let mut from = after.to_string();
     loop {
         let page = store
-            .list_keys_after(INDEX_PREFIX, &from, LIST_PAGE)
+            .list_after_sized_from(INDEX_PREFIX, &from, LIST_PAGE, sized_from)
             .await?;
         let mut prev = from.as_str();
-        for k in &page {
-            if !k.starts_with(INDEX_PREFIX) || k.as_str() <= prev {
-                let all = list_pages(store, INDEX_PREFIX, after, Some(before)).await?;
-                return Ok(all.into_iter().map(|o| o.key).collect());
+        for o in &page {
+            if !o.key.starts_with(INDEX_PREFIX) || o.key.as_str() <= prev {
+                return list_pages(store, INDEX_PREFIX, after, None).await;
             }
-            prev = k.as_str();
+            prev = o.key.as_str();
         }
         let full = page.len() >= LIST_PAGE;
-        let Some(last) = page.last().cloned() else {
+        let Some(last) = page.last().map(|o| o.key.clone()) else {
             break;
         };
-        for k in page {
-            if k.as_str() >= before {
-                return Ok(out);
-            }
-            out.push(k);
-        }
+        out.extend(page);
         if !full {
             break;
         }

@@ -235,8 +235,17 @@ impl AtomicPublisher for MeteredPublisher {
         Ok(v)
     }
 
-    async fn list_keys_after(&self, prefix: &str, after: &str, limit: usize) -> Result<Vec<String>> {
-        let v = self.inner.list_keys_after(prefix, after, limit).await?;
+    async fn list_after_sized_from(
+        &self,
+        prefix: &str,
+        after: &str,
+        limit: usize,
+        sized_from: &str,
+    ) -> Result<Vec<ObjectInfo>> {
+        let v = self
+            .inner
+            .list_after_sized_from(prefix, after, limit, sized_from)
+            .await?;
         let pages = self.listed(v.len());
         self.wait(|l| l.list_page, pages).await;
         Ok(v)

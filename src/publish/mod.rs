@@ -150,18 +150,21 @@ pub trait AtomicPublisher: Send + Sync + Debug {
     /// page and falls back to a plain listing rather than trust one.
     async fn list_after(&self, prefix: &str, after: &str, limit: usize) -> Result<Vec<ObjectInfo>>;
 
-    /// The keys of the page [`list_after`](Self::list_after) returns, without sizes or
-    /// times: for a caller that needs only names (counting the index entries of a
-    /// directory). An object store's listing page carries both, so the default asks for
-    /// the page; the local disk reads only the directories' names and types (`d_type`),
-    /// no file's metadata.
-    async fn list_keys_after(&self, prefix: &str, after: &str, limit: usize) -> Result<Vec<String>> {
-        Ok(self
-            .list_after(prefix, after, limit)
-            .await?
-            .into_iter()
-            .map(|o| o.key)
-            .collect())
+    /// The page [`list_after`](Self::list_after) returns, where a backend may leave the
+    /// size (0) and time (`None`) of the keys before `sized_from` unread: for a caller that
+    /// needs only the names of those (counting the index entries of a directory) and the
+    /// metadata of the rest. An object store's listing page carries both, so the default
+    /// asks for the page; the local disk reads the names and types (`d_type`) of the
+    /// directories and the metadata of the keys at or after `sized_from` only.
+    async fn list_after_sized_from(
+        &self,
+        prefix: &str,
+        after: &str,
+        limit: usize,
+        sized_from: &str,
+    ) -> Result<Vec<ObjectInfo>> {
+        let _ = sized_from;
+        self.list_after(prefix, after, limit).await
     }
 
     /// Remove a stale temporary object. Implementations refuse any key that is not a temp

@@ -87,6 +87,8 @@ impl PosixPublisher {
     /// A recursive listing ([`Walker::walk`]); `names_only`: no regular file's metadata
     /// read (sizes 0, no times).
     async fn walk(&self, prefix: &str, names_only: bool) -> Result<Vec<ObjectInfo>> {
+        // A key after every key: no regular file is stat'ed.
+        let sized_from = names_only.then_some("\u{10FFFF}");
         let root = self.root.clone();
         let prefix = prefix.to_string();
         let hook = self.list_hook.clone();
@@ -101,7 +103,7 @@ impl PosixPublisher {
                 prefix: &prefix,
                 hook: hook.as_deref(),
                 stats: &stats,
-                names_only,
+                sized_from,
             };
             walker.walk(&start, &root.join(dir_part), &mut out)?;
             Ok(out)
@@ -109,18 +111,19 @@ impl PosixPublisher {
         .await
     }
 
-    /// One page of a `start-after` listing ([`Walker::walk_sorted`]); `names_only`: no
-    /// file's metadata read (sizes 0, no times).
+    /// One page of a `start-after` listing ([`Walker::walk_sorted`]); `sized_from`: only
+    /// keys at or after it have their metadata read.
     async fn page(
         &self,
         prefix: &str,
         after: &str,
         limit: usize,
-        names_only: bool,
+        sized_from: Option<&str>,
     ) -> Result<Vec<ObjectInfo>> {
         let root = self.root.clone();
         let prefix = prefix.to_string();
         let after = after.to_string();
+        let sized_from = sized_from.map(str::to_string);
         let hook = self.list_hook.clone();
         let stats = self.stats.clone();
         blocking(move || {
@@ -138,7 +141,7 @@ impl PosixPublisher {
                 prefix: &prefix,
                 hook: hook.as_deref(),
                 stats: &stats,
-                names_only,
+                sized_from: sized_from.as_deref(),
             };
             walker.walk_sorted(&start, &root.join(dir_part), &page, &mut out)?;
             Ok(out)
@@ -331,14 +334,19 @@ impl AtomicPublisher for PosixPublisher {
     }
 
     async fn list_after(&self, prefix: &str, after: &str, limit: usize) -> Result<Vec<ObjectInfo>> {
-        self.page(prefix, after, limit, false).await
+        self.page(prefix, after, limit, None).await
     }
 
-    /// The page's keys from the directories' names and types alone: no file's metadata is
-    /// read (one `getdents64` per directory buffer, however many entries).
-    async fn list_keys_after(&self, prefix: &str, after: &str, limit: usize) -> Result<Vec<String>> {
-        let page = self.page(prefix, after, limit, true).await?;
-        Ok(page.into_iter().map(|o| o.key).collect())
+    /// Keys before `sized_from` from the directories' names and types alone: their files'
+    /// metadata is not read.
+    async fn list_after_sized_from(
+        &self,
+        prefix: &str,
+        after: &str,
+        limit: usize,
+        sized_from: &str,
+    ) -> Result<Vec<ObjectInfo>> {
+        self.page(prefix, after, limit, Some(sized_from)).await
     }
 
     async fn delete_temp(&self, key: &str) -> Result<()> {

@@ -28,11 +28,12 @@ pub(super) struct Walker<'a> {
     pub(super) prefix: &'a str,
     pub(super) hook: Option<&'a (dyn Fn(&Path) + Send + Sync)>,
     pub(super) stats: &'a std::sync::atomic::AtomicU64,
-    /// Names only ([`crate::publish::AtomicPublisher::list_keys_after`],
-    /// [`crate::publish::AtomicPublisher::list_names`]): a file the directory says is a
-    /// regular file is listed with size 0 and no time, its metadata not read (a symlink
-    /// still is, for its target).
-    pub(super) names_only: bool,
+    /// Which keys' metadata is read: `None`, every listed object's; `Some(k)`, only of
+    /// keys at or after `k` ([`crate::publish::AtomicPublisher::list_after_sized_from`];
+    /// `list_names` passes a key after every key): a file the directory says is a regular
+    /// file before it is listed with size 0 and no time (a symlink is still stat'ed, for
+    /// its target).
+    pub(super) sized_from: Option<&'a str>,
 }
 
 /// One entry read from a directory: its name, the handle of the directory it is in, and
@@ -85,7 +86,7 @@ impl Walker<'_> {
     /// A listed object: its listing entry ([`Self::object`]), or, names only, a regular
     /// file's key alone.
     fn listed(&self, entry: &Entry, key: String, t: Type) -> Result<Option<ObjectInfo>> {
-        if self.names_only && t == Type::File {
+        if t == Type::File && self.sized_from.is_some_and(|k| key.as_str() < k) {
             return Ok(Some(ObjectInfo {
                 key,
                 size: 0,
@@ -291,9 +292,7 @@ impl Walker<'_> {
                 continue;
             }
             match self.examine(&entry)? {
-                Some(Type::Dir) if page.may_hold(&as_dir) => {
-                    named.push((as_dir, entry, Type::Dir))
-                }
+                Some(Type::Dir) if page.may_hold(&as_dir) => named.push((as_dir, entry, Type::Dir)),
                 // A symlink is listed under its own name, like a file.
                 Some(t @ (Type::File | Type::Link)) if file_wanted => named.push((key, entry, t)),
                 _ => {}

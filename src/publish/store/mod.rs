@@ -121,8 +121,16 @@ impl AtomicPublisher for Store {
         self.inner().list_after(prefix, after, limit).await
     }
 
-    async fn list_keys_after(&self, prefix: &str, after: &str, limit: usize) -> Result<Vec<String>> {
-        self.inner().list_keys_after(prefix, after, limit).await
+    async fn list_after_sized_from(
+        &self,
+        prefix: &str,
+        after: &str,
+        limit: usize,
+        sized_from: &str,
+    ) -> Result<Vec<ObjectInfo>> {
+        self.inner()
+            .list_after_sized_from(prefix, after, limit, sized_from)
+            .await
     }
 
     async fn delete_temp(&self, key: &str) -> Result<()> {

@@ -56,10 +56,22 @@ async fn burst(dir: &std::path::Path, burst: usize) -> (Arc<PosixPublisher>, Vec
         let t = t0() + Duration::seconds(i);
         first.extend(commit_at(store.clone(), t, burst / 30, i as u64).await);
     }
-    assert_eq!(seal_at(store.as_ref(), t0() + Duration::seconds(31)).await, first.len() as u64);
+    assert_eq!(
+        seal_at(store.as_ref(), t0() + Duration::seconds(31)).await,
+        first.len() as u64
+    );
     for i in 0..2 {
-        let more = commit_at(store.clone(), t0() + Duration::seconds(32 + 2 * i), 10, 100 + i as u64).await;
-        assert_eq!(seal_at(store.as_ref(), t0() + Duration::seconds(33 + 2 * i)).await, more.len() as u64);
+        let more = commit_at(
+            store.clone(),
+            t0() + Duration::seconds(32 + 2 * i),
+            10,
+            100 + i as u64,
+        )
+        .await;
+        assert_eq!(
+            seal_at(store.as_ref(), t0() + Duration::seconds(33 + 2 * i)).await,
+            more.len() as u64
+        );
         first.extend(more);
     }
     let new = commit_at(store.clone(), t0() + Duration::seconds(40), NEW, 110).await;
@@ -144,7 +156,11 @@ async fn a_busy_lookback_costs_the_new_commits_not_the_burst() {
         );
         // Listings: the window's names (one page per 1,000) and, for `verify`, the data
         // area's and the pointers'.
-        let more = if *op == "verify --since-seal" { 2 * extra } else { 0 } + extra;
+        let more = if *op == "verify --since-seal" {
+            2 * extra
+        } else {
+            0
+        } + extra;
         assert!(
             b.list_pages <= a.list_pages + more.div_ceil(1000) + 2,
             "{op}: {a:?} / {b:?}"
@@ -164,7 +180,10 @@ async fn an_entry_landing_late_in_a_busy_lookback_is_found_and_sealed_once() {
     let mut want: Vec<&str> = late.iter().map(|p| p.commit_id.as_str()).collect();
     let shown: Vec<&str> = log.iter().map(|p| p.commit_id.as_str()).collect();
     want.retain(|c| !shown.contains(c));
-    assert!(want.is_empty(), "log --since-seal misses late commits {want:?}");
+    assert!(
+        want.is_empty(),
+        "log --since-seal misses late commits {want:?}"
+    );
     assert_eq!(log.len(), new + late.len());
     let at = t0() + Duration::seconds(60);
     let since = VerifyOptions {
@@ -187,10 +206,7 @@ async fn an_entry_landing_late_in_a_busy_lookback_is_found_and_sealed_once() {
     .await
     .unwrap();
     assert!(full.is_clean(), "{:#?}", full.problems);
-    assert_eq!(
-        full.sealed_commits,
-        (first.len() + new + late.len()) as u64
-    );
+    assert_eq!(full.sealed_commits, (first.len() + new + late.len()) as u64);
     // The newest seal records a second of `ahead` and the window's counts, not the burst.
     let newest = store
         .list(keys::SEALS_PREFIX)
@@ -204,7 +220,11 @@ async fn an_entry_landing_late_in_a_busy_lookback_is_found_and_sealed_once() {
         &store.get(&newest.key).await.unwrap().unwrap(),
     )
     .unwrap();
-    assert!(seal.ahead.as_ref().unwrap().len() <= new, "{:?}", seal.ahead);
+    assert!(
+        seal.ahead.as_ref().unwrap().len() <= new,
+        "{:?}",
+        seal.ahead
+    );
     let window = seal.index_window.as_ref().unwrap();
     assert!(window.counts.values().sum::<u64>() >= first.len() as u64);
 }
