@@ -411,11 +411,12 @@ fn main() {
         .map(|v| v.parse().unwrap())
         .collect();
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let bursty = match arg(&args, "--pattern").as_deref() {
-        None | Some("spread") => false,
-        Some("bursty") => true,
-        Some(p) => panic!("--pattern {p}: spread or bursty"),
-    };
+    let pattern = arg(&args, "--pattern").unwrap_or_else(|| "spread".into());
+    assert!(
+        ["spread", "bursty"].contains(&pattern.as_str()),
+        "--pattern {pattern}: spread or bursty"
+    );
+    let bursty = pattern == "bursty";
     let s = Settings {
         new: arg(&args, "--new").map_or(100, |v| v.parse().unwrap()),
         lookback: (!bursty).then(|| arg(&args, "--lookback").unwrap_or_else(|| "1s".into())),
