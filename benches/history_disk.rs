@@ -3,8 +3,8 @@
 //! it grows from 10^3 to 10^6 commits.
 //!
 //! cargo bench --bench history_disk -- [--sizes 1000,20000,100000,1000000]
-//!     [--cli-build-max 20000] [--rounds 5] [--new 100] [--seal-every 1000]
-//!     [--lookback 1s] [--dir DIR] [--lineage-bin BIN] [--keep] [--reuse]
+//!     [--pattern spread|bursty] [--cli-build-max 20000] [--rounds 5] [--new 100]
+//!     [--seal-every 1000] [--lookback 1s] [--dir DIR] [--lineage-bin BIN] [--keep] [--reuse]
 //!
 //! `--lineage-bin` defaults to `target/release/lineage` if it exists (build it first:
 //! `cargo build --release --bin lineage`; `just bench-history-disk` does), else to
@@ -26,6 +26,13 @@
 //! reads all of them (measured: `log --since-seal` 52 ms at 10^3, 507 ms at 2×10^4):
 //! O(commits of the last lookback), not O(history). With 1 s the window holds what a
 //! round adds, as in a store sealed less often than its lookback.
+//!
+//! `--pattern bursty`: the store's commits arrive in one burst instead: one `lineage
+//! append --batch-rows 10` of 10 × size rows (size commits, at the CLI's pace: 10^5 in a
+//! few minutes), then one `seal`; every seal, the routine ones too, with the CLI's default
+//! lookback (5 minutes, `--lookback` ignored), so the lookback holds the burst (all of it
+//! up to about 2×10^4 commits, the last minutes of a larger one) as it would hold a
+//! fleet's busy hour.
 //!
 //! Then each round appends `--new` commits with the CLI (`--batch-rows 10`, not timed)
 //! and times, each as a whole process, `log --since-seal`, `verify --since-seal`,
@@ -125,8 +132,10 @@ fn input_file(dir: &Path, rows: usize, seed: u64) -> PathBuf {
 
 struct Settings {
     new: usize,
-    /// `seal --lookback` of every CLI seal.
-    lookback: String,
+    /// `seal --lookback` of every CLI seal (`None`: the CLI's default).
+    lookback: Option<String>,
+    /// One burst of commits (`--pattern bursty`) rather than seal after seal.
+    bursty: bool,
     seal_every: usize,
     rounds: usize,
     cli_build_max: usize,
@@ -173,12 +182,33 @@ fn build_cli(size: usize, s: &Settings, store: &str, work: &Path) {
         let n = s.seal_every.min(size - done);
         append(s, store, work, n, seed);
         seed += 1;
-        lineage(s, &["seal", "--store", store, "--lookback", &s.lookback]);
+        lineage(s, &seal_args(store, s));
         done += n;
     }
     eprintln!(
         "  built {size} commits with the CLI in {:.0} s",
         t.elapsed().as_secs_f64()
+    );
+}
+
+/// `seal`, with the bench's lookback when it has one.
+fn seal_args<'a>(store: &'a str, s: &'a Settings) -> Vec<&'a str> {
+    let mut v = vec!["seal", "--store", store];
+    if let Some(l) = &s.lookback {
+        v.extend(["--lookback", l.as_str()]);
+    }
+    v
+}
+
+/// `size` commits in one `append` (`--batch-rows 10`), then one `seal`.
+fn build_burst(size: usize, s: &Settings, store: &str, work: &Path) {
+    let t = Instant::now();
+    append(s, store, work, size, 1000);
+    let appended = t.elapsed().as_secs_f64();
+    lineage(s, &seal_args(store, s));
+    eprintln!(
+        "  appended {size} commits in one burst in {appended:.0} s, sealed in {:.0} s",
+        t.elapsed().as_secs_f64() - appended
     );
 }
 
@@ -264,7 +294,7 @@ fn op_args<'a>(op: &str, store: &'a str, first: &'a str, s: &'a Settings) -> Vec
     match op {
         "log --since-seal" => vec!["log", "--store", store, "--since-seal"],
         "verify --since-seal" => vec!["verify", "--store", store, "--since-seal"],
-        "seal" => vec!["seal", "--store", store, "--lookback", &s.lookback],
+        "seal" => seal_args(store, s),
         _ => vec!["prove", "--store", store, first],
     }
 }
@@ -308,7 +338,7 @@ struct Row {
 
 fn run_size(size: usize, s: &Settings, base: &Path, rt: &tokio::runtime::Runtime) -> Vec<Row> {
     eprintln!("{size} commits:");
-    let work = base.join(format!("n{size}"));
+    let work = base.join(format!("{}n{size}", if s.bursty { "burst-" } else { "" }));
     let root = work.join("store");
     let store = root.to_str().unwrap().to_string();
     if s.reuse && root.join("_lineage").is_dir() {
@@ -316,7 +346,9 @@ fn run_size(size: usize, s: &Settings, base: &Path, rt: &tokio::runtime::Runtime
     } else {
         let _ = std::fs::remove_dir_all(&work);
         std::fs::create_dir_all(&work).unwrap();
-        if size <= s.cli_build_max {
+        if s.bursty {
+            build_burst(size, s, &store, &work);
+        } else if size <= s.cli_build_max {
             build_cli(size, s, &store, &work);
         } else {
             rt.block_on(build_library(size, s, &root));
@@ -325,7 +357,7 @@ fn run_size(size: usize, s: &Settings, base: &Path, rt: &tokio::runtime::Runtime
     let first = first_commit(&root);
     // Not measured: the tail sealed by the real clock.
     append(s, &store, &work, s.new, 1);
-    lineage(s, &["seal", "--store", &store, "--lookback", &s.lookback]);
+    lineage(s, &seal_args(&store, s));
     let mut best: BTreeMap<&str, f64> = BTreeMap::new();
     for round in 0..s.rounds {
         append(s, &store, &work, s.new, 2 + round as u64);
@@ -379,9 +411,16 @@ fn main() {
         .map(|v| v.parse().unwrap())
         .collect();
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let pattern = arg(&args, "--pattern").unwrap_or_else(|| "spread".into());
+    assert!(
+        ["spread", "bursty"].contains(&pattern.as_str()),
+        "--pattern {pattern}: spread or bursty"
+    );
+    let bursty = pattern == "bursty";
     let s = Settings {
         new: arg(&args, "--new").map_or(100, |v| v.parse().unwrap()),
-        lookback: arg(&args, "--lookback").unwrap_or_else(|| "1s".into()),
+        lookback: (!bursty).then(|| arg(&args, "--lookback").unwrap_or_else(|| "1s".into())),
+        bursty,
         seal_every: arg(&args, "--seal-every").map_or(1000, |v| v.parse().unwrap()),
         rounds: arg(&args, "--rounds").map_or(5, |v| v.parse().unwrap()),
         cli_build_max: arg(&args, "--cli-build-max").map_or(20_000, |v| v.parse().unwrap()),
@@ -403,7 +442,8 @@ fn main() {
     for &size in &sizes {
         rows.extend(run_size(size, &s, &base, &rt));
         if !args.iter().any(|a| a == "--keep") {
-            let _ = std::fs::remove_dir_all(base.join(format!("n{size}")));
+            let name = format!("{}n{size}", if s.bursty { "burst-" } else { "" });
+            let _ = std::fs::remove_dir_all(base.join(name));
         }
     }
     println!(

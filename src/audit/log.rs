@@ -4,7 +4,6 @@
 
 use std::collections::HashSet;
 
-use chrono::{DateTime, Utc};
 use futures::StreamExt;
 
 use crate::base::error::{Error, Result};
@@ -12,7 +11,6 @@ use crate::base::param::{text, Param};
 use crate::format::keys;
 use crate::format::pointer::Pointer;
 use crate::history::head::{self, read_seal};
-use crate::history::index;
 use crate::history::pointers::{
     read_pointers_past_corrupt, sort_in_commit_order, Unreadable, READ_CONCURRENCY,
 };
@@ -128,15 +126,9 @@ async fn keys_after(
         key: newest.key.clone(),
         message: m,
     })?;
-    let watermark: Option<DateTime<Utc>> = head_seal
-        .watermark_utc
-        .as_deref()
-        .and_then(|w| DateTime::parse_from_rfc3339(w).ok())
-        .map(|t| t.with_timezone(&Utc));
-    let ahead: HashSet<String> = head_seal.ahead.into_iter().flatten().collect();
-    if watermark.is_some() {
+    if head_seal.watermark_utc.is_some() {
         keys_after.extend(
-            index::list_since(store, watermark, &ahead)
+            crate::history::window::unsealed_after(store, &head_seal)
                 .await?
                 .into_iter()
                 .map(|e| e.pointer_key),

@@ -8,17 +8,14 @@
 //! the key is a function of the pointer alone, so a retried commit (a commit key, a lost
 //! response) publishes the same key again, which create-only turns into a no-op.
 
-use std::collections::HashSet;
-
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
 
-use crate::base::error::Result;
 use crate::format::keys;
 use crate::format::keys::history::HistoryKey;
 use crate::format::keys::kind::KeyKind;
 use crate::format::pointer::Pointer;
-use crate::publish::{list_pages, AtomicPublisher};
+use crate::publish::{AtomicPublisher, ObjectInfo};
 
 /// `committed_utc` of a pointer as a time, when it is one.
 pub fn committed(p: &Pointer) -> Option<DateTime<Utc>> {
@@ -63,55 +60,32 @@ pub struct Entry {
     pub size: u64,
 }
 
-/// Index entries at or after `since` (every entry when `None`), in commit-time order
-/// (time, commit id, key), except those in `skip` (index keys of either layout: compared
-/// as [`keys::canonical_index_key`]). Objects under the index prefix that are not entries
-/// are left to `verify`.
-///
-/// One `start-after` listing from [`keys::index_bound`]: it also returns the older
-/// layout's entries of `since`'s day, which are dropped here by their time.
-pub async fn list_since(
-    store: &dyn AtomicPublisher,
-    since: Option<DateTime<Utc>>,
-    skip: &HashSet<String>,
-) -> Result<Vec<Entry>> {
-    let after = since.map(keys::index_bound).unwrap_or_default();
-    let skip: HashSet<String> = skip
-        .iter()
-        .map(|k| keys::canonical_index_key(k).unwrap_or_else(|| k.clone()))
-        .collect();
-    let listed = list_pages(store, keys::INDEX_PREFIX, &after, None).await?;
-    let mut out: Vec<Entry> = listed
-        .into_iter()
-        .filter_map(|o| match keys::classify(&o.key) {
-            KeyKind::History(h @ HistoryKey::Index { .. }) => {
-                let pointer_key = h.pointer_key()?;
-                let HistoryKey::Index {
-                    committed,
-                    commit_id,
-                    run_id,
-                } = h
-                else {
-                    return None;
-                };
-                let canonical = keys::index_key(committed, &commit_id, &run_id);
-                if since.is_some_and(|t| committed < t) || skip.contains(&canonical) {
-                    return None;
-                }
-                Some(Entry {
-                    key: o.key,
-                    committed,
-                    commit_id,
-                    run_id,
-                    pointer_key,
-                    size: o.size,
-                })
-            }
-            _ => None,
-        })
-        .collect();
-    out.sort_by(|a, b| {
-        (a.committed, &a.commit_id, &a.key).cmp(&(b.committed, &b.commit_id, &b.key))
-    });
-    Ok(out)
+/// The index entry a listed object is, when it is one (in either layout); anything else
+/// under the index prefix is left to `verify`.
+pub fn entry_of(o: ObjectInfo) -> Option<Entry> {
+    let KeyKind::History(h @ HistoryKey::Index { .. }) = keys::classify(&o.key) else {
+        return None;
+    };
+    let pointer_key = h.pointer_key()?;
+    let HistoryKey::Index {
+        committed,
+        commit_id,
+        run_id,
+    } = h
+    else {
+        return None;
+    };
+    Some(Entry {
+        key: o.key,
+        committed,
+        commit_id,
+        run_id,
+        pointer_key,
+        size: o.size,
+    })
+}
+
+/// Entries in commit-time order (time, commit id, key).
+pub fn sort_entries(v: &mut [Entry]) {
+    v.sort_by(|a, b| (a.committed, &a.commit_id, &a.key).cmp(&(b.committed, &b.commit_id, &b.key)));
 }

@@ -37,3 +37,4 @@ pub(crate) mod sealer;
 pub mod signing;
 pub mod tiles;
 pub(crate) mod tlog;
+pub(crate) mod window;

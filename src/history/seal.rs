@@ -93,6 +93,15 @@ pub struct Seal {
     /// sealed (by this seal or an earlier one), so the next seal does not seal them again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ahead: Option<Vec<String>>,
+    /// (`lineage-seal/2`, written since the index window) The index entries committed in
+    /// the lookback before the watermark, counted by directory: how the next seal finds an
+    /// entry that lands late there without listing the window's entries again (see
+    /// [`IndexWindow`]). Absent in seals written before it, and in full seals: the next
+    /// seal then trusts the watermark alone, as before. Not part of the signed message
+    /// (older readers ignore it and still verify the signature); the next seal's
+    /// `prev_sha256` and the head digest cover its bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index_window: Option<IndexWindow>,
     /// The compactions this seal puts into effect ([`crate::format::compaction`]): each
     /// record's key and the sha256 of its bytes. Its Delta version removes their sources
     /// and adds their compacted parts. Absent in seals without compactions (every seal
@@ -117,6 +126,24 @@ pub struct Seal {
     /// of [`Seal::signed_message`] (it is signed itself): older readers ignore it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint: Option<String>,
+}
+
+/// The lookback window of a seal's index ([`Seal::index_window`]): from `from_utc` (the
+/// sealer's clock less the lookback, never earlier than the previous seal's) to the
+/// watermark, every index directory holding a key there, with the number of keys it held
+/// before the watermark when the seal listed it. A later seal or `--since-seal` reader
+/// lists those names again (names only, no object read or stat'ed) and re-examines only a
+/// directory whose count changed: a late entry there is sealed (or shown) then. The
+/// watermark itself moves up to the newest sealed commit's second, so `ahead` holds about
+/// one second of commits, not the lookback's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IndexWindow {
+    /// Start of the window (RFC 3339, UTC): index entries committed before it that land
+    /// late are not looked for (`lineage seal --rescan` seals them).
+    pub from_utc: String,
+    /// Index directory (`_lineage/index/…/`) -> keys in it from the window's first
+    /// directory up to the watermark's bound, as listed.
+    pub counts: std::collections::BTreeMap<String, u64>,
 }
 
 impl Seal {
@@ -170,6 +197,7 @@ impl Seal {
         unsigned.signature = None;
         unsigned.key_id = None;
         unsigned.checkpoint = None;
+        unsigned.index_window = None;
         let mut m = SIGNED_PREFIX.to_vec();
         m.extend(serde_json::to_vec(&unsigned).map_err(Error::internal_from)?);
         Ok(m)
@@ -443,7 +471,46 @@ pub fn seal_fields(
             out.push(format!("ahead lists {k}, which {why}"));
         }
     }
+    if let Some(win) = &seal.index_window {
+        out.extend(window_fields(win, w));
+    }
     out
+}
+
+/// Problems with a seal's index window (watermark `w`): its start must be a time not after
+/// the watermark, and each directory one of the index's, from the start's second to the
+/// watermark's, with a count of at least one.
+fn window_fields(win: &IndexWindow, w: DateTime<Utc>) -> Vec<String> {
+    let Some(from) = DateTime::parse_from_rfc3339(&win.from_utc)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
+    else {
+        return vec![format!(
+            "its index window's from_utc {:?} is not a time",
+            win.from_utc
+        )];
+    };
+    if from > w {
+        return vec![format!(
+            "its index window starts at {}, after its watermark",
+            win.from_utc
+        )];
+    }
+    let (lo, hi) = (keys::index_dir(from), keys::index_bound(w));
+    win.counts
+        .iter()
+        .filter(|(dir, n)| {
+            // An older writer's day directory holds keys after the window's first directory.
+            let after_lo = dir.as_str() >= lo.as_str() || lo.starts_with(dir.as_str());
+            let in_range = after_lo && dir.as_str() < hi.as_str();
+            !(dir.starts_with(keys::INDEX_PREFIX) && dir.ends_with('/') && in_range && **n > 0)
+        })
+        .map(|(dir, n)| {
+            format!(
+                "its index window counts {n} keys in {dir}, not an index directory of the window"
+            )
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -480,6 +547,7 @@ mod tests {
                     .map(|i| keys::index_key(t, &format!("01a234d7-5435-7313-b465-{i:012}"), &run))
                     .collect(),
             ),
+            index_window: None,
             compactions: None,
             public_key: None,
             key_id: None,

@@ -228,6 +228,29 @@ impl AtomicPublisher for MeteredPublisher {
         Ok(v)
     }
 
+    async fn list_names(&self, prefix: &str) -> Result<Vec<ObjectInfo>> {
+        let v = self.inner.list_names(prefix).await?;
+        let pages = self.listed(v.len());
+        self.wait(|l| l.list_page, pages).await;
+        Ok(v)
+    }
+
+    async fn list_after_sized_from(
+        &self,
+        prefix: &str,
+        after: &str,
+        limit: usize,
+        sized_from: &str,
+    ) -> Result<Vec<ObjectInfo>> {
+        let v = self
+            .inner
+            .list_after_sized_from(prefix, after, limit, sized_from)
+            .await?;
+        let pages = self.listed(v.len());
+        self.wait(|l| l.list_page, pages).await;
+        Ok(v)
+    }
+
     async fn delete_temp(&self, key: &str) -> Result<()> {
         self.counts.deletes.fetch_add(1, Ordering::Relaxed);
         self.wait(|l| l.get, 1).await;

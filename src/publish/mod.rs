@@ -128,6 +128,14 @@ pub trait AtomicPublisher: Send + Sync + Debug {
     /// invalid bytes as `%XX`, which [`crate::format::keys::classify`] always calls foreign.
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>>;
 
+    /// [`list`](Self::list) for a caller that needs the keys and symlinks only: a backend
+    /// may leave a regular file's `size` 0 and `modified` `None` (the local disk then reads
+    /// no file's metadata, only the directories' names and types). The default is
+    /// [`list`](Self::list): an object store's listing carries sizes anyway.
+    async fn list_names(&self, prefix: &str) -> Result<Vec<ObjectInfo>> {
+        self.list(prefix).await
+    }
+
     /// One page of a listing that resumes where an earlier one stopped: the first `limit`
     /// objects (in ascending byte order of their keys) whose key starts with `prefix` and
     /// sorts strictly after `after` (`""` for the start). Temps included, like [`list`](Self::list).
@@ -141,6 +149,23 @@ pub trait AtomicPublisher: Send + Sync + Debug {
     /// another order, or skip keys after certain offsets, and [`list_pages`] checks every
     /// page and falls back to a plain listing rather than trust one.
     async fn list_after(&self, prefix: &str, after: &str, limit: usize) -> Result<Vec<ObjectInfo>>;
+
+    /// The page [`list_after`](Self::list_after) returns, where a backend may leave the
+    /// size (0) and time (`None`) of the keys before `sized_from` unread: for a caller that
+    /// needs only the names of those (counting the index entries of a directory) and the
+    /// metadata of the rest. An object store's listing page carries both, so the default
+    /// asks for the page; the local disk reads the names and types (`d_type`) of the
+    /// directories and the metadata of the keys at or after `sized_from` only.
+    async fn list_after_sized_from(
+        &self,
+        prefix: &str,
+        after: &str,
+        limit: usize,
+        sized_from: &str,
+    ) -> Result<Vec<ObjectInfo>> {
+        let _ = sized_from;
+        self.list_after(prefix, after, limit).await
+    }
 
     /// Remove a stale temporary object. Implementations refuse any key that is not a temp
     /// ([`crate::format::keys::KeyKind::Temp`]): nothing else is ever deleted by lineage-store.

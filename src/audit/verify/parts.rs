@@ -8,6 +8,7 @@ use futures::StreamExt;
 use crate::audit::findings::{ProblemKind, Progress, Report};
 use crate::audit::verify::options::VerifyOptions;
 use crate::base::digest::Want;
+use crate::base::error::Error;
 use crate::base::rng::Rng;
 use crate::base::time::rfc3339_us;
 use crate::format::pointer::Pointer;
@@ -212,42 +213,29 @@ async fn writer_signature_problem(
     (!v.is_verified()).then(|| v.describe())
 }
 
-/// The size of pointer `key`'s part `p`: as `listed`, else listed again (a POSIX walk is
-/// not a snapshot); `Err` holds the problem when it is not there (or only a symlink is).
+/// The size of pointer `key`'s part `p`: as `listed`, else looked up (a read of none of
+/// it, which learns the size first: `fstat` of the opened file, an object store's response
+/// headers; not a listing of its directory, which on local disk reads every name of the
+/// partition); `Err` holds the problem when it is not there (or only a symlink is).
 async fn part_size(
     store: &dyn AtomicPublisher,
     key: &str,
     p: &Pointer,
     listed: Option<u64>,
 ) -> Result<u64, Found> {
-    let size = match listed {
-        Some(s) => Some(s),
-        None => match store.list(&p.part_path).await {
-            Ok(l) => match l.into_iter().find(|o| o.key == p.part_path) {
-                Some(o) if o.link.is_some() => {
-                    return Err(vec![(
-                        ProblemKind::MissingPart,
-                        format!(
-                            "recorded by {key}; only a symlink is there, which is never followed"
-                        ),
-                    )])
-                }
-                o => o.map(|o| o.size),
-            },
-            Err(e) => {
-                return Err(vec![(
-                    ProblemKind::MissingPart,
-                    format!("cannot list: {e}"),
-                )])
-            }
-        },
-    };
-    size.ok_or_else(|| {
-        vec![(
-            ProblemKind::MissingPart,
-            format!("recorded by {key}, not in the store"),
-        )]
-    })
+    if let Some(s) = listed {
+        return Ok(s);
+    }
+    let missing = |detail: String| Err(vec![(ProblemKind::MissingPart, detail)]);
+    match store.get_at_most(&p.part_path, 0).await {
+        Ok(Some(b)) => Ok(b.len() as u64),
+        Err(Error::TooLarge { size, .. }) => Ok(size),
+        Ok(None) => missing(format!("recorded by {key}, not in the store")),
+        Err(Error::Symlink { .. }) => missing(format!(
+            "recorded by {key}; only a symlink is there, which is never followed"
+        )),
+        Err(e) => missing(format!("cannot read: {e}")),
+    }
 }
 
 /// Where the part's row count, sequence range or event-time range contradicts the summary

@@ -118,9 +118,11 @@ impl DataArea {
 
     /// The listings.
     async fn listed(store: &dyn AtomicPublisher) -> Result<Self> {
-        let listing = store.list("run_id=").await?;
+        // Names only: no part's or pointer's metadata is read (on local disk, the
+        // directories' names and types); a foreign object's size is looked up when named.
+        let listing = store.list_names("run_id=").await?;
         let pointers = store
-            .list(keys::COMMITS_PREFIX)
+            .list_names(keys::COMMITS_PREFIX)
             .await?
             .into_iter()
             .map(|o| o.key)
@@ -172,7 +174,8 @@ impl DataArea {
                 let detail = flight::symlink_detail(target);
                 report.push(ProblemKind::Symlink, &o.key, detail);
             } else if keys::classify(&o.key) == KeyKind::Foreign {
-                report.push_problem(foreign_part(&o.key, o.size).unwrap_or_else(|| {
+                let size = sized(store, o).await?.size;
+                report.push_problem(foreign_part(&o.key, size).unwrap_or_else(|| {
                     Problem::new(
                         ProblemKind::ForeignObject,
                         &o.key,
@@ -198,6 +201,12 @@ impl DataArea {
             found.into_iter().for_each(|p| report.push_problem(p));
         }
         if !pointerless.is_empty() {
+            let mut looked_up = Vec::new();
+            for o in pointerless.values() {
+                looked_up.push(sized(store, o).await?);
+            }
+            let pointerless: BTreeMap<&str, &ObjectInfo> =
+                looked_up.iter().map(|o| (o.key.as_str(), o)).collect();
             let claims = store.list(keys::COMMIT_KEYS_PREFIX).await?;
             let (flying, problems) =
                 flight::judge_pointerless_parts(store, window, pointerless, &claims, None).await;
@@ -206,4 +215,18 @@ impl DataArea {
         }
         Ok(())
     }
+}
+
+/// A listed object with its size and time, looked up when the listing gave names only
+/// (one listing of its key); as listed when it is gone since.
+async fn sized(store: &dyn AtomicPublisher, o: &ObjectInfo) -> Result<ObjectInfo> {
+    if o.size > 0 || o.modified.is_some() || o.link.is_some() {
+        return Ok(o.clone());
+    }
+    Ok(store
+        .list(&o.key)
+        .await?
+        .into_iter()
+        .find(|l| l.key == o.key)
+        .unwrap_or_else(|| o.clone()))
 }

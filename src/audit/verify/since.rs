@@ -18,7 +18,6 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use chrono::{DateTime, Utc};
 use futures::{StreamExt, TryStreamExt};
 
 use crate::audit::anchors::{head_outcome, judge_keys};
@@ -148,14 +147,9 @@ impl Strategy for Since {
         report.sealed_commits = head_seal.tree_size;
         let mut wanted = sealed_after(&seals, since);
         self.sealed_after = wanted.iter().map(|w| w.key.clone()).collect();
-        // Commits not sealed yet: from the index, after the newest seal's watermark.
-        let watermark = head_seal
-            .watermark_utc
-            .as_deref()
-            .and_then(|w| DateTime::parse_from_rfc3339(w).ok())
-            .map(|t| t.with_timezone(&Utc));
-        let ahead: HashSet<String> = head_seal.ahead.iter().flatten().cloned().collect();
-        self.entries = index::list_since(store, watermark, &ahead).await?;
+        // Commits not sealed yet: from the index, after the newest seal's watermark, and
+        // late ones in its window.
+        self.entries = crate::history::window::unsealed_after(store, head_seal).await?;
         wanted.extend(self.entries.iter().map(|e| Wanted {
             key: e.pointer_key.clone(),
             sealed: None,

@@ -49,6 +49,13 @@ pub fn index_bound(t: DateTime<Utc>) -> String {
     index_bound_in(Layout::V2, t)
 }
 
+/// The directory of this version's index that holds the entries of `t`'s second
+/// (`_lineage/index/<YYYY-MM-DD>/<HH>/<MM>/<SS>/`): a `start-after` listing from it sees
+/// that whole directory and everything after it.
+pub fn index_dir(t: DateTime<Utc>) -> String {
+    format!("{INDEX_PREFIX}{}", t.format("%Y-%m-%d/%H/%M/%S/"))
+}
+
 fn index_bound_in(layout: Layout, t: DateTime<Utc>) -> String {
     match layout {
         Layout::V1 => format!("{INDEX_PREFIX}{}", t.format("%Y-%m-%d/T%H%M%S.%6fZ")),

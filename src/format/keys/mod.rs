@@ -61,8 +61,8 @@ pub(crate) mod kind;
 mod tests;
 
 pub use self::history::{
-    canonical_index_key, entry_bundle_key, head_key, head_key_in, index_bound, index_key,
-    index_key_in, leaf_key, leaf_key_in, leaf_prefix, leaf_prefix_in, tile_key,
+    canonical_index_key, entry_bundle_key, head_key, head_key_in, index_bound, index_dir,
+    index_key, index_key_in, leaf_key, leaf_key_in, leaf_prefix, leaf_prefix_in, tile_key,
     tile_partials_prefix, tlog_tile_key, HistoryKey, Layout,
 };
 pub use self::iceberg::{

@@ -21,7 +21,8 @@ use crate::history::head::Heads;
 use crate::history::index;
 use crate::history::merkle::{self, Hash};
 use crate::history::pointers::READ_CONCURRENCY;
-use crate::history::seal::{read_seals, Seal, SealEntry, StoredSeal};
+use crate::history::seal::{read_seals, IndexWindow, Seal, SealEntry, StoredSeal};
+use crate::history::window;
 use crate::publish::AtomicPublisher;
 
 /// A pointer a seal left out, and why.
@@ -50,6 +51,8 @@ pub(super) struct Draft {
     pub(super) new: Vec<NewCommit>,
     pub(super) watermark: DateTime<Utc>,
     pub(super) ahead: Vec<String>,
+    /// The index window it records (incremental seals).
+    pub(super) window: Option<IndexWindow>,
     /// Pointers read and left out: not pointers of ours (see [`taken`]).
     pub(super) refused: Vec<NotSealed>,
 }
@@ -133,7 +136,8 @@ fn index_time(key: &str) -> Option<DateTime<Utc>> {
     }
 }
 
-/// The draft after seal `base` (of the new format): the index listed from its watermark.
+/// The draft after seal `base` (of the new format): the index from its watermark on, and
+/// the late entries of its window ([`window::unsealed`]).
 async fn draft_incremental(
     store: &dyn AtomicPublisher,
     clock: &dyn Clock,
@@ -152,9 +156,12 @@ async fn draft_incremental(
     };
     let frontier = Frontier::from_hex(s.tree_size, s.frontier.as_deref().unwrap_or_default())
         .ok_or_else(|| corrupt("its frontier does not fit its tree size"))?;
-    let w_prev = time_of(s.watermark_utc.as_deref().unwrap_or_default(), &base.key)?;
-    let ahead_prev: HashSet<String> = s.ahead.iter().flatten().cloned().collect();
-    let entries = index::list_since(store, Some(w_prev), &ahead_prev).await?;
+    // Checks the watermark is a time, naming the seal.
+    time_of(s.watermark_utc.as_deref().unwrap_or_default(), &base.key)?;
+    let mark = window::Mark::of(s).ok_or_else(|| corrupt("its watermark is not a time"))?;
+    let from = mark.window_start().max(listed_at - lookback);
+    let listed = window::unsealed(store, &mark, Some(from)).await?;
+    let entries = listed.entries.clone();
     let read: Vec<Option<std::result::Result<NewCommit, NotSealed>>> =
         futures::stream::iter(entries)
             .map(|e| async move { read_indexed(store, &e).await })
@@ -163,10 +170,11 @@ async fn draft_incremental(
             .await?;
     let (mut new, refused) = split(read.into_iter().flatten());
     sort_commits(&mut new);
-    let watermark = w_prev.max(listed_at - lookback);
+    let watermark = next_watermark(&mark, &listed, &new, listed_at, lookback);
     let ahead = ahead_keys(
-        ahead_prev
-            .into_iter()
+        mark.ahead
+            .iter()
+            .cloned()
             .chain(new.iter().filter_map(|c| c.index_key.clone())),
         watermark,
     );
@@ -177,8 +185,46 @@ async fn draft_incremental(
         new,
         watermark,
         ahead,
+        window: Some(window::window_of(&listed, from, watermark)),
         refused,
     })
+}
+
+/// The next seal's watermark: never before the previous one nor more than the lookback
+/// behind the clock, and up to the second of the newest commit sealed (not past the
+/// clock's second, nor past an entry listed but not sealed, so that one is listed again
+/// until the lookback passes it, as before). Entries before it that land late are found
+/// by the window's counts.
+fn next_watermark(
+    mark: &window::Mark,
+    listed: &window::Unsealed,
+    new: &[NewCommit],
+    listed_at: DateTime<Utc>,
+    lookback: Duration,
+) -> DateTime<Utc> {
+    let second = |t: DateTime<Utc>| DateTime::from_timestamp(t.timestamp(), 0).unwrap_or(t);
+    let floor = mark.watermark.max(listed_at - lookback);
+    let sealed: HashSet<&str> = new.iter().map(|c| c.entry.key.as_str()).collect();
+    let newest = mark
+        .ahead
+        .iter()
+        .filter_map(|k| index_time(k))
+        .chain(new.iter().filter_map(|c| c.committed))
+        .max();
+    let held = listed
+        .entries
+        .iter()
+        .filter(|e| !sealed.contains(e.pointer_key.as_str()))
+        .map(|e| e.committed)
+        .min();
+    let Some(newest) = newest else {
+        return floor;
+    };
+    let mut up_to = second(newest).min(second(listed_at));
+    if let Some(h) = held {
+        up_to = up_to.min(second(h));
+    }
+    floor.max(up_to)
 }
 
 /// The commit an index entry names: `None` when its pointer is missing or disagrees with
@@ -285,6 +331,7 @@ async fn draft_full(
         new,
         watermark,
         ahead,
+        window: None,
         refused,
     })
 }

@@ -393,6 +393,7 @@ fn draft_seal(d: &Draft, clock: &dyn Clock, compactions: &[CompactionRef]) -> Re
         frontier: Some(frontier.to_hex()),
         watermark_utc: Some(rfc3339(d.watermark)),
         ahead: Some(d.ahead.clone()),
+        index_window: d.window.clone(),
         compactions: (!compactions.is_empty()).then(|| compactions.to_vec()),
         public_key: None,
         key_id: None,

@@ -84,6 +84,71 @@ impl PosixPublisher {
         self.stats.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// A recursive listing ([`Walker::walk`]); `names_only`: no regular file's metadata
+    /// read (sizes 0, no times).
+    async fn walk(&self, prefix: &str, names_only: bool) -> Result<Vec<ObjectInfo>> {
+        // A key after every key: no regular file is stat'ed.
+        let sized_from = names_only.then_some("\u{10FFFF}");
+        let root = self.root.clone();
+        let prefix = prefix.to_string();
+        let hook = self.list_hook.clone();
+        let stats = self.stats.clone();
+        blocking(move || {
+            let mut out = Vec::new();
+            let Some((start, dir_part)) = listing_start(&root, &prefix)? else {
+                return Ok(out);
+            };
+            let walker = Walker {
+                root: &root,
+                prefix: &prefix,
+                hook: hook.as_deref(),
+                stats: &stats,
+                sized_from,
+            };
+            walker.walk(&start, &root.join(dir_part), &mut out)?;
+            Ok(out)
+        })
+        .await
+    }
+
+    /// One page of a `start-after` listing ([`Walker::walk_sorted`]); `sized_from`: only
+    /// keys at or after it have their metadata read.
+    async fn page(
+        &self,
+        prefix: &str,
+        after: &str,
+        limit: usize,
+        sized_from: Option<&str>,
+    ) -> Result<Vec<ObjectInfo>> {
+        let root = self.root.clone();
+        let prefix = prefix.to_string();
+        let after = after.to_string();
+        let sized_from = sized_from.map(str::to_string);
+        let hook = self.list_hook.clone();
+        let stats = self.stats.clone();
+        blocking(move || {
+            let mut out = Vec::new();
+            let Some((start, dir_part)) = listing_start(&root, &prefix)? else {
+                return Ok(out);
+            };
+            let page = Page {
+                prefix: &prefix,
+                after: &after,
+                limit,
+            };
+            let walker = Walker {
+                root: &root,
+                prefix: &prefix,
+                hook: hook.as_deref(),
+                stats: &stats,
+                sized_from: sized_from.as_deref(),
+            };
+            walker.walk_sorted(&start, &root.join(dir_part), &page, &mut out)?;
+            Ok(out)
+        })
+        .await
+    }
+
     /// Inject a [`ListHook`] (fault injection for tests; never needed otherwise).
     pub fn with_list_hook(mut self, hook: ListHook) -> Self {
         self.list_hook = Some(hook);
@@ -260,53 +325,28 @@ impl AtomicPublisher for PosixPublisher {
     }
 
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>> {
-        let root = self.root.clone();
-        let prefix = prefix.to_string();
-        let hook = self.list_hook.clone();
-        let stats = self.stats.clone();
-        blocking(move || {
-            let mut out = Vec::new();
-            let Some((start, dir_part)) = listing_start(&root, &prefix)? else {
-                return Ok(out);
-            };
-            let walker = Walker {
-                root: &root,
-                prefix: &prefix,
-                hook: hook.as_deref(),
-                stats: &stats,
-            };
-            walker.walk(&start, &root.join(dir_part), &mut out)?;
-            Ok(out)
-        })
-        .await
+        self.walk(prefix, false).await
+    }
+
+    /// A regular file's metadata is not read: one `getdents64` per directory buffer.
+    async fn list_names(&self, prefix: &str) -> Result<Vec<ObjectInfo>> {
+        self.walk(prefix, true).await
     }
 
     async fn list_after(&self, prefix: &str, after: &str, limit: usize) -> Result<Vec<ObjectInfo>> {
-        let root = self.root.clone();
-        let prefix = prefix.to_string();
-        let after = after.to_string();
-        let hook = self.list_hook.clone();
-        let stats = self.stats.clone();
-        blocking(move || {
-            let mut out = Vec::new();
-            let Some((start, dir_part)) = listing_start(&root, &prefix)? else {
-                return Ok(out);
-            };
-            let page = Page {
-                prefix: &prefix,
-                after: &after,
-                limit,
-            };
-            let walker = Walker {
-                root: &root,
-                prefix: &prefix,
-                hook: hook.as_deref(),
-                stats: &stats,
-            };
-            walker.walk_sorted(&start, &root.join(dir_part), &page, &mut out)?;
-            Ok(out)
-        })
-        .await
+        self.page(prefix, after, limit, None).await
+    }
+
+    /// Keys before `sized_from` from the directories' names and types alone: their files'
+    /// metadata is not read.
+    async fn list_after_sized_from(
+        &self,
+        prefix: &str,
+        after: &str,
+        limit: usize,
+        sized_from: &str,
+    ) -> Result<Vec<ObjectInfo>> {
+        self.page(prefix, after, limit, Some(sized_from)).await
     }
 
     async fn delete_temp(&self, key: &str) -> Result<()> {

@@ -28,6 +28,12 @@ pub(super) struct Walker<'a> {
     pub(super) prefix: &'a str,
     pub(super) hook: Option<&'a (dyn Fn(&Path) + Send + Sync)>,
     pub(super) stats: &'a std::sync::atomic::AtomicU64,
+    /// Which keys' metadata is read: `None`, every listed object's; `Some(k)`, only of
+    /// keys at or after `k` ([`crate::publish::AtomicPublisher::list_after_sized_from`];
+    /// `list_names` passes a key after every key): a file the directory says is a regular
+    /// file before it is listed with size 0 and no time (a symlink is still stat'ed, for
+    /// its target).
+    pub(super) sized_from: Option<&'a str>,
 }
 
 /// One entry read from a directory: its name, the handle of the directory it is in, and
@@ -51,24 +57,44 @@ impl Walker<'_> {
     pub(super) fn walk(&self, dir: &OwnedFd, path: &Path, out: &mut Vec<ObjectInfo>) -> Result<()> {
         for (entry, t) in self.entries(dir, path)? {
             if t == Type::Dir {
+                // A directory no key under the prefix can be in is not descended into (a
+                // listing of `run_id=` from the root skips `_lineage/` whole).
+                let key = self.key(&entry.path)?;
+                if !within_prefix(&format!("{key}/"), self.prefix) {
+                    continue;
+                }
                 match open_sub(&entry)? {
                     Sub::Dir(fd) => self.walk(&fd, &entry.path, out)?,
                     Sub::Gone => {}
-                    Sub::Link => self.push_object(&entry, out)?,
+                    Sub::Link => self.push_object(&entry, Type::Link, out)?,
                 }
                 continue;
             }
-            self.push_object(&entry, out)?;
+            self.push_object(&entry, t, out)?;
         }
         Ok(())
     }
 
-    fn push_object(&self, entry: &Entry, out: &mut Vec<ObjectInfo>) -> Result<()> {
+    fn push_object(&self, entry: &Entry, t: Type, out: &mut Vec<ObjectInfo>) -> Result<()> {
         let key = self.key(&entry.path)?;
         if key.starts_with(self.prefix) {
-            out.extend(self.object(entry, key)?);
+            out.extend(self.listed(entry, key, t)?);
         }
         Ok(())
+    }
+
+    /// A listed object: its listing entry ([`Self::object`]), or, names only, a regular
+    /// file's key alone.
+    fn listed(&self, entry: &Entry, key: String, t: Type) -> Result<Option<ObjectInfo>> {
+        if t == Type::File && self.sized_from.is_some_and(|k| key.as_str() < k) {
+            return Ok(Some(ObjectInfo {
+                key,
+                size: 0,
+                modified: None,
+                link: None,
+            }));
+        }
+        self.object(entry, key)
     }
 
     /// The files, directories and symlinks of `dir` (with the type of each); entries
@@ -266,14 +292,14 @@ impl Walker<'_> {
                 continue;
             }
             match self.examine(&entry)? {
-                Some(Type::Dir) if page.may_hold(&as_dir) => named.push((as_dir, entry)),
+                Some(Type::Dir) if page.may_hold(&as_dir) => named.push((as_dir, entry, Type::Dir)),
                 // A symlink is listed under its own name, like a file.
-                Some(Type::File | Type::Link) if file_wanted => named.push((key, entry)),
+                Some(t @ (Type::File | Type::Link)) if file_wanted => named.push((key, entry, t)),
                 _ => {}
             }
         }
         named.sort_by(|a, b| a.0.cmp(&b.0));
-        for (key, entry) in named {
+        for (key, entry, t) in named {
             if out.len() >= page.limit {
                 break;
             }
@@ -287,11 +313,17 @@ impl Walker<'_> {
                     Sub::Link => {}
                 }
             } else {
-                out.extend(self.object(&entry, key)?);
+                out.extend(self.listed(&entry, key, t)?);
             }
         }
         Ok(())
     }
+}
+
+/// Whether the subtree of the directory key `dir` (ending in `/`) can hold a key that
+/// starts with `prefix`.
+fn within_prefix(dir: &str, prefix: &str) -> bool {
+    dir.starts_with(prefix) || prefix.starts_with(dir)
 }
 
 impl Page<'_> {
@@ -299,7 +331,7 @@ impl Page<'_> {
     /// the page: every key inside starts with `dir`, so it cannot when `dir` is outside
     /// the prefix, or when all of it sorts before `after`.
     fn may_hold(&self, dir: &str) -> bool {
-        let in_prefix = dir.starts_with(self.prefix) || self.prefix.starts_with(dir);
+        let in_prefix = within_prefix(dir, self.prefix);
         let all_before = self.after > dir && !self.after.starts_with(dir);
         in_prefix && !all_before
     }

@@ -113,8 +113,24 @@ impl AtomicPublisher for Store {
         self.inner().list(prefix).await
     }
 
+    async fn list_names(&self, prefix: &str) -> Result<Vec<ObjectInfo>> {
+        self.inner().list_names(prefix).await
+    }
+
     async fn list_after(&self, prefix: &str, after: &str, limit: usize) -> Result<Vec<ObjectInfo>> {
         self.inner().list_after(prefix, after, limit).await
+    }
+
+    async fn list_after_sized_from(
+        &self,
+        prefix: &str,
+        after: &str,
+        limit: usize,
+        sized_from: &str,
+    ) -> Result<Vec<ObjectInfo>> {
+        self.inner()
+            .list_after_sized_from(prefix, after, limit, sized_from)
+            .await
     }
 
     async fn delete_temp(&self, key: &str) -> Result<()> {

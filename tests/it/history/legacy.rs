@@ -267,6 +267,7 @@ async fn seal_as_older_version(store: &dyn AtomicPublisher) -> String {
         frontier: None,
         watermark_utc: None,
         ahead: None,
+        index_window: None,
         compactions: None,
         public_key: None,
         key_id: None,

@@ -1,6 +1,7 @@
 //! The history structures (index, head markers, tiles, `lineage-seal/2`): sealing from the
 //! index, `--since-seal`, shards, stores written before them, tampering and races.
 
+mod burst;
 mod chained;
 mod cli;
 mod legacy;

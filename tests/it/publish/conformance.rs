@@ -275,7 +275,39 @@ async fn check_list_after(p: &dyn AtomicPublisher, pages: Pages) {
                 got.extend(page.into_iter().map(|o| o.key));
             }
             assert_eq!(got, want, "prefix {prefix:?} after {after:?} limit {limit}");
+            // Sizes from a key on: the same keys, page by page, those from it with their size.
+            let sized_from = "_lineage/index/2026-01-02";
+            let mut names = Vec::new();
+            let mut from = after.to_string();
+            loop {
+                let page = p
+                    .list_after_sized_from(prefix, &from, limit, sized_from)
+                    .await
+                    .unwrap();
+                assert!(page.len() <= limit, "{prefix:?} after {from:?}: {page:?}");
+                for o in page.iter().filter(|o| o.key.as_str() >= sized_from) {
+                    assert_eq!(o.size, o.key.len() as u64, "{o:?}");
+                }
+                let Some(last) = page.last() else { break };
+                from = last.key.clone();
+                names.extend(page.into_iter().map(|o| o.key));
+            }
+            assert_eq!(
+                names, want,
+                "list_after_sized_from {prefix:?} after {after:?} limit {limit}"
+            );
         }
+        // A names-only listing: the keys `list` gives.
+        let key_set = |v: Vec<lineage_store::ObjectInfo>| {
+            let mut k: Vec<String> = v.into_iter().map(|o| o.key).collect();
+            k.sort();
+            k
+        };
+        assert_eq!(
+            key_set(p.list_names(prefix).await.unwrap()),
+            key_set(p.list(prefix).await.unwrap()),
+            "list_names {prefix:?}"
+        );
     }
     // list_pages stops before the bound.
     let bounded =

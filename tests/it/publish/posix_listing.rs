@@ -297,6 +297,53 @@ async fn a_listing_reads_the_metadata_of_what_it_returns_not_of_every_entry_it_s
 }
 
 #[tokio::test]
+async fn a_names_only_listing_reads_no_files_metadata_and_a_prefix_walk_skips_other_trees() {
+    let dir = wide_store(500, false);
+    let p = PosixPublisher::new(dir.path());
+    let before = p.metadata_reads();
+    let names = p.list_names("_delta_log/").await.unwrap();
+    assert_eq!(names.len(), 500);
+    assert_eq!(p.metadata_reads() - before, 0, "a stat per name");
+    let page = p
+        .list_after_sized_from(
+            "_delta_log/",
+            "_delta_log/00000000000000000249.json",
+            10,
+            "_delta_log/00000000000000000258.json",
+        )
+        .await
+        .unwrap();
+    assert_eq!(page[0].key, "_delta_log/00000000000000000250.json");
+    assert_eq!(page.len(), 10);
+    assert_eq!((page[7].size, page[8].size), (0, 3), "{page:?}");
+    assert_eq!(
+        p.metadata_reads() - before,
+        2,
+        "a stat per key before the bound"
+    );
+    // A prefix of the root (`run_id=`) does not walk `_delta_log/`: nothing in it is read.
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let hook = seen.clone();
+    let p = PosixPublisher::new(dir.path()).with_list_hook(Arc::new(move |path: &Path| {
+        hook.lock().unwrap().push(path.to_path_buf());
+    }));
+    let listed = p.list("run_id=").await.unwrap();
+    assert_eq!(
+        keys_of(&listed),
+        ["run_id=r/target_crs=EPSG:4326/part-x.parquet"]
+    );
+    let seen = seen.lock().unwrap();
+    let log = dir.path().join("_delta_log");
+    assert!(
+        seen.iter().all(|path| path.parent() != Some(log.as_path())),
+        "{} entries of _delta_log/ read",
+        seen.iter()
+            .filter(|p| p.parent() == Some(log.as_path()))
+            .count()
+    );
+}
+
+#[tokio::test]
 async fn a_command_finds_a_store_by_its_identity_without_listing_it() {
     // Every command but `append` refuses a store with no objects; a store with its
     // identity is known by one read, and its listing (O(seals) on local disk) is not made.

@@ -114,12 +114,17 @@ pub(super) async fn missed(
     else {
         return Ok(Vec::new());
     };
+    // Incremental seals look for late entries from the start of the newest seal's index
+    // window (its watermark when it records none).
+    let start = newest
+        .index_window
+        .as_ref()
+        .map(|w| w.from_utc.as_str())
+        .or(newest.watermark_utc.as_deref());
     let mark = Watermark {
         seq: newest_seq,
-        text: newest.watermark_utc.as_deref().unwrap_or(""),
-        at: newest
-            .watermark_utc
-            .as_deref()
+        text: start.unwrap_or(""),
+        at: start
             .and_then(|w| DateTime::parse_from_rfc3339(w).ok())
             .map(|t| t.with_timezone(&Utc)),
         ahead: newest
@@ -149,9 +154,9 @@ pub(super) async fn missed(
 struct Watermark<'a> {
     /// The newest seal.
     seq: u64,
-    /// Its watermark as recorded.
+    /// Its window's start (its watermark when it records no window) as recorded.
     text: &'a str,
-    /// Its watermark as a time.
+    /// The same as a time.
     at: Option<DateTime<Utc>>,
     /// The index entries it records as ahead of the watermark (canonical keys).
     ahead: HashSet<String>,
@@ -196,7 +201,7 @@ async fn missed_one(
         Some(Problem::new(
             ProblemKind::MissedBySeals,
             k,
-            format!("not sealed, and its index entry {ik} is older than seal {}'s watermark {} (it landed later than the lookback allows): `lineage seal --rescan` seals it", mark.seq, mark.text),
+            format!("not sealed, and its index entry {ik} is older than the start of seal {}'s lookback, {} (it landed later than the lookback allows): `lineage seal --rescan` seals it", mark.seq, mark.text),
         ))
     } else {
         None
