@@ -122,14 +122,15 @@ fn flip_in_column_chunk(path: &Path, col: usize) {
 fn an_unsigned_part_is_the_bytes_it_was_before_signatures_and_a_signed_one_says_so() {
     let dir = tempfile::tempdir().unwrap();
     // The sha256 `lineage append` of the commit before writer signatures gave this input
-    // (fixed store id, commit ids from the commit key, encoding 4).
+    // (fixed store id, commit ids from the commit key, encoding 4, contract 1.2.0: text
+    // input is now written as the newest version that holds it, 1.3.0, unless pinned).
     const BEFORE: &str = "de87f9aadc5baf27639fabd3e7e28a264aca3cb84fa3c7e2e167195da6814076";
     let plain = fixed_store(&dir.path().join("a"));
     let p = append(
         &plain,
         &golden_events(),
         None,
-        &["--commit-key", "golden-key"],
+        &["--commit-key", "golden-key", "--schema-version", "1.2.0"],
     );
     assert_eq!(p.len(), 1);
     assert_eq!(p[0].sha256, BEFORE);
@@ -145,7 +146,7 @@ fn an_unsigned_part_is_the_bytes_it_was_before_signatures_and_a_signed_one_says_
         &signed,
         &golden_events(),
         Some(&secret),
-        &["--commit-key", "golden-key"],
+        &["--commit-key", "golden-key", "--schema-version", "1.2.0"],
     );
     assert_ne!(q[0].sha256, BEFORE);
     assert_eq!(q[0].commit_id, p[0].commit_id);
