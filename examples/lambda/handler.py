@@ -110,9 +110,10 @@ def _refusal(e: lineage_store.LineageError) -> dict[str, Any]:
 
 
 def _summary(commits: list) -> dict[str, Any]:
-    # A retry (Lambda's, or a duplicate notification) finds its commits already there;
-    # `kept`: commits an earlier attempt of this invocation made (resume=True), not published again.
-    existed = sum(1 for c in commits if c.existed)
+    # A retry (Lambda's, or a duplicate notification) finds its commits already there: under
+    # resume=True as kept flushes (`kept`: an earlier attempt made them; not published again),
+    # else as commits that existed. Either is "already committed".
+    existed = sum(1 for c in commits if c.existed or c.kept)
     return {"commits": len(commits), "rows": sum(c.row_count for c in commits),
             "commit_ids": [c.commit_id for c in commits],
             "already_committed": existed,

@@ -101,7 +101,13 @@ def snapshot(root: Path) -> dict[str, str]:
 
 
 def without_commit_time(pointer: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in pointer.items() if k != "committed_utc"}
+    """What the same commit's pointer says whichever front end wrote it: all but its commit
+    time and the front end its `writer` record names (`lineage-store/<v> cli` / `… python`)."""
+    out = {k: v for k, v in pointer.items() if k != "committed_utc"}
+    w = out.get("writer")
+    if isinstance(w, dict) and isinstance(w.get("process"), str):
+        out["writer"] = {**w, "process": w["process"].rsplit(" ", 1)[0]}
+    return out
 
 
 def cli_pointers(out: str) -> list[dict[str, Any]]:
