@@ -88,25 +88,9 @@ impl PosixPublisher {
     /// read (sizes 0, no times).
     async fn walk(&self, prefix: &str, names_only: bool) -> Result<Vec<ObjectInfo>> {
         // A key after every key: no regular file is stat'ed.
-        let sized_from = names_only.then_some("\u{10FFFF}");
-        let root = self.root.clone();
-        let prefix = prefix.to_string();
-        let hook = self.list_hook.clone();
-        let stats = self.stats.clone();
-        blocking(move || {
-            let mut out = Vec::new();
-            let Some((start, dir_part)) = listing_start(&root, &prefix)? else {
-                return Ok(out);
-            };
-            let walker = Walker {
-                root: &root,
-                prefix: &prefix,
-                hook: hook.as_deref(),
-                stats: &stats,
-                sized_from,
-            };
-            walker.walk(&start, &root.join(dir_part), &mut out)?;
-            Ok(out)
+        let sized_from = names_only.then(|| "\u{10FFFF}".to_string());
+        self.listing(prefix, sized_from, |w, start, dir, out| {
+            w.walk(start, dir, out)
         })
         .await
     }
@@ -120,21 +104,44 @@ impl PosixPublisher {
         limit: usize,
         sized_from: Option<&str>,
     ) -> Result<Vec<ObjectInfo>> {
+        let after = after.to_string();
+        let p = prefix.to_string();
+        self.listing(
+            prefix,
+            sized_from.map(str::to_string),
+            move |w, start, dir, out| {
+                let page = Page {
+                    prefix: &p,
+                    after: &after,
+                    limit,
+                };
+                w.walk_sorted(start, dir, &page, out)
+            },
+        )
+        .await
+    }
+
+    /// Run `walk` on a blocking thread with this publisher's [`Walker`] for `prefix`, from
+    /// the directory the prefix starts in (nothing when it does not exist).
+    async fn listing<F>(
+        &self,
+        prefix: &str,
+        sized_from: Option<String>,
+        walk: F,
+    ) -> Result<Vec<ObjectInfo>>
+    where
+        F: FnOnce(&Walker<'_>, &std::os::fd::OwnedFd, &Path, &mut Vec<ObjectInfo>) -> Result<()>
+            + Send
+            + 'static,
+    {
         let root = self.root.clone();
         let prefix = prefix.to_string();
-        let after = after.to_string();
-        let sized_from = sized_from.map(str::to_string);
         let hook = self.list_hook.clone();
         let stats = self.stats.clone();
         blocking(move || {
             let mut out = Vec::new();
             let Some((start, dir_part)) = listing_start(&root, &prefix)? else {
                 return Ok(out);
-            };
-            let page = Page {
-                prefix: &prefix,
-                after: &after,
-                limit,
             };
             let walker = Walker {
                 root: &root,
@@ -143,7 +150,7 @@ impl PosixPublisher {
                 stats: &stats,
                 sized_from: sized_from.as_deref(),
             };
-            walker.walk_sorted(&start, &root.join(dir_part), &page, &mut out)?;
+            walk(&walker, &start, &root.join(dir_part), &mut out)?;
             Ok(out)
         })
         .await
