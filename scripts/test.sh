@@ -5,6 +5,12 @@
 # started, also when a test fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Disk: a fresh clone's run needs about 12 GiB (target/ without incremental caches, the
+# venvs, the emulators). Say what there is up front, so that a run that runs out says so.
+echo "test.sh: $(df -h --output=avail . | tail -1 | tr -d ' ') free on the disk of $PWD"
+# A whole run from a clean clone gains nothing from incremental caches (they were 4.3 GiB
+# of an 8 GiB target/debug); without them the same build fits a smaller disk.
+export CARGO_INCREMENTAL=0
 
 scripts/python-env.sh
 # tests/python/test_report.py loads the audit report in a real headless browser: Debian's
@@ -44,7 +50,9 @@ else
 fi
 # The docs, private layers included, with every intra-doc link resolving.
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --document-private-items --locked
-cargo build --locked
+# `cargo test` builds target/debug/lineage too (the integration tests run it), so there is
+# no separate `cargo build`: one set of artefacts, not two (clippy has checked the
+# non-test build).
 cargo test --locked
 # The Python package (python/), built in debug from this target dir into the test venv.
 VIRTUAL_ENV="$PWD/.venv" .venv/bin/maturin develop --locked -q -m python/Cargo.toml
