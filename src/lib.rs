@@ -45,7 +45,8 @@
 //!    every part against its sealed pointer.
 //! 8. `audit`: the findings vocabulary, the chain walk, `log`, `verify` (one pipeline, full or
 //!    since a seal, sharded), inclusion proofs, `repair` and `sweep`.
-//! 9. Applications, each on its own: [`replicate`], [`witness`], [`timestamp`] (a seal's
+//! 9. Applications, each on its own: [`replicate`], [`witness`] (and beside it
+//!    `witness::tlog`, outside C2SP witnesses that cosign each checkpoint), [`timestamp`] (a seal's
 //!    time from an RFC 3161 TSA), [`export`], and
 //!    [`compact`]: sealed commits merged into larger parts, every row accounted for in a
 //!    compaction record that a seal puts into effect (its Delta version removes the
@@ -98,6 +99,7 @@ pub mod witness;
 mod write;
 
 // Errors.
+pub use base::cosign::CosignError;
 pub use base::error::{Error, ErrorKind, Failed, Origin, Result};
 pub use base::param::{Param, Piece, Text};
 pub use base::rejection::{InputError, Place, Rejection, DEFAULT_MAX_ERRORS};
@@ -163,6 +165,7 @@ pub use read::{
 // Auditing.
 pub use audit::anchor_outcome::{AnchorKind, AnchorOutcome, UNANCHORED};
 pub use audit::anchors::{AnchorCheck, Anchors, WitnessAnchor};
+pub use audit::cosigners::{KeyFound, WitnessKeys};
 pub use audit::diff::{diff as diff_seals, AddedCommit, RunChange, SealDiff};
 pub use audit::findings::{
     InFlight, InFlightKind, Problem, ProblemKind, Progress, Report, SealTime,
@@ -187,6 +190,7 @@ pub use audit::verify::shard::merge as merge_shard_reports;
 pub use audit::verify::{verify, verify_with};
 pub use base::digest::Check as DigestCheck;
 pub use base::time::parse_duration;
+pub use format::cosignature::{parse_vkey as parse_witness_vkey, Cosigner};
 pub use format::timestamp::{parse_roots as parse_tsa_roots, Roots as TsaRoots};
 
 // Conforming Arrow data to the contract, and what does not conform.
@@ -207,9 +211,11 @@ pub mod internal {
     pub use crate::audit::{chain, verify::platform, verify::report_dir, verify::shard};
     pub use crate::base::{digest, time};
     pub use crate::format::{
-        checkpoint, claim, compaction, consistency, delta, delta_checkpoint, delta_stats, entries,
-        iceberg, identity, keys, pointer, timestamp, tlog_proof, writer_record,
+        checkpoint, claim, compaction, consistency, cosignature, delta, delta_checkpoint,
+        delta_stats, entries, iceberg, identity, keys, pointer, timestamp, tlog_proof,
+        tlog_witness, writer_record,
     };
+    pub use crate::history::cosignature as cosigned;
     pub use crate::history::checkpoint as sealed_checkpoint;
     pub use crate::history::delta::complete_log as complete_delta_log;
     pub use crate::history::delta_checkpoint::{

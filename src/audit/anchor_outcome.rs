@@ -18,6 +18,8 @@ pub enum AnchorKind {
     Keys,
     /// A witness store's records of the store's heads.
     Witness,
+    /// Outside witnesses' cosignatures of the newest checkpoint (`--witness-key`).
+    WitnessKeys,
 }
 
 /// One anchor given, and what became of it.
@@ -39,6 +41,7 @@ impl AnchorKind {
             AnchorKind::Head => "head",
             AnchorKind::Keys => "keys",
             AnchorKind::Witness => "witness",
+            AnchorKind::WitnessKeys => "witness_keys",
         }
     }
 }

@@ -87,6 +87,10 @@ pub enum ProblemKind {
     /// A C2SP checkpoint (`_lineage/tlog/checkpoints/<seq>`, or the one a seal carries)
     /// that is not its seal's, does not verify, or is missing.
     BadCheckpoint,
+    /// A checkpoint cosigned by a C2SP witness (`_lineage/tlog/cosignatures/`) that is not
+    /// its seal's or holds no cosignature; with `--witness-key`, one of the newest seal
+    /// that is missing or does not verify under the witness's key.
+    BadCosignature,
     /// An RFC 3161 request or response under `_lineage/timestamps/` (with `--tsa-root`)
     /// that does not check: not the seal's digest, another nonce than requested, not
     /// granted, a signature or certificate chain that does not verify to the root, or an

@@ -5,6 +5,7 @@
 
 use std::path::PathBuf;
 
+use crate::base::cosign::CosignError;
 use crate::base::param::{Param, Text};
 
 /// What went wrong, in terms a caller can act on.
@@ -139,6 +140,14 @@ pub enum Error {
         url: String,
         /// What was not delivered, and why.
         message: String,
+    },
+    /// A C2SP tlog witness gave no cosignature ([`CosignError`] says which answer).
+    #[error("witness {witness}: {refusal}")]
+    Cosign {
+        /// The witness (its URL, query redacted, and key name).
+        witness: String,
+        /// Why it did not cosign.
+        refusal: CosignError,
     },
     /// A signature or key problem.
     #[error("signature: {0}")]
@@ -279,6 +288,20 @@ impl Error {
                 Origin::Ours => ErrorKind::Internal,
             },
             Error::Internal { .. } => ErrorKind::Internal,
+            Error::Cosign { refusal, .. } => match refusal {
+                // Down, or answering outside the protocol: the transport's fault.
+                CosignError::Unreachable { .. }
+                | CosignError::Status { .. }
+                | CosignError::BadAnswer { .. } => ErrorKind::Io,
+                // The witness does not accept this log, or the request: access refused.
+                CosignError::UnknownOrigin { .. }
+                | CosignError::Forbidden { .. }
+                | CosignError::BadRequest { .. } => ErrorKind::Input,
+                // The witness holds another view of the log than the store.
+                CosignError::SizeConflict { .. }
+                | CosignError::AheadOfLog { .. }
+                | CosignError::ProofRefused { .. } => ErrorKind::Conflict,
+            },
         }
     }
 
@@ -398,6 +421,42 @@ mod tests {
         assert_eq!(Error::arrow(Origin::Input, a()).kind(), ErrorKind::Input);
         assert_eq!(Error::from(a()).kind(), ErrorKind::Internal);
         assert_eq!(ErrorKind::Integrity.exit_code(), 1);
+    }
+
+    /// A witness that is down is an I/O error (exit 2), one that refuses the log's view a
+    /// conflict (exit 3), and the message names the witness and the answer.
+    #[test]
+    fn cosign_errors_are_classified_by_the_witness_answer() {
+        let e = |refusal| Error::Cosign {
+            witness: "https://w.example/ (w.example/w1)".into(),
+            refusal,
+        };
+        let down = e(CosignError::Unreachable {
+            why: "no answer within the timeout".into(),
+        });
+        assert_eq!(down.kind(), ErrorKind::Io);
+        assert_eq!(
+            down.to_string(),
+            "witness https://w.example/ (w.example/w1): no answer: no answer within the timeout"
+        );
+        let refused = e(CosignError::ProofRefused {
+            old: 3,
+            tree_size: 9,
+        });
+        assert_eq!(refused.kind().exit_code(), 3);
+        assert!(refused.to_string().contains("from size 3 to 9 (HTTP 422)"));
+        let unknown = e(CosignError::UnknownOrigin {
+            origin: "o".into(),
+        });
+        assert_eq!(unknown.kind(), ErrorKind::Input);
+        assert_eq!(
+            e(CosignError::SizeConflict {
+                old: 4,
+                witness_size: Some(6)
+            })
+            .to_string(),
+            "witness https://w.example/ (w.example/w1): the witness's latest cosigned size for the log is 6, not the old size 4 sent (HTTP 409)"
+        );
     }
 
     /// An internal error keeps what caused it as its source.

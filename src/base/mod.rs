@@ -1,6 +1,7 @@
 //! The base layer: what every other layer uses and that uses nothing of ours.
 
 pub(crate) mod clock;
+pub(crate) mod cosign;
 pub mod digest;
 pub(crate) mod env;
 pub(crate) mod error;

@@ -88,6 +88,12 @@ pub enum Param {
     Tsa,
     /// The root certificate TSA tokens must chain to.
     TsaRoot,
+    /// A C2SP tlog witness's submission URL.
+    WitnessUrl,
+    /// A C2SP tlog witness's verifier key (cosignature/v1).
+    WitnessKey,
+    /// How many witness keys must have cosigned the newest checkpoint.
+    WitnessQuorum,
     /// Adopting orphan parts that name no store.
     AdoptUnidentified,
     /// An orphan part to adopt.
@@ -159,6 +165,9 @@ impl Param {
             Witness => "witness",
             Tsa => "tsa",
             TsaRoot => "tsa_root",
+            WitnessUrl => "witness_url",
+            WitnessKey => "witness_key",
+            WitnessQuorum => "witness_quorum",
             AdoptUnidentified => "adopt_unidentified",
             Adopt => "adopt",
             AcceptAdopted => "accept_adopted",

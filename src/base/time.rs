@@ -10,6 +10,15 @@ pub fn rfc3339(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Micros, true)
 }
 
+/// A POSIX time (seconds since the Epoch, as a cosignature states it) as RFC 3339 (the
+/// number itself when out of range).
+pub fn posix_utc(t: u64) -> String {
+    i64::try_from(t)
+        .ok()
+        .and_then(|t| DateTime::from_timestamp(t, 0))
+        .map_or_else(|| t.to_string(), rfc3339)
+}
+
 /// Microseconds since the epoch as RFC 3339.
 pub fn rfc3339_us(us: i64) -> String {
     match Utc.timestamp_micros(us) {

@@ -18,6 +18,7 @@ mod anchors;
 mod append;
 mod check;
 mod common;
+mod cosign;
 mod compact;
 mod demo;
 mod diff;

@@ -42,6 +42,8 @@ pub(crate) struct Args {
     origin: Option<String>,
     #[command(flatten)]
     tsa: crate::cli::timestamps::TsaArgs,
+    #[command(flatten)]
+    witnesses: crate::cli::cosign::PushArgs,
     /// Also make the seal an Iceberg snapshot: `_iceberg/metadata/v<N>.metadata.json`
     /// with its manifest list and manifest, paths absolute at this store's location
     /// (written for every earlier seal that lacks them too; with nothing new, for the
@@ -53,6 +55,7 @@ pub(crate) struct Args {
 pub(crate) async fn run(a: Args) -> Result<Status> {
     let key = a.signing.key(&a.store.store)?;
     let tsa = a.tsa.tsa()?;
+    let witnesses = a.witnesses.witnesses()?;
     let store = a.store.open(Opening::ExistingStore).await?;
     let opts = SealOptions {
         lookback: a.lookback,
@@ -66,11 +69,16 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     };
     let s = seal_with(store.as_ref(), &SystemClock, key.as_ref(), &opts).await?;
     let stamped = crate::cli::timestamps::stamp(store.as_ref(), tsa.as_ref(), s.seq).await?;
+    let pushed = crate::cli::cosign::push_to(store.as_ref(), &witnesses, s.seq).await?;
     if a.json {
         let mut v = serde_json::to_value(&s).map_err(crate::base::error::Error::internal_from)?;
         if let Some(t) = &stamped {
             v["timestamps"] =
                 serde_json::to_value(t).map_err(crate::base::error::Error::internal_from)?;
+        }
+        if let Some(p) = &pushed {
+            v["cosignatures"] =
+                serde_json::to_value(p).map_err(crate::base::error::Error::internal_from)?;
         }
         out_raw(&json_line(&v)?)?;
     } else if s.nothing_new {
@@ -115,6 +123,9 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
             for l in crate::cli::timestamps::stamp_lines(o, t) {
                 out(&l)?;
             }
+        }
+        for l in pushed.iter().flat_map(crate::cli::cosign::push_lines) {
+            out(&l)?;
         }
     }
     Ok(0)

@@ -70,6 +70,8 @@ pub(crate) struct Args {
     anchors: crate::cli::anchors::AnchorArgs,
     #[command(flatten)]
     tsa_root: crate::cli::timestamps::TsaRootArg,
+    #[command(flatten)]
+    witness_keys: crate::cli::cosign::QuorumArgs,
     /// Temps and well-formed parts without a pointer whose content (temp name, commit id,
     /// commit-key claim) says they were made within this period are in flight, not
     /// problems; each is named. Modification times are never trusted for this.
@@ -131,8 +133,11 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     let progress = Arc::new(Progress::default());
     let store = a.store.open(Opening::ExistingStore).await?;
     let anchors = a.anchors.anchors(store.as_ref()).await?;
+    let witness_keys = a.witness_keys.keys()?;
     let opts = options(&a, shard.as_ref(), progress.clone())?.with_anchors(&anchors);
     let mut report = with_progress(progress, verify_with(store.as_ref(), &opts)).await?;
+    let cosigners =
+        crate::cli::cosign::judge_into(store.as_ref(), witness_keys.as_ref(), &mut report).await?;
     let replica = a.replica.check(store.as_ref()).await?;
     let witness = a.anchors.witness.check(store.as_ref()).await?;
     if let Some(w) = &witness {
@@ -153,6 +158,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         report,
         replica,
         witness,
+        cosigners,
         written,
     };
     checks.print(&a, shard.as_ref())
@@ -164,6 +170,7 @@ struct Checks {
     report: Report,
     replica: Option<crate::replicate::compare::ReplicaReport>,
     witness: Option<crate::witness::WitnessReport>,
+    cosigners: Option<Vec<crate::audit::cosigners::KeyFound>>,
     written: Option<String>,
 }
 
@@ -176,6 +183,9 @@ impl Checks {
             let mut v = serde_json::to_value(&self.report).map_err(Error::internal_from)?;
             v["replica"] = serde_json::to_value(&self.replica).map_err(Error::internal_from)?;
             v["witness"] = serde_json::to_value(&self.witness).map_err(Error::internal_from)?;
+            if let Some(c) = &self.cosigners {
+                v["witness_keys"] = serde_json::to_value(c).map_err(Error::internal_from)?;
+            }
             if let Some(w) = &self.written {
                 v["report_written"] = serde_json::Value::String(w.clone());
             }

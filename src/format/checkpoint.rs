@@ -161,7 +161,9 @@ pub fn parse(note: &str) -> Result<Checkpoint, String> {
     })
 }
 
-fn parse_signatures(sigs: &str) -> Result<Vec<NoteSignature>, String> {
+/// Parse signature lines (each `— <name> <base64>` and its newline), as a note carries
+/// them after its blank line and a tlog witness answers them.
+pub fn parse_signatures(sigs: &str) -> Result<Vec<NoteSignature>, String> {
     if sigs.is_empty() || !sigs.ends_with('\n') {
         return Err("no signature line, or one without its newline".into());
     }

@@ -3,6 +3,7 @@
 pub mod checkpoint;
 pub mod claim;
 pub mod compaction;
+pub mod cosignature;
 pub mod consistency;
 pub mod delta;
 pub mod delta_checkpoint;
@@ -14,4 +15,5 @@ pub mod keys;
 pub mod pointer;
 pub mod timestamp;
 pub mod tlog_proof;
+pub mod tlog_witness;
 pub mod writer_record;

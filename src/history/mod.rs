@@ -22,6 +22,7 @@
 
 pub mod checkpoint;
 pub mod complete;
+pub mod cosignature;
 pub(crate) mod delta;
 pub(crate) mod delta_checkpoint;
 pub(crate) mod delta_restore;

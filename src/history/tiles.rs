@@ -203,16 +203,6 @@ fn tile_of(st: Subtree) -> (u8, u64, u64, u64) {
 /// perfect subtrees from `hash_of`. Ranges of the recursion are always aligned, so every
 /// hash the path needs is a perfect subtree or a fold of perfect subtrees.
 fn path_with(leaf: u64, size: u64, hash_of: &mut dyn FnMut(Subtree) -> Hash) -> Vec<Hash> {
-    fn mth(lo: u64, hi: u64, hash_of: &mut dyn FnMut(Subtree) -> Hash) -> Hash {
-        let n = hi - lo;
-        if n.is_power_of_two() {
-            return hash_of((n.trailing_zeros(), lo / n));
-        }
-        let k = split(n);
-        let left = mth(lo, lo + k, hash_of);
-        let right = mth(lo + k, hi, hash_of);
-        merkle::node_hash(&left, &right)
-    }
     fn walk(
         m: u64,
         lo: u64,
@@ -236,6 +226,72 @@ fn path_with(leaf: u64, size: u64, hash_of: &mut dyn FnMut(Subtree) -> Hash) -> 
     let mut out = Vec::new();
     walk(leaf, 0, size, &mut out, hash_of);
     out
+}
+
+/// The hash of leaves `lo..hi` (an aligned range), folded from perfect subtrees.
+fn mth(lo: u64, hi: u64, hash_of: &mut dyn FnMut(Subtree) -> Hash) -> Hash {
+    let n = hi - lo;
+    if n.is_power_of_two() {
+        return hash_of((n.trailing_zeros(), lo / n));
+    }
+    let k = split(n);
+    let left = mth(lo, lo + k, hash_of);
+    let right = mth(lo + k, hi, hash_of);
+    merkle::node_hash(&left, &right)
+}
+
+/// The RFC 9162 §2.1.4.1 consistency proof from the tree of `m` leaves to that of `size`
+/// (`0 < m <= size`), with the hashes of perfect subtrees from `hash_of`.
+fn consistency_with(m: u64, size: u64, hash_of: &mut dyn FnMut(Subtree) -> Hash) -> Vec<Hash> {
+    fn sub(
+        m: u64,
+        lo: u64,
+        hi: u64,
+        whole: bool,
+        out: &mut Vec<Hash>,
+        hash_of: &mut dyn FnMut(Subtree) -> Hash,
+    ) {
+        let n = hi - lo;
+        if m == n {
+            if !whole {
+                out.push(mth(lo, hi, hash_of));
+            }
+            return;
+        }
+        let k = split(n);
+        if m <= k {
+            sub(m, lo, lo + k, whole, out, hash_of);
+            out.push(mth(lo + k, hi, hash_of));
+        } else {
+            sub(m - k, lo + k, hi, false, out, hash_of);
+            out.push(mth(lo, lo + k, hash_of));
+        }
+    }
+    let mut out = Vec::new();
+    sub(m, 0, size, true, &mut out, hash_of);
+    out
+}
+
+/// A consistency proof from the tree of `m` leaves to the tree of `size` from the tiles
+/// (empty when `m` is 0 or `size`): O(log n) hashes from the few tiles they lie in, each
+/// read once, all at once.
+pub async fn consistency_from_tiles(
+    store: &dyn AtomicPublisher,
+    m: u64,
+    size: u64,
+) -> Result<Vec<Hash>> {
+    if m == 0 || m >= size {
+        return Ok(Vec::new());
+    }
+    let mut needed: Vec<Subtree> = Vec::new();
+    consistency_with(m, size, &mut |st| {
+        needed.push(st);
+        [0; 32]
+    });
+    let fetched = fetch(store, size, &needed).await?;
+    Ok(consistency_with(m, size, &mut |st| {
+        subtree_hash(&fetched, st)
+    }))
 }
 
 /// Largest power of two strictly below `n` (n >= 2).
@@ -378,5 +434,24 @@ mod tests {
                 merkle::root_of_leaf_hashes(&leaves[256..512]),
             ]
         );
+    }
+
+    /// The consistency proof folded from perfect subtrees is the one computed from the
+    /// leaves, for every pair of sizes up to 70 (every shape of both trees' right edges).
+    #[test]
+    fn consistency_from_subtrees_is_the_proof_from_the_leaves() {
+        let leaves: Vec<Hash> = (0u32..70)
+            .map(|i| merkle::leaf_hash(&i.to_be_bytes()))
+            .collect();
+        let mut hash_of = |(h, k): Subtree| {
+            let lo = (k << h) as usize;
+            merkle::root_of_leaf_hashes(&leaves[lo..lo + (1usize << h)])
+        };
+        for n in 1..=70u64 {
+            for m in 1..n {
+                let want = merkle::consistency_proof(&leaves[..n as usize], m as usize).unwrap();
+                assert_eq!(consistency_with(m, n, &mut hash_of), want, "{m} -> {n}");
+            }
+        }
     }
 }

@@ -65,6 +65,7 @@ impl<'a> AtDestination<'a> {
                 .then(|| format!("wider than the destination's sealed tree of {size} leaves")),
             HistoryKey::Head(n)
             | HistoryKey::Checkpoint(n)
+            | HistoryKey::Cosignature { seq: n, .. }
             | HistoryKey::TimestampQuery(n)
             | HistoryKey::TimestampReply(n) => {
                 (n > seq).then(|| format!("seal {n} is not at the destination yet"))

@@ -180,6 +180,7 @@ pub fn kind_of(key: &str) -> Kind {
             keys::HistoryKey::Tile { .. }
             | keys::HistoryKey::Leaf { .. }
             | keys::HistoryKey::Checkpoint(_)
+            | keys::HistoryKey::Cosignature { .. }
             | keys::HistoryKey::TlogTile { .. }
             | keys::HistoryKey::EntryBundle { .. }
             | keys::HistoryKey::TimestampQuery(_)

@@ -36,6 +36,7 @@
 
 mod anchor;
 mod check;
+pub mod tlog;
 
 use std::collections::BTreeMap;
 

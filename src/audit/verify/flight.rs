@@ -93,6 +93,7 @@ pub(crate) fn judge_temp(key: &str, w: &Window) -> Result<InFlight, String> {
                 | keys::HistoryKey::TlogTile { .. }
                 | keys::HistoryKey::EntryBundle { .. }
                 | keys::HistoryKey::Checkpoint(_)
+                | keys::HistoryKey::Cosignature { .. }
                 | keys::HistoryKey::TimestampQuery(_)
                 | keys::HistoryKey::TimestampReply(_)
         ),

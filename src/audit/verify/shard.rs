@@ -268,6 +268,7 @@ impl Scope {
             HistoryKey::Head(_)
             | HistoryKey::Tile { .. }
             | HistoryKey::Checkpoint(_)
+            | HistoryKey::Cosignature { .. }
             | HistoryKey::TlogTile { .. }
             | HistoryKey::EntryBundle { .. }
             | HistoryKey::TimestampQuery(_)

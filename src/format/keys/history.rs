@@ -216,6 +216,13 @@ pub enum HistoryKey {
         /// Entries it holds (256 when full).
         width: u64,
     },
+    /// A seal's checkpoint cosigned by a C2SP witness ([`super::cosignature_key`]).
+    Cosignature {
+        /// The seal.
+        seq: u64,
+        /// The sha256 (hex) of the witness's verifier key.
+        witness: String,
+    },
     /// The RFC 3161 request for a seal's time ([`super::timestamp_query_key`]).
     TimestampQuery(u64),
     /// The TSA's response to it ([`super::timestamp_reply_key`]).
@@ -282,6 +289,19 @@ pub(super) fn parse_history(key: &str) -> Option<HistoryKey> {
             _ => super::timestamp_reply_key(seq),
         };
         return (canonical == key).then_some(h);
+    }
+    if let Some(rest) = key.strip_prefix(super::COSIGNATURES_PREFIX) {
+        let (seq, witness) = rest.split_once('/')?;
+        let seq: u64 = seq.parse().ok()?;
+        let hex = witness.len() == 64
+            && witness
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+        let ok = hex && format!("{}{witness}", super::cosignatures_prefix(seq)) == key;
+        return ok.then(|| HistoryKey::Cosignature {
+            seq,
+            witness: witness.to_string(),
+        });
     }
     if let Some(rest) = key.strip_prefix(CHECKPOINTS_PREFIX) {
         let seq: u64 = rest.parse().ok()?;

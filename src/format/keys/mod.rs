@@ -12,6 +12,7 @@
 //! _lineage/tiles/<level>/[x<NNN>/…]<NNN>[.p/<width>]          Merkle hash tiles
 //! _lineage/leaves/<hh>/<gg>/<commit-id>.<leaf index, 20 digits>.run_id=<r>   leaf locators (empty)
 //! _lineage/tlog/checkpoints/<seq, 20 digits>                   each signed seal as a C2SP checkpoint
+//! _lineage/tlog/cosignatures/<seq, 20 digits>/<sha256 of the witness's vkey>   that checkpoint cosigned by a C2SP witness
 //! _lineage/tlog/tile/<level>/[x<NNN>/…]<NNN>[.p/<width>]      hash tiles, C2SP tlog-tiles layout
 //! _lineage/tlog/tile/entries/[x<NNN>/…]<NNN>[.p/<width>]      entry bundles (the leaves), likewise
 //! _lineage/timestamps/<seq, 20 digits>.tsq                     RFC 3161 request for a seal's time
@@ -162,6 +163,25 @@ pub const CHECKPOINTS_PREFIX: &str = "_lineage/tlog/checkpoints/";
 pub fn checkpoint_key(seq: u64) -> String {
     format!("{CHECKPOINTS_PREFIX}{seq:020}")
 }
+/// Prefix of the checkpoints cosigned by C2SP witnesses ([`crate::format::cosignature`]).
+pub const COSIGNATURES_PREFIX: &str = "_lineage/tlog/cosignatures/";
+
+/// Seal `seq`'s checkpoint as the witness with verifier key `vkey` cosigned it: the
+/// checkpoint and the witness's cosignature line, one signed note (create-only). The name
+/// is the sha256 of the witness's vkey, so witnesses never share a name.
+pub fn cosignature_key(seq: u64, vkey: &str) -> String {
+    format!(
+        "{}{}",
+        cosignatures_prefix(seq),
+        crate::base::digest::sha256_hex(vkey.as_bytes())
+    )
+}
+
+/// The prefix of seal `seq`'s cosigned checkpoints.
+pub fn cosignatures_prefix(seq: u64) -> String {
+    format!("{COSIGNATURES_PREFIX}{seq:020}/")
+}
+
 /// Prefix of the RFC 3161 requests and responses backing the seals' times
 /// ([`crate::format::timestamp`]).
 pub const TIMESTAMPS_PREFIX: &str = "_lineage/timestamps/";

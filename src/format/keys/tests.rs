@@ -210,3 +210,33 @@ fn timestamp_keys_are_classified_and_near_misses_are_not_ours() {
         );
     }
 }
+
+#[test]
+fn cosignature_keys_are_classified_and_near_misses_are_not_ours() {
+    use super::cosignature_key;
+    let k = cosignature_key(7, "w.example/w1+01020304+BAAA");
+    let h = crate::base::digest::sha256_hex(b"w.example/w1+01020304+BAAA");
+    assert_eq!(
+        k,
+        format!("_lineage/tlog/cosignatures/00000000000000000007/{h}")
+    );
+    assert_eq!(
+        classify(&k),
+        KeyKind::History(HistoryKey::Cosignature {
+            seq: 7,
+            witness: h.clone()
+        })
+    );
+    for planted in [
+        format!("_lineage/tlog/cosignatures/7/{h}"),
+        format!("_lineage/tlog/cosignatures/00000000000000000007/{}", h.to_uppercase()),
+        format!("_lineage/tlog/cosignatures/00000000000000000007/{h}.bak"),
+        "_lineage/tlog/cosignatures/00000000000000000007/notes.txt".to_string(),
+        format!("_lineage/tlog/cosignatures/00000000000000000007/x/{h}"),
+    ] {
+        assert!(
+            !matches!(classify(&planted), KeyKind::History(_)),
+            "{planted}"
+        );
+    }
+}

@@ -3,3 +3,5 @@
 mod checkpoint;
 mod proof;
 mod tiles;
+mod witness;
+mod witness_double;

@@ -13,11 +13,14 @@
 //! - `bad_tile`: a tile whose hashes are not the tree's, or a tile the tree needs missing;
 //! - `bad_checkpoint`: a C2SP checkpoint that is not its seal's or does not verify, of a
 //!   seal that does not exist, or missing ([`checkpoints`]);
+//! - `bad_cosignature`: a cosigned checkpoint that is not its seal's, not a signed note
+//!   with a `cosignature/v1` line, or of a seal that does not exist ([`cosignatures`]);
 //! - `bad_timestamp` / `seal_time_unbacked`: the seals' RFC 3161 times ([`timestamps`]);
 //! - a seal whose frontier, watermark or `ahead` is wrong: `seal_root_mismatch` /
 //!   `seal_corrupt`, reported by the chain walk.
 
 mod checkpoints;
+mod cosignatures;
 pub(crate) mod context;
 pub(crate) mod entries;
 pub(crate) mod timestamps;
@@ -75,6 +78,7 @@ pub(crate) async fn check(
                 width,
             } => listed.tiles.push((level, index, width, o)),
             HistoryKey::Checkpoint(seq) => listed.checkpoints.push((seq, o)),
+            HistoryKey::Cosignature { seq, .. } => listed.cosignatures.push((seq, o)),
             HistoryKey::TlogTile {
                 level,
                 index,
@@ -130,6 +134,8 @@ async fn check_whole_tree(
     let marked: HashSet<u64> = listed.heads.iter().map(|(s, _)| *s).collect();
     let cps = &listed.checkpoints;
     out.extend(checkpoints::check_checkpoints(store, cx, cps, &marked, later.seq).await?);
+    let cosigs = &listed.cosignatures;
+    out.extend(cosignatures::check_cosignatures(store, cx, cosigs, later.seq).await?);
     Ok(out)
 }
 
@@ -146,6 +152,8 @@ struct Listed<'a> {
     tiles: Vec<(u8, u64, u64, &'a ObjectInfo)>,
     /// C2SP checkpoints: (seal, object).
     checkpoints: Vec<(u64, &'a ObjectInfo)>,
+    /// Cosigned checkpoints: (seal, object).
+    cosignatures: Vec<(u64, &'a ObjectInfo)>,
     /// The tree in the C2SP layout.
     tlog: tlog::TlogListed<'a>,
     /// The seals' RFC 3161 requests and responses.
