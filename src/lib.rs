@@ -215,8 +215,8 @@ pub mod internal {
         delta_stats, entries, iceberg, identity, keys, pointer, timestamp, tlog_proof,
         tlog_witness, writer_record,
     };
-    pub use crate::history::cosignature as cosigned;
     pub use crate::history::checkpoint as sealed_checkpoint;
+    pub use crate::history::cosignature as cosigned;
     pub use crate::history::delta::complete_log as complete_delta_log;
     pub use crate::history::delta_checkpoint::{
         write as write_delta_checkpoint, write_if_due as write_delta_checkpoint_if_due,

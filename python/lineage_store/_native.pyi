@@ -186,6 +186,8 @@ class Store:
         plan_seal: Optional[int] = None,
         report_dir: Optional[str] = None,
         accept_adopted: bool = False,
+        witness_keys: Optional[Sequence[str]] = None,
+        witness_quorum: Optional[int] = None,
     ) -> VerifyReport:
         """Verify the store as ``lineage verify`` does; ``check=True`` raises
         ``VerifyError`` when the report is not clean. ``digest="all"`` recomputes every
@@ -197,7 +199,10 @@ class Store:
         commits (``--plan-seal``); ``report_dir``: a URL where the shard's report is also
         published (``--report-dir``). ``accept_adopted=True``: the commits ``lineage
         repair`` adopted that ``expect_head`` does not cover (all of them without it) are
-        accepted rather than ``adopted_commit`` problems (``--accept-adopted``)."""
+        accepted rather than ``adopted_commit`` problems (``--accept-adopted``).
+        ``witness_keys``: outside C2SP witnesses' verifier keys; the newest checkpoint must
+        carry a valid cosignature by ``witness_quorum`` of them (default: all), as
+        ``lineage verify --witness-key … --witness-quorum K``."""
     def delta_version(self) -> Optional[int]:
         """The newest Delta Lake version (version N is seal N), or None without a Delta log."""
     def seal(

@@ -98,3 +98,28 @@ impl AnchorKw {
         })
     }
 }
+
+/// `witness_keys=[…]`, `witness_quorum=K` of `Store.verify` (as `lineage verify
+/// --witness-key … --witness-quorum K`): the keys parsed and the quorum checked.
+pub fn witness_keys(
+    keys: Option<Vec<String>>,
+    quorum: Option<usize>,
+) -> lineage_store::Result<Option<lineage_store::WitnessKeys>> {
+    let keys = keys.unwrap_or_default();
+    if keys.is_empty() {
+        if quorum.is_some() {
+            return Err(Error::usage("witness_quorum needs witness_keys"));
+        }
+        return Ok(None);
+    }
+    let keys = keys
+        .iter()
+        .map(|k| {
+            lineage_store::parse_witness_vkey(k)
+                .map_err(|why| Error::usage(format!("witness_keys: {:?} {why}", k.trim())))
+        })
+        .collect::<lineage_store::Result<Vec<_>>>()?;
+    let w = lineage_store::WitnessKeys { keys, quorum };
+    w.check()?;
+    Ok(Some(w))
+}

@@ -386,7 +386,10 @@ impl Store {
     /// `accept_adopted=True`: the commits `lineage repair` adopted that `expect_head` does
     /// not cover (all of them without it) are accepted, not `adopted_commit` problems
     /// (`--accept-adopted`); `adopted_commits` lists every one either way.
-    #[pyo3(signature = (*, public_key=None, expect_head=None, sample=None, sample_seed=None, since_seal=None, grace=None, check=false, digest="fastest", signed_from=None, witness=None, witness_endpoint_url=None, shard=None, plan_seal=None, report_dir=None, accept_adopted=false))]
+    /// `witness_keys`: outside C2SP witnesses' verifier keys (`cosignature/v1`); the newest
+    /// seal's checkpoint must carry a stored cosignature by `witness_quorum` of them
+    /// (default: all), as `lineage verify --witness-key … --witness-quorum K`.
+    #[pyo3(signature = (*, public_key=None, expect_head=None, sample=None, sample_seed=None, since_seal=None, grace=None, check=false, digest="fastest", signed_from=None, witness=None, witness_endpoint_url=None, shard=None, plan_seal=None, report_dir=None, accept_adopted=false, witness_keys=None, witness_quorum=None))]
     #[allow(clippy::too_many_arguments)]
     fn verify(
         &self,
@@ -406,7 +409,10 @@ impl Store {
         plan_seal: Option<u64>,
         report_dir: Option<String>,
         accept_adopted: bool,
+        witness_keys: Option<Vec<String>>,
+        witness_quorum: Option<usize>,
     ) -> PyResult<VerifyReport> {
+        let cosigners = crate::anchors::witness_keys(witness_keys, witness_quorum).py_err(py)?;
         let digest = digest
             .parse::<DigestCheck>()
             .map_err(|e| errors::to_py(py, Error::usage(format!("digest={e}"))))?;
@@ -447,6 +453,13 @@ impl Store {
                 let c = w.check(store.as_ref()).await?;
                 report.anchors.extend(c.outcomes);
                 report.problems.extend(c.problems);
+                report.settle();
+            }
+            // The witness keys, beside it (as `lineage verify --witness-key`).
+            if let Some(k) = &cosigners {
+                let (outcome, _, problems) = k.judge(store.as_ref()).await?;
+                report.anchors.push(outcome);
+                report.problems.extend(problems);
                 report.settle();
             }
             if let Some(url) = report_dir {

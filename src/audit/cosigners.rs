@@ -78,7 +78,11 @@ impl WitnessKeys {
         };
         let heads = crate::history::head::find(store).await?;
         let Some(newest) = heads.newest() else {
-            return Ok((fail("the store has no seals".into()), Vec::new(), Vec::new()));
+            return Ok((
+                fail("the store has no seals".into()),
+                Vec::new(),
+                Vec::new(),
+            ));
         };
         let seq = newest.key_seq;
         let Some(note) = newest.seal.as_ref().ok().and_then(|s| s.checkpoint.clone()) else {
@@ -95,7 +99,10 @@ impl WitnessKeys {
             let key = keys::cosignature_key(seq, &c.vkey());
             let (cosigned, detail) = match read(store, &key).await? {
                 None => {
-                    let why = format!("no cosignature by witness {} of seal {seq}, the newest", c.name);
+                    let why = format!(
+                        "no cosignature by witness {} of seal {seq}, the newest",
+                        c.name
+                    );
                     missing.push(Problem::new(ProblemKind::BadCosignature, &key, why));
                     (false, format!("no cosignature stored ({key})"))
                 }

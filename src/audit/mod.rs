@@ -8,8 +8,8 @@
 pub(crate) mod anchor_outcome;
 pub(crate) mod anchors;
 pub mod chain;
-pub(crate) mod cosigners;
 pub(crate) mod compaction_log;
+pub(crate) mod cosigners;
 pub(crate) mod diff;
 pub(crate) mod findings;
 pub(crate) mod log;

@@ -445,9 +445,7 @@ mod tests {
         });
         assert_eq!(refused.kind().exit_code(), 3);
         assert!(refused.to_string().contains("from size 3 to 9 (HTTP 422)"));
-        let unknown = e(CosignError::UnknownOrigin {
-            origin: "o".into(),
-        });
+        let unknown = e(CosignError::UnknownOrigin { origin: "o".into() });
         assert_eq!(unknown.kind(), ErrorKind::Input);
         assert_eq!(
             e(CosignError::SizeConflict {

@@ -3,8 +3,8 @@
 pub mod checkpoint;
 pub mod claim;
 pub mod compaction;
-pub mod cosignature;
 pub mod consistency;
+pub mod cosignature;
 pub mod delta;
 pub mod delta_checkpoint;
 pub mod delta_stats;

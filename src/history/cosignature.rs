@@ -27,7 +27,8 @@ pub enum Found {
 /// Check one signature line by `c` over the checkpoint text `body`: the timestamp.
 pub fn check(c: &Cosigner, body: &str, s: &NoteSignature) -> Result<u64, String> {
     let (timestamp, sig) = split(s)?;
-    let key = VerifyingKey::from_bytes(&c.key).map_err(|_| "the witness key is not a valid Ed25519 point")?;
+    let key = VerifyingKey::from_bytes(&c.key)
+        .map_err(|_| "the witness key is not a valid Ed25519 point")?;
     key.verify(
         message(body, timestamp).as_bytes(),
         &Signature::from_bytes(&sig),
@@ -114,14 +115,23 @@ mod tests {
         let body = "o\n3\nAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n";
         let s = cosign(&k, &c, body, 1_800_000_000);
         assert_eq!(check(&c, body, &s), Ok(1_800_000_000));
-        assert!(matches!(find(&c, body, &[s.clone()]), Found::Valid { timestamp: 1_800_000_000, .. }));
+        assert!(matches!(
+            find(&c, body, &[s.clone()]),
+            Found::Valid {
+                timestamp: 1_800_000_000,
+                ..
+            }
+        ));
         assert_eq!(find(&c, body, &[]), Found::Missing);
         let mut later = s.clone();
         later.signature[7] ^= 1;
         let Found::Forged(why) = find(&c, body, &[later]) else {
             panic!("a changed timestamp verified");
         };
-        assert!(why.contains("does not verify over this checkpoint at time 1800000001"), "{why}");
+        assert!(
+            why.contains("does not verify over this checkpoint at time 1800000001"),
+            "{why}"
+        );
         assert!(check(&c, &body.replace('3', "4"), &s).is_err());
         let other = Cosigner::new("w.example/w2", c.key);
         assert_eq!(find(&other, body, &[s]), Found::Missing);

@@ -229,7 +229,10 @@ fn cosignature_keys_are_classified_and_near_misses_are_not_ours() {
     );
     for planted in [
         format!("_lineage/tlog/cosignatures/7/{h}"),
-        format!("_lineage/tlog/cosignatures/00000000000000000007/{}", h.to_uppercase()),
+        format!(
+            "_lineage/tlog/cosignatures/00000000000000000007/{}",
+            h.to_uppercase()
+        ),
         format!("_lineage/tlog/cosignatures/00000000000000000007/{h}.bak"),
         "_lineage/tlog/cosignatures/00000000000000000007/notes.txt".to_string(),
         format!("_lineage/tlog/cosignatures/00000000000000000007/x/{h}"),

@@ -111,8 +111,10 @@ impl TlogWitness {
             200 => Answer::Cosigned(text),
             409 => Answer::Conflict(parse_size(&text)),
             400 => Answer::Refused(CosignError::BadRequest {
-                body: crate::base::text::printable(&text.trim().chars().take(200).collect::<String>())
-                    .into_owned(),
+                body: crate::base::text::printable(
+                    &text.trim().chars().take(200).collect::<String>(),
+                )
+                .into_owned(),
             }),
             403 => Answer::Refused(CosignError::Forbidden {
                 origin: origin.to_string(),

@@ -32,8 +32,8 @@ use serde::Serialize;
 use crate::base::cosign::CosignError;
 use crate::base::error::Result;
 use crate::format::checkpoint::{self as cp, parse_signatures};
-use crate::format::keys;
 use crate::format::cosignature::MAX_COSIGNED_BYTES;
+use crate::format::keys;
 use crate::format::tlog_witness::request;
 use crate::history::cosignature::{check_stored, cosigned, find, Found};
 use crate::history::head::read_seal;
@@ -41,8 +41,8 @@ use crate::history::tiles::consistency_from_tiles;
 use crate::publish::checked::publish_racing;
 use crate::publish::AtomicPublisher;
 
-pub use http::{TlogWitness, DEFAULT_WITNESS_TIMEOUT};
 use http::Answer;
+pub use http::{TlogWitness, DEFAULT_WITNESS_TIMEOUT};
 
 /// A witness that cosigned (or had cosigned) the checkpoint.
 #[derive(Debug, Clone, Serialize)]
@@ -142,13 +142,19 @@ async fn push_one(
             })),
         });
     }
-    let mut old = previous_size(store, w, seq).await?.filter(|&m| m <= c.tree_size).unwrap_or(0);
+    let mut old = previous_size(store, w, seq)
+        .await?
+        .filter(|&m| m <= c.tree_size)
+        .unwrap_or(0);
     let mut resent = false;
     loop {
         let proof = consistency_from_tiles(store, old, c.tree_size).await?;
         let Some(body) = request(old, &proof, note) else {
             return Ok(Err(fail(CosignError::BadAnswer {
-                why: format!("a consistency proof of {} hashes, more than the protocol's 63", proof.len()),
+                why: format!(
+                    "a consistency proof of {} hashes, more than the protocol's 63",
+                    proof.len()
+                ),
             })));
         };
         match w.add_checkpoint(body, &c.origin, old, c.tree_size).await {
@@ -214,7 +220,11 @@ fn done(w: &TlogWitness, seq: u64, t: u64, old: Option<u64>, key: String) -> Cos
 
 /// The size the witness last cosigned, as far as the store knows: the tree size of the
 /// cosigned checkpoint stored for the seal before.
-async fn previous_size(store: &dyn AtomicPublisher, w: &TlogWitness, seq: u64) -> Result<Option<u64>> {
+async fn previous_size(
+    store: &dyn AtomicPublisher,
+    w: &TlogWitness,
+    seq: u64,
+) -> Result<Option<u64>> {
     if seq < 2 {
         return Ok(None);
     }

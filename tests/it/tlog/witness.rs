@@ -84,11 +84,20 @@ async fn signed_store(n: u64) -> (Arc<MemoryPublisher>, String, ed25519_dalek::S
 }
 
 /// Append and seal once more; the log's vkey.
-async fn seal_more(mem: &Arc<MemoryPublisher>, key: &ed25519_dalek::SigningKey, seed: u64) -> String {
+async fn seal_more(
+    mem: &Arc<MemoryPublisher>,
+    key: &ed25519_dalek::SigningKey,
+    seed: u64,
+) -> String {
     append(mem.clone(), 5 + seed as usize, 2, seed).await;
-    let s = seal_with(mem.as_ref(), &SystemClock, Some(key), &SealOptions::default())
-        .await
-        .unwrap();
+    let s = seal_with(
+        mem.as_ref(),
+        &SystemClock,
+        Some(key),
+        &SealOptions::default(),
+    )
+    .await
+    .unwrap();
     s.vkey.unwrap()
 }
 
@@ -125,13 +134,19 @@ async fn a_witness_cosigns_each_checkpoint_and_the_independent_verifier_accepts_
     assert_eq!(o.cosigned[0].old_size, Some(0));
     let k1 = keys::cosignature_key(1, &w.vkey());
     assert_eq!(o.cosigned[0].key, k1);
-    assert_eq!(o.cosigned[0].witness, format!("witness.example/w1 ({})", w.url));
+    assert_eq!(
+        o.cosigned[0].witness,
+        format!("witness.example/w1 ({})", w.url)
+    );
     // Stored: the checkpoint as published, then the witness's cosignature line.
     let stored = get_text(&mem, &k1).await;
     let checkpoint = get_text(&mem, &keys::checkpoint_key(1)).await;
     assert!(stored.starts_with(&checkpoint), "{stored}");
     let extra = &stored[checkpoint.len()..];
-    assert!(extra.starts_with("\u{2014} witness.example/w1 ") && extra.lines().count() == 1, "{extra}");
+    assert!(
+        extra.starts_with("\u{2014} witness.example/w1 ") && extra.lines().count() == 1,
+        "{extra}"
+    );
 
     // The independent crate: both signatures verify, each under its own key.
     let both = || {
@@ -140,13 +155,22 @@ async fn a_witness_cosigns_each_checkpoint_and_the_independent_verifier_accepts_
             Box::new(CosigVerifier::new(&w.vkey())),
         ])
     };
-    let (ok, unknown) = Note::from_bytes(stored.as_bytes()).unwrap().verify(&both()).unwrap();
+    let (ok, unknown) = Note::from_bytes(stored.as_bytes())
+        .unwrap()
+        .verify(&both())
+        .unwrap();
     assert_eq!((ok.len(), unknown.len()), (2, 0));
     assert_eq!(ok[1].name(), "witness.example/w1");
     // A changed cosignature is refused by it.
     let bad = flip_last_sig_char(&stored);
-    let e = Note::from_bytes(bad.as_bytes()).unwrap().verify(&both()).unwrap_err();
-    assert!(matches!(e, NoteError::InvalidSignature { ref name, .. } if name == "witness.example/w1"), "{e:?}");
+    let e = Note::from_bytes(bad.as_bytes())
+        .unwrap()
+        .verify(&both())
+        .unwrap_err();
+    assert!(
+        matches!(e, NoteError::InvalidSignature { ref name, .. } if name == "witness.example/w1"),
+        "{e:?}"
+    );
 
     // Seal 2: sent with the proof from the size the witness cosigned, which it checks.
     seal_more(&mem, &key, 2).await;
@@ -169,7 +193,10 @@ async fn a_witness_cosigns_each_checkpoint_and_the_independent_verifier_accepts_
         quorum: None,
     };
     let (outcome, found, problems) = keys_.judge(mem.as_ref()).await.unwrap();
-    assert!(outcome.held && problems.is_empty(), "{outcome:?} {problems:?}");
+    assert!(
+        outcome.held && problems.is_empty(),
+        "{outcome:?} {problems:?}"
+    );
     assert_eq!(outcome.anchor, AnchorKind::WitnessKeys);
     assert!(
         outcome.statement.starts_with("seal 2's checkpoint cosigned by 1 of 1 witness keys (quorum 1): witness.example/w1 cosigned at "),
@@ -208,8 +235,14 @@ async fn a_witness_that_was_down_gets_the_newest_checkpoint_with_a_proof_from_it
         panic!("{o:?}");
     };
     assert!(why.contains("could not connect"), "{why}");
-    assert!(o.failed[0].witness.starts_with("witness.example/w1 (http://127.0.0.1:"));
-    assert!(mem.get(&keys::cosignature_key(2, &w.vkey())).await.unwrap().is_none());
+    assert!(o.failed[0]
+        .witness
+        .starts_with("witness.example/w1 (http://127.0.0.1:"));
+    assert!(mem
+        .get(&keys::cosignature_key(2, &w.vkey()))
+        .await
+        .unwrap()
+        .is_none());
     // The seal stands: the store verifies clean.
     assert!(verify_later(mem.as_ref()).await.is_clean());
 
@@ -222,7 +255,10 @@ async fn a_witness_that_was_down_gets_the_newest_checkpoint_with_a_proof_from_it
     assert!(o.failed.is_empty(), "{o:?}");
     assert_eq!(o.cosigned[0].old_size, Some(size1));
     assert_eq!(w.seen(), vec![(0, 200), (0, 409), (size1, 200)]);
-    assert_eq!(w.latest(origin(&log)), Some(note_of(&mem, 3).await.tree_size));
+    assert_eq!(
+        w.latest(origin(&log)),
+        Some(note_of(&mem, 3).await.tree_size)
+    );
 }
 
 #[tokio::test]
@@ -236,8 +272,14 @@ async fn refusals_are_named_by_the_protocols_answer_and_store_nothing() {
     let w = Witness::start("witness.example/a", 21);
     let o = push(mem.as_ref(), &[client(&w)], 2).await.unwrap();
     let e = one_failure(&o);
-    assert!(matches!(e, CosignError::UnknownOrigin { origin: o } if o == origin(&log)), "{e:?}");
-    assert!(e.to_string().contains("does not know the origin") && e.to_string().contains("(HTTP 404)"), "{e}");
+    assert!(
+        matches!(e, CosignError::UnknownOrigin { origin: o } if o == origin(&log)),
+        "{e:?}"
+    );
+    assert!(
+        e.to_string().contains("does not know the origin") && e.to_string().contains("(HTTP 404)"),
+        "{e}"
+    );
 
     // 403: it trusts another key for the origin.
     let w = Witness::start("witness.example/b", 22);
@@ -270,7 +312,11 @@ async fn refusals_are_named_by_the_protocols_answer_and_store_nothing() {
         }
     );
     assert_eq!(w.seen(), vec![(0, 409), (size1, 422)]);
-    assert!(e.to_string().contains(&format!("from size {size1} to {size2} (HTTP 422)")), "{e}");
+    assert!(
+        e.to_string()
+            .contains(&format!("from size {size1} to {size2} (HTTP 422)")),
+        "{e}"
+    );
 
     // 409 naming a larger tree than the store's: named, not resent.
     let w = Witness::start("witness.example/d", 24);
@@ -286,7 +332,10 @@ async fn refusals_are_named_by_the_protocols_answer_and_store_nothing() {
         }
     );
     assert_eq!(w.seen().len(), 1);
-    assert!(e.to_string().contains("larger than this checkpoint's"), "{e}");
+    assert!(
+        e.to_string().contains("larger than this checkpoint's"),
+        "{e}"
+    );
 
     // A cosignature under another key than the one given: not accepted, not stored.
     let w = Witness::start("witness.example/e", 25);
@@ -295,9 +344,21 @@ async fn refusals_are_named_by_the_protocols_answer_and_store_nothing() {
     let c = TlogWitness::new(&w.url, &impostor.vkey(), TIMEOUT).unwrap();
     let o = push(mem.as_ref(), &[c], 2).await.unwrap();
     let e = one_failure(&o);
-    assert!(e.to_string().contains("holds no cosignature by witness.example/e (key id"), "{e}");
-    assert!(mem.get(&keys::cosignature_key(2, &impostor.vkey())).await.unwrap().is_none());
-    assert!(mem.list(keys::COSIGNATURES_PREFIX).await.unwrap().is_empty());
+    assert!(
+        e.to_string()
+            .contains("holds no cosignature by witness.example/e (key id"),
+        "{e}"
+    );
+    assert!(mem
+        .get(&keys::cosignature_key(2, &impostor.vkey()))
+        .await
+        .unwrap()
+        .is_none());
+    assert!(mem
+        .list(keys::COSIGNATURES_PREFIX)
+        .await
+        .unwrap()
+        .is_empty());
     let _ = key;
 }
 
@@ -335,9 +396,14 @@ async fn verify_requires_the_quorum_and_names_a_missing_or_forged_cosignature() 
         w.trust(&log);
     }
     // Two of the three cosign.
-    let o = push(mem.as_ref(), &[client(&ws[0]), client(&ws[1])], 1).await.unwrap();
+    let o = push(mem.as_ref(), &[client(&ws[0]), client(&ws[1])], 1)
+        .await
+        .unwrap();
     assert_eq!(o.cosigned.len(), 2, "{o:?}");
-    let all: Vec<_> = ws.iter().map(|w| parse_witness_vkey(&w.vkey()).unwrap()).collect();
+    let all: Vec<_> = ws
+        .iter()
+        .map(|w| parse_witness_vkey(&w.vkey()).unwrap())
+        .collect();
     let judge = |quorum| {
         let k = WitnessKeys {
             keys: all.clone(),
@@ -348,9 +414,15 @@ async fn verify_requires_the_quorum_and_names_a_missing_or_forged_cosignature() 
     };
     let (o, found, problems) = judge(Some(2)).await;
     assert!(o.held && problems.is_empty(), "{o:?} {problems:?}");
-    assert!(o.statement.contains("cosigned by 2 of 3 witness keys (quorum 2)"), "{}", o.statement);
     assert!(
-        o.statement.contains("witness.example/q2 did NOT: no cosignature stored"),
+        o.statement
+            .contains("cosigned by 2 of 3 witness keys (quorum 2)"),
+        "{}",
+        o.statement
+    );
+    assert!(
+        o.statement
+            .contains("witness.example/q2 did NOT: no cosignature stored"),
         "{}",
         o.statement
     );
@@ -362,7 +434,10 @@ async fn verify_requires_the_quorum_and_names_a_missing_or_forged_cosignature() 
     assert_eq!(problems[0].kind, ProblemKind::BadCosignature);
     assert_eq!(problems[0].key, keys::cosignature_key(1, &ws[2].vkey()));
     assert!(
-        problems[0].detail.to_string().contains("no cosignature by witness witness.example/q2 of seal 1, the newest"),
+        problems[0]
+            .detail
+            .to_string()
+            .contains("no cosignature by witness witness.example/q2 of seal 1, the newest"),
         "{:?}",
         problems[0]
     );
@@ -376,11 +451,18 @@ async fn verify_requires_the_quorum_and_names_a_missing_or_forged_cosignature() 
     assert_eq!(problems.len(), 1, "{problems:?}");
     assert_eq!(problems[0].key, k0);
     assert!(
-        problems[0].detail.to_string().contains("does not verify over this checkpoint"),
+        problems[0]
+            .detail
+            .to_string()
+            .contains("does not verify over this checkpoint"),
         "{:?}",
         problems[0]
     );
-    assert!(o.statement.contains("cosigned by 1 of 3"), "{}", o.statement);
+    assert!(
+        o.statement.contains("cosigned by 1 of 3"),
+        "{}",
+        o.statement
+    );
 
     // verify's own check of the stored objects: a cosignature of another checkpoint, and
     // one planted for a seal that does not exist, are named.
@@ -388,7 +470,11 @@ async fn verify_requires_the_quorum_and_names_a_missing_or_forged_cosignature() 
     let body = cp::parse(&checkpoint).unwrap().body;
     let size = cp::parse(&checkpoint).unwrap().tree_size;
     let other_body = body.replacen(&format!("\n{size}\n"), &format!("\n{}\n", size + 1), 1);
-    let forged = format!("{}{}", checkpoint.replacen(&body, &other_body, 1), ws[0].cosign(&other_body, 1_800_000_000));
+    let forged = format!(
+        "{}{}",
+        checkpoint.replacen(&body, &other_body, 1),
+        ws[0].cosign(&other_body, 1_800_000_000)
+    );
     mem.tamper_put(&k0, Bytes::from(forged));
     let planted = keys::cosignature_key(9, &ws[0].vkey());
     mem.tamper_put(&planted, Bytes::from(good));
@@ -397,8 +483,16 @@ async fn verify_requires_the_quorum_and_names_a_missing_or_forged_cosignature() 
     bad.sort();
     assert_eq!(bad.len(), 2, "{:#?}", r.problems);
     let by_key: std::collections::BTreeMap<_, _> = bad.into_iter().collect();
-    assert!(by_key[&k0].contains("cosigns another checkpoint"), "{}", by_key[&k0]);
-    assert!(by_key[&planted].contains("seal 9, which is not in the store"), "{}", by_key[&planted]);
+    assert!(
+        by_key[&k0].contains("cosigns another checkpoint"),
+        "{}",
+        by_key[&k0]
+    );
+    assert!(
+        by_key[&planted].contains("seal 9, which is not in the store"),
+        "{}",
+        by_key[&planted]
+    );
 }
 
 #[test]
@@ -408,7 +502,10 @@ fn the_cli_pushes_on_seal_survives_a_silent_witness_and_verify_names_the_keys() 
     let s = s.to_str().unwrap();
     let prefix = dir.path().join("k");
     let prefix = prefix.to_str().unwrap();
-    let o = lineage(&["keygen", "--out", prefix, "--origin", "example.org/wit"], None);
+    let o = lineage(
+        &["keygen", "--out", prefix, "--origin", "example.org/wit"],
+        None,
+    );
     assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
     let log = std::fs::read_to_string(format!("{prefix}.vkey")).unwrap();
     let key = format!("{prefix}.key");
@@ -416,15 +513,31 @@ fn the_cli_pushes_on_seal_survives_a_silent_witness_and_verify_names_the_keys() 
     w.trust(log.trim());
     let silent = Silent::start();
     let mute = Witness::start("witness.example/mute", 52);
-    let o = lineage(&["append", "--store", s], Some(ndjson("run-a", 5, "a").as_bytes()));
+    let o = lineage(
+        &["append", "--store", s],
+        Some(ndjson("run-a", 5, "a").as_bytes()),
+    );
     assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
     let wk = w.vkey();
     let mk = mute.vkey();
     let args = [
-        "seal", "--store", s, "--signing-key", &key, "--origin", "example.org/wit",
-        "--witness-url", &w.url, "--witness-key", &wk,
-        "--witness-url", &silent.url, "--witness-key", &mk,
-        "--witness-timeout", "1s",
+        "seal",
+        "--store",
+        s,
+        "--signing-key",
+        &key,
+        "--origin",
+        "example.org/wit",
+        "--witness-url",
+        &w.url,
+        "--witness-key",
+        &wk,
+        "--witness-url",
+        &silent.url,
+        "--witness-key",
+        &mk,
+        "--witness-timeout",
+        "1s",
     ];
     let o = lineage(&args, None);
     let (out, err) = text(&o);
@@ -432,30 +545,60 @@ fn the_cli_pushes_on_seal_survives_a_silent_witness_and_verify_names_the_keys() 
     assert_eq!(o.status.code(), Some(0), "{out}{err}");
     let k1 = keys::cosignature_key(1, &wk);
     assert!(
-        out.lines().any(|l| l.starts_with("checkpoint of seal 1 cosigned by witness witness.example/cli (")
+        out.lines().any(|l| l
+            .starts_with("checkpoint of seal 1 cosigned by witness witness.example/cli (")
             && l.ends_with(&format!("(consistency proof from size 0): {k1}"))),
         "{out}"
     );
     assert!(
-        out.lines().any(|l| l.starts_with("witness witness.example/mute (")
-            && l.contains("did NOT cosign seal 1 (unreachable): no answer: no answer within the timeout")
-            && l.contains("the seal stands")),
+        out.lines()
+            .any(|l| l.starts_with("witness witness.example/mute (")
+                && l.contains(
+                    "did NOT cosign seal 1 (unreachable): no answer: no answer within the timeout"
+                )
+                && l.contains("the seal stands")),
         "{out}"
     );
     assert!(std::path::Path::new(s).join(&k1).exists());
 
     // A URL without its key is refused before anything is sealed.
-    let o = lineage(&["seal", "--store", s, "--signing-key", &key, "--witness-url", &w.url], None);
+    let o = lineage(
+        &[
+            "seal",
+            "--store",
+            s,
+            "--signing-key",
+            &key,
+            "--witness-url",
+            &w.url,
+        ],
+        None,
+    );
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(2), "{out}{err}");
-    assert!(err.contains("give one --witness-key per --witness-url"), "{err}");
+    assert!(
+        err.contains("give one --witness-key per --witness-url"),
+        "{err}"
+    );
 
     // verify: the witness that cosigned held; the one that did not is named.
     let o = lineage(&["verify", "--store", s, "--witness-key", &wk], None);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}{err}");
     assert!(out.contains("anchor witness_keys held: seal 1's checkpoint cosigned by 1 of 1 witness keys (quorum 1): witness.example/cli cosigned at "), "{out}");
-    let o = lineage(&["verify", "--store", s, "--witness-key", &wk, "--witness-key", &mk, "--json"], None);
+    let o = lineage(
+        &[
+            "verify",
+            "--store",
+            s,
+            "--witness-key",
+            &wk,
+            "--witness-key",
+            &mk,
+            "--json",
+        ],
+        None,
+    );
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{out}{err}");
     let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
@@ -465,12 +608,29 @@ fn the_cli_pushes_on_seal_survives_a_silent_witness_and_verify_names_the_keys() 
     assert_eq!(p["kind"], "bad_cosignature");
     assert_eq!(p["key"], keys::cosignature_key(1, &mk));
     // A quorum above the keys given, and a log key given as a witness key, are refused.
-    let o = lineage(&["verify", "--store", s, "--witness-key", &wk, "--witness-quorum", "2"], None);
+    let o = lineage(
+        &[
+            "verify",
+            "--store",
+            s,
+            "--witness-key",
+            &wk,
+            "--witness-quorum",
+            "2",
+        ],
+        None,
+    );
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("--witness-quorum 2: must be from 1 to the number of witness keys given (1)"), "{err}");
+    assert!(
+        err.contains("--witness-quorum 2: must be from 1 to the number of witness keys given (1)"),
+        "{err}"
+    );
     let o = lineage(&["verify", "--store", s, "--witness-key", log.trim()], None);
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("--witness-key") && err.contains("a log's signing key (type 0x01)"), "{err}");
+    assert!(
+        err.contains("--witness-key") && err.contains("a log's signing key (type 0x01)"),
+        "{err}"
+    );
 }

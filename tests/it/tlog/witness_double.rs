@@ -107,7 +107,12 @@ impl Witness {
         let pk = self.key.verifying_key().to_bytes();
         let mut k = vec![0x04u8];
         k.extend_from_slice(&pk);
-        format!("{}+{:08x}+{}", self.name, key_id(&self.name, &pk), B64.encode(k))
+        format!(
+            "{}+{:08x}+{}",
+            self.name,
+            key_id(&self.name, &pk),
+            B64.encode(k)
+        )
     }
 
     /// A cosignature line by this witness over checkpoint text `body` at `time`.

@@ -35,9 +35,9 @@ pub(super) async fn check_cosignatures(
     for &(seq, o) in listed {
         let why = match carried.get(&seq) {
             None if seq > walked && seq <= later => continue,
-            None if seq == 0 || seq > later => {
-                Some(format!("a cosignature of seal {seq}, which is not in the store"))
-            }
+            None if seq == 0 || seq > later => Some(format!(
+                "a cosignature of seal {seq}, which is not in the store"
+            )),
             None => Some(format!(
                 "a cosignature of seal {seq}, which carries no checkpoint"
             )),
@@ -54,7 +54,9 @@ async fn judge(store: &dyn AtomicPublisher, o: &ObjectInfo, note: &str) -> Resul
         Ok(Some(b)) => b,
         Ok(None) => return Ok(None),
         Err(Error::TooLarge { size, .. }) => {
-            return Ok(Some(format!("{size} bytes, not a cosigned checkpoint (not read)")))
+            return Ok(Some(format!(
+                "{size} bytes, not a cosigned checkpoint (not read)"
+            )))
         }
         Err(e) => return Err(e),
     };

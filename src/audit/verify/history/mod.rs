@@ -20,8 +20,8 @@
 //!   `seal_corrupt`, reported by the chain walk.
 
 mod checkpoints;
-mod cosignatures;
 pub(crate) mod context;
+mod cosignatures;
 pub(crate) mod entries;
 pub(crate) mod timestamps;
 mod tlog;
