@@ -116,7 +116,7 @@ mod tests {
         let s = cosign(&k, &c, body, 1_800_000_000);
         assert_eq!(check(&c, body, &s), Ok(1_800_000_000));
         assert!(matches!(
-            find(&c, body, &[s.clone()]),
+            find(&c, body, std::slice::from_ref(&s)),
             Found::Valid {
                 timestamp: 1_800_000_000,
                 ..
