@@ -41,7 +41,8 @@ class Cosigner:
         self.id = hashlib.sha256(name.encode() + b"\n\x04" + self.pub).digest()[:4]
 
     def vkey(self) -> str:
-        return f"{self.name}+{self.id.hex()}+{base64.b64encode(b'\x04' + self.pub).decode()}"
+        key = base64.b64encode(bytes([4]) + self.pub).decode()
+        return f"{self.name}+{self.id.hex()}+{key}"
 
     def line(self, body: str, t: int) -> str:
         sig = self.key.sign(f"cosignature/v1\ntime {t}\n{body}".encode())
@@ -77,7 +78,7 @@ def test_the_newest_checkpoint_must_carry_the_quorum_of_cosignatures(sealed: tup
     store = ls.open(path)
     r = store.verify(witness_keys=[w1.vkey()])
     assert r.clean, [p.message for p in r.problems]
-    [a] = r.anchors()
+    [a] = r.anchors
     assert a["anchor"] == "witness_keys" and a["held"]
     assert a["statement"].startswith("seal 1's checkpoint cosigned by 1 of 1 witness keys (quorum 1): w1.example/w cosigned at ")
 

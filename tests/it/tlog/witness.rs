@@ -561,6 +561,32 @@ fn the_cli_pushes_on_seal_survives_a_silent_witness_and_verify_names_the_keys() 
     );
     assert!(std::path::Path::new(s).join(&k1).exists());
 
+    // Nothing new to seal: the newest checkpoint's stored cosignature stands, nothing sent.
+    let args = [
+        "seal",
+        "--store",
+        s,
+        "--signing-key",
+        &key,
+        "--origin",
+        "example.org/wit",
+        "--witness-url",
+        &w.url,
+        "--witness-key",
+        &wk,
+    ];
+    let o = lineage(&args, None);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert!(out.contains("nothing new since seal 1"), "{out}");
+    assert!(
+        out.lines().any(|l| l
+            .starts_with("checkpoint of seal 1 cosigned by witness witness.example/cli (")
+            && l.ends_with(&format!("(stored before): {k1}"))),
+        "{out}"
+    );
+    assert_eq!(w.seen(), vec![(0, 200)]);
+
     // A URL without its key is refused before anything is sealed.
     let o = lineage(
         &[
