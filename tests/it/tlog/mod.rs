@@ -4,4 +4,5 @@ mod checkpoint;
 mod proof;
 mod tiles;
 mod witness;
+mod witness_cli;
 mod witness_double;
