@@ -88,6 +88,8 @@ pub enum Param {
     Tsa,
     /// The root certificate TSA tokens must chain to.
     TsaRoot,
+    /// Trusting what the expected head covers (a consistency proof instead of reading it).
+    TrustExpectedHead,
     /// Adopting orphan parts that name no store.
     AdoptUnidentified,
     /// An orphan part to adopt.
@@ -159,6 +161,7 @@ impl Param {
             Witness => "witness",
             Tsa => "tsa",
             TsaRoot => "tsa_root",
+            TrustExpectedHead => "trust_expected_head",
             AdoptUnidentified => "adopt_unidentified",
             Adopt => "adopt",
             AcceptAdopted => "accept_adopted",

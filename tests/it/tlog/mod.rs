@@ -2,4 +2,6 @@
 
 mod checkpoint;
 mod proof;
+mod scale;
 mod tiles;
+mod trusted_head;
