@@ -76,7 +76,7 @@ fn keygen(py: Python<'_>, prefix: PathBuf) -> PyResult<String> {
 fn read_proof(proof: &Bound<'_, PyAny>) -> PyResult<LResult<(Given, String)>> {
     if let Ok(p) = proof.cast::<Proof>() {
         return Ok(Ok((
-            Given::Proof(p.get().inner.clone()),
+            Given::Proof(Box::new(p.get().inner.clone())),
             "<proof>".to_string(),
         )));
     }
@@ -95,7 +95,7 @@ fn read_proof(proof: &Bound<'_, PyAny>) -> PyResult<LResult<(Given, String)>> {
 
 /// A proof as given to `verify_proof`.
 enum Given {
-    Proof(LibProof),
+    Proof(Box<LibProof>),
     Text(String),
 }
 
