@@ -435,6 +435,25 @@ def test_a_row_proof_of_a_signed_seal_is_compact(tmp_path: Path) -> None:
         ls.verify_proof(proof.to_json())
 
 
+def test_verify_trusts_the_expected_head_on_a_consistency_proof(tmp_path: Path) -> None:
+    """`verify(expect_head=…, trust_expected_head=True)`: what the head covers is taken on
+    a consistency proof from the tiles, the rest read (`--trust-expected-head`)."""
+    store = ls.open(str(tmp_path / "store"))
+    store.append(events(60), batch_rows=20)
+    first = store.seal()
+    store.append(events(30, start=61), batch_rows=10)
+    store.seal()
+    report = store.verify(expect_head=first.head, trust_expected_head=True, grace="0s")
+    assert report.clean, report.problems
+    trusted = report.to_dict()["trusted_head"]
+    assert (trusted["seq"], trusted["newest_seq"], trusted["consistent"]) == (1, 2, True)
+    assert trusted["tree_size"] == first.tree_size and report.commits == trusted["newest_tree_size"] - first.tree_size
+    with pytest.raises(ls.InputError, match="expect_head"):
+        store.verify(trust_expected_head=True)
+    with pytest.raises(ls.InputError, match="since_seal"):
+        store.verify(expect_head=first.head, trust_expected_head=True, since_seal=True)
+
+
 def test_seals_show_diff_and_as_of_time(tmp_path: Path) -> None:
     store = ls.open(str(tmp_path / "store"))
     key_id = ls.keygen(tmp_path / "seal")
