@@ -146,6 +146,8 @@ pub use history::sealer::{
 };
 
 // The Delta Lake table the seals make.
+/// The seal key's public half, as [`read_public_key`] reads it.
+pub use ed25519_dalek::VerifyingKey;
 pub use history::delta::delta_version;
 pub use history::signing::{key_id, keygen, read_public_key, read_signing_key};
 
@@ -171,7 +173,10 @@ pub use audit::findings::{
     InFlight, InFlightKind, Problem, ProblemKind, Progress, Report, SealTime,
 };
 pub use audit::log::since_seal;
-pub use audit::proof::c2sp::{to_tlog_proof, verify_tlog_proof};
+pub use audit::proof::c2sp::{
+    is_compact_row_proof, to_compact_row_proof, to_tlog_proof, verify_compact_row_proof,
+    verify_tlog_proof, CompactRowProof, COMPACT_ROW_PROOF_FORMAT,
+};
 pub use audit::proof::consistency::{
     prove_consistency, verify_consistency_proof, ConsistencySummary,
 };

@@ -85,13 +85,15 @@ def keygen(prefix: StrPath) -> str:
 
 def verify_proof(
     proof: Union[Proof, str, "os.PathLike[str]"],
-    head: str,
+    head: Optional[str] = None,
     *,
     public_key: Optional[StrPath] = None,
     part: Optional[StrPath] = None,
 ) -> ProofSummary:
     """Check an inclusion proof offline against a head digest; ``VerifyError`` when it
-    does not hold. ``proof`` is a ``Proof``, JSON text, or the path of a proof file."""
+    does not hold. ``proof`` is a ``Proof``, JSON text, or the path of a proof file. A
+    compact row proof (``lineage-row-proof/2``, ``Proof.to_json()`` of a signed seal's row
+    proof) is checked against ``public_key`` alone, without ``head``."""
 
 def merge_reports(
     reports: Optional[Sequence[Union[VerifyReport, str, dict[str, Any]]]] = None,
@@ -188,6 +190,8 @@ class Store:
         accept_adopted: bool = False,
         witness_keys: Optional[Sequence[str]] = None,
         witness_quorum: Optional[int] = None,
+        tsa_root: Optional[StrPath] = None,
+        trust_expected_head: bool = False,
     ) -> VerifyReport:
         """Verify the store as ``lineage verify`` does; ``check=True`` raises
         ``VerifyError`` when the report is not clean. ``digest="all"`` recomputes every
@@ -202,7 +206,10 @@ class Store:
         accepted rather than ``adopted_commit`` problems (``--accept-adopted``).
         ``witness_keys``: outside C2SP witnesses' verifier keys; the newest checkpoint must
         carry a valid cosignature by ``witness_quorum`` of them (default: all), as
-        ``lineage verify --witness-key … --witness-quorum K``."""
+        ``lineage verify --witness-key … --witness-quorum K``.
+        ``tsa_root``: a CA file every seal's RFC 3161 token must chain to (``--tsa-root``;
+        a full verify). ``trust_expected_head=True``: what ``expect_head`` covers is
+        shown by a consistency proof instead of read again (``--trust-expected-head``)."""
     def delta_version(self) -> Optional[int]:
         """The newest Delta Lake version (version N is seal N), or None without a Delta log."""
     def seal(
@@ -651,8 +658,9 @@ class Proof:
     def event_id(self) -> Optional[str]: ...
     @property
     def row(self) -> Optional[dict[str, Any]]: ...
-    def to_json(self) -> str:
-        """The proof as ``lineage prove`` writes it."""
+    def to_json(self, embed_seal: bool = False) -> str:
+        """The proof as ``lineage prove`` writes it: a row proof of a signed seal as the
+        compact ``lineage-row-proof/2`` unless ``embed_seal``."""
 
 @final
 class ProofSummary:

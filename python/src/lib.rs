@@ -71,28 +71,70 @@ fn keygen(py: Python<'_>, prefix: PathBuf) -> PyResult<String> {
     lib_keygen(&prefix).py_err(py)
 }
 
-/// A proof given as a `Proof`, as JSON text (starting with `{`), or as a file path.
-fn read_proof(proof: &Bound<'_, PyAny>) -> PyResult<LResult<(LibProof, String)>> {
+/// A proof given as a `Proof`, as JSON text (starting with `{`), or as a file path: its
+/// text and a name for messages (a `Proof` as itself, to check against a head).
+fn read_proof(proof: &Bound<'_, PyAny>) -> PyResult<LResult<(Given, String)>> {
     if let Ok(p) = proof.cast::<Proof>() {
-        return Ok(Ok((p.get().inner.clone(), "<proof>".to_string())));
+        return Ok(Ok((
+            Given::Proof(Box::new(p.get().inner.clone())),
+            "<proof>".to_string(),
+        )));
     }
-    let (text, name) = match proof.extract::<String>() {
-        Ok(s) if s.trim_start().starts_with('{') => (s, "<proof text>".to_string()),
+    Ok(match proof.extract::<String>() {
+        Ok(s) if s.trim_start().starts_with('{') => {
+            Ok((Given::Text(s), "<proof text>".to_string()))
+        }
         _ => {
             let path: PathBuf = proof.extract()?;
-            match std::fs::read_to_string(&path) {
-                Ok(t) => (t, path.display().to_string()),
-                Err(e) => return Ok(Err(Error::io(&path, e))),
-            }
+            std::fs::read_to_string(&path)
+                .map(|t| (Given::Text(t), path.display().to_string()))
+                .map_err(|e| Error::io(&path, e))
         }
+    })
+}
+
+/// A proof as given to `verify_proof`.
+enum Given {
+    Proof(Box<LibProof>),
+    Text(String),
+}
+
+/// Check `given` against the head digest (a `lineage-proof/1` or `lineage-row-proof/1`) or
+/// the key alone (a `lineage-row-proof/2`, or a `Proof` of a signed seal given no head).
+fn check_given(
+    given: Given,
+    name: &str,
+    head: Option<&str>,
+    key: Option<&lineage_store::VerifyingKey>,
+    part: Option<&std::path::Path>,
+) -> LResult<Result<lineage_store::ProofSummary, String>> {
+    let text = match given {
+        Given::Text(t) => t,
+        Given::Proof(p) => match (head, key.zip(lineage_store::to_compact_row_proof(&p))) {
+            (None, Some((_, compact))) => compact,
+            _ => {
+                let head = head.ok_or_else(|| Error::usage("give the head digest (head=)"))?;
+                return lib_verify_proof(&p, head, key, part);
+            }
+        },
     };
-    Ok(serde_json::from_str::<LibProof>(&text)
-        .map(|p| (p, name.clone()))
-        .map_err(|e| Error::Corrupt {
-            what: "proof",
-            key: name,
-            message: e.to_string().into(),
-        }))
+    if lineage_store::is_compact_row_proof(&text) {
+        return match (head, key) {
+            (None, Some(k)) => lineage_store::verify_compact_row_proof(&text, k, part),
+            _ => Err(Error::usage(
+                "a lineage-row-proof/2 carries the seal's checkpoint, not the seal: check it against public_key= alone (no head=)",
+            )),
+        };
+    }
+    let p: LibProof = serde_json::from_str(&text).map_err(|e| Error::Corrupt {
+        what: "proof",
+        key: name.to_string(),
+        message: e.to_string().into(),
+    })?;
+    let head = head.ok_or_else(|| {
+        Error::usage("a lineage-proof/1 is checked against the head digest: give head=")
+    })?;
+    lib_verify_proof(&p, head, key, part)
 }
 
 /// Render the data of an audit report (the JSON `lineage report --format json` or
@@ -115,25 +157,27 @@ fn render_report(py: Python<'_>, data: &Bound<'_, PyAny>, format: &str) -> PyRes
 }
 
 /// Check an inclusion proof offline (no store) against a head digest kept outside the
-/// store, optionally the seal's signature and a copy of the part file. Returns what the
-/// proof establishes; raises `VerifyError` when it does not hold.
+/// store, optionally the seal's signature and a copy of the part file; a compact row proof
+/// (`lineage-row-proof/2`) against the seal key alone (`public_key`, no `head`). Returns
+/// what the proof establishes; raises `VerifyError` when it does not hold.
 #[pyfunction]
-#[pyo3(signature = (proof, head, *, public_key=None, part=None))]
+#[pyo3(signature = (proof, head=None, *, public_key=None, part=None))]
 fn verify_proof(
     py: Python<'_>,
     proof: &Bound<'_, PyAny>,
-    head: String,
+    head: Option<String>,
     public_key: Option<PathBuf>,
     part: Option<PathBuf>,
 ) -> PyResult<ProofSummary> {
-    let (proof, name) = read_proof(proof)?.py_err(py)?;
+    let (given, name) = read_proof(proof)?.py_err(py)?;
     let key = public_key
         .as_deref()
         .map(read_public_key)
         .transpose()
         .py_err(py)?;
-    let checked = runtime::detached(py, move || {
-        lib_verify_proof(&proof, &head, key.as_ref(), part.as_deref())
+    let checked = runtime::detached(py, {
+        let name = name.clone();
+        move || check_given(given, &name, head.as_deref(), key.as_ref(), part.as_deref())
     })
     .py_err(py)?;
     match checked {

@@ -15,8 +15,8 @@ use arrow_pyarrow::IntoPyArrow;
 use lineage_store::{
     check_all, parse_duration, part_listing, prove, read_pointers, read_signing_key, snapshot,
     validate_all_listing, verify_with, Anchors, AtomicPublisher, DigestCheck, Error, Format, Input,
-    ProveAgainst, ReadOptions, ScanOptions, StoreOptions, SystemClock, VerifyOptions, Writer,
-    DEFAULT_BATCH_ROWS, DEFAULT_CONCURRENCY,
+    Param, Piece, ProveAgainst, ReadOptions, ScanOptions, StoreOptions, SystemClock, Text,
+    VerifyOptions, Writer, DEFAULT_BATCH_ROWS, DEFAULT_CONCURRENCY,
 };
 use pyo3::prelude::*;
 
@@ -389,7 +389,13 @@ impl Store {
     /// `witness_keys`: outside C2SP witnesses' verifier keys (`cosignature/v1`); the newest
     /// seal's checkpoint must carry a stored cosignature by `witness_quorum` of them
     /// (default: all), as `lineage verify --witness-key … --witness-quorum K`.
-    #[pyo3(signature = (*, public_key=None, expect_head=None, sample=None, sample_seed=None, since_seal=None, grace=None, check=false, digest="fastest", signed_from=None, witness=None, witness_endpoint_url=None, shard=None, plan_seal=None, report_dir=None, accept_adopted=false, witness_keys=None, witness_quorum=None))]
+    /// `tsa_root`: the root certificate(s) (PEM or DER file) every seal's RFC 3161 token
+    /// must chain to (`--tsa-root`; a full verify): each token's imprint, nonce, signature
+    /// and time are checked, and `seal_times` says which held.
+    /// `trust_expected_head=True`: what `expect_head` covers is not read again; a
+    /// consistency proof from the hash tiles must show the newest seal extends it, and only
+    /// what came after it is read (`--trust-expected-head`; `trusted_head` in the report).
+    #[pyo3(signature = (*, public_key=None, expect_head=None, sample=None, sample_seed=None, since_seal=None, grace=None, check=false, digest="fastest", signed_from=None, witness=None, witness_endpoint_url=None, shard=None, plan_seal=None, report_dir=None, accept_adopted=false, witness_keys=None, witness_quorum=None, tsa_root=None, trust_expected_head=false))]
     #[allow(clippy::too_many_arguments)]
     fn verify(
         &self,
@@ -411,6 +417,8 @@ impl Store {
         accept_adopted: bool,
         witness_keys: Option<Vec<String>>,
         witness_quorum: Option<usize>,
+        tsa_root: Option<PathBuf>,
+        trust_expected_head: bool,
     ) -> PyResult<VerifyReport> {
         let cosigners = crate::anchors::witness_keys(witness_keys, witness_quorum).py_err(py)?;
         let digest = digest
@@ -425,10 +433,26 @@ impl Store {
             witness_endpoint_url,
         )?;
         let shard = crate::distributed::shard_spec(shard, report_dir.as_deref()).py_err(py)?;
+        let tsa_roots = tsa_root.as_deref().map(tsa_roots).transpose().py_err(py)?;
+        let since_seal = since_seal_arg(since_seal)?;
+        if tsa_roots.is_some() && since_seal.is_some() {
+            return Err(errors::to_py(
+                py,
+                Error::invalid(
+                    Param::TsaRoot,
+                    Text::from_pieces(vec![
+                        Piece::from("the seals' times are checked by a full verify; leave out "),
+                        Piece::from(Param::SinceSeal),
+                    ]),
+                ),
+            ));
+        }
         let mut opts = VerifyOptions {
             sample,
             sample_seed,
-            since_seal: since_seal_arg(since_seal)?,
+            since_seal,
+            tsa_roots,
+            trust_expected_head,
             digest,
             shard,
             plan_seal,
@@ -1089,4 +1113,12 @@ impl Store {
             .with_environment(&lineage_store::ProcessEnv, &process)
             .with_request_id(request_id))
     }
+}
+
+/// The TSA roots in the file `path` (PEM or DER), as `--tsa-root` reads them.
+fn tsa_roots(path: &std::path::Path) -> lineage_store::Result<lineage_store::TsaRoots> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| Error::invalid(Param::TsaRoot, format!("{}: {e}", path.display())))?;
+    lineage_store::parse_tsa_roots(&bytes)
+        .map_err(|why| Error::invalid(Param::TsaRoot, format!("{}: {why}", path.display())))
 }

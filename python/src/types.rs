@@ -592,8 +592,16 @@ impl Proof {
             })
             .transpose()
     }
-    /// The proof as `lineage prove` writes it (pretty JSON and a newline).
-    fn to_json(&self) -> PyResult<String> {
+    /// The proof as `lineage prove` writes it (pretty JSON and a newline): a row proof of a
+    /// signed seal in the compact `lineage-row-proof/2` (the commit's
+    /// `c2sp.org/tlog-proof@v1`, checked against the seal key), unless `embed_seal`.
+    #[pyo3(signature = (embed_seal=false))]
+    fn to_json(&self, embed_seal: bool) -> PyResult<String> {
+        if !embed_seal {
+            if let Some(t) = lineage_store::to_compact_row_proof(&self.inner) {
+                return Ok(t);
+            }
+        }
         let mut text = serde_json::to_string_pretty(&self.inner)
             .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
         text.push('\n');

@@ -252,6 +252,26 @@ pub struct InFlight {
     pub detail: Text,
 }
 
+/// What `verify --trust-expected-head` took on proof instead of reading: the commits the
+/// expected head's seal covers, shown by an RFC 9162 consistency proof from the hash tiles
+/// to be the first leaves of the newest seal's tree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrustedHead {
+    /// The seal with the expected head digest.
+    pub seq: u64,
+    /// Commits its tree holds: not read again.
+    pub tree_size: u64,
+    /// The newest seal.
+    pub newest_seq: u64,
+    /// Commits the newest seal's tree holds.
+    pub newest_tree_size: u64,
+    /// Hashes in the consistency proof.
+    pub proof_hashes: u64,
+    /// Whether the proof leads from the one seal's root to the other's (a `bad_tile`
+    /// problem says why not).
+    pub consistent: bool,
+}
+
 /// What a shard report records about its shard.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ShardInfo {
@@ -414,6 +434,11 @@ pub struct Report {
     /// not looked at).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub since_seal: Option<u64>,
+    /// With `--trust-expected-head`: what was taken on the consistency proof (the commits
+    /// the expected head covers were not read; the checks from [`Report::since_seal`] on
+    /// were made by reading).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trusted_head: Option<TrustedHead>,
     /// The shard this report covers (`--shard`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<ShardInfo>,

@@ -94,6 +94,8 @@ pub enum Param {
     WitnessKey,
     /// How many witness keys must have cosigned the newest checkpoint.
     WitnessQuorum,
+    /// Trusting what the expected head covers (a consistency proof instead of reading it).
+    TrustExpectedHead,
     /// Adopting orphan parts that name no store.
     AdoptUnidentified,
     /// An orphan part to adopt.
@@ -168,6 +170,7 @@ impl Param {
             WitnessUrl => "witness_url",
             WitnessKey => "witness_key",
             WitnessQuorum => "witness_quorum",
+            TrustExpectedHead => "trust_expected_head",
             AdoptUnidentified => "adopt_unidentified",
             Adopt => "adopt",
             AcceptAdopted => "accept_adopted",

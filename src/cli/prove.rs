@@ -33,9 +33,10 @@ pub(crate) struct Args {
     /// With --out: replace an existing file.
     #[arg(long, requires = "out")]
     force: bool,
-    /// Write the older `lineage-proof/1` JSON, which embeds the whole seal (checked against
-    /// a head digest), instead of the compact `c2sp.org/tlog-proof@v1` (written when the
-    /// seal is signed, and so carries a checkpoint).
+    /// Write the older `lineage-proof/1` (`lineage-row-proof/1` with --event-id) JSON, which
+    /// embeds the whole seal (checked against a head digest), instead of the compact
+    /// `c2sp.org/tlog-proof@v1` (`lineage-row-proof/2`: the commit's tlog proof and the
+    /// row), written when the seal is signed, and so carries a checkpoint.
     #[arg(long)]
     embed_seal: bool,
     /// Prove instead that a newer seal extends an older one (RFC 9162 consistency, between
@@ -73,10 +74,12 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         (Some(c), None) => prove(store.as_ref(), c, &against).await?,
         (None, None) => return Err(Error::usage("give a commit id or --event-id")),
     };
-    // A row proof carries its part: it stays in the JSON format that has room for it.
-    let compact = (!a.embed_seal && proof.row.is_none())
-        .then(|| crate::audit::proof::c2sp::to_tlog_proof(&proof))
-        .flatten();
+    // A row proof carries its part: the compact one is JSON, with the commit's tlog proof.
+    let compact = match (a.embed_seal, proof.row.is_some()) {
+        (true, _) => None,
+        (false, true) => crate::audit::proof::c2sp::to_compact_row_proof(&proof),
+        (false, false) => crate::audit::proof::c2sp::to_tlog_proof(&proof),
+    };
     let text = match compact {
         Some(t) => t,
         None => {

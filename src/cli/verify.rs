@@ -42,6 +42,12 @@ pub(crate) struct Args {
     /// earlier full verify for everything before.
     #[arg(long, value_name = "SEQ", num_args = 0..=1)]
     since_seal: Option<Option<u64>>,
+    /// With --expect-head: trust what the expected head covers (an earlier verify checked
+    /// it). An RFC 9162 consistency proof from the hash tiles must show the newest seal's
+    /// tree extends that seal's; only the seals from it on and the commits after it are
+    /// read. The verdict says what was checked by proof and what by reading.
+    #[arg(long, requires = "expect_head", conflicts_with_all = ["since_seal", "shard"])]
+    trust_expected_head: bool,
     /// Which digests of each part to recompute: `fastest` (BLAKE3 where the pointer
     /// records one, else sha256) or `all` (every recorded digest, sha256 always: for
     /// audits that must rest on a FIPS 180-4 digest).
@@ -230,6 +236,7 @@ fn options(
         sample: a.sample,
         sample_seed: a.sample_seed,
         since_seal: a.since_seal,
+        trust_expected_head: a.trust_expected_head,
         progress: Some(progress),
         concurrency: a.concurrency.max(1),
         shard: shard.map(|s| s.spec),
@@ -483,7 +490,9 @@ fn print_notes(r: &Report) -> Result<()> {
             ))?;
         }
     }
-    if let Some(n) = r.since_seal {
+    if let Some(t) = &r.trusted_head {
+        out(&trusted_head_line(t))?;
+    } else if let Some(n) = r.since_seal {
         out(&format!(
             "since seal {n}: checked the seals from {n} on and the commits after it; everything sealed by seal {n} or earlier was not looked at"
         ))?;
@@ -501,6 +510,25 @@ fn print_notes(r: &Report) -> Result<()> {
         ))?;
     }
     Ok(())
+}
+
+/// What `--trust-expected-head` took on proof, and what it read.
+fn trusted_head_line(t: &crate::audit::findings::TrustedHead) -> String {
+    let proof = if t.consistent {
+        format!(
+            "checked by proof: seal {}'s tree of {} commits (the expected head) is extended by seal {}'s tree of {} (RFC 9162 consistency proof of {} hashes from the hash tiles)",
+            t.seq, t.tree_size, t.newest_seq, t.newest_tree_size, t.proof_hashes
+        )
+    } else {
+        format!(
+            "NOT shown by proof that seal {}'s tree (the expected head) is extended by seal {}'s (see the bad_tile problem)",
+            t.seq, t.newest_seq
+        )
+    };
+    format!(
+        "{proof}; checked by reading: seals {}-{} and the commits sealed after seal {} or not sealed yet, with their parts; not read (trusted with the expected head): the {} commits it covers, their parts, and the seals before seal {}",
+        t.seq, t.newest_seq, t.seq, t.tree_size, t.seq.saturating_sub(1).max(1)
+    )
 }
 
 /// The seal chain: how many seals, signed, commits sealed and not, and the head.

@@ -4,7 +4,9 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use crate::audit::proof::c2sp::verify_tlog_proof;
+use crate::audit::proof::c2sp::{
+    is_compact_row_proof, verify_compact_row_proof, verify_tlog_proof,
+};
 use crate::audit::proof::consistency::verify_consistency_proof;
 use crate::audit::proof::format::{verify_proof, Proof, ProofSummary};
 use crate::base::error::{Error, Result};
@@ -20,11 +22,12 @@ pub(crate) struct Args {
     /// (`prove --event-id`; its row is checked in the part the proof carries).
     proof: PathBuf,
     /// The head digest kept outside the store (a `lineage-proof/1`; a
-    /// `c2sp.org/tlog-proof@v1` is checked against --public-key instead).
+    /// `c2sp.org/tlog-proof@v1` or a `lineage-row-proof/2` is checked against --public-key
+    /// instead).
     #[arg(long, value_name = "DIGEST")]
     head: Option<String>,
     /// The seal must be signed by this key (made by `lineage keygen`); required for a
-    /// `c2sp.org/tlog-proof@v1`.
+    /// `c2sp.org/tlog-proof@v1` and a `lineage-row-proof/2`.
     #[arg(long, value_name = "FILE")]
     public_key: Option<PathBuf>,
     /// Also check a copy of the part file against the commit's size and sha256.
@@ -98,10 +101,10 @@ fn check(
     a: &Args,
     key: Option<&ed25519_dalek::VerifyingKey>,
 ) -> Result<std::result::Result<ProofSummary, String>> {
-    if is_tlog_proof(text) {
+    if is_compact_row_proof(text) || is_tlog_proof(text) {
         let key = key.ok_or_else(|| {
             Error::usage(text![
-                "a c2sp.org/tlog-proof@v1 is checked against the seal key: give ",
+                "a c2sp.org/tlog-proof@v1 (or a lineage-row-proof/2, which holds one) is checked against the seal key: give ",
                 Param::PublicKey
             ])
         })?;
@@ -113,6 +116,9 @@ fn check(
                 Param::PublicKey,
                 " alone, or make the proof with `prove --embed-seal`"
             ]));
+        }
+        if is_compact_row_proof(text) {
+            return verify_compact_row_proof(text, key, a.part.as_deref());
         }
         return verify_tlog_proof(text, key, a.part.as_deref());
     }

@@ -228,7 +228,7 @@ fn path_with(leaf: u64, size: u64, hash_of: &mut dyn FnMut(Subtree) -> Hash) -> 
     out
 }
 
-/// The hash of leaves `lo..hi` (an aligned range), folded from perfect subtrees.
+/// The hash of leaves `lo..hi` (an aligned range: a perfect subtree or a fold of them).
 fn mth(lo: u64, hi: u64, hash_of: &mut dyn FnMut(Subtree) -> Hash) -> Hash {
     let n = hi - lo;
     if n.is_power_of_two() {
@@ -240,9 +240,10 @@ fn mth(lo: u64, hi: u64, hash_of: &mut dyn FnMut(Subtree) -> Hash) -> Hash {
     merkle::node_hash(&left, &right)
 }
 
-/// The RFC 9162 §2.1.4.1 consistency proof from the tree of `m` leaves to that of `size`
-/// (`0 < m <= size`), with the hashes of perfect subtrees from `hash_of`.
-fn consistency_with(m: u64, size: u64, hash_of: &mut dyn FnMut(Subtree) -> Hash) -> Vec<Hash> {
+/// The RFC 9162 §2.1.4.1 consistency proof from the tree of the first `m` leaves to the
+/// tree of `n` (0 < m <= n), with the hashes of perfect subtrees from `hash_of`: the
+/// recursion's ranges are aligned as the audit path's are.
+fn consistency_with(m: u64, n: u64, hash_of: &mut dyn FnMut(Subtree) -> Hash) -> Vec<Hash> {
     fn sub(
         m: u64,
         lo: u64,
@@ -268,30 +269,35 @@ fn consistency_with(m: u64, size: u64, hash_of: &mut dyn FnMut(Subtree) -> Hash)
         }
     }
     let mut out = Vec::new();
-    sub(m, 0, size, true, &mut out, hash_of);
+    sub(m, 0, n, true, &mut out, hash_of);
     out
 }
 
-/// A consistency proof from the tree of `m` leaves to the tree of `size` from the tiles
-/// (empty when `m` is 0 or `size`): O(log n) hashes from the few tiles they lie in, each
-/// read once, all at once.
+/// A consistency proof from the tree of `m` leaves to the tree of `n` from the tiles of
+/// the tree of `n` (empty when `m` is 0 or `n`): O(log n) hashes from at most two tiles a level, each read once, all
+/// at once (what `prove --consistency` and `verify --trust-expected-head` read).
 pub async fn consistency_from_tiles(
     store: &dyn AtomicPublisher,
     m: u64,
-    size: u64,
+    n: u64,
 ) -> Result<Vec<Hash>> {
-    if m == 0 || m >= size {
+    if m > n {
+        return Err(Error::internal(format!(
+            "a consistency proof from a tree of {m} to one of {n}"
+        )));
+    }
+    if m == 0 || m == n {
+        // RFC 9162: the empty tree and the tree itself need no hashes (a witness that has
+        // seen nothing yet, or is at this size already).
         return Ok(Vec::new());
     }
     let mut needed: Vec<Subtree> = Vec::new();
-    consistency_with(m, size, &mut |st| {
+    consistency_with(m, n, &mut |st| {
         needed.push(st);
         [0; 32]
     });
-    let fetched = fetch(store, size, &needed).await?;
-    Ok(consistency_with(m, size, &mut |st| {
-        subtree_hash(&fetched, st)
-    }))
+    let fetched = fetch(store, n, &needed).await?;
+    Ok(consistency_with(m, n, &mut |st| subtree_hash(&fetched, st)))
 }
 
 /// Largest power of two strictly below `n` (n >= 2).
@@ -413,6 +419,35 @@ mod tests {
         assert_eq!(t.key(), keys::tile_key(0, 1, 3));
         assert_eq!(parse_tile(&t.to_bytes()), Some(hashes));
         assert_eq!(parse_tile(&[0u8; 33]), None, "not a whole number of hashes");
+    }
+
+    #[test]
+    fn consistency_from_perfect_subtrees_is_the_proof_from_the_leaves() {
+        let leaves: Vec<Hash> = (0u32..1100)
+            .map(|i| merkle::leaf_hash(&i.to_be_bytes()))
+            .collect();
+        for (m, n) in [
+            (1, 1),
+            (1, 2),
+            (3, 7),
+            (256, 257),
+            (300, 1100),
+            (512, 1024),
+            (1099, 1100),
+        ] {
+            let mut hash_of = |(h, k): Subtree| {
+                let w = 1usize << h;
+                merkle::root_of_leaf_hashes(&leaves[k as usize * w..(k as usize + 1) * w])
+            };
+            let got = consistency_with(m, n, &mut hash_of);
+            let want = merkle::consistency_proof(&leaves[..n as usize], m as usize).unwrap();
+            assert_eq!(got, want, "{m} -> {n}");
+            let (old, new) = (
+                merkle::root_of_leaf_hashes(&leaves[..m as usize]),
+                merkle::root_of_leaf_hashes(&leaves[..n as usize]),
+            );
+            assert!(merkle::verify_consistency(m, n, &old, &new, &got));
+        }
     }
 
     #[test]

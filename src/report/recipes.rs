@@ -103,11 +103,11 @@ fn proof_recipes(opts: &ReportOptions, v: &Report, runs: &[RunSection]) -> Optio
         .unwrap_or_default();
     Some([
         Recipe {
-            what: "One commit is in the sealed history (an inclusion proof under the head digest)"
+            what: "One commit is in the sealed history (an inclusion proof under the head digest; --embed-seal: the proof carries the seal, so the head digest checks it)"
                 .into(),
             tool: "lineage".into(),
             command: format!(
-                "lineage prove --store {store} {commit} --head {head} --out proof.json"
+                "lineage prove --store {store} {commit} --head {head} --embed-seal --out proof.json"
             ),
             caveat: None,
         },

@@ -402,6 +402,58 @@ def test_prove_a_row_and_scan_with_provenance(tmp_path: Path) -> None:
         store.prove(commits[0].commit_id, event_id=row["event_id"])
 
 
+def test_a_row_proof_of_a_signed_seal_is_compact(tmp_path: Path) -> None:
+    """`Proof.to_json()` of a row proof of a signed seal is `lineage-row-proof/2`: the
+    commit's c2sp tlog proof instead of the seal, checked against the key alone."""
+    store = ls.open(str(tmp_path / "store"))
+    ls.keygen(tmp_path / "k")
+    store.append(events(300), batch_rows=3)
+    seal = store.seal(tmp_path / "k.key")
+    row = store.scan().read_all().to_pylist()[150]
+    proof = store.prove(event_id=row["event_id"])
+    compact = json.loads(proof.to_json())
+    full = json.loads(proof.to_json(embed_seal=True))
+    assert compact["format"] == "lineage-row-proof/2" and full["format"] == "lineage-row-proof/1"
+    assert compact["commit_proof"].startswith("c2sp.org/tlog-proof@v1\n")
+    assert "seal" not in compact
+    assert len(proof.to_json(embed_seal=True)) - len(proof.to_json()) > len(full["seal"]) - 4096
+    assert len(proof.to_json()) < len(compact["row"]["part_base64"]) + len(json.dumps(compact["row"]["values"])) + 4096
+    pub = tmp_path / "k.pub"
+    for given in (proof.to_json(), proof):
+        s = ls.verify_proof(given, public_key=pub)
+        assert (s.event_id, s.commit_id, s.seal_seq) == (row["event_id"], proof.commit_id, 0)
+        assert s.row is not None and s.row["feature_id"] == row["feature_id"]
+    # The older form still checks against the head.
+    assert ls.verify_proof(proof.to_json(embed_seal=True), seal.head, public_key=pub).seal_seq == 1
+    assert ls.verify_proof(proof, seal.head).seal_seq == 1
+    forged = dict(compact, row=dict(compact["row"], values=dict(compact["row"]["values"], feature_id="forged")))
+    with pytest.raises(ls.VerifyError, match="the proof shows"):
+        ls.verify_proof(json.dumps(forged), public_key=pub)
+    with pytest.raises(ls.InputError, match="public_key"):
+        ls.verify_proof(proof.to_json(), seal.head, public_key=pub)
+    with pytest.raises(ls.InputError):
+        ls.verify_proof(proof.to_json())
+
+
+def test_verify_trusts_the_expected_head_on_a_consistency_proof(tmp_path: Path) -> None:
+    """`verify(expect_head=…, trust_expected_head=True)`: what the head covers is taken on
+    a consistency proof from the tiles, the rest read (`--trust-expected-head`)."""
+    store = ls.open(str(tmp_path / "store"))
+    store.append(events(60), batch_rows=20)
+    first = store.seal()
+    store.append(events(30, start=61), batch_rows=10)
+    store.seal()
+    report = store.verify(expect_head=first.head, trust_expected_head=True, grace="0s")
+    assert report.clean, report.problems
+    trusted = report.to_dict()["trusted_head"]
+    assert (trusted["seq"], trusted["newest_seq"], trusted["consistent"]) == (1, 2, True)
+    assert trusted["tree_size"] == first.tree_size and report.commits == trusted["newest_tree_size"] - first.tree_size
+    with pytest.raises(ls.InputError, match="expect_head"):
+        store.verify(trust_expected_head=True)
+    with pytest.raises(ls.InputError, match="since_seal"):
+        store.verify(expect_head=first.head, trust_expected_head=True, since_seal=True)
+
+
 def test_seals_show_diff_and_as_of_time(tmp_path: Path) -> None:
     store = ls.open(str(tmp_path / "store"))
     key_id = ls.keygen(tmp_path / "seal")

@@ -47,8 +47,9 @@ def openssl(d: Path, *args: str) -> None:
     subprocess.run(["openssl", *args], cwd=d, check=True, capture_output=True)
 
 
-def make_pki(d: Path, embed_chain: bool) -> None:
-    """ca.pem (P-384 root), tsa.pem (RSA, timeStamping) issued by it, tsa.cnf."""
+def make_pki(d: Path, embed_chain: bool, signer_twice: bool = False) -> None:
+    """ca.pem (P-384 root), tsa.pem (RSA, timeStamping) issued by it, tsa.cnf
+    (`signer_twice`: the TSA embeds its own certificate a second time)."""
     openssl(d, "req", "-x509", "-nodes", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-384",
             "-keyout", "ca.key", "-out", "ca.pem", "-days", "3650", "-subj", "/CN=Test Root CA",
             "-addext", "basicConstraints=critical,CA:true", "-addext", "keyUsage=critical,keyCertSign,cRLSign")
@@ -59,6 +60,7 @@ def make_pki(d: Path, embed_chain: bool) -> None:
             "-out", "tsa.pem", "-days", "365", "-extfile", "ext.cnf", "-extensions", "v3_tsa")
     # OpenSSL embeds the signer's certificate (the request asks for it); `certs` adds the root.
     certs = f"certs = {d / 'ca.pem'}\n" if embed_chain else ""
+    certs = f"certs = {d / 'tsa.pem'}\n" if signer_twice else certs
     (d / "serial").write_text("01\n")
     (d / "tsa.cnf").write_text(
         f"""[tsa]
@@ -110,11 +112,11 @@ def tsa(d: Path) -> Iterator[str]:
         t.join()
 
 
-def sealed_store(tmp_path: Path, embed_chain: bool) -> tuple[Path, Path]:
+def sealed_store(tmp_path: Path, embed_chain: bool, signer_twice: bool = False) -> tuple[Path, Path]:
     """A store with two seals, each timestamped by `seal --tsa`; returns (store, pki dir)."""
     pki = tmp_path / "pki"
     pki.mkdir()
-    make_pki(pki, embed_chain)
+    make_pki(pki, embed_chain, signer_twice)
     store = tmp_path / "store"
     for url in tsa(pki):
         for n in range(2):
@@ -196,6 +198,49 @@ def test_a_whole_chain_embedded_is_refused_by_rfc3161_client_but_checks_here(tmp
         verifier(pki, request).verify_message(rfc3161_client.decode_timestamp_response(response), seal)
     out = lineage("verify", "--store", str(store), "--tsa-root", str(pki / "ca.pem"))
     assert "2 of 2 seals' times backed" in out, out
+
+
+def test_a_certificate_embedded_twice_is_accepted_as_openssl_and_rfc3161_client_do(tmp_path: Path) -> None:
+    """A TSA that embeds its certificate twice (`certs` naming the signer again: OpenSSL
+    adds it without looking) writes a certificate SET with a duplicate. `openssl ts -verify`
+    and rfc3161-client accept the token; so does our verify (the duplicate adds nothing to
+    the chain, and the signature does not cover the SET)."""
+    store, pki = sealed_store(tmp_path, embed_chain=False, signer_twice=True)
+    seal, request, response = stored(store, 1)
+    token = tmp_path / "token.der"
+    (tmp_path / "r.tsr").write_bytes(response)
+    (tmp_path / "seal").write_bytes(seal)
+    openssl(tmp_path, "ts", "-reply", "-in", "r.tsr", "-token_out", "-out", str(token))
+    certs = subprocess.run(["openssl", "pkcs7", "-inform", "DER", "-in", str(token), "-print_certs", "-noout"],
+                           check=True, capture_output=True, text=True).stdout
+    assert certs.count("subject=CN = Test TSA") == 2, certs
+    openssl(tmp_path, "ts", "-verify", "-data", "seal", "-in", "r.tsr", "-CAfile", str(pki / "ca.pem"))
+    assert verifier(pki, request).verify_message(rfc3161_client.decode_timestamp_response(response), seal)
+    out = lineage("verify", "--store", str(store), "--tsa-root", str(pki / "ca.pem"))
+    assert "2 of 2 seals' times backed" in out, out
+
+
+def test_the_package_verify_checks_the_tokens_against_tsa_root(tmp_path: Path) -> None:
+    """`Store.verify(tsa_root=…)` as `lineage verify --tsa-root`: every token checked; a
+    token of another seal named; refused with `since_seal`."""
+    import lineage_store as ls
+
+    store, pki = sealed_store(tmp_path, embed_chain=False)
+    s = ls.open(str(store))
+    unchecked = s.verify().to_dict()
+    assert unchecked["seal_times_checked"] is False and len(unchecked["seal_times"]) == 2
+    report = s.verify(tsa_root=pki / "ca.pem", grace="0s")
+    data = report.to_dict()
+    assert report.clean, report.problems
+    assert data["seal_times_checked"] is True
+    assert [(t["seq"], t["checked"]) for t in data["seal_times"]] == [(1, True), (2, True)], data["seal_times"]
+    (store / "_lineage/timestamps/00000000000000000002.tsr").write_bytes(stored(store, 1)[2])
+    bad = s.verify(tsa_root=str(pki / "ca.pem"))
+    assert [(p.kind, p.key) for p in bad.problems] == [("bad_timestamp", "_lineage/timestamps/00000000000000000002.tsr")]
+    with pytest.raises(ls.InputError, match="since_seal"):
+        s.verify(tsa_root=pki / "ca.pem", since_seal=True)
+    with pytest.raises(ls.InputError, match="tsa_root"):
+        s.verify(tsa_root=tmp_path / "missing.pem")
 
 
 def test_the_package_seal_asks_a_tsa_and_catches_up(tmp_path: Path) -> None:

@@ -12,11 +12,10 @@ use crate::base::error::{Error, Result};
 use crate::base::param::{text, Param};
 use crate::format::checkpoint as cp;
 use crate::format::consistency::{ConsistencyProof, CONSISTENCY_FORMAT};
-use crate::format::keys::TILE_WIDTH;
 use crate::history::checkpoint::check_signature;
 use crate::history::merkle::{self, Hash};
 use crate::history::seal::Seal;
-use crate::history::tiles::{read_tile, width_in};
+use crate::history::tiles::consistency_from_tiles;
 use crate::publish::AtomicPublisher;
 
 const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
@@ -56,7 +55,7 @@ async fn signed_seal(store: &dyn AtomicPublisher, head: Option<&str>, p: Param) 
 }
 
 /// Prove that the seal with head `to` (default: the newest) extends the seal with head
-/// `from`. Reads the newer tree's level-0 tiles (one per 256 commits).
+/// `from`. Reads O(log n) hash tiles of the newer tree.
 pub async fn prove_consistency(
     store: &dyn AtomicPublisher,
     from: &str,
@@ -74,18 +73,7 @@ pub async fn prove_consistency(
             )],
         ));
     }
-    let mut leaves: Vec<Hash> = Vec::with_capacity(n as usize);
-    for index in 0..n.div_ceil(TILE_WIDTH) {
-        let w = width_in(n, 0, index);
-        leaves.extend(
-            read_tile(store, 0, index, w, w)
-                .await?
-                .into_iter()
-                .take(w as usize),
-        );
-    }
-    let proof = merkle::consistency_proof(&leaves, m as usize)
-        .ok_or_else(|| Error::internal("consistency proof of a tree too small"))?;
+    let proof = consistency_from_tiles(store, m, n).await?;
     Ok(ConsistencyProof {
         format: CONSISTENCY_FORMAT.to_string(),
         old_checkpoint: old.checkpoint.unwrap_or_default(),

@@ -11,7 +11,8 @@
 //! - [`full`]: the seal chain and the whole store (or one shard of it, [`shard`]), the
 //!   history objects ([`history`]) and the parts no pointer names ([`flight`]);
 //! - [`since`] (`--since-seal`): only the seals, pointers and index entries after a seal,
-//!   in O(new + log n) requests.
+//!   in O(new + log n) requests; with `--trust-expected-head` ([`from_head`]) from the
+//!   expected head's seal, what it covers shown by a consistency proof instead of read.
 //!
 //! Commits `repair` adopted are listed, and each one the auditor's anchor does not cover
 //! is a problem unless the auditor accepts it ([`adopted`]).
@@ -28,6 +29,7 @@ mod compaction;
 mod delta;
 mod delta_checkpoint;
 pub(crate) mod flight;
+mod from_head;
 mod full;
 pub(crate) mod history;
 mod iceberg;
@@ -43,7 +45,8 @@ mod since;
 mod since_log;
 
 use crate::audit::findings::Report;
-use crate::base::error::Result;
+use crate::base::error::{Error, Result};
+use crate::base::param::{text, Param};
 use crate::publish::AtomicPublisher;
 
 pub(crate) use delta::versions_agree;
@@ -58,6 +61,25 @@ pub async fn verify(store: &dyn AtomicPublisher) -> Result<Report> {
 /// since a seal ([`VerifyOptions::since_seal`]; a store whose newest seal is of an earlier
 /// format, with no index to list from, gets a full verify).
 pub async fn verify_with(store: &dyn AtomicPublisher, opts: &VerifyOptions) -> Result<Report> {
+    if opts.trust_expected_head {
+        if opts.since_seal.is_some() || opts.shard.is_some() || opts.tsa_roots.is_some() {
+            return Err(Error::invalid(
+                Param::TrustExpectedHead,
+                text![
+                    "checks from the expected head's seal on: leave out ",
+                    Param::SinceSeal,
+                    ", ",
+                    Param::Shard,
+                    " and ",
+                    Param::TsaRoot
+                ],
+            ));
+        }
+        if let Some(s) = since::Since::from_head(store, opts).await? {
+            return pipeline::run(store, opts, s).await;
+        }
+        return pipeline::run(store, opts, full::Full::default()).await;
+    }
     if opts.since_seal.is_some() {
         if let Some(s) = since::Since::plan(store, opts).await? {
             return pipeline::run(store, opts, s).await;

@@ -40,6 +40,11 @@ pub struct VerifyOptions {
     pub signed_from: Option<u64>,
     /// A head digest kept outside the store; some seal must have it.
     pub expect_head: Option<String>,
+    /// Trust what [`Self::expect_head`] covers (an earlier verify checked it): show by an
+    /// RFC 9162 consistency proof from the hash tiles that the newest seal's tree extends
+    /// that seal's, and read only the seals from it on and the commits after it
+    /// ([`crate::audit::verify::from_head`]).
+    pub trust_expected_head: bool,
     /// Progress counters to update.
     pub progress: Option<Arc<Progress>>,
     /// Objects read at once.
@@ -102,6 +107,7 @@ impl Default for VerifyOptions {
             public_keys: Vec::new(),
             signed_from: None,
             expect_head: None,
+            trust_expected_head: false,
             progress: None,
             concurrency: READ_CONCURRENCY,
             shard: None,

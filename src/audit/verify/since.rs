@@ -59,6 +59,11 @@ pub(crate) struct Since {
     area: DataArea,
     /// The pointers read, by key (what they name is the data area's yardstick).
     parsed: HashMap<String, Pointer>,
+    /// Seals already read while planning (`--trust-expected-head`'s walk back).
+    preread: BTreeMap<u64, StoredSeal>,
+    /// `--trust-expected-head`: `since` is the expected head's seal, shown consistent with
+    /// the newest by a proof ([`super::from_head`]).
+    trusted: bool,
 }
 
 impl Since {
@@ -105,6 +110,48 @@ impl Since {
             checked_seals: Vec::new(),
             area: DataArea::default(),
             parsed: HashMap::new(),
+            preread: BTreeMap::new(),
+            trusted: false,
+        }))
+    }
+
+    /// The strategy for `--trust-expected-head`: from the seal with the expected head
+    /// digest, found walking back from the newest seal. `None` when the newest seal is of
+    /// an earlier format or no seal has the digest: then a full verify (which names the
+    /// head as not found).
+    pub(crate) async fn from_head(
+        store: &dyn AtomicPublisher,
+        opts: &VerifyOptions,
+    ) -> Result<Option<Self>> {
+        let Some(want) = opts.expect_head.as_deref() else {
+            return Err(Error::invalid(
+                Param::TrustExpectedHead,
+                text!["trusts the expected head: give ", Param::ExpectHead],
+            ));
+        };
+        let heads = head::find(store).await?;
+        let newest = match heads.newest() {
+            Some(n) if heads.legacy.is_none() && n.seal.as_ref().is_ok_and(|s| s.is_v2()) => {
+                n.clone()
+            }
+            _ => return Ok(None),
+        };
+        let (found, preread) = super::from_head::find(store, newest.key_seq, want).await?;
+        let Some(since) = found else {
+            tracing::warn!("no seal has the expected head digest: verifying the whole store");
+            return Ok(None);
+        };
+        Ok(Some(Self {
+            heads,
+            newest,
+            since,
+            sealed_after: Vec::new(),
+            entries: Vec::new(),
+            checked_seals: Vec::new(),
+            area: DataArea::default(),
+            parsed: HashMap::new(),
+            preread,
+            trusted: true,
         }))
     }
 }
@@ -122,9 +169,19 @@ impl Strategy for Since {
         report.head = Some(newest.digest.clone());
         report.head_sealed_utc = newest.seal.as_ref().ok().map(|s| s.sealed_utc.clone());
         let from = since.saturating_sub(1).max(1);
-        let seals =
-            read_seals_from(store, opts, &self.heads, since, newest.key_seq, report).await?;
+        let seals = read_seals_from(
+            store,
+            opts,
+            (&self.heads, &self.preread),
+            since,
+            newest.key_seq,
+            report,
+        )
+        .await?;
         check_seals(opts, &seals, since, report);
+        if let (true, Some(old)) = (self.trusted, seals.get(&since)) {
+            super::from_head::check(store, old, newest, report).await?;
+        }
         self.checked_seals = seals
             .range(since.max(1)..)
             .map(|(_, s)| s.clone())
@@ -232,12 +289,12 @@ impl Strategy for Since {
     }
 }
 
-/// The seals from the one before `since` to `newest`, by number: those `heads` found, the
-/// others read (a missing one reported).
+/// The seals from the one before `since` to `newest`, by number: those `heads` found or
+/// were read before (`preread`), the others read (a missing one reported).
 async fn read_seals_from(
     store: &dyn AtomicPublisher,
     opts: &VerifyOptions,
-    heads: &head::Heads,
+    (heads, preread): (&head::Heads, &BTreeMap<u64, StoredSeal>),
     since: u64,
     newest: u64,
     report: &mut Report,
@@ -246,6 +303,7 @@ async fn read_seals_from(
         .marked
         .iter()
         .chain(&heads.unmarked)
+        .chain(preread.values())
         .filter(|s| s.key_seq + 1 >= since)
         .map(|s| (s.key_seq, s.clone()))
         .collect();

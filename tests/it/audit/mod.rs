@@ -12,6 +12,7 @@ mod races;
 mod repair_history;
 mod repair_sweep;
 mod row_proof;
+mod row_proof_compact;
 mod seal;
 mod signing;
 mod tamper;

@@ -231,6 +231,24 @@ fn a_clean_stores_report_states_its_facts_in_json_and_markdown() {
         prove.starts_with("lineage prove --store") && prove.contains(&head),
         "{prove}"
     );
+    // Both commands run as written (the seals are signed: the proof embeds the seal, so
+    // the head digest checks it).
+    let check = r["independent"][3]["command"].as_str().unwrap();
+    for cmd in [prove, check] {
+        let bin = env!("CARGO_BIN_EXE_lineage");
+        let o = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(cmd.replacen("lineage", bin, 1))
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{cmd}: {:?}",
+            crate::support::text(&o)
+        );
+    }
 
     // Markdown: the verdict first, the same facts.
     let m = dir.path().join("r.md");

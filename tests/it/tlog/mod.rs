@@ -2,7 +2,9 @@
 
 mod checkpoint;
 mod proof;
+mod scale;
 mod tiles;
 mod witness;
 mod witness_cli;
 mod witness_double;
+mod trusted_head;

@@ -24,26 +24,26 @@ use tlog_tiles::{
 use crate::support::audit::{append, of_kind, verify_later};
 
 /// A seeded splitmix64: random leaves and seal pairs, the same every run.
-struct Rng(u64);
+pub(super) struct Rng(pub(super) u64);
 
 impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
+    pub(super) fn below(&mut self, n: u64) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         (z ^ (z >> 31)) % n
     }
-    fn range(&mut self, lo: usize, hi: usize) -> usize {
+    pub(super) fn range(&mut self, lo: usize, hi: usize) -> usize {
         lo + self.below((hi - lo) as u64) as usize
     }
 }
 
 /// A tlog client's view of the store: every object under the prefix, read once.
-struct Prefix(HashMap<String, Vec<u8>>);
+pub(super) struct Prefix(HashMap<String, Vec<u8>>);
 
 impl Prefix {
-    async fn read(mem: &MemoryPublisher) -> Self {
+    pub(super) async fn read(mem: &MemoryPublisher) -> Self {
         let mut all = HashMap::new();
         for o in mem.list(keys::TLOG_PREFIX).await.unwrap() {
             let b = mem.get(&o.key).await.unwrap().unwrap();
@@ -59,7 +59,7 @@ impl Prefix {
     }
 
     /// The leaf at `i` from its entry bundle, at tree size `size`.
-    fn entry(&self, i: u64, size: u64) -> Vec<u8> {
+    pub(super) fn entry(&self, i: u64, size: u64) -> Vec<u8> {
         let n = i / 256;
         let width = (size - n * 256).min(256);
         let t = tlog_tiles::Tile::new(8, 0, n, width as u32, false);
@@ -151,7 +151,7 @@ async fn a_tlog_client_proves_inclusion_and_consistency_from_the_prefix_alone() 
     assert!(verify_later(mem.as_ref()).await.is_clean());
 }
 
-fn root_other(mut h: Hash) -> Hash {
+pub(super) fn root_other(mut h: Hash) -> Hash {
     h.0[0] ^= 1;
     h
 }
