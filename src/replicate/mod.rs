@@ -45,8 +45,8 @@ pub(crate) mod types;
 pub use replicator::Replicator;
 pub use stop::Stop;
 pub use types::{
-    Conflict, Copied, Head, IcebergWritten, NotCopied, Progress, PublishHook, ReplicateOptions, Summary,
-    DEFAULT_CONCURRENCY,
+    Conflict, Copied, Head, IcebergWritten, NotCopied, Progress, PublishHook, ReplicateOptions,
+    Summary, DEFAULT_CONCURRENCY,
 };
 
 /// Copy everything `dst` lacks from `src`, once.

@@ -31,8 +31,8 @@ use crate::audit::findings::{Problem, ProblemKind};
 use crate::base::error::Result;
 use crate::format::iceberg::manifest::{manifest_entries, manifest_list_entries, Entry};
 use crate::format::keys::kind::KeyKind;
-use crate::format::keys::{iceberg_metadata_key, IcebergKey};
 use crate::format::keys::ICEBERG_PREFIX;
+use crate::format::keys::{iceberg_metadata_key, IcebergKey};
 use crate::history::iceberg::{
     expected_objects_since, iceberg_seal_of, max_object_bytes, table_location,
 };
@@ -228,7 +228,11 @@ fn same_location(a: &str, b: &str) -> bool {
     if a == b {
         return true;
     }
-    let local = |p: &str| p.starts_with('/').then(|| std::fs::canonicalize(p).ok()).flatten();
+    let local = |p: &str| {
+        p.starts_with('/')
+            .then(|| std::fs::canonicalize(p).ok())
+            .flatten()
+    };
     matches!((local(a), local(b)), (Some(x), Some(y)) if x == y)
 }
 

@@ -72,7 +72,11 @@ pub(crate) async fn check(
         .extend(delta_checkpoint::check(store, &checkpoints).await?);
     check_compactions(store, opts, since, seals, report).await?;
     // The Iceberg objects of the seals from SEQ on, and what is not ours under `_iceberg/`.
-    let store_id = read_identity(store).await.ok().flatten().map(|i| i.store_id);
+    let store_id = read_identity(store)
+        .await
+        .ok()
+        .flatten()
+        .map(|i| i.store_id);
     report
         .problems
         .extend(iceberg::check_since(store, since, newest, store_id.as_deref()).await?);

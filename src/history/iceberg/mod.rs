@@ -262,10 +262,11 @@ pub(crate) async fn expected_objects_since(
         let first = seal_of(since).await?;
         match stored_table(store, since - 1, location, &first).await {
             Ok(t) => Some((t, first)),
-            Err(e) if matches!(
-                e.kind(),
-                ErrorKind::NotFound | ErrorKind::Conflict | ErrorKind::Integrity
-            ) =>
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::NotFound | ErrorKind::Conflict | ErrorKind::Integrity
+                ) =>
             {
                 tracing::info!(error = %e, "rebuilding the Iceberg table from seal 1");
                 None
