@@ -145,6 +145,7 @@ pub use history::sealer::{
 
 // The Delta Lake table the seals make.
 pub use history::delta::delta_version;
+pub use history::iceberg::{newest_table as iceberg_table, IcebergTable};
 pub use history::signing::{key_id, keygen, read_public_key, read_signing_key};
 
 // Reading: a store as of a seal, every part checked against its sealed pointer.

@@ -34,7 +34,7 @@ use crate::format::keys::kind::KeyKind;
 use crate::format::keys::ICEBERG_PREFIX;
 use crate::format::keys::{iceberg_metadata_key, IcebergKey};
 use crate::history::iceberg::{
-    expected_objects_since, iceberg_seal_of, max_object_bytes, table_location,
+    expected_objects_since, iceberg_seal_of, max_object_bytes, same_location, table_location,
 };
 use crate::publish::{AtomicPublisher, ObjectInfo};
 
@@ -220,20 +220,6 @@ fn elsewhere(store: &dyn AtomicPublisher, recorded: &str, newest: u64) -> Option
             "records the table at {recorded}, but this store is at {own}: its manifest lists and manifests name the files at {recorded} (Iceberg paths are absolute), not this location's sealed parts, so an Iceberg reader given it reads the other location's files"
         ),
     ))
-}
-
-/// Whether two table locations are one: equal, or local paths that resolve to the same
-/// directory (a store opened through a symlink).
-fn same_location(a: &str, b: &str) -> bool {
-    if a == b {
-        return true;
-    }
-    let local = |p: &str| {
-        p.starts_with('/')
-            .then(|| std::fs::canonicalize(p).ok())
-            .flatten()
-    };
-    matches!((local(a), local(b)), (Some(x), Some(y)) if x == y)
 }
 
 /// An object of a seal after the newest metadata file (a sealer still writing it).

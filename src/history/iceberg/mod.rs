@@ -10,6 +10,7 @@
 //! accepted only when its bytes are exactly these.
 
 pub(crate) mod build;
+mod locate;
 
 use std::collections::BTreeSet;
 
@@ -30,6 +31,7 @@ use crate::publish::checked::publish_checked;
 use crate::publish::AtomicPublisher;
 pub(crate) use build::max_object_bytes;
 use build::Table;
+pub use locate::{newest_table, same_location, IcebergTable};
 
 /// The table's location for `store`: where it was opened, as readers outside
 /// lineage-store open it (an absolute path on local disk, the URL on an object store).
