@@ -35,7 +35,9 @@ pub(crate) struct Args {
     /// Print the Iceberg table instead of the parts: the location of the newest metadata
     /// file (`seal --iceberg`) of a seal at or before the one read, once every part of
     /// that seal checks out (`--json`: {"seq", "metadata_key", "metadata_location"}).
-    #[arg(long)]
+    /// The table is the whole store's: no --run-id, --target-crs, --include-unsealed or
+    /// --originals.
+    #[arg(long, conflicts_with_all = ["run_id", "target_crs", "include_unsealed", "originals"])]
     iceberg: bool,
 }
 
