@@ -26,7 +26,7 @@ pub struct IcebergTable {
 
 /// Whether two table locations are one: equal, or local paths that resolve to the same
 /// directory (a store opened through a symlink).
-pub fn same_location(a: &str, b: &str) -> bool {
+pub(crate) fn same_location(a: &str, b: &str) -> bool {
     if a == b {
         return true;
     }

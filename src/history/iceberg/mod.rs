@@ -31,7 +31,8 @@ use crate::publish::checked::publish_checked;
 use crate::publish::AtomicPublisher;
 pub(crate) use build::max_object_bytes;
 use build::Table;
-pub use locate::{newest_table, same_location, IcebergTable};
+pub(crate) use locate::same_location;
+pub use locate::{newest_table, IcebergTable};
 
 /// The table's location for `store`: where it was opened, as readers outside
 /// lineage-store open it (an absolute path on local disk, the URL on an object store).
