@@ -8,7 +8,7 @@ use std::io::Write;
 use crate::base::error::{Error, Result};
 use crate::cli::common::{json_line, out, out_raw, Status, StoreArg};
 use crate::cli::scan::ReadArgs;
-use crate::history::iceberg::newest_table;
+use crate::history::iceberg::locate::newest_table;
 use crate::publish::store::options::Opening;
 use crate::read::listing::part_listing;
 use crate::read::scan::check_all;

@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 
 use crate::audit::findings::{ProblemKind, Report};
 use crate::base::error::Result;
-use crate::history::iceberg::{newest_table, IcebergTable};
+use crate::history::iceberg::locate::{newest_table, IcebergTable};
 use crate::history::identity::read_identity;
 use crate::publish::AtomicPublisher;
 use crate::report::model::{Checked, HeadCheck, Identity, KeyCheck, WitnessCheck};

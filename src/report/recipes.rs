@@ -5,7 +5,7 @@
 //! just before it (a Delta reader checks no digest and reads a tampered part silently).
 
 use crate::audit::findings::Report;
-use crate::history::iceberg::IcebergTable;
+use crate::history::iceberg::locate::IcebergTable;
 use crate::report::model::{Recipe, RunSection};
 use crate::report::options::ReportOptions;
 

@@ -33,9 +33,8 @@ use crate::format::iceberg::manifest::{manifest_entries, manifest_list_entries, 
 use crate::format::keys::kind::KeyKind;
 use crate::format::keys::ICEBERG_PREFIX;
 use crate::format::keys::{iceberg_metadata_key, IcebergKey};
-use crate::history::iceberg::{
-    expected_objects_since, iceberg_seal_of, max_object_bytes, same_location, table_location,
-};
+use crate::history::iceberg::locate::{same_location, table_location};
+use crate::history::iceberg::{expected_objects_since, iceberg_seal_of, max_object_bytes};
 use crate::publish::{AtomicPublisher, ObjectInfo};
 
 /// Check the listed objects under `_iceberg/` against the chain; `store_id` from the

@@ -1,6 +1,6 @@
-//! Where a reader or a catalog finds the table: the newest metadata file at or before a
-//! seal ([`newest_table`], what `lineage files --iceberg` and the report print), and
-//! whether a recorded table location is this store's ([`same_location`]).
+//! Where the table is: its location for a store ([`table_location`]), whether a recorded
+//! location is this store's ([`same_location`]), and the newest metadata file at or
+//! before a seal ([`newest_table`], what `lineage files --iceberg` and the report print).
 
 use serde::Serialize;
 
@@ -9,8 +9,22 @@ use crate::format::iceberg::metadata::{TableMetadata, SEAL_SEQ, SEAL_SHA256};
 use crate::format::keys::kind::KeyKind;
 use crate::format::keys::{iceberg_metadata_key, IcebergKey, ICEBERG_METADATA_PREFIX};
 use crate::history::head::read_seal;
-use crate::history::iceberg::{build, max_object_bytes, table_location};
+use crate::history::iceberg::build::{self, max_object_bytes};
 use crate::publish::AtomicPublisher;
+
+/// The table's location for `store`: where it was opened, as readers outside
+/// lineage-store open it (an absolute path on local disk, the URL on an object store).
+pub fn table_location(store: &dyn AtomicPublisher) -> String {
+    let base = store.describe();
+    if let Some(root) = base.strip_prefix("file://") {
+        let root = std::path::absolute(root).unwrap_or_else(|_| root.into());
+        return root.to_string_lossy().trim_end_matches('/').to_string();
+    }
+    if base.ends_with("://") {
+        return base;
+    }
+    base.trim_end_matches('/').to_string()
+}
 
 /// The Iceberg table as of one seal: its metadata file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -10,7 +10,7 @@
 //! accepted only when its bytes are exactly these.
 
 pub(crate) mod build;
-mod locate;
+pub(crate) mod locate;
 
 use std::collections::BTreeSet;
 
@@ -31,22 +31,7 @@ use crate::publish::checked::publish_checked;
 use crate::publish::AtomicPublisher;
 pub(crate) use build::max_object_bytes;
 use build::Table;
-pub(crate) use locate::same_location;
-pub use locate::{newest_table, IcebergTable};
-
-/// The table's location for `store`: where it was opened, as readers outside
-/// lineage-store open it (an absolute path on local disk, the URL on an object store).
-pub fn table_location(store: &dyn AtomicPublisher) -> String {
-    let base = store.describe();
-    if let Some(root) = base.strip_prefix("file://") {
-        let root = std::path::absolute(root).unwrap_or_else(|_| root.into());
-        return root.to_string_lossy().trim_end_matches('/').to_string();
-    }
-    if base.ends_with("://") {
-        return base;
-    }
-    base.trim_end_matches('/').to_string()
-}
+use locate::table_location;
 
 /// What [`complete_table`] did.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
