@@ -35,6 +35,7 @@ use crate::format::keys::ICEBERG_PREFIX;
 use crate::format::keys::{iceberg_metadata_key, IcebergKey};
 use crate::history::iceberg::locate::{same_location, table_location};
 use crate::history::iceberg::{expected_objects_since, iceberg_seal_of, max_object_bytes};
+use crate::history::identity::read_identity;
 use crate::publish::{AtomicPublisher, ObjectInfo};
 
 /// Check the listed objects under `_iceberg/` against the chain; `store_id` from the
@@ -64,9 +65,17 @@ pub(crate) async fn check_since(
     store: &dyn AtomicPublisher,
     since: u64,
     head: u64,
-    store_id: Option<&str>,
 ) -> Result<Vec<Problem>> {
     let listed = store.list(ICEBERG_PREFIX).await?;
+    if listed.is_empty() {
+        return Ok(Vec::new());
+    }
+    // Unreadable: nothing is rebuilt (a full verify names the identity).
+    let store_id = read_identity(store)
+        .await
+        .ok()
+        .flatten()
+        .map(|i| i.store_id);
     let listed: Vec<&ObjectInfo> = listed
         .iter()
         .filter(|o| !matches!(crate::format::keys::classify(&o.key), KeyKind::Temp))
@@ -74,7 +83,7 @@ pub(crate) async fn check_since(
     let scope = Scope {
         head,
         since,
-        store_id,
+        store_id: store_id.as_deref(),
         rebuild: true,
     };
     judge(store, &scope, &listed).await

@@ -31,7 +31,6 @@ use crate::audit::verify::iceberg;
 use crate::audit::verify::options::VerifyOptions;
 use crate::base::error::Result;
 use crate::format::keys::{self, KeyKind, DELTA_LOG_PREFIX};
-use crate::history::identity::read_identity;
 use crate::history::seal::StoredSeal;
 use crate::publish::{list_pages, AtomicPublisher, ObjectInfo};
 
@@ -72,14 +71,9 @@ pub(crate) async fn check(
         .extend(delta_checkpoint::check(store, &checkpoints).await?);
     check_compactions(store, opts, since, seals, report).await?;
     // The Iceberg objects of the seals from SEQ on, and what is not ours under `_iceberg/`.
-    let store_id = read_identity(store)
-        .await
-        .ok()
-        .flatten()
-        .map(|i| i.store_id);
     report
         .problems
-        .extend(iceberg::check_since(store, since, newest, store_id.as_deref()).await?);
+        .extend(iceberg::check_since(store, since, newest).await?);
     Ok(())
 }
 
