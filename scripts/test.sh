@@ -26,6 +26,8 @@ scripts/python-env.sh .venv-duckdb-delta tests/python/duckdb-delta-requirements.
 export LINEAGE_DUCKDB_DELTA_PYTHON="$PWD/.venv-duckdb-delta/bin/python"
 scripts/python-env.sh .venv-duckdb-iceberg tests/python/duckdb-iceberg-requirements.txt  # tests/python/test_iceberg.py
 export LINEAGE_DUCKDB_ICEBERG_PYTHON="$PWD/.venv-duckdb-iceberg/bin/python"
+scripts/python-env.sh .venv-daft tests/python/daft-requirements.txt  # tests/python/test_iceberg.py (daft.read_iceberg)
+export LINEAGE_DAFT_PYTHON="$PWD/.venv-daft/bin/python"
 
 # Emulators: started here, stopped by PID on any exit.
 trap 'localstack/stop.sh' EXIT

@@ -149,6 +149,7 @@ pub use history::sealer::{
 /// The seal key's public half, as [`read_public_key`] reads it.
 pub use ed25519_dalek::VerifyingKey;
 pub use history::delta::delta_version;
+pub use history::iceberg::locate::{newest_table as iceberg_table, IcebergTable};
 pub use history::signing::{key_id, keygen, read_public_key, read_signing_key};
 
 // Reading: a store as of a seal, every part checked against its sealed pointer.
@@ -226,7 +227,8 @@ pub mod internal {
     pub use crate::history::delta_checkpoint::{
         write as write_delta_checkpoint, write_if_due as write_delta_checkpoint_if_due,
     };
-    pub use crate::history::iceberg::{complete_table as complete_iceberg_table, table_location};
+    pub use crate::history::iceberg::complete_table as complete_iceberg_table;
+    pub use crate::history::iceberg::locate::table_location;
     pub use crate::history::identity::ensure_identity;
     pub use crate::history::{complete, frontier, index, merkle, seal, signing, tiles};
     pub use crate::parts::{encode, multiset, pages, read as part, writer_sig};

@@ -156,6 +156,10 @@ pub enum ProblemKind {
     /// An object under `_iceberg/` that lineage-store does not write (`version-hint.text`,
     /// a planted file).
     UnknownIcebergObject,
+    /// Iceberg metadata that records another table location than the store's own (Iceberg
+    /// paths are absolute): its manifests name the parts at that location, not this
+    /// location's sealed parts (a replica or copy holding its source's metadata).
+    IcebergLocationMismatch,
 }
 
 /// A seal's time as a TSA backs it (RFC 3161).

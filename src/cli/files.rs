@@ -1,10 +1,14 @@
 //! `lineage files`: one line per part of exactly the commits sealed up to a seal, each
 //! part checked against its sealed pointer first (nothing is printed unless every part
-//! checks out): paths or URLs for DuckDB's `read_parquet([...])`, Polars, pyarrow.
+//! checks out): paths or URLs for DuckDB's `read_parquet([...])`, Polars, pyarrow; with
+//! `--iceberg`, the newest Iceberg metadata file's location instead.
 
-use crate::base::error::Result;
+use std::io::Write;
+
+use crate::base::error::{Error, Result};
 use crate::cli::common::{json_line, out, out_raw, Status, StoreArg};
 use crate::cli::scan::ReadArgs;
+use crate::history::iceberg::locate::newest_table;
 use crate::publish::store::options::Opening;
 use crate::read::listing::part_listing;
 use crate::read::scan::check_all;
@@ -28,6 +32,13 @@ pub(crate) struct Args {
     /// checks the signature holds).
     #[arg(long)]
     json: bool,
+    /// Print the Iceberg table instead of the parts: the location of the newest metadata
+    /// file (`seal --iceberg`) of a seal at or before the one read, once every part of
+    /// that seal checks out (`--json`: {"seq", "metadata_key", "metadata_location"}).
+    /// The table is the whole store's: no --run-id, --target-crs, --include-unsealed or
+    /// --originals.
+    #[arg(long, conflicts_with_all = ["run_id", "target_crs", "include_unsealed", "originals"])]
+    iceberg: bool,
 }
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
@@ -35,6 +46,31 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     a.anchors.require(store.as_ref()).await?;
     let snap = snapshot(store.as_ref(), &a.read.resolve(store.as_ref()).await?).await?;
     check_all(store.as_ref(), &snap, a.read.digest, a.read.concurrency).await?;
+    if a.iceberg {
+        let seq = snap.seal.as_ref().map_or(0, |s| s.seq);
+        let t = newest_table(store.as_ref(), seq).await?.ok_or_else(|| {
+            Error::NotFound(format!(
+                "no Iceberg metadata of a seal at or before seal {seq}: the store was sealed without --iceberg (`lineage seal --iceberg` writes every seal's)"
+            ))
+        })?;
+        if a.json {
+            out_raw(&json_line(&t)?)?;
+        } else {
+            out(&t.metadata_location)?;
+        }
+        a.read.say(&snap, None);
+        let gap = match seq - t.seq {
+            0 => String::new(),
+            1 => format!("; seal {seq} was made without --iceberg"),
+            _ => format!("; seals {}-{seq} were made without --iceberg", t.seq + 1),
+        };
+        let _ = writeln!(
+            std::io::stderr(),
+            "the Iceberg table as of seal {}{gap}",
+            t.seq
+        );
+        return Ok(0);
+    }
     for p in &snap.parts {
         let line = part_listing(store.as_ref(), p);
         if a.json {

@@ -252,6 +252,12 @@ fn print_summary(s: &Summary) -> Result<()> {
         head(&s.source_head),
         head(&s.destination_head)
     ))?;
+    if let Some(i) = &s.iceberg {
+        out(&format!(
+            "iceberg {} (the destination's own table as of seal {}; objects of {} seals written)",
+            i.metadata_location, i.seq, i.seals_written
+        ))?;
+    }
     if !s.skipped.is_empty() || !s.refused.is_empty() {
         out(&format!(
             "{} skipped (in flight or not lineage-store's), {} refused (corrupt at the source, or naming what was)",

@@ -122,8 +122,8 @@ pub enum Kind {
     /// Not written by lineage-store: never copied.
     Foreign,
     /// Iceberg metadata (`_iceberg/`): its paths are absolute, so it belongs to its
-    /// location and is never copied (`lineage seal --iceberg` at the replica writes the
-    /// replica's own).
+    /// location and is never copied: after the seals, the pass writes the replica's own
+    /// ([`crate::replicate::IcebergWritten`]).
     Iceberg,
 }
 

@@ -11,7 +11,11 @@
 //! 3. **claims** of commit keys; 4. **seals**, one after another in sequence order, each
 //!    only when the source chain checks out up to it and every pointer it covers is at the
 //!    destination with the sealed digest; 5. `_lineage/` objects this version does not
-//!    know, verbatim ([`kinds`] holds the order and how to add a kind).
+//!    know, verbatim ([`kinds`] holds the order and how to add a kind); 6. when the source
+//!    has Iceberg metadata (`seal --iceberg`), the destination's own
+//!    ([`crate::history::iceberg::complete_table`] at the destination, up to the newest
+//!    seal both hold that the source has a metadata file for): Iceberg paths are
+//!    absolute, so the source's would name the source's parts, and is never copied.
 //!
 //! Every publish is create-only ([`crate::publish::checked::publish_checked`]: an ambiguous answer is
 //! read back). An object already at the destination with the same bytes is accepted; with
@@ -41,8 +45,8 @@ pub(crate) mod types;
 pub use replicator::Replicator;
 pub use stop::Stop;
 pub use types::{
-    Conflict, Copied, Head, NotCopied, Progress, PublishHook, ReplicateOptions, Summary,
-    DEFAULT_CONCURRENCY,
+    Conflict, Copied, Head, IcebergWritten, NotCopied, Progress, PublishHook, ReplicateOptions,
+    Summary, DEFAULT_CONCURRENCY,
 };
 
 /// Copy everything `dst` lacks from `src`, once.

@@ -139,6 +139,24 @@ pub struct Summary {
     pub passes: u64,
     /// A stop was requested before the last pass finished.
     pub stopped: bool,
+    /// The destination's own Iceberg metadata, when the source has some (the source's is
+    /// never copied: its paths are absolute, at the source).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iceberg: Option<IcebergWritten>,
+}
+
+/// The Iceberg metadata a pass made sure the destination has: the table at the
+/// destination's own location as of the newest seal it holds that the source has
+/// metadata for, every object built from the seals as `seal --iceberg` builds it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct IcebergWritten {
+    /// That seal.
+    pub seq: u64,
+    /// Its metadata file's absolute location at the destination (what a reader or a
+    /// catalog is given).
+    pub metadata_location: String,
+    /// Seals whose Iceberg objects were written at the destination (all passes).
+    pub seals_written: u64,
 }
 
 impl Summary {
@@ -170,5 +188,10 @@ impl Summary {
         self.destination_head = next.destination_head;
         self.passes += next.passes;
         self.stopped = next.stopped;
+        let written = self.iceberg.as_ref().map_or(0, |i| i.seals_written);
+        if let Some(mut i) = next.iceberg {
+            i.seals_written += written;
+            self.iceberg = Some(i);
+        }
     }
 }

@@ -8,12 +8,24 @@ use chrono::{DateTime, Utc};
 
 use crate::audit::findings::{ProblemKind, Report};
 use crate::base::error::Result;
+use crate::history::iceberg::locate::{newest_table, IcebergTable};
 use crate::history::identity::read_identity;
 use crate::publish::AtomicPublisher;
 use crate::report::model::{Checked, HeadCheck, Identity, KeyCheck, WitnessCheck};
 use crate::report::options::ReportOptions;
 use crate::report::runs::Counted;
 use crate::witness::WitnessReport;
+
+/// The newest Iceberg metadata file of a seal at or before the one reported; `None` when
+/// there is none, or it is not this location's (`verify` names that).
+pub(crate) async fn iceberg_table(
+    store: &dyn AtomicPublisher,
+    opts: &ReportOptions,
+    verified: &Report,
+) -> Option<IcebergTable> {
+    let seq = opts.as_of_seal.or(verified.head_seq)?;
+    newest_table(store, seq).await.ok().flatten()
+}
 
 /// The witness check, when one was asked for, and the seals the witness recorded.
 pub(crate) async fn witness(
@@ -87,13 +99,13 @@ pub(crate) fn checked(
 }
 
 /// The store's identity, size and age (as of `now`); `first_seal_utc`: the first seal's
-/// time.
+/// time; `iceberg`: the newest Iceberg table ([`iceberg_table`]).
 pub(crate) async fn identity(
     store: &dyn AtomicPublisher,
     verified: &Report,
     counted: &Counted,
-    first_seal_utc: Option<String>,
-    store_id: Option<String>,
+    (first_seal_utc, store_id): (Option<String>, Option<String>),
+    iceberg: Option<&IcebergTable>,
     now: DateTime<Utc>,
 ) -> Result<Identity> {
     let born = counted
@@ -113,6 +125,8 @@ pub(crate) async fn identity(
         partitions: counts.then_some(counted.partitions),
         seals: verified.seals,
         delta_version: verified.delta_version,
+        iceberg_metadata_location: iceberg.map(|t| t.metadata_location.clone()),
+        iceberg_seal: iceberg.map(|t| t.seq),
         first_commit_utc: counted.first_commit.clone(),
         last_commit_utc: counted.last_commit.clone(),
         first_seal_utc,

@@ -80,9 +80,17 @@ pub async fn collect(store: &dyn AtomicPublisher, opts: &ReportOptions) -> Resul
         .first()
         .filter(|s| s.key_seq == 1)
         .map(|s| s.digest.clone());
-    let identity =
-        collect::identity(store, &verified, &counted, first_seal_utc, store_id, now).await?;
-    let independent = recipes::recipes(opts, &verified, counted.sections());
+    let iceberg = collect::iceberg_table(store, opts, &verified).await;
+    let identity = collect::identity(
+        store,
+        &verified,
+        &counted,
+        (first_seal_utc, store_id),
+        iceberg.as_ref(),
+        now,
+    )
+    .await?;
+    let independent = recipes::recipes(opts, &verified, counted.sections(), iceberg.as_ref());
     Ok(AuditReport {
         format: REPORT_FORMAT.into(),
         generated_utc: now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),

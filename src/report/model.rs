@@ -218,6 +218,14 @@ pub struct Identity {
     pub seals: u64,
     /// The Delta table's newest complete version.
     pub delta_version: Option<u64>,
+    /// The newest Iceberg metadata file of a seal at or before the one reported
+    /// (`seal --iceberg`): its absolute location, what a reader or a catalog's
+    /// `metadata_location` is given (`None`: no such file, or not this location's).
+    #[serde(default)]
+    pub iceberg_metadata_location: Option<String>,
+    /// The seal that metadata file is the table as of.
+    #[serde(default)]
+    pub iceberg_seal: Option<u64>,
     /// The first commit's time.
     pub first_commit_utc: Option<String>,
     /// The newest commit's time.

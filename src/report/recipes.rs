@@ -5,15 +5,46 @@
 //! just before it (a Delta reader checks no digest and reads a tampered part silently).
 
 use crate::audit::findings::Report;
+use crate::history::iceberg::locate::IcebergTable;
 use crate::report::model::{Recipe, RunSection};
 use crate::report::options::ReportOptions;
 
 /// The recipes for the store of `opts`, verified as `v`, whose runs are `runs`.
-pub(crate) fn recipes(opts: &ReportOptions, v: &Report, runs: &[RunSection]) -> Vec<Recipe> {
+pub(crate) fn recipes(
+    opts: &ReportOptions,
+    v: &Report,
+    runs: &[RunSection],
+    iceberg: Option<&IcebergTable>,
+) -> Vec<Recipe> {
     let mut out = vec![verify_recipe(opts), scan_recipe(opts)];
     out.extend(proof_recipes(opts, v, runs).into_iter().flatten());
     out.extend(table_recipes(opts, v));
+    out.extend(iceberg.map(iceberg_recipe));
     out
+}
+
+/// What an Iceberg reader's recipe does not check.
+const ICEBERG_CAVEAT: &str = "Only as good as a `lineage verify` (with the same anchors) run just before it: an Iceberg reader checks no digest and no seal, and the manifests carry none; `verify` rebuilds every Iceberg object from the seals and compares them byte for byte.";
+
+/// The same events read as the Iceberg table of the newest metadata file (pyiceberg).
+fn iceberg_recipe(t: &IcebergTable) -> Recipe {
+    let path = format!(
+        "'{}'",
+        t.metadata_location
+            .replace('\\', "\\\\")
+            .replace('\'', "\\'")
+    );
+    Recipe {
+        what: format!(
+            "The same as the Iceberg table as of seal {} (pyiceberg; its metadata file is what a catalog's metadata_location is given)",
+            t.seq
+        ),
+        tool: "python".into(),
+        command: format!(
+            "from pyiceberg.table import StaticTable; t = StaticTable.from_metadata({path}).scan().to_arrow(); print(t.group_by([\"run_id\", \"stage\", \"outcome\"]).aggregate([([], \"count_all\")]))"
+        ),
+        caveat: Some(ICEBERG_CAVEAT.into()),
+    }
 }
 
 /// What a Delta reader's recipe does not check.

@@ -317,8 +317,8 @@ def test_every_duty_succeeds_with_its_policy_and_nothing_more(policies, s3, tmp_
             (["append", "--store", store, *ep, "--commit-key", "job-1"], events(40, 10, "run-b")),
         ],
         "sealer": [
-            (["seal", "--store", store, *ep, "--unsigned"], None),
-            (["compact", "--store", store, *ep, "--unsigned", "--target-rows", "100", "--min-parts", "2"], None),
+            (["seal", "--store", store, *ep, "--unsigned", "--iceberg"], None),
+            (["compact", "--store", store, *ep, "--unsigned", "--target-rows", "100", "--min-parts", "2", "--iceberg"], None),
             (["witness", "--store", store, *ep, "--witness", witness, "--witness-endpoint-url", endpoint], None),
         ],
         "auditor": [
@@ -361,7 +361,7 @@ def test_every_duty_succeeds_with_its_policy_and_nothing_more(policies, s3, tmp_
     assert wrote["writer"] == ["_lineage/commit-keys", "_lineage/commits", "_lineage/index",
                                "_lineage/store.json", "run_id=run-a", "run_id=run-b"], wrote
     assert {"_lineage/seals", "_lineage/heads", "_lineage/tiles", "_lineage/tlog", "_lineage/leaves", "_delta_log",
-            "_lineage/compacted"} <= set(wrote["sealer"]), wrote
+            "_lineage/compacted", "_iceberg"} <= set(wrote["sealer"]), wrote
     assert "auditor" not in wrote, wrote
 
     # A put outside the role is refused: each duty's policy denies the puts only the others make.

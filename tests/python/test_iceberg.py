@@ -1,7 +1,9 @@
 """The Iceberg snapshot `lineage seal --iceberg` makes of every seal
 (`_iceberg/metadata/v<N>.metadata.json`), read by real clients: pyiceberg
-(`StaticTable.from_metadata`) and Polars `scan_iceberg`, each seal against the parts that
-seals 1..k cover, read here with pyarrow (brute force).
+(`StaticTable.from_metadata`), Polars `scan_iceberg`, DuckDB `iceberg_scan` and Daft
+`read_iceberg` (the last two in venvs of their own), each seal against the parts that
+seals 1..k cover, read here with pyarrow (brute force); the location `files --iceberg`
+and the report give; a replica's own metadata, and a copy's that names its source's files.
 
 Run by scripts/test.sh with LINEAGE_BIN pointing at the built binary.
 """
@@ -9,7 +11,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import polars as pl
@@ -17,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+import jsonschema
 from pyiceberg.expressions import EqualTo
 from pyiceberg.table import StaticTable
 from test_interop import event
@@ -209,3 +214,87 @@ def test_verify_names_a_changed_iceberg_object(tmp_path: Path) -> None:
     assert r.returncode == 1, out
     assert "bad_iceberg_object: _iceberg/metadata/v1.metadata.json" in out, out
     assert "unknown_iceberg_object: _iceberg/metadata/version-hint.text" in out, out
+
+
+DAFT = os.environ.get("LINEAGE_DAFT_PYTHON")
+DAFT_SCRIPT = """
+import daft, json, sys
+from pyiceberg.table import StaticTable
+path, k = sys.argv[1], int(sys.argv[2])
+t = StaticTable.from_metadata(path)
+cols = [f.name for f in t.schema().fields]
+out = {}
+for name, df in (("current", daft.read_iceberg(t)), ("as_of", daft.read_iceberg(t, snapshot_id=k))):
+    agg = df.agg(*[daft.col(c).count().alias(c) for c in cols]).to_pydict()
+    out[name] = {"rows": df.count_rows(), "counts": {c: agg[c][0] for c in cols}}
+print(json.dumps(out))
+"""
+
+
+def counts(t: pa.Table) -> dict[str, int]:
+    """count(col) of every column: non-null values."""
+    return {c: t.num_rows - t.column(c).null_count for c in t.schema.names}
+
+
+@pytest.mark.skipif(not DAFT, reason="LINEAGE_DAFT_PYTHON not set (scripts/test.sh sets it)")
+def test_daft_read_iceberg_counts_every_column_of_every_seal(store: Path) -> None:
+    for k in (1, 2, 3):
+        r = subprocess.run([DAFT, "-c", DAFT_SCRIPT, metadata(store, k), str(k)], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        got, want = json.loads(r.stdout), brute_force(store, k)
+        # count(*) and count(event_id) and every other column: a part read without its
+        # field ids gives nulls, not a wrong count(*).
+        for name in ("current", "as_of"):
+            assert got[name]["rows"] == want.num_rows > 0, (k, name)
+            assert got[name]["counts"] == counts(want), (k, name)
+            assert got[name]["counts"]["event_id"] == want.num_rows
+
+
+def test_files_and_report_give_the_newest_metadata_location(store: Path, tmp_path: Path) -> None:
+    r = lineage("files", "--store", str(store), "--iceberg")
+    assert r.stdout.decode() == metadata(store, 3) + "\n"
+    assert "the Iceberg table as of seal 3" in r.stderr.decode()
+    got = json.loads(lineage("files", "--store", str(store), "--iceberg", "--json", "--as-of-seal", "2").stdout)
+    assert got == {"seq": 2, "metadata_key": "_iceberg/metadata/v2.metadata.json", "metadata_location": metadata(store, 2)}
+    # The report: its identity names it, and its pyiceberg recipe reads the sealed rows.
+    rep = json.loads(lineage("report", "--store", str(store), "--format", "json", "--out", "-").stdout)
+    jsonschema.validate(rep, json.loads((Path(__file__).resolve().parents[2] / "docs/report.schema.json").read_text()))
+    assert (rep["identity"]["iceberg_metadata_location"], rep["identity"]["iceberg_seal"]) == (metadata(store, 3), 3)
+    [recipe] = [x for x in rep["independent"] if "Iceberg" in x["what"]]
+    assert metadata(store, 3) in recipe["command"] and recipe["caveat"]
+    run = subprocess.run([sys.executable, "-c", recipe["command"] + "\nprint(t.num_rows)"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert int(run.stdout.split()[-1]) == brute_force(store, 3).num_rows
+    md = lineage("report", "--store", str(store), "--format", "md", "--out", "-").stdout.decode()
+    assert f"Iceberg table as of seal 3: `{metadata(store, 3)}`" in md
+    # A store sealed without --iceberg has none: named, exit 2.
+    plain = tmp_path / "plain"
+    append(plain, [event(i, SCHEDULED, "EPSG:4326") for i in range(10)])
+    lineage("seal", "--store", str(plain))
+    r = subprocess.run([LINEAGE, "files", "--store", str(plain), "--iceberg"], capture_output=True, check=False)
+    assert r.returncode == 2 and b"no Iceberg metadata of a seal at or before seal 1" in r.stderr, r.stderr
+    rep = json.loads(lineage("report", "--store", str(plain), "--format", "json", "--out", "-").stdout)
+    assert rep["identity"]["iceberg_metadata_location"] is None
+    assert not [x for x in rep["independent"] if "Iceberg" in x["what"]]
+
+
+def test_a_replica_reads_its_own_parts_and_a_copy_of_the_sources_metadata_is_named(store: Path, tmp_path: Path) -> None:
+    replica = tmp_path / "replica"
+    out = lineage("replicate", "--from", str(store), "--to", str(replica)).stdout.decode()
+    assert f"iceberg {metadata(replica, 3)} (the destination's own table as of seal 3" in out, out
+    lineage("verify", "--store", str(replica))
+    for k in (1, 2, 3):
+        t = StaticTable.from_metadata(metadata(replica, k))
+        files = [f.file.file_path for f in t.scan().plan_files()]
+        assert files and all(f.startswith(str(replica) + "/") for f in files), files
+        assert_same_rows(t.scan().to_arrow(), brute_force(replica, k), f"replica v{k}")
+    # A copy made by other means still names the source's files: verify says so.
+    copy = tmp_path / "copy"
+    shutil.copytree(store, copy)
+    t = StaticTable.from_metadata(metadata(copy, 3))
+    assert all(f.file.file_path.startswith(str(store) + "/") for f in t.scan().plan_files())
+    for since in ([], ["--since-seal"]):
+        r = subprocess.run([LINEAGE, "verify", "--store", str(copy), *since], capture_output=True, check=False)
+        text = r.stdout.decode()
+        assert r.returncode == 1, text
+        assert f"iceberg_location_mismatch: _iceberg/metadata/v3.metadata.json: records the table at {store}, but this store is at {copy}" in text, text

@@ -340,6 +340,7 @@ def test_bucket_policy_semantics_statement_by_statement(archive: Archive) -> Non
     seal = f"{arn}/_lineage/seals/00000000000000000002.json"
     version = f"{arn}/_delta_log/00000000000000000002.json"
     tile = f"{arn}/_lineage/tiles/0/000"
+    iceberg = f"{arn}/_iceberg/metadata/v2.metadata.json"
     temp = f"{arn}/run_id=r1/target_crs=EPSG:4326/.part-0.parquet.0123456789ab.tmp"
     put, inm = "s3:PutObject", {"s3:if-none-match": "*", "s3:ObjectCreationOperation": "true"}
     plain, part_upload = {"s3:ObjectCreationOperation": "true"}, {"s3:ObjectCreationOperation": "false"}
@@ -358,6 +359,10 @@ def test_bucket_policy_semantics_statement_by_statement(archive: Archive) -> Non
         ("sealer", put, version, plain, True, "ExplicitDeny (DenyPutWithoutIfNoneMatch)"),
         ("admin", put, version, plain, True, "ExplicitDeny (DenyPutWithoutIfNoneMatch)"),
         ("writer", put, version, inm, True, "ImplicitDeny"),
+        ("sealer", put, iceberg, inm, True, "Allow (CreateSeals)"),
+        ("sealer", put, iceberg, plain, True, "ExplicitDeny (DenyPutWithoutIfNoneMatch)"),
+        ("admin", put, iceberg, plain, True, "ExplicitDeny (DenyPutWithoutIfNoneMatch)"),
+        ("writer", put, iceberg, inm, True, "ImplicitDeny"),
         ("sealer", "s3:GetObject", version, {}, True, "Allow (ReadPointersAndSeals)"),
         ("sealer", "s3:GetObject", part, {}, True, "Allow (ReadPointersAndSeals)"),
         ("admin", "s3:DeleteObject", version, {}, True, "ExplicitDeny (DenyDeleteExceptTemps)"),

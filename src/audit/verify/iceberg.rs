@@ -12,9 +12,15 @@
 //!   that is not there (metadata files after the newest are not written yet: seals made
 //!   without `--iceberg`);
 //! - `unknown_iceberg_object`: anything else under `_iceberg/` (`version-hint.text`, a
-//!   planted file, a manifest of a seal that writes none).
+//!   planted file, a manifest of a seal that writes none);
+//! - `iceberg_location_mismatch`: the newest metadata file records another table location
+//!   than the store's own ([`table_location`]): its absolute paths name another
+//!   location's files (a replica or copy holding its source's metadata). The objects are
+//!   then rebuilt at the location they record, so a changed one is still named.
 //!
 //! A store without `_iceberg/` was never sealed with `--iceberg`: nothing to check.
+//! `verify --since-seal SEQ` ([`check_since`]) checks the same of the objects of seals
+//! SEQ and later, and every object not ours by name.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -25,8 +31,11 @@ use crate::audit::findings::{Problem, ProblemKind};
 use crate::base::error::Result;
 use crate::format::iceberg::manifest::{manifest_entries, manifest_list_entries, Entry};
 use crate::format::keys::kind::KeyKind;
+use crate::format::keys::ICEBERG_PREFIX;
 use crate::format::keys::{iceberg_metadata_key, IcebergKey};
-use crate::history::iceberg::{expected_objects, max_object_bytes};
+use crate::history::iceberg::locate::{same_location, table_location};
+use crate::history::iceberg::{expected_objects_since, iceberg_seal_of, max_object_bytes};
+use crate::history::identity::read_identity;
 use crate::publish::{AtomicPublisher, ObjectInfo};
 
 /// Check the listed objects under `_iceberg/` against the chain; `store_id` from the
@@ -37,11 +46,71 @@ pub(crate) async fn check(
     store_id: Option<&str>,
     listed: &[&ObjectInfo],
 ) -> Result<Vec<Problem>> {
+    let scope = Scope {
+        head: chain.head().map_or(0, |(n, _)| n),
+        since: 1,
+        store_id,
+        rebuild: !chain.broken,
+    };
+    judge(store, &scope, listed).await
+}
+
+/// What `verify --since-seal SEQ` checks of `_iceberg/` (listed whole, one request per
+/// 1,000 keys): the objects of seals SEQ..=N (N the newest metadata file), rebuilt on the
+/// stored table of seal SEQ−1 ([`expected_objects_since`]) and compared byte for byte;
+/// every object there that is not ours by name; metadata files of seals after `head`;
+/// the table location of the newest metadata file. Objects of seals before SEQ are a
+/// full verify's.
+pub(crate) async fn check_since(
+    store: &dyn AtomicPublisher,
+    since: u64,
+    head: u64,
+) -> Result<Vec<Problem>> {
+    let listed = store.list(ICEBERG_PREFIX).await?;
+    if listed.is_empty() {
+        return Ok(Vec::new());
+    }
+    // Unreadable: nothing is rebuilt (a full verify names the identity).
+    let store_id = read_identity(store)
+        .await
+        .ok()
+        .flatten()
+        .map(|i| i.store_id);
+    let listed: Vec<&ObjectInfo> = listed
+        .iter()
+        .filter(|o| !matches!(crate::format::keys::classify(&o.key), KeyKind::Temp))
+        .collect();
+    let scope = Scope {
+        head,
+        since,
+        store_id: store_id.as_deref(),
+        rebuild: true,
+    };
+    judge(store, &scope, &listed).await
+}
+
+/// What one check covers.
+struct Scope<'a> {
+    /// The chain's newest seal.
+    head: u64,
+    /// The first seal whose objects are checked (1: all).
+    since: u64,
+    /// The store id (`None`: nothing is rebuilt).
+    store_id: Option<&'a str>,
+    /// Whether the chain holds together well enough to rebuild from.
+    rebuild: bool,
+}
+
+async fn judge(
+    store: &dyn AtomicPublisher,
+    scope: &Scope<'_>,
+    listed: &[&ObjectInfo],
+) -> Result<Vec<Problem>> {
     let mut out = Vec::new();
     if listed.is_empty() {
         return Ok(out);
     }
-    let head = chain.head().map_or(0, |(n, _)| n);
+    let head = scope.head;
     let mut metadata: BTreeMap<u64, &ObjectInfo> = BTreeMap::new();
     for o in listed {
         if let KeyKind::Iceberg(IcebergKey::Metadata(n)) = crate::format::keys::classify(&o.key) {
@@ -63,9 +132,15 @@ pub(crate) async fn check(
         .map(|(n, _)| *n)
         .unwrap_or(0);
     let location = location(store, &metadata, newest).await;
-    let expected = match (store_id, location, newest) {
-        (Some(id), Some(loc), n) if n > 0 && !chain.broken => {
-            match expected_objects(store, id, &loc, n).await {
+    if let Some(p) = location
+        .as_deref()
+        .and_then(|l| elsewhere(store, l, newest))
+    {
+        out.push(p);
+    }
+    let expected = match (scope.store_id, location, newest) {
+        (Some(id), Some(loc), n) if n >= scope.since && n > 0 && scope.rebuild => {
+            match expected_objects_since(store, id, &loc, scope.since, n).await {
                 Ok(e) => e,
                 Err(e) => {
                     out.push(Problem::new(
@@ -114,11 +189,18 @@ pub(crate) async fn check(
         }
     }
     for o in listed {
+        let seal = iceberg_seal_of(&o.key);
         let beyond = matches!(
             crate::format::keys::classify(&o.key),
             KeyKind::Iceberg(IcebergKey::Metadata(n)) if n > head
         );
-        if !expected_keys.contains(o.key.as_str()) && !beyond && !ours_not_yet(&o.key, newest) {
+        // Objects of seals before `since` are a full verify's to judge.
+        let earlier = seal.is_some_and(|n| n < scope.since);
+        if !expected_keys.contains(o.key.as_str())
+            && !beyond
+            && !earlier
+            && !ours_not_yet(&o.key, newest)
+        {
             out.push(Problem::new(
                 ProblemKind::UnknownIcebergObject,
                 &o.key,
@@ -130,6 +212,22 @@ pub(crate) async fn check(
         }
     }
     Ok(out)
+}
+
+/// The problem of metadata recording the table at `recorded` when the store is opened
+/// elsewhere (`None` when it is this store's location).
+fn elsewhere(store: &dyn AtomicPublisher, recorded: &str, newest: u64) -> Option<Problem> {
+    let own = table_location(store);
+    if same_location(recorded, &own) {
+        return None;
+    }
+    Some(Problem::new(
+        ProblemKind::IcebergLocationMismatch,
+        &iceberg_metadata_key(newest),
+        format!(
+            "records the table at {recorded}, but this store is at {own}: its manifest lists and manifests name the files at {recorded} (Iceberg paths are absolute), not this location's sealed parts, so an Iceberg reader given it reads the other location's files"
+        ),
+    ))
 }
 
 /// An object of a seal after the newest metadata file (a sealer still writing it).

@@ -13,7 +13,11 @@
 //!   record in effect read (a commit held by two compactions is `compacted_twice`), and
 //!   the records of the seals since SEQ checked as a full verify checks them, their
 //!   compacted parts' rows recounted from both sides (`bad_compaction_record`,
-//!   `bad_compacted_part`, `compaction_rows_differ`).
+//!   `bad_compacted_part`, `compaction_rows_differ`);
+//! - the Iceberg metadata ([`iceberg::check_since`]): the objects of the seals from SEQ
+//!   on against the seals, anything under `_iceberg/` not ours by name, and the table
+//!   location (`bad_iceberg_object`, `missing_iceberg_object`, `unknown_iceberg_object`,
+//!   `iceberg_location_mismatch`).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -23,6 +27,7 @@ use crate::audit::verify::compaction;
 use crate::audit::verify::delta::{foreign_objects, unsealed_versions};
 use crate::audit::verify::delta_checkpoint;
 use crate::audit::verify::flight::Window;
+use crate::audit::verify::iceberg;
 use crate::audit::verify::options::VerifyOptions;
 use crate::base::error::Result;
 use crate::format::keys::{self, KeyKind, DELTA_LOG_PREFIX};
@@ -64,7 +69,12 @@ pub(crate) async fn check(
     report
         .problems
         .extend(delta_checkpoint::check(store, &checkpoints).await?);
-    check_compactions(store, opts, since, seals, report).await
+    check_compactions(store, opts, since, seals, report).await?;
+    // The Iceberg objects of the seals from SEQ on, and what is not ours under `_iceberg/`.
+    report
+        .problems
+        .extend(iceberg::check_since(store, since, newest).await?);
+    Ok(())
 }
 
 /// The compactions the seals from `since` on put into effect, when there are any.

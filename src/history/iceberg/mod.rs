@@ -10,6 +10,7 @@
 //! accepted only when its bytes are exactly these.
 
 pub(crate) mod build;
+pub(crate) mod locate;
 
 use std::collections::BTreeSet;
 
@@ -30,20 +31,7 @@ use crate::publish::checked::publish_checked;
 use crate::publish::AtomicPublisher;
 pub(crate) use build::max_object_bytes;
 use build::Table;
-
-/// The table's location for `store`: where it was opened, as readers outside
-/// lineage-store open it (an absolute path on local disk, the URL on an object store).
-pub fn table_location(store: &dyn AtomicPublisher) -> String {
-    let base = store.describe();
-    if let Some(root) = base.strip_prefix("file://") {
-        let root = std::path::absolute(root).unwrap_or_else(|_| root.into());
-        return root.to_string_lossy().trim_end_matches('/').to_string();
-    }
-    if base.ends_with("://") {
-        return base;
-    }
-    base.trim_end_matches('/').to_string()
-}
+use locate::table_location;
 
 /// What [`complete_table`] did.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -239,4 +227,63 @@ pub(crate) async fn expected_objects(
         out.extend(t.step(store, &s).await?.objects);
     }
     Ok(out)
+}
+
+/// The objects of the table at `location` for seals `since..=seq` (what `verify
+/// --since-seal` compares the new ones with): built on the stored table of seal
+/// `since - 1`, as the sealer builds on it, when that is there in the form written here;
+/// otherwise (missing, not ours, or `since` 1) rebuilt from seal 1 and the objects of
+/// seals before `since` left out.
+pub(crate) async fn expected_objects_since(
+    store: &dyn AtomicPublisher,
+    store_id: &str,
+    location: &str,
+    since: u64,
+    seq: u64,
+) -> Result<Vec<(String, Vec<u8>)>> {
+    let seal_of = |k: u64| async move {
+        read_seal(store, k)
+            .await?
+            .ok_or_else(|| Error::NotFound(crate::format::keys::seal_key(k)))
+    };
+    let built_on = if since > 1 && since <= seq {
+        let first = seal_of(since).await?;
+        match stored_table(store, since - 1, location, &first).await {
+            Ok(t) => Some((t, first)),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::NotFound | ErrorKind::Conflict | ErrorKind::Integrity
+                ) =>
+            {
+                tracing::info!(error = %e, "rebuilding the Iceberg table from seal 1");
+                None
+            }
+            Err(e) => return Err(e),
+        }
+    } else {
+        None
+    };
+    let Some((mut t, first)) = built_on else {
+        let all = expected_objects(store, store_id, location, seq).await?;
+        return Ok(all
+            .into_iter()
+            .filter(|(k, _)| iceberg_seal_of(k).is_some_and(|n| n >= since))
+            .collect());
+    };
+    let mut out = t.step(store, &first).await?.objects;
+    for k in since + 1..=seq {
+        out.extend(t.step(store, &seal_of(k).await?).await?.objects);
+    }
+    Ok(out)
+}
+
+/// The seal an Iceberg object of ours belongs to, by its key.
+pub(crate) fn iceberg_seal_of(key: &str) -> Option<u64> {
+    match crate::format::keys::classify(key) {
+        KeyKind::Iceberg(
+            IcebergKey::Metadata(n) | IcebergKey::ManifestList(n) | IcebergKey::Manifest(n),
+        ) => Some(n),
+        _ => None,
+    }
 }

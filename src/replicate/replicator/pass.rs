@@ -1,6 +1,6 @@
 //! One pass: the source's listing sorted, the stages run in order, the summary made.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::atomic::Ordering;
 
 use futures::StreamExt;
@@ -11,10 +11,12 @@ use crate::audit::chain::{self, Chain};
 use crate::base::error::{Error, Result};
 use crate::format::keys;
 use crate::format::keys::kind::KeyKind;
-use crate::publish::ObjectInfo;
+use crate::format::keys::IcebergKey;
+use crate::history::iceberg::complete_table;
+use crate::publish::{AtomicPublisher, ObjectInfo};
 use crate::replicate::hold::{hold_back, AtDestination};
 use crate::replicate::kinds::{kind_of, Kind, Stage};
-use crate::replicate::types::{Conflict, Head, NotCopied, Progress, Summary};
+use crate::replicate::types::{Conflict, Head, IcebergWritten, NotCopied, Progress, Summary};
 
 impl Replicator {
     /// One pass: copy everything the destination lacks (see [`crate::replicate`]).
@@ -34,6 +36,8 @@ struct Sorted {
     verbatim: BTreeMap<Stage, Vec<(String, Kind)>>,
     /// Every pointer key listed, settled or not.
     pointer_keys: HashSet<String>,
+    /// The seals the source has an Iceberg metadata file of.
+    iceberg: BTreeSet<u64>,
 }
 
 /// Run one pass of `r`.
@@ -73,8 +77,9 @@ async fn run(r: &mut Replicator) -> Result<Summary> {
         }),
         ..Summary::default()
     };
-    let sorted = sort_listing(r, listing, &mut summary);
+    let mut sorted = sort_listing(r, listing, &mut summary);
     set_totals(&progress, r, &chain, &sorted, &dst_sizes);
+    let iceberg = std::mem::take(&mut sorted.iceberg);
     let ctx = Ctx {
         src,
         dst,
@@ -88,9 +93,31 @@ async fn run(r: &mut Replicator) -> Result<Summary> {
     if !stopped {
         summary.conflicts.extend(seals_beyond_source(&ctx).await?);
     }
+    if !stopped && summary.conflicts.is_empty() {
+        summary.iceberg = own_iceberg(dst, &iceberg, dst_head.as_ref()).await?;
+    }
     summary.stopped = stopped;
     summary.destination_head = dst_head;
     Ok(finish(r, summary, handled))
+}
+
+/// The destination's own Iceberg metadata up to the newest seal it holds (`dst_head`)
+/// that the source has a metadata file of (`source`): the same seals, at the destination's
+/// location. A metadata file there that is not this location's (a copy of the source's)
+/// stops it with a conflict naming the key.
+async fn own_iceberg(
+    dst: &dyn AtomicPublisher,
+    source: &BTreeSet<u64>,
+    dst_head: Option<&Head>,
+) -> Result<Option<IcebergWritten>> {
+    let Some(&seq) = dst_head.and_then(|h| source.range(..=h.seq).next_back()) else {
+        return Ok(None);
+    };
+    Ok(complete_table(dst, seq).await?.map(|o| IcebergWritten {
+        seq,
+        metadata_location: o.metadata_location,
+        seals_written: o.seals_written,
+    }))
 }
 
 /// Sort the source's listing: symlinks, foreign and unknown keys, and parts no pointer
@@ -126,10 +153,12 @@ fn sort_listing(r: &Replicator, listing: Vec<ObjectInfo>, summary: &mut Summary)
                 key: o.key,
                 reason: "under `_lineage/` but not an object lineage-store writes there (`lineage verify` names it)".into(),
             }),
-            Kind::Iceberg => summary.skipped.push(NotCopied {
-                key: o.key,
-                reason: "Iceberg metadata names absolute paths at the source's location: `lineage seal --iceberg` at the destination writes its own".into(),
-            }),
+            // Never copied: the destination's own is written after the seals.
+            Kind::Iceberg => {
+                if let KeyKind::Iceberg(IcebergKey::Metadata(n)) = keys::classify(&o.key) {
+                    s.iceberg.insert(n);
+                }
+            }
             // Seals come from the chain walk; temps are publishes in flight.
             Kind::Seal(_) | Kind::Temp => {}
             _ => {

@@ -51,7 +51,8 @@ module "archive" {
   duty_role_trust_policies = var.duty_role_trust_policies
   duty_principal_arns      = var.duty_principal_arns
   glue = {
-    enabled           = true
-    target_crs_values = var.target_crs_values
+    enabled                   = true
+    target_crs_values         = var.target_crs_values
+    iceberg_metadata_location = var.iceberg_metadata_location
   }
 }

@@ -42,3 +42,8 @@ output "replica_region" {
   description = "The replica's region (AWS_REGION for `lineage verify` of the replica)."
   value       = var.replica_region
 }
+
+output "glue_iceberg_table" {
+  description = "The Glue Iceberg table at var.iceberg_metadata_location (null without one)."
+  value       = module.archive.glue_iceberg_table
+}

@@ -67,3 +67,9 @@ variable "tags" {
   type        = map(string)
   default     = { project = "lineage-store" }
 }
+
+variable "iceberg_metadata_location" {
+  description = "The store's newest Iceberg metadata file (`lineage files --iceberg` after `lineage seal --iceberg`), e.g. s3://<bucket>/lineage/_iceberg/metadata/v12.metadata.json: the Glue Iceberg table is registered at it. null: no Iceberg table."
+  type        = string
+  default     = null
+}

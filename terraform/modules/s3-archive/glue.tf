@@ -80,3 +80,40 @@ resource "aws_glue_catalog_table" "events" {
     }
   }
 }
+
+# With glue.iceberg_metadata_location: a second Glue table, the store's Iceberg snapshot
+# (`lineage seal --iceberg`) registered by its metadata file, as Athena reads Iceberg
+# tables. The metadata location is the catalog's one mutable pointer: the store is
+# create-only, so moving the table to a newer seal is a change of this variable (the
+# location `lineage files --iceberg` prints after a seal), applied by whoever owns the
+# catalog, never by the store's roles. Athena takes the schema and partitions from the
+# metadata file; the columns here are what the Glue console shows.
+resource "aws_glue_catalog_table" "iceberg" {
+  count         = local.glue && var.glue.iceberg_metadata_location != null ? 1 : 0
+  database_name = aws_glue_catalog_database.this[0].name
+  name          = var.glue.iceberg_table_name
+  description   = "Lineage events of ${local.store_url} as sealed (Iceberg, ${var.glue.iceberg_metadata_location})"
+  table_type    = "EXTERNAL_TABLE"
+  parameters = {
+    "table_type"        = "ICEBERG"
+    "metadata_location" = var.glue.iceberg_metadata_location
+  }
+
+  lifecycle {
+    precondition {
+      condition     = startswith(var.glue.iceberg_metadata_location, "${local.store_url}/_iceberg/metadata/")
+      error_message = "glue.iceberg_metadata_location must be a metadata file of this store (${local.store_url}/_iceberg/metadata/v<N>.metadata.json): Iceberg paths are absolute, so another location's metadata names that location's files."
+    }
+  }
+
+  storage_descriptor {
+    location = local.store_url
+    dynamic "columns" {
+      for_each = concat([["run_id", "string"]], local.glue_columns, [["target_crs", "string"]])
+      content {
+        name = columns.value[0]
+        type = columns.value[1]
+      }
+    }
+  }
+}

@@ -60,3 +60,8 @@ output "glue_table" {
   description = "The Glue table (database.table) for Athena, or null when var.glue.enabled is false."
   value       = local.glue ? "${aws_glue_catalog_database.this[0].name}.${aws_glue_catalog_table.events[0].name}" : null
 }
+
+output "glue_iceberg_table" {
+  description = "The Glue Iceberg table (database.table) registered at glue.iceberg_metadata_location, or null without one."
+  value       = try("${aws_glue_catalog_database.this[0].name}.${aws_glue_catalog_table.iceberg[0].name}", null)
+}

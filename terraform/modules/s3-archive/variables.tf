@@ -119,14 +119,20 @@ variable "sweep_grant" {
 }
 
 variable "glue" {
-  description = "AWS Glue database and table over the Hive layout, with partition projection (run_id injected; target_crs an enum of target_crs_values, or injected when the list is empty), for Athena, Trino and Spark without a crawler. enabled = false skips it (LocalStack has no Glue)."
+  description = "AWS Glue database and table over the Hive layout, with partition projection (run_id injected; target_crs an enum of target_crs_values, or injected when the list is empty), for Athena, Trino and Spark without a crawler; with iceberg_metadata_location (an s3:// URL of a `_iceberg/metadata/v<N>.metadata.json` of this store, as `lineage files --iceberg` prints it), also the Iceberg table iceberg_table_name registered at it. enabled = false skips them (LocalStack has no Glue)."
   type = object({
-    enabled           = optional(bool, true)
-    database_name     = optional(string)
-    table_name        = optional(string, "lineage_events")
-    target_crs_values = optional(list(string), [])
+    enabled                   = optional(bool, true)
+    database_name             = optional(string)
+    table_name                = optional(string, "lineage_events")
+    target_crs_values         = optional(list(string), [])
+    iceberg_metadata_location = optional(string)
+    iceberg_table_name        = optional(string, "lineage_events_iceberg")
   })
   default = {}
+  validation {
+    condition     = var.glue.iceberg_metadata_location == null || can(regex("^s3://[^/]+/(.+/)?_iceberg/metadata/v[1-9][0-9]*\\.metadata\\.json$", var.glue.iceberg_metadata_location))
+    error_message = "glue.iceberg_metadata_location must be an s3:// URL of a metadata file `seal --iceberg` writes: s3://<bucket>/<prefix>/_iceberg/metadata/v<N>.metadata.json."
+  }
 }
 
 variable "tags" {

@@ -20,6 +20,7 @@ locals {
     compacted   = "${local.bucket_arn}/${local.key_prefix}_lineage/compacted/*"
     identity    = "${local.bucket_arn}/${local.key_prefix}_lineage/store.json"
     delta       = "${local.bucket_arn}/${local.key_prefix}_delta_log/*"
+    iceberg     = "${local.bucket_arn}/${local.key_prefix}_iceberg/*"
     meta        = "${local.bucket_arn}/${local.key_prefix}_lineage/*"
     temps       = "${local.bucket_arn}/${local.key_prefix}*/.*.tmp"
   }
@@ -72,19 +73,20 @@ data "aws_iam_policy_document" "writer" {
 # and what finishes it (hash tiles, leaf locators, its Delta version and checkpoint, its
 # head marker; the store identity when a store written before identities has none); read
 # the parts it seals (footers for the Delta stats; compaction reads them whole) and the
-# Delta log; create compacted parts and compaction records. (`witness` writes its record
+# Delta log; create compacted parts and compaction records; with `--iceberg`, create and
+# read the seal's Iceberg metadata under _iceberg/. (`witness` writes its record
 # into the witness store, a grant of its own.)
 data "aws_iam_policy_document" "sealer" {
   source_policy_documents = [data.aws_iam_policy_document.list.json, data.aws_iam_policy_document.encrypt.json]
   statement {
     sid       = "CreateSeals"
     actions   = ["s3:PutObject"]
-    resources = [local.keys.seals, local.keys.heads, local.keys.tiles, local.keys.tlog, local.keys.leaves, local.keys.identity, local.keys.delta, local.keys.compacted]
+    resources = [local.keys.seals, local.keys.heads, local.keys.tiles, local.keys.tlog, local.keys.leaves, local.keys.identity, local.keys.delta, local.keys.compacted, local.keys.iceberg]
   }
   statement {
     sid       = "ReadPointersAndSeals"
     actions   = ["s3:GetObject"]
-    resources = [local.keys.meta, local.keys.delta, local.keys.data]
+    resources = [local.keys.meta, local.keys.delta, local.keys.data, local.keys.iceberg]
   }
 }
 

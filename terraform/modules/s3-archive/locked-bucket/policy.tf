@@ -7,12 +7,14 @@ locals {
   s3_arn     = "arn:${data.aws_partition.current.partition}:s3:::"
   bucket_arn = aws_s3_bucket.this.arn
   # Every key lineage writes to an object store: data parts, _lineage/ (pointers, seals,
-  # commit-key claims, history objects) and the Delta log _delta_log/ (one version per
-  # seal, create-only like everything else; never a _last_checkpoint).
+  # commit-key claims, history objects), the Delta log _delta_log/ (one version per
+  # seal, create-only like everything else; never a _last_checkpoint) and the Iceberg
+  # metadata _iceberg/ (`seal --iceberg`: create-only too; never a version-hint.text).
   store_keys = [
     "${local.bucket_arn}/${local.key_prefix}run_id=*",
     "${local.bucket_arn}/${local.key_prefix}_lineage/*",
     "${local.bucket_arn}/${local.key_prefix}_delta_log/*",
+    "${local.bucket_arn}/${local.key_prefix}_iceberg/*",
   ]
   # The only deletable keys: hidden temps `.<name>.<nonce>.tmp` beside their target (only
   # the POSIX publisher writes them; `lineage sweep` removes them). No data key, pointer
