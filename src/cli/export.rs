@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use crate::base::error::{Error, Result};
 use crate::cli::common::{out, write_out_file, Status, StoreArg};
+use crate::export::catalogue::{Bbox, IsoOptions};
 use crate::export::iso19115;
 use crate::export::iso19115::IsoFormat;
 use crate::export::openlineage::{self, Granularity, JobNaming};
 use crate::export::post::{self, PostConfig, Secret};
-use crate::export::catalogue::{Bbox, IsoOptions};
 use crate::export::{self, Selection};
 use crate::publish::store::options::Opening;
 

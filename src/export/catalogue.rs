@@ -59,7 +59,10 @@ impl Bbox {
             .collect::<std::result::Result<_, _>>()
             .map_err(|_| bad("expected four numbers W,S,E,N in degrees".into()))?;
         let [west, south, east, north] = v[..] else {
-            return Err(bad(format!("expected four numbers W,S,E,N, got {}", v.len())));
+            return Err(bad(format!(
+                "expected four numbers W,S,E,N, got {}",
+                v.len()
+            )));
         };
         for (name, x, lim) in [
             ("west", west, 180.0),
@@ -126,10 +129,7 @@ impl IsoOptions {
             }
         }
         if self.keywords.iter().any(|k| k.trim().is_empty()) {
-            return Err(Error::invalid(
-                Param::Keyword,
-                text!["a keyword is empty"],
-            ));
+            return Err(Error::invalid(Param::Keyword, text!["a keyword is empty"]));
         }
         for t in &self.topic_categories {
             if TOPIC_CATEGORIES.contains(&t.as_str()) {
@@ -204,9 +204,19 @@ mod tests {
     #[test]
     fn bbox_is_four_degrees_in_range() {
         let b = Bbox::parse("5.87, 47.27,15.04,55.06").unwrap();
-        assert_eq!((b.west, b.south, b.east, b.north), (5.87, 47.27, 15.04, 55.06));
+        assert_eq!(
+            (b.west, b.south, b.east, b.north),
+            (5.87, 47.27, 15.04, 55.06)
+        );
         assert!(Bbox::parse("170,-10,-170,10").is_ok());
-        for bad in ["1,2,3", "a,b,c,d", "0,91,1,92", "0,10,1,5", "NaN,0,1,1", "-181,0,1,1"] {
+        for bad in [
+            "1,2,3",
+            "a,b,c,d",
+            "0,91,1,92",
+            "0,10,1,5",
+            "NaN,0,1,1",
+            "-181,0,1,1",
+        ] {
             assert!(Bbox::parse(bad).is_err(), "{bad}");
         }
     }

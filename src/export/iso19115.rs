@@ -67,7 +67,8 @@ pub fn document(snap: &Snapshot, format: IsoFormat, opts: &IsoOptions) -> Result
     })
 }
 
-pub(crate) const CL: &str = "http://standards.iso.org/iso/19115/resources/Codelists/cat/codelists.xml#";
+pub(crate) const CL: &str =
+    "http://standards.iso.org/iso/19115/resources/Codelists/cat/codelists.xml#";
 
 pub(crate) fn time_period(x: &mut Xml, id: &str, begin: &str, end: &str) {
     x.open("gml:TimePeriod", &[("gml:id", id)]);
@@ -236,7 +237,9 @@ fn data_quality(x: &mut Xml, rec: &Record) {
     }
     x.open("mdb:dataQualityInfo", &[])
         .open("mdq:DQ_DataQuality", &[]);
-    x.open("mdq:scope", &[]).open("mcc:MD_Scope", &[]).open("mcc:level", &[]);
+    x.open("mdq:scope", &[])
+        .open("mcc:MD_Scope", &[])
+        .open("mcc:level", &[]);
     x.code(CL, "mcc:MD_ScopeCode", "MD_ScopeCode", "dataset");
     x.close().close().close();
     for r in &reports {
@@ -248,7 +251,8 @@ fn data_quality(x: &mut Xml, rec: &Record) {
 fn accuracy_report(x: &mut Xml, r: &AccuracyReport) {
     x.open("mdq:report", &[])
         .open("mdq:DQ_AbsoluteExternalPositionalAccuracy", &[]);
-    x.open("mdq:measure", &[]).open("mdq:DQ_MeasureReference", &[]);
+    x.open("mdq:measure", &[])
+        .open("mdq:DQ_MeasureReference", &[]);
     x.string("mdq:nameOfMeasure", &r.measure);
     x.string("mdq:measureDescription", &r.description);
     x.close().close();
@@ -263,7 +267,8 @@ fn accuracy_report(x: &mut Xml, r: &AccuracyReport) {
         "indirect",
     );
     x.close().close().close();
-    x.open("mdq:result", &[]).open("mdq:DQ_QuantitativeResult", &[]);
+    x.open("mdq:result", &[])
+        .open("mdq:DQ_QuantitativeResult", &[]);
     x.prop("mdq:value", "gco:Record", &r.value);
     x.empty("mdq:valueUnit", &[("xlink:href", METRE_URI)]);
     x.close().close();

@@ -13,10 +13,7 @@ fn seal_citation(x: &mut Xml, tag: &str, rec: &Record, commits: &[String]) {
     x.open(tag, &[]).open("cit:CI_Citation", &[]);
     match &rec.seal {
         Some(s) => {
-            x.string(
-                "cit:title",
-                &format!("Seal {} of {}", s.seq, rec.store),
-            );
+            x.string("cit:title", &format!("Seal {} of {}", s.seq, rec.store));
             x.open("cit:identifier", &[]);
             identifier(x, &s.sha256, "lineage-store:head-digest:sha256");
             x.close();
@@ -134,7 +131,11 @@ fn step_processing(x: &mut Xml, s: &Step) {
         x.close().close();
     }
     x.open("mrl:identifier", &[]);
-    identifier(x, &format!("{}@{}", s.stage, s.target), "lineage-store:stage@target_crs");
+    identifier(
+        x,
+        &format!("{}@{}", s.stage, s.target),
+        "lineage-store:stage@target_crs",
+    );
     x.close();
     x.open("mrl:softwareReference", &[])
         .open("cit:CI_Citation", &[]);

@@ -100,16 +100,30 @@ pub fn events(snap: &Snapshot, per: Granularity, job: &JobNaming) -> Result<Vec<
         match per {
             Granularity::Run => {
                 let all: Vec<&ExportedCommit> = run.commits.iter().collect();
-                let first = all.iter().map(|c| c.pointer.min_event_time_utc.as_str()).min();
-                let last = all.iter().map(|c| c.pointer.max_event_time_utc.as_str()).max();
+                let first = all
+                    .iter()
+                    .map(|c| c.pointer.min_event_time_utc.as_str())
+                    .min();
+                let last = all
+                    .iter()
+                    .map(|c| c.pointer.max_event_time_utc.as_str())
+                    .max();
                 let (Some(first), Some(last)) = (first, last) else {
                     continue;
                 };
                 let seal = run.covering_seal();
-                let mut start = event(snap, run, &all, ("START", first), seal, (job_ns, &job_name))?;
+                let mut start =
+                    event(snap, run, &all, ("START", first), seal, (job_ns, &job_name))?;
                 start["outputs"] = json!([]);
                 out.push(start);
-                out.push(event(snap, run, &all, ("COMPLETE", last), seal, (job_ns, &job_name))?);
+                out.push(event(
+                    snap,
+                    run,
+                    &all,
+                    ("COMPLETE", last),
+                    seal,
+                    (job_ns, &job_name),
+                )?);
             }
             Granularity::Commit => {
                 for c in &run.commits {

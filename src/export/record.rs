@@ -337,7 +337,10 @@ impl Record {
         }
         if let Some(max) = all.as_ref().and_then(|a| a.accuracy_max) {
             let a = all.as_ref().map_or(0, |a| a.with_accuracy);
-            let mean = all.as_ref().and_then(OperationStats::accuracy_mean).unwrap_or(max);
+            let mean = all
+                .as_ref()
+                .and_then(OperationStats::accuracy_mean)
+                .unwrap_or(max);
             s.push_str(&format!(
                 " Positional accuracy of the transformed features, as the operations declare it (accuracy_m): max {} m, mean {} m over {a} features.",
                 metres(max),

@@ -385,13 +385,14 @@ impl<'a> Columns<'a> {
         if let Some(n) = text(self.op_name, i) {
             bump(&mut op.names, n);
         }
-        for g in text(self.grids, i).unwrap_or("").split(' ').filter(|g| !g.is_empty()) {
+        for g in text(self.grids, i)
+            .unwrap_or("")
+            .split(' ')
+            .filter(|g| !g.is_empty())
+        {
             bump(&mut op.grids, g);
         }
-        if self
-            .degraded
-            .is_some_and(|d| d.is_valid(i) && d.value(i))
-        {
+        if self.degraded.is_some_and(|d| d.is_valid(i) && d.value(i)) {
             op.degraded += 1;
         }
         let a = self.accuracy;
