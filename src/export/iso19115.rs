@@ -27,6 +27,7 @@
 //! the run's last commit time.
 
 use crate::base::param::{text, Param};
+use crate::export::iso19115_parts::{identifier, reference_system, time_period, CL};
 use crate::export::record::{AccuracyReport, Record, ACCURACY_METHOD, METRE_URI};
 use crate::export::xml::Xml;
 use crate::export::Snapshot;
@@ -65,30 +66,6 @@ pub fn document(snap: &Snapshot, format: IsoFormat, opts: &IsoOptions) -> Result
         IsoFormat::Iso19115_3 => iso19115_3(&rec),
         IsoFormat::Iso19139 => crate::export::iso19139::document(&rec),
     })
-}
-
-pub(crate) const CL: &str =
-    "http://standards.iso.org/iso/19115/resources/Codelists/cat/codelists.xml#";
-
-pub(crate) fn time_period(x: &mut Xml, id: &str, begin: &str, end: &str) {
-    x.open("gml:TimePeriod", &[("gml:id", id)]);
-    x.text("gml:beginPosition", &[], begin);
-    x.text("gml:endPosition", &[], end);
-    x.close();
-}
-
-pub(crate) fn identifier(x: &mut Xml, code_text: &str, space: &str) {
-    x.open("mcc:MD_Identifier", &[]);
-    x.string("mcc:code", code_text);
-    x.string("mcc:codeSpace", space);
-    x.close();
-}
-
-pub(crate) fn reference_system(x: &mut Xml, tag: &str, crs: &str) {
-    x.open(tag, &[]).open("mrs:MD_ReferenceSystem", &[]);
-    x.open("mrs:referenceSystemIdentifier", &[]);
-    identifier(x, crs, "EPSG");
-    x.close().close().close();
 }
 
 fn iso19115_3(rec: &Record) -> String {

@@ -3,7 +3,7 @@
 //! stage and target CRS with its sources, processing (operations, tool, run-time
 //! parameters), outcome report and output.
 
-use crate::export::iso19115::{identifier, reference_system, time_period, CL};
+use crate::export::iso19115_parts::{identifier, reference_system, time_period, CL};
 use crate::export::record::{operation_facts, operation_label, Record, Step};
 use crate::export::xml::Xml;
 
