@@ -40,8 +40,10 @@ pub(crate) fn operation_facts(op: &OperationStats) -> String {
         )),
         _ => parts.push("no accuracy_m recorded".to_string()),
     }
-    if !op.grids.is_empty() {
-        parts.push(format!("grids {}", summarise(&op.grids)));
+    match (op.grids.is_empty(), op.grids_unknown) {
+        (false, _) => parts.push(format!("grids {}", summarise(&op.grids))),
+        (true, 0) => parts.push("no grid used".to_string()),
+        (true, _) => {}
     }
     if op.degraded > 0 {
         parts.push(format!(
@@ -147,10 +149,12 @@ impl Step {
             summarise(&self.stats.source_crs)
         };
         let grids = self.grids();
-        let grids = if grids.is_empty() {
-            "none recorded".to_string()
-        } else {
-            summarise(&grids)
+        let unknown: u64 = self.stats.operations.values().map(|o| o.grids_unknown).sum();
+        let grids = match (grids.is_empty(), unknown) {
+            (true, 0) => "none used".to_string(),
+            (true, _) => "not recorded".to_string(),
+            (false, 0) => summarise(&grids),
+            (false, n) => format!("{}; not recorded for {n} events", summarise(&grids)),
         };
         format!(
             "source CRS: {sources}; target CRS: {}; grids: {grids}",

@@ -114,6 +114,8 @@ pub struct OperationStats {
     pub accuracy_max: Option<f64>,
     /// Grid short name → events that used it (`grids` split on spaces).
     pub grids: BTreeMap<String, u64>,
+    /// Events whose `grids` is null (not recorded; an empty `grids` says none was used).
+    pub grids_unknown: u64,
     /// Events with `degraded` true (the best operation was not available).
     pub degraded: u64,
 }
@@ -127,6 +129,7 @@ impl OperationStats {
             }
         }
         self.events += o.events;
+        self.grids_unknown += o.grids_unknown;
         self.with_accuracy += o.with_accuracy;
         self.accuracy_sum += o.accuracy_sum;
         if let Some(m) = o.accuracy_max {
