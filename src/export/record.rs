@@ -149,7 +149,12 @@ impl Step {
             summarise(&self.stats.source_crs)
         };
         let grids = self.grids();
-        let unknown: u64 = self.stats.operations.values().map(|o| o.grids_unknown).sum();
+        let unknown: u64 = self
+            .stats
+            .operations
+            .values()
+            .map(|o| o.grids_unknown)
+            .sum();
         let grids = match (grids.is_empty(), unknown) {
             (true, 0) => "none used".to_string(),
             (true, _) => "not recorded".to_string(),
