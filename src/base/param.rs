@@ -120,6 +120,16 @@ pub enum Param {
     Originals,
     /// The store as of the newest seal sealed by this time.
     AsOfTime,
+    /// An ISO record's geographic bounding box.
+    Bbox,
+    /// An ISO record's contact organisation.
+    Contact,
+    /// An ISO record's contact e-mail address.
+    ContactEmail,
+    /// An ISO record's keyword.
+    Keyword,
+    /// An ISO record's topic category.
+    TopicCategory,
 }
 
 impl Param {
@@ -183,6 +193,11 @@ impl Param {
             EventId => "event_id",
             Originals => "originals",
             AsOfTime => "as_of_time",
+            Bbox => "bbox",
+            Contact => "contact",
+            ContactEmail => "contact_email",
+            Keyword => "keyword",
+            TopicCategory => "topic_category",
         }
     }
 }

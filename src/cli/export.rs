@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use crate::base::error::{Error, Result};
 use crate::cli::common::{out, write_out_file, Status, StoreArg};
+use crate::export::catalogue::{Bbox, IsoOptions};
 use crate::export::iso19115;
 use crate::export::iso19115::IsoFormat;
 use crate::export::openlineage::{self, Granularity, JobNaming};
 use crate::export::post::{self, PostConfig, Secret};
-use crate::export::record::IsoOptions;
 use crate::export::{self, Selection};
 use crate::publish::store::options::Opening;
 
@@ -45,7 +45,8 @@ struct OlArgs {
     /// day, UTC): only the commits it and the seals before it sealed.
     #[arg(long, value_name = "T")]
     as_of_time: Option<String>,
-    /// One event per run (COMPLETE) or per commit (OTHER).
+    /// Per run a START and a COMPLETE event (at the run's first and last event time), or
+    /// one OTHER event per commit (at its last event time).
     #[arg(long, value_enum, default_value_t = Granularity::Run)]
     per: Granularity,
     /// Write the events here (`-`: standard output; the default unless --post is given);
@@ -105,9 +106,22 @@ struct IsoArgs {
     /// Title of the described data set.
     #[arg(long)]
     title: Option<String>,
-    /// Organisation named as the metadata's point of contact.
+    /// Organisation named as the metadata's and the data set's point of contact.
     #[arg(long)]
     contact: Option<String>,
+    /// The contact's e-mail address (with --contact).
+    #[arg(long, value_name = "ADDRESS")]
+    contact_email: Option<String>,
+    /// The data set's geographic bounding box, decimal degrees (WGS 84): west, south,
+    /// east, north (a CRS's area of use: pyproj's `CRS(code).area_of_use.bounds`).
+    #[arg(long, value_name = "W,S,E,N", allow_hyphen_values = true)]
+    bbox: Option<String>,
+    /// A keyword of the data set (repeatable).
+    #[arg(long, value_name = "WORD")]
+    keyword: Vec<String>,
+    /// An ISO 19115 topic category of the data set, e.g. transportation (repeatable).
+    #[arg(long, value_name = "CATEGORY")]
+    topic_category: Vec<String>,
 }
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
@@ -181,10 +195,12 @@ async fn openlineage(a: OlArgs) -> Result<Status> {
     Ok(0)
 }
 
-/// What an event is about, for messages: its store run and, per commit, the commit.
+/// What an event is about, for messages: its store run, its type and commits, and per
+/// commit, the commit.
 fn label(e: &serde_json::Value) -> String {
     let facet = &e["run"]["facets"]["lineageStore_run"];
     let run = facet["runId"].as_str().unwrap_or("?");
+    let kind = e["eventType"].as_str().unwrap_or("?");
     let commits: Vec<&str> = e["outputs"]
         .as_array()
         .into_iter()
@@ -197,13 +213,26 @@ fn label(e: &serde_json::Value) -> String {
         })
         .filter_map(|c| c["commitId"].as_str())
         .collect();
-    match commits.as_slice() {
-        [one] => format!("run_id={run} commit {one}"),
-        many => format!("run_id={run}, {} commits", many.len()),
+    match (kind, commits.as_slice()) {
+        ("OTHER", [one]) => format!("run_id={run} commit {one}"),
+        _ => format!(
+            "run_id={run} {kind}, {} commits",
+            facet["commitCount"].as_u64().unwrap_or(0)
+        ),
     }
 }
 
 async fn iso(a: IsoArgs) -> Result<Status> {
+    // Check what the record is told before reading the store.
+    let opts = IsoOptions {
+        title: a.title,
+        contact: a.contact,
+        contact_email: a.contact_email,
+        bbox: a.bbox.as_deref().map(Bbox::parse).transpose()?,
+        keywords: a.keyword,
+        topic_categories: a.topic_category,
+    };
+    opts.check(a.format == IsoFormat::Iso19139)?;
     let store = a.store.open(Opening::ExistingStore).await?;
     a.anchors.require(store.as_ref()).await?;
     let sel = Selection {
@@ -212,10 +241,6 @@ async fn iso(a: IsoArgs) -> Result<Status> {
         as_of_seal: as_of(store.as_ref(), a.as_of_time.as_deref()).await?,
     };
     let snap = export::collect(store.as_ref(), &a.store.store, &sel).await?;
-    let opts = IsoOptions {
-        title: a.title,
-        contact: a.contact,
-    };
     let doc = iso19115::document(&snap, a.format, &opts)?;
     write_out_file(
         a.out.as_deref().unwrap_or("-".as_ref()),

@@ -27,7 +27,10 @@ use crate::read::scan::fetch_checked;
 use crate::read::snapshot::types::SnapshotPart;
 use crate::read::snapshot::ReadOptions;
 
+pub mod catalogue;
 pub mod iso19115;
+mod iso19115_lineage;
+mod iso19115_parts;
 mod iso19139;
 pub mod openlineage;
 pub mod post;

@@ -1,11 +1,13 @@
 //! OpenLineage `RunEvent`s (spec 2-0-2, the version openlineage-python 1.54 emits).
 //!
-//! **One event per run** by default (`eventType` `COMPLETE`, `eventTime` the run's last
-//! commit): OpenLineage's unit is the run, and a consumer (Marquez, DataHub, OpenMetadata)
-//! shows one run with one output dataset per target CRS partition, each carrying the
-//! commits that wrote it. **One event per commit** ([`Granularity::Commit`], `eventType`
-//! `OTHER`, `eventTime` the commit's) suits an incremental feed (`--since-seal`), where
-//! each commit should arrive exactly once.
+//! **Two events per run** by default: `START` at the run's first event time and
+//! `COMPLETE` at its last (`eventTime` is the job's own time, from the events'
+//! `event_time_utc`, not when they were stored): OpenLineage's unit is the run, and a
+//! consumer (Marquez, DataHub, OpenMetadata) shows one run, with its duration, and one
+//! output dataset per target CRS partition carried by `COMPLETE`, each with the commits
+//! that wrote it. **One event per commit** ([`Granularity::Commit`], `eventType` `OTHER`,
+//! `eventTime` the commit's last event time) suits an incremental feed (`--since-seal`),
+//! where each commit should arrive exactly once.
 //!
 //! - `run.runId`: [`run_uuid`], a UUIDv5 of the store's identity and its `run_id`, so
 //!   re-exports of a run (and its per-commit events) share one OpenLineage run, and two
@@ -13,7 +15,9 @@
 //! - datasets: the partitions `run_id=<r>/target_crs=<c>` named by [`crate::export::dataset_id`];
 //!   `inputs` is empty (the store records features, not the data sets they came from:
 //!   source CRSs are counted in the outcome facet).
-//! - standard facets: `jobType`, and per output `schema`, `dataSource`, `outputStatistics`.
+//! - standard facets: `jobType`, and per output `schema`, `dataSource`, `version` (the
+//!   Delta version, which is the seal number, that first holds every commit of the
+//!   output; absent while one is not sealed) and `outputStatistics`.
 //! - custom facets, prefixed `lineageStore_`, each with its own `_schemaURL` under
 //!   [`FACET_SCHEMA_BASE`] (the JSON Schemas are in `docs/openlineage/facets/`):
 //!   `lineageStore_run` (run: store, run id, covering seal, adopted commits), `lineageStore_commits`
@@ -65,11 +69,11 @@ pub fn run_uuid(store_id: Option<&str>, run_id: &str) -> Uuid {
     }
 }
 
-/// One event per run, or per commit.
+/// Events per run, or one per commit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum Granularity {
-    /// One `COMPLETE` event per run.
+    /// A `START` and a `COMPLETE` event per run.
     Run,
     /// One `OTHER` event per commit.
     Commit,
@@ -94,23 +98,40 @@ pub fn events(snap: &Snapshot, per: Granularity, job: &JobNaming) -> Result<Vec<
         };
         let job_ns = job.namespace.as_deref().unwrap_or("lineage-store");
         match per {
-            Granularity::Run => out.push(event(
-                snap,
-                run,
-                &run.commits.iter().collect::<Vec<_>>(),
-                "COMPLETE",
-                run.last_committed(),
-                run.covering_seal(),
-                (job_ns, &job_name),
-            )?),
+            Granularity::Run => {
+                let all: Vec<&ExportedCommit> = run.commits.iter().collect();
+                let first = all
+                    .iter()
+                    .map(|c| c.pointer.min_event_time_utc.as_str())
+                    .min();
+                let last = all
+                    .iter()
+                    .map(|c| c.pointer.max_event_time_utc.as_str())
+                    .max();
+                let (Some(first), Some(last)) = (first, last) else {
+                    continue;
+                };
+                let seal = run.covering_seal();
+                let mut start =
+                    event(snap, run, &all, ("START", first), seal, (job_ns, &job_name))?;
+                start["outputs"] = json!([]);
+                out.push(start);
+                out.push(event(
+                    snap,
+                    run,
+                    &all,
+                    ("COMPLETE", last),
+                    seal,
+                    (job_ns, &job_name),
+                )?);
+            }
             Granularity::Commit => {
                 for c in &run.commits {
                     out.push(event(
                         snap,
                         run,
                         &[c],
-                        "OTHER",
-                        &c.pointer.committed_utc,
+                        ("OTHER", &c.pointer.max_event_time_utc),
                         c.sealed_by.as_ref(),
                         (job_ns, &job_name),
                     )?);
@@ -184,8 +205,7 @@ fn event(
     snap: &Snapshot,
     run: &RunExport,
     commits: &[&ExportedCommit],
-    event_type: &str,
-    event_time: &str,
+    (event_type, event_time): (&str, &str),
     seal: Option<&SealRef>,
     (job_ns, job_name): (&str, &str),
 ) -> Result<Value> {
@@ -285,6 +305,13 @@ fn output(snap: &Snapshot, run_id: &str, target: &str, commits: &[&ExportedCommi
     let rows: u64 = commits.iter().map(|c| c.pointer.row_count).sum();
     let bytes: u64 = commits.iter().map(|c| c.pointer.size_bytes).sum();
     let commit_list: Vec<Value> = commits.iter().map(|c| commit_json(c)).collect();
+    // The Delta version (= the seal number) that first holds every commit: the newest
+    // seal among theirs, when all are sealed.
+    let version = commits
+        .iter()
+        .map(|c| c.sealed_by.as_ref().map(|s| s.seq))
+        .collect::<Option<Vec<u64>>>()
+        .and_then(|v| v.into_iter().max());
     let stages: Map<String, Value> = stats
         .stages
         .iter()
@@ -293,7 +320,7 @@ fn output(snap: &Snapshot, run_id: &str, target: &str, commits: &[&ExportedCommi
     let mut outcomes = stage_json(&total);
     outcomes["targetCrs"] = json!(target);
     outcomes["stages"] = Value::Object(stages);
-    json!({
+    let mut v = json!({
         "namespace": namespace,
         "name": name,
         "facets": {
@@ -320,7 +347,14 @@ fn output(snap: &Snapshot, run_id: &str, target: &str, commits: &[&ExportedCommi
                 outcomes,
             ),
         },
-    })
+    });
+    if let Some(version) = version {
+        v["facets"]["version"] = with(
+            std_facet("https://openlineage.io/spec/facets/1-0-1/DatasetVersionDatasetFacet.json#/$defs/DatasetVersionDatasetFacet"),
+            json!({"datasetVersion": version.to_string()}),
+        );
+    }
+    v
 }
 
 fn commit_json(c: &ExportedCommit) -> Value {

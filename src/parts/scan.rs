@@ -1,6 +1,7 @@
 //! What a part's rows say, counted from its bytes: per stage, the counts of outcomes,
-//! rejection reasons, event types, source CRSs, tools and audit tags, and the event-time
-//! range; over the whole part, an `accuracy_m` histogram. The one counter over a part's
+//! rejection reasons, event types, source CRSs, tools and audit tags, the event-time
+//! range, and per coordinate operation its events, `accuracy_m` (max, sum), grids and
+//! degraded events; over the whole part, an `accuracy_m` histogram. The one counter over a part's
 //! rows: the exports read its per-stage counts, the audit report all of it.
 //!
 //! Counted from the part's bytes as the trusted read path fetched and checked them
@@ -12,7 +13,9 @@ use std::collections::BTreeMap;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, TimestampMicrosecondType};
-use arrow_array::{Array, Float64Array, RecordBatch, StringArray, TimestampMicrosecondArray};
+use arrow_array::{
+    Array, BooleanArray, Float64Array, RecordBatch, StringArray, TimestampMicrosecondArray,
+};
 use bytes::Bytes;
 use parquet::arrow::ProjectionMask;
 use serde::Serialize;
@@ -35,6 +38,9 @@ const COLUMNS: [&str; 9] = [
     "event_time_utc",
     "accuracy_m",
 ];
+
+/// The columns counted when the part has them (contract 1.3.0 on).
+const OPERATION_COLUMNS: [&str; 4] = ["operation_code", "operation_name", "grids", "degraded"];
 
 /// Upper bounds (metres, exclusive) of the `accuracy_m` histogram's bins, one decade
 /// each; the last bin is open. Fixed, so histograms of parts add up and of stores compare.
@@ -93,8 +99,68 @@ impl Accuracy {
     }
 }
 
+/// What the events of one coordinate operation (one `operation_code`) say.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct OperationStats {
+    /// `operation_name` → events (one name per code, unless writers disagreed).
+    pub names: BTreeMap<String, u64>,
+    /// Events.
+    pub events: u64,
+    /// Events with a (finite) `accuracy_m`.
+    pub with_accuracy: u64,
+    /// Sum of those values (summed in commit and row order: the same store gives the same sum).
+    pub accuracy_sum: f64,
+    /// Largest of those values.
+    pub accuracy_max: Option<f64>,
+    /// Grid short name → events that used it (`grids` split on spaces).
+    pub grids: BTreeMap<String, u64>,
+    /// Events whose `grids` is null (not recorded; an empty `grids` says none was used).
+    pub grids_unknown: u64,
+    /// Events with `degraded` true (the best operation was not available).
+    pub degraded: u64,
+}
+
+impl OperationStats {
+    /// Add `o`'s counts to these.
+    pub fn merge(&mut self, o: &OperationStats) {
+        for (mine, theirs) in [(&mut self.names, &o.names), (&mut self.grids, &o.grids)] {
+            for (k, v) in theirs {
+                *mine.entry(k.clone()).or_default() += v;
+            }
+        }
+        self.events += o.events;
+        self.grids_unknown += o.grids_unknown;
+        self.with_accuracy += o.with_accuracy;
+        self.accuracy_sum += o.accuracy_sum;
+        if let Some(m) = o.accuracy_max {
+            self.add_max(m);
+        }
+        self.degraded += o.degraded;
+    }
+
+    fn add_max(&mut self, v: f64) {
+        self.accuracy_max = Some(self.accuracy_max.map_or(v, |m| m.max(v)));
+    }
+
+    /// The mean `accuracy_m` of the events that recorded one.
+    pub fn accuracy_mean(&self) -> Option<f64> {
+        (self.with_accuracy > 0).then(|| self.accuracy_sum / self.with_accuracy as f64)
+    }
+
+    /// The most frequent name (the first by name among equals).
+    pub fn name(&self) -> Option<&str> {
+        let mut best: Option<(&String, u64)> = None;
+        for (n, c) in &self.names {
+            if best.is_none_or(|(_, b)| *c > b) {
+                best = Some((n, *c));
+            }
+        }
+        best.map(|(n, _)| n.as_str())
+    }
+}
+
 /// Counts of one stage.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct StageStats {
     /// Events.
     pub rows: u64,
@@ -112,6 +178,9 @@ pub struct StageStats {
     pub audit_tags: BTreeMap<String, u64>,
     /// Earliest and latest `event_time_utc`, microseconds.
     pub event_time_us: Option<(i64, i64)>,
+    /// `operation_code` → what its events say, over transformed events (`""`: events
+    /// that recorded no operation code, among them every event of a 1.2.0 part).
+    pub operations: BTreeMap<String, OperationStats>,
 }
 
 impl StageStats {
@@ -134,6 +203,9 @@ impl StageStats {
             widen(&mut self.event_time_us, lo);
             widen(&mut self.event_time_us, hi);
         }
+        for (code, o) in &other.operations {
+            self.operations.entry(code.clone()).or_default().merge(o);
+        }
     }
 
     /// Events with this outcome.
@@ -143,7 +215,7 @@ impl StageStats {
 }
 
 /// Counts of one part (or several merged), per stage.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct PartStats {
     /// `stage` → its counts.
     pub stages: BTreeMap<String, StageStats>,
@@ -213,17 +285,18 @@ pub(crate) fn count_part(
     let bad = |m: String| corrupt(key, m);
     let builder = crate::parts::decoded::builder(bytes, limits).map_err(|m| corrupt(key, m))?;
     // Leaf index of each counted column (the contract is flat: one leaf per field).
-    let leaves: Vec<usize> = COLUMNS
+    let leaf = |name: &str| {
+        builder
+            .parquet_schema()
+            .columns()
+            .iter()
+            .position(|c| c.path().parts() == [name.to_string()])
+    };
+    let mut leaves: Vec<usize> = COLUMNS
         .iter()
-        .map(|name| {
-            builder
-                .parquet_schema()
-                .columns()
-                .iter()
-                .position(|c| c.path().parts() == [name.to_string()])
-                .ok_or_else(|| bad(format!("has no column `{name}`")))
-        })
+        .map(|name| leaf(name).ok_or_else(|| bad(format!("has no column `{name}`"))))
         .collect::<Result<_>>()?;
+    leaves.extend(OPERATION_COLUMNS.iter().filter_map(|name| leaf(name)));
     let mask = ProjectionMask::leaves(builder.parquet_schema(), leaves);
     let reader = builder
         .with_projection(mask)
@@ -253,6 +326,11 @@ struct Columns<'a> {
     tag: &'a StringArray,
     time: &'a TimestampMicrosecondArray,
     accuracy: &'a Float64Array,
+    /// The operation columns, when the part has them.
+    op_code: Option<&'a StringArray>,
+    op_name: Option<&'a StringArray>,
+    grids: Option<&'a StringArray>,
+    degraded: Option<&'a BooleanArray>,
 }
 
 impl<'a> Columns<'a> {
@@ -262,6 +340,10 @@ impl<'a> Columns<'a> {
                 .column_by_name(name)
                 .and_then(|a| a.as_string_opt::<i32>())
                 .ok_or_else(|| format!("column `{name}` is not a string column"))
+        };
+        let optional_text = |name: &str| match batch.column_by_name(name) {
+            None => Ok(None),
+            Some(_) => text(name).map(Some),
         };
         Ok(Columns {
             stage: text(COLUMNS[0])?,
@@ -279,7 +361,49 @@ impl<'a> Columns<'a> {
                 .column_by_name(COLUMNS[8])
                 .and_then(|a| a.as_primitive_opt::<Float64Type>())
                 .ok_or("column `accuracy_m` is not a float64 column")?,
+            op_code: optional_text(OPERATION_COLUMNS[0])?,
+            op_name: optional_text(OPERATION_COLUMNS[1])?,
+            grids: optional_text(OPERATION_COLUMNS[2])?,
+            degraded: match batch.column_by_name(OPERATION_COLUMNS[3]) {
+                None => None,
+                Some(a) => Some(
+                    a.as_boolean_opt()
+                        .ok_or("column `degraded` is not a boolean column")?,
+                ),
+            },
         })
+    }
+
+    /// Count a transformed row's operation, accuracy, grids and degraded flag.
+    fn count_operation(&self, i: usize, st: &mut StageStats) {
+        fn text(a: Option<&StringArray>, i: usize) -> Option<&str> {
+            a.and_then(|a| value(a, i))
+        }
+        let code = text(self.op_code, i).unwrap_or("");
+        let op = match st.operations.get_mut(code) {
+            Some(op) => op,
+            None => st.operations.entry(code.to_string()).or_default(),
+        };
+        op.events += 1;
+        if let Some(n) = text(self.op_name, i) {
+            bump(&mut op.names, n);
+        }
+        for g in text(self.grids, i)
+            .unwrap_or("")
+            .split(' ')
+            .filter(|g| !g.is_empty())
+        {
+            bump(&mut op.grids, g);
+        }
+        if self.degraded.is_some_and(|d| d.is_valid(i) && d.value(i)) {
+            op.degraded += 1;
+        }
+        let a = self.accuracy;
+        if a.is_valid(i) && a.value(i).is_finite() {
+            op.with_accuracy += 1;
+            op.accuracy_sum += a.value(i);
+            op.add_max(a.value(i));
+        }
     }
 
     /// Count row `i` into its stage's counts.
@@ -288,6 +412,9 @@ impl<'a> Columns<'a> {
         bump(&mut st.event_types, value(self.event_type, i).unwrap_or(""));
         let o = value(self.outcome, i).unwrap_or("");
         bump(&mut st.outcomes, o);
+        if o == "transformed" {
+            self.count_operation(i, st);
+        }
         if o == "rejected" {
             bump(
                 &mut st.rejection_reasons,

@@ -45,6 +45,11 @@ pub(crate) enum Claimed {
     /// A format-1 claim is there: the caller must compare its own part digests with it
     /// ([`crate::format::claim::payload_sha256`]) before publishing anything.
     Format1(Claim),
+    /// A format-2 claim for another payload digest, handed back (not refused, not
+    /// resumed over) because the caller said its payload `may_differ` only in the contract
+    /// version it is written as: the caller compares the digest of that other writing and
+    /// refuses or resumes itself.
+    Other(Claim),
 }
 
 /// Claim `key` for a payload (format 2, parts encoded with `encoding`), create-only. Our
@@ -57,6 +62,7 @@ pub(crate) async fn claim(
     encoding: PartEncoding,
     claimed_utc: String,
     resume: bool,
+    may_differ: bool,
 ) -> Result<Claimed> {
     let claim = Claim {
         format: CLAIM_FORMAT.to_string(),
@@ -89,6 +95,9 @@ pub(crate) async fn claim(
             ));
         }
         if other.format == CLAIM_FORMAT && other.payload_sha256 != ours {
+            if may_differ {
+                return Ok(other);
+            }
             if !resume {
                 return Err(conflict_message(key, &other.payload_sha256, &ours));
             }
@@ -102,6 +111,7 @@ pub(crate) async fn claim(
     let published = kept.published;
     Ok(match kept.found {
         Some(c) if c.format == CLAIM_FORMAT_V1 => Claimed::Format1(c),
+        Some(c) if may_differ && c.payload_sha256 != ours => Claimed::Other(c),
         Some(c) => Claimed::Ours(published, PartEncoding::from_tag(c.part_encoding)?),
         None => Claimed::Ours(published, PartEncoding::from_tag(encoding.tag())?),
     })

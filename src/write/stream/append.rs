@@ -131,12 +131,19 @@ pub(crate) async fn append(
     // The writer the commits go through: its encoder settings are the key's claim's.
     let mut encoder = writer.clone();
     if !validated || key.is_some() {
-        let pass = spawn_first_pass(writer, &source, version.clone()).await?;
-        version = pass.version;
+        let mut pass = spawn_first_pass(writer, &source, version.clone()).await?;
         if let (Some(k), Some(payload)) = (&key, &pass.summary) {
-            let how = claim(writer, source.clone(), version.clone(), k, payload).await?;
+            let older = (!typed)
+                .then(|| pass.version.older_input().cloned())
+                .flatten();
+            let (how, as_older) =
+                claim(writer, source.clone(), &pass.version, k, payload, older).await?;
             encoder = writer.clone().with_part_encoding(how);
+            if let Some(p) = as_older {
+                pass = p;
+            }
         }
+        version = pass.version;
         kept = pass.kept.map(Vec::into_iter);
         if kept.is_none() {
             source.check_unchanged()?;
@@ -315,7 +322,7 @@ fn validate_pass(
     let mut errors = Collector::new(max_errors);
     let (validated, typed) = (source.validated(), source.typed());
     source.read_all(&mut |sb| {
-        let (batch, to) = version.conform(sb.batch, typed)?;
+        let (batch, to, from) = version.conform_from(sb.batch, typed)?;
         let sb = SourcedBatch { batch, ..sb };
         let batch = if validated {
             Some(sb.batch)
@@ -325,6 +332,7 @@ fn validate_pass(
         // After the first error only errors matter: nothing will be committed.
         if let Some(b) = batch.filter(|_| errors.is_empty()) {
             version.accept(to);
+            version.saw_input(from);
             valid(b)?;
         }
         Ok(())
@@ -362,31 +370,70 @@ fn conform_valid(
     Ok((batch, to))
 }
 
+/// Claim `key` for the payload; the encoder settings to write with, and, when the claim
+/// stands for this payload written as `older` (the version text input came as, which a
+/// binary from before the version written now wrote it as), the first pass of the payload
+/// as that version: the retry is the same commit, written as it was.
 async fn claim(
     writer: &WriteConfig,
     source: Arc<dyn BatchSource>,
-    version: VersionPin,
+    version: &VersionPin,
     key: &str,
     payload: &PayloadSummary,
-) -> Result<PartEncoding> {
+    older: Option<Arc<crate::schema::contract::ContractVersion>>,
+) -> Result<(PartEncoding, Option<FirstPass>)> {
     // The store's identity is created with the first part (`publish_flush`), not here:
     // a claim refused as a conflict publishes nothing at all.
     let store = writer.store.as_ref();
     let now = rfc3339(writer.clock.now());
     let resume = writer.resume;
-    match commit_key::claim(store, key, payload, PartEncoding::default(), now, resume).await? {
+    let may_differ = older.is_some();
+    match commit_key::claim(
+        store,
+        key,
+        payload,
+        PartEncoding::default(),
+        now,
+        resume,
+        may_differ,
+    )
+    .await?
+    {
         Claimed::Ours(how, encoding) => {
             tracing::info!(commit_key = key, ?how, ?encoding, payload = %payload.payload_sha256, "commit key claimed");
-            Ok(encoding)
+            Ok((encoding, None))
+        }
+        Claimed::Other(other) => {
+            let encoding = PartEncoding::from_tag(other.part_encoding)?;
+            if let Some(older) = older {
+                let pin = VersionPin::new(Some(&older.version))?;
+                let pass = spawn_first_pass(writer, &source, pin).await?;
+                if pass.summary.as_ref().map(|s| &s.payload_sha256) == Some(&other.payload_sha256) {
+                    tracing::info!(commit_key = key, version = %older.version, "the key's claim stands for this payload written as {}: writing it as that", older.version);
+                    return Ok((encoding, Some(pass)));
+                }
+            }
+            if !resume {
+                return Err(Error::Conflict {
+                    key: crate::format::keys::commit_key_claim_key(key),
+                    message: commit_key::conflict_message(
+                        key,
+                        &other.payload_sha256,
+                        &payload.payload_sha256,
+                    ),
+                });
+            }
+            tracing::warn!(commit_key = key, claimed = %other.payload_sha256, ours = %payload.payload_sha256, "resuming a commit key claimed for another payload: committed flushes are kept");
+            Ok((encoding, None))
         }
         Claimed::Format1(old) => {
             tracing::info!(
                 commit_key = key,
                 "format-1 claim found: comparing part digests before publishing"
             );
-            let ours = format1_digest(writer, source, version, key).await?;
+            let ours = format1_digest(writer, source, version.clone(), key).await?;
             if ours == old.payload_sha256 || resume {
-                Ok(PartEncoding::V1)
+                Ok((PartEncoding::V1, None))
             } else {
                 Err(Error::Conflict {
                     key: crate::format::keys::commit_key_claim_key(key),

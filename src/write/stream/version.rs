@@ -22,6 +22,9 @@ use crate::schema::contract::{self, ContractVersion};
 pub(crate) struct VersionPin {
     requested: Option<Arc<ContractVersion>>,
     fixed: Option<Arc<ContractVersion>>,
+    /// The newest version among the accepted batches as they came (a text reader's batch
+    /// is the oldest version that holds its values).
+    input: Option<Arc<ContractVersion>>,
 }
 
 impl VersionPin {
@@ -31,6 +34,7 @@ impl VersionPin {
         Ok(Self {
             fixed: requested.clone(),
             requested,
+            input: None,
         })
     }
 
@@ -46,6 +50,15 @@ impl VersionPin {
         batch: RecordBatch,
         typed: bool,
     ) -> Result<(RecordBatch, Arc<ContractVersion>)> {
+        self.conform_from(batch, typed).map(|(b, to, _)| (b, to))
+    }
+
+    /// [`conform`](Self::conform), also returning the version the batch came as.
+    pub(crate) fn conform_from(
+        &self,
+        batch: RecordBatch,
+        typed: bool,
+    ) -> Result<(RecordBatch, Arc<ContractVersion>, Arc<ContractVersion>)> {
         let from = contract::version_of_schema(batch.schema().as_ref())?;
         let to = match &self.fixed {
             Some(v) => v.clone(),
@@ -54,11 +67,30 @@ impl VersionPin {
         let batch = contract::conform(vec![batch], &from, &to)?
             .pop()
             .ok_or_else(|| Error::internal("conform lost a batch"))?;
-        Ok((batch, to))
+        Ok((batch, to, from))
     }
 
     /// Fix the version after the first batch was accepted.
     pub(crate) fn accept(&mut self, v: Arc<ContractVersion>) {
         self.fixed.get_or_insert(v);
+    }
+
+    /// Note the version an accepted batch came as ([`conform_from`](Self::conform_from)).
+    pub(crate) fn saw_input(&mut self, from: Arc<ContractVersion>) {
+        if self
+            .input
+            .as_ref()
+            .is_none_or(|i| i.columns.len() < from.columns.len())
+        {
+            self.input = Some(from);
+        }
+    }
+
+    /// The version the accepted batches came as, when it is older than the version written
+    /// and nothing asked for that one: text input whose values all fit an older version
+    /// (which binaries before the newer version wrote it as).
+    pub(crate) fn older_input(&self) -> Option<&Arc<ContractVersion>> {
+        let (input, fixed) = (self.input.as_ref()?, self.fixed.as_ref()?);
+        (self.requested.is_none() && input.version != fixed.version).then_some(input)
     }
 }

@@ -119,7 +119,11 @@ fn a_huge_error_answer_is_not_read() {
         "the start of the body is quoted: {err}"
     );
     assert!(err.len() < 4096, "{} bytes of stderr", err.len());
-    assert_eq!(seen.lock().unwrap().len(), 1);
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        2,
+        "the run's START and COMPLETE, each tried once"
+    );
 }
 
 #[test]
@@ -142,7 +146,7 @@ fn a_redirect_to_another_origin_is_not_followed_and_one_within_it_is() {
         "{err}"
     );
     assert!(!err.contains("ELSEWHERE-SECRET"), "{err}");
-    assert_eq!(seen.lock().unwrap().len(), 1);
+    assert_eq!(seen.lock().unwrap().len(), 2, "START and COMPLETE");
     assert!(
         stolen.lock().unwrap().is_empty(),
         "the other origin received {:?}",
@@ -161,10 +165,14 @@ fn a_redirect_to_another_origin_is_not_followed_and_one_within_it_is() {
     let o = post(&s, &url, &["--run-id", "run-a", "--post-retries", "0"]);
     let (out, err) = support::text(&o);
     assert_eq!(o.status.code(), Some(0), "{err}");
-    assert!(out.contains("posted 1 events"), "{out}");
+    assert!(out.contains("posted 2 events"), "{out}");
     let seen = seen.lock().unwrap().clone();
     let targets: Vec<&str> = seen.iter().map(|s| s.target.as_str()).collect();
-    assert_eq!(targets, ["/api/v1/lineage", "/moved/lineage"]);
+    assert_eq!(
+        targets,
+        ["/api/v1/lineage", "/moved/lineage", "/api/v1/lineage"],
+        "the first event redirected, the second not"
+    );
     assert_eq!(seen[0].body, seen[1].body);
 }
 
@@ -179,12 +187,12 @@ fn the_urls_path_and_query_are_kept_and_its_query_never_shown() {
     assert_eq!(o.status.code(), Some(0), "{err}");
     assert!(
         out.contains(&format!(
-            "posted 2 events to {base}/ol/api/v1/lineage?token=***&key=***"
+            "posted 4 events to {base}/ol/api/v1/lineage?token=***&key=***"
         )),
         "{out}"
     );
     let seen = seen.lock().unwrap().clone();
-    assert_eq!(seen.len(), 2);
+    assert_eq!(seen.len(), 4, "START and COMPLETE of two runs");
     for s in &seen {
         assert_eq!(
             s.target,

@@ -83,11 +83,30 @@ fn sha256_file(p: &Path) -> String {
 }
 
 #[test]
-fn one_event_per_run_carries_commits_seals_and_counts_from_the_store() {
+fn a_start_and_a_complete_per_run_carry_commits_seals_and_counts_from_the_store() {
     let dir = tempfile::tempdir().unwrap();
     let s = store(dir.path());
-    let events = export(&s, &[]);
-    assert_eq!(events.len(), 2, "one event per run");
+    let all = export(&s, &[]);
+    let kinds: Vec<(&str, &str)> = all
+        .iter()
+        .map(|e| {
+            (
+                e["eventType"].as_str().unwrap(),
+                e["run"]["facets"]["lineageStore_run"]["runId"]
+                    .as_str()
+                    .unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("START", "run-a"),
+            ("COMPLETE", "run-a"),
+            ("START", "run-b"),
+            ("COMPLETE", "run-b")
+        ]
+    );
     let pointers: Vec<Value> = ok(&support::lineage(&["log", "--store", &s, "--json"], None))
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -96,8 +115,33 @@ fn one_event_per_run_carries_commits_seals_and_counts_from_the_store() {
         &dir.path()
             .join("store/_lineage/seals/00000000000000000001.json"),
     );
-    for e in &events {
-        assert_eq!(e["eventType"], "COMPLETE");
+    // The job's own time: START at the run's first event, COMPLETE at its last (the
+    // events' event_time_utc, not when they were committed).
+    for pair in all.chunks(2) {
+        let run = pair[0]["run"]["facets"]["lineageStore_run"]["runId"]
+            .as_str()
+            .unwrap();
+        let times: Vec<String> = sample::events(60)
+            .iter()
+            .filter(|r| r["run_id"] == run)
+            .map(|r| r["event_time_utc"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(
+            pair[0]["eventTime"].as_str(),
+            times.iter().min().map(|t| t.as_str())
+        );
+        assert_eq!(
+            pair[1]["eventTime"].as_str(),
+            times.iter().max().map(|t| t.as_str())
+        );
+        assert_eq!(pair[0]["run"], pair[1]["run"], "one run");
+        assert_eq!(pair[0]["outputs"], serde_json::json!([]));
+    }
+    let events: Vec<&Value> = all
+        .iter()
+        .filter(|e| e["eventType"] == "COMPLETE")
+        .collect();
+    for e in events {
         assert_eq!(
             e["schemaURL"],
             "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"
@@ -126,11 +170,13 @@ fn one_event_per_run_carries_commits_seals_and_counts_from_the_store() {
         );
         assert_eq!(e["job"]["name"], "geostd", "the tool name of tool_version");
         let mine: Vec<&Value> = pointers.iter().filter(|p| p["run_id"] == run).collect();
-        let last = mine
-            .iter()
-            .map(|p| p["committed_utc"].as_str().unwrap())
-            .max();
-        assert_eq!(e["eventTime"].as_str(), last);
+        // The Delta version (= seal) that first holds the output's commits.
+        for o in e["outputs"].as_array().unwrap() {
+            match run {
+                "run-a" => assert_eq!(o["facets"]["version"]["datasetVersion"], "1"),
+                _ => assert!(o["facets"].get("version").is_none(), "run-b is not sealed"),
+            }
+        }
         let mut commits_seen = 0;
         for o in e["outputs"].as_array().unwrap() {
             let crs = o["outputFacets"]["lineageStore_outcomes"]["targetCrs"]
@@ -216,22 +262,25 @@ fn exports_are_stable_and_select_by_run_seal_and_commit() {
     assert_eq!(first, again, "re-exports are byte-identical");
     ok(&support::lineage(&["seal", "--store", &s], None));
     let a = export(&s, &["--run-id", "run-a"]);
-    assert_eq!(a.len(), 1);
+    assert_eq!(a.len(), 2, "START and COMPLETE");
+    let a_lines: Vec<String> = a
+        .iter()
+        .map(|e| serde_json::to_string(e).unwrap())
+        .collect();
     assert_eq!(
-        serde_json::to_string(&a[0]).unwrap(),
-        first.lines().next().unwrap(),
-        "a later seal does not change an earlier run's event"
+        a_lines,
+        first.lines().take(2).collect::<Vec<_>>(),
+        "a later seal does not change an earlier run's events"
     );
     let since = export(&s, &["--since-seal", "1"]);
-    assert_eq!(since.len(), 1, "only run-b was sealed after seal 1");
-    assert_eq!(
-        since[0]["run"]["facets"]["lineageStore_run"]["runId"],
-        "run-b"
-    );
-    assert_eq!(
-        since[0]["run"]["facets"]["lineageStore_run"]["seal"]["seq"],
-        2
-    );
+    assert_eq!(since.len(), 2, "only run-b was sealed after seal 1");
+    for e in &since {
+        assert_eq!(e["run"]["facets"]["lineageStore_run"]["runId"], "run-b");
+        assert_eq!(e["run"]["facets"]["lineageStore_run"]["seal"]["seq"], 2);
+    }
+    for o in since[1]["outputs"].as_array().unwrap() {
+        assert_eq!(o["facets"]["version"]["datasetVersion"], "2");
+    }
     assert!(export(&s, &["--since-seal", "2"]).is_empty());
     let per_commit = export(&s, &["--per", "commit", "--run-id", "run-a"]);
     let commits = ok(&support::lineage(
@@ -239,8 +288,21 @@ fn exports_are_stable_and_select_by_run_seal_and_commit() {
         None,
     ));
     assert_eq!(per_commit.len(), commits.lines().count());
+    let log: Vec<Value> = ok(&support::lineage(
+        &["log", "--store", &s, "--run-id", "run-a", "--json"],
+        None,
+    ))
+    .lines()
+    .map(|l| serde_json::from_str(l).unwrap())
+    .collect();
     for e in &per_commit {
         assert_eq!(e["eventType"], "OTHER");
+        let id = &e["outputs"][0]["outputFacets"]["lineageStore_commits"]["commits"][0]["commitId"];
+        let p = log.iter().find(|p| &p["commit_id"] == id).unwrap();
+        assert_eq!(
+            e["eventTime"], p["max_event_time_utc"],
+            "the commit's last event"
+        );
         assert_eq!(
             e["run"]["runId"], a[0]["run"]["runId"],
             "one OpenLineage run"
@@ -397,7 +459,10 @@ pub(super) fn post(store: &str, url: &str, extra: &[&str]) -> Output {
 fn post_retries_failures_and_delivers_every_event_once_with_the_standard_headers() {
     let dir = tempfile::tempdir().unwrap();
     let s = store(dir.path());
-    let want = ok(&lineage_env(&["export", "openlineage", "--store", &s], &[]));
+    let want = ok(&lineage_env(
+        &["export", "openlineage", "--store", &s, "--run-id", "run-a"],
+        &[],
+    ));
     let (url, seen) = endpoint(vec![
         Reply::Status(503),
         Reply::Hangup,
@@ -405,7 +470,7 @@ fn post_retries_failures_and_delivers_every_event_once_with_the_standard_headers
         Reply::Status(500),
         Reply::Status(200),
     ]);
-    let o = post(&s, &url, &[]);
+    let o = post(&s, &url, &["--run-id", "run-a"]);
     let (out, err) = support::text(&o);
     assert_eq!(o.status.code(), Some(0), "{err}");
     assert!(out.contains("posted 2 events"), "{out}");
@@ -449,12 +514,19 @@ fn an_event_the_endpoint_refuses_is_named_and_the_exit_code_says_so() {
     let o = post(
         &s,
         &url,
-        &["--out", out_file.to_str().unwrap(), "--endpoint", ""],
+        &[
+            "--run-id",
+            "run-a",
+            "--out",
+            out_file.to_str().unwrap(),
+            "--endpoint",
+            "",
+        ],
     );
     let (_, err) = support::text(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("1 of 2 events were NOT delivered"), "{err}");
-    assert!(err.contains("event 1 (run_id=run-a, "), "{err}");
+    assert!(err.contains("event 1 (run_id=run-a START, "), "{err}");
     assert!(err.contains("after 1 attempt(s): HTTP 400"), "{err}");
     assert!(err.contains("scripted failure"), "{err}");
     assert!(!err.contains("test-secret-key"));
@@ -471,10 +543,14 @@ fn an_event_the_endpoint_refuses_is_named_and_the_exit_code_says_so() {
     let (_, err) = support::text(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("event 1 (run_id=run-b, 2 commits) after 3 attempt(s): HTTP 503"),
+        err.contains("event 1 (run_id=run-b START, 2 commits) after 3 attempt(s): HTTP 503"),
         "{err}"
     );
-    assert_eq!(seen.lock().unwrap().len(), 3);
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        6,
+        "START and COMPLETE, 3 attempts each"
+    );
 
     // Nothing listening: a transport error, retried, then reported. The port is bound but
     // not listening (connections are refused) until the test ends, so no other test of

@@ -311,7 +311,7 @@ fn a_planted_part_is_adopted_only_by_name_and_stays_marked_through_every_output(
     let (code, xml) = run(&args, None);
     assert_eq!(code, 0, "{xml}");
     assert!(
-        xml.contains("were adopted by `lineage repair`") && xml.contains(&commit),
+        xml.contains("were adopted by lineage repair") && xml.contains(&commit),
         "{xml}"
     );
 }

@@ -395,3 +395,58 @@ fn the_delta_log_records_the_schema_change_at_the_first_seal_of_a_1_3_0_part() {
     let out = ok(&lineage(&["verify", "--store", s], None));
     assert!(out.contains("clean"), "{out}");
 }
+
+/// A keyed retry of text input that a binary from before contract 1.3.0 committed as
+/// 1.2.0 (text input is written as 1.3.0 now; `--schema-version 1.2.0` writes what that
+/// binary wrote): the retry, not pinned, is the same commit, so it is recognised as already
+/// committed, neither refused as another payload nor written a second time; `--resume`
+/// keeps every flush.
+#[test]
+fn a_keyed_retry_of_text_an_older_binary_committed_as_1_2_0_is_the_same_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let s = store.to_str().unwrap();
+    let input = sample::ndjson(&sample::events(12));
+    let key = ["--commit-key", "nightly-2026-12-06", "--batch-rows", "5"];
+    let first = [
+        &["append", "--store", s, "--schema-version", "1.2.0"][..],
+        &key[..],
+    ]
+    .concat();
+    ok(&lineage(&first, Some(input.as_bytes())));
+    let parts = parts_of(&store);
+    let files = |root: &Path| -> Vec<(String, Vec<u8>)> {
+        let mut v: Vec<(String, Vec<u8>)> = support::files_below(root)
+            .into_iter()
+            .map(|p| {
+                (
+                    p.strip_prefix(root).unwrap().display().to_string(),
+                    std::fs::read(&p).unwrap(),
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let before = files(&store);
+    for extra in [&[][..], &["--resume"][..]] {
+        let retry = [&["append", "--store", s][..], &key[..], extra].concat();
+        let out = ok(&lineage(&retry, Some(input.as_bytes())));
+        let same = if extra.is_empty() {
+            out.lines()
+                .filter(|l| l.starts_with("already committed "))
+                .count()
+                == 4
+        } else {
+            out.contains("4 kept from an earlier attempt, 0 of them with a different payload")
+        };
+        assert!(same, "the retry is the same payload: {out}");
+        assert!(out.contains("4 commits, 12 rows"), "{out}");
+        assert_eq!(parts_of(&store), parts, "no part written twice");
+        assert_eq!(files(&store), before, "nothing published by {extra:?}");
+    }
+    let (batch, version, _) = read_part(&parts[0]);
+    assert_eq!((batch.num_columns(), version.as_str()), (15, "1.2.0"));
+    let out = ok(&lineage(&["verify", "--store", s], None));
+    assert!(out.contains("clean"), "{out}");
+}
