@@ -27,6 +27,7 @@ import http.client
 import http.server
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -73,6 +74,7 @@ def proxy(upstream: str, counts: Counts) -> http.server.ThreadingHTTPServer:
 
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True
 
         def log_message(self, *a: object) -> None:
             pass
@@ -100,6 +102,8 @@ def proxy(upstream: str, counts: Counts) -> http.server.ThreadingHTTPServer:
             for attempt in range(2):
                 if conn is None:
                     conn = http.client.HTTPConnection(up.hostname, up.port, timeout=120)
+                    conn.connect()
+                    conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 try:
                     conn.request(self.command, self.path, body=data, headers=headers)
                     r = conn.getresponse()

@@ -182,3 +182,48 @@ async fn requests_per_commit_are_the_pinned_ones() {
         assert!(files.counts.requests() <= 2 * parts + 10, "{:?}", files.by);
     }
 }
+
+/// `log --since-seal` lists the compactions of the seals after the one asked about: it
+/// reads those seals only (none after the newest), not every seal of the store.
+#[tokio::test]
+async fn the_compactions_log_reads_only_the_seals_after_the_one_asked_about() {
+    use lineage_store::internal::compaction_log::compactions;
+    let mem: Arc<dyn AtomicPublisher> = Arc::new(MemoryPublisher::new());
+    let m = Arc::new(MeteredPublisher::new(mem, None).with_log());
+    let store: Arc<dyn AtomicPublisher> = m.clone();
+    for round in 0..30 {
+        let at = t0() + Duration::minutes(round);
+        Writer::new(store.clone())
+            .with_clock(Arc::new(FixedClock(at)))
+            .with_batch_rows(10)
+            .append(&events(10, 1, round as u64), |_| {})
+            .await
+            .unwrap();
+        seal_with(
+            store.as_ref(),
+            &FixedClock(at + Duration::seconds(30)),
+            None,
+            &SealOptions::default(),
+        )
+        .await
+        .unwrap();
+    }
+    let seal_reads = |m: &MeteredPublisher| {
+        m.take_log()
+            .into_iter()
+            .filter(|(r, k)| *r == Request::Get && k.starts_with("_lineage/seals/"))
+            .count()
+    };
+    m.reset();
+    let (listed, unlisted) = compactions(store.as_ref(), Some(u64::MAX), None)
+        .await
+        .unwrap();
+    assert!(listed.is_empty() && unlisted.is_empty());
+    assert_eq!(m.snapshot().requests(), 0);
+    let (listed, _) = compactions(store.as_ref(), Some(28), None).await.unwrap();
+    assert!(listed.is_empty());
+    assert_eq!(seal_reads(&m), 2, "seals 29 and 30");
+    let (listed, _) = compactions(store.as_ref(), None, None).await.unwrap();
+    assert!(listed.is_empty());
+    assert_eq!(seal_reads(&m), 30, "every seal");
+}
