@@ -8,9 +8,9 @@ use serde::Serialize;
 use crate::base::digest::sha256_hex;
 use crate::base::error::Result;
 use crate::format::compaction::CompactionRecord;
-use crate::format::keys::{self, KeyKind};
-use crate::history::seal::{fetch, read_seals, StoredSeal};
-use crate::publish::{list_pages, AtomicPublisher};
+use crate::history::head;
+use crate::history::seal::{read_seals, StoredSeal};
+use crate::publish::AtomicPublisher;
 
 /// One compaction in effect, as `log` lists it.
 #[derive(Debug, Clone, Serialize)]
@@ -36,25 +36,22 @@ pub struct UnlistedCompaction {
 }
 
 /// The seals after `after` (every seal when `None`), in sequence order: only those are
-/// read (`log --since-seal` reads none, `--since-seal N` the seals after N), so that the
-/// cost is the seals asked about, not every seal of the store.
+/// read, one by one from `after + 1` until a number has no seal (as [`head::find`] reads
+/// the seals after the newest marker), so that `log --since-seal` reads none after the
+/// newest and `--since-seal N` the seals after N, not every seal of the store.
 async fn seals_after(store: &dyn AtomicPublisher, after: Option<u64>) -> Result<Vec<StoredSeal>> {
     let Some(a) = after else {
         return read_seals(store).await;
     };
-    if a == u64::MAX {
-        return Ok(Vec::new());
-    }
-    let listed = list_pages(store, keys::SEALS_PREFIX, &keys::seal_key(a), None).await?;
     let mut out = Vec::new();
-    for o in listed {
-        if let KeyKind::Seal(n) = keys::classify(&o.key) {
-            if n > a {
-                out.extend(fetch(store, o.key, n, Some(o.size)).await?);
-            }
+    let mut next = a.checked_add(1);
+    while let Some(n) = next {
+        match head::read_seal(store, n).await? {
+            Some(s) => out.push(s),
+            None => break,
         }
+        next = n.checked_add(1);
     }
-    out.sort_by_key(|s| s.key_seq);
     Ok(out)
 }
 
