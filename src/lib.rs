@@ -214,7 +214,9 @@ pub use history::merkle;
 #[cfg(feature = "internal-api")]
 #[doc(hidden)]
 pub mod internal {
-    pub use crate::audit::{chain, verify::platform, verify::report_dir, verify::shard};
+    pub use crate::audit::{
+        chain, compaction_log, verify::platform, verify::report_dir, verify::shard,
+    };
     pub use crate::base::{digest, time};
     pub use crate::format::{
         checkpoint, claim, compaction, consistency, cosignature, delta, delta_checkpoint,

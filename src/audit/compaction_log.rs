@@ -8,12 +8,13 @@ use serde::Serialize;
 use crate::base::digest::sha256_hex;
 use crate::base::error::Result;
 use crate::format::compaction::CompactionRecord;
-use crate::history::seal::read_seals;
+use crate::history::head;
+use crate::history::seal::{read_seals, StoredSeal};
 use crate::publish::AtomicPublisher;
 
 /// One compaction in effect, as `log` lists it.
 #[derive(Debug, Clone, Serialize)]
-pub(crate) struct LoggedCompaction {
+pub struct LoggedCompaction {
     /// Always `compaction` (a commit's line has no `kind`).
     pub kind: &'static str,
     /// The seal that put it into effect.
@@ -27,23 +28,43 @@ pub(crate) struct LoggedCompaction {
 
 /// A record `log` could not list: its key, and why.
 #[derive(Debug, Clone)]
-pub(crate) struct UnlistedCompaction {
+pub struct UnlistedCompaction {
     /// The record's key.
     pub key: String,
     /// Why (missing, changed since sealed, unreadable).
     pub detail: String,
 }
 
+/// The seals after `after` (every seal when `None`), in sequence order: only those are
+/// read, one by one from `after + 1` until a number has no seal (as [`head::find`] reads
+/// the seals after the newest marker), so that `log --since-seal` reads none after the
+/// newest and `--since-seal N` the seals after N, not every seal of the store.
+async fn seals_after(store: &dyn AtomicPublisher, after: Option<u64>) -> Result<Vec<StoredSeal>> {
+    let Some(a) = after else {
+        return read_seals(store).await;
+    };
+    let mut out = Vec::new();
+    let mut next = a.checked_add(1);
+    while let Some(n) = next {
+        match head::read_seal(store, n).await? {
+            Some(s) => out.push(s),
+            None => break,
+        }
+        next = n.checked_add(1);
+    }
+    Ok(out)
+}
+
 /// The compactions put into effect by the seals after `after` (every seal when `None`),
 /// of one run if given, in seal order; and the records that could not be read as sealed.
-pub(crate) async fn compactions(
+pub async fn compactions(
     store: &dyn AtomicPublisher,
     after: Option<u64>,
     run_id: Option<&str>,
 ) -> Result<(Vec<LoggedCompaction>, Vec<UnlistedCompaction>)> {
     let mut listed = Vec::new();
     let mut unlisted = Vec::new();
-    for s in read_seals(store).await? {
+    for s in seals_after(store, after).await? {
         let Ok(seal) = s.seal.as_ref() else { continue };
         if after.is_some_and(|a| s.key_seq <= a) {
             continue;

@@ -8,7 +8,7 @@
 pub(crate) mod anchor_outcome;
 pub(crate) mod anchors;
 pub mod chain;
-pub(crate) mod compaction_log;
+pub mod compaction_log;
 pub(crate) mod cosigners;
 pub(crate) mod diff;
 pub(crate) mod findings;

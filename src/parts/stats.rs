@@ -20,7 +20,8 @@ use crate::parts::read::{fetch_footer, Source};
 use crate::publish::AtomicPublisher;
 use crate::schema::contract::{Column, Kind, PARTITION_KEYS};
 
-/// The statistics of the part at `key` of `size` bytes (two ranged reads), for a part of
+/// The statistics of the part at `key` of `size` bytes (one ranged read of its end,
+/// [`fetch_footer`]), for a part of
 /// the contract version with `columns`.
 pub(crate) async fn footer_stats(
     store: &dyn AtomicPublisher,

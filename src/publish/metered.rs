@@ -8,8 +8,8 @@
 //! at least one; `list_after` one page per call).
 
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -90,12 +90,29 @@ impl Snapshot {
     }
 }
 
+/// What kind of request a logged one was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Request {
+    /// A PUT (create-only).
+    Put,
+    /// A whole-object GET (including one that found nothing, or read none of a larger one).
+    Get,
+    /// A ranged GET.
+    RangeGet,
+    /// A LIST page (one logged per page).
+    List,
+    /// A DELETE.
+    Delete,
+}
+
 /// Counts (and optionally delays) every request to the wrapped store.
 #[derive(Debug)]
 pub struct MeteredPublisher {
     inner: Arc<dyn AtomicPublisher>,
     latency: Option<Latency>,
     counts: Counts,
+    logging: AtomicBool,
+    log: Mutex<Vec<(Request, String)>>,
 }
 
 impl MeteredPublisher {
@@ -105,6 +122,35 @@ impl MeteredPublisher {
             inner,
             latency,
             counts: Counts::default(),
+            logging: AtomicBool::new(false),
+            log: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Also log each request from now on (its kind and key, a LIST page by its prefix):
+    /// what [`Self::take_log`] returns.
+    pub fn with_log(self) -> Self {
+        self.logging.store(true, Ordering::Relaxed);
+        self
+    }
+
+    /// The requests logged since the last call, in the order they were made.
+    pub fn take_log(&self) -> Vec<(Request, String)> {
+        match self.log.lock() {
+            Ok(mut l) => std::mem::take(&mut *l),
+            Err(p) => std::mem::take(&mut *p.into_inner()),
+        }
+    }
+
+    fn note(&self, kind: Request, key: &str, times: u64) {
+        if self.logging.load(Ordering::Relaxed) {
+            let mut l = match self.log.lock() {
+                Ok(l) => l,
+                Err(p) => p.into_inner(),
+            };
+            for _ in 0..times {
+                l.push((kind, key.to_string()));
+            }
         }
     }
 
@@ -124,8 +170,9 @@ impl MeteredPublisher {
         }
     }
 
-    /// Start counting from zero.
+    /// Start counting (and logging) from zero.
     pub fn reset(&self) {
+        self.take_log();
         let c = &self.counts;
         for a in [
             &c.gets,
@@ -150,8 +197,9 @@ impl MeteredPublisher {
         }
     }
 
-    fn listed(&self, n: usize) -> u64 {
+    fn listed(&self, prefix: &str, n: usize) -> u64 {
         let pages = (n.div_ceil(LIST_PAGE)).max(1) as u64;
+        self.note(Request::List, prefix, pages);
         self.counts.list_pages.fetch_add(pages, Ordering::Relaxed);
         self.counts
             .listed_keys
@@ -172,6 +220,7 @@ impl AtomicPublisher for MeteredPublisher {
 
     async fn put_create(&self, key: &str, bytes: Bytes) -> Result<Outcome> {
         self.counts.puts.fetch_add(1, Ordering::Relaxed);
+        self.note(Request::Put, key, 1);
         self.counts
             .bytes_written
             .fetch_add(bytes.len() as u64, Ordering::Relaxed);
@@ -181,6 +230,7 @@ impl AtomicPublisher for MeteredPublisher {
 
     async fn get(&self, key: &str) -> Result<Option<Bytes>> {
         self.counts.gets.fetch_add(1, Ordering::Relaxed);
+        self.note(Request::Get, key, 1);
         self.wait(|l| l.get, 1).await;
         let got = self.inner.get(key).await?;
         if let Some(b) = &got {
@@ -193,6 +243,7 @@ impl AtomicPublisher for MeteredPublisher {
 
     async fn get_at_most(&self, key: &str, max: u64) -> Result<Option<Bytes>> {
         self.counts.gets.fetch_add(1, Ordering::Relaxed);
+        self.note(Request::Get, key, 1);
         self.wait(|l| l.get, 1).await;
         let got = self.inner.get_at_most(key, max).await?;
         if let Some(b) = &got {
@@ -205,6 +256,7 @@ impl AtomicPublisher for MeteredPublisher {
 
     async fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes> {
         self.counts.range_gets.fetch_add(1, Ordering::Relaxed);
+        self.note(Request::RangeGet, key, 1);
         self.wait(|l| l.get, 1).await;
         let b = self.inner.get_range(key, range).await?;
         self.counts
@@ -215,7 +267,7 @@ impl AtomicPublisher for MeteredPublisher {
 
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>> {
         let v = self.inner.list(prefix).await?;
-        let pages = self.listed(v.len());
+        let pages = self.listed(prefix, v.len());
         // Pages of one listing follow each other (each needs the last one's token).
         self.wait(|l| l.list_page, pages).await;
         Ok(v)
@@ -223,14 +275,14 @@ impl AtomicPublisher for MeteredPublisher {
 
     async fn list_after(&self, prefix: &str, after: &str, limit: usize) -> Result<Vec<ObjectInfo>> {
         let v = self.inner.list_after(prefix, after, limit).await?;
-        let pages = self.listed(v.len());
+        let pages = self.listed(prefix, v.len());
         self.wait(|l| l.list_page, pages).await;
         Ok(v)
     }
 
     async fn list_names(&self, prefix: &str) -> Result<Vec<ObjectInfo>> {
         let v = self.inner.list_names(prefix).await?;
-        let pages = self.listed(v.len());
+        let pages = self.listed(prefix, v.len());
         self.wait(|l| l.list_page, pages).await;
         Ok(v)
     }
@@ -246,13 +298,14 @@ impl AtomicPublisher for MeteredPublisher {
             .inner
             .list_after_sized_from(prefix, after, limit, sized_from)
             .await?;
-        let pages = self.listed(v.len());
+        let pages = self.listed(prefix, v.len());
         self.wait(|l| l.list_page, pages).await;
         Ok(v)
     }
 
     async fn delete_temp(&self, key: &str) -> Result<()> {
         self.counts.deletes.fetch_add(1, Ordering::Relaxed);
+        self.note(Request::Delete, key, 1);
         self.wait(|l| l.get, 1).await;
         self.inner.delete_temp(key).await
     }

@@ -23,6 +23,7 @@ pub mod checked;
 pub mod disorderly;
 #[cfg(any(test, feature = "internal-api"))]
 pub mod faulty;
+pub(crate) mod memo;
 pub(crate) mod memory;
 #[cfg(any(test, feature = "internal-api"))]
 pub mod metered;

@@ -46,6 +46,7 @@ pub use crate::history::iceberg::IcebergOutcome;
 use crate::history::merkle;
 use crate::history::seal::{Seal, StoredSeal, MAX_SEAL_ATTEMPTS, SEAL_FORMAT_V2};
 use crate::history::signing::key_id;
+use crate::publish::memo::PointerMemo;
 use crate::publish::AtomicPublisher;
 pub use draft::NotSealed;
 use draft::{draft, Draft};
@@ -115,6 +116,10 @@ pub async fn seal_with(
     signing: Option<&SigningKey>,
     opts: &SealOptions,
 ) -> Result<SealOutcome> {
+    // Each new pointer is read to draft the seal and again for its Delta `add`: once from
+    // the store ([`PointerMemo`]).
+    let memo = PointerMemo::new(store);
+    let store: &dyn AtomicPublisher = &memo;
     let origin = checkpoint_origin(store, signing, opts).await?;
     for lost in 0..MAX_SEAL_ATTEMPTS as u64 {
         let heads = head::find(store).await?;

@@ -267,18 +267,31 @@ pub(crate) fn corrupt(key: &str, message: impl Into<crate::base::param::Text>) -
     }
 }
 
-/// Fetch and decode the footer of a part of `size` bytes (two ranged reads), refusing a
+/// Bytes read from a part's end when its footer is wanted: the length, the magic and, for
+/// every part the writer makes at its default flush sizes, the whole footer, in one ranged
+/// read (an object store bills a request, not its bytes within the region).
+pub(crate) const FOOTER_PREFETCH: u64 = 64 * 1024;
+
+/// Fetch and decode the footer of a part of `size` bytes: one ranged read of its last
+/// [`FOOTER_PREFETCH`] bytes, and a second only for a footer longer than that; refusing a
 /// file without the Parquet magic or with a footer over [`MAX_FETCH_BYTES`].
 pub(crate) async fn fetch_footer(src: &Source<'_>, key: &str, size: u64) -> Result<Footer> {
     let bad = |m: String| corrupt(key, m);
     if size < 12 {
         return Err(bad(format!("{size} bytes is too short for Parquet")));
     }
-    let tail = src.range(key, size - 8..size).await?;
-    if tail.len() != 8 || &tail[4..] != b"PAR1" {
+    let from = size - FOOTER_PREFETCH.min(size);
+    let end = src.range(key, from..size).await?;
+    let got = end.len();
+    if u64::try_from(got).ok() != Some(size - from) || &end[got - 4..] != b"PAR1" {
         return Err(bad("does not end in the Parquet magic PAR1".into()));
     }
-    let footer_len = u64::from(u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]));
+    let footer_len = u64::from(u32::from_le_bytes([
+        end[got - 8],
+        end[got - 7],
+        end[got - 6],
+        end[got - 5],
+    ]));
     if footer_len + 12 > size {
         return Err(bad(format!(
             "footer length {footer_len} does not fit in {size} bytes"
@@ -290,7 +303,12 @@ pub(crate) async fn fetch_footer(src: &Source<'_>, key: &str, size: u64) -> Resu
         )));
     }
     let start = size - 8 - footer_len;
-    let bytes = src.range(key, start..size - 8).await?;
+    let bytes = if start >= from {
+        let at = usize::try_from(start - from).map_err(Error::internal_from)?;
+        end.slice(at..got - 8)
+    } else {
+        src.range(key, start..size - 8).await?
+    };
     let meta = ParquetMetaDataReader::decode_metadata(&bytes)
         .map_err(|e| bad(format!("unreadable footer: {e}")))?;
     Ok(Footer { start, bytes, meta })
@@ -338,4 +356,59 @@ pub fn row_count_problem(meta: &ParquetMetaData, size: u64) -> Option<String> {
         ));
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::{Int64Array, RecordBatch};
+    use parquet::arrow::ArrowWriter;
+    use parquet::file::metadata::KeyValue;
+    use parquet::file::properties::WriterProperties;
+
+    use super::*;
+    use crate::publish::memory::MemoryPublisher;
+    use crate::publish::metered::MeteredPublisher;
+
+    /// A Parquet file whose footer carries `extra` bytes of key-value metadata.
+    fn part(extra: usize) -> Bytes {
+        let batch = RecordBatch::try_from_iter([(
+            "x",
+            Arc::new(Int64Array::from(vec![1, 2, 3])) as arrow_array::ArrayRef,
+        )])
+        .unwrap();
+        let props = WriterProperties::builder()
+            .set_key_value_metadata(Some(vec![KeyValue::new("pad".into(), "p".repeat(extra))]))
+            .build();
+        let mut buf = Vec::new();
+        let mut w = ArrowWriter::try_new(&mut buf, batch.schema(), Some(props)).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        Bytes::from(buf)
+    }
+
+    /// One ranged read when the footer is within the prefetch, two when it is longer; the
+    /// same footer either way.
+    #[tokio::test]
+    async fn a_footer_costs_one_ranged_read_unless_it_is_longer_than_the_prefetch() {
+        for (extra, reads) in [(100, 1), (3 * FOOTER_PREFETCH as usize, 2)] {
+            let mem: Arc<dyn AtomicPublisher> = Arc::new(MemoryPublisher::new());
+            let bytes = part(extra);
+            mem.put_create("p.parquet", bytes.clone()).await.unwrap();
+            let m = MeteredPublisher::new(mem, None);
+            let f = fetch_footer(&Source::Store(&m), "p.parquet", bytes.len() as u64)
+                .await
+                .unwrap();
+            assert_eq!(m.snapshot().range_gets, reads, "footer with {extra} bytes");
+            let size = bytes.len();
+            let len = u32::from_le_bytes(bytes[size - 8..size - 4].try_into().unwrap()) as usize;
+            assert_eq!(f.start as usize, size - 8 - len);
+            assert_eq!(f.bytes, bytes.slice(size - 8 - len..size - 8));
+            let kv = f.meta.file_metadata().key_value_metadata().unwrap();
+            assert!(kv
+                .iter()
+                .any(|k| k.key == "pad" && k.value.as_ref().map(String::len) == Some(extra)));
+        }
+    }
 }

@@ -9,6 +9,7 @@ mod legacy_layout;
 mod listing_order;
 mod plants;
 mod races;
+mod requests;
 mod seal;
 mod shard;
 mod shard_platform;
