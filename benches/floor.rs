@@ -54,7 +54,6 @@ use lineage_store::{AtomicPublisher, PosixPublisher, Writer};
 use parquet::basic::Compression;
 use parquet::file::metadata::ParquetMetaDataReader;
 
-
 /// The value after `name` on the command line.
 fn arg(args: &[String], name: &str) -> Option<String> {
     args.iter()
@@ -178,7 +177,9 @@ fn commit_id(i: usize) -> String {
 /// zstd level 1 of each column chunk of an uncompressed part (one reused context).
 fn zstd_chunks(z: &mut zstd::bulk::Compressor<'_>, part: &[u8]) -> usize {
     let bytes = Bytes::copy_from_slice(part);
-    let meta = ParquetMetaDataReader::new().parse_and_finish(&bytes).unwrap();
+    let meta = ParquetMetaDataReader::new()
+        .parse_and_finish(&bytes)
+        .unwrap();
     let mut out = 0;
     for rg in meta.row_groups() {
         for c in rg.columns() {
@@ -378,8 +379,7 @@ fn floor_of(
         }),
     )];
     let enc = |f: &RecordBatch, i: usize, c: Option<Compression>| {
-        encode::parquet_bytes(f, &commit_id(i), PartEncoding::default(), Some(STORE_ID), c)
-            .unwrap()
+        encode::parquet_bytes(f, &commit_id(i), PartEncoding::default(), Some(STORE_ID), c).unwrap()
     };
     let plain: Vec<Vec<u8>> = flushes
         .iter()
@@ -496,7 +496,10 @@ fn main() {
         "lineage-store {} · {} cores · load average at start {}",
         env!("CARGO_PKG_VERSION"),
         std::thread::available_parallelism().map_or(0, |n| n.get()),
-        load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+        load.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
     );
 
     // Read and validate: once per input, the same for every flush size.
@@ -511,8 +514,11 @@ fn main() {
         batches = parsed
             .iter()
             .map(|sb| {
-                v.validate(&SourcedBatch::new(sb.batch.clone(), Origin::Rows { first: 1 }))
-                    .unwrap()
+                v.validate(&SourcedBatch::new(
+                    sb.batch.clone(),
+                    Origin::Rows { first: 1 },
+                ))
+                .unwrap()
             })
             .collect();
     });
@@ -548,7 +554,10 @@ fn main() {
         if let (Some(py), Some(dir)) = (&py, &shared) {
             eprintln!("{b} rows per flush: pyarrow");
             if let Some(c) = pyarrow(py, dir, &events_abs, &base, &mut keep, b, repeats) {
-                end.push(("pyarrow `write_dataset` (write loop only, no fsync)".into(), c));
+                end.push((
+                    "pyarrow `write_dataset` (write loop only, no fsync)".into(),
+                    c,
+                ));
             }
         }
         columns.push(col);
@@ -588,7 +597,10 @@ fn print_table(rows: usize, repeats: usize, columns: &[Column], ends: &[Vec<(Str
         })
         .collect();
     let cells: Vec<String> = floors.iter().map(|f| format!("**{}**", f.cell())).collect();
-    println!("| **floor** (read, validate, gather, encode + zstd, both digests, publish) | {} |", cells.join(" | "));
+    println!(
+        "| **floor** (read, validate, gather, encode + zstd, both digests, publish) | {} |",
+        cells.join(" | ")
+    );
     for (i, (name, _)) in ends[0].iter().enumerate() {
         let cells: Vec<String> = ends
             .iter()
@@ -597,8 +609,13 @@ fn print_table(rows: usize, repeats: usize, columns: &[Column], ends: &[Vec<(Str
         println!("| {name} | {} |", cells.join(" | "));
     }
     // Ratios: the whole process against the floor and against pyarrow, when they ran.
-    let find = |e: &[(String, Cost)], what: &str| e.iter().find(|(n, _)| n.contains(what)).map(|(_, c)| *c);
-    if ends.iter().all(|e| find(e.as_slice(), "lineage append").is_some()) {
+    let find = |e: &[(String, Cost)], what: &str| {
+        e.iter().find(|(n, _)| n.contains(what)).map(|(_, c)| *c)
+    };
+    if ends
+        .iter()
+        .all(|e| find(e.as_slice(), "lineage append").is_some())
+    {
         let v: Vec<String> = ends
             .iter()
             .zip(&floors)
@@ -609,11 +626,16 @@ fn print_table(rows: usize, repeats: usize, columns: &[Column], ends: &[Vec<(Str
             .collect();
         println!("| `lineage append` ÷ floor | {} |", v.join(" | "));
     }
-    if ends.iter().all(|e| find(e.as_slice(), "lineage append").is_some() && find(e.as_slice(), "pyarrow").is_some()) {
+    if ends.iter().all(|e| {
+        find(e.as_slice(), "lineage append").is_some() && find(e.as_slice(), "pyarrow").is_some()
+    }) {
         let v: Vec<String> = ends
             .iter()
             .map(|e| {
-                let (c, p) = (find(e.as_slice(), "lineage append").unwrap_or(Cost::ZERO), find(e.as_slice(), "pyarrow").unwrap_or(Cost::ZERO));
+                let (c, p) = (
+                    find(e.as_slice(), "lineage append").unwrap_or(Cost::ZERO),
+                    find(e.as_slice(), "pyarrow").unwrap_or(Cost::ZERO),
+                );
                 format!("{:.2} CPU ({:.2} wall)", c.cpu / p.cpu, c.wall / p.wall)
             })
             .collect();

@@ -364,7 +364,11 @@ impl Validator {
                         Some(c) => Canon::To(c.clone()),
                         None => match crs::canonicalize(v) {
                             Ok(c) => {
-                                let to = if c == v { Canon::Same } else { Canon::To(c.clone()) };
+                                let to = if c == v {
+                                    Canon::Same
+                                } else {
+                                    Canon::To(c.clone())
+                                };
                                 self.crs_cache.insert(v.to_string(), c);
                                 to
                             }

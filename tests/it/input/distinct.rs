@@ -41,7 +41,9 @@ fn column(batches: &[RecordBatch], name: &str) -> Vec<String> {
         .iter()
         .flat_map(|b| {
             let s = b.column_by_name(name).unwrap().as_string::<i32>();
-            (0..s.len()).map(|i| s.value(i).to_string()).collect::<Vec<_>>()
+            (0..s.len())
+                .map(|i| s.value(i).to_string())
+                .collect::<Vec<_>>()
         })
         .collect()
 }
@@ -57,8 +59,16 @@ fn canonical_columns_are_each_rows_own_canonical_form_with_few_or_many_distinct_
                 .map(|e| crs::canonicalize(e[field].as_str().unwrap()).unwrap())
                 .collect()
         };
-        assert_eq!(column(&batches, "target_crs"), want("target_crs"), "{runs}/{codes}");
-        assert_eq!(column(&batches, "source_crs"), want("source_crs"), "{runs}/{codes}");
+        assert_eq!(
+            column(&batches, "target_crs"),
+            want("target_crs"),
+            "{runs}/{codes}"
+        );
+        assert_eq!(
+            column(&batches, "source_crs"),
+            want("source_crs"),
+            "{runs}/{codes}"
+        );
         let runs_in: Vec<String> = rows
             .iter()
             .map(|e| e["run_id"].as_str().unwrap().to_string())
@@ -85,7 +95,11 @@ fn every_refused_run_id_and_crs_row_is_named_with_many_distinct_values() {
         }
         if k % 41 == 4 {
             // An unknown code and a non-CRS, each met again after many valid values.
-            let bad = if k % 2 == 0 { "EPSG:99999" } else { "not-a-crs" };
+            let bad = if k % 2 == 0 {
+                "EPSG:99999"
+            } else {
+                "not-a-crs"
+            };
             want.push((
                 line,
                 "target_crs".into(),

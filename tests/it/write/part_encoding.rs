@@ -356,8 +356,14 @@ fn the_floor_benchs_encoding_alone_is_the_parts_bytes_and_its_digests_are_over_t
     let part = encode::encode_for_store(batch, id, PartEncoding::default(), store).unwrap();
     let alone = encode::parquet_bytes(batch, id, PartEncoding::default(), store, None).unwrap();
     assert_eq!(part.bytes.as_ref(), alone.as_slice());
-    assert_eq!(part.sha256, lineage_store::internal::digest::sha256_hex(&alone));
-    assert_eq!(part.blake3, lineage_store::internal::digest::blake3_hex(&alone));
+    assert_eq!(
+        part.sha256,
+        lineage_store::internal::digest::sha256_hex(&alone)
+    );
+    assert_eq!(
+        part.blake3,
+        lineage_store::internal::digest::blake3_hex(&alone)
+    );
     let plain = encode::parquet_bytes(
         batch,
         id,
