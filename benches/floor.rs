@@ -18,7 +18,8 @@
 //! - write: every part written to a new file, without and with an fsync of each;
 //! - publish: every commit's three objects (part, a pointer-sized JSON, an empty index
 //!   entry) through the local-disk store's create-only protocol (temp, fsync, no-replace
-//!   rename, directory fsync), one commit at a time.
+//!   rename, directory fsync), one commit at a time (its CPU figure is the submitting
+//!   thread's only: the store does the file work on tokio's blocking threads).
 //!
 //! Figures: CPU time (the thread's, from `/proc/thread-self/schedstat`; the whole process's
 //! user+sys from `/proc/self/stat`, the child's from the waited-for children's times) and
