@@ -256,7 +256,69 @@ fn encode_inner(
     compaction: bool,
     signer: Option<&SigningKey>,
 ) -> Result<EncodedPart> {
-    let store_id = store_id.filter(|_| encoding.names_store());
+    let how = How {
+        encoding,
+        store_id: store_id.filter(|_| encoding.names_store()),
+        compaction,
+        signer,
+        compression: None,
+    };
+    let (buf, version, batch) = write_part(batch, commit_id, &how)?;
+    let rows = batch.num_rows();
+    let seq = batch.column(col::SEQUENCE).as_primitive::<Int64Type>();
+    let time = batch
+        .column(col::EVENT_TIME_UTC)
+        .as_primitive::<TimestampMicrosecondType>();
+    Ok(EncodedPart {
+        commit_id: commit_id.to_string(),
+        sha256: sha256_hex(&buf),
+        blake3: crate::base::digest::blake3_hex(&buf),
+        rows: rows as u64,
+        sequence: min_max(seq.values()),
+        event_time_us: min_max(time.values()),
+        schema_version: version,
+        tail: crate::parts::tail::tail_of(&buf)?,
+        bytes: Bytes::from(buf),
+    })
+}
+
+/// How a part is written: its settings, the footer's names, the writer key.
+struct How<'a> {
+    encoding: PartEncoding,
+    store_id: Option<&'a str>,
+    compaction: bool,
+    signer: Option<&'a SigningKey>,
+    /// Replaces zstd level 1 (the floor bench's uncompressed figure); `None`: the encoding's.
+    compression: Option<Compression>,
+}
+
+/// The Parquet bytes of `batch` as the part of `commit_id` written `how`, no digests: what
+/// the floor bench (benches/floor.rs) times as "Parquet encoding" alone, with `compression`
+/// in place of zstd level 1 when given (not a part any store holds).
+pub fn parquet_bytes(
+    batch: &RecordBatch,
+    commit_id: &str,
+    encoding: PartEncoding,
+    store_id: Option<&str>,
+    compression: Option<Compression>,
+) -> Result<Vec<u8>> {
+    let how = How {
+        encoding,
+        store_id: store_id.filter(|_| encoding.names_store()),
+        compaction: false,
+        signer: None,
+        compression,
+    };
+    Ok(write_part(batch, commit_id, &how)?.0)
+}
+
+/// The part's bytes, the contract version written, and the batch as written.
+fn write_part(
+    batch: &RecordBatch,
+    commit_id: &str,
+    how: &How<'_>,
+) -> Result<(Vec<u8>, String, RecordBatch)> {
+    let (encoding, store_id) = (how.encoding, how.store_id);
     let rows = batch.num_rows();
     if rows == 0 {
         return Err(Error::internal("refusing to encode an empty flush"));
@@ -270,8 +332,11 @@ fn encode_inner(
         encoding,
         rows,
         store_id,
-        compaction,
+        how.compaction,
     );
+    if let Some(c) = how.compression {
+        props = props.into_builder().set_compression(c).build();
+    }
     let mut options = ArrowWriterOptions::new();
     if encoding.has_field_ids() {
         // The ids go into the Parquet schema, where readers (Iceberg's among them) take
@@ -290,7 +355,7 @@ fn encode_inner(
         options.with_properties(props),
     )?;
     writer.write(&batch)?;
-    if let (Some(key), Some(sid)) = (signer, store_id) {
+    if let (Some(key), Some(sid)) = (how.signer, store_id) {
         // Every row group written and the buffer flushed: what is in the writer now is
         // all the part's bytes before its page indexes and footer, what the signature
         // covers; the signature joins the footer's key-value metadata.
@@ -303,21 +368,7 @@ fn encode_inner(
         }
     }
     let buf = writer.into_inner()?;
-    let seq = batch.column(col::SEQUENCE).as_primitive::<Int64Type>();
-    let time = batch
-        .column(col::EVENT_TIME_UTC)
-        .as_primitive::<TimestampMicrosecondType>();
-    Ok(EncodedPart {
-        commit_id: commit_id.to_string(),
-        sha256: sha256_hex(&buf),
-        blake3: crate::base::digest::blake3_hex(&buf),
-        rows: rows as u64,
-        sequence: min_max(seq.values()),
-        event_time_us: min_max(time.values()),
-        schema_version: version.version.clone(),
-        tail: crate::parts::tail::tail_of(&buf)?,
-        bytes: Bytes::from(buf),
-    })
+    Ok((buf, version.version.clone(), batch))
 }
 
 fn min_max(v: &[i64]) -> (i64, i64) {

@@ -151,16 +151,19 @@ fn operation_rules(version: &contract::ContractVersion, batch: &RecordBatch, r: 
 /// or Arrow batch, one `write`): every later copy is refused, naming the first. Across
 /// batches ids are not compared (that would hold every id of the input in memory).
 fn duplicate_ids(batch: &RecordBatch, r: &mut Refuse<'_>) {
+    use std::collections::hash_map::Entry;
     let ids = batch.column(col::EVENT_ID).as_string::<i32>();
-    let mut first: HashMap<&str, usize> = HashMap::new();
+    // Sized for the batch up front (growing it rehashed every id several times), one hash
+    // per id (the entry, not a lookup then an insert).
+    let mut first: HashMap<&str, usize> = HashMap::with_capacity(ids.len());
     for i in (0..ids.len()).filter(|&i| ids.is_valid(i) && !ids.value(i).is_empty()) {
         let v = ids.value(i);
-        match first.get(v) {
-            None => {
-                first.insert(v, i);
+        match first.entry(v) {
+            Entry::Vacant(e) => {
+                e.insert(i);
             }
-            Some(&f) => {
-                let at = match r.sb.origin.place(f) {
+            Entry::Occupied(e) => {
+                let at = match r.sb.origin.place(*e.get()) {
                     crate::base::rejection::Place::Line(l) => format!("line {l}"),
                     crate::base::rejection::Place::Row(n) => format!("row {n}"),
                     crate::base::rejection::Place::Schema => "an earlier row".to_string(),
@@ -174,6 +177,76 @@ fn duplicate_ids(batch: &RecordBatch, r: &mut Refuse<'_>) {
             }
         }
     }
+}
+
+/// Distinct values of a batch's column met so far, in order of first appearance: a
+/// linear scan over the first [`FEW`] (inputs repeat a handful of run ids and CRSs, and
+/// comparing a few short keys costs less than hashing every row's value: SipHash of each
+/// row's run_id and CRSs was ~10 % of an append's CPU), a hash map past them.
+struct Distinct<'a, T> {
+    values: Vec<(&'a str, T)>,
+    /// [`short_key`] of each of the first [`FEW`] values.
+    keys: Vec<(u128, usize)>,
+    many: HashMap<&'a str, usize>,
+}
+
+/// Distinct values looked up by a linear scan before [`Distinct`] hashes.
+const FEW: usize = 16;
+
+/// A value's length and first 16 bytes: equal keys of values of at most 16 bytes are
+/// equal values, compared as two integers (no call to compare bytes).
+fn short_key(v: &str) -> (u128, usize) {
+    let b = v.as_bytes();
+    let mut head = [0u8; 16];
+    let n = b.len().min(16);
+    head[..n].copy_from_slice(&b[..n]);
+    (u128::from_le_bytes(head), b.len())
+}
+
+impl<'a, T> Distinct<'a, T> {
+    fn new() -> Self {
+        Self {
+            values: Vec::new(),
+            keys: Vec::new(),
+            many: HashMap::new(),
+        }
+    }
+
+    /// The slot of `v`, or `None` when it is new.
+    fn find(&self, v: &str) -> Option<usize> {
+        let key = short_key(v);
+        let scanned = self
+            .keys
+            .iter()
+            .enumerate()
+            .position(|(i, k)| *k == key && (key.1 <= 16 || self.values[i].0 == v));
+        if scanned.is_some() || self.values.len() <= FEW {
+            return scanned;
+        }
+        self.many.get(v).copied()
+    }
+
+    /// Remember a new value; its slot.
+    fn add(&mut self, v: &'a str, t: T) -> usize {
+        let slot = self.values.len();
+        if slot < FEW {
+            self.keys.push(short_key(v));
+        } else {
+            self.many.insert(v, slot);
+        }
+        self.values.push((v, t));
+        slot
+    }
+}
+
+/// What a CRS value of a batch canonicalises to.
+enum Canon {
+    /// It is canonical.
+    Same,
+    /// This canonical form.
+    To(String),
+    /// Refused, with why.
+    Refused(String),
 }
 
 impl Validator {
@@ -246,15 +319,22 @@ impl Validator {
     /// remembered).
     fn check_run_ids(&mut self, batch: &RecordBatch, r: &mut Refuse<'_>) {
         let run_ids = batch.column(col::RUN_ID).as_string::<i32>();
+        // The run ids this batch has shown good: compared before the set is hashed.
+        let mut good: Distinct<'_, ()> = Distinct::new();
         for i in (0..run_ids.len()).filter(|&i| run_ids.is_valid(i)) {
             let v = run_ids.value(i);
-            if v.is_empty() || self.run_ids_ok.contains(v) {
+            if v.is_empty() || good.find(v).is_some() {
+                continue;
+            }
+            if self.run_ids_ok.contains(v) {
+                good.add(v, ());
                 continue;
             }
             match keys::run_id_problem(v) {
                 Some(why) => r.cell(i, col::RUN_ID, Some(cut(v)), why),
                 None => {
                     self.run_ids_ok.insert(v.to_string());
+                    good.add(v, ());
                 }
             }
         }
@@ -266,30 +346,61 @@ impl Validator {
         let s = arr.as_string::<i32>();
         let mut changed = false;
         let mut refused = false;
+        // Each distinct value of the batch canonicalised once (through the cache across
+        // batches); every row then only finds its value's slot.
+        let mut distinct: Distinct<'_, Canon> = Distinct::new();
+        let mut slots: Vec<u32> = Vec::with_capacity(s.len());
         for i in 0..s.len() {
             if s.is_null(i) || s.value(i).is_empty() {
+                slots.push(u32::MAX);
                 continue;
             }
             let v = s.value(i);
-            let canon = match self.crs_cache.get(v) {
-                Some(c) => c,
-                None => match crs::canonicalize(v) {
-                    Ok(c) => self.crs_cache.entry(v.to_string()).or_insert(c),
-                    Err(why) => {
-                        r.cell(i, ci, Some(cut(v)), why);
-                        refused = true;
-                        continue;
-                    }
-                },
+            let slot = match distinct.find(v) {
+                Some(slot) => slot,
+                None => {
+                    let canon = match self.crs_cache.get(v) {
+                        Some(c) if c == v => Canon::Same,
+                        Some(c) => Canon::To(c.clone()),
+                        None => match crs::canonicalize(v) {
+                            Ok(c) => {
+                                let to = if c == v {
+                                    Canon::Same
+                                } else {
+                                    Canon::To(c.clone())
+                                };
+                                self.crs_cache.insert(v.to_string(), c);
+                                to
+                            }
+                            Err(why) => Canon::Refused(why),
+                        },
+                    };
+                    distinct.add(v, canon)
+                }
             };
-            changed |= canon != v;
+            match &distinct.values[slot].1 {
+                Canon::Same => {}
+                Canon::To(_) => changed = true,
+                Canon::Refused(why) => {
+                    r.cell(i, ci, Some(cut(v)), why.clone());
+                    refused = true;
+                }
+            }
+            // Batches are far below 4 billion rows (readers cut them at 64 Ki rows).
+            slots.push(slot as u32);
         }
         if !changed || refused {
             return None;
         }
         let out: StringArray = s
             .iter()
-            .map(|v| v.map(|v| self.crs_cache.get(v).map(String::as_str).unwrap_or(v)))
+            .zip(&slots)
+            .map(|(v, &slot)| {
+                v.map(|v| match distinct.values.get(slot as usize) {
+                    Some((_, Canon::To(c))) => c.as_str(),
+                    _ => v,
+                })
+            })
             .collect();
         Some(Arc::new(out))
     }

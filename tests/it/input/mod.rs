@@ -5,5 +5,6 @@ mod bad_cli;
 mod bad_lib;
 mod batches;
 mod check;
+mod distinct;
 mod float_exact;
 mod one_round;

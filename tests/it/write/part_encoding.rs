@@ -346,3 +346,31 @@ fn unknown_part_encodings_are_refused_with_a_reason() {
     }
     assert_eq!(PartEncoding::default(), PartEncoding::V4);
 }
+
+#[test]
+fn the_floor_benchs_encoding_alone_is_the_parts_bytes_and_its_digests_are_over_them() {
+    // benches/floor.rs times `parquet_bytes` as the encoding of a part: the same bytes as
+    // the part `encode_for_store` makes, whose sha256 and BLAKE3 are of exactly those bytes.
+    let batch = &input(250)[0];
+    let (id, store) = ("0190f000-0000-7000-8000-000000000001", Some("s-1"));
+    let part = encode::encode_for_store(batch, id, PartEncoding::default(), store).unwrap();
+    let alone = encode::parquet_bytes(batch, id, PartEncoding::default(), store, None).unwrap();
+    assert_eq!(part.bytes.as_ref(), alone.as_slice());
+    assert_eq!(
+        part.sha256,
+        lineage_store::internal::digest::sha256_hex(&alone)
+    );
+    assert_eq!(
+        part.blake3,
+        lineage_store::internal::digest::blake3_hex(&alone)
+    );
+    let plain = encode::parquet_bytes(
+        batch,
+        id,
+        PartEncoding::default(),
+        store,
+        Some(parquet::basic::Compression::UNCOMPRESSED),
+    )
+    .unwrap();
+    assert!(plain.len() > alone.len(), "{} {}", plain.len(), alone.len());
+}
