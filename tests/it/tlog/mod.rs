@@ -4,7 +4,7 @@ mod checkpoint;
 mod proof;
 mod scale;
 mod tiles;
+mod trusted_head;
 mod witness;
 mod witness_cli;
 mod witness_double;
-mod trusted_head;
