@@ -12,6 +12,8 @@ want=$(sha256sum "$req" | cut -d' ' -f1)
 if [ -x "$venv/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
   exit 0
 fi
-python3 -m venv "$venv"
+# --clear: a venv left half-made (a run stopped while it was being created, so no pip) or
+# made for other requirements is made anew rather than patched.
+python3 -m venv --clear "$venv"
 "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$req"
 echo "$want" > "$stamp"
