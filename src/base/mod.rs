@@ -12,3 +12,4 @@ pub(crate) mod rejection;
 pub(crate) mod rng;
 pub(crate) mod text;
 pub mod time;
+pub(crate) mod transport;

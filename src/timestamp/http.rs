@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use crate::base::error::{Error, Result};
 use crate::base::param::{text, Param};
+use crate::base::transport::words as transport;
 use crate::format::timestamp::MAX_REPLY_BYTES;
 
 /// Time one request may take, by default.
@@ -81,26 +82,4 @@ async fn read_bounded(mut resp: reqwest::Response) -> std::result::Result<Vec<u8
         body.extend_from_slice(&chunk);
     }
     Ok(body)
-}
-
-/// A transport error in words, without the URL (whose query may hold a token).
-fn transport(e: &reqwest::Error) -> String {
-    let what = if e.is_timeout() {
-        "no answer within the timeout"
-    } else if e.is_connect() {
-        "could not connect"
-    } else {
-        "the exchange failed"
-    };
-    let mut src: Option<&dyn std::error::Error> = std::error::Error::source(e);
-    let mut detail = String::new();
-    while let Some(s) = src {
-        detail = s.to_string();
-        src = s.source();
-    }
-    if detail.is_empty() {
-        what.to_string()
-    } else {
-        format!("{what} ({detail})")
-    }
 }

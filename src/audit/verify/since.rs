@@ -68,6 +68,28 @@ pub(crate) struct Since {
 }
 
 impl Since {
+    /// A strategy from seal `since` (nothing read yet but the seals in `preread`).
+    fn start(
+        heads: head::Heads,
+        newest: StoredSeal,
+        since: u64,
+        preread: BTreeMap<u64, StoredSeal>,
+        trusted: bool,
+    ) -> Self {
+        Self {
+            heads,
+            newest,
+            since,
+            sealed_after: Vec::new(),
+            entries: Vec::new(),
+            checked_seals: Vec::new(),
+            area: DataArea::default(),
+            parsed: HashMap::new(),
+            preread,
+            trusted,
+        }
+    }
+
     /// The strategy for `opts.since_seal`, or `None` when the newest seal is of an earlier
     /// format (no index to list from): then the store gets a full verify.
     pub(crate) async fn plan(
@@ -102,18 +124,13 @@ impl Since {
                 )],
             ));
         }
-        Ok(Some(Self {
+        Ok(Some(Self::start(
             heads,
             newest,
             since,
-            sealed_after: Vec::new(),
-            entries: Vec::new(),
-            checked_seals: Vec::new(),
-            area: DataArea::default(),
-            parsed: HashMap::new(),
-            preread: BTreeMap::new(),
-            trusted: false,
-        }))
+            BTreeMap::new(),
+            false,
+        )))
     }
 
     /// The strategy for `--trust-expected-head`: from the seal with the expected head
@@ -142,18 +159,7 @@ impl Since {
             tracing::warn!("no seal has the expected head digest: verifying the whole store");
             return Ok(None);
         };
-        Ok(Some(Self {
-            heads,
-            newest,
-            since,
-            sealed_after: Vec::new(),
-            entries: Vec::new(),
-            checked_seals: Vec::new(),
-            area: DataArea::default(),
-            parsed: HashMap::new(),
-            preread,
-            trusted: true,
-        }))
+        Ok(Some(Self::start(heads, newest, since, preread, true)))
     }
 }
 

@@ -9,6 +9,7 @@ use std::time::Duration;
 use crate::base::cosign::CosignError;
 use crate::base::error::{Error, Result};
 use crate::base::param::{text, Param};
+use crate::base::transport::words as transport;
 use crate::format::cosignature::{parse_vkey, Cosigner};
 use crate::format::tlog_witness::{parse_size, ADD_CHECKPOINT, MAX_ANSWER_BYTES};
 
@@ -152,26 +153,4 @@ async fn read_bounded(mut resp: reqwest::Response) -> std::result::Result<String
     String::from_utf8(body).map_err(|_| CosignError::BadAnswer {
         why: "an answer that is not UTF-8 text".into(),
     })
-}
-
-/// A transport error in words, without the URL (whose query may hold a token).
-fn transport(e: &reqwest::Error) -> String {
-    let what = if e.is_timeout() {
-        "no answer within the timeout"
-    } else if e.is_connect() {
-        "could not connect"
-    } else {
-        "the exchange failed"
-    };
-    let mut src: Option<&dyn std::error::Error> = std::error::Error::source(e);
-    let mut detail = String::new();
-    while let Some(s) = src {
-        detail = s.to_string();
-        src = s.source();
-    }
-    if detail.is_empty() || detail == what {
-        what.to_string()
-    } else {
-        format!("{what} ({detail})")
-    }
 }
