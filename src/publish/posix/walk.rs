@@ -54,7 +54,7 @@ enum Type {
 }
 
 impl Walker<'_> {
-    pub(super) fn walk(&self, dir: &OwnedFd, path: &Path, out: &mut Vec<ObjectInfo>) -> Result<()> {
+    pub(super) fn walk(&self, dir: OwnedFd, path: &Path, out: &mut Vec<ObjectInfo>) -> Result<()> {
         for (entry, t) in self.entries(dir, path)? {
             if t == Type::Dir {
                 // A directory no key under the prefix can be in is not descended into (a
@@ -64,7 +64,7 @@ impl Walker<'_> {
                     continue;
                 }
                 match open_sub(&entry)? {
-                    Sub::Dir(fd) => self.walk(&fd, &entry.path, out)?,
+                    Sub::Dir(fd) => self.walk(fd, &entry.path, out)?,
                     Sub::Gone => {}
                     Sub::Link => self.push_object(&entry, Type::Link, out)?,
                 }
@@ -99,7 +99,7 @@ impl Walker<'_> {
 
     /// The files, directories and symlinks of `dir` (with the type of each); entries
     /// that vanish before their type is read are skipped.
-    fn entries(&self, dir: &OwnedFd, path: &Path) -> Result<Vec<(Entry, Type)>> {
+    fn entries(&self, dir: OwnedFd, path: &Path) -> Result<Vec<(Entry, Type)>> {
         let mut out = Vec::new();
         for entry in read_entries(dir, path)? {
             if let Some(t) = self.examine(&entry)? {
@@ -201,13 +201,20 @@ fn open_sub(entry: &Entry) -> Result<Sub> {
     }
 }
 
+/// Bytes of directory entries one `getdents64` call may return: 64 KiB holds about 500
+/// index entries (a second of a busy writer), so a directory costs one call that returns
+/// its entries and one that says there are no more.
+const DIRENT_BUFFER: usize = 64 * 1024;
+
 /// The entries of `dir` (at `path`) as read, with the type the directory gives (nothing
-/// stat'ed); an entry that vanished while being read is skipped.
-fn read_entries(dir: &OwnedFd, path: &Path) -> Result<Vec<Entry>> {
-    let shared = Arc::new(rustix::io::dup(dir).map_err(|e| Error::io(path, e.into()))?);
-    let entries = rustix::fs::Dir::read_from(dir).map_err(|e| Error::io(path, e.into()))?;
+/// stat'ed); an entry that vanished while being read is skipped. `dir` is a handle just
+/// opened (read from its start, once) and is kept by the entries, for their `statx`.
+fn read_entries(dir: OwnedFd, path: &Path) -> Result<Vec<Entry>> {
+    let shared = Arc::new(dir);
+    let mut buf = vec![std::mem::MaybeUninit::<u8>::uninit(); DIRENT_BUFFER];
+    let mut entries = rustix::fs::RawDir::new(&*shared, &mut buf);
     let mut out = Vec::new();
-    for entry in entries {
+    while let Some(entry) = entries.next() {
         match entry {
             Ok(e) => {
                 let bytes = e.file_name().to_bytes();
@@ -215,13 +222,7 @@ fn read_entries(dir: &OwnedFd, path: &Path) -> Result<Vec<Entry>> {
                     continue;
                 }
                 let name = OsStr::from_bytes(bytes).to_os_string();
-                let told = match e.file_type() {
-                    rustix::fs::FileType::Directory => Some(Some(Type::Dir)),
-                    rustix::fs::FileType::RegularFile => Some(Some(Type::File)),
-                    rustix::fs::FileType::Symlink => Some(Some(Type::Link)),
-                    rustix::fs::FileType::Unknown => None,
-                    _ => Some(None), // a FIFO, a socket, a device: never listed
-                };
+                let told = told_type(e.file_type());
                 out.push(Entry {
                     dir: shared.clone(),
                     path: path.join(&name),
@@ -229,11 +230,24 @@ fn read_entries(dir: &OwnedFd, path: &Path) -> Result<Vec<Entry>> {
                     told,
                 });
             }
-            Err(Errno::NOENT) => continue,
+            Err(Errno::NOENT) => break,
             Err(e) => return Err(Error::io(path, e.into())),
         }
     }
     Ok(out)
+}
+
+/// The type a directory entry says it is: `None` when the file system does not say
+/// (`DT_UNKNOWN`: ask `statx`), `Some(None)` for what is never listed (a FIFO, a
+/// socket, a device).
+fn told_type(t: rustix::fs::FileType) -> Option<Option<Type>> {
+    match t {
+        rustix::fs::FileType::Directory => Some(Some(Type::Dir)),
+        rustix::fs::FileType::RegularFile => Some(Some(Type::File)),
+        rustix::fs::FileType::Symlink => Some(Some(Type::Link)),
+        rustix::fs::FileType::Unknown => None,
+        _ => Some(None),
+    }
 }
 
 /// The store key of a relative path. Every key lineage-store writes is UTF-8; a name that
@@ -278,7 +292,7 @@ impl Walker<'_> {
     /// [`Walker::walk`].
     pub(super) fn walk_sorted(
         &self,
-        dir: &OwnedFd,
+        dir: OwnedFd,
         path: &Path,
         page: &Page<'_>,
         out: &mut Vec<ObjectInfo>,
@@ -305,7 +319,7 @@ impl Walker<'_> {
             }
             if let Some(k) = key.strip_suffix('/') {
                 match open_sub(&entry)? {
-                    Sub::Dir(fd) => self.walk_sorted(&fd, &entry.path, page, out)?,
+                    Sub::Dir(fd) => self.walk_sorted(fd, &entry.path, page, out)?,
                     Sub::Gone => {}
                     Sub::Link if k > page.after && k.starts_with(page.prefix) => {
                         out.extend(self.object(&entry, k.to_string())?)
