@@ -16,6 +16,7 @@ use pyo3::prelude::*;
 
 mod anchors;
 mod arrow_in;
+mod as_of;
 mod check;
 mod conformed;
 mod distributed;

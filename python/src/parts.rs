@@ -184,7 +184,7 @@ pub fn plan(
             .await?;
         let mut opts = r.opts;
         opts.as_of_seal =
-            crate::store::as_of(store.as_ref(), opts.as_of_seal, r.as_of_time.as_deref()).await?;
+            crate::as_of::as_of(store.as_ref(), opts.as_of_seal, r.as_of_time.as_deref()).await?;
         let lines = checked.lines();
         let snap = snapshot(store.as_ref(), &opts).await?;
         snap.parts

@@ -25,6 +25,7 @@ use lineage_store::report::{self, ReportFormat, ReportOptions};
 
 use crate::anchors::AnchorKw;
 use crate::arrow_in;
+use crate::as_of::{as_of, one_as_of};
 use crate::errors::{self, IntoPyResult, LResult};
 use crate::log_table;
 use crate::runtime::{block_on, block_on_local, detached};
@@ -1085,28 +1086,6 @@ fn since_seal_arg(since_seal: Option<Bound<'_, PyAny>>) -> PyResult<Option<Optio
         }
         Some(v) => Some(Some(v.extract::<u64>()?)),
     })
-}
-
-/// Refuse `as_of_seal` and `as_of_time` together.
-fn one_as_of(as_of_seal: Option<u64>, as_of_time: Option<&str>) -> LResult<()> {
-    match (as_of_seal, as_of_time) {
-        (Some(_), Some(_)) => Err(Error::usage(
-            "give either as_of_seal or as_of_time, not both",
-        )),
-        _ => Ok(()),
-    }
-}
-
-/// The seal to read as of: `as_of_seal`, or the newest sealed at or before `as_of_time`.
-pub(crate) async fn as_of(
-    store: &dyn AtomicPublisher,
-    as_of_seal: Option<u64>,
-    as_of_time: Option<&str>,
-) -> LResult<Option<u64>> {
-    match as_of_time {
-        Some(t) => Ok(Some(lineage_store::seal_as_of_time(store, t).await?)),
-        None => Ok(as_of_seal),
-    }
 }
 
 impl Store {
