@@ -239,7 +239,9 @@ class Store:
         event_id: Optional[str] = None,
     ) -> Proof:
         """An inclusion proof of a commit in a seal; with ``event_id`` instead, a row
-        proof of that event (its values, its commit, the part that holds it)."""
+        proof of that event (its values, its commit, the part that holds it).
+        ``Proof.to_json(embed_seal=False)`` is the text ``lineage prove`` writes,
+        ``embed_seal=True`` the text ``prove --embed-seal`` writes."""
     def report(
         self,
         path: StrPath,

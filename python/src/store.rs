@@ -618,6 +618,8 @@ impl Store {
     /// newest seal, or seal number `seal`), checkable offline with `verify_proof`. With
     /// `event_id` instead: a row proof of that event (`lineage prove --event-id`): its
     /// values, its commit's inclusion proof and the part that holds it.
+    /// `Proof.to_json(embed_seal=False)` is the text `lineage prove` writes (a signed
+    /// seal's compact proof), `embed_seal=True` the text `prove --embed-seal` writes.
     #[pyo3(signature = (commit_id=None, head=None, *, seal=None, event_id=None))]
     fn prove(
         &self,
