@@ -36,9 +36,9 @@
 
 mod anchor;
 mod check;
+mod location;
+mod repeat;
 pub mod tlog;
-
-use std::collections::BTreeMap;
 
 use bytes::Bytes;
 use futures::StreamExt;
@@ -50,12 +50,14 @@ use crate::base::digest::sha256_hex;
 use crate::base::error::{Error, Result};
 use crate::base::time::rfc3339;
 use crate::format::pointer::tool_version;
+use crate::history::seal::StoredSeal;
 use crate::history::pointers::READ_CONCURRENCY;
 use crate::publish::checked::{publish_checked, Published};
 use crate::publish::AtomicPublisher;
 
 pub use anchor::{outcome as anchor_outcome, Witness};
 pub use check::{check, check_store};
+use location::{others_at_location, replaced};
 
 /// Format tag of witness records.
 pub const RECORD_FORMAT: &str = "lineage-witness/1";
@@ -302,13 +304,18 @@ pub async fn witness(
     witness_with(store, witness, clock, &WitnessOptions::default()).await
 }
 
-/// [`witness`], as `opts` asks.
+/// [`witness`], as `opts` asks. A store the witness recorded before at this location is
+/// checked from its newest record on ([`repeat`]); any other, or on any doubt there, the
+/// whole chain is walked and checked against every record.
 pub async fn witness_with(
     store: &dyn AtomicPublisher,
     witness: &dyn AtomicPublisher,
     clock: &dyn Clock,
     opts: &WitnessOptions,
 ) -> Result<WitnessOutcome> {
+    if let Some(done) = repeat::repeat(store, witness, clock).await? {
+        return Ok(done);
+    }
     let chain = chain::walk(store, None).await?;
     let Some(last) = chain.seals.last() else {
         return Err(Error::usage(format!(
@@ -331,18 +338,33 @@ pub async fn witness_with(
     if !outcome.problems.is_empty() {
         return Ok(outcome);
     }
+    let records = read_records(witness, &store_id).await?;
+    if records.iter().any(|r| r.key_seq == last.key_seq) {
+        return Ok(outcome); // already witnessed, and checked above to agree
+    }
+    let prev = prev_record(&records, last.key_seq);
+    let rec = new_record(store, clock, (&store_id, last), prev, replaces)?;
+    let published = publish_record(witness, &outcome.record, &rec).await?;
+    outcome.created = published == Published::Created;
+    Ok(outcome)
+}
+
+/// The record of seal `last` of store `id`, witnessed now, after `prev`.
+fn new_record(
+    store: &dyn AtomicPublisher,
+    clock: &dyn Clock,
+    (id, last): (&str, &StoredSeal),
+    prev: Option<PrevRecord>,
+    replaces: Vec<String>,
+) -> Result<WitnessRecord> {
     let seal = last.seal.as_ref().map_err(|m| Error::Corrupt {
         what: "seal",
         key: last.key.clone(),
         message: m.clone(),
     })?;
-    let records = read_records(witness, &store_id).await?;
-    if records.iter().any(|r| r.key_seq == last.key_seq) {
-        return Ok(outcome); // already witnessed, and checked above to agree
-    }
-    let rec = WitnessRecord {
+    Ok(WitnessRecord {
         format: RECORD_FORMAT.to_string(),
-        store_id: store_id.clone(),
+        store_id: id.to_string(),
         store: store.describe(),
         seq: last.key_seq,
         head: last.digest.clone(),
@@ -351,12 +373,9 @@ pub async fn witness_with(
         sealed_utc: seal.sealed_utc.clone(),
         witnessed_utc: rfc3339(clock.now()),
         tool_version: tool_version(),
-        prev: prev_record(&records, last.key_seq),
+        prev,
         replaces,
-    };
-    let published = publish_record(witness, &outcome.record, &rec).await?;
-    outcome.created = published == Published::Created;
-    Ok(outcome)
+    })
 }
 
 /// The newest record before seal `seq`, as the next record names it.
@@ -369,73 +388,6 @@ fn prev_record(records: &[ReadRecord], seq: u64) -> Option<PrevRecord> {
             seq: r.key_seq,
             sha256: r.digest.clone(),
         })
-}
-
-/// The stores a first record replaces at location `store`: those the witness recorded
-/// there, when `opts` asks to record a new store at a witnessed location (else none).
-async fn replaced(
-    witness: &dyn AtomicPublisher,
-    store: &str,
-    report: &WitnessReport,
-    opts: &WitnessOptions,
-) -> Result<Vec<String>> {
-    let (true, 0, Some(id)) = (
-        opts.new_store_at_location,
-        report.records,
-        report.store_id.as_deref(),
-    ) else {
-        return Ok(Vec::new());
-    };
-    Ok(others_at_location(witness, store, Some(id))
-        .await?
-        .into_iter()
-        .map(|(o, _)| o)
-        .collect())
-}
-
-/// The other stores the witness recorded at location `store` (the URL as the witness
-/// reached it): each id but `own`, with the newest seal recorded, whose newest record
-/// names this location.
-async fn others_at_location(
-    witness: &dyn AtomicPublisher,
-    store: &str,
-    own: Option<&str>,
-) -> Result<Vec<(String, u64)>> {
-    let listed = witness.list(HEADS_PREFIX).await?;
-    let mut newest: BTreeMap<String, (u64, String)> = BTreeMap::new();
-    for o in listed {
-        let Some((id, file)) = o
-            .key
-            .strip_prefix(HEADS_PREFIX)
-            .and_then(|r| r.split_once('/'))
-        else {
-            continue;
-        };
-        let Some(n) = file
-            .strip_suffix(".json")
-            .and_then(|s| s.parse::<u64>().ok())
-        else {
-            continue;
-        };
-        if Some(id) == own {
-            continue;
-        }
-        let e = newest.entry(id.to_string()).or_insert((0, String::new()));
-        if n >= e.0 {
-            *e = (n, o.key);
-        }
-    }
-    let mut same_url = Vec::new();
-    for (id, (n, key)) in newest {
-        if let Ok(Some(b)) = witness.get_at_most(&key, MAX_RECORD_BYTES).await {
-            if let Ok(r) = serde_json::from_slice::<WitnessRecord>(&b) {
-                if r.store == store {
-                    same_url.push((id, n));
-                }
-            }
-        }
-    }
-    Ok(same_url)
 }
 
 /// What keeps `witness` from recording: the chain's problems, and the check's (a store not
