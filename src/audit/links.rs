@@ -50,7 +50,10 @@ pub(crate) fn check_one(
         out.push(Problem::new(
             ProblemKind::SealMisplaced,
             &s.key,
-            format!("records seq {} but is stored as seal {}", seal.seq, s.key_seq),
+            format!(
+                "records seq {} but is stored as seal {}",
+                seal.seq, s.key_seq
+            ),
         ));
     }
     out.extend(link_problem(prev, s, seal));

@@ -50,9 +50,9 @@ use crate::audit::links::check_one;
 use crate::base::clock::Clock;
 use crate::base::digest::sha256_hex;
 use crate::base::error::Result;
+use crate::format::keys;
 use crate::format::keys::history::HistoryKey;
 use crate::format::keys::kind::KeyKind;
-use crate::format::keys;
 use crate::history::head::read_seal;
 use crate::history::pointers::READ_CONCURRENCY;
 use crate::history::seal::{fetch, StoredSeal, Trust};
@@ -189,7 +189,10 @@ async fn read_record(
 
 /// The seals after `seal` (k), read and checked in order: `None` when the listing has a
 /// gap, one is gone by the time it is read, or any has a problem.
-async fn new_seals(store: &dyn AtomicPublisher, seal: &StoredSeal) -> Result<Option<Vec<StoredSeal>>> {
+async fn new_seals(
+    store: &dyn AtomicPublisher,
+    seal: &StoredSeal,
+) -> Result<Option<Vec<StoredSeal>>> {
     let k = seal.key_seq;
     // From seal k's number on (its key, `<k>.json`, sorts after it, and so do the later
     // seals' keys and any name after the digits).
@@ -248,10 +251,14 @@ fn extend(k: &StoredSeal, new: &[StoredSeal]) -> bool {
 /// it has no frontier, so the seals after it cannot be checked from it alone).
 fn sealed_by(k: &StoredSeal) -> Option<HashMap<String, usize>> {
     let seal = k.seal.as_ref().ok().filter(|s| s.frontier.is_some())?;
-    let ahead = seal.ahead.iter().flatten().filter_map(|a| match keys::classify(a) {
-        KeyKind::History(h @ HistoryKey::Index { .. }) => h.pointer_key(),
-        _ => None,
-    });
+    let ahead = seal
+        .ahead
+        .iter()
+        .flatten()
+        .filter_map(|a| match keys::classify(a) {
+            KeyKind::History(h @ HistoryKey::Index { .. }) => h.pointer_key(),
+            _ => None,
+        });
     Some(
         seal.entries
             .iter()

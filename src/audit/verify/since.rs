@@ -33,11 +33,9 @@ use crate::base::error::{Error, Result};
 use crate::base::param::{text, Param};
 use crate::format::keys::{self, seal_key};
 use crate::format::pointer::Pointer;
-use crate::history::frontier::Frontier;
 use crate::history::head::{self, read_seal};
 use crate::history::index;
-use crate::history::merkle;
-use crate::history::seal::{seal_fields, Seal, StoredSeal};
+use crate::history::seal::StoredSeal;
 use crate::history::tiles;
 use crate::publish::AtomicPublisher;
 

@@ -81,7 +81,11 @@ async fn witnessed_at_30() -> (Fixture, String) {
     let o = f.witness().await;
     assert!(o.created && o.problems.is_empty(), "{o:#?}");
     assert_eq!(o.seq, 30);
-    assert_eq!(f.seals_read().len(), 30, "the first record walks every seal");
+    assert_eq!(
+        f.seals_read().len(),
+        30,
+        "the first record walks every seal"
+    );
     (f, o.store_id)
 }
 
@@ -112,8 +116,7 @@ async fn a_repeat_record_reads_the_newest_witnessed_seal_and_the_new_ones_only()
     assert_eq!(gets, vec![&record_key(&id, 30)], "{wlog:?}");
     // The record names the one before it, as a full walk's record would.
     let rec: serde_json::Value =
-        serde_json::from_slice(&f.wit.get(&record_key(&id, 32)).await.unwrap().unwrap())
-            .unwrap();
+        serde_json::from_slice(&f.wit.get(&record_key(&id, 32)).await.unwrap().unwrap()).unwrap();
     let r30 = sha256_hex(&f.wit.get(&record_key(&id, 30)).await.unwrap().unwrap());
     assert_eq!(rec["prev"]["seq"], 30);
     assert_eq!(rec["prev"]["sha256"], r30.as_str());
@@ -159,7 +162,9 @@ async fn a_rewritten_witnessed_seal_is_refused_even_with_new_seals_over_it() {
     f.seals(1, 200).await;
     let o = f.witness().await;
     assert_eq!(kinds(&o), vec![(W::WitnessedSealRewritten, key)]);
-    assert!(o.problems[0].detail.contains("rewritten after the witness saw it"));
+    assert!(o.problems[0]
+        .detail
+        .contains("rewritten after the witness saw it"));
     assert_eq!(f.wit.list(HEADS_PREFIX).await.unwrap().len(), 1);
 }
 
@@ -182,14 +187,21 @@ async fn a_gap_or_a_broken_link_after_the_witnessed_seal_is_refused() {
     assert!(f.mem.tamper_remove(&seal_key(31)));
     let o = f.witness().await;
     assert_eq!(kinds(&o), vec![(W::StoreChain, seal_key(31))]);
-    assert!(o.problems[0].detail.contains("seal 31 is missing"), "{o:#?}");
+    assert!(
+        o.problems[0].detail.contains("seal 31 is missing"),
+        "{o:#?}"
+    );
     // Seal 31 back with other bytes: seal 32's link to it is broken.
     let mut s = Seal::from_bytes(&seal_key(31), &s31).unwrap();
     s.tool_version = "0.0.0-edited".into();
-    f.mem.tamper_put(&seal_key(31), Bytes::from(s.to_bytes().unwrap()));
+    f.mem
+        .tamper_put(&seal_key(31), Bytes::from(s.to_bytes().unwrap()));
     let o = f.witness().await;
     assert_eq!(kinds(&o), vec![(W::StoreChain, seal_key(31))]);
-    assert!(o.problems[0].detail.starts_with("seal_chain_broken"), "{o:#?}");
+    assert!(
+        o.problems[0].detail.starts_with("seal_chain_broken"),
+        "{o:#?}"
+    );
     assert_eq!(f.wit.list(HEADS_PREFIX).await.unwrap().len(), 1);
     // Put back: recorded from the witnessed seal on.
     f.mem.tamper_put(&seal_key(31), s31);
@@ -211,7 +223,10 @@ async fn another_store_at_the_location_is_refused_and_a_replacement_then_goes_qu
     let o = new.witness().await;
     assert_eq!(
         kinds(&o),
-        vec![(W::AnotherStoreAtLocation, format!("{HEADS_PREFIX}{old_id}/"))]
+        vec![(
+            W::AnotherStoreAtLocation,
+            format!("{HEADS_PREFIX}{old_id}/")
+        )]
     );
     assert!(o.problems[0].detail.contains("witnessed up to seal 30"));
     assert!(!o.created);
