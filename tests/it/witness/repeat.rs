@@ -20,10 +20,11 @@ use lineage_store::{AtomicPublisher, MemoryPublisher, Seal, SystemClock};
 use crate::support::audit::append;
 
 /// A store (in memory, reached through a metering wrapper: its location is the wrapper's)
-/// and a witness store.
+/// and a witness store (likewise), with their memory stores to tamper with.
 struct Fixture {
     mem: Arc<MemoryPublisher>,
     store: Arc<MeteredPublisher>,
+    wmem: Arc<MemoryPublisher>,
     wit: Arc<MeteredPublisher>,
 }
 
@@ -31,9 +32,14 @@ impl Fixture {
     fn new() -> Self {
         let mem = Arc::new(MemoryPublisher::new());
         let store = Arc::new(MeteredPublisher::new(mem.clone(), None).with_log());
-        let wmem: Arc<dyn AtomicPublisher> = Arc::new(MemoryPublisher::new());
-        let wit = Arc::new(MeteredPublisher::new(wmem, None).with_log());
-        Fixture { mem, store, wit }
+        let wmem = Arc::new(MemoryPublisher::new());
+        let wit = Arc::new(MeteredPublisher::new(wmem.clone(), None).with_log());
+        Fixture {
+            mem,
+            store,
+            wmem,
+            wit,
+        }
     }
 
     /// `n` more seals, each over a few new commits (`seed` onwards).
@@ -216,6 +222,7 @@ async fn another_store_at_the_location_is_refused_and_a_replacement_then_goes_qu
     // Another store at the same location (every metered memory store is at
     // `metered(memory://)`), witnessed by the same witness.
     let new = Fixture {
+        wmem: old.wmem.clone(),
         wit: old.wit.clone(),
         ..Fixture::new()
     };
@@ -247,4 +254,32 @@ async fn another_store_at_the_location_is_refused_and_a_replacement_then_goes_qu
         new.seals_read(),
         vec![seal_key(3), seal_key(4), seal_key(30)]
     );
+}
+
+#[tokio::test]
+async fn a_deleted_or_unreadable_witness_record_is_named_as_by_the_full_walk() {
+    let (f, id) = witnessed_at_30().await;
+    f.seals(2, 600).await;
+    assert!(f.witness().await.created);
+    // The record the newest one names is gone: the record of seal 32 names it.
+    let r30 = f.wmem.get(&record_key(&id, 30)).await.unwrap().unwrap();
+    assert!(f.wmem.tamper_remove(&record_key(&id, 30)));
+    let o = f.witness().await;
+    assert_eq!(
+        kinds(&o),
+        vec![(W::WitnessRecordMissing, record_key(&id, 30))]
+    );
+    assert!(!o.created);
+    // Put back, and the newest record made unreadable: named, nothing recorded over it.
+    f.wmem.tamper_put(&record_key(&id, 30), r30);
+    f.wmem
+        .tamper_put(&record_key(&id, 32), Bytes::from_static(b"{"));
+    f.seals(1, 700).await;
+    let o = f.witness().await;
+    assert_eq!(
+        kinds(&o),
+        vec![(W::WitnessRecordCorrupt, record_key(&id, 32))]
+    );
+    assert!(!o.created);
+    assert_eq!(f.wmem.list(HEADS_PREFIX).await.unwrap().len(), 2);
 }
