@@ -283,3 +283,30 @@ async fn a_deleted_or_unreadable_witness_record_is_named_as_by_the_full_walk() {
     assert!(!o.created);
     assert_eq!(f.wmem.list(HEADS_PREFIX).await.unwrap().len(), 2);
 }
+
+#[tokio::test]
+async fn a_repeat_record_checks_the_new_seals_signatures() {
+    let (f, _) = witnessed_at_30().await;
+    let key = ed25519_dalek::SigningKey::from_bytes(&[7; 32]);
+    append(f.store.clone(), 6, 3, 800).await;
+    seal(f.store.as_ref(), &SystemClock, Some(&key))
+        .await
+        .unwrap();
+    let o = f.witness().await;
+    assert!(o.created && o.seq == 31 && o.problems.is_empty(), "{o:#?}");
+    assert_eq!(f.seals_read(), vec![seal_key(30), seal_key(31)]);
+    // A signed seal edited after signing: its signature fails, named as the walk names it.
+    append(f.store.clone(), 6, 3, 801).await;
+    seal(f.store.as_ref(), &SystemClock, Some(&key))
+        .await
+        .unwrap();
+    let k32 = seal_key(32);
+    let mut s = Seal::from_bytes(&k32, &f.seal_bytes(32).await).unwrap();
+    assert!(s.signature.is_some());
+    s.tool_version = "0.0.0-edited".into();
+    f.mem.tamper_put(&k32, Bytes::from(s.to_bytes().unwrap()));
+    let o = f.witness().await;
+    assert_eq!(kinds(&o), vec![(W::StoreChain, k32)]);
+    assert!(o.problems[0].detail.starts_with("bad_signature"), "{o:#?}");
+    assert!(!o.created);
+}
