@@ -92,17 +92,12 @@ fn bad(s: &StoredSeal, m: impl Into<crate::base::param::Text>) -> Error {
 
 /// Seal `s`, parsed, when it is seal `expect`, records its own number, links to `prev`
 /// and carries a valid signature (if any).
-fn linked<'a>(s: &'a StoredSeal, expect: u64, prev: Option<&StoredSeal>) -> Result<&'a Seal> {
-    if s.key_seq != expect {
-        return Err(Error::Integrity(vec![Failed::new(
-            keys::seal_key(expect),
-            format!("is missing: the chain jumps to {}", s.key),
-        )]));
-    }
-    let seal: &Seal = s.seal.as_ref().map_err(|m| bad(s, m.clone()))?;
-    if seal.seq != s.key_seq {
-        return Err(bad(s, format!("records seq {}", seal.seq)));
-    }
+pub(super) fn linked<'a>(
+    s: &'a StoredSeal,
+    expect: u64,
+    prev: Option<&StoredSeal>,
+) -> Result<&'a Seal> {
+    let seal = numbered(s, expect)?;
     let prev_digest = prev.map(|p| p.digest.as_str());
     if seal.prev_sha256.as_deref() != prev_digest {
         return Err(bad(
@@ -119,9 +114,25 @@ fn linked<'a>(s: &'a StoredSeal, expect: u64, prev: Option<&StoredSeal>) -> Resu
     Ok(seal)
 }
 
+/// Seal `s`, parsed, when it is seal `expect` and records its own number (its link to the
+/// seal before is not checked: [`linked`] does).
+pub(super) fn numbered(s: &StoredSeal, expect: u64) -> Result<&Seal> {
+    if s.key_seq != expect {
+        return Err(Error::Integrity(vec![Failed::new(
+            keys::seal_key(expect),
+            format!("is missing: the chain jumps to {}", s.key),
+        )]));
+    }
+    let seal: &Seal = s.seal.as_ref().map_err(|m| bad(s, m.clone()))?;
+    if seal.seq != s.key_seq {
+        return Err(bad(s, format!("records seq {}", seal.seq)));
+    }
+    Ok(seal)
+}
+
 /// Seal `s` as the snapshot's seal, when its tree size and root are those of `tree` (its
 /// entries and those before).
-fn rooted(s: &StoredSeal, seal: &Seal, tree: &Frontier) -> Result<SnapshotSeal> {
+pub(super) fn rooted(s: &StoredSeal, seal: &Seal, tree: &Frontier) -> Result<SnapshotSeal> {
     let root = hex::encode(tree.root());
     if seal.tree_size != tree.size() || !seal.root.eq_ignore_ascii_case(&root) {
         return Err(bad(
