@@ -103,8 +103,9 @@ pub(super) fn linked<'a>(
         return Err(bad(
             s,
             format!(
-                "records previous seal {}, but the seal before it has sha256 {}",
+                "records previous seal {}, but the seal before it{} has sha256 {}",
                 seal.prev_sha256.as_deref().unwrap_or("(none)"),
+                prev.map_or(String::new(), |p| format!(" ({})", p.key)),
                 prev_digest.unwrap_or("(none: it is the first)")
             ),
         ));
