@@ -164,7 +164,10 @@ pub async fn snapshot(store: &dyn AtomicPublisher, opts: &ReadOptions) -> Result
             .collect();
         let mut extra = match &since {
             None => unsealed(store, opts.run_id.as_deref(), &covered).await?,
-            Some(r) => since::unsealed_after(store, r, opts.run_id.as_deref(), &covered).await?,
+            Some(r) => {
+                let keys = since::unsealed_keys(store, r, opts.run_id.as_deref(), &covered);
+                read_unsealed(store, keys.await?).await?
+            }
         };
         parts.append(&mut extra);
     }
@@ -300,7 +303,7 @@ async fn unsealed(
 
 /// The unsealed pointers `todo`, each read and checked against its own key (one gone since
 /// it was listed is left out), in commit order.
-pub(super) async fn read_unsealed(
+async fn read_unsealed(
     store: &dyn AtomicPublisher,
     todo: Vec<String>,
 ) -> Result<Vec<SnapshotPart>> {

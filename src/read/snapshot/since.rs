@@ -193,16 +193,16 @@ fn integrity(s: &StoredSeal, m: impl Into<crate::base::param::Text>) -> Error {
     Error::Integrity(vec![Failed::new(s.key.clone(), m)])
 }
 
-/// The commits after the newest seal (the range's last: no `as_of_seal`), of run `run_id`
-/// if given, not in `covered`: from the index after its watermark (late entries in its
-/// window included), each pointer read and checked against its own key. Refused when that
-/// seal has no watermark (an earlier format: the whole index would be read).
-pub(super) async fn unsealed_after(
+/// The pointer keys of the commits after the newest seal (the range's last: no
+/// `as_of_seal`), of run `run_id` if given, not in `covered`, in key order: from the index
+/// after its watermark (late entries in its window included). Refused when that seal has
+/// no watermark (an earlier format: the whole index would be read).
+pub(super) async fn unsealed_keys(
     store: &dyn AtomicPublisher,
     range: &SealRange,
     run_id: Option<&str>,
     covered: &HashSet<&str>,
-) -> Result<Vec<super::SnapshotPart>> {
+) -> Result<Vec<String>> {
     let Some(newest) = range.seals.last() else {
         return Ok(Vec::new());
     };
@@ -225,14 +225,13 @@ pub(super) async fn unsealed_after(
             ],
         ));
     }
-    let todo: Vec<String> = crate::history::window::unsealed_after(store, seal)
-        .await?
-        .into_iter()
-        .filter(|e| run_id.is_none_or(|r| e.run_id == r))
-        .map(|e| e.pointer_key)
-        .filter(|k| !covered.contains(k.as_str()))
-        .collect::<std::collections::BTreeSet<String>>()
-        .into_iter()
-        .collect();
-    super::read_unsealed(store, todo).await
+    let keys: std::collections::BTreeSet<String> =
+        crate::history::window::unsealed_after(store, seal)
+            .await?
+            .into_iter()
+            .filter(|e| run_id.is_none_or(|r| e.run_id == r))
+            .map(|e| e.pointer_key)
+            .filter(|k| !covered.contains(k.as_str()))
+            .collect();
+    Ok(keys.into_iter().collect())
 }
