@@ -454,3 +454,65 @@ fn scan_since_seal_reads_the_rows_of_the_new_seals() {
         );
     }
 }
+
+#[tokio::test]
+async fn the_signature_rules_are_judged_on_the_seals_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = dir.path().join("k");
+    lineage_store::keygen(&prefix).unwrap();
+    let key = lineage_store::read_signing_key(&prefix.with_extension("key")).unwrap();
+    let public = lineage_store::read_public_key(&prefix.with_extension("pub")).unwrap();
+    let mem = Arc::new(MemoryPublisher::new());
+    let store: Arc<dyn AtomicPublisher> = mem.clone();
+    for round in 0..5u64 {
+        let at = t0() + Duration::minutes(round as i64);
+        Writer::new(store.clone())
+            .with_clock(Arc::new(FixedClock(at)))
+            .with_batch_rows(10)
+            .append(&events(20, 1, round), |_| {})
+            .await
+            .unwrap();
+        // Seals 1-3 unsigned, 4-5 signed.
+        let signing = (round >= 3).then_some(&key);
+        seal_with(
+            store.as_ref(),
+            &FixedClock(at + Duration::seconds(30)),
+            signing,
+            &SealOptions::default(),
+        )
+        .await
+        .unwrap();
+    }
+    let keys = |from: Option<u64>| Anchors {
+        public_keys: vec![public],
+        signed_from: from,
+        ..Anchors::default()
+    };
+    let range = |k: u64| {
+        let store = store.clone();
+        async move {
+            snapshot(store.as_ref(), &since(k))
+                .await
+                .unwrap()
+                .since
+                .unwrap()
+        }
+    };
+    // Seals 1-3 unsigned are not read from seal 4 on: every seal read is signed.
+    let c = keys(None).require_range(&range(4).await).unwrap();
+    assert!(
+        c.lines()
+            .iter()
+            .any(|l| l.contains("of seals 4-5 (those read): seals 4-5 signed by key")),
+        "{:?}",
+        c.lines()
+    );
+    // From seal 3: seal 3 must be signed too unless signing started at seal 4.
+    let e = keys(None).require_range(&range(3).await).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Integrity, "{e}");
+    assert!(
+        e.to_string().contains(&seal_key(3)) && e.to_string().contains("is not signed"),
+        "{e}"
+    );
+    keys(Some(4)).require_range(&range(3).await).unwrap();
+}
