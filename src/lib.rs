@@ -198,6 +198,7 @@ pub use base::digest::Check as DigestCheck;
 pub use base::time::parse_duration;
 pub use format::cosignature::{parse_vkey as parse_witness_vkey, Cosigner};
 pub use format::timestamp::{parse_roots as parse_tsa_roots, Roots as TsaRoots};
+pub use format::tlog_proof::is_tlog_proof;
 
 // Conforming Arrow data to the contract, and what does not conform.
 pub use write::conform;

@@ -91,9 +91,10 @@ def verify_proof(
     part: Optional[StrPath] = None,
 ) -> ProofSummary:
     """Check an inclusion proof offline against a head digest; ``VerifyError`` when it
-    does not hold. ``proof`` is a ``Proof``, JSON text, or the path of a proof file. A
-    compact row proof (``lineage-row-proof/2``, ``Proof.to_json()`` of a signed seal's row
-    proof) is checked against ``public_key`` alone, without ``head``."""
+    does not hold. ``proof`` is a ``Proof``, its text, or the path of a proof file. A
+    compact proof (``Proof.to_json(embed_seal=False)`` of a signed seal: a commit's
+    ``c2sp.org/tlog-proof@v1``, a row's ``lineage-row-proof/2``), or a ``Proof`` of a
+    signed seal given no ``head``, is checked against ``public_key`` alone."""
 
 def merge_reports(
     reports: Optional[Sequence[Union[VerifyReport, str, dict[str, Any]]]] = None,
@@ -238,7 +239,9 @@ class Store:
         event_id: Optional[str] = None,
     ) -> Proof:
         """An inclusion proof of a commit in a seal; with ``event_id`` instead, a row
-        proof of that event (its values, its commit, the part that holds it)."""
+        proof of that event (its values, its commit, the part that holds it).
+        ``Proof.to_json(embed_seal=False)`` is the text ``lineage prove`` writes,
+        ``embed_seal=True`` the text ``prove --embed-seal`` writes."""
     def report(
         self,
         path: StrPath,
@@ -317,9 +320,18 @@ class Store:
         include_unsealed: bool = False,
         originals: bool = False,
         as_of_time: Optional[str] = None,
+        expect_head: Optional[str] = None,
+        public_key: Union[StrPath, Sequence[StrPath], None] = None,
+        signed_from: Optional[int] = None,
+        witness: Optional[str] = None,
+        witness_endpoint_url: Optional[str] = None,
     ) -> list[PartRef]:
         """The parts of a read as picklable ``PartRef``s, for workers to read with
-        ``read_part`` (each part checked there against its sealed pointer)."""
+        ``read_part`` (each part checked there against its sealed pointer). The anchors
+        (``expect_head``, ``public_key``, ``signed_from``, ``witness``) are checked here,
+        on the driver, first, as by ``files`` and ``scan``: one that does not hold raises
+        ConflictError naming it, and nothing is planned. Each ref's ``anchors`` says what
+        was checked."""
     def scan(
         self,
         as_of_seal: Optional[int] = None,
@@ -476,6 +488,11 @@ class PartRef:
     def feature_id(self) -> Optional[str]: ...
     @property
     def pointer_json(self) -> str: ...
+    @property
+    def anchors(self) -> list[str]:
+        """What ``Store.plan`` checked the seals against on the driver: a line per anchor
+        (``anchor head held: …``), or that none was given. A record, not checked again
+        by ``read_part``."""
 
 @final
 class Commit:
@@ -665,9 +682,13 @@ class Proof:
     def event_id(self) -> Optional[str]: ...
     @property
     def row(self) -> Optional[dict[str, Any]]: ...
-    def to_json(self, embed_seal: bool = False) -> str:
-        """The proof as ``lineage prove`` writes it: a row proof of a signed seal as the
-        compact ``lineage-row-proof/2`` unless ``embed_seal``."""
+    def to_json(self, embed_seal: Optional[bool] = None) -> str:
+        """The proof as JSON text. ``embed_seal=False``: as ``lineage prove`` writes it,
+        the compact form for a signed seal (a commit's ``c2sp.org/tlog-proof@v1``, a row's
+        ``lineage-row-proof/2``, checked against ``public_key`` alone); ``True``: as
+        ``prove --embed-seal``, the ``lineage-proof/1`` (``lineage-row-proof/1``) with the
+        seal, checked against a head digest. Not given: a row proof as ``False``, a
+        commit's proof as ``True``."""
 
 @final
 class ProofSummary:

@@ -16,6 +16,7 @@ use pyo3::prelude::*;
 
 mod anchors;
 mod arrow_in;
+mod as_of;
 mod check;
 mod conformed;
 mod distributed;
@@ -71,7 +72,8 @@ fn keygen(py: Python<'_>, prefix: PathBuf) -> PyResult<String> {
     lib_keygen(&prefix).py_err(py)
 }
 
-/// A proof given as a `Proof`, as JSON text (starting with `{`), or as a file path: its
+/// A proof given as a `Proof`, as its text (JSON, starting with `{`, or a
+/// `c2sp.org/tlog-proof@v1`), or as a file path: its
 /// text and a name for messages (a `Proof` as itself, to check against a head).
 fn read_proof(proof: &Bound<'_, PyAny>) -> PyResult<LResult<(Given, String)>> {
     if let Ok(p) = proof.cast::<Proof>() {
@@ -81,7 +83,7 @@ fn read_proof(proof: &Bound<'_, PyAny>) -> PyResult<LResult<(Given, String)>> {
         )));
     }
     Ok(match proof.extract::<String>() {
-        Ok(s) if s.trim_start().starts_with('{') => {
+        Ok(s) if s.trim_start().starts_with('{') || lineage_store::is_tlog_proof(&s) => {
             Ok((Given::Text(s), "<proof text>".to_string()))
         }
         _ => {
@@ -100,7 +102,8 @@ enum Given {
 }
 
 /// Check `given` against the head digest (a `lineage-proof/1` or `lineage-row-proof/1`) or
-/// the key alone (a `lineage-row-proof/2`, or a `Proof` of a signed seal given no head).
+/// the key alone (a `c2sp.org/tlog-proof@v1` or `lineage-row-proof/2`, or a `Proof` of a
+/// signed seal given no head), as `lineage verify-proof` does.
 fn check_given(
     given: Given,
     name: &str,
@@ -110,7 +113,7 @@ fn check_given(
 ) -> LResult<Result<lineage_store::ProofSummary, String>> {
     let text = match given {
         Given::Text(t) => t,
-        Given::Proof(p) => match (head, key.zip(lineage_store::to_compact_row_proof(&p))) {
+        Given::Proof(p) => match (head, key.zip(types::compact_proof(&p))) {
             (None, Some((_, compact))) => compact,
             _ => {
                 let head = head.ok_or_else(|| Error::usage("give the head digest (head=)"))?;
@@ -118,12 +121,19 @@ fn check_given(
             }
         },
     };
-    if lineage_store::is_compact_row_proof(&text) {
+    let row = lineage_store::is_compact_row_proof(&text);
+    if row || lineage_store::is_tlog_proof(&text) {
+        let what = if row {
+            "a lineage-row-proof/2"
+        } else {
+            "a c2sp.org/tlog-proof@v1"
+        };
         return match (head, key) {
-            (None, Some(k)) => lineage_store::verify_compact_row_proof(&text, k, part),
-            _ => Err(Error::usage(
-                "a lineage-row-proof/2 carries the seal's checkpoint, not the seal: check it against public_key= alone (no head=)",
-            )),
+            (None, Some(k)) if row => lineage_store::verify_compact_row_proof(&text, k, part),
+            (None, Some(k)) => lineage_store::verify_tlog_proof(&text, k, part),
+            _ => Err(Error::usage(format!(
+                "{what} carries the seal's checkpoint, not the seal: check it against public_key= alone (no head=)"
+            ))),
         };
     }
     let p: LibProof = serde_json::from_str(&text).map_err(|e| Error::Corrupt {

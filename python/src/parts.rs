@@ -3,7 +3,9 @@
 //! digests, rows, partition values and sealing seal), and `read_part(ref)` reads one part
 //! in any process and checks it against the ref (size, digests, rows) before it returns a
 //! row, exactly as `Store.scan()` checks each part. A ref never holds credentials: the
-//! worker opens the store by its URL and `endpoint_url` with its own environment.
+//! worker opens the store by its URL and `endpoint_url` with its own environment. The
+//! anchors (`expect_head`, `public_key`, `signed_from`, `witness`) are checked once, by
+//! `plan` on the driver, as `files` and `scan` check them; each ref records what held.
 
 use arrow_pyarrow::ToPyArrow;
 use lineage_store::{
@@ -12,6 +14,7 @@ use lineage_store::{
 };
 use pyo3::prelude::*;
 
+use crate::anchors::AnchorKw;
 use crate::errors::{IntoPyResult, LResult};
 use crate::runtime::block_on_local;
 
@@ -54,6 +57,11 @@ pub struct PartRef {
     pub feature_id: Option<String>,
     /// The sealed pointer itself, as JSON (every field the checks need).
     pub pointer_json: String,
+    /// What `Store.plan` checked the store's seals against on the driver before it planned
+    /// (one line per anchor given, as `VerifyReport.anchors` states them, or that none was
+    /// given). A record of the planning, not checked again by `read_part`.
+    #[serde(default)]
+    pub anchors: Vec<String>,
 }
 
 #[pymethods]
@@ -90,6 +98,7 @@ impl PartRef {
         endpoint_url: Option<String>,
         part: &SnapshotPart,
         feature_id: Option<String>,
+        anchors: &[String],
     ) -> LResult<Self> {
         let p = &part.pointer;
         Ok(Self {
@@ -110,6 +119,7 @@ impl PartRef {
             pointer_sha256: part.pointer_sha256.clone(),
             feature_id,
             pointer_json: serde_json::to_string(p).map_err(lineage_store::Error::internal_from)?,
+            anchors: anchors.to_vec(),
         })
     }
 
@@ -141,26 +151,53 @@ impl PartRef {
     }
 }
 
-/// The parts of a read planned by `Store.plan`: the snapshot's, each as a ref.
+/// What `Store.plan` was asked for.
+pub struct PlanRequest {
+    /// The URL that reopens the store in a worker.
+    pub url: String,
+    /// Its S3 endpoint, if any.
+    pub endpoint_url: Option<String>,
+    /// The read (`as_of_seal` resolved from `as_of_time` here).
+    pub opts: ReadOptions,
+    /// As of the newest seal sealed at or before this time.
+    pub as_of_time: Option<String>,
+    /// Only this feature's rows, in each `read_part`.
+    pub feature_id: Option<String>,
+    /// The anchors to check first.
+    pub anchors: AnchorKw,
+}
+
+/// The parts of a read planned by `Store.plan`: the anchors checked first (refused, and
+/// nothing planned, when one does not hold, as for `files` and `scan`), then the
+/// snapshot's parts, each as a ref recording what was checked.
 pub fn plan(
     py: Python<'_>,
     store: std::sync::Arc<dyn AtomicPublisher>,
-    url: String,
-    endpoint_url: Option<String>,
-    opts: ReadOptions,
-    feature_id: Option<String>,
+    r: PlanRequest,
 ) -> PyResult<Vec<PartRef>> {
     block_on_local(py, move || async move {
+        let checked = r
+            .anchors
+            .anchors(&store)
+            .await?
+            .require(store.as_ref())
+            .await?;
+        let mut opts = r.opts;
+        opts.as_of_seal =
+            crate::as_of::as_of(store.as_ref(), opts.as_of_seal, r.as_of_time.as_deref()).await?;
+        let lines = checked.lines();
         let snap = snapshot(store.as_ref(), &opts).await?;
         snap.parts
             .iter()
             .map(|p| {
+                let endpoint = r.endpoint_url.clone();
                 PartRef::of(
                     store.as_ref(),
-                    &url,
-                    endpoint_url.clone(),
+                    &r.url,
+                    endpoint,
                     p,
-                    feature_id.clone(),
+                    r.feature_id.clone(),
+                    &lines,
                 )
             })
             .collect::<LResult<Vec<_>>>()

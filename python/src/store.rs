@@ -25,6 +25,7 @@ use lineage_store::report::{self, ReportFormat, ReportOptions};
 
 use crate::anchors::AnchorKw;
 use crate::arrow_in;
+use crate::as_of::{as_of, one_as_of};
 use crate::errors::{self, IntoPyResult, LResult};
 use crate::log_table;
 use crate::runtime::{block_on, block_on_local, detached};
@@ -617,6 +618,8 @@ impl Store {
     /// newest seal, or seal number `seal`), checkable offline with `verify_proof`. With
     /// `event_id` instead: a row proof of that event (`lineage prove --event-id`): its
     /// values, its commit's inclusion proof and the part that holds it.
+    /// `Proof.to_json(embed_seal=False)` is the text `lineage prove` writes (a signed
+    /// seal's compact proof), `embed_seal=True` the text `prove --embed-seal` writes.
     #[pyo3(signature = (commit_id=None, head=None, *, seal=None, event_id=None))]
     fn prove(
         &self,
@@ -817,7 +820,11 @@ impl Store {
     /// an engine's workers to read with `read_part`, each part checked there against its
     /// sealed pointer. Nothing is read but the seals and pointers here. `feature_id`: each
     /// `read_part` returns only that feature's rows. The other arguments as for `files`.
-    #[pyo3(signature = (as_of_seal=None, run_id=None, *, target_crs=None, feature_id=None, include_unsealed=false, originals=false, as_of_time=None))]
+    /// The anchors (`expect_head`, `public_key`, `signed_from`, `witness`) are checked
+    /// here, on the driver, first, as by `files` and `scan`: one that does not hold raises
+    /// `ConflictError` naming it, and nothing is planned. Each ref's `anchors` says what
+    /// was checked (one line per anchor, as `VerifyReport.anchors` states them).
+    #[pyo3(signature = (as_of_seal=None, run_id=None, *, target_crs=None, feature_id=None, include_unsealed=false, originals=false, as_of_time=None, expect_head=None, public_key=None, signed_from=None, witness=None, witness_endpoint_url=None))]
     #[allow(clippy::too_many_arguments)]
     fn plan(
         &self,
@@ -829,28 +836,42 @@ impl Store {
         include_unsealed: bool,
         originals: bool,
         as_of_time: Option<String>,
+        expect_head: Option<String>,
+        public_key: Option<Bound<'_, PyAny>>,
+        signed_from: Option<u64>,
+        witness: Option<String>,
+        witness_endpoint_url: Option<String>,
     ) -> PyResult<Vec<crate::parts::PartRef>> {
         one_as_of(as_of_seal, as_of_time.as_deref()).py_err(py)?;
+        let anchors = AnchorKw::new(
+            py,
+            expect_head,
+            public_key,
+            signed_from,
+            witness,
+            witness_endpoint_url,
+        )?;
         let Some(url) = self.reopen.clone() else {
             return Err(errors::to_py(py, Error::usage(
                 "plan: a memory:// store exists in this process only; workers cannot read it (open a directory or a bucket)",
             )));
         };
-        let store = self.inner.clone();
-        let as_of_seal = block_on_local(py, {
-            let store = store.clone();
-            move || async move { as_of(store.as_ref(), as_of_seal, as_of_time.as_deref()).await }
-        })?
-        .py_err(py)?;
-        let opts = ReadOptions {
-            as_of_seal,
-            run_id,
-            target_crs,
-            include_unsealed,
-            prefer_compacted: !originals,
-            since_seal: None,
+        let request = crate::parts::PlanRequest {
+            url,
+            endpoint_url: self.endpoint_url.clone(),
+            opts: ReadOptions {
+                as_of_seal,
+                run_id,
+                target_crs,
+                include_unsealed,
+                prefer_compacted: !originals,
+                since_seal: None,
+            },
+            as_of_time,
+            feature_id,
+            anchors,
         };
-        crate::parts::plan(py, store, url, self.endpoint_url.clone(), opts, feature_id)
+        crate::parts::plan(py, self.inner.clone(), request)
     }
 
     /// The rows of exactly the commits sealed by seals 1..`as_of_seal` (default: the
@@ -1078,16 +1099,6 @@ fn since_seal_arg(since_seal: Option<Bound<'_, PyAny>>) -> PyResult<Option<Optio
     })
 }
 
-/// Refuse `as_of_seal` and `as_of_time` together.
-fn one_as_of(as_of_seal: Option<u64>, as_of_time: Option<&str>) -> LResult<()> {
-    match (as_of_seal, as_of_time) {
-        (Some(_), Some(_)) => Err(Error::usage(
-            "give either as_of_seal or as_of_time, not both",
-        )),
-        _ => Ok(()),
-    }
-}
-
 /// `since_seal` reads only the seals from K on; `as_of_time` would read every seal to find
 /// its own.
 fn since_not_as_of_time(since_seal: Option<u64>, as_of_time: Option<&str>) -> LResult<()> {
@@ -1096,18 +1107,6 @@ fn since_not_as_of_time(since_seal: Option<u64>, as_of_time: Option<&str>) -> LR
             "give since_seal with as_of_seal, not as_of_time (which reads every seal to find its own)",
         )),
         _ => Ok(()),
-    }
-}
-
-/// The seal to read as of: `as_of_seal`, or the newest sealed at or before `as_of_time`.
-async fn as_of(
-    store: &dyn AtomicPublisher,
-    as_of_seal: Option<u64>,
-    as_of_time: Option<&str>,
-) -> LResult<Option<u64>> {
-    match as_of_time {
-        Some(t) => Ok(Some(lineage_store::seal_as_of_time(store, t).await?)),
-        None => Ok(as_of_seal),
     }
 }
 

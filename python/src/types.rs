@@ -592,13 +592,17 @@ impl Proof {
             })
             .transpose()
     }
-    /// The proof as `lineage prove` writes it (pretty JSON and a newline): a row proof of a
-    /// signed seal in the compact `lineage-row-proof/2` (the commit's
-    /// `c2sp.org/tlog-proof@v1`, checked against the seal key), unless `embed_seal`.
-    #[pyo3(signature = (embed_seal=false))]
-    fn to_json(&self, embed_seal: bool) -> PyResult<String> {
-        if !embed_seal {
-            if let Some(t) = lineage_store::to_compact_row_proof(&self.inner) {
+    /// The proof as JSON text. `embed_seal=False`: as `lineage prove` writes it, the
+    /// compact form when the seal is signed (it carries a C2SP checkpoint): a commit's
+    /// `c2sp.org/tlog-proof@v1`, a row's `lineage-row-proof/2`, both checked against the
+    /// seal key alone; else the form with the seal. `embed_seal=True`: as `prove
+    /// --embed-seal`, the `lineage-proof/1` (`lineage-row-proof/1`) that embeds the whole
+    /// seal and is checked against a head digest. Not given: a row proof as `False`, a
+    /// commit's proof as `True` (what earlier versions wrote).
+    #[pyo3(signature = (embed_seal=None))]
+    fn to_json(&self, embed_seal: Option<bool>) -> PyResult<String> {
+        if !embed_seal.unwrap_or(self.inner.row.is_none()) {
+            if let Some(t) = compact_proof(&self.inner) {
                 return Ok(t);
             }
         }
@@ -615,6 +619,16 @@ impl Proof {
             self.inner.tree_size,
             self.inner.seal_sha256
         )
+    }
+}
+
+/// A proof's compact form, as `lineage prove` writes it when the seal is signed (it
+/// carries a C2SP checkpoint): a commit's `c2sp.org/tlog-proof@v1`, a row's
+/// `lineage-row-proof/2`; `None` for a seal without one.
+pub(crate) fn compact_proof(p: &LibProof) -> Option<String> {
+    match p.row.is_some() {
+        true => lineage_store::to_compact_row_proof(p),
+        false => lineage_store::to_tlog_proof(p),
     }
 }
 

@@ -12,6 +12,7 @@ pub mod compaction_log;
 pub(crate) mod cosigners;
 pub(crate) mod diff;
 pub(crate) mod findings;
+pub(crate) mod links;
 pub(crate) mod log;
 pub(crate) mod proof;
 mod range_anchors;

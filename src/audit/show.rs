@@ -53,6 +53,9 @@ pub struct SealShown {
     pub root: String,
     /// The runs of the commits it adds, and how many commits of each.
     pub runs: BTreeMap<String, u64>,
+    /// Whether it carries a C2SP checkpoint (a signed seal): `prove` then writes the
+    /// compact proofs, which are checked against the seal key, not the head digest.
+    pub checkpoint: bool,
 }
 
 /// Show `what`: a commit id, a seal's sequence number, or a seal's digest (64 hex digits).
@@ -116,6 +119,7 @@ fn seal(chain: &Chain, summary: SealSummary) -> SealShown {
         prev_sha256: parsed.and_then(|s| s.prev_sha256.clone()),
         root: parsed.map(|s| s.root.clone()).unwrap_or_default(),
         runs,
+        checkpoint: parsed.is_some_and(|s| s.checkpoint.is_some()),
         seal: summary,
     }
 }

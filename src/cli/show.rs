@@ -1,10 +1,13 @@
 //! `lineage show COMMIT|SEAL`: one commit's pointer or one seal, in words: who, when, what,
 //! where, sealed by, and the proofs to ask for (`--json`: the same as one object).
 
+use std::path::PathBuf;
+
 use crate::audit::show::{show, CommitShown, SealShown, Shown};
 use crate::base::error::Result;
 use crate::cli::anchors::AnchorArgs;
 use crate::cli::common::{json_line, out, out_raw, Status, StoreArg};
+use crate::history::signing::{key_id, read_public_key};
 use crate::publish::store::options::Opening;
 
 #[derive(Debug, clap::Args)]
@@ -46,7 +49,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     }
     let lines = match &shown {
         Shown::Commit(c) => commit_lines(c, &a.store.store),
-        Shown::Seal(s) => seal_lines(s, &a.store.store),
+        Shown::Seal(s) => seal_lines(s, &a.store.store, &a.anchors.public_key),
     };
     for l in lines {
         out(&l)?;
@@ -142,7 +145,7 @@ fn signer(key_id: Option<&str>) -> String {
     key_id.map_or("unsigned".into(), |k| format!("signed by key {k}"))
 }
 
-fn seal_lines(s: &SealShown, store: &str) -> Vec<String> {
+fn seal_lines(s: &SealShown, store: &str, keys: &[PathBuf]) -> Vec<String> {
     let x = &s.seal;
     let runs: Vec<String> = s.runs.iter().map(|(r, n)| format!("{r} ({n})")).collect();
     let witnessed = match x.witnessed {
@@ -175,9 +178,33 @@ fn seal_lines(s: &SealShown, store: &str) -> Vec<String> {
                 .map_or("nothing (the first seal)".into(), |p| format!("sha256 {p}"))
         ),
         format!("  witnessed: {witnessed}"),
-        format!(
-            "  proofs:    lineage prove --store {store} COMMIT_ID --head {}; lineage verify-proof proof.json --head {}",
-            x.sha256, x.sha256
-        ),
+        proofs(s, store, keys),
     ]
+}
+
+/// How to prove a commit in the seal and check the proof offline, for the form `prove`
+/// writes of it: a signed seal's compact proof is checked against its key (the file given
+/// to `show` that holds it, if any), a proof with the seal (`--embed-seal`, or any proof
+/// of a seal without a checkpoint) against the head digest.
+fn proofs(s: &SealShown, store: &str, keys: &[PathBuf]) -> String {
+    let head = &s.seal.sha256;
+    let prove = format!("lineage prove --store {store} COMMIT_ID --head {head}");
+    let by_head = format!("lineage verify-proof proof.json --head {head}");
+    match (&s.seal.key_id, s.checkpoint) {
+        (Some(k), true) => format!(
+            "  proofs:    {prove} --out proof.json; lineage verify-proof proof.json --public-key {} (or: {prove} --embed-seal --out proof.json; {by_head})",
+            key_file(keys, k)
+        ),
+        _ => format!("  proofs:    {prove} --out proof.json; {by_head}"),
+    }
+}
+
+/// The key file given (`--public-key`) that holds key `id`, or a placeholder naming it.
+fn key_file(keys: &[PathBuf], id: &str) -> String {
+    keys.iter()
+        .find(|p| read_public_key(p).is_ok_and(|k| key_id(&k) == id))
+        .map_or_else(
+            || format!("<PUBLIC_KEY_FILE of key {id}>"),
+            |p| p.display().to_string(),
+        )
 }

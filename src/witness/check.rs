@@ -44,7 +44,7 @@ pub async fn check(
         .and_then(|r| r.record.as_ref().ok())
         .map(|r| r.replaces.clone())
         .unwrap_or_default();
-    let mut others = super::others_at_location(witness, store, Some(&id)).await?;
+    let mut others = super::location::others_at_location(witness, store, Some(&id)).await?;
     others.retain(|(o, _)| !replaced.contains(o));
     if !others.is_empty() {
         let (key, detail) = another_store(store, &id, &others);

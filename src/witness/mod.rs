@@ -1,13 +1,19 @@
 //! Witnessed heads: a second party records a store's head, so that cutting off the newest
 //! seals, or rewriting history, is detected without anyone keeping a digest by hand.
 //!
-//! `lineage witness --store A --witness W` walks A's seal chain, checks it against every
-//! head W recorded for A before (a witness never vouches for a history that contradicts
-//! what it saw), and records A's newest seal as a create-only object in W:
+//! `lineage witness --store A --witness W` checks A's seal chain against the heads W
+//! recorded for A before (a witness never vouches for a history that contradicts what it
+//! saw), and records A's newest seal as a create-only object in W:
 //!
 //! ```text
 //! <W>/_lineage/witness/<store id>/<seq, 20 digits>.json
 //! ```
+//!
+//! The first record of a store walks its whole chain and checks it against every record.
+//! A repeat record (W's newest record of a store names A's location) reads A's seal that
+//! record names, whose sha256 must be the recorded head, and the seals after it only
+//! ([`repeat`], which says why that digest vouches for seals 1..k and so for the store
+//! id without reading seal 1); on any doubt it walks the whole chain as a first record.
 //!
 //! `lineage verify --store A --witness W` checks A's chain against every record: a
 //! witnessed seal that is gone (truncation) or has other bytes (a rewrite) is a problem
@@ -36,26 +42,29 @@
 
 mod anchor;
 mod check;
+mod location;
+mod record;
+mod repeat;
 pub mod tlog;
-
-use std::collections::BTreeMap;
 
 use bytes::Bytes;
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 
-use crate::audit::chain::{self, Chain};
+use crate::audit::chain::Chain;
 use crate::base::clock::Clock;
 use crate::base::digest::sha256_hex;
 use crate::base::error::{Error, Result};
 use crate::base::time::rfc3339;
 use crate::format::pointer::tool_version;
 use crate::history::pointers::READ_CONCURRENCY;
+use crate::history::seal::StoredSeal;
 use crate::publish::checked::{publish_checked, Published};
 use crate::publish::AtomicPublisher;
 
 pub use anchor::{outcome as anchor_outcome, Witness};
 pub use check::{check, check_store};
+pub use record::{witness, witness_with};
 
 /// Format tag of witness records.
 pub const RECORD_FORMAT: &str = "lineage-witness/1";
@@ -291,58 +300,22 @@ pub struct WitnessOptions {
     pub new_store_at_location: bool,
 }
 
-/// Record the store's newest seal in the witness store, after checking the chain and its
-/// agreement with every earlier record. With problems, nothing is recorded and they are
-/// returned in [`WitnessOutcome::problems`].
-pub async fn witness(
+/// The record of seal `last` of store `id`, witnessed now, after `prev`.
+fn new_record(
     store: &dyn AtomicPublisher,
-    witness: &dyn AtomicPublisher,
     clock: &dyn Clock,
-) -> Result<WitnessOutcome> {
-    witness_with(store, witness, clock, &WitnessOptions::default()).await
-}
-
-/// [`witness`], as `opts` asks.
-pub async fn witness_with(
-    store: &dyn AtomicPublisher,
-    witness: &dyn AtomicPublisher,
-    clock: &dyn Clock,
-    opts: &WitnessOptions,
-) -> Result<WitnessOutcome> {
-    let chain = chain::walk(store, None).await?;
-    let Some(last) = chain.seals.last() else {
-        return Err(Error::usage(format!(
-            "{}: the store has no seals: run `lineage seal` first",
-            store.describe()
-        )));
-    };
-    let report = check(&chain, &store.describe(), witness).await?;
-    let replaces = replaced(witness, &store.describe(), &report, opts).await?;
-    let problems = blocking_problems(&chain, report.problems, !replaces.is_empty());
-    let store_id = report.store_id.unwrap_or_default();
-    let mut outcome = WitnessOutcome {
-        record: record_key(&store_id, last.key_seq),
-        store_id: store_id.clone(),
-        seq: last.key_seq,
-        head: last.digest.clone(),
-        created: false,
-        problems,
-    };
-    if !outcome.problems.is_empty() {
-        return Ok(outcome);
-    }
+    (id, last): (&str, &StoredSeal),
+    prev: Option<PrevRecord>,
+    replaces: Vec<String>,
+) -> Result<WitnessRecord> {
     let seal = last.seal.as_ref().map_err(|m| Error::Corrupt {
         what: "seal",
         key: last.key.clone(),
         message: m.clone(),
     })?;
-    let records = read_records(witness, &store_id).await?;
-    if records.iter().any(|r| r.key_seq == last.key_seq) {
-        return Ok(outcome); // already witnessed, and checked above to agree
-    }
-    let rec = WitnessRecord {
+    Ok(WitnessRecord {
         format: RECORD_FORMAT.to_string(),
-        store_id: store_id.clone(),
+        store_id: id.to_string(),
         store: store.describe(),
         seq: last.key_seq,
         head: last.digest.clone(),
@@ -351,117 +324,9 @@ pub async fn witness_with(
         sealed_utc: seal.sealed_utc.clone(),
         witnessed_utc: rfc3339(clock.now()),
         tool_version: tool_version(),
-        prev: prev_record(&records, last.key_seq),
+        prev,
         replaces,
-    };
-    let published = publish_record(witness, &outcome.record, &rec).await?;
-    outcome.created = published == Published::Created;
-    Ok(outcome)
-}
-
-/// The newest record before seal `seq`, as the next record names it.
-fn prev_record(records: &[ReadRecord], seq: u64) -> Option<PrevRecord> {
-    records
-        .iter()
-        .rev()
-        .find(|r| r.key_seq < seq)
-        .map(|r| PrevRecord {
-            seq: r.key_seq,
-            sha256: r.digest.clone(),
-        })
-}
-
-/// The stores a first record replaces at location `store`: those the witness recorded
-/// there, when `opts` asks to record a new store at a witnessed location (else none).
-async fn replaced(
-    witness: &dyn AtomicPublisher,
-    store: &str,
-    report: &WitnessReport,
-    opts: &WitnessOptions,
-) -> Result<Vec<String>> {
-    let (true, 0, Some(id)) = (
-        opts.new_store_at_location,
-        report.records,
-        report.store_id.as_deref(),
-    ) else {
-        return Ok(Vec::new());
-    };
-    Ok(others_at_location(witness, store, Some(id))
-        .await?
-        .into_iter()
-        .map(|(o, _)| o)
-        .collect())
-}
-
-/// The other stores the witness recorded at location `store` (the URL as the witness
-/// reached it): each id but `own`, with the newest seal recorded, whose newest record
-/// names this location.
-async fn others_at_location(
-    witness: &dyn AtomicPublisher,
-    store: &str,
-    own: Option<&str>,
-) -> Result<Vec<(String, u64)>> {
-    let listed = witness.list(HEADS_PREFIX).await?;
-    let mut newest: BTreeMap<String, (u64, String)> = BTreeMap::new();
-    for o in listed {
-        let Some((id, file)) = o
-            .key
-            .strip_prefix(HEADS_PREFIX)
-            .and_then(|r| r.split_once('/'))
-        else {
-            continue;
-        };
-        let Some(n) = file
-            .strip_suffix(".json")
-            .and_then(|s| s.parse::<u64>().ok())
-        else {
-            continue;
-        };
-        if Some(id) == own {
-            continue;
-        }
-        let e = newest.entry(id.to_string()).or_insert((0, String::new()));
-        if n >= e.0 {
-            *e = (n, o.key);
-        }
-    }
-    let mut same_url = Vec::new();
-    for (id, (n, key)) in newest {
-        if let Ok(Some(b)) = witness.get_at_most(&key, MAX_RECORD_BYTES).await {
-            if let Ok(r) = serde_json::from_slice::<WitnessRecord>(&b) {
-                if r.store == store {
-                    same_url.push((id, n));
-                }
-            }
-        }
-    }
-    Ok(same_url)
-}
-
-/// What keeps `witness` from recording: the chain's problems, and the check's (a store not
-/// witnessed yet is not one, nor another store at its location when `replacing`: the
-/// first record of a new store asked for explicitly).
-fn blocking_problems(
-    chain: &Chain,
-    checked: Vec<WitnessProblem>,
-    replacing: bool,
-) -> Vec<WitnessProblem> {
-    let mut problems: Vec<WitnessProblem> = chain
-        .problems
-        .iter()
-        .map(|p| WitnessProblem {
-            kind: WitnessProblemKind::StoreChain,
-            key: p.key.clone(),
-            detail: format!("{}: {}", p.kind.name(), p.detail),
-        })
-        .collect();
-    problems.extend(
-        checked
-            .into_iter()
-            .filter(|p| p.kind != WitnessProblemKind::NotWitnessed)
-            .filter(|p| !(replacing && p.kind == WitnessProblemKind::AnotherStoreAtLocation)),
-    );
-    problems
+    })
 }
 
 /// Publish `rec` under `key` create-only. Another witness may record the same head at

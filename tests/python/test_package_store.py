@@ -435,6 +435,50 @@ def test_a_row_proof_of_a_signed_seal_is_compact(tmp_path: Path) -> None:
         ls.verify_proof(proof.to_json())
 
 
+def test_a_commit_proof_of_a_signed_seal_is_compact_on_request(tmp_path: Path) -> None:
+    """`Proof.to_json(embed_seal=False)` writes what `lineage prove` writes (no
+    `--embed-seal`): for a signed seal's commit the `c2sp.org/tlog-proof@v1`, and for a row
+    the `lineage-row-proof/2`, which the CLI's `verify-proof --public-key` and
+    `verify_proof(public_key=…)` check; `to_json()` of a commit's proof is still the
+    `lineage-proof/1`, and an unsigned seal's proof has no compact form."""
+    root = tmp_path / "store"
+    store = ls.open(str(root))
+    ls.keygen(tmp_path / "k")
+    pub = tmp_path / "k.pub"
+    commits = store.append(events(90), batch_rows=30)
+    seal = store.seal(tmp_path / "k.key")
+    c = commits[1]
+    proof = store.prove(c.commit_id)
+    compact = proof.to_json(embed_seal=False)
+    assert compact.startswith("c2sp.org/tlog-proof@v1\n")
+    assert compact == lineage("prove", "--store", str(root), c.commit_id).stdout
+    assert json.loads(proof.to_json())["format"] == json.loads(proof.to_json(embed_seal=True))["format"] == "lineage-proof/1"
+    row = store.scan().read_all().to_pylist()[40]
+    row_proof = store.prove(event_id=row["event_id"]).to_json(embed_seal=False)
+    assert json.loads(row_proof)["format"] == "lineage-row-proof/2"
+    for name, text, what in (("commit.proof", compact, c.commit_id), ("row.json", row_proof, row["event_id"])):
+        path = tmp_path / name
+        path.write_text(text)
+        r = lineage("verify-proof", str(path), "--public-key", str(pub), "--json")
+        assert r.returncode == 0, r.stderr
+        assert what in r.stdout and json.loads(r.stdout)["valid"] is True
+    for given in (tmp_path / "commit.proof", compact, proof):
+        s = ls.verify_proof(given, public_key=pub)
+        assert (s.commit_id, s.rows) == (c.commit_id, c.row_count)
+    with pytest.raises(ls.InputError, match="c2sp.org/tlog-proof@v1 carries the seal's checkpoint, not the seal"):
+        ls.verify_proof(compact, seal.head, public_key=pub)
+    # Another leaf's position: the path no longer leads to the signed root.
+    lines = compact.split("\n")
+    at = next(i for i, l in enumerate(lines) if l.startswith("index "))
+    lines[at] = f"index {int(lines[at][6:]) ^ 1}"
+    with pytest.raises(ls.VerifyError, match="INVALID proof <proof text>"):
+        ls.verify_proof("\n".join(lines), public_key=pub)
+    unsigned = ls.open(str(tmp_path / "unsigned"))
+    first = unsigned.append(events(10), batch_rows=5)[0]
+    unsigned.seal()
+    assert json.loads(unsigned.prove(first.commit_id).to_json(embed_seal=False))["format"] == "lineage-proof/1"
+
+
 def test_verify_trusts_the_expected_head_on_a_consistency_proof(tmp_path: Path) -> None:
     """`verify(expect_head=…, trust_expected_head=True)`: what the head covers is taken on
     a consistency proof from the tiles, the rest read (`--trust-expected-head`)."""

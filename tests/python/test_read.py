@@ -170,3 +170,66 @@ def test_reads_bound_to_an_anchor_refuse_a_rolled_back_copy_and_another_key(
         "internally consistent; no head, key or witness given: a rewrite or a cut-off would not show"
     )
     assert json.loads(r.to_json())["anchors"] == r.anchors
+
+
+def sorted_rows(table: pa.Table) -> list[dict[str, object]]:
+    return sorted(table.to_pylist(), key=lambda r: r["event_id"])
+
+
+def test_plan_takes_the_anchors_of_scan_and_plans_nothing_when_one_fails(
+    store: Path, tmp_path: Path
+) -> None:
+    """plan() takes the anchors of files() and scan(), checked on the driver: a copy kept
+    after seal 2 planned with the head of seal 3, or the store planned with another
+    sealer's key, raises as scan() does, naming the anchor; with anchors that hold, the
+    refs read back scan()'s rows, and each ref says what held."""
+    old = tmp_path / "old"
+    shutil.copytree(store, old)
+    s = ls.open(str(store))
+    key = ls.keygen(str(tmp_path / "sealer"))
+    ls.keygen(str(tmp_path / "other"))
+    head = s.seal(str(tmp_path / "sealer.key")).head
+    signed = dict(public_key=str(tmp_path / "sealer.pub"), signed_from=3)
+    refs = s.plan(expect_head=head, **signed)
+    assert len(refs) == len(s.files()) > 1
+    got = pa.concat_tables([ls.read_part(r) for r in refs])
+    assert got.num_rows == SEALED + UNSEALED
+    assert sorted_rows(got) == sorted_rows(s.scan(expect_head=head, **signed).read_all())
+    assert {tuple(r.anchors) for r in refs} == {(
+        f"anchor head held: expected head {head[:12]}… found at seal 3, the newest",
+        f"anchor keys held: seal 3 signed by key {key} (given); 2 unsigned before seal 3 (allowed)",
+    )}
+    assert s.plan()[0].anchors == [
+        "internally consistent; no head, key or witness given: a rewrite or a cut-off would not show"
+    ]
+    back = ls.open(str(old))
+    for read in (lambda: back.plan(expect_head=head), lambda: back.scan(expect_head=head)):
+        with pytest.raises(ls.ConflictError, match=f"no seal has the expected head digest {head} \\(expect_head"):
+            read()
+    other = dict(public_key=str(tmp_path / "other.pub"), signed_from=3)
+    for read in (lambda: s.plan(**other), lambda: s.scan(**other)):
+        with pytest.raises(ls.ConflictError, match="00000000000000000003.json: signed by key .* which is not a key given"):
+            read()
+    with pytest.raises(ls.InputError, match='expect_head="x" is not a sha256'):
+        s.plan(expect_head="x")
+
+
+def test_plan_refuses_a_store_rolled_back_behind_its_witness(store: Path, tmp_path: Path) -> None:
+    """plan(witness=…): a store put back to a copy from before its witnessed seal 3 is
+    refused as scan(witness=…) refuses it; the store itself is no witness."""
+    old = tmp_path / "old"
+    shutil.copytree(store, old)
+    s = ls.open(str(store))
+    s.seal()
+    witness = str(tmp_path / "witness")
+    ok("witness", "--store", str(store), "--witness", witness)
+    (held,) = {tuple(r.anchors) for r in s.plan(witness=witness)}
+    assert held[0].startswith(f"anchor witness held: witness file://{witness}: 1 record of store ")
+    shutil.rmtree(store)
+    shutil.copytree(old, store)
+    back = ls.open(str(store))
+    for read in (lambda: back.plan(witness=witness), lambda: back.scan(witness=witness)):
+        with pytest.raises(ls.ConflictError, match="00000000000000000003.json: witnessed_seal_missing: seal 3 was witnessed"):
+            read()
+    with pytest.raises(ls.InputError, match="is the store itself"):
+        back.plan(witness=str(store))

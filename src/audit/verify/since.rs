@@ -33,11 +33,9 @@ use crate::base::error::{Error, Result};
 use crate::base::param::{text, Param};
 use crate::format::keys::{self, seal_key};
 use crate::format::pointer::Pointer;
-use crate::history::frontier::Frontier;
 use crate::history::head::{self, read_seal};
 use crate::history::index;
-use crate::history::merkle;
-use crate::history::seal::{seal_fields, Seal, StoredSeal};
+use crate::history::seal::StoredSeal;
 use crate::history::tiles;
 use crate::publish::AtomicPublisher;
 
@@ -356,120 +354,17 @@ fn sealed_after(seals: &BTreeMap<u64, StoredSeal>, since: u64) -> Vec<Wanted> {
         .collect()
 }
 
-/// Chain checks of the seals from `since` on, each against the one before it.
+/// Chain checks of the seals from `since` on, each against the one before it
+/// ([`crate::audit::links`]).
 fn check_seals(
     opts: &VerifyOptions,
     seals: &BTreeMap<u64, StoredSeal>,
     since: u64,
     report: &mut Report,
 ) {
-    for (n, s) in seals.range(since..) {
-        let seal = match &s.seal {
-            Ok(seal) => seal,
-            Err(m) => {
-                report.push_problem(Problem::new(ProblemKind::SealCorrupt, &s.key, m.clone()));
-                continue;
-            }
-        };
-        if seal.seq != *n {
-            report.push_problem(Problem::new(
-                ProblemKind::SealMisplaced,
-                &s.key,
-                format!("records seq {} but is stored as seal {n}", seal.seq),
-            ));
-        }
-        let prev = n.checked_sub(1).and_then(|p| seals.get(&p));
-        if let Some(p) = link_problem(prev, s, seal) {
-            report.push_problem(p);
-        }
-        if let Some(why) = prev.and_then(|p| crate::audit::chain::sealed_earlier(p, seal)) {
-            report.push(ProblemKind::SealOutOfOrder, &s.key, why);
-        }
-        if let Some(f) = &seal.frontier {
-            for p in frontier_problems(prev, s, seal, f) {
-                report.push_problem(p);
-            }
-        }
-        if let Err(why) = opts.trust().judge(s.key_seq, seal) {
-            report.push_problem(Problem::new(ProblemKind::BadSignature, &s.key, why));
-        }
+    for p in crate::audit::links::check_from(seals, since, &opts.trust()) {
+        report.push_problem(p);
     }
-}
-
-/// Seal `s` (parsed: `seal`) against the seal before it, `prev`.
-fn link_problem(prev: Option<&StoredSeal>, s: &StoredSeal, seal: &Seal) -> Option<Problem> {
-    match (prev, &seal.prev_sha256) {
-        (Some(before), Some(p)) if p != &before.digest => Some(Problem::new(
-            ProblemKind::SealChainBroken,
-            &before.key,
-            format!(
-                "has sha256 {}, but the next seal {} records {p}: this seal was edited or replaced after {} was made",
-                before.digest, s.key, s.key
-            ),
-        )),
-        (Some(before), None) => Some(Problem::new(
-            ProblemKind::SealChainBroken,
-            &s.key,
-            format!("records no previous seal, but follows {}", before.key),
-        )),
-        _ => None,
-    }
-}
-
-/// Seal `s`'s frontier `f` against its root and its predecessor's tree, and its
-/// `lineage-seal/2` fields.
-fn frontier_problems(
-    prev: Option<&StoredSeal>,
-    s: &StoredSeal,
-    seal: &Seal,
-    f: &[String],
-) -> Vec<Problem> {
-    let mut out = Vec::new();
-    let why = match Frontier::from_hex(seal.tree_size, f) {
-        None => Some("its frontier does not fit its tree size".to_string()),
-        Some(fr) if !hex::encode(fr.root()).eq_ignore_ascii_case(&seal.root) => {
-            Some("its frontier does not give its root".to_string())
-        }
-        Some(_) => grows_from(prev, seal),
-    };
-    if let Some(w) = why {
-        out.push(Problem::new(
-            ProblemKind::SealRootMismatch,
-            &s.key,
-            format!("{w}: the seal was edited"),
-        ));
-    }
-    let prev_w = prev
-        .and_then(|p| p.seal.as_ref().ok())
-        .and_then(|p| p.watermark_utc.as_deref());
-    for w in seal_fields(seal, prev_w, None) {
-        out.push(Problem::new(ProblemKind::SealCorrupt, &s.key, w));
-    }
-    out
-}
-
-/// Why a seal's tree is not its predecessor's tree plus its entries (`None` when it is, or
-/// when the predecessor has no frontier to extend).
-fn grows_from(prev: Option<&StoredSeal>, seal: &Seal) -> Option<String> {
-    let p = prev?.seal.as_ref().ok()?;
-    let mut f = Frontier::from_hex(p.tree_size, p.frontier.as_deref()?)?;
-    for e in &seal.entries {
-        let Some(d) = merkle::parse_hash(&e.sha256) else {
-            return Some(format!("entry {} has no valid sha256", e.key));
-        };
-        f.push(merkle::leaf_hash(&d));
-    }
-    let ok = f.size() == seal.tree_size && hex::encode(f.root()).eq_ignore_ascii_case(&seal.root);
-    (!ok).then(|| {
-        format!(
-            "records tree size {} root {}, but seal {}'s tree and its entries give {} and {}",
-            seal.tree_size,
-            seal.root,
-            p.seq,
-            f.size(),
-            hex::encode(f.root())
-        )
-    })
 }
 
 /// The head and key anchors of a since verify into `report` (outcomes, and the head's

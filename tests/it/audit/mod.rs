@@ -14,6 +14,7 @@ mod repair_sweep;
 mod row_proof;
 mod row_proof_compact;
 mod seal;
+mod show_proofs;
 mod signing;
 mod tamper;
 mod warnings;

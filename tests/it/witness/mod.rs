@@ -2,4 +2,5 @@
 
 mod cli;
 mod library;
+mod repeat;
 mod rewrite;
