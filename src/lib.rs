@@ -161,8 +161,8 @@ pub use read::out::{
 };
 pub use read::provenance::PROVENANCE_COLUMNS;
 pub use read::{
-    check_all, scan, snapshot, ReadOptions, Scan, ScanOptions, ScanReader, ScanStats, SealRef,
-    Snapshot, SnapshotPart, SnapshotSeal,
+    check_all, scan, snapshot, ReadOptions, Scan, ScanOptions, ScanReader, ScanStats, SealRange,
+    SealRef, Snapshot, SnapshotPart, SnapshotSeal,
 };
 
 // Auditing.

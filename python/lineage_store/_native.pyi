@@ -275,6 +275,7 @@ class Store:
         witness: Optional[str] = None,
         witness_endpoint_url: Optional[str] = None,
         detail: Literal[False] = False,
+        since_seal: Optional[int] = None,
     ) -> list[str]:
         """The parts of exactly the commits sealed by seals 1..as_of_seal (default: the
         newest), each checked against its sealed pointer first: paths or URLs for
@@ -282,7 +283,10 @@ class Store:
         pointer that is not as sealed. Compacted parts for the commits a compaction in
         effect covers, unless ``originals=True``. The anchors (``expect_head``,
         ``public_key``, ``signed_from``, ``witness``) are checked first, as by ``verify``:
-        one that does not hold raises ConflictError naming it."""
+        one that does not hold raises ConflictError naming it. ``since_seal=K``: only
+        the commits sealed after seal K, reading only seals K..N (the original parts; the
+        anchors checked against those seals: ``expect_head`` must be the head of one of
+        them; no ``witness`` or ``as_of_time``)."""
     @overload
     def files(
         self,
@@ -298,6 +302,7 @@ class Store:
         witness: Optional[str] = None,
         witness_endpoint_url: Optional[str] = None,
         detail: Literal[True],
+        since_seal: Optional[int] = None,
     ) -> list[dict[str, Any]]:
         """As above, a dict per part as ``lineage files --json`` prints it: ``location``,
         ``part_path``, ``commit_id`` (None for a compacted part, which names its
@@ -343,12 +348,14 @@ class Store:
         signed_from: Optional[int] = None,
         witness: Optional[str] = None,
         witness_endpoint_url: Optional[str] = None,
+        since_seal: Optional[int] = None,
     ) -> pyarrow.RecordBatchReader:
         """The rows of exactly the commits sealed by seals 1..as_of_seal (default: the
         newest), each part checked against its sealed pointer before its rows are handed
         on. filter: {"target_crs": ..., "feature_id": ...}. Compacted parts where a
         compaction in effect covers the commits, unless ``originals=True``.
-        ``provenance=True`` adds commit_id, sealed_by_seal and part_path (originals read)."""
+        ``provenance=True`` adds commit_id, sealed_by_seal and part_path (originals read).
+        ``since_seal=K``: only the rows of the commits sealed after seal K, as for files."""
     def seals(
         self,
         *,

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use lineage_store::{
-    read_public_key, Anchors, AtomicPublisher, Error, StoreOptions, WitnessAnchor,
+    read_public_key, snapshot, Anchors, AtomicPublisher, Error, ReadOptions, Snapshot,
+    StoreOptions, WitnessAnchor,
 };
 use pyo3::prelude::*;
 
@@ -96,6 +97,29 @@ impl AnchorKw {
             witness,
             ..self.base.clone()
         })
+    }
+}
+
+impl AnchorKw {
+    /// The snapshot `opts` asks for, every anchor checked: against the whole chain before
+    /// the read, or, reading since a seal (`since_seal`), against the seals that read
+    /// read, never the whole chain (a witness, which needs it, refused before any read).
+    pub async fn read(
+        &self,
+        store: &Arc<dyn AtomicPublisher>,
+        opts: &ReadOptions,
+    ) -> LResult<Snapshot> {
+        let anchors = self.anchors(store).await?;
+        if opts.since_seal.is_none() {
+            anchors.require(store.as_ref()).await?;
+            return snapshot(store.as_ref(), opts).await;
+        }
+        anchors.range_checkable()?;
+        let snap = snapshot(store.as_ref(), opts).await?;
+        if let Some(range) = &snap.since {
+            anchors.require_range(range)?;
+        }
+        Ok(snap)
     }
 }
 

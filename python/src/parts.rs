@@ -230,6 +230,7 @@ pub fn read_part<'py>(
         seal: None,
         parts: vec![one],
         sealed_total: 0,
+        since: None,
     };
     let scan = block_on_local(py, move || async move {
         let sopts = StoreOptions::new()

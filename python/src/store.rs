@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use arrow_pyarrow::IntoPyArrow;
 use lineage_store::{
-    check_all, parse_duration, part_listing, prove, read_pointers, read_signing_key, snapshot,
+    check_all, parse_duration, part_listing, prove, read_pointers, read_signing_key,
     validate_all_listing, verify_with, Anchors, AtomicPublisher, DigestCheck, Error, Format, Input,
     Param, Piece, ProveAgainst, ReadOptions, ScanOptions, StoreOptions, SystemClock, Text,
     VerifyOptions, Writer, DEFAULT_BATCH_ROWS, DEFAULT_CONCURRENCY,
@@ -756,7 +756,10 @@ impl Store {
     /// `detail=True`: a dict per part instead of its location, as `lineage files --json`
     /// prints it (`location`, `part_path`, `commit_id`, ..., `sealed_by`, `adopted`; a
     /// compacted part names its compaction under `compaction`, its `commit_id` None).
-    #[pyo3(signature = (as_of_seal=None, run_id=None, *, include_unsealed=false, originals=false, as_of_time=None, expect_head=None, public_key=None, signed_from=None, witness=None, witness_endpoint_url=None, detail=false))]
+    /// `since_seal=K`: only the commits sealed after seal K, reading only seals K..N
+    /// (`--since-seal`): the original parts; the anchors checked against those seals
+    /// (`expect_head` must be the head of one of them; no `witness`, no `as_of_time`).
+    #[pyo3(signature = (as_of_seal=None, run_id=None, *, include_unsealed=false, originals=false, as_of_time=None, expect_head=None, public_key=None, signed_from=None, witness=None, witness_endpoint_url=None, detail=false, since_seal=None))]
     #[allow(clippy::too_many_arguments)]
     fn files<'py>(
         &self,
@@ -772,8 +775,10 @@ impl Store {
         witness: Option<String>,
         witness_endpoint_url: Option<String>,
         detail: bool,
+        since_seal: Option<u64>,
     ) -> PyResult<Bound<'py, PyAny>> {
         one_as_of(as_of_seal, as_of_time.as_deref()).py_err(py)?;
+        since_not_as_of_time(since_seal, as_of_time.as_deref()).py_err(py)?;
         let kw = AnchorKw::new(
             py,
             expect_head,
@@ -787,13 +792,13 @@ impl Store {
             run_id,
             include_unsealed,
             prefer_compacted: !originals,
+            since_seal,
             ..ReadOptions::default()
         };
         let store = self.inner.clone();
         let listed = block_on_local(py, move || async move {
-            kw.anchors(&store).await?.require(store.as_ref()).await?;
             opts.as_of_seal = as_of(store.as_ref(), opts.as_of_seal, as_of_time.as_deref()).await?;
-            let snap = snapshot(store.as_ref(), &opts).await?;
+            let snap = kw.read(&store, &opts).await?;
             let concurrency = ScanOptions::default().concurrency;
             check_all(store.as_ref(), &snap, DigestCheck::Fastest, concurrency).await?;
             Ok(snap
@@ -860,6 +865,7 @@ impl Store {
                 target_crs,
                 include_unsealed,
                 prefer_compacted: !originals,
+                since_seal: None,
             },
             as_of_time,
             feature_id,
@@ -882,7 +888,8 @@ impl Store {
     /// original commit and seal).
     /// `as_of_time`: as of the newest seal sealed at or before it (`--as-of-time`).
     /// The anchors are checked first, as by `files`.
-    #[pyo3(signature = (as_of_seal=None, run_id=None, columns=None, filter=None, *, include_unsealed=false, originals=false, provenance=false, as_of_time=None, expect_head=None, public_key=None, signed_from=None, witness=None, witness_endpoint_url=None))]
+    /// `since_seal=K`: only the rows of the commits sealed after seal K, as for `files`.
+    #[pyo3(signature = (as_of_seal=None, run_id=None, columns=None, filter=None, *, include_unsealed=false, originals=false, provenance=false, as_of_time=None, expect_head=None, public_key=None, signed_from=None, witness=None, witness_endpoint_url=None, since_seal=None))]
     #[allow(clippy::too_many_arguments)]
     fn scan<'py>(
         &self,
@@ -900,8 +907,10 @@ impl Store {
         signed_from: Option<u64>,
         witness: Option<String>,
         witness_endpoint_url: Option<String>,
+        since_seal: Option<u64>,
     ) -> PyResult<Bound<'py, PyAny>> {
         one_as_of(as_of_seal, as_of_time.as_deref()).py_err(py)?;
+        since_not_as_of_time(since_seal, as_of_time.as_deref()).py_err(py)?;
         let kw = AnchorKw::new(
             py,
             expect_head,
@@ -915,6 +924,7 @@ impl Store {
             run_id,
             include_unsealed,
             prefer_compacted: !originals && !provenance,
+            since_seal,
             ..ReadOptions::default()
         };
         let mut scan_opts = ScanOptions {
@@ -938,9 +948,8 @@ impl Store {
         }
         let store = self.inner.clone();
         let scan = block_on_local(py, move || async move {
-            kw.anchors(&store).await?.require(store.as_ref()).await?;
             opts.as_of_seal = as_of(store.as_ref(), opts.as_of_seal, as_of_time.as_deref()).await?;
-            let snap = snapshot(store.as_ref(), &opts).await?;
+            let snap = kw.read(&store, &opts).await?;
             lineage_store::scan(store, &snap, &scan_opts)
         })?
         .py_err(py)?;
@@ -1088,6 +1097,17 @@ fn since_seal_arg(since_seal: Option<Bound<'_, PyAny>>) -> PyResult<Option<Optio
         }
         Some(v) => Some(Some(v.extract::<u64>()?)),
     })
+}
+
+/// `since_seal` reads only the seals from K on; `as_of_time` would read every seal to find
+/// its own.
+fn since_not_as_of_time(since_seal: Option<u64>, as_of_time: Option<&str>) -> LResult<()> {
+    match (since_seal, as_of_time) {
+        (Some(_), Some(_)) => Err(Error::usage(
+            "give since_seal with as_of_seal, not as_of_time (which reads every seal to find its own)",
+        )),
+        _ => Ok(()),
+    }
 }
 
 impl Store {

@@ -15,6 +15,7 @@ pub(crate) mod findings;
 pub(crate) mod links;
 pub(crate) mod log;
 pub(crate) mod proof;
+mod range_anchors;
 pub(crate) mod repair;
 pub(crate) mod seals;
 pub(crate) mod show;

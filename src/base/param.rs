@@ -118,6 +118,8 @@ pub enum Param {
     EventId,
     /// Reading the original parts, not the compacted ones.
     Originals,
+    /// Also the commits no seal covers yet.
+    IncludeUnsealed,
     /// The store as of the newest seal sealed by this time.
     AsOfTime,
     /// An ISO record's geographic bounding box.
@@ -192,6 +194,7 @@ impl Param {
             OlderThan => "older_than",
             EventId => "event_id",
             Originals => "originals",
+            IncludeUnsealed => "include_unsealed",
             AsOfTime => "as_of_time",
             Bbox => "bbox",
             Contact => "contact",

@@ -9,6 +9,7 @@ use crate::base::error::Result;
 use crate::cli::witness::VerifyWitnessArgs;
 use crate::history::signing::read_public_key;
 use crate::publish::AtomicPublisher;
+use crate::read::{snapshot, ReadOptions, Snapshot};
 
 /// The anchors an auditor keeps outside the store: `--expect-head`, `--public-key`
 /// (repeated), `--signed-from`, `--witness`.
@@ -76,6 +77,35 @@ impl AnchorArgs {
             }
         }
         Ok(checked)
+    }
+
+    /// The snapshot `opts` asks for, every anchor checked and what held said on standard
+    /// error: against the whole chain before the read ([`Self::require`]), or, reading
+    /// since a seal, against the seals that read read (never the whole chain; a witness,
+    /// which needs the whole chain, is refused before anything is read).
+    pub(crate) async fn read(
+        &self,
+        store: &dyn AtomicPublisher,
+        opts: &ReadOptions,
+    ) -> Result<(Snapshot, AnchorCheck)> {
+        if opts.since_seal.is_none() {
+            let checked = self.require(store).await?;
+            return Ok((snapshot(store, opts).await?, checked));
+        }
+        let anchors = self.anchors(store).await?;
+        anchors.range_checkable()?;
+        let snap = snapshot(store, opts).await?;
+        let checked = match &snap.since {
+            Some(range) => anchors.require_range(range)?,
+            None => AnchorCheck::default(),
+        };
+        if checked.anchored() {
+            let mut err = std::io::stderr();
+            for l in checked.lines() {
+                let _ = writeln!(err, "{l}");
+            }
+        }
+        Ok((snap, checked))
     }
 
     /// Where each `--public-key` came from, in order.

@@ -12,7 +12,6 @@ use crate::history::iceberg::locate::newest_table;
 use crate::publish::store::options::Opening;
 use crate::read::listing::part_listing;
 use crate::read::scan::check_all;
-use crate::read::snapshot::snapshot;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -36,15 +35,15 @@ pub(crate) struct Args {
     /// file (`seal --iceberg`) of a seal at or before the one read, once every part of
     /// that seal checks out (`--json`: {"seq", "metadata_key", "metadata_location"}).
     /// The table is the whole store's: no --run-id, --target-crs, --include-unsealed or
-    /// --originals.
-    #[arg(long, conflicts_with_all = ["run_id", "target_crs", "include_unsealed", "originals"])]
+    /// --originals, no --since-seal.
+    #[arg(long, conflicts_with_all = ["run_id", "target_crs", "include_unsealed", "originals", "since_seal"])]
     iceberg: bool,
 }
 
 pub(crate) async fn run(a: Args) -> Result<Status> {
     let store = a.store.open(Opening::Store).await?;
-    a.anchors.require(store.as_ref()).await?;
-    let snap = snapshot(store.as_ref(), &a.read.resolve(store.as_ref()).await?).await?;
+    let read = a.read.resolve(store.as_ref()).await?;
+    let (snap, checked) = a.anchors.read(store.as_ref(), &read).await?;
     check_all(store.as_ref(), &snap, a.read.digest, a.read.concurrency).await?;
     if a.iceberg {
         let seq = snap.seal.as_ref().map_or(0, |s| s.seq);
@@ -58,7 +57,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         } else {
             out(&t.metadata_location)?;
         }
-        a.read.say(&snap, None);
+        a.read.say(&snap, None, &checked);
         let gap = match seq - t.seq {
             0 => String::new(),
             1 => format!("; seal {seq} was made without --iceberg"),
@@ -79,6 +78,6 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
             out(&line.location)?;
         }
     }
-    a.read.say(&snap, None);
+    a.read.say(&snap, None, &checked);
     Ok(0)
 }

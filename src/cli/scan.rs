@@ -7,11 +7,13 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use crate::audit::anchor_outcome::AnchorKind;
+use crate::audit::anchors::AnchorCheck;
 use crate::base::error::{Error, Result};
 use crate::cli::common::{Status, StoreArg, STDOUT};
 use crate::publish::store::options::Opening;
 use crate::read::scan::{default_concurrency, scan, ScanOptions, ScanStats};
-use crate::read::snapshot::{snapshot, ReadOptions, Snapshot};
+use crate::read::snapshot::{ReadOptions, SealRange, Snapshot};
 
 /// What `files` and `scan` read.
 #[derive(Debug, clap::Args)]
@@ -24,6 +26,12 @@ pub(crate) struct ReadArgs {
     /// the end of that day, UTC).
     #[arg(long, value_name = "T", conflicts_with = "as_of_seal")]
     as_of_time: Option<String>,
+    /// Only the commits sealed after seal K (by seals K+1 up to the seal read), reading
+    /// only seals K on: O(new seals), however large the seals before K. The anchors are
+    /// checked against those seals: an --expect-head must be the head of one of them (the
+    /// one recorded when seal K was read); no --witness. Reads the original parts.
+    #[arg(long, value_name = "K", conflicts_with = "as_of_time")]
+    since_seal: Option<u64>,
     /// Only this run.
     #[arg(long)]
     run_id: Option<String>,
@@ -55,6 +63,7 @@ impl ReadArgs {
             target_crs: self.target_crs.clone(),
             include_unsealed: self.include_unsealed,
             prefer_compacted: !self.originals,
+            since_seal: self.since_seal,
         }
     }
 
@@ -70,15 +79,22 @@ impl ReadArgs {
         Ok(o)
     }
 
-    /// What was read, on standard error.
-    pub(crate) fn say(&self, snap: &Snapshot, stats: Option<&ScanStats>) {
-        let seal = match &snap.seal {
+    /// What was read, on standard error (`checked`: the anchors, as they held).
+    pub(crate) fn say(&self, snap: &Snapshot, stats: Option<&ScanStats>, checked: &AnchorCheck) {
+        let mut seal = match &snap.seal {
             Some(s) => format!(
                 "as of seal {} (sha256 {}, {} commits sealed)",
                 s.seq, s.sha256, s.tree_size
             ),
             None => "no seal".into(),
         };
+        if let Some(r) = &snap.since {
+            seal = format!(
+                "{}, {seal}; {}",
+                sealed_since(r),
+                range_evidence(r, checked)
+            );
+        }
         let mut line = format!(
             "{} parts ({} rows, {} bytes) checked against their pointers, {seal}",
             snap.parts.len(),
@@ -149,10 +165,9 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         crate::read::out::OutFormat::of_path(&a.out)?;
     }
     let store = a.store.open(Opening::Store).await?;
-    a.anchors.require(store.as_ref()).await?;
     let mut read = a.read.resolve(store.as_ref()).await?;
     read.prefer_compacted &= !a.with_provenance;
-    let snap = snapshot(store.as_ref(), &read).await?;
+    let (snap, checked) = a.anchors.read(store.as_ref(), &read).await?;
     let opts = ScanOptions {
         provenance: a.with_provenance,
         columns: a.columns.clone(),
@@ -164,7 +179,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     if !to_stdout {
         // A file: `.parquet` of every column and row by copying column chunks, else decoded.
         let (_, stats) = crate::read::out::scan_to_file(store, &snap, &opts, &a.out).await?;
-        a.read.say(&snap, Some(&stats));
+        a.read.say(&snap, Some(&stats), &checked);
         return Ok(0);
     }
     let s = scan(store, &snap, &opts)?;
@@ -176,6 +191,43 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
             Error::Io { source, .. } => Error::io(STDOUT, source),
             e => e,
         })?;
-    a.read.say(&snap, Some(&stats));
+    a.read.say(&snap, Some(&stats), &checked);
     Ok(0)
+}
+
+/// Which commits a read since a seal selected from.
+fn sealed_since(r: &SealRange) -> String {
+    match r.to - r.from {
+        0 => format!(
+            "of those sealed after seal {}: none (it is the seal read)",
+            r.from
+        ),
+        1 => format!("of those sealed by seal {}", r.to),
+        _ => format!("of those sealed by seals {}-{}", r.from + 1, r.to),
+    }
+}
+
+/// What a read since a seal checked, and what vouches for the seals it did not read.
+fn range_evidence(r: &SealRange, checked: &AnchorCheck) -> String {
+    let read = match r.from == r.to {
+        true => format!("seal {} read and checked", r.from),
+        false => format!("seals {}-{} read and checked", r.from, r.to),
+    };
+    if r.from == 1 {
+        return read;
+    }
+    let digest = r.seals.first().map_or("", |s| s.digest.as_str());
+    let anchor = checked
+        .outcomes
+        .iter()
+        .find(|o| o.anchor == AnchorKind::Head && o.held)
+        .map_or("no anchor".to_string(), |o| o.statement.clone());
+    let before = match r.from {
+        2 => "seal 1".to_string(),
+        k => format!("seals 1-{}", k - 1),
+    };
+    format!(
+        "{read}; {before} not re-read: vouched for by seal {}'s digest {digest} ({anchor})",
+        r.from
+    )
 }

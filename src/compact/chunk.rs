@@ -96,6 +96,7 @@ async fn read_and_encode(
         seal: snap.seal.clone(),
         parts: chunk.to_vec(),
         sealed_total: snap.sealed_total,
+        since: None,
     };
     let scanned = scan(
         store,

@@ -31,4 +31,6 @@ pub mod scan;
 pub mod snapshot;
 
 pub use scan::{check_all, scan, Scan, ScanOptions, ScanReader, ScanStats};
-pub use snapshot::{snapshot, ReadOptions, SealRef, Snapshot, SnapshotPart, SnapshotSeal};
+pub use snapshot::{
+    snapshot, ReadOptions, SealRange, SealRef, Snapshot, SnapshotPart, SnapshotSeal,
+};

@@ -92,7 +92,32 @@ fn bad(s: &StoredSeal, m: impl Into<crate::base::param::Text>) -> Error {
 
 /// Seal `s`, parsed, when it is seal `expect`, records its own number, links to `prev`
 /// and carries a valid signature (if any).
-fn linked<'a>(s: &'a StoredSeal, expect: u64, prev: Option<&StoredSeal>) -> Result<&'a Seal> {
+pub(super) fn linked<'a>(
+    s: &'a StoredSeal,
+    expect: u64,
+    prev: Option<&StoredSeal>,
+) -> Result<&'a Seal> {
+    let seal = numbered(s, expect)?;
+    let prev_digest = prev.map(|p| p.digest.as_str());
+    if seal.prev_sha256.as_deref() != prev_digest {
+        return Err(bad(
+            s,
+            format!(
+                "records previous seal {}, but the seal before it{} has sha256 {}",
+                seal.prev_sha256.as_deref().unwrap_or("(none)"),
+                prev.map_or(String::new(), |p| format!(" ({})", p.key)),
+                prev_digest.unwrap_or("(none: it is the first)")
+            ),
+        ));
+    }
+    seal.check_signature(None)
+        .map_err(|e| bad(s, format!("{e}")))?;
+    Ok(seal)
+}
+
+/// Seal `s`, parsed, when it is seal `expect` and records its own number (its link to the
+/// seal before is not checked: [`linked`] does).
+pub(super) fn numbered(s: &StoredSeal, expect: u64) -> Result<&Seal> {
     if s.key_seq != expect {
         return Err(Error::Integrity(vec![Failed::new(
             keys::seal_key(expect),
@@ -103,25 +128,12 @@ fn linked<'a>(s: &'a StoredSeal, expect: u64, prev: Option<&StoredSeal>) -> Resu
     if seal.seq != s.key_seq {
         return Err(bad(s, format!("records seq {}", seal.seq)));
     }
-    let prev_digest = prev.map(|p| p.digest.as_str());
-    if seal.prev_sha256.as_deref() != prev_digest {
-        return Err(bad(
-            s,
-            format!(
-                "records previous seal {}, but the seal before it has sha256 {}",
-                seal.prev_sha256.as_deref().unwrap_or("(none)"),
-                prev_digest.unwrap_or("(none: it is the first)")
-            ),
-        ));
-    }
-    seal.check_signature(None)
-        .map_err(|e| bad(s, format!("{e}")))?;
     Ok(seal)
 }
 
 /// Seal `s` as the snapshot's seal, when its tree size and root are those of `tree` (its
 /// entries and those before).
-fn rooted(s: &StoredSeal, seal: &Seal, tree: &Frontier) -> Result<SnapshotSeal> {
+pub(super) fn rooted(s: &StoredSeal, seal: &Seal, tree: &Frontier) -> Result<SnapshotSeal> {
     let root = hex::encode(tree.root());
     if seal.tree_size != tree.size() || !seal.root.eq_ignore_ascii_case(&root) {
         return Err(bad(

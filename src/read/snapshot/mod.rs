@@ -9,9 +9,13 @@
 //! them, not just the first). Nothing is listed to find the data: a part planted under a
 //! part's name, or anywhere else, is never seen. Unsealed commits are read only when asked
 //! for ([`ReadOptions::include_unsealed`]), each checked against its own key.
+//!
+//! A read since a seal ([`ReadOptions::since_seal`], [`since`]) reads only the seals from
+//! that one on, and gives the commits sealed after it.
 
 mod chain;
 mod compacted;
+mod since;
 pub(crate) mod types;
 
 use std::collections::HashSet;
@@ -29,7 +33,7 @@ use crate::history::seal::read_seals;
 use crate::publish::AtomicPublisher;
 use chain::{chain_up_to, Entry};
 use compacted::with_compacted;
-pub use types::{Compacted, CompactedCommit, SealRef, SnapshotPart, SnapshotSeal};
+pub use types::{Compacted, CompactedCommit, SealRange, SealRef, SnapshotPart, SnapshotSeal};
 
 /// What to read: which seal, and which commits of it.
 #[derive(Debug, Clone, Default)]
@@ -50,6 +54,16 @@ pub struct ReadOptions {
     /// part appears as one [`SnapshotPart`] whose "pointer" is made from the record
     /// (`commit_id` the compaction id, `pointer_key` the record's key).
     pub prefer_compacted: bool,
+    /// Only the commits sealed after seal K (by seals K+1..=N, N being `as_of_seal` or the
+    /// newest), reading only seals K..=N ([`since`]): O(new seals + log n) requests, however
+    /// large the seals before K. Seal K must record a frontier (`lineage-seal/2`; an
+    /// earlier one is refused, [`Error::Invalid`]). K = N gives no commits. The original
+    /// parts are read (a compaction's part holds rows of earlier commits): `prefer_compacted`
+    /// is not applied. With `include_unsealed`: also the commits after the newest seal
+    /// (from the index after its watermark; `as_of_seal` must then be unset). The anchors
+    /// are checked against [`Snapshot::since`]
+    /// ([`crate::audit::anchors::Anchors::check_range`]), not the whole chain.
+    pub since_seal: Option<u64>,
 }
 
 /// The commits a read covers.
@@ -62,6 +76,8 @@ pub struct Snapshot {
     pub parts: Vec<SnapshotPart>,
     /// Commits the seal covers before the filters (its tree size).
     pub sealed_total: u64,
+    /// With [`ReadOptions::since_seal`]: the seals read and checked (the others were not).
+    pub since: Option<SealRange>,
 }
 
 impl Snapshot {
@@ -96,15 +112,41 @@ pub async fn snapshot(store: &dyn AtomicPublisher, opts: &ReadOptions) -> Result
                 .map_err(|e| Error::invalid(Param::TargetCrs, text![format!("{c:?}: {e}")]))
         })
         .transpose()?;
-    let seals = read_seals(store).await?;
-    let (seal, entries, later, compactions) = chain_up_to(&seals, opts.as_of_seal)?;
+    let (seal, entries, later, compactions, since) = match opts.since_seal {
+        Some(k) => {
+            if opts.include_unsealed && opts.as_of_seal.is_some() {
+                return Err(Error::invalid(
+                    Param::IncludeUnsealed,
+                    text![
+                        "with ",
+                        Param::SinceSeal,
+                        " reads the commits after the newest seal: give no ",
+                        Param::AsOfSeal
+                    ],
+                ));
+            }
+            let s = since::chain_since(store, k, opts.as_of_seal).await?;
+            (
+                Some(s.seal),
+                s.entries,
+                Vec::new(),
+                Vec::new(),
+                Some(s.range),
+            )
+        }
+        None => {
+            let seals = read_seals(store).await?;
+            let (seal, entries, later, compactions) = chain_up_to(&seals, opts.as_of_seal)?;
+            (seal, entries, later, compactions, None)
+        }
+    };
     if seal.is_none() && !opts.include_unsealed {
         return Err(Error::NotFound(format!(
             "{} has no seal: nothing is vouched for (run `lineage seal`, or read unsealed commits explicitly)",
             store.describe()
         )));
     }
-    let sealed_total = entries.len() as u64;
+    let sealed_total = seal.as_ref().map_or(0, |s| s.tree_size);
     let selected: Vec<Entry> = entries
         .into_iter()
         .filter(|e| {
@@ -120,7 +162,13 @@ pub async fn snapshot(store: &dyn AtomicPublisher, opts: &ReadOptions) -> Result
             .map(|p| p.pointer_key.as_str())
             .chain(later.iter().map(String::as_str))
             .collect();
-        let mut extra = unsealed(store, opts.run_id.as_deref(), &covered).await?;
+        let mut extra = match &since {
+            None => unsealed(store, opts.run_id.as_deref(), &covered).await?,
+            Some(r) => {
+                let keys = since::unsealed_keys(store, r, opts.run_id.as_deref(), &covered);
+                read_unsealed(store, keys.await?).await?
+            }
+        };
         parts.append(&mut extra);
     }
     if let (Some(r), true) = (&opts.run_id, parts.is_empty()) {
@@ -136,6 +184,7 @@ pub async fn snapshot(store: &dyn AtomicPublisher, opts: &ReadOptions) -> Result
         seal,
         parts,
         sealed_total,
+        since,
     })
 }
 
@@ -249,6 +298,15 @@ async fn unsealed(
         .filter(|o| !covered.contains(o.key.as_str()))
         .map(|o| o.key)
         .collect();
+    read_unsealed(store, todo).await
+}
+
+/// The unsealed pointers `todo`, each read and checked against its own key (one gone since
+/// it was listed is left out), in commit order.
+async fn read_unsealed(
+    store: &dyn AtomicPublisher,
+    todo: Vec<String>,
+) -> Result<Vec<SnapshotPart>> {
     let read: Vec<Option<std::result::Result<SnapshotPart, Failed>>> =
         futures::stream::iter(todo.into_iter().map(|key| async move {
             // Gone since the listing: not part of what is read.

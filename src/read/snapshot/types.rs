@@ -1,6 +1,7 @@
 //! What a snapshot is made of: its seal, and its commits with the seal of each.
 
 use crate::format::pointer::Pointer;
+use crate::history::seal::StoredSeal;
 
 /// The seal a commit was sealed by.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,4 +73,18 @@ pub struct CompactedCommit {
     pub rows: u64,
     /// `repair` adopted it (its pointer's mark).
     pub adopted: bool,
+}
+
+/// The seals a read since a seal ([`super::ReadOptions::since_seal`]) read and checked:
+/// `from`..=`to`. Seal `from` (K) was read for its digest and frontier; the commits of
+/// `from + 1..=to` are the snapshot's; the seals before `from` were not read (seal K's
+/// digest vouches for them: an anchor checked against these seals binds them).
+#[derive(Debug, Clone)]
+pub struct SealRange {
+    /// Seal K.
+    pub from: u64,
+    /// Seal N, the seal the read is as of.
+    pub to: u64,
+    /// Seals K..=N as read, in order, each checked.
+    pub seals: Vec<StoredSeal>,
 }

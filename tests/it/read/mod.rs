@@ -7,6 +7,7 @@ mod exit_codes;
 mod files;
 mod library;
 mod scan;
+mod since;
 mod tamper;
 
 use std::path::{Path, PathBuf};

@@ -1,0 +1,100 @@
+//! The anchors of a read since a seal ([`crate::read::snapshot`] with `since_seal`): judged
+//! on the seals that read read and checked (K..=N, [`SealRange`]), never by reading the
+//! chain again. What the seals before K hold is vouched for by seal K's digest alone, so
+//! an anchor binds the read only when it is checked against K..=N: an expected head must
+//! be the digest of one of them (the incremental reader passes the head it recorded when
+//! it last read seal K).
+
+use crate::audit::anchor_outcome::{AnchorKind, AnchorOutcome};
+use crate::audit::anchors::{head_outcome, judge_keys, AnchorCheck, Anchors};
+use crate::audit::findings::{Problem, ProblemKind};
+use crate::base::error::{Error, Result};
+use crate::base::param::{text, Param};
+use crate::format::keys::seal_key;
+use crate::read::SealRange;
+
+impl Anchors {
+    /// Check every anchor against the seals of `range`: the expected head among them (one
+    /// of an earlier seal is refused: the read did not reach it), the signature rules on
+    /// each of them. A witness is refused ([`Error::Invalid`]): its check needs the store
+    /// id (seal 1's sha256) and compares every record with the whole chain.
+    pub fn check_range(&self, range: &SealRange) -> Result<AnchorCheck> {
+        self.range_checkable()?;
+        let mut out = AnchorCheck::default();
+        if let Some(want) = &self.expect_head {
+            let want = want.trim().to_lowercase();
+            let found = range.seals.iter().find(|s| s.digest == want);
+            match found {
+                Some(s) => out
+                    .outcomes
+                    .push(head_outcome(&want, Some(s.key_seq), range.to)),
+                None => {
+                    let (outcome, problem) = head_before(range, &want);
+                    out.outcomes.push(outcome);
+                    out.problems.push(problem);
+                }
+            }
+        }
+        if !self.public_keys.is_empty() || self.signed_from.is_some() {
+            let (mut o, p) = judge_keys(&range.seals, &self.trust(), !self.public_keys.is_empty());
+            o.statement = format!(
+                "of seals {}-{} (those read): {}",
+                range.from, range.to, o.statement
+            );
+            out.outcomes.push(o);
+            out.problems.extend(p);
+        }
+        Ok(out)
+    }
+
+    /// Whether these anchors can be checked against a range of seals ([`Self::check_range`]):
+    /// all but a witness ([`Error::Invalid`]), which a reader can refuse before reading.
+    pub fn range_checkable(&self) -> Result<()> {
+        if self.witness.is_some() {
+            return Err(Error::invalid(
+                Param::Witness,
+                text![
+                    "checks every record the witness holds against the whole chain (from seal \
+                     1, whose sha256 is the store id), but ",
+                    Param::SinceSeal,
+                    " reads only the seals from the one given: check the witness with a full \
+                     verify, or read without ",
+                    Param::SinceSeal
+                ],
+            ));
+        }
+        Ok(())
+    }
+
+    /// [`Self::check_range`], refusing (an [`Error::Integrity`] naming each problem, exit
+    /// 1) when any anchor does not hold.
+    pub fn require_range(&self, range: &SealRange) -> Result<AnchorCheck> {
+        self.check_range(range)?.into_result()
+    }
+}
+
+/// An expected head that is none of the range's seals: refused, saying why.
+fn head_before(range: &SealRange, want: &str) -> (AnchorOutcome, Problem) {
+    let (k, n) = (range.from, range.to);
+    let detail = text![
+        format!(
+            "the expected head {want} is the digest of none of seals {k}-{n}, the seals read \
+             (from "
+        ),
+        Param::SinceSeal,
+        format!(
+            " {k}): a head of a seal before {k} cannot vouch for this read, which did not \
+             reach it (give the head of seal {k}, recorded when it was read, or of a later \
+             one), or the store was rolled back or rewritten"
+        )
+    ];
+    let outcome = AnchorOutcome {
+        anchor: AnchorKind::Head,
+        held: false,
+        statement: detail.to_string(),
+    };
+    (
+        outcome,
+        Problem::new(ProblemKind::HeadNotFound, &seal_key(k), detail),
+    )
+}
