@@ -23,7 +23,7 @@ use crate::base::error::Result;
 use crate::format::keys::{self, HistoryKey, KeyKind, Layout, INDEX_PREFIX};
 use crate::history::index::{self, Entry};
 use crate::history::seal::{IndexWindow, Seal};
-use crate::publish::{list_pages, AtomicPublisher, ObjectInfo, LIST_PAGE};
+use crate::publish::{list_pages, AtomicPublisher, ObjectInfo};
 
 /// What a seal says of the index it sealed from.
 #[derive(Debug, Clone)]
@@ -105,10 +105,10 @@ pub(crate) async fn unsealed(
     let (window, after): (Vec<ObjectInfo>, Vec<ObjectInfo>) = listed
         .into_iter()
         .partition(|o| o.key.as_str() < bound.as_str());
-    let mut out = Unsealed::default();
-    for o in &window {
-        *out.counts.entry(dir_of(&o.key).to_string()).or_default() += 1;
-    }
+    let mut out = Unsealed {
+        counts: count_by_dir(window.iter().map(|o| o.key.as_str())),
+        ..Unsealed::default()
+    };
     if let Some((_, recorded)) = &mark.window {
         for (dir, n) in &out.counts {
             if recorded.get(dir) != Some(n) {
@@ -174,6 +174,28 @@ pub(crate) fn window_of(
     }
 }
 
+/// How many of `keys` (in key order) each directory holds: one map entry per directory,
+/// not an allocation per key.
+fn count_by_dir<'a>(keys: impl Iterator<Item = &'a str>) -> BTreeMap<String, u64> {
+    let mut counts: BTreeMap<String, u64> = BTreeMap::new();
+    let mut run: Option<(&str, u64)> = None;
+    for k in keys {
+        let d = dir_of(k);
+        match &mut run {
+            Some((dir, n)) if *dir == d => *n += 1,
+            _ => {
+                if let Some((dir, n)) = run.replace((d, 1)) {
+                    *counts.entry(dir.to_string()).or_default() += n;
+                }
+            }
+        }
+    }
+    if let Some((dir, n)) = run {
+        *counts.entry(dir.to_string()).or_default() += n;
+    }
+    counts
+}
+
 /// The directory (`…/`) of a key.
 fn dir_of(key: &str) -> &str {
     key.rfind('/').map_or("", |i| &key[..=i])
@@ -184,39 +206,29 @@ fn canonical(e: &Entry) -> String {
 }
 
 /// Every object under the index after `after`, in key order, those before `sized_from`
-/// possibly without their metadata: pages of [`AtomicPublisher::list_after_sized_from`],
-/// each checked as [`list_pages`] checks its pages (under the prefix, strictly ascending,
-/// after the offset); a page that is not is never used, and the range is read with
+/// possibly without their metadata: one [`AtomicPublisher::list_after_sized_from`] call
+/// for the whole range (an object store pages it, 1,000 keys a request, as
+/// [`list_pages`] does; the local disk reads each directory once, where pages of 1,000
+/// would read the directories a page ends in again from the root), checked as
+/// [`list_pages`] checks its pages (under the prefix, strictly ascending, after the
+/// offset); an answer that is not is never used, and the range is read with
 /// [`list_pages`] instead (the same answer, every key with its metadata).
 async fn list_sized_from(
     store: &dyn AtomicPublisher,
     after: &str,
     sized_from: &str,
 ) -> Result<Vec<ObjectInfo>> {
-    let mut out: Vec<ObjectInfo> = Vec::new();
-    let mut from = after.to_string();
-    loop {
-        let page = store
-            .list_after_sized_from(INDEX_PREFIX, &from, LIST_PAGE, sized_from)
-            .await?;
-        let mut prev = from.as_str();
-        for o in &page {
-            if !o.key.starts_with(INDEX_PREFIX) || o.key.as_str() <= prev {
-                return list_pages(store, INDEX_PREFIX, after, None).await;
-            }
-            prev = o.key.as_str();
+    let listed = store
+        .list_after_sized_from(INDEX_PREFIX, after, usize::MAX, sized_from)
+        .await?;
+    let mut prev = after;
+    for o in &listed {
+        if !o.key.starts_with(INDEX_PREFIX) || o.key.as_str() <= prev {
+            return list_pages(store, INDEX_PREFIX, after, None).await;
         }
-        let full = page.len() >= LIST_PAGE;
-        let Some(last) = page.last().map(|o| o.key.clone()) else {
-            break;
-        };
-        out.extend(page);
-        if !full {
-            break;
-        }
-        from = last;
+        prev = o.key.as_str();
     }
-    Ok(out)
+    Ok(listed)
 }
 
 /// The entries of window directory `dir` (before `bound`) that no seal has sealed: not in

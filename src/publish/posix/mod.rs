@@ -130,7 +130,7 @@ impl PosixPublisher {
         walk: F,
     ) -> Result<Vec<ObjectInfo>>
     where
-        F: FnOnce(&Walker<'_>, &std::os::fd::OwnedFd, &Path, &mut Vec<ObjectInfo>) -> Result<()>
+        F: FnOnce(&Walker<'_>, std::os::fd::OwnedFd, &Path, &mut Vec<ObjectInfo>) -> Result<()>
             + Send
             + 'static,
     {
@@ -150,7 +150,7 @@ impl PosixPublisher {
                 stats: &stats,
                 sized_from: sized_from.as_deref(),
             };
-            walk(&walker, &start, &root.join(dir_part), &mut out)?;
+            walk(&walker, start, &root.join(dir_part), &mut out)?;
             Ok(out)
         })
         .await

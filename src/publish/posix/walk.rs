@@ -42,6 +42,8 @@ struct Entry {
     dir: Arc<OwnedFd>,
     name: OsString,
     path: PathBuf,
+    /// Its store key: the directory's key and its name ([`key_of`]'s spelling).
+    key: String,
     told: Option<Option<Type>>,
 }
 
@@ -54,17 +56,28 @@ enum Type {
 }
 
 impl Walker<'_> {
-    pub(super) fn walk(&self, dir: &OwnedFd, path: &Path, out: &mut Vec<ObjectInfo>) -> Result<()> {
-        for (entry, t) in self.entries(dir, path)? {
+    pub(super) fn walk(&self, dir: OwnedFd, path: &Path, out: &mut Vec<ObjectInfo>) -> Result<()> {
+        let dir_key = self.key(path)?;
+        self.walk_in(dir, path, &dir_key, out)
+    }
+
+    /// [`Self::walk`] of the directory whose key is `dir_key`.
+    fn walk_in(
+        &self,
+        dir: OwnedFd,
+        path: &Path,
+        dir_key: &str,
+        out: &mut Vec<ObjectInfo>,
+    ) -> Result<()> {
+        for (entry, t) in self.entries(dir, path, dir_key)? {
             if t == Type::Dir {
                 // A directory no key under the prefix can be in is not descended into (a
                 // listing of `run_id=` from the root skips `_lineage/` whole).
-                let key = self.key(&entry.path)?;
-                if !within_prefix(&format!("{key}/"), self.prefix) {
+                if !within_prefix(&format!("{}/", entry.key), self.prefix) {
                     continue;
                 }
                 match open_sub(&entry)? {
-                    Sub::Dir(fd) => self.walk(&fd, &entry.path, out)?,
+                    Sub::Dir(fd) => self.walk_in(fd, &entry.path, &entry.key, out)?,
                     Sub::Gone => {}
                     Sub::Link => self.push_object(&entry, Type::Link, out)?,
                 }
@@ -76,9 +89,8 @@ impl Walker<'_> {
     }
 
     fn push_object(&self, entry: &Entry, t: Type, out: &mut Vec<ObjectInfo>) -> Result<()> {
-        let key = self.key(&entry.path)?;
-        if key.starts_with(self.prefix) {
-            out.extend(self.listed(entry, key, t)?);
+        if entry.key.starts_with(self.prefix) {
+            out.extend(self.listed(entry, entry.key.clone(), t)?);
         }
         Ok(())
     }
@@ -99,9 +111,9 @@ impl Walker<'_> {
 
     /// The files, directories and symlinks of `dir` (with the type of each); entries
     /// that vanish before their type is read are skipped.
-    fn entries(&self, dir: &OwnedFd, path: &Path) -> Result<Vec<(Entry, Type)>> {
+    fn entries(&self, dir: OwnedFd, path: &Path, dir_key: &str) -> Result<Vec<(Entry, Type)>> {
         let mut out = Vec::new();
-        for entry in read_entries(dir, path)? {
+        for entry in read_entries(dir, path, dir_key)? {
             if let Some(t) = self.examine(&entry)? {
                 out.push((entry, t));
             }
@@ -201,13 +213,20 @@ fn open_sub(entry: &Entry) -> Result<Sub> {
     }
 }
 
+/// Bytes of directory entries one `getdents64` call may return: 64 KiB holds about 500
+/// index entries (a second of a busy writer), so a directory costs one call that returns
+/// its entries and one that says there are no more.
+const DIRENT_BUFFER: usize = 64 * 1024;
+
 /// The entries of `dir` (at `path`) as read, with the type the directory gives (nothing
-/// stat'ed); an entry that vanished while being read is skipped.
-fn read_entries(dir: &OwnedFd, path: &Path) -> Result<Vec<Entry>> {
-    let shared = Arc::new(rustix::io::dup(dir).map_err(|e| Error::io(path, e.into()))?);
-    let entries = rustix::fs::Dir::read_from(dir).map_err(|e| Error::io(path, e.into()))?;
+/// stat'ed); an entry that vanished while being read is skipped. `dir` is a handle just
+/// opened (read from its start, once) and is kept by the entries, for their `statx`.
+fn read_entries(dir: OwnedFd, path: &Path, dir_key: &str) -> Result<Vec<Entry>> {
+    let shared = Arc::new(dir);
+    let mut buf = vec![std::mem::MaybeUninit::<u8>::uninit(); DIRENT_BUFFER];
+    let mut entries = rustix::fs::RawDir::new(&*shared, &mut buf);
     let mut out = Vec::new();
-    for entry in entries {
+    while let Some(entry) = entries.next() {
         match entry {
             Ok(e) => {
                 let bytes = e.file_name().to_bytes();
@@ -215,25 +234,39 @@ fn read_entries(dir: &OwnedFd, path: &Path) -> Result<Vec<Entry>> {
                     continue;
                 }
                 let name = OsStr::from_bytes(bytes).to_os_string();
-                let told = match e.file_type() {
-                    rustix::fs::FileType::Directory => Some(Some(Type::Dir)),
-                    rustix::fs::FileType::RegularFile => Some(Some(Type::File)),
-                    rustix::fs::FileType::Symlink => Some(Some(Type::Link)),
-                    rustix::fs::FileType::Unknown => None,
-                    _ => Some(None), // a FIFO, a socket, a device: never listed
-                };
+                let told = told_type(e.file_type());
+                let mut key = String::with_capacity(dir_key.len() + 1 + bytes.len());
+                if !dir_key.is_empty() {
+                    key.push_str(dir_key);
+                    key.push('/');
+                }
+                push_name(&mut key, bytes);
                 out.push(Entry {
                     dir: shared.clone(),
                     path: path.join(&name),
                     name,
+                    key,
                     told,
                 });
             }
-            Err(Errno::NOENT) => continue,
+            Err(Errno::NOENT) => break,
             Err(e) => return Err(Error::io(path, e.into())),
         }
     }
     Ok(out)
+}
+
+/// The type a directory entry says it is: `None` when the file system does not say
+/// (`DT_UNKNOWN`: ask `statx`), `Some(None)` for what is never listed (a FIFO, a
+/// socket, a device).
+fn told_type(t: rustix::fs::FileType) -> Option<Option<Type>> {
+    match t {
+        rustix::fs::FileType::Directory => Some(Some(Type::Dir)),
+        rustix::fs::FileType::RegularFile => Some(Some(Type::File)),
+        rustix::fs::FileType::Symlink => Some(Some(Type::Link)),
+        rustix::fs::FileType::Unknown => None,
+        _ => Some(None),
+    }
 }
 
 /// The store key of a relative path. Every key lineage-store writes is UTF-8; a name that
@@ -242,20 +275,25 @@ fn read_entries(dir: &OwnedFd, path: &Path) -> Result<Vec<Entry>> {
 /// CRS or file name of ours does, so it is always classified as foreign and is never
 /// mistaken for one of ours (it cannot be opened through the store, and need not be).
 fn key_of(rel: &Path) -> String {
-    use std::os::unix::ffi::OsStrExt;
     let mut key = String::new();
     for (i, c) in rel.components().enumerate() {
         if i > 0 {
             key.push('/');
         }
-        for chunk in c.as_os_str().as_bytes().utf8_chunks() {
-            key.push_str(chunk.valid());
-            for b in chunk.invalid() {
-                key.push_str(&format!("%{b:02X}"));
-            }
-        }
+        push_name(&mut key, c.as_os_str().as_bytes());
     }
     key
+}
+
+/// A file name as it is spelt in a key ([`key_of`]): its UTF-8 as it is, each invalid
+/// byte as `%XX`.
+fn push_name(key: &mut String, name: &[u8]) {
+    for chunk in name.utf8_chunks() {
+        key.push_str(chunk.valid());
+        for b in chunk.invalid() {
+            key.push_str(&format!("%{b:02X}"));
+        }
+    }
 }
 
 /// What one [`crate::publish::AtomicPublisher::list_after`] page asks for.
@@ -278,14 +316,27 @@ impl Walker<'_> {
     /// [`Walker::walk`].
     pub(super) fn walk_sorted(
         &self,
-        dir: &OwnedFd,
+        dir: OwnedFd,
         path: &Path,
         page: &Page<'_>,
         out: &mut Vec<ObjectInfo>,
     ) -> Result<()> {
+        let dir_key = self.key(path)?;
+        self.walk_sorted_in(dir, path, &dir_key, page, out)
+    }
+
+    /// [`Self::walk_sorted`] of the directory whose key is `dir_key`.
+    fn walk_sorted_in(
+        &self,
+        dir: OwnedFd,
+        path: &Path,
+        dir_key: &str,
+        page: &Page<'_>,
+        out: &mut Vec<ObjectInfo>,
+    ) -> Result<()> {
         let mut named = Vec::new();
-        for entry in read_entries(dir, path)? {
-            let key = self.key(&entry.path)?;
+        for entry in read_entries(dir, path, dir_key)? {
+            let key = entry.key.clone();
             let as_dir = format!("{key}/");
             let file_wanted = key.as_str() > page.after && key.starts_with(page.prefix);
             if !file_wanted && !page.may_hold(&as_dir) {
@@ -305,7 +356,7 @@ impl Walker<'_> {
             }
             if let Some(k) = key.strip_suffix('/') {
                 match open_sub(&entry)? {
-                    Sub::Dir(fd) => self.walk_sorted(&fd, &entry.path, page, out)?,
+                    Sub::Dir(fd) => self.walk_sorted_in(fd, &entry.path, k, page, out)?,
                     Sub::Gone => {}
                     Sub::Link if k > page.after && k.starts_with(page.prefix) => {
                         out.extend(self.object(&entry, k.to_string())?)

@@ -228,3 +228,41 @@ async fn an_entry_landing_late_in_a_busy_lookback_is_found_and_sealed_once() {
     let window = seal.index_window.as_ref().unwrap();
     assert!(window.counts.values().sum::<u64>() >= first.len() as u64);
 }
+
+/// On local disk the window is listed in one walk: each directory of the lookback read
+/// once, each name looked at once, however many pages of 1,000 keys the window holds.
+/// (Listed a page at a time, every page after the first walked again from the root to
+/// where the last one stopped, reading the directories on the way once more.)
+#[tokio::test]
+async fn a_busy_window_on_local_disk_reads_each_name_once() {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    let dir = tempfile::tempdir().unwrap();
+    let (_, first, new) = burst(dir.path(), 2_400).await;
+    assert!(first.len() > 2_000, "{}", first.len());
+    let seen: Arc<Mutex<HashMap<std::path::PathBuf, u32>>> = Arc::default();
+    let hooked = {
+        let seen = seen.clone();
+        PosixPublisher::new(dir.path()).with_list_hook(Arc::new(move |p: &std::path::Path| {
+            *seen.lock().unwrap().entry(p.to_path_buf()).or_default() += 1;
+        }))
+    };
+    let log = lineage_store::since_seal(&hooked, None, None)
+        .await
+        .unwrap();
+    assert_eq!(log.len(), new);
+    let seen = seen.lock().unwrap();
+    let again: Vec<_> = seen.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(
+        again.is_empty(),
+        "{} of {} names were looked at more than once, e.g. {:?}",
+        again.len(),
+        seen.len(),
+        again.iter().take(3).collect::<Vec<_>>()
+    );
+    let index_names = seen
+        .keys()
+        .filter(|p| p.to_string_lossy().contains("/_lineage/index/"))
+        .count();
+    assert!(index_names >= first.len(), "{index_names}");
+}
