@@ -1,4 +1,4 @@
-//! The anchors of a read since a seal ([`crate::read::snapshot`] with `since_seal`): judged
+//! The anchors of a read since a seal ([`crate::read::snapshot()`] with `since_seal`): judged
 //! on the seals that read read and checked (K..=N, [`SealRange`]), never by reading the
 //! chain again. What the seals before K hold is vouched for by seal K's digest alone, so
 //! an anchor binds the read only when it is checked against K..=N: an expected head must

@@ -193,20 +193,7 @@ async fn the_compactions_log_reads_only_the_seals_after_the_one_asked_about() {
     let store: Arc<dyn AtomicPublisher> = m.clone();
     for round in 0..30 {
         let at = t0() + Duration::minutes(round);
-        Writer::new(store.clone())
-            .with_clock(Arc::new(FixedClock(at)))
-            .with_batch_rows(10)
-            .append(&events(10, 1, round as u64), |_| {})
-            .await
-            .unwrap();
-        seal_with(
-            store.as_ref(),
-            &FixedClock(at + Duration::seconds(30)),
-            None,
-            &SealOptions::default(),
-        )
-        .await
-        .unwrap();
+        crate::support::audit::append_and_seal(&store, at, (10, 10, round as u64), None).await;
     }
     let seal_reads = |m: &MeteredPublisher| {
         m.take_log()

@@ -11,13 +11,13 @@ use lineage_store::internal::digest::sha256_hex;
 use lineage_store::internal::keys::seal_key;
 use lineage_store::internal::metered::{MeteredPublisher, Request};
 use lineage_store::{
-    seal_with, snapshot, Anchors, AtomicPublisher, ErrorKind, FixedClock, MemoryPublisher,
-    ReadOptions, SealOptions, Snapshot, Writer,
+    snapshot, Anchors, AtomicPublisher, ErrorKind, FixedClock, MemoryPublisher, ReadOptions,
+    Snapshot, Writer,
 };
 use serde_json::Value;
 
 use super::{ok, Store};
-use crate::support::audit::events;
+use crate::support::audit::{append_and_seal, events};
 use crate::support::text;
 
 fn t0() -> DateTime<Utc> {
@@ -33,20 +33,7 @@ async fn thirty_seals() -> (Arc<MeteredPublisher>, Arc<MemoryPublisher>) {
     for round in 0..30u64 {
         let at = t0() + Duration::minutes(round as i64);
         let (rows, batch) = if round == 0 { (300, 1) } else { (20, 10) };
-        Writer::new(store.clone())
-            .with_clock(Arc::new(FixedClock(at)))
-            .with_batch_rows(batch)
-            .append(&events(rows, 1, round), |_| {})
-            .await
-            .unwrap();
-        seal_with(
-            store.as_ref(),
-            &FixedClock(at + Duration::seconds(30)),
-            None,
-            &SealOptions::default(),
-        )
-        .await
-        .unwrap();
+        append_and_seal(&store, at, (rows, batch, round), None).await;
     }
     (m, mem)
 }
@@ -461,22 +448,9 @@ async fn the_signature_rules_are_judged_on_the_seals_read() {
     let store: Arc<dyn AtomicPublisher> = mem.clone();
     for round in 0..5u64 {
         let at = t0() + Duration::minutes(round as i64);
-        Writer::new(store.clone())
-            .with_clock(Arc::new(FixedClock(at)))
-            .with_batch_rows(10)
-            .append(&events(20, 1, round), |_| {})
-            .await
-            .unwrap();
         // Seals 1-3 unsigned, 4-5 signed.
         let signing = (round >= 3).then_some(&key);
-        seal_with(
-            store.as_ref(),
-            &FixedClock(at + Duration::seconds(30)),
-            signing,
-            &SealOptions::default(),
-        )
-        .await
-        .unwrap();
+        append_and_seal(&store, at, (20, 10, round), signing).await;
     }
     let keys = |from: Option<u64>| Anchors {
         public_keys: vec![public],

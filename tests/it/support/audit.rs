@@ -76,3 +76,28 @@ pub fn assert_kinds(r: &Report, want: &[ProblemKind]) {
     want.sort();
     assert_eq!(got, want, "problems: {:#?}", r.problems);
 }
+
+/// One round of a store's life on a fixed clock: `rows` demo events (one run, `seed`)
+/// appended at `at` in commits of `batch` rows, then sealed 30 seconds later (with
+/// `signing` when given).
+pub async fn append_and_seal(
+    store: &Arc<dyn AtomicPublisher>,
+    at: chrono::DateTime<Utc>,
+    (rows, batch, seed): (usize, usize, u64),
+    signing: Option<&ed25519_dalek::SigningKey>,
+) {
+    Writer::new(store.clone())
+        .with_clock(Arc::new(lineage_store::FixedClock(at)))
+        .with_batch_rows(batch)
+        .append(&events(rows, 1, seed), |_| {})
+        .await
+        .unwrap();
+    lineage_store::seal_with(
+        store.as_ref(),
+        &lineage_store::FixedClock(at + Duration::seconds(30)),
+        signing,
+        &lineage_store::SealOptions::default(),
+    )
+    .await
+    .unwrap();
+}
