@@ -53,7 +53,7 @@ impl Anchors {
         Ok(out)
     }
 
-    /// [`Self::check_range`], refusing (an [`Error::Integrity`] naming each problem, exit
+    /// [`Self::check_range`], refusing (an [`crate::Error::Integrity`] naming each problem, exit
     /// 1) when any anchor does not hold.
     pub async fn require_range(&self, range: &SealRange, store: &str) -> Result<AnchorCheck> {
         self.check_range(range, store).await?.into_result()
