@@ -286,7 +286,8 @@ class Store:
         one that does not hold raises ConflictError naming it. ``since_seal=K``: only
         the commits sealed after seal K, reading only seals K..N (the original parts; the
         anchors checked against those seals: ``expect_head`` must be the head of one of
-        them; no ``witness`` or ``as_of_time``)."""
+        them; ``witness``: its records of those seals must hold, those of earlier seals
+        are counted, not checked; no ``as_of_time``)."""
     @overload
     def files(
         self,

@@ -758,7 +758,9 @@ impl Store {
     /// compacted part names its compaction under `compaction`, its `commit_id` None).
     /// `since_seal=K`: only the commits sealed after seal K, reading only seals K..N
     /// (`--since-seal`): the original parts; the anchors checked against those seals
-    /// (`expect_head` must be the head of one of them; no `witness`, no `as_of_time`).
+    /// (`expect_head` must be the head of one of them; `witness`: its records of those
+    /// seals must hold, its records of earlier seals are counted, not checked; no
+    /// `as_of_time`).
     #[pyo3(signature = (as_of_seal=None, run_id=None, *, include_unsealed=false, originals=false, as_of_time=None, expect_head=None, public_key=None, signed_from=None, witness=None, witness_endpoint_url=None, detail=false, since_seal=None))]
     #[allow(clippy::too_many_arguments)]
     fn files<'py>(

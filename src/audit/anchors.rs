@@ -34,6 +34,7 @@ use crate::base::param::{text, Param};
 use crate::format::keys::{self, kind::KeyKind};
 use crate::history::seal::{StoredSeal, Trust};
 use crate::publish::AtomicPublisher;
+use crate::read::SealRange;
 
 /// A witness store as an anchor: `crate::witness` implements it (the check of a chain
 /// against every record the witness holds for the store).
@@ -46,6 +47,17 @@ pub trait WitnessAnchor: Send + Sync + std::fmt::Debug {
     /// witness holds: its outcome and, when it did not hold, the problems, each naming
     /// its object.
     async fn judge(&self, chain: &Chain, store: &str) -> Result<(AnchorOutcome, Vec<Problem>)>;
+
+    /// Check the seals a read since a seal read (`range`, K..=N, of the store described
+    /// as `store`) against the witness's records of the store at that location, reading
+    /// nothing else of the store: the records of seals K..=N must hold those seals'
+    /// digests, none may be of a seal after N when N is the newest; the records of seals
+    /// before K are counted, not checked.
+    async fn judge_range(
+        &self,
+        range: &SealRange,
+        store: &str,
+    ) -> Result<(AnchorOutcome, Vec<Problem>)>;
 }
 
 /// The anchors a command is given (see the module's documentation): the one type every

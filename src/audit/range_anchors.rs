@@ -3,23 +3,24 @@
 //! chain again. What the seals before K hold is vouched for by seal K's digest alone, so
 //! an anchor binds the read only when it is checked against K..=N: an expected head must
 //! be the digest of one of them (the incremental reader passes the head it recorded when
-//! it last read seal K).
+//! it last read seal K); a witness's records of seals K..=N must hold their digests
+//! (those of earlier seals are counted, not checked).
 
 use crate::audit::anchor_outcome::{AnchorKind, AnchorOutcome};
 use crate::audit::anchors::{head_outcome, judge_keys, AnchorCheck, Anchors};
 use crate::audit::findings::{Problem, ProblemKind};
-use crate::base::error::{Error, Result};
+use crate::base::error::Result;
 use crate::base::param::{text, Param};
 use crate::format::keys::seal_key;
 use crate::read::SealRange;
 
 impl Anchors {
-    /// Check every anchor against the seals of `range`: the expected head among them (one
-    /// of an earlier seal is refused: the read did not reach it), the signature rules on
-    /// each of them. A witness is refused ([`Error::Invalid`]): its check needs the store
-    /// id (seal 1's sha256) and compares every record with the whole chain.
-    pub fn check_range(&self, range: &SealRange) -> Result<AnchorCheck> {
-        self.range_checkable()?;
+    /// Check every anchor against the seals of `range` (of the store described as
+    /// `store`): the expected head among them (one of an earlier seal is refused: the read
+    /// did not reach it), the signature rules on each of them, and the witness's records
+    /// of the store at that location on them ([`crate::audit::anchors::WitnessAnchor::judge_range`]: the records
+    /// of seals before K counted, not checked).
+    pub async fn check_range(&self, range: &SealRange, store: &str) -> Result<AnchorCheck> {
         let mut out = AnchorCheck::default();
         if let Some(want) = &self.expect_head {
             let want = want.trim().to_lowercase();
@@ -44,32 +45,18 @@ impl Anchors {
             out.outcomes.push(o);
             out.problems.extend(p);
         }
+        if let Some(w) = &self.witness {
+            let (o, p) = w.judge_range(range, store).await?;
+            out.outcomes.push(o);
+            out.problems.extend(p);
+        }
         Ok(out)
     }
 
-    /// Whether these anchors can be checked against a range of seals ([`Self::check_range`]):
-    /// all but a witness ([`Error::Invalid`]), which a reader can refuse before reading.
-    pub fn range_checkable(&self) -> Result<()> {
-        if self.witness.is_some() {
-            return Err(Error::invalid(
-                Param::Witness,
-                text![
-                    "checks every record the witness holds against the whole chain (from seal \
-                     1, whose sha256 is the store id), but ",
-                    Param::SinceSeal,
-                    " reads only the seals from the one given: check the witness with a full \
-                     verify, or read without ",
-                    Param::SinceSeal
-                ],
-            ));
-        }
-        Ok(())
-    }
-
-    /// [`Self::check_range`], refusing (an [`Error::Integrity`] naming each problem, exit
+    /// [`Self::check_range`], refusing (an [`crate::Error::Integrity`] naming each problem, exit
     /// 1) when any anchor does not hold.
-    pub fn require_range(&self, range: &SealRange) -> Result<AnchorCheck> {
-        self.check_range(range)?.into_result()
+    pub async fn require_range(&self, range: &SealRange, store: &str) -> Result<AnchorCheck> {
+        self.check_range(range, store).await?.into_result()
     }
 }
 

@@ -220,7 +220,12 @@ fn range_evidence(r: &SealRange, checked: &AnchorCheck) -> String {
     let anchor = checked
         .outcomes
         .iter()
-        .find(|o| o.anchor == AnchorKind::Head && o.held)
+        .find(|o| {
+            o.held
+                && (o.anchor == AnchorKind::Head
+                    || (o.anchor == AnchorKind::Witness
+                        && o.statement.contains(crate::witness::RANGE_HELD)))
+        })
         .map_or("no anchor".to_string(), |o| o.statement.clone());
     let before = match r.from {
         2 => "seal 1".to_string(),

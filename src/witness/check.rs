@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 
 use super::{
-    read_records, record_key, store_identity, ReadRecord, WitnessProblemKind, WitnessReport,
-    Witnessed, HEADS_PREFIX,
+    read_records, record_key, store_identity, ReadRecord, WitnessProblemKind, WitnessRecord,
+    WitnessReport, Witnessed, HEADS_PREFIX,
 };
 use crate::audit::chain::Chain;
 use crate::base::error::Result;
@@ -111,26 +111,36 @@ fn judge_records(report: &mut WitnessReport, chain: &Chain, id: &str, records: &
             ),
             Some(_) => {}
         }
-        if let Some(prev) = &rec.prev {
-            match by_seq.get(&prev.seq) {
-                None => report.push(
-                    WitnessProblemKind::WitnessRecordMissing,
-                    record_key(id, prev.seq),
-                    format!("the record of seal {} names it (sha256 {}), but it is gone from the witness store: deleted", rec.seq, prev.sha256),
-                ),
-                Some(p) if p.digest != prev.sha256 => report.push(
-                    WitnessProblemKind::WitnessRecordCorrupt,
-                    p.key.clone(),
-                    format!("has sha256 {}, but the record of seal {} names {}: edited", p.digest, rec.seq, prev.sha256),
-                ),
-                Some(_) => {}
-            }
-        }
+        judge_prev(report, id, rec, &by_seq);
+    }
+}
+
+/// The record `rec` of store `id` names as its `prev` against the records read
+/// (`by_seq`): there, with that sha256.
+pub(super) fn judge_prev(
+    report: &mut WitnessReport,
+    id: &str,
+    rec: &WitnessRecord,
+    by_seq: &BTreeMap<u64, &ReadRecord>,
+) {
+    let Some(prev) = &rec.prev else { return };
+    match by_seq.get(&prev.seq) {
+        None => report.push(
+            WitnessProblemKind::WitnessRecordMissing,
+            record_key(id, prev.seq),
+            format!("the record of seal {} names it (sha256 {}), but it is gone from the witness store: deleted", rec.seq, prev.sha256),
+        ),
+        Some(p) if p.digest != prev.sha256 => report.push(
+            WitnessProblemKind::WitnessRecordCorrupt,
+            p.key.clone(),
+            format!("has sha256 {}, but the record of seal {} names {}: edited", p.digest, rec.seq, prev.sha256),
+        ),
+        Some(_) => {}
     }
 }
 
 /// The problem of another store's records at this location, naming both stores.
-fn another_store(store: &str, id: &str, others: &[(String, u64)]) -> (String, String) {
+pub(super) fn another_store(store: &str, id: &str, others: &[(String, u64)]) -> (String, String) {
     let named: Vec<String> = others
         .iter()
         .map(|(o, n)| format!("store {o} (witnessed up to seal {n})"))

@@ -15,6 +15,9 @@
 //! ([`repeat`], which says why that digest vouches for seals 1..k and so for the store
 //! id without reading seal 1); on any doubt it walks the whole chain as a first record.
 //!
+//! A read since a seal (`files`/`scan --since-seal K --witness W`) checks only the seals it
+//! read against the records of the store W recorded at A's location ([`range`]).
+//!
 //! `lineage verify --store A --witness W` checks A's chain against every record: a
 //! witnessed seal that is gone (truncation) or has other bytes (a rewrite) is a problem
 //! naming the witnessed head. Each record names the record before it (its sequence number
@@ -43,6 +46,7 @@
 mod anchor;
 mod check;
 mod location;
+mod range;
 mod record;
 mod repeat;
 pub mod tlog;
@@ -64,6 +68,7 @@ use crate::publish::AtomicPublisher;
 
 pub use anchor::{outcome as anchor_outcome, Witness};
 pub use check::{check, check_store};
+pub use range::{check_range, RangeReport, RANGE_HELD};
 pub use record::{witness, witness_with};
 
 /// Format tag of witness records.

@@ -107,6 +107,7 @@ pub(super) async fn chain_since(
             from: since,
             to: upto,
             seals,
+            newest: as_of.is_none(),
         },
     })
 }

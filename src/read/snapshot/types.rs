@@ -87,4 +87,8 @@ pub struct SealRange {
     pub to: u64,
     /// Seals K..=N as read, in order, each checked.
     pub seals: Vec<StoredSeal>,
+    /// N is the store's newest seal (found from the head marker, and no seal N+1 when
+    /// read), not a seal the read was asked to be as of: a seal the store's writers once
+    /// made after N is gone.
+    pub newest: bool,
 }

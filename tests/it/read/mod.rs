@@ -8,6 +8,7 @@ mod files;
 mod library;
 mod scan;
 mod since;
+mod since_witness;
 mod tamper;
 
 use std::path::{Path, PathBuf};

@@ -293,14 +293,20 @@ async fn the_expected_head_must_be_one_of_the_seals_read() {
         expect_head: Some(h),
         ..Anchors::default()
     };
-    let e = anchored(head(27).await).require_range(&range).unwrap_err();
+    let e = anchored(head(27).await)
+        .require_range(&range, &m.describe())
+        .await
+        .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Integrity, "{e}");
     assert!(e.to_string().contains("none of seals 28-30"), "{e}");
     for (n, says) in [
         (28, "found at seal 28; seals 29-30 came after it"),
         (30, "found at seal 30, the newest"),
     ] {
-        let c = anchored(head(n).await).require_range(&range).unwrap();
+        let c = anchored(head(n).await)
+            .require_range(&range, &m.describe())
+            .await
+            .unwrap();
         assert!(
             c.lines().iter().any(|l| l.contains(says)),
             "{:?}",
@@ -384,18 +390,7 @@ fn files_since_seal_checks_the_expected_head_against_the_seals_read() {
 #[test]
 fn since_seal_refuses_what_it_cannot_check() {
     let s = three_seals();
-    let w = s.dir.path().join("witness");
     for (args, says) in [
-        (
-            vec![
-                "files",
-                "--since-seal",
-                "1",
-                "--witness",
-                w.to_str().unwrap(),
-            ],
-            "--witness",
-        ),
         (vec!["files", "--since-seal", "1", "--iceberg"], "--iceberg"),
         (
             vec!["files", "--since-seal", "1", "--as-of-time", "2030-01-01"],
@@ -473,7 +468,10 @@ async fn the_signature_rules_are_judged_on_the_seals_read() {
         }
     };
     // Seals 1-3 unsigned are not read from seal 4 on: every seal read is signed.
-    let c = keys(None).require_range(&range(4).await).unwrap();
+    let c = keys(None)
+        .require_range(&range(4).await, &store.describe())
+        .await
+        .unwrap();
     assert!(
         c.lines()
             .iter()
@@ -482,11 +480,17 @@ async fn the_signature_rules_are_judged_on_the_seals_read() {
         c.lines()
     );
     // From seal 3: seal 3 must be signed too unless signing started at seal 4.
-    let e = keys(None).require_range(&range(3).await).unwrap_err();
+    let e = keys(None)
+        .require_range(&range(3).await, &store.describe())
+        .await
+        .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Integrity, "{e}");
     assert!(
         e.to_string().contains(&seal_key(3)) && e.to_string().contains("is not signed"),
         "{e}"
     );
-    keys(Some(4)).require_range(&range(3).await).unwrap();
+    keys(Some(4))
+        .require_range(&range(3).await, &store.describe())
+        .await
+        .unwrap();
 }
