@@ -83,21 +83,9 @@ fn judge_records(report: &mut WitnessReport, chain: &Chain, id: &str, records: &
         .collect();
     let by_seq: BTreeMap<u64, &ReadRecord> = records.iter().map(|r| (r.key_seq, r)).collect();
     for r in records {
-        let rec = match &r.record {
-            Ok(rec) => rec,
-            Err(why) => {
-                report.push(
-                    WitnessProblemKind::WitnessRecordCorrupt,
-                    r.key.clone(),
-                    why.clone(),
-                );
-                continue;
-            }
+        let Some((rec, seen)) = readable(report, r) else {
+            continue;
         };
-        let seen = format!(
-            "witnessed on {} with head {} (tree size {}, root {})",
-            rec.witnessed_utc, rec.head, rec.tree_size, rec.root
-        );
         match seals.get(&rec.seq) {
             None => report.push(
                 WitnessProblemKind::WitnessedSealMissing,
@@ -112,6 +100,31 @@ fn judge_records(report: &mut WitnessReport, chain: &Chain, id: &str, records: &
             Some(_) => {}
         }
         judge_prev(report, id, rec, &by_seq);
+    }
+}
+
+/// Record `r` as read, with what the witness saw in words (for the problems that quote
+/// it); `None` for a record that cannot be read, reported as `WitnessRecordCorrupt`.
+pub(super) fn readable<'a>(
+    report: &mut WitnessReport,
+    r: &'a ReadRecord,
+) -> Option<(&'a WitnessRecord, String)> {
+    match &r.record {
+        Ok(rec) => {
+            let seen = format!(
+                "witnessed on {} with head {} (tree size {}, root {})",
+                rec.witnessed_utc, rec.head, rec.tree_size, rec.root
+            );
+            Some((rec, seen))
+        }
+        Err(why) => {
+            report.push(
+                WitnessProblemKind::WitnessRecordCorrupt,
+                r.key.clone(),
+                why.clone(),
+            );
+            None
+        }
     }
 }
 

@@ -22,7 +22,7 @@
 
 use std::collections::BTreeMap;
 
-use super::check::{another_store, judge_prev};
+use super::check::{another_store, judge_prev, readable};
 use super::location::at_location;
 use super::{read_records, ReadRecord, WitnessProblemKind, WitnessReport, Witnessed, HEADS_PREFIX};
 use crate::base::error::Result;
@@ -170,21 +170,9 @@ fn judge(
     let by_seq: BTreeMap<u64, &ReadRecord> = records.iter().map(|r| (r.key_seq, r)).collect();
     let (from, to) = (range.from, range.to);
     for r in records {
-        let rec = match &r.record {
-            Ok(rec) => rec,
-            Err(why) => {
-                out.report.push(
-                    WitnessProblemKind::WitnessRecordCorrupt,
-                    r.key.clone(),
-                    why.clone(),
-                );
-                continue;
-            }
+        let Some((rec, seen)) = readable(&mut out.report, r) else {
+            continue;
         };
-        let seen = format!(
-            "witnessed on {} with head {} (tree size {}, root {})",
-            rec.witnessed_utc, rec.head, rec.tree_size, rec.root
-        );
         match digests.get(&rec.seq) {
             _ if rec.seq < from => out.before += 1,
             Some(d) if *d == rec.head => out.checked += 1,

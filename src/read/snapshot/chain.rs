@@ -59,16 +59,7 @@ pub(super) fn chain_up_to(seals: &[StoredSeal], as_of: Option<u64>) -> Result<Ch
             seq: s.key_seq,
             sha256: s.digest.clone(),
         };
-        for e in &seal.entries {
-            let d = merkle::parse_hash(&e.sha256)
-                .ok_or_else(|| bad(s, format!("entry {} has no valid sha256", e.key)))?;
-            tree.push(merkle::leaf_hash(&d));
-            entries.push(Entry {
-                key: e.key.clone(),
-                sha256: e.sha256.to_lowercase(),
-                by: by.clone(),
-            });
-        }
+        push_entries(s, seal, &by, &mut tree, &mut entries)?;
         for c in seal.compactions.iter().flatten() {
             compactions.push((by.clone(), c.clone()));
         }
@@ -83,6 +74,28 @@ pub(super) fn chain_up_to(seals: &[StoredSeal], as_of: Option<u64>) -> Result<Ch
         )]));
     }
     Ok((head, entries, later, compactions))
+}
+
+/// The entries of seal `s` (`seal`, sealed by `by`) appended to `entries`, their leaves to
+/// `tree`; a digest that is not one is an [`Error::Integrity`] naming the seal.
+pub(super) fn push_entries(
+    s: &StoredSeal,
+    seal: &Seal,
+    by: &SealRef,
+    tree: &mut Frontier,
+    entries: &mut Vec<Entry>,
+) -> Result<()> {
+    for e in &seal.entries {
+        let d = merkle::parse_hash(&e.sha256)
+            .ok_or_else(|| bad(s, format!("entry {} has no valid sha256", e.key)))?;
+        tree.push(merkle::leaf_hash(&d));
+        entries.push(Entry {
+            key: e.key.clone(),
+            sha256: e.sha256.to_lowercase(),
+            by: by.clone(),
+        });
+    }
+    Ok(())
 }
 
 /// The integrity error naming seal `s`.

@@ -16,14 +16,13 @@ use std::collections::HashSet;
 
 use futures::{StreamExt, TryStreamExt};
 
-use super::chain::{linked, numbered, rooted, Entry};
+use super::chain::{linked, numbered, push_entries, rooted, Entry};
 use super::types::{SealRange, SealRef, SnapshotSeal};
 use crate::base::error::{Error, Failed, Result};
 use crate::base::param::{text, Param};
 use crate::format::keys::seal_key;
 use crate::history::frontier::Frontier;
 use crate::history::head::{self, read_seal};
-use crate::history::merkle;
 use crate::history::pointers::READ_CONCURRENCY;
 use crate::history::seal::StoredSeal;
 use crate::publish::AtomicPublisher;
@@ -79,25 +78,16 @@ pub(super) async fn chain_since(
             seq: s.key_seq,
             sha256: s.digest.clone(),
         };
-        for e in &seal.entries {
-            let d = merkle::parse_hash(&e.sha256)
-                .ok_or_else(|| integrity(s, format!("entry {} has no valid sha256", e.key)))?;
-            if !seen.insert(e.key.as_str()) {
-                return Err(integrity(
-                    s,
-                    format!(
-                        "seals {} again (sealed by seals {since}-{upto} before)",
-                        e.key
-                    ),
-                ));
-            }
-            tree.push(merkle::leaf_hash(&d));
-            entries.push(Entry {
-                key: e.key.clone(),
-                sha256: e.sha256.to_lowercase(),
-                by: by.clone(),
-            });
+        if let Some(e) = seal.entries.iter().find(|e| !seen.insert(e.key.as_str())) {
+            return Err(integrity(
+                s,
+                format!(
+                    "seals {} again (sealed by seals {since}-{upto} before)",
+                    e.key
+                ),
+            ));
         }
+        push_entries(s, seal, &by, &mut tree, &mut entries)?;
         head = rooted(s, seal, &tree)?;
     }
     Ok(Since {
