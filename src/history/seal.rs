@@ -582,4 +582,29 @@ mod tests {
             "{per} bytes a commit: the bound is loose"
         );
     }
+
+    /// A window's stamp must be of a directory it counts, in the form a seal writes.
+    #[test]
+    fn a_window_stamp_of_an_uncounted_directory_or_not_a_stamp_is_named() {
+        let w = chrono::DateTime::parse_from_rfc3339("2026-07-13T06:00:10Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let dir = keys::index_dir(w - chrono::Duration::seconds(5));
+        let other = keys::index_dir(w - chrono::Duration::seconds(4));
+        let win = |stamps: &[(&str, &str)]| IndexWindow {
+            from_utc: "2026-07-13T06:00:00Z".into(),
+            counts: [(dir.clone(), 3)].into_iter().collect(),
+            stamps: stamps
+                .iter()
+                .map(|(d, s)| (d.to_string(), s.to_string()))
+                .collect(),
+        };
+        assert!(window_fields(&win(&[(&dir, "12:1765000000123456789")]), w).is_empty());
+        let bad = window_fields(&win(&[(&other, "12:1"), (&dir, "twelve")]), w);
+        assert_eq!(bad.len(), 2, "{bad:?}");
+        assert!(bad
+            .iter()
+            .all(|m| m.contains("not a stamp of a directory it counts")));
+        assert!(bad.iter().any(|m| m.contains(&other)));
+    }
 }

@@ -14,6 +14,13 @@
 //! directory whose count changed, asking each of its entries' leaf locators whether it is
 //! sealed. So an entry that lands late, within the lookback, is still found; the cost of
 //! a busy lookback is its names, not a stat, a key parse and an `ahead` key per commit.
+//!
+//! On a local disk not even the names: the seal records the change stamp of each
+//! per-second directory it listed whole (read after the listing, older than the file
+//! system's clock read before it: [`stamps_for`]), and a later reader stats those
+//! directories and does not read one whose stamp is unchanged ([`unchanged_dirs`]): an
+//! entry created in it since would have changed its stamp
+//! ([`AtomicPublisher::dir_stamps`]).
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 

@@ -177,3 +177,36 @@ async fn an_entry_landing_in_a_directory_after_the_seal_read_it_is_sealed_next_t
     );
     assert_eq!(seal_at(store.as_ref(), at + Duration::seconds(2)).await, 0);
 }
+
+/// A copy of a stamped store (other inodes, other change times: `cp -a` keeps a
+/// directory's modification time, not its change time) reads every directory of the
+/// window once, and shows what the original shows.
+#[tokio::test]
+async fn a_copied_store_reads_its_window_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, first, _) = burst(dir.path(), 600).await;
+    let copy = tempfile::tempdir().unwrap();
+    let status = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(format!("{}/.", dir.path().display()))
+        .arg(copy.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let names = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let hooked = {
+        let names = names.clone();
+        PosixPublisher::new(copy.path()).with_list_hook(Arc::new(move |p: &Path| {
+            if p.to_string_lossy().contains("/_lineage/index/") {
+                names.fetch_add(1, Ordering::SeqCst);
+            }
+        }))
+    };
+    assert_eq!(commit_ids(&hooked).await, commit_ids(store.as_ref()).await);
+    let read = names.load(Ordering::SeqCst);
+    assert!(
+        read >= first.len() / 2,
+        "{read} index names read of {}",
+        first.len()
+    );
+}
