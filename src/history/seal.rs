@@ -135,7 +135,10 @@ pub struct Seal {
 /// lists those names again (names only, no object read or stat'ed) and re-examines only a
 /// directory whose count changed: a late entry there is sealed (or shown) then. The
 /// watermark itself moves up to the newest sealed commit's second, so `ahead` holds about
-/// one second of commits, not the lookback's.
+/// one second of commits, not the lookback's. On a local disk the seal also records, in
+/// `stamps`, the change stamp of each per-second directory whose stamp predates the
+/// listing: a later reader that finds the same stamp takes that directory's count as it
+/// is, without reading its names ([`crate::history::window`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IndexWindow {
     /// Start of the window (RFC 3339, UTC): index entries committed before it that land
@@ -144,6 +147,12 @@ pub struct IndexWindow {
     /// Index directory (`_lineage/index/…/`) -> keys in it from the window's first
     /// directory up to the watermark's bound, as listed.
     pub counts: std::collections::BTreeMap<String, u64>,
+    /// (Local disk) Per-second index directory of `counts` -> its change stamp
+    /// (`<inode>:<st_ctime in ns>`, [`crate::publish::DirStamp`]) when the seal read a stamp
+    /// older than its listing: that directory had all its entries listed. Absent in seals
+    /// written before stamps and on object stores.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub stamps: std::collections::BTreeMap<String, String>,
 }
 
 impl Seal {
@@ -497,20 +506,30 @@ fn window_fields(win: &IndexWindow, w: DateTime<Utc>) -> Vec<String> {
         )];
     }
     let (lo, hi) = (keys::index_dir(from), keys::index_bound(w));
-    win.counts
-        .iter()
-        .filter(|(dir, n)| {
-            // An older writer's day directory holds keys after the window's first directory.
-            let after_lo = dir.as_str() >= lo.as_str() || lo.starts_with(dir.as_str());
-            let in_range = after_lo && dir.as_str() < hi.as_str();
-            !(dir.starts_with(keys::INDEX_PREFIX) && dir.ends_with('/') && in_range && **n > 0)
+    let stamps = win.stamps.iter().filter_map(|(dir, stamp)| {
+        let counted = win.counts.contains_key(dir);
+        let parsed = crate::publish::DirStamp::from_text(stamp).is_some();
+        (!(counted && parsed)).then(|| {
+            format!("its index window stamps {dir} {stamp:?}, not a stamp of a directory it counts")
         })
-        .map(|(dir, n)| {
-            format!(
+    });
+    let mut out: Vec<String> = stamps.collect();
+    out.extend(
+        win.counts
+            .iter()
+            .filter(|(dir, n)| {
+                // An older writer's day directory holds keys after the window's first directory.
+                let after_lo = dir.as_str() >= lo.as_str() || lo.starts_with(dir.as_str());
+                let in_range = after_lo && dir.as_str() < hi.as_str();
+                !(dir.starts_with(keys::INDEX_PREFIX) && dir.ends_with('/') && in_range && **n > 0)
+            })
+            .map(|(dir, n)| {
+                format!(
                 "its index window counts {n} keys in {dir}, not an index directory of the window"
             )
-        })
-        .collect()
+            }),
+    );
+    out
 }
 
 #[cfg(test)]
@@ -562,5 +581,30 @@ mod tests {
             per > MAX_ENTRY_BYTES * 3 / 4,
             "{per} bytes a commit: the bound is loose"
         );
+    }
+
+    /// A window's stamp must be of a directory it counts, in the form a seal writes.
+    #[test]
+    fn a_window_stamp_of_an_uncounted_directory_or_not_a_stamp_is_named() {
+        let w = chrono::DateTime::parse_from_rfc3339("2026-07-13T06:00:10Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let dir = keys::index_dir(w - chrono::Duration::seconds(5));
+        let other = keys::index_dir(w - chrono::Duration::seconds(4));
+        let win = |stamps: &[(&str, &str)]| IndexWindow {
+            from_utc: "2026-07-13T06:00:00Z".into(),
+            counts: [(dir.clone(), 3)].into_iter().collect(),
+            stamps: stamps
+                .iter()
+                .map(|(d, s)| (d.to_string(), s.to_string()))
+                .collect(),
+        };
+        assert!(window_fields(&win(&[(&dir, "12:1765000000123456789")]), w).is_empty());
+        let bad = window_fields(&win(&[(&other, "12:1"), (&dir, "twelve")]), w);
+        assert_eq!(bad.len(), 2, "{bad:?}");
+        assert!(bad
+            .iter()
+            .all(|m| m.contains("not a stamp of a directory it counts")));
+        assert!(bad.iter().any(|m| m.contains(&other)));
     }
 }

@@ -14,8 +14,15 @@
 //! directory whose count changed, asking each of its entries' leaf locators whether it is
 //! sealed. So an entry that lands late, within the lookback, is still found; the cost of
 //! a busy lookback is its names, not a stat, a key parse and an `ahead` key per commit.
+//!
+//! On a local disk not even the names: the seal records the change stamp of each
+//! per-second directory it listed whole (read after the listing, older than the file
+//! system's clock read before it: [`stamps_for`]), and a later reader stats those
+//! directories and does not read one whose stamp is unchanged ([`unchanged_dirs`]): an
+//! entry created in it since would have changed its stamp
+//! ([`AtomicPublisher::dir_stamps`]).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use chrono::{DateTime, Utc};
 
@@ -23,7 +30,7 @@ use crate::base::error::Result;
 use crate::format::keys::{self, HistoryKey, KeyKind, Layout, INDEX_PREFIX};
 use crate::history::index::{self, Entry};
 use crate::history::seal::{IndexWindow, Seal};
-use crate::publish::{list_pages, AtomicPublisher, ObjectInfo};
+use crate::publish::{dir_of, list_pages, AtomicPublisher, DirStamp, ObjectInfo};
 
 /// What a seal says of the index it sealed from.
 #[derive(Debug, Clone)]
@@ -34,6 +41,8 @@ pub(crate) struct Mark {
     pub ahead: HashSet<String>,
     /// Its window's start and counts, when it records them.
     pub window: Option<(DateTime<Utc>, BTreeMap<String, u64>)>,
+    /// The change stamps its window records (local disk), by directory.
+    pub stamps: BTreeMap<String, DirStamp>,
 }
 
 impl Mark {
@@ -50,10 +59,17 @@ impl Mark {
             .index_window
             .as_ref()
             .and_then(|w| Some((time(&w.from_utc)?, w.counts.clone())));
+        let stamps = seal
+            .index_window
+            .iter()
+            .flat_map(|w| &w.stamps)
+            .filter_map(|(d, t)| Some((d.clone(), DirStamp::from_text(t)?)))
+            .collect();
         Some(Mark {
             watermark,
             ahead,
             window,
+            stamps,
         })
     }
 
@@ -83,6 +99,9 @@ pub(crate) struct Unsealed {
     pub after: Vec<String>,
     /// Directories of the window re-examined because their count changed.
     pub reexamined: usize,
+    /// Directories of the window not read: their stamp is the one the mark recorded, so
+    /// their count is the recorded one.
+    pub unchanged: BTreeMap<String, DirStamp>,
 }
 
 /// The entries not sealed after `mark`, looking for late ones in the window from `from`
@@ -99,14 +118,26 @@ pub(crate) async fn unsealed(
         || bound.clone(),
         |f| keys::index_dir(f.max(mark.window_start())),
     );
+    // The window's directories whose stamp is the recorded one are not read.
+    let unchanged = unchanged_dirs(store, mark, &lo, &bound).await?;
+    let skip: BTreeSet<String> = unchanged.keys().cloned().collect();
     // One listing from the window's first directory: its names (no metadata before the
     // bound, on local disk), then every object from the watermark on.
-    let listed = list_sized_from(store, &lo, &bound).await?;
+    let listed = list_sized_from(store, &lo, &bound, &skip).await?;
     let (window, after): (Vec<ObjectInfo>, Vec<ObjectInfo>) = listed
         .into_iter()
         .partition(|o| o.key.as_str() < bound.as_str());
+    let mut counts = count_by_dir(window.iter().map(|o| o.key.as_str()));
+    if let Some((_, recorded)) = &mark.window {
+        for dir in &skip {
+            if let Some(n) = recorded.get(dir) {
+                counts.insert(dir.clone(), *n);
+            }
+        }
+    }
     let mut out = Unsealed {
-        counts: count_by_dir(window.iter().map(|o| o.key.as_str())),
+        counts,
+        unchanged,
         ..Unsealed::default()
     };
     if let Some((_, recorded)) = &mark.window {
@@ -171,7 +202,96 @@ pub(crate) fn window_of(
     IndexWindow {
         from_utc: crate::base::time::rfc3339(from),
         counts,
+        stamps: BTreeMap::new(),
     }
+}
+
+/// The window directories of `mark` (from `lo` to `bound`) whose stamp now is the one it
+/// recorded: per-second directories only (a stamp says nothing of the directories below),
+/// never the one `bound` is in (it holds entries after the watermark), none with a counted
+/// directory below it. Empty where the store has no stamps (object stores).
+async fn unchanged_dirs(
+    store: &dyn AtomicPublisher,
+    mark: &Mark,
+    lo: &str,
+    bound: &str,
+) -> Result<BTreeMap<String, DirStamp>> {
+    let Some((_, recorded)) = &mark.window else {
+        return Ok(BTreeMap::new());
+    };
+    let candidates: Vec<(&String, &DirStamp)> = mark
+        .stamps
+        .iter()
+        .filter(|(d, _)| {
+            stampable(d, recorded, bound) && (d.as_str() >= lo || lo.starts_with(d.as_str()))
+        })
+        .collect();
+    let dirs: Vec<String> = candidates.iter().map(|(d, _)| (*d).clone()).collect();
+    let Some(now) = store.dir_stamps(&dirs).await? else {
+        return Ok(BTreeMap::new());
+    };
+    Ok(candidates
+        .into_iter()
+        .zip(now)
+        .filter(|((_, was), now)| now.as_ref() == Some(*was))
+        .map(|((d, was), _)| (d.clone(), *was))
+        .collect())
+}
+
+/// Whether a seal may record (and a reader trust) the stamp of window directory `dir`: a
+/// per-second index directory (`_lineage/index/<day>/<HH>/<MM>/<SS>/`) of the window's
+/// counts, not the one `bound` is in, with no counted directory below it.
+fn stampable(dir: &str, counts: &BTreeMap<String, u64>, bound: &str) -> bool {
+    let Some(rest) = dir.strip_prefix(INDEX_PREFIX) else {
+        return false;
+    };
+    let second = rest.split('/').filter(|c| !c.is_empty()).count() == 4;
+    let below = counts
+        .range::<str, _>((std::ops::Bound::Excluded(dir), std::ops::Bound::Unbounded))
+        .next()
+        .is_some_and(|(d, _)| d.starts_with(dir));
+    second && counts.contains_key(dir) && !bound.starts_with(dir) && !below
+}
+
+/// The stamps `window` records (a seal about to be written): a directory not read this
+/// time keeps the stamp it was found with (`listed.unchanged`), each other one gets its
+/// stamp now when that is older than `clock` (the file system's clock, read before the
+/// listing): its last change came before the listing, which so saw all of it. A stamp at
+/// or after `clock` (a change during the listing, or in the clock's last tick) is not
+/// recorded: that directory is read again next time.
+pub(crate) async fn stamps_for(
+    store: &dyn AtomicPublisher,
+    window: &IndexWindow,
+    listed: &Unsealed,
+    bound: &str,
+    clock: Option<i128>,
+) -> Result<BTreeMap<String, String>> {
+    let Some(clock) = clock else {
+        return Ok(BTreeMap::new());
+    };
+    let mut out = BTreeMap::new();
+    let mut fresh = Vec::new();
+    for dir in window
+        .counts
+        .keys()
+        .filter(|d| stampable(d, &window.counts, bound))
+    {
+        match listed.unchanged.get(dir) {
+            Some(st) => {
+                out.insert(dir.clone(), st.to_text());
+            }
+            None => fresh.push(dir.clone()),
+        }
+    }
+    let Some(now) = store.dir_stamps(&fresh).await? else {
+        return Ok(BTreeMap::new());
+    };
+    for (dir, st) in fresh.into_iter().zip(now) {
+        if let Some(st) = st.filter(|st| st.changed_ns < clock) {
+            out.insert(dir, st.to_text());
+        }
+    }
+    Ok(out)
 }
 
 /// How many of `keys` (in key order) each directory holds: one map entry per directory,
@@ -196,11 +316,6 @@ fn count_by_dir<'a>(keys: impl Iterator<Item = &'a str>) -> BTreeMap<String, u64
     counts
 }
 
-/// The directory (`…/`) of a key.
-fn dir_of(key: &str) -> &str {
-    key.rfind('/').map_or("", |i| &key[..=i])
-}
-
 fn canonical(e: &Entry) -> String {
     keys::index_key(e.committed, &e.commit_id, &e.run_id)
 }
@@ -217,9 +332,10 @@ async fn list_sized_from(
     store: &dyn AtomicPublisher,
     after: &str,
     sized_from: &str,
+    skip: &BTreeSet<String>,
 ) -> Result<Vec<ObjectInfo>> {
     let listed = store
-        .list_after_sized_from(INDEX_PREFIX, after, usize::MAX, sized_from)
+        .list_after_sized_skipping(INDEX_PREFIX, after, usize::MAX, sized_from, skip)
         .await?;
     let mut prev = after;
     for o in &listed {

@@ -136,6 +136,30 @@ impl AtomicPublisher for PointerMemo<'_> {
             .await
     }
 
+    async fn list_after_sized_skipping(
+        &self,
+        prefix: &str,
+        after: &str,
+        limit: usize,
+        sized_from: &str,
+        skip: &std::collections::BTreeSet<String>,
+    ) -> Result<Vec<ObjectInfo>> {
+        self.inner
+            .list_after_sized_skipping(prefix, after, limit, sized_from, skip)
+            .await
+    }
+
+    async fn dir_stamps(
+        &self,
+        dirs: &[String],
+    ) -> Result<Option<Vec<Option<crate::publish::DirStamp>>>> {
+        self.inner.dir_stamps(dirs).await
+    }
+
+    async fn stamp_clock(&self, dir: &str) -> Result<Option<i128>> {
+        self.inner.stamp_clock(dir).await
+    }
+
     async fn delete_temp(&self, key: &str) -> Result<()> {
         self.inner.delete_temp(key).await
     }

@@ -303,6 +303,34 @@ impl AtomicPublisher for MeteredPublisher {
         Ok(v)
     }
 
+    async fn list_after_sized_skipping(
+        &self,
+        prefix: &str,
+        after: &str,
+        limit: usize,
+        sized_from: &str,
+        skip: &std::collections::BTreeSet<String>,
+    ) -> Result<Vec<ObjectInfo>> {
+        let v = self
+            .inner
+            .list_after_sized_skipping(prefix, after, limit, sized_from, skip)
+            .await?;
+        let pages = self.listed(prefix, v.len());
+        self.wait(|l| l.list_page, pages).await;
+        Ok(v)
+    }
+
+    async fn dir_stamps(
+        &self,
+        dirs: &[String],
+    ) -> Result<Option<Vec<Option<crate::publish::DirStamp>>>> {
+        self.inner.dir_stamps(dirs).await
+    }
+
+    async fn stamp_clock(&self, dir: &str) -> Result<Option<i128>> {
+        self.inner.stamp_clock(dir).await
+    }
+
     async fn delete_temp(&self, key: &str) -> Result<()> {
         self.counts.deletes.fetch_add(1, Ordering::Relaxed);
         self.note(Request::Delete, key, 1);

@@ -8,6 +8,7 @@
 //! of order the way some S3-compatible servers do; `metered` counts requests and models an
 //! object store's latency.
 
+use std::collections::BTreeSet;
 use std::fmt::Debug;
 use std::ops::Range;
 
@@ -55,6 +56,32 @@ pub struct ObjectInfo {
     /// command reads, writes or deletes through it, and `verify` reports it as
     /// `symlink`). `None` on object stores, which have no links.
     pub link: Option<String>,
+}
+
+/// What a local directory's change looks like from outside: its inode and its change
+/// time (`st_ctime`, nanoseconds since the epoch). See [`AtomicPublisher::dir_stamps`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct DirStamp {
+    /// The directory's inode number.
+    pub inode: u64,
+    /// Its change time, in nanoseconds since the Unix epoch.
+    pub changed_ns: i128,
+}
+
+impl DirStamp {
+    /// `<inode>:<changed_ns>`, as a seal records it.
+    pub fn to_text(self) -> String {
+        format!("{}:{}", self.inode, self.changed_ns)
+    }
+
+    /// The stamp [`to_text`](Self::to_text) wrote; `None` for anything else.
+    pub fn from_text(s: &str) -> Option<Self> {
+        let (inode, changed) = s.split_once(':')?;
+        Some(Self {
+            inode: inode.parse().ok()?,
+            changed_ns: changed.parse().ok()?,
+        })
+    }
 }
 
 /// A store that can publish objects atomically and never over anything.
@@ -168,9 +195,56 @@ pub trait AtomicPublisher: Send + Sync + Debug {
         self.list_after(prefix, after, limit).await
     }
 
+    /// [`list_after_sized_from`](Self::list_after_sized_from) without the keys of the
+    /// directories in `skip` (keys ending in `/`): a backend with directories does not read
+    /// them. The default lists and drops their keys.
+    async fn list_after_sized_skipping(
+        &self,
+        prefix: &str,
+        after: &str,
+        limit: usize,
+        sized_from: &str,
+        skip: &BTreeSet<String>,
+    ) -> Result<Vec<ObjectInfo>> {
+        let mut v = self
+            .list_after_sized_from(prefix, after, usize::MAX, sized_from)
+            .await?;
+        v.retain(|o| !skip.contains(dir_of(&o.key)));
+        v.truncate(limit);
+        Ok(v)
+    }
+
+    /// The change stamp of each directory in `dirs` (keys ending in `/`), `None` for one
+    /// that is not there; `None` as a whole when this backend has no directories (the
+    /// default: object stores).
+    ///
+    /// Guarantee: creating, removing or renaming an entry of a directory, and setting its
+    /// times, give it another stamp, unless the file system's clock has been set back to
+    /// the very nanosecond it recorded before. A directory's stamp says nothing of the
+    /// directories below it.
+    async fn dir_stamps(&self, dirs: &[String]) -> Result<Option<Vec<Option<DirStamp>>>> {
+        let _ = dirs;
+        Ok(None)
+    }
+
+    /// The clock the stamps of `dir`'s directories read, now (nanoseconds since the epoch):
+    /// a change made in one of them after this call returns gets a change time at or after
+    /// it (while that clock is not set back). Taken from a file made and dropped unnamed
+    /// (nothing appears in the store). `None` when this backend has no directories, or
+    /// the file system cannot make an unnamed file: a caller then trusts no stamp.
+    async fn stamp_clock(&self, dir: &str) -> Result<Option<i128>> {
+        let _ = dir;
+        Ok(None)
+    }
+
     /// Remove a stale temporary object. Implementations refuse any key that is not a temp
     /// ([`crate::format::keys::KeyKind::Temp`]): nothing else is ever deleted by lineage-store.
     async fn delete_temp(&self, key: &str) -> Result<()>;
+}
+
+/// The directory (`…/`) of a key: `""` at the root.
+pub(crate) fn dir_of(key: &str) -> &str {
+    key.rfind('/').map_or("", |i| &key[..=i])
 }
 
 /// Keys per page of [`list_pages`]: what one S3 `ListObjectsV2` request returns.

@@ -160,6 +160,9 @@ async fn draft_incremental(
     time_of(s.watermark_utc.as_deref().unwrap_or_default(), &base.key)?;
     let mark = window::Mark::of(s).ok_or_else(|| corrupt("its watermark is not a time"))?;
     let from = mark.window_start().max(listed_at - lookback);
+    // The file system's clock before the listing: a directory whose stamp is older was
+    // listed whole ([`window::stamps_for`]).
+    let stamp_clock = store.stamp_clock(keys::INDEX_PREFIX).await?;
     let listed = window::unsealed(store, &mark, Some(from)).await?;
     let entries = listed.entries.clone();
     let read: Vec<Option<std::result::Result<NewCommit, NotSealed>>> =
@@ -178,6 +181,9 @@ async fn draft_incremental(
             .chain(new.iter().filter_map(|c| c.index_key.clone())),
         watermark,
     );
+    let mut win = window::window_of(&listed, from, watermark);
+    let bound = keys::index_bound(watermark);
+    win.stamps = window::stamps_for(store, &win, &listed, &bound, stamp_clock).await?;
     Ok(Draft {
         prev: Some(base),
         all_leaves: None,
@@ -185,7 +191,7 @@ async fn draft_incremental(
         new,
         watermark,
         ahead,
-        window: Some(window::window_of(&listed, from, watermark)),
+        window: Some(win),
         refused,
     })
 }

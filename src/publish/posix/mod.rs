@@ -32,6 +32,7 @@ use crate::publish::beneath;
 use crate::publish::{check_key, check_temp_key, AtomicPublisher, ObjectInfo, Outcome};
 
 mod create;
+mod stamp;
 mod walk;
 
 use self::create::publish_file;
@@ -104,6 +105,19 @@ impl PosixPublisher {
         limit: usize,
         sized_from: Option<&str>,
     ) -> Result<Vec<ObjectInfo>> {
+        self.page_skipping(prefix, after, limit, sized_from, Default::default())
+            .await
+    }
+
+    /// [`Self::page`] that does not read the directories in `skip`.
+    async fn page_skipping(
+        &self,
+        prefix: &str,
+        after: &str,
+        limit: usize,
+        sized_from: Option<&str>,
+        skip: std::collections::BTreeSet<String>,
+    ) -> Result<Vec<ObjectInfo>> {
         let after = after.to_string();
         let p = prefix.to_string();
         self.listing(
@@ -114,6 +128,7 @@ impl PosixPublisher {
                     prefix: &p,
                     after: &after,
                     limit,
+                    skip: &skip,
                 };
                 w.walk_sorted(start, dir, &page, out)
             },
@@ -354,6 +369,38 @@ impl AtomicPublisher for PosixPublisher {
         sized_from: &str,
     ) -> Result<Vec<ObjectInfo>> {
         self.page(prefix, after, limit, Some(sized_from)).await
+    }
+
+    /// The directories in `skip` are not read (nor anything below them).
+    async fn list_after_sized_skipping(
+        &self,
+        prefix: &str,
+        after: &str,
+        limit: usize,
+        sized_from: &str,
+        skip: &std::collections::BTreeSet<String>,
+    ) -> Result<Vec<ObjectInfo>> {
+        self.page_skipping(prefix, after, limit, Some(sized_from), skip.clone())
+            .await
+    }
+
+    /// Stamps from `statx` of each directory through its parent's handle ([`stamp`]).
+    async fn dir_stamps(
+        &self,
+        dirs: &[String],
+    ) -> Result<Option<Vec<Option<crate::publish::DirStamp>>>> {
+        for d in dirs {
+            self.path_of(d.trim_end_matches('/'))?;
+        }
+        let (root, dirs) = (self.root.clone(), dirs.to_vec());
+        blocking(move || stamp::dir_stamps(&root, &dirs).map(Some)).await
+    }
+
+    /// The change time of an `O_TMPFILE` made in `dir` ([`stamp::clock`]).
+    async fn stamp_clock(&self, dir: &str) -> Result<Option<i128>> {
+        self.path_of(dir.trim_end_matches('/'))?;
+        let (root, dir) = (self.root.clone(), dir.to_string());
+        blocking(move || stamp::clock(&root, &dir)).await
     }
 
     async fn delete_temp(&self, key: &str) -> Result<()> {

@@ -301,6 +301,8 @@ pub(super) struct Page<'a> {
     pub(super) prefix: &'a str,
     pub(super) after: &'a str,
     pub(super) limit: usize,
+    /// Directories (keys ending in `/`) not read: nothing in them is listed.
+    pub(super) skip: &'a std::collections::BTreeSet<String>,
 }
 
 impl Walker<'_> {
@@ -339,7 +341,7 @@ impl Walker<'_> {
             let key = entry.key.clone();
             let as_dir = format!("{key}/");
             let file_wanted = key.as_str() > page.after && key.starts_with(page.prefix);
-            if !file_wanted && !page.may_hold(&as_dir) {
+            if !file_wanted && !page.may_hold(&as_dir) || page.skip.contains(&as_dir) {
                 continue;
             }
             match self.examine(&entry)? {

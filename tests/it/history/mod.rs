@@ -13,5 +13,6 @@ mod requests;
 mod seal;
 mod shard;
 mod shard_platform;
+mod stamps;
 mod tamper;
 mod tiles;
