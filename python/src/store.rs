@@ -657,7 +657,8 @@ impl Store {
     /// Write the audit report of the store (`lineage report`) to `path`: `format` "html"
     /// (one self-contained page), "md" or "json". The same checks as `verify` with the
     /// trust anchors given (`expect_head`, `public_key`: a path or a list of paths,
-    /// `signed_from`, `witness`: another store's URL), then what the runs' rows say (only
+    /// `signed_from`, `witness`: another store's URL, `witness_keys`/`witness_quorum`: as
+    /// for `verify`), then what the runs' rows say (only
     /// `run_id`'s runs: a str or a list; as of seal `as_of_seal`). An existing file is
     /// refused unless `force`. Returns the report's data (the JSON format) as a dict; the
     /// file is written whether or not problems were found (`["verdict"]["clean"]`).
@@ -757,9 +758,10 @@ impl Store {
     /// checked against its record), as `lineage files` does; `originals=True` lists the
     /// original parts instead (`--originals`).
     /// `as_of_time`: as of the newest seal sealed at or before it (`--as-of-time`).
-    /// The anchors (`expect_head`, `public_key`, `signed_from`, `witness`) are checked
-    /// first, as by `verify`: one that does not hold raises `ConflictError` naming it, and
-    /// nothing is read.
+    /// The anchors (`expect_head`, `public_key`, `signed_from`, `witness`, `witness_keys`
+    /// with `witness_quorum`: outside witnesses' cosignatures of the newest checkpoint, as
+    /// for `verify`) are checked first: one that does not hold raises `ConflictError`
+    /// naming it, and nothing is read.
     /// `detail=True`: a dict per part instead of its location, as `lineage files --json`
     /// prints it (`location`, `part_path`, `commit_id`, ..., `sealed_by`, `adopted`; a
     /// compacted part names its compaction under `compaction`, its `commit_id` None).
@@ -835,8 +837,8 @@ impl Store {
     /// an engine's workers to read with `read_part`, each part checked there against its
     /// sealed pointer. Nothing is read but the seals and pointers here. `feature_id`: each
     /// `read_part` returns only that feature's rows. The other arguments as for `files`.
-    /// The anchors (`expect_head`, `public_key`, `signed_from`, `witness`) are checked
-    /// here, on the driver, first, as by `files` and `scan`: one that does not hold raises
+    /// The anchors (`expect_head`, `public_key`, `signed_from`, `witness`, `witness_keys`,
+    /// `witness_quorum`) are checked here, on the driver, first, as by `files` and `scan`: one that does not hold raises
     /// `ConflictError` naming it, and nothing is planned. Each ref's `anchors` says what
     /// was checked (one line per anchor, as `VerifyReport.anchors` states them).
     #[pyo3(signature = (as_of_seal=None, run_id=None, *, target_crs=None, feature_id=None, include_unsealed=false, originals=false, as_of_time=None, expect_head=None, public_key=None, signed_from=None, witness=None, witness_endpoint_url=None, witness_keys=None, witness_quorum=None))]
