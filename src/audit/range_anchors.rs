@@ -12,8 +12,8 @@ use crate::audit::anchors::{head_outcome, judge_keys, AnchorCheck, Anchors};
 use crate::audit::findings::{Problem, ProblemKind};
 use crate::base::error::Result;
 use crate::base::param::{text, Param};
-use crate::publish::AtomicPublisher;
 use crate::format::keys::seal_key;
+use crate::publish::AtomicPublisher;
 use crate::read::SealRange;
 
 impl Anchors {

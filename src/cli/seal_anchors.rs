@@ -82,8 +82,7 @@ impl Anchors {
         for p in self.witness.iter().flat_map(|w| w.problems.iter()) {
             f.push(Failed::new(p.key.clone(), p.detail.clone()));
         }
-        if let Err(crate::base::error::Error::Integrity(more)) =
-            self.cosigned.clone().into_result()
+        if let Err(crate::base::error::Error::Integrity(more)) = self.cosigned.clone().into_result()
         {
             f.extend(more);
         }

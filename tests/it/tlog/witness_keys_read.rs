@@ -150,7 +150,11 @@ fn a_read_since_a_seal_judges_the_quorum_on_the_newest_seal() {
         err.contains("no cosignature by witness witness.example/mute of seal 1, the newest"),
         "{err}"
     );
-    let (code, out, err) = run(&["files"], &s, &["--since-seal", "1", "--witness-key", &s.a]);
+    let (code, out, err) = run(
+        &["files"],
+        &s,
+        &["--since-seal", "1", "--witness-key", &s.a],
+    );
     assert_eq!(code, Some(0), "{out}{err}");
     assert!(
         err.contains("anchor witness_keys held: seal 1's checkpoint cosigned by 1 of 1"),
@@ -196,7 +200,43 @@ fn the_report_states_the_quorum_among_its_anchors() {
         groups.contains("no cosignature by witness witness.example/mute of seal 1, the newest"),
         "{groups}"
     );
-    let (code, _, err) = run(&["report"], &s, &["--out", json, "--force", "--witness-key", "x"]);
+    let (code, _, err) = run(
+        &["report"],
+        &s,
+        &["--out", json, "--force", "--witness-key", "x"],
+    );
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("--witness-key x"), "{err}");
+}
+
+#[test]
+fn seals_and_show_judge_the_quorum_too() {
+    let s = sealed();
+    // seals: listed all the same, the key that did not cosign named, exit 1.
+    let (code, out, err) = run(
+        &["seals"],
+        &s,
+        &["--witness-key", &s.a, "--witness-key", &s.mute],
+    );
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(out.starts_with("seal 1 "), "{out}");
+    assert!(
+        err.contains("PROBLEM ")
+            && err.contains("no cosignature by witness witness.example/mute of seal 1, the newest"),
+        "{err}"
+    );
+    let (code, out, err) = run(&["seals"], &s, &["--witness-key", &s.a]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        err.contains("anchor witness_keys held: seal 1's checkpoint cosigned by 1 of 1"),
+        "{err}"
+    );
+    // show: refused before anything is shown.
+    let (code, out, err) = run(&["show", "1"], &s, &["--witness-key", &s.mute]);
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert_eq!(out, "", "{err}");
+    assert!(err.contains("witness.example/mute"), "{err}");
+    let (code, out, err) = run(&["show", "1"], &s, &["--witness-key", &s.b]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(err.contains("witness.example/b cosigned at "), "{err}");
 }
