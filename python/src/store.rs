@@ -1017,8 +1017,8 @@ impl Store {
 
     /// One commit (by id) or seal (by number or sha256), as `lineage show --json` prints
     /// it: a dict with `kind` "commit" or "seal". The anchors (`expect_head`, `public_key`,
-    /// `signed_from`, `witness`) are checked first, as by `files`; raises when one does not
-    /// hold or the seal chain does not.
+    /// `signed_from`, `witness`, `witness_keys`, `witness_quorum`) are checked first, as by
+    /// `files`; raises when one does not hold or the seal chain does not.
     #[pyo3(signature = (what, *, public_key=None, signed_from=None, expect_head=None, witness=None, witness_endpoint_url=None, witness_keys=None, witness_quorum=None))]
     #[allow(clippy::too_many_arguments)]
     fn show<'py>(

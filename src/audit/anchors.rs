@@ -136,11 +136,15 @@ impl AnchorCheck {
 impl Anchors {
     /// True when no anchor is given.
     pub fn is_empty(&self) -> bool {
-        self.expect_head.is_none()
-            && self.public_keys.is_empty()
-            && self.signed_from.is_none()
-            && self.witness.is_none()
-            && self.witness_keys.is_none()
+        !self.reads_chain() && self.witness_keys.is_none()
+    }
+
+    /// True when an anchor judged on the seal chain is given (all but the witness keys).
+    fn reads_chain(&self) -> bool {
+        self.expect_head.is_some()
+            || !self.public_keys.is_empty()
+            || self.signed_from.is_some()
+            || self.witness.is_some()
     }
 
     /// The signature rules of the key anchors.
@@ -166,12 +170,8 @@ impl Anchors {
     /// anchor other than the witness keys is given), the witness and the witness keys:
     /// what held, and the problems of what did not.
     pub async fn check(&self, store: &dyn AtomicPublisher) -> Result<AnchorCheck> {
-        let only_keys = Anchors {
-            witness_keys: None,
-            ..self.clone()
-        };
         let mut out = AnchorCheck::default();
-        if !only_keys.is_empty() {
+        if self.reads_chain() {
             let chain = chain::walk(store, Some(&self.trust())).await?;
             out = self.judge_chain(&chain);
             if let Some(w) = &self.witness {
