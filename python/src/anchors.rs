@@ -1,6 +1,7 @@
 //! The anchors every read of sealed history takes in Python (`expect_head`, `public_key`,
-//! `signed_from`, `witness`, `witness_endpoint_url`), as the CLI's `AnchorArgs`: one
-//! parser, turned into the library's [`Anchors`] once the store is at hand.
+//! `signed_from`, `witness`, `witness_endpoint_url`, `witness_keys`, `witness_quorum`),
+//! as the CLI's `AnchorArgs`: one parser ([`AnchorIn`] into [`AnchorKw`]), turned into the
+//! library's [`Anchors`] once the store is at hand.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -23,6 +24,24 @@ pub struct AnchorKw {
     pub witness: Option<(String, Option<String>)>,
 }
 
+/// The anchor keywords as a method received them, passed on whole.
+pub struct AnchorIn<'py> {
+    /// `expect_head=`: a head digest.
+    pub expect_head: Option<String>,
+    /// `public_key=`: a path or a list of paths.
+    pub public_key: Option<Bound<'py, PyAny>>,
+    /// `signed_from=`.
+    pub signed_from: Option<u64>,
+    /// `witness=`: a witness store's URL.
+    pub witness: Option<String>,
+    /// `witness_endpoint_url=`.
+    pub witness_endpoint_url: Option<String>,
+    /// `witness_keys=[…]`: outside witnesses' verifier keys.
+    pub witness_keys: Option<Vec<String>>,
+    /// `witness_quorum=K`.
+    pub witness_quorum: Option<usize>,
+}
+
 /// A path, or a list (or tuple) of paths.
 pub fn paths(arg: Option<Bound<'_, PyAny>>) -> PyResult<Vec<PathBuf>> {
     Ok(match arg {
@@ -35,21 +54,25 @@ pub fn paths(arg: Option<Bound<'_, PyAny>>) -> PyResult<Vec<PathBuf>> {
 }
 
 impl AnchorKw {
-    /// The keyword arguments: the head digest checked, the key files read.
-    pub fn new(
-        py: Python<'_>,
-        expect_head: Option<String>,
-        public_key: Option<Bound<'_, PyAny>>,
-        signed_from: Option<u64>,
-        witness: Option<String>,
-        witness_endpoint_url: Option<String>,
-    ) -> PyResult<Self> {
+    /// The keyword arguments: the head digest and the witness keys checked, the key files
+    /// read.
+    pub fn new(py: Python<'_>, a: AnchorIn<'_>) -> PyResult<Self> {
+        let AnchorIn {
+            expect_head,
+            public_key,
+            signed_from,
+            witness,
+            witness_endpoint_url,
+            witness_keys: keys,
+            witness_quorum,
+        } = a;
         if let Some(h) = &expect_head {
             if Anchors::check_head_digest(h).is_err() {
                 let e = Error::usage(format!("expect_head={h:?} is not a sha256 (64 hex digits)"));
                 return Err(crate::errors::to_py(py, e));
             }
         }
+        let witness_keys = witness_keys(keys, witness_quorum).py_err(py)?;
         let key_paths = paths(public_key)?;
         let public_keys = key_paths
             .iter()
@@ -62,6 +85,7 @@ impl AnchorKw {
                 public_keys,
                 signed_from,
                 witness: None,
+                witness_keys,
             },
             key_paths,
             witness: witness.map(|w| (w, witness_endpoint_url)),
@@ -104,7 +128,7 @@ impl AnchorKw {
     /// The snapshot `opts` asks for, every anchor checked: against the whole chain before
     /// the read, or, reading since a seal (`since_seal`), against the seals that read
     /// read, never the whole chain (a witness's records of earlier seals counted, not
-    /// checked).
+    /// checked), and the witness keys against the newest seal.
     pub async fn read(
         &self,
         store: &Arc<dyn AtomicPublisher>,
@@ -117,14 +141,13 @@ impl AnchorKw {
         }
         let snap = snapshot(store.as_ref(), opts).await?;
         if let Some(range) = &snap.since {
-            anchors.require_range(range, &store.describe()).await?;
+            anchors.require_since(store.as_ref(), range).await?;
         }
         Ok(snap)
     }
 }
 
-/// `witness_keys=[…]`, `witness_quorum=K` of `Store.verify` (as `lineage verify
-/// --witness-key … --witness-quorum K`): the keys parsed and the quorum checked.
+/// `witness_keys=[…]`, `witness_quorum=K` (as `--witness-key … --witness-quorum K`): the keys parsed and the quorum checked.
 pub fn witness_keys(
     keys: Option<Vec<String>>,
     quorum: Option<usize>,

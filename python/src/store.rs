@@ -23,7 +23,7 @@ use pyo3::prelude::*;
 use lineage_store::conform;
 use lineage_store::report::{self, ReportFormat, ReportOptions};
 
-use crate::anchors::AnchorKw;
+use crate::anchors::{AnchorIn, AnchorKw};
 use crate::arrow_in;
 use crate::as_of::{as_of, one_as_of};
 use crate::errors::{self, IntoPyResult, LResult};
@@ -421,17 +421,20 @@ impl Store {
         tsa_root: Option<PathBuf>,
         trust_expected_head: bool,
     ) -> PyResult<VerifyReport> {
-        let cosigners = crate::anchors::witness_keys(witness_keys, witness_quorum).py_err(py)?;
         let digest = digest
             .parse::<DigestCheck>()
             .map_err(|e| errors::to_py(py, Error::usage(format!("digest={e}"))))?;
         let kw = AnchorKw::new(
             py,
-            expect_head,
-            public_key,
-            signed_from,
-            witness,
-            witness_endpoint_url,
+            AnchorIn {
+                expect_head,
+                public_key,
+                signed_from,
+                witness,
+                witness_endpoint_url,
+                witness_keys,
+                witness_quorum,
+            },
         )?;
         let shard = crate::distributed::shard_spec(shard, report_dir.as_deref()).py_err(py)?;
         let tsa_roots = tsa_root.as_deref().map(tsa_roots).transpose().py_err(py)?;
@@ -481,11 +484,8 @@ impl Store {
                 report.settle();
             }
             // The witness keys, beside it (as `lineage verify --witness-key`).
-            if let Some(k) = &cosigners {
-                let (outcome, _, problems) = k.judge(store.as_ref()).await?;
-                report.anchors.push(outcome);
-                report.problems.extend(problems);
-                report.settle();
+            if let Some(k) = &kw.base.witness_keys {
+                k.judge_into(store.as_ref(), &mut report).await?;
             }
             if let Some(url) = report_dir {
                 crate::distributed::publish(&url, endpoint, &report).await?;
@@ -657,13 +657,14 @@ impl Store {
     /// Write the audit report of the store (`lineage report`) to `path`: `format` "html"
     /// (one self-contained page), "md" or "json". The same checks as `verify` with the
     /// trust anchors given (`expect_head`, `public_key`: a path or a list of paths,
-    /// `signed_from`, `witness`: another store's URL), then what the runs' rows say (only
+    /// `signed_from`, `witness`: another store's URL, `witness_keys`/`witness_quorum`: as
+    /// for `verify`), then what the runs' rows say (only
     /// `run_id`'s runs: a str or a list; as of seal `as_of_seal`). An existing file is
     /// refused unless `force`. Returns the report's data (the JSON format) as a dict; the
     /// file is written whether or not problems were found (`["verdict"]["clean"]`).
     /// `accept_adopted=True`: adopted commits the anchors do not cover are accepted, as
     /// `verify(accept_adopted=True)`.
-    #[pyo3(signature = (path, format="html", *, expect_head=None, public_key=None, signed_from=None, witness=None, witness_endpoint_url=None, run_id=None, as_of_seal=None, force=false, as_of_time=None, accept_adopted=false))]
+    #[pyo3(signature = (path, format="html", *, expect_head=None, public_key=None, signed_from=None, witness=None, witness_endpoint_url=None, witness_keys=None, witness_quorum=None, run_id=None, as_of_seal=None, force=false, as_of_time=None, accept_adopted=false))]
     #[allow(clippy::too_many_arguments)]
     fn report<'py>(
         &self,
@@ -675,6 +676,8 @@ impl Store {
         signed_from: Option<u64>,
         witness: Option<String>,
         witness_endpoint_url: Option<String>,
+        witness_keys: Option<Vec<String>>,
+        witness_quorum: Option<usize>,
         run_id: Option<Bound<'py, PyAny>>,
         as_of_seal: Option<u64>,
         force: bool,
@@ -685,11 +688,15 @@ impl Store {
         one_as_of(as_of_seal, as_of_time.as_deref()).py_err(py)?;
         let kw = AnchorKw::new(
             py,
-            expect_head,
-            public_key,
-            signed_from,
-            witness,
-            witness_endpoint_url,
+            AnchorIn {
+                expect_head,
+                public_key,
+                signed_from,
+                witness,
+                witness_endpoint_url,
+                witness_keys,
+                witness_quorum,
+            },
         )?;
         let run_ids: Vec<String> = match run_id {
             None => Vec::new(),
@@ -724,6 +731,7 @@ impl Store {
                     .map(|p| p.display().to_string())
                     .collect(),
                 witness,
+                witness_keys: kw.base.witness_keys.clone(),
                 run_ids,
                 as_of_seal,
                 store_url: url,
@@ -750,9 +758,10 @@ impl Store {
     /// checked against its record), as `lineage files` does; `originals=True` lists the
     /// original parts instead (`--originals`).
     /// `as_of_time`: as of the newest seal sealed at or before it (`--as-of-time`).
-    /// The anchors (`expect_head`, `public_key`, `signed_from`, `witness`) are checked
-    /// first, as by `verify`: one that does not hold raises `ConflictError` naming it, and
-    /// nothing is read.
+    /// The anchors (`expect_head`, `public_key`, `signed_from`, `witness`, `witness_keys`
+    /// with `witness_quorum`: outside witnesses' cosignatures of the newest checkpoint, as
+    /// for `verify`) are checked first: one that does not hold raises `ConflictError`
+    /// naming it, and nothing is read.
     /// `detail=True`: a dict per part instead of its location, as `lineage files --json`
     /// prints it (`location`, `part_path`, `commit_id`, ..., `sealed_by`, `adopted`; a
     /// compacted part names its compaction under `compaction`, its `commit_id` None).
@@ -761,7 +770,7 @@ impl Store {
     /// (`expect_head` must be the head of one of them; `witness`: its records of those
     /// seals must hold, its records of earlier seals are counted, not checked; no
     /// `as_of_time`).
-    #[pyo3(signature = (as_of_seal=None, run_id=None, *, include_unsealed=false, originals=false, as_of_time=None, expect_head=None, public_key=None, signed_from=None, witness=None, witness_endpoint_url=None, detail=false, since_seal=None))]
+    #[pyo3(signature = (as_of_seal=None, run_id=None, *, include_unsealed=false, originals=false, as_of_time=None, expect_head=None, public_key=None, signed_from=None, witness=None, witness_endpoint_url=None, witness_keys=None, witness_quorum=None, detail=false, since_seal=None))]
     #[allow(clippy::too_many_arguments)]
     fn files<'py>(
         &self,
@@ -776,6 +785,8 @@ impl Store {
         signed_from: Option<u64>,
         witness: Option<String>,
         witness_endpoint_url: Option<String>,
+        witness_keys: Option<Vec<String>>,
+        witness_quorum: Option<usize>,
         detail: bool,
         since_seal: Option<u64>,
     ) -> PyResult<Bound<'py, PyAny>> {
@@ -783,11 +794,15 @@ impl Store {
         since_not_as_of_time(since_seal, as_of_time.as_deref()).py_err(py)?;
         let kw = AnchorKw::new(
             py,
-            expect_head,
-            public_key,
-            signed_from,
-            witness,
-            witness_endpoint_url,
+            AnchorIn {
+                expect_head,
+                public_key,
+                signed_from,
+                witness,
+                witness_endpoint_url,
+                witness_keys,
+                witness_quorum,
+            },
         )?;
         let mut opts = ReadOptions {
             as_of_seal,
@@ -822,11 +837,11 @@ impl Store {
     /// an engine's workers to read with `read_part`, each part checked there against its
     /// sealed pointer. Nothing is read but the seals and pointers here. `feature_id`: each
     /// `read_part` returns only that feature's rows. The other arguments as for `files`.
-    /// The anchors (`expect_head`, `public_key`, `signed_from`, `witness`) are checked
-    /// here, on the driver, first, as by `files` and `scan`: one that does not hold raises
+    /// The anchors (`expect_head`, `public_key`, `signed_from`, `witness`, `witness_keys`,
+    /// `witness_quorum`) are checked here, on the driver, first, as by `files` and `scan`: one that does not hold raises
     /// `ConflictError` naming it, and nothing is planned. Each ref's `anchors` says what
     /// was checked (one line per anchor, as `VerifyReport.anchors` states them).
-    #[pyo3(signature = (as_of_seal=None, run_id=None, *, target_crs=None, feature_id=None, include_unsealed=false, originals=false, as_of_time=None, expect_head=None, public_key=None, signed_from=None, witness=None, witness_endpoint_url=None))]
+    #[pyo3(signature = (as_of_seal=None, run_id=None, *, target_crs=None, feature_id=None, include_unsealed=false, originals=false, as_of_time=None, expect_head=None, public_key=None, signed_from=None, witness=None, witness_endpoint_url=None, witness_keys=None, witness_quorum=None))]
     #[allow(clippy::too_many_arguments)]
     fn plan(
         &self,
@@ -843,15 +858,21 @@ impl Store {
         signed_from: Option<u64>,
         witness: Option<String>,
         witness_endpoint_url: Option<String>,
+        witness_keys: Option<Vec<String>>,
+        witness_quorum: Option<usize>,
     ) -> PyResult<Vec<crate::parts::PartRef>> {
         one_as_of(as_of_seal, as_of_time.as_deref()).py_err(py)?;
         let anchors = AnchorKw::new(
             py,
-            expect_head,
-            public_key,
-            signed_from,
-            witness,
-            witness_endpoint_url,
+            AnchorIn {
+                expect_head,
+                public_key,
+                signed_from,
+                witness,
+                witness_endpoint_url,
+                witness_keys,
+                witness_quorum,
+            },
         )?;
         let Some(url) = self.reopen.clone() else {
             return Err(errors::to_py(py, Error::usage(
@@ -891,7 +912,7 @@ impl Store {
     /// `as_of_time`: as of the newest seal sealed at or before it (`--as-of-time`).
     /// The anchors are checked first, as by `files`.
     /// `since_seal=K`: only the rows of the commits sealed after seal K, as for `files`.
-    #[pyo3(signature = (as_of_seal=None, run_id=None, columns=None, filter=None, *, include_unsealed=false, originals=false, provenance=false, as_of_time=None, expect_head=None, public_key=None, signed_from=None, witness=None, witness_endpoint_url=None, since_seal=None))]
+    #[pyo3(signature = (as_of_seal=None, run_id=None, columns=None, filter=None, *, include_unsealed=false, originals=false, provenance=false, as_of_time=None, expect_head=None, public_key=None, signed_from=None, witness=None, witness_endpoint_url=None, witness_keys=None, witness_quorum=None, since_seal=None))]
     #[allow(clippy::too_many_arguments)]
     fn scan<'py>(
         &self,
@@ -909,17 +930,23 @@ impl Store {
         signed_from: Option<u64>,
         witness: Option<String>,
         witness_endpoint_url: Option<String>,
+        witness_keys: Option<Vec<String>>,
+        witness_quorum: Option<usize>,
         since_seal: Option<u64>,
     ) -> PyResult<Bound<'py, PyAny>> {
         one_as_of(as_of_seal, as_of_time.as_deref()).py_err(py)?;
         since_not_as_of_time(since_seal, as_of_time.as_deref()).py_err(py)?;
         let kw = AnchorKw::new(
             py,
-            expect_head,
-            public_key,
-            signed_from,
-            witness,
-            witness_endpoint_url,
+            AnchorIn {
+                expect_head,
+                public_key,
+                signed_from,
+                witness,
+                witness_endpoint_url,
+                witness_keys,
+                witness_quorum,
+            },
         )?;
         let mut opts = ReadOptions {
             as_of_seal,
@@ -990,9 +1017,9 @@ impl Store {
 
     /// One commit (by id) or seal (by number or sha256), as `lineage show --json` prints
     /// it: a dict with `kind` "commit" or "seal". The anchors (`expect_head`, `public_key`,
-    /// `signed_from`, `witness`) are checked first, as by `files`; raises when one does not
-    /// hold or the seal chain does not.
-    #[pyo3(signature = (what, *, public_key=None, signed_from=None, expect_head=None, witness=None, witness_endpoint_url=None))]
+    /// `signed_from`, `witness`, `witness_keys`, `witness_quorum`) are checked first, as by
+    /// `files`; raises when one does not hold or the seal chain does not.
+    #[pyo3(signature = (what, *, public_key=None, signed_from=None, expect_head=None, witness=None, witness_endpoint_url=None, witness_keys=None, witness_quorum=None))]
     #[allow(clippy::too_many_arguments)]
     fn show<'py>(
         &self,
@@ -1003,15 +1030,21 @@ impl Store {
         expect_head: Option<String>,
         witness: Option<String>,
         witness_endpoint_url: Option<String>,
+        witness_keys: Option<Vec<String>>,
+        witness_quorum: Option<usize>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let what: String = what.str()?.extract()?;
         let kw = AnchorKw::new(
             py,
-            expect_head,
-            public_key,
-            signed_from,
-            witness,
-            witness_endpoint_url,
+            AnchorIn {
+                expect_head,
+                public_key,
+                signed_from,
+                witness,
+                witness_endpoint_url,
+                witness_keys,
+                witness_quorum,
+            },
         )?;
         crate::questions::show_one(py, self.inner.clone(), what, kw)
     }
@@ -1019,7 +1052,7 @@ impl Store {
     /// What changed from seal `a` to seal `b` (`lineage diff a b --json`): the commits
     /// added, the compactions put into effect, the runs touched and the rows added. The
     /// anchors are checked first, as by `show`.
-    #[pyo3(signature = (a, b, *, public_key=None, signed_from=None, expect_head=None, witness=None, witness_endpoint_url=None))]
+    #[pyo3(signature = (a, b, *, public_key=None, signed_from=None, expect_head=None, witness=None, witness_endpoint_url=None, witness_keys=None, witness_quorum=None))]
     #[allow(clippy::too_many_arguments)]
     fn diff<'py>(
         &self,
@@ -1031,14 +1064,20 @@ impl Store {
         expect_head: Option<String>,
         witness: Option<String>,
         witness_endpoint_url: Option<String>,
+        witness_keys: Option<Vec<String>>,
+        witness_quorum: Option<usize>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let kw = AnchorKw::new(
             py,
-            expect_head,
-            public_key,
-            signed_from,
-            witness,
-            witness_endpoint_url,
+            AnchorIn {
+                expect_head,
+                public_key,
+                signed_from,
+                witness,
+                witness_endpoint_url,
+                witness_keys,
+                witness_quorum,
+            },
         )?;
         crate::questions::diff(py, self.inner.clone(), a, b, kw)
     }

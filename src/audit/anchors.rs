@@ -13,6 +13,10 @@
 //!   Detects seals made by anyone else (a rewrite re-sealed with another key).
 //! - a **witness** store (`witness`): every head it recorded must still be the store's.
 //!   Detects cut-off and rewritten seals without a digest kept by hand.
+//! - outside **witness keys** (`witness_keys`, [`WitnessKeys`]): at least a quorum of
+//!   these C2SP witnesses must have a stored valid cosignature of the newest seal's
+//!   checkpoint. Detects a split view (a history shown to this auditor that the witnesses
+//!   did not see) without trusting the store's writers.
 //!
 //! [`Anchors`] is the one way every command that reads sealed history takes them (verify,
 //! report, files, scan, the exports: [`Anchors::require`] before reading); each outcome is
@@ -28,6 +32,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::audit::anchor_outcome::{outcome_lines, AnchorKind, AnchorOutcome};
 use crate::audit::chain::{self, Chain};
+use crate::audit::cosigners::WitnessKeys;
 use crate::audit::findings::{Problem, ProblemKind};
 use crate::base::error::{Error, Failed, Result};
 use crate::base::param::{text, Param};
@@ -73,12 +78,15 @@ pub struct Anchors {
     pub signed_from: Option<u64>,
     /// A witness store whose records the chain must agree with.
     pub witness: Option<Arc<dyn WitnessAnchor>>,
+    /// Outside witnesses of which at least a quorum must have cosigned the newest seal's
+    /// checkpoint (judged on the newest seal, whatever part of the chain a read reads).
+    pub witness_keys: Option<WitnessKeys>,
 }
 
 /// What checking the anchors found.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AnchorCheck {
-    /// Each anchor given, in the order head, keys, witness.
+    /// Each anchor given, in the order head, keys, witness, witness keys.
     pub outcomes: Vec<AnchorOutcome>,
     /// Why those that did not hold did not, each naming its object.
     pub problems: Vec<Problem>,
@@ -128,10 +136,15 @@ impl AnchorCheck {
 impl Anchors {
     /// True when no anchor is given.
     pub fn is_empty(&self) -> bool {
-        self.expect_head.is_none()
-            && self.public_keys.is_empty()
-            && self.signed_from.is_none()
-            && self.witness.is_none()
+        !self.reads_chain() && self.witness_keys.is_none()
+    }
+
+    /// True when an anchor judged on the seal chain is given (all but the witness keys).
+    fn reads_chain(&self) -> bool {
+        self.expect_head.is_some()
+            || !self.public_keys.is_empty()
+            || self.signed_from.is_some()
+            || self.witness.is_some()
     }
 
     /// The signature rules of the key anchors.
@@ -153,20 +166,36 @@ impl Anchors {
         Ok(())
     }
 
-    /// Check every anchor given against the store's seal chain (read once here) and the
-    /// witness: what held, and the problems of what did not.
+    /// Check every anchor given against the store's seal chain (read once here, when an
+    /// anchor other than the witness keys is given), the witness and the witness keys:
+    /// what held, and the problems of what did not.
     pub async fn check(&self, store: &dyn AtomicPublisher) -> Result<AnchorCheck> {
-        if self.is_empty() {
-            return Ok(AnchorCheck::default());
+        let mut out = AnchorCheck::default();
+        if self.reads_chain() {
+            let chain = chain::walk(store, Some(&self.trust())).await?;
+            out = self.judge_chain(&chain);
+            if let Some(w) = &self.witness {
+                let (o, problems) = w.judge(&chain, &store.describe()).await?;
+                out.outcomes.push(o);
+                out.problems.extend(problems);
+            }
         }
-        let chain = chain::walk(store, Some(&self.trust())).await?;
-        let mut out = self.judge_chain(&chain);
-        if let Some(w) = &self.witness {
-            let (o, problems) = w.judge(&chain, &store.describe()).await?;
+        self.judge_witness_keys(store, &mut out).await?;
+        Ok(out)
+    }
+
+    /// The witness keys judged on the store's newest seal, into `out`.
+    pub(crate) async fn judge_witness_keys(
+        &self,
+        store: &dyn AtomicPublisher,
+        out: &mut AnchorCheck,
+    ) -> Result<()> {
+        if let Some(k) = &self.witness_keys {
+            let (o, _, problems) = k.judge(store).await?;
             out.outcomes.push(o);
             out.problems.extend(problems);
         }
-        Ok(out)
+        Ok(())
     }
 
     /// [`Self::check`], refusing (an [`Error::Integrity`] naming each problem, exit 1)

@@ -1,6 +1,7 @@
 //! The witness-key anchor: outside witnesses (`c2sp.org/tlog-witness`) whose verifier
 //! keys an auditor holds, and how many of them must have cosigned the newest seal's
-//! checkpoint (`verify --witness-key VKEY… [--witness-quorum K]`). A quorum of witnesses
+//! checkpoint (`--witness-key VKEY… [--witness-quorum K]` of every command that reads
+//! sealed history; [`crate::audit::anchors::Anchors::witness_keys`]). A quorum of witnesses
 //! that each saw the checkpoint, and checked it extends every checkpoint they saw of the
 //! log before, is what shows the auditor sees the history everybody else sees (no split
 //! view) without trusting the store's writers.
@@ -11,10 +12,10 @@
 //! cosignature that does not verify, the latter a problem even when the quorum holds: a
 //! forged cosignature was stored).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::audit::anchor_outcome::{AnchorKind, AnchorOutcome};
-use crate::audit::findings::{Problem, ProblemKind};
+use crate::audit::findings::{Problem, ProblemKind, Report};
 use crate::base::error::{Error, Result};
 use crate::format::cosignature::{Cosigner, MAX_COSIGNED_BYTES};
 use crate::format::keys;
@@ -31,7 +32,7 @@ pub struct WitnessKeys {
 }
 
 /// What one key was found to have done.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KeyFound {
     /// The witness's key name.
     pub name: String,
@@ -145,6 +146,22 @@ impl WitnessKeys {
             ),
         };
         Ok((outcome, found, problems))
+    }
+}
+
+impl WitnessKeys {
+    /// [`Self::judge`] into `report` (its anchors and problems, the verdict settled again):
+    /// each key's finding.
+    pub async fn judge_into(
+        &self,
+        store: &dyn AtomicPublisher,
+        report: &mut Report,
+    ) -> Result<Vec<KeyFound>> {
+        let (outcome, found, problems) = self.judge(store).await?;
+        report.anchors.push(outcome);
+        report.problems.extend(problems);
+        report.settle();
+        Ok(found)
     }
 }
 

@@ -4,7 +4,8 @@
 //! an anchor binds the read only when it is checked against K..=N: an expected head must
 //! be the digest of one of them (the incremental reader passes the head it recorded when
 //! it last read seal K); a witness's records of seals K..=N must hold their digests
-//! (those of earlier seals are counted, not checked).
+//! (those of earlier seals are counted, not checked). The witness keys are judged on the
+//! newest seal, which such a read reads too ([`Anchors::check_since`]).
 
 use crate::audit::anchor_outcome::{AnchorKind, AnchorOutcome};
 use crate::audit::anchors::{head_outcome, judge_keys, AnchorCheck, Anchors};
@@ -12,6 +13,7 @@ use crate::audit::findings::{Problem, ProblemKind};
 use crate::base::error::Result;
 use crate::base::param::{text, Param};
 use crate::format::keys::seal_key;
+use crate::publish::AtomicPublisher;
 use crate::read::SealRange;
 
 impl Anchors {
@@ -19,7 +21,8 @@ impl Anchors {
     /// `store`): the expected head among them (one of an earlier seal is refused: the read
     /// did not reach it), the signature rules on each of them, and the witness's records
     /// of the store at that location on them ([`crate::audit::anchors::WitnessAnchor::judge_range`]: the records
-    /// of seals before K counted, not checked).
+    /// of seals before K counted, not checked). Not the witness keys, which need the store:
+    /// [`Self::check_since`] judges them too.
     pub async fn check_range(&self, range: &SealRange, store: &str) -> Result<AnchorCheck> {
         let mut out = AnchorCheck::default();
         if let Some(want) = &self.expect_head {
@@ -57,6 +60,27 @@ impl Anchors {
     /// 1) when any anchor does not hold.
     pub async fn require_range(&self, range: &SealRange, store: &str) -> Result<AnchorCheck> {
         self.check_range(range, store).await?.into_result()
+    }
+
+    /// [`Self::check_range`] of `store`, and the witness keys judged on its newest seal.
+    pub async fn check_since(
+        &self,
+        store: &dyn AtomicPublisher,
+        range: &SealRange,
+    ) -> Result<AnchorCheck> {
+        let mut out = self.check_range(range, &store.describe()).await?;
+        self.judge_witness_keys(store, &mut out).await?;
+        Ok(out)
+    }
+
+    /// [`Self::check_since`], refusing (an [`crate::Error::Integrity`] naming each problem,
+    /// exit 1) when any anchor does not hold: what a read since a seal calls after it.
+    pub async fn require_since(
+        &self,
+        store: &dyn AtomicPublisher,
+        range: &SealRange,
+    ) -> Result<AnchorCheck> {
+        self.check_since(store, range).await?.into_result()
     }
 }
 

@@ -6,13 +6,15 @@ use std::sync::Arc;
 
 use crate::audit::anchors::{AnchorCheck, Anchors, WitnessAnchor};
 use crate::base::error::Result;
+use crate::cli::cosign::QuorumArgs;
 use crate::cli::witness::VerifyWitnessArgs;
 use crate::history::signing::read_public_key;
 use crate::publish::AtomicPublisher;
 use crate::read::{snapshot, ReadOptions, Snapshot};
 
 /// The anchors an auditor keeps outside the store: `--expect-head`, `--public-key`
-/// (repeated), `--signed-from`, `--witness`.
+/// (repeated), `--signed-from`, `--witness`, `--witness-key` (repeated) with
+/// `--witness-quorum`.
 ///
 /// **This is the one way a command that reads sealed history takes anchors** (`verify`,
 /// `report`, `files`, `scan`, `export …`; new read commands such as `seals`, `show` or
@@ -39,15 +41,18 @@ pub(crate) struct AnchorArgs {
     pub(crate) signed_from: Option<u64>,
     #[command(flatten)]
     pub(crate) witness: VerifyWitnessArgs,
+    #[command(flatten)]
+    pub(crate) quorum: QuorumArgs,
 }
 
 impl AnchorArgs {
-    /// The anchors given: the head digest checked, the key files read, the witness store
-    /// opened (refused when it is `store` itself).
+    /// The anchors given: the head digest and the witness keys checked, the key files
+    /// read, the witness store opened (refused when it is `store` itself).
     pub(crate) async fn anchors(&self, store: &dyn AtomicPublisher) -> Result<Anchors> {
         if let Some(h) = &self.expect_head {
             Anchors::check_head_digest(h)?;
         }
+        let witness_keys = self.quorum.keys()?;
         let public_keys = self
             .public_key
             .iter()
@@ -63,6 +68,7 @@ impl AnchorArgs {
             public_keys,
             signed_from: self.signed_from,
             witness,
+            witness_keys,
         })
     }
 
@@ -70,19 +76,15 @@ impl AnchorArgs {
     /// any does not hold; what held said on standard error.
     pub(crate) async fn require(&self, store: &dyn AtomicPublisher) -> Result<AnchorCheck> {
         let checked = self.anchors(store).await?.require(store).await?;
-        if checked.anchored() {
-            let mut err = std::io::stderr();
-            for l in checked.lines() {
-                let _ = writeln!(err, "{l}");
-            }
-        }
+        say_held(&checked);
         Ok(checked)
     }
 
     /// The snapshot `opts` asks for, every anchor checked and what held said on standard
     /// error: against the whole chain before the read ([`Self::require`]), or, reading
     /// since a seal, against the seals that read read (never the whole chain: a witness's
-    /// records of earlier seals are counted, not checked).
+    /// records of earlier seals are counted, not checked) and the witness keys against the
+    /// newest seal.
     pub(crate) async fn read(
         &self,
         store: &dyn AtomicPublisher,
@@ -95,15 +97,10 @@ impl AnchorArgs {
         let anchors = self.anchors(store).await?;
         let snap = snapshot(store, opts).await?;
         let checked = match &snap.since {
-            Some(range) => anchors.require_range(range, &store.describe()).await?,
+            Some(range) => anchors.require_since(store, range).await?,
             None => AnchorCheck::default(),
         };
-        if checked.anchored() {
-            let mut err = std::io::stderr();
-            for l in checked.lines() {
-                let _ = writeln!(err, "{l}");
-            }
-        }
+        say_held(&checked);
         Ok((snap, checked))
     }
 
@@ -113,5 +110,15 @@ impl AnchorArgs {
             .iter()
             .map(|p| p.display().to_string())
             .collect()
+    }
+}
+
+/// What held, on standard error (nothing when no anchor was given).
+fn say_held(checked: &AnchorCheck) {
+    if checked.anchored() {
+        let mut err = std::io::stderr();
+        for l in checked.lines() {
+            let _ = writeln!(err, "{l}");
+        }
     }
 }

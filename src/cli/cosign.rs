@@ -1,9 +1,8 @@
 //! Outside C2SP witnesses on the command line: `seal --witness-url URL --witness-key VKEY`
-//! ([`PushArgs`]) and `verify --witness-key VKEY… [--witness-quorum K]` ([`QuorumArgs`]),
-//! and their lines of output.
+//! ([`PushArgs`]) and `--witness-key VKEY… [--witness-quorum K]` ([`QuorumArgs`], part of
+//! every read command's [`crate::cli::anchors::AnchorArgs`]), and their lines of output.
 
-use crate::audit::cosigners::{KeyFound, WitnessKeys};
-use crate::audit::findings::Report;
+use crate::audit::cosigners::WitnessKeys;
 use crate::base::error::{Error, Result};
 use crate::base::param::{text, Param};
 use crate::cli::common::duration;
@@ -106,7 +105,7 @@ pub(crate) fn push_lines(o: &PushOutcome) -> Vec<String> {
     lines
 }
 
-/// `verify --witness-key VKEY… [--witness-quorum K]`.
+/// `--witness-key VKEY… [--witness-quorum K]` of every read command.
 #[derive(Debug, clap::Args)]
 pub(crate) struct QuorumArgs {
     /// An outside witness's verifier key (`<name>+<key id>+<base64>`, Ed25519
@@ -142,21 +141,4 @@ impl QuorumArgs {
         w.check()?;
         Ok(Some(w))
     }
-}
-
-/// Judge the witness keys on `store`'s newest seal into `report` (its anchors and
-/// problems); each key's finding.
-pub(crate) async fn judge_into(
-    store: &dyn AtomicPublisher,
-    keys: Option<&WitnessKeys>,
-    report: &mut Report,
-) -> Result<Option<Vec<KeyFound>>> {
-    let Some(keys) = keys else {
-        return Ok(None);
-    };
-    let (outcome, found, problems) = keys.judge(store).await?;
-    report.anchors.push(outcome);
-    report.problems.extend(problems);
-    report.settle();
-    Ok(Some(found))
 }

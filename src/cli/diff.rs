@@ -27,6 +27,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     let store = a.store.open(Opening::ExistingStore).await?;
     let anchors = crate::cli::seal_anchors::check(&a.anchors, store.as_ref()).await?;
     anchors.require_clean()?;
+    anchors.say_held();
     let d = diff(store.as_ref(), a.seal_a, a.seal_b, anchors.trust.as_ref()).await?;
     if a.json {
         out_raw(&json_line(&d)?)?;

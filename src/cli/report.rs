@@ -66,6 +66,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
         .with_anchors(&anchors),
         key_sources: a.anchors.key_sources(),
         witness,
+        witness_keys: anchors.witness_keys.clone(),
         run_ids: a.run_id.clone(),
         as_of_seal,
         store_url: a.store.store.clone(),

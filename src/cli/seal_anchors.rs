@@ -1,8 +1,11 @@
 //! What the anchors of `seals`, `show` and `diff` ([`AnchorArgs`], as every read command
-//! takes them) say of a store's seals: the seals listed against them.
+//! takes them) say of a store's seals: the seals listed against them, and the witness
+//! keys judged on the newest seal.
 
 use std::collections::BTreeSet;
+use std::io::Write;
 
+use crate::audit::anchors::AnchorCheck;
 use crate::audit::seals::{list_seals, SealList};
 use crate::base::error::{Error, Failed, Result};
 use crate::cli::anchors::AnchorArgs;
@@ -19,6 +22,8 @@ pub(crate) struct Anchors {
     pub(crate) list: SealList,
     /// The witness check, when a witness was given.
     pub(crate) witness: Option<WitnessReport>,
+    /// The witness keys judged on the newest seal (empty: none given).
+    pub(crate) cosigned: AnchorCheck,
 }
 
 /// Read the keys and the witness of `a` (the one [`AnchorArgs`] of every read command),
@@ -27,6 +32,10 @@ pub(crate) async fn check(a: &AnchorArgs, store: &dyn AtomicPublisher) -> Result
     if let Some(h) = &a.expect_head {
         crate::audit::anchors::Anchors::check_head_digest(h)?;
     }
+    let witness_keys = crate::audit::anchors::Anchors {
+        witness_keys: a.quorum.keys()?,
+        ..Default::default()
+    };
     let keys = a
         .public_key
         .iter()
@@ -56,6 +65,7 @@ pub(crate) async fn check(a: &AnchorArgs, store: &dyn AtomicPublisher) -> Result
         trust,
         list,
         witness,
+        cosigned: witness_keys.check(store).await?,
     })
 }
 
@@ -72,7 +82,21 @@ impl Anchors {
         for p in self.witness.iter().flat_map(|w| w.problems.iter()) {
             f.push(Failed::new(p.key.clone(), p.detail.clone()));
         }
+        if let Err(crate::base::error::Error::Integrity(more)) = self.cosigned.clone().into_result()
+        {
+            f.extend(more);
+        }
         f
+    }
+
+    /// What held of the witness keys, on standard error.
+    pub(crate) fn say_held(&self) {
+        if self.cosigned.anchored() && self.cosigned.held() {
+            let mut err = std::io::stderr();
+            for l in self.cosigned.lines() {
+                let _ = writeln!(err, "{l}");
+            }
+        }
     }
 
     /// An [`Error::Integrity`] of [`Self::failures`], or nothing.

@@ -53,6 +53,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     if let Some(n) = anchors.list.expect_head_seq {
         let _ = writeln!(err, "the head digest given is seal {n}'s");
     }
+    anchors.say_held();
     for f in &failures {
         let _ = writeln!(err, "PROBLEM {}: {}", f.key, f.detail);
     }

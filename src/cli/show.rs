@@ -27,6 +27,7 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     let store = a.store.open(Opening::ExistingStore).await?;
     let anchors = crate::cli::seal_anchors::check(&a.anchors, store.as_ref()).await?;
     anchors.require_clean()?;
+    anchors.say_held();
     let witnessed: Option<std::collections::BTreeSet<u64>> = anchors.witness.as_ref().map(|_| {
         anchors
             .list

@@ -76,8 +76,6 @@ pub(crate) struct Args {
     anchors: crate::cli::anchors::AnchorArgs,
     #[command(flatten)]
     tsa_root: crate::cli::timestamps::TsaRootArg,
-    #[command(flatten)]
-    witness_keys: crate::cli::cosign::QuorumArgs,
     /// Temps and well-formed parts without a pointer whose content (temp name, commit id,
     /// commit-key claim) says they were made within this period are in flight, not
     /// problems; each is named. Modification times are never trusted for this.
@@ -139,11 +137,12 @@ pub(crate) async fn run(a: Args) -> Result<Status> {
     let progress = Arc::new(Progress::default());
     let store = a.store.open(Opening::ExistingStore).await?;
     let anchors = a.anchors.anchors(store.as_ref()).await?;
-    let witness_keys = a.witness_keys.keys()?;
     let opts = options(&a, shard.as_ref(), progress.clone())?.with_anchors(&anchors);
     let mut report = with_progress(progress, verify_with(store.as_ref(), &opts)).await?;
-    let cosigners =
-        crate::cli::cosign::judge_into(store.as_ref(), witness_keys.as_ref(), &mut report).await?;
+    let cosigners = match &anchors.witness_keys {
+        Some(k) => Some(k.judge_into(store.as_ref(), &mut report).await?),
+        None => None,
+    };
     let replica = a.replica.check(store.as_ref()).await?;
     let witness = a.anchors.witness.check(store.as_ref()).await?;
     if let Some(w) = &witness {

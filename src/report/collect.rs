@@ -89,6 +89,7 @@ pub(crate) fn checked(
             unwitnessed_seals: w.unwitnessed_seals,
             problems: w.problems.len() as u64,
         }),
+        witness_keys: None,
         parts_hashed: verified.parts_hashed,
         parts_sha256: verified.parts_sha256_checked,
         parts_blake3: verified.parts_blake3_checked,

@@ -52,7 +52,11 @@ pub async fn collect(store: &dyn AtomicPublisher, opts: &ReportOptions) -> Resul
     for r in &opts.run_ids {
         crate::format::keys::check_run_id(r)?;
     }
-    let verified = verify_with(store, &opts.verify).await?;
+    let mut verified = verify_with(store, &opts.verify).await?;
+    let cosigners = match &opts.witness_keys {
+        Some(k) => Some(k.judge_into(store, &mut verified).await?),
+        None => None,
+    };
     let stored_seals = read_seals(store).await?;
     let witness = collect::witness(store, opts).await?;
     let counted = runs::count_runs(store, opts).await?;
@@ -73,7 +77,8 @@ pub async fn collect(store: &dyn AtomicPublisher, opts: &ReportOptions) -> Resul
     let witness = witness.map(|(w, _)| w);
 
     let verdict = verdict::verdict(&verified, witness.as_ref());
-    let checked = collect::checked(opts, &verified, witness.as_ref(), keys);
+    let mut checked = collect::checked(opts, &verified, witness.as_ref(), keys);
+    checked.witness_keys = cosigners;
     let first_seal_utc = seal_rows.first().map(|s| s.1.clone());
     // The one store id: the sha256 of seal 1, as the witness knows the store.
     let store_id = stored_seals

@@ -122,6 +122,10 @@ pub struct Checked {
     pub signatures_required_from: Option<u64>,
     /// The witness check, when one was asked for.
     pub witness: Option<WitnessCheck>,
+    /// Each witness key given (`--witness-key`) and whether it cosigned the newest seal's
+    /// checkpoint (the quorum's outcome is among the verdict's anchors).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub witness_keys: Option<Vec<crate::audit::cosigners::KeyFound>>,
     /// Parts whose digests were recomputed, and how.
     pub parts_hashed: u64,
     /// Of those, recomputed by sha256.

@@ -15,6 +15,9 @@ pub struct ReportOptions {
     pub key_sources: Vec<String>,
     /// A witness store to check the seal chain against, and its name for the report.
     pub witness: Option<(Arc<dyn AtomicPublisher>, String)>,
+    /// Outside witnesses of which at least a quorum must have cosigned the newest seal's
+    /// checkpoint (`--witness-key`, `--witness-quorum`).
+    pub witness_keys: Option<crate::audit::cosigners::WitnessKeys>,
     /// Only these runs get sections (default: every run, up to [`MAX_RUNS`](super::MAX_RUNS)).
     pub run_ids: Vec<String>,
     /// Count the commits sealed by seals 1..=N (default: the newest seal, and the commits

@@ -109,3 +109,20 @@ def test_keys_and_quorum_are_checked_before_anything_is_read(sealed: tuple[Path,
     w = Cosigner("w.example/w")
     with pytest.raises(ls.InputError, match=r"witness_quorum 2: must be from 1 to the number of witness keys given \(1\)"):
         store.verify(witness_keys=[w.vkey()], witness_quorum=2)
+
+
+def test_files_reads_only_when_the_quorum_cosigned(sealed: tuple[Path, str]) -> None:
+    """`Store.files(witness_keys=…)`, as `lineage files --witness-key`: the quorum is judged
+    on the newest checkpoint before anything is read."""
+    path, _ = sealed
+    w1, w2 = Cosigner("w1.example/w"), Cosigner("w2.example/w")
+    cosign(path, 1, w1)
+    store = ls.open(path)
+    parts = store.files(witness_keys=[w1.vkey()])
+    assert len(parts) == 1 and parts[0].endswith(".parquet"), parts
+    assert store.files(witness_keys=[w1.vkey(), w2.vkey()], witness_quorum=1) == parts
+
+    with pytest.raises(ls.IntegrityError, match=r"no cosignature by witness w2\.example/w of seal 1, the newest"):
+        store.files(witness_keys=[w1.vkey(), w2.vkey()])
+    with pytest.raises(ls.InputError, match=r"witness_quorum 2: must be from 1 to the number of witness keys given \(1\)"):
+        store.files(witness_keys=[w1.vkey()], witness_quorum=2)

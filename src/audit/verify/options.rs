@@ -73,6 +73,7 @@ impl VerifyOptions {
             public_keys: self.public_keys.clone(),
             signed_from: self.signed_from,
             witness: None,
+            witness_keys: None,
         }
     }
 

@@ -8,3 +8,4 @@ mod trusted_head;
 mod witness;
 mod witness_cli;
 mod witness_double;
+mod witness_keys_read;
