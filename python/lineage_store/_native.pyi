@@ -252,6 +252,8 @@ class Store:
         signed_from: Optional[int] = None,
         witness: Optional[str] = None,
         witness_endpoint_url: Optional[str] = None,
+        witness_keys: Optional[Sequence[str]] = None,
+        witness_quorum: Optional[int] = None,
         run_id: Union[str, list[str], None] = None,
         as_of_seal: Optional[int] = None,
         force: bool = False,
@@ -274,6 +276,8 @@ class Store:
         signed_from: Optional[int] = None,
         witness: Optional[str] = None,
         witness_endpoint_url: Optional[str] = None,
+        witness_keys: Optional[Sequence[str]] = None,
+        witness_quorum: Optional[int] = None,
         detail: Literal[False] = False,
         since_seal: Optional[int] = None,
     ) -> list[str]:
@@ -302,6 +306,8 @@ class Store:
         signed_from: Optional[int] = None,
         witness: Optional[str] = None,
         witness_endpoint_url: Optional[str] = None,
+        witness_keys: Optional[Sequence[str]] = None,
+        witness_quorum: Optional[int] = None,
         detail: Literal[True],
         since_seal: Optional[int] = None,
     ) -> list[dict[str, Any]]:
@@ -326,6 +332,8 @@ class Store:
         signed_from: Optional[int] = None,
         witness: Optional[str] = None,
         witness_endpoint_url: Optional[str] = None,
+        witness_keys: Optional[Sequence[str]] = None,
+        witness_quorum: Optional[int] = None,
     ) -> list[PartRef]:
         """The parts of a read as picklable ``PartRef``s, for workers to read with
         ``read_part`` (each part checked there against its sealed pointer). The anchors
@@ -349,6 +357,8 @@ class Store:
         signed_from: Optional[int] = None,
         witness: Optional[str] = None,
         witness_endpoint_url: Optional[str] = None,
+        witness_keys: Optional[Sequence[str]] = None,
+        witness_quorum: Optional[int] = None,
         since_seal: Optional[int] = None,
     ) -> pyarrow.RecordBatchReader:
         """The rows of exactly the commits sealed by seals 1..as_of_seal (default: the
@@ -365,6 +375,8 @@ class Store:
         expect_head: Optional[str] = None,
         witness: Optional[str] = None,
         witness_endpoint_url: Optional[str] = None,
+        witness_keys: Optional[Sequence[str]] = None,
+        witness_quorum: Optional[int] = None,
     ) -> dict[str, Any]:
         """Every seal (``lineage seals --json``) and what is wrong against the anchors:
         {"seals", "problems", "expect_head_seq", "witness_problems"}."""
@@ -377,6 +389,8 @@ class Store:
         expect_head: Optional[str] = None,
         witness: Optional[str] = None,
         witness_endpoint_url: Optional[str] = None,
+        witness_keys: Optional[Sequence[str]] = None,
+        witness_quorum: Optional[int] = None,
     ) -> dict[str, Any]:
         """One commit or seal (``lineage show --json``), once every anchor given holds."""
     def diff(
@@ -389,6 +403,8 @@ class Store:
         expect_head: Optional[str] = None,
         witness: Optional[str] = None,
         witness_endpoint_url: Optional[str] = None,
+        witness_keys: Optional[Sequence[str]] = None,
+        witness_quorum: Optional[int] = None,
     ) -> dict[str, Any]:
         """What changed from seal a to seal b (``lineage diff --json``), once every anchor
         given holds."""

@@ -45,7 +45,7 @@ fn to_py<'py, T: serde::Serialize>(py: Python<'py>, v: &T) -> PyResult<Bound<'py
 }
 
 /// `Store.seals`: {"seals": [...], "problems": [...], "expect_head_seq": n,
-/// "witness_problems": [...]}.
+/// "witness_problems": [...], "witness_keys": [...], "witness_keys_problems": [...]}.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn seals<'py>(
     py: Python<'py>,
@@ -55,8 +55,13 @@ pub(crate) fn seals<'py>(
     expect_head: Option<String>,
     witness: Option<String>,
     witness_endpoint_url: Option<String>,
+    (witness_keys, witness_quorum): (Option<Vec<String>>, Option<usize>),
 ) -> PyResult<Bound<'py, PyAny>> {
     let trust = trust(public_key, signed_from)?.py_err(py)?;
+    let cosigners = lineage_store::Anchors {
+        witness_keys: crate::anchors::witness_keys(witness_keys, witness_quorum).py_err(py)?,
+        ..Default::default()
+    };
     let out = block_on_local(py, move || async move {
         let (witness_report, witnessed) = match witness {
             Some(w) => {
@@ -77,11 +82,23 @@ pub(crate) fn seals<'py>(
             witnessed.as_ref(),
         )
         .await?;
+        // The witness keys, judged on the newest seal (as `lineage seals --witness-key`).
+        let cosigned = cosigners.check(store.as_ref()).await?;
+        let cosign_problems: Vec<serde_json::Value> = cosigned
+            .problems
+            .iter()
+            .map(|p| {
+                let p = crate::types::Problem::from(p);
+                serde_json::json!({"kind": p.kind, "key": p.key, "message": p.message})
+            })
+            .collect();
         Ok(serde_json::json!({
             "seals": list.seals,
             "problems": list.problems,
             "expect_head_seq": list.expect_head_seq,
             "witness_problems": witness_report.map(|r| r.problems).unwrap_or_default(),
+            "witness_keys": cosigned.outcomes,
+            "witness_keys_problems": cosign_problems,
         }))
     })?
     .py_err(py)?;

@@ -992,9 +992,13 @@ impl Store {
     /// Every seal, as `lineage seals --json` lists them (seq, sealed_utc, sha256, key_id,
     /// commits_added, tree_size, compactions, witnessed, tool_version), checked against
     /// the anchors given: `public_key` (a path or a list), `signed_from`, `expect_head`,
-    /// `witness` (another store's URL). Returns {"seals", "problems", "expect_head_seq",
-    /// "witness_problems"}: empty problems when the chain and every anchor hold.
-    #[pyo3(signature = (*, public_key=None, signed_from=None, expect_head=None, witness=None, witness_endpoint_url=None))]
+    /// `witness` (another store's URL), `witness_keys` (outside witnesses' verifier keys,
+    /// judged on the newest seal's checkpoint) with `witness_quorum`. Returns {"seals",
+    /// "problems", "expect_head_seq", "witness_problems", "witness_keys" (what each key
+    /// anchor found), "witness_keys_problems"}: empty problems when the chain and every
+    /// anchor hold.
+    #[pyo3(signature = (*, public_key=None, signed_from=None, expect_head=None, witness=None, witness_endpoint_url=None, witness_keys=None, witness_quorum=None))]
+    #[allow(clippy::too_many_arguments)]
     fn seals<'py>(
         &self,
         py: Python<'py>,
@@ -1003,6 +1007,8 @@ impl Store {
         expect_head: Option<String>,
         witness: Option<String>,
         witness_endpoint_url: Option<String>,
+        witness_keys: Option<Vec<String>>,
+        witness_quorum: Option<usize>,
     ) -> PyResult<Bound<'py, PyAny>> {
         crate::questions::seals(
             py,
@@ -1012,6 +1018,7 @@ impl Store {
             expect_head,
             witness,
             witness_endpoint_url,
+            (witness_keys, witness_quorum),
         )
     }
 

@@ -150,13 +150,17 @@ async fn openlineage(a: OlArgs) -> Result<Status> {
         None => None,
     };
     let store = a.store.open(Opening::ExistingStore).await?;
-    a.anchors.require(store.as_ref()).await?;
     let sel = Selection {
         run_id: a.run_id.clone(),
         since_seal: a.since_seal,
         as_of_seal: as_of(store.as_ref(), a.as_of_time.as_deref()).await?,
     };
-    let snap = export::collect(store.as_ref(), &a.store.store, &sel).await?;
+    // The anchors judged on what is read: the whole chain, or seals K..N since K.
+    let (read, _) = a
+        .anchors
+        .read(store.as_ref(), &export::read_options(&sel))
+        .await?;
+    let snap = export::collect_read(store.as_ref(), &a.store.store, &sel, read).await?;
     let job = JobNaming {
         namespace: Some(a.job_namespace.clone()),
         name: a.job_name.clone(),

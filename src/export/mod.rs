@@ -150,7 +150,19 @@ pub struct Snapshot {
 /// versions do not say what its seals say: Delta readers would read other rows than the
 /// export describes.
 async fn delta_agrees(store: &dyn AtomicPublisher) -> Result<()> {
-    let problems = crate::audit::verify::versions_agree(store).await?;
+    refuse_disagreeing(crate::audit::verify::versions_agree(store).await?)
+}
+
+/// [`delta_agrees`] for the Delta versions of `seals` only (a read since a seal).
+async fn delta_agrees_since(
+    store: &dyn AtomicPublisher,
+    seals: &[crate::history::seal::StoredSeal],
+) -> Result<()> {
+    refuse_disagreeing(crate::audit::verify::versions_agree_since(store, seals).await?)
+}
+
+/// An [`Error::Integrity`] naming each version of `problems`, or nothing.
+fn refuse_disagreeing(problems: Vec<crate::audit::findings::Problem>) -> Result<()> {
     if problems.is_empty() {
         return Ok(());
     }
@@ -182,17 +194,37 @@ pub async fn collect(
     store_url: &str,
     sel: &Selection,
 ) -> Result<Snapshot> {
-    let read = crate::read::snapshot(
-        store,
-        &ReadOptions {
-            run_id: sel.run_id.clone(),
-            as_of_seal: sel.as_of_seal,
-            include_unsealed: sel.as_of_seal.is_none(),
-            ..ReadOptions::default()
-        },
-    )
-    .await?;
-    delta_agrees(store).await?;
+    let read = crate::read::snapshot(store, &read_options(sel)).await?;
+    collect_read(store, store_url, sel, read).await
+}
+
+/// What [`collect`] reads for `sel`: with `since_seal` K ≥ 1, only the commits seals
+/// K+1..N sealed, reading seals K..N only ([`ReadOptions::since_seal`]); otherwise the
+/// read as of the seal asked for (the newest, and the commits not sealed yet).
+pub fn read_options(sel: &Selection) -> ReadOptions {
+    let since = sel.since_seal.filter(|k| *k > 0);
+    ReadOptions {
+        run_id: sel.run_id.clone(),
+        as_of_seal: sel.as_of_seal,
+        include_unsealed: sel.as_of_seal.is_none() && since.is_none(),
+        since_seal: since,
+        ..ReadOptions::default()
+    }
+}
+
+/// [`collect`] from a read already made with [`read_options`] (a front end that checked
+/// its anchors on that read): the Delta versions of the seals it read checked against
+/// them (all seals for a full read, K..N for a read since K), every selected part checked.
+pub async fn collect_read(
+    store: &dyn AtomicPublisher,
+    store_url: &str,
+    sel: &Selection,
+    read: crate::read::Snapshot,
+) -> Result<Snapshot> {
+    match &read.since {
+        Some(range) => delta_agrees_since(store, &range.seals).await?,
+        None => delta_agrees(store).await?,
+    }
     let head = read.seal.as_ref().map(|s| Head {
         seq: s.seq,
         sha256: s.sha256.clone(),

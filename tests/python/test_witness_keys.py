@@ -126,3 +126,25 @@ def test_files_reads_only_when_the_quorum_cosigned(sealed: tuple[Path, str]) -> 
         store.files(witness_keys=[w1.vkey(), w2.vkey()])
     with pytest.raises(ls.InputError, match=r"witness_quorum 2: must be from 1 to the number of witness keys given \(1\)"):
         store.files(witness_keys=[w1.vkey()], witness_quorum=2)
+
+
+def test_seals_lists_what_the_witness_keys_found(sealed: tuple[Path, str]) -> None:
+    """`Store.seals(witness_keys=…)`, as `lineage seals --witness-key`: the quorum judged on
+    the newest checkpoint, what held and what did not returned beside the seals."""
+    path, _ = sealed
+    w1, w2 = Cosigner("w1.example/w"), Cosigner("w2.example/w")
+    cosign(path, 1, w1)
+    store = ls.open(path)
+    got = store.seals(witness_keys=[w1.vkey()])
+    assert [s["seq"] for s in got["seals"]] == [1]
+    [a] = got["witness_keys"]
+    assert a["anchor"] == "witness_keys" and a["held"], a
+    assert got["witness_keys_problems"] == []
+    got = store.seals(witness_keys=[w1.vkey(), w2.vkey()])
+    [a] = got["witness_keys"]
+    assert not a["held"], a
+    [p] = got["witness_keys_problems"]
+    assert "no cosignature by witness w2.example/w of seal 1, the newest" in p["message"], p
+    assert store.seals()["witness_keys"] == []
+    with pytest.raises(ls.InputError, match=r"witness_quorum 2: must be from 1 to the number of witness keys given \(1\)"):
+        store.seals(witness_keys=[w1.vkey()], witness_quorum=2)

@@ -362,6 +362,14 @@ pub(crate) async fn check_since(
 /// they describe a store that Delta readers would read otherwise.
 pub(crate) async fn versions_agree(store: &dyn AtomicPublisher) -> Result<Vec<Problem>> {
     let seals = crate::history::seal::read_seals(store).await?;
+    versions_agree_since(store, &seals).await
+}
+
+/// [`versions_agree`] for the versions of `seals` (already read, in order) only.
+pub(crate) async fn versions_agree_since(
+    store: &dyn AtomicPublisher,
+    seals: &[crate::history::seal::StoredSeal],
+) -> Result<Vec<Problem>> {
     let refs: Vec<&crate::history::seal::StoredSeal> = seals.iter().collect();
     Ok(check_since(store, &refs, &HashSet::new()).await?.problems)
 }

@@ -49,7 +49,7 @@ use crate::base::error::{Error, Result};
 use crate::base::param::{text, Param};
 use crate::publish::AtomicPublisher;
 
-pub(crate) use delta::versions_agree;
+pub(crate) use delta::{versions_agree, versions_agree_since};
 pub(crate) use options::VerifyOptions;
 
 /// Verify the whole store with default options.

@@ -314,7 +314,11 @@ fn exports_are_stable_and_select_by_run_seal_and_commit() {
         &[],
     );
     assert_eq!(o.status.code(), Some(2));
-    assert!(support::text(&o).1.contains("the newest seal is 2"));
+    assert!(
+        support::text(&o).1.contains("the newest is 2"),
+        "{}",
+        support::text(&o).1
+    );
     let o = lineage_env(
         &["export", "openlineage", "--store", &s, "--run-id", "nope"],
         &[],

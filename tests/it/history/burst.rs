@@ -44,6 +44,24 @@ pub(super) async fn seal_at(store: &dyn AtomicPublisher, at: DateTime<Utc>) -> u
         .added
 }
 
+/// The store's newest seal, parsed.
+pub(super) async fn newest_seal(
+    store: &dyn AtomicPublisher,
+) -> lineage_store::internal::seal::Seal {
+    let newest = store
+        .list(keys::SEALS_PREFIX)
+        .await
+        .unwrap()
+        .into_iter()
+        .max_by(|a, b| a.key.cmp(&b.key))
+        .unwrap();
+    lineage_store::internal::seal::Seal::from_bytes(
+        &newest.key,
+        &store.get(&newest.key).await.unwrap().unwrap(),
+    )
+    .unwrap()
+}
+
 const NEW: usize = 20;
 
 /// A local store whose `burst` commits land in 30 seconds (one append a second), sealed;
@@ -211,18 +229,7 @@ async fn an_entry_landing_late_in_a_busy_lookback_is_found_and_sealed_once() {
     assert!(full.is_clean(), "{:#?}", full.problems);
     assert_eq!(full.sealed_commits, (first.len() + new + late.len()) as u64);
     // The newest seal records a second of `ahead` and the window's counts, not the burst.
-    let newest = store
-        .list(keys::SEALS_PREFIX)
-        .await
-        .unwrap()
-        .into_iter()
-        .max_by(|a, b| a.key.cmp(&b.key))
-        .unwrap();
-    let seal = lineage_store::internal::seal::Seal::from_bytes(
-        &newest.key,
-        &store.get(&newest.key).await.unwrap().unwrap(),
-    )
-    .unwrap();
+    let seal = newest_seal(store.as_ref()).await;
     assert!(
         seal.ahead.as_ref().unwrap().len() <= new,
         "{:?}",

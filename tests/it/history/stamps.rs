@@ -11,21 +11,9 @@ use std::sync::Arc;
 
 use chrono::Duration;
 use lineage_store::internal::keys;
-use lineage_store::internal::seal::Seal;
 use lineage_store::{AtomicPublisher, PosixPublisher};
 
-use super::burst::{burst, commit_at, seal_at, t0};
-
-async fn newest_seal(store: &dyn AtomicPublisher) -> Seal {
-    let newest = store
-        .list(keys::SEALS_PREFIX)
-        .await
-        .unwrap()
-        .into_iter()
-        .max_by(|a, b| a.key.cmp(&b.key))
-        .unwrap();
-    Seal::from_bytes(&newest.key, &store.get(&newest.key).await.unwrap().unwrap()).unwrap()
-}
+use super::burst::{burst, commit_at, newest_seal, seal_at, t0};
 
 /// The per-second index directory of a commit at `secs` after t0.
 fn second_dir(secs: i64) -> String {
