@@ -74,6 +74,18 @@ fn since(k: u64) -> ReadOptions {
     }
 }
 
+/// A read of `m` with `opts`, its anchors judged against witness `wit` on the seals read.
+async fn judged(
+    m: &MeteredPublisher,
+    wit: &Arc<MemoryPublisher>,
+    opts: ReadOptions,
+) -> lineage_store::Result<lineage_store::AnchorCheck> {
+    let read = snapshot(m, &opts).await.unwrap();
+    witness_of(wit)
+        .require_range(read.since.as_ref().unwrap(), &m.describe())
+        .await
+}
+
 /// Seals `from..=to` (their bytes) rewritten: seal `from` made one microsecond later (its
 /// time's last digit), each later one re-linked to the new bytes before it, as a writer
 /// rewriting history from seal `from` would.
@@ -128,11 +140,7 @@ async fn the_records_of_the_seals_read_are_checked_and_only_those_seals_are_read
     let want: std::collections::BTreeSet<String> = (6..=11).map(seal_key).collect();
     assert_eq!(seal_gets, want);
     // Since seal 9: no record of seals 9-10, so nothing confirmed, three not checked.
-    let read = snapshot(m.as_ref(), &since(9)).await.unwrap();
-    let c = witness_of(&wit)
-        .require_range(read.since.as_ref().unwrap(), &m.describe())
-        .await
-        .unwrap();
+    let c = judged(&m, &wit, since(9)).await.unwrap();
     let lines = c.lines().join("\n");
     assert!(
         lines.contains("no record of seals 9-10 (those read), so none checked")
@@ -140,19 +148,16 @@ async fn the_records_of_the_seals_read_are_checked_and_only_those_seals_are_read
         "{lines}"
     );
     // As of seal 7: the record of seal 8 is after the read, not checked.
-    let read = snapshot(
-        m.as_ref(),
-        &ReadOptions {
+    let c = judged(
+        &m,
+        &wit,
+        ReadOptions {
             as_of_seal: Some(7),
             ..since(6)
         },
     )
     .await
     .unwrap();
-    let c = witness_of(&wit)
-        .require_range(read.since.as_ref().unwrap(), &m.describe())
-        .await
-        .unwrap();
     let lines = c.lines().join("\n");
     assert!(
         lines.contains("hold: 1 record of store")
@@ -172,11 +177,7 @@ async fn a_seal_rewritten_after_it_was_witnessed_is_refused_naming_it() {
         mem.tamper_put(&seal_key(n), Bytes::from(b));
     }
     // The range read itself finds nothing wrong: the rewrite is re-linked.
-    let read = snapshot(m.as_ref(), &since(6)).await.unwrap();
-    let e = witness_of(&wit)
-        .require_range(read.since.as_ref().unwrap(), &m.describe())
-        .await
-        .unwrap_err();
+    let e = judged(&m, &wit, since(6)).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Integrity, "{e}");
     let said = e.to_string();
     for n in [7, 8] {
@@ -192,11 +193,7 @@ async fn a_seal_rewritten_after_it_was_witnessed_is_refused_naming_it() {
     }
     // From seal 9 on, no record of a seal read: not checked (seal 9's digest is the
     // rewritten history's, which only a full read checks against the records).
-    let read = snapshot(m.as_ref(), &since(9)).await.unwrap();
-    witness_of(&wit)
-        .require_range(read.since.as_ref().unwrap(), &m.describe())
-        .await
-        .unwrap();
+    judged(&m, &wit, since(9)).await.unwrap();
 }
 
 #[tokio::test]
@@ -243,11 +240,7 @@ async fn a_witnessed_seal_cut_off_is_refused() {
 async fn a_store_the_witness_never_recorded_here_is_not_witnessed() {
     let (m, _mem, _) = seals(3, &[]).await;
     let empty = Arc::new(MemoryPublisher::new());
-    let read = snapshot(m.as_ref(), &since(2)).await.unwrap();
-    let e = witness_of(&empty)
-        .require_range(read.since.as_ref().unwrap(), &m.describe())
-        .await
-        .unwrap_err();
+    let e = judged(&m, &empty, since(2)).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Integrity, "{e}");
     assert!(
         e.to_string()
