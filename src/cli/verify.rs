@@ -496,6 +496,9 @@ fn print_notes(r: &Report) -> Result<()> {
             "since seal {n}: checked the seals from {n} on and the commits after it; everything sealed by seal {n} or earlier was not looked at"
         ))?;
     }
+    if let Some(a) = &r.data_area {
+        out(&data_area_line(a))?;
+    }
     if let Some(s) = &r.shard {
         out(&format!(
             "shard {}/{} (plan {}): merge every shard's --json report with `lineage verify merge`",
@@ -509,6 +512,18 @@ fn print_notes(r: &Report) -> Result<()> {
         ))?;
     }
     Ok(())
+}
+
+/// How much of the data area a `--since-seal` verify read.
+fn data_area_line(a: &crate::audit::findings::DataAreaRead) -> String {
+    match &a.unchanged_before_utc {
+        Some(t) if a.unchanged_dirs > 0 => format!(
+            "data area: read every directory changed since {t} (the file system's clock of the seal it started from, less the grace); {} directories unchanged since then were not read (their files were there for the full verify after that seal; a full `verify` reads them)",
+            a.unchanged_dirs
+        ),
+        Some(t) => format!("data area: read whole (no directory unchanged since {t})"),
+        None => "data area: read whole (the seal it started from recorded no file-system clock)".into(),
+    }
 }
 
 /// What `--trust-expected-head` took on proof, and what it read.

@@ -203,6 +203,7 @@ pub(crate) fn window_of(
         from_utc: crate::base::time::rfc3339(from),
         counts,
         stamps: BTreeMap::new(),
+        fs_clock_ns: None,
     }
 }
 

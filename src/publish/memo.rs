@@ -160,6 +160,14 @@ impl AtomicPublisher for PointerMemo<'_> {
         self.inner.stamp_clock(dir).await
     }
 
+    async fn list_names_changed(
+        &self,
+        prefix: &str,
+        since_ns: i128,
+    ) -> Result<Option<crate::publish::ChangedListing>> {
+        self.inner.list_names_changed(prefix, since_ns).await
+    }
+
     async fn delete_temp(&self, key: &str) -> Result<()> {
         self.inner.delete_temp(key).await
     }

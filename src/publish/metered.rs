@@ -331,6 +331,19 @@ impl AtomicPublisher for MeteredPublisher {
         self.inner.stamp_clock(dir).await
     }
 
+    async fn list_names_changed(
+        &self,
+        prefix: &str,
+        since_ns: i128,
+    ) -> Result<Option<crate::publish::ChangedListing>> {
+        let v = self.inner.list_names_changed(prefix, since_ns).await?;
+        if let Some(c) = &v {
+            let pages = self.listed(prefix, c.objects.len());
+            self.wait(|l| l.list_page, pages).await;
+        }
+        Ok(v)
+    }
+
     async fn delete_temp(&self, key: &str) -> Result<()> {
         self.counts.deletes.fetch_add(1, Ordering::Relaxed);
         self.note(Request::Delete, key, 1);

@@ -84,6 +84,16 @@ impl DirStamp {
     }
 }
 
+/// What [`AtomicPublisher::list_names_changed`] found: the objects of the directories it
+/// read, and the directories it did not read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChangedListing {
+    /// As [`AtomicPublisher::list_names`] lists them, from the directories read.
+    pub objects: Vec<ObjectInfo>,
+    /// The directories (keys ending in `/`) not read: unchanged since the time asked.
+    pub unchanged_dirs: Vec<String>,
+}
+
 /// A store that can publish objects atomically and never over anything.
 ///
 /// Guarantees every implementation makes (and the conformance suite in
@@ -234,6 +244,27 @@ pub trait AtomicPublisher: Send + Sync + Debug {
     /// the file system cannot make an unnamed file: a caller then trusts no stamp.
     async fn stamp_clock(&self, dir: &str) -> Result<Option<i128>> {
         let _ = dir;
+        Ok(None)
+    }
+
+    /// [`list_names`](Self::list_names) of `prefix` without reading the directories that
+    /// have not changed since `since_ns` on the clock of [`stamp_clock`](Self::stamp_clock);
+    /// `None` when this backend has no directories (the default: object stores), and the
+    /// caller lists everything.
+    ///
+    /// Guarantee: a directory is left unread only when its change time is before
+    /// `since_ns`, so is its parent's, and it has no subdirectory (its link count is 2): no
+    /// entry was created, removed or renamed in it since (nor in the parent, so it was not
+    /// moved there since), and nothing lies below it, unless the file system's clock has
+    /// been set back. Every object that appeared under `prefix` at or after `since_ns`, in
+    /// any directory, is listed. Nothing is said of a file's bytes: a file written in place
+    /// changes no directory.
+    async fn list_names_changed(
+        &self,
+        prefix: &str,
+        since_ns: i128,
+    ) -> Result<Option<ChangedListing>> {
+        let _ = (prefix, since_ns);
         Ok(None)
     }
 

@@ -22,12 +22,12 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use futures::{StreamExt, TryStreamExt};
 
 use crate::audit::anchors::{head_outcome, judge_keys};
-use crate::audit::findings::{Problem, ProblemKind, Report};
+use crate::audit::findings::{DataAreaRead, Problem, ProblemKind, Report};
 use crate::audit::verify::flight::Window;
 use crate::audit::verify::history::entries::{entry_matches, index_entry_problem};
 use crate::audit::verify::options::VerifyOptions;
 use crate::audit::verify::pipeline::Strategy;
-use crate::audit::verify::planted::DataArea;
+use crate::audit::verify::planted::{DataArea, Since as DataSince};
 use crate::audit::verify::pointers::{ReadBack, SealedAs, Wanted};
 use crate::base::error::{Error, Result};
 use crate::base::param::{text, Param};
@@ -217,7 +217,16 @@ impl Strategy for Since {
             sealed: None,
             listed_size: None,
         }));
-        self.area = DataArea::list(store, &mut wanted).await?;
+        let unchanged = seals.get(&since).and_then(|s| unchanged_before(s, opts));
+        self.area = DataArea::list(store, unchanged, &mut wanted).await?;
+        report.data_area = Some(DataAreaRead {
+            unchanged_before_utc: unchanged.map(|u| rfc3339_ns(u.before_ns)),
+            unchanged_dirs: self
+                .area
+                .unchanged_dirs
+                .as_ref()
+                .map_or(0, |d| d.len() as u64),
+        });
         Ok(wanted)
     }
 
@@ -292,6 +301,39 @@ impl Strategy for Since {
         super::since_log::check(store, opts, range, &self.checked_seals, report).await?;
         Ok(())
     }
+}
+
+/// Where the data area may be read in part: before seal `since`'s file-system clock (or
+/// now, if that is earlier) less the grace, so that nothing left unread was in flight
+/// when the full `verify` `--since-seal` trusts ran after that seal. `None` when the seal
+/// read no clock (a first seal, an object store, a seal made before it recorded one): the
+/// whole data area is listed.
+fn unchanged_before(since: &StoredSeal, opts: &VerifyOptions) -> Option<DataSince> {
+    let clock = since
+        .seal
+        .as_ref()
+        .ok()?
+        .index_window
+        .as_ref()?
+        .fs_clock()?;
+    let now = i128::from(opts.now.timestamp_nanos_opt()?);
+    let grace = i128::from(opts.grace.num_nanoseconds()?);
+    Some(DataSince {
+        before_ns: clock.min(now) - grace,
+    })
+}
+
+/// A time in nanoseconds since the epoch, in RFC 3339 (UTC, nanoseconds).
+fn rfc3339_ns(ns: i128) -> String {
+    let secs = ns.div_euclid(1_000_000_000);
+    let nanos = ns.rem_euclid(1_000_000_000);
+    i64::try_from(secs)
+        .ok()
+        .and_then(|s| chrono::DateTime::from_timestamp(s, u32::try_from(nanos).ok()?))
+        .map_or_else(
+            || format!("{ns} ns since the epoch"),
+            |t| t.to_rfc3339_opts(chrono::SecondsFormat::Nanos, true),
+        )
 }
 
 /// The seals from the one before `since` to `newest`, by number: those `heads` found or
