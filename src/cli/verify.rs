@@ -78,7 +78,9 @@ pub(crate) struct Args {
     tsa_root: crate::cli::timestamps::TsaRootArg,
     /// Temps and well-formed parts without a pointer whose content (temp name, commit id,
     /// commit-key claim) says they were made within this period are in flight, not
-    /// problems; each is named. Modification times are never trusted for this.
+    /// problems; each is named. Modification times are never trusted for this. With
+    /// --since-seal on a local disk, a data directory unchanged since seal SEQ's clock less
+    /// this period is not read again.
     #[arg(long, value_name = "DURATION", default_value = DEFAULT_GRACE, value_parser = duration)]
     grace: chrono::Duration,
     #[command(flatten)]

@@ -15,7 +15,10 @@
 //!
 //! `--since-seal` lists the data area and the pointers' keys ([`DataArea`]: one listing
 //! request per 1,000 parts and per 1,000 pointers, no reads) and reads only the pointers
-//! of commits with more than one part.
+//! of commits with more than one part. On a local disk it lists only the directories
+//! changed since seal SEQ's file-system clock less the grace ([`Since`]), the pointers of
+//! the runs listed, and reads the pointers of the parts listed in a run with a directory
+//! left unread.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 

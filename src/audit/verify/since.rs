@@ -9,7 +9,8 @@
 //! entry, pointer and part); the newest seal's head marker and the tiles its frontier
 //! comes from; and the data area: every file under a part's name that no pointer names
 //! ([`super::planted`]: the data area and the pointers' keys are listed, one request per
-//! 1,000 keys); the Delta log, compactions and Iceberg metadata of the seals from SEQ on
+//! 1,000 keys; on a local disk only the directories changed since seal SEQ's file-system
+//! clock less the grace); the Delta log, compactions and Iceberg metadata of the seals from SEQ on
 //! ([`super::since_log`]). Not checked: anything else sealed by SEQ or earlier, temps and
 //! locators; a full `verify` (or its shards) checks those.
 //!
