@@ -148,7 +148,7 @@ pub struct IndexWindow {
     /// directory up to the watermark's bound, as listed.
     pub counts: std::collections::BTreeMap<String, u64>,
     /// (Local disk) Per-second index directory of `counts` -> its change stamp
-    /// (`<inode>:<st_ctime in ns>`, [`crate::publish::DirStamp`]) when the seal read a stamp
+    /// (`<inode>:<st_ctime in ns>`, [`crate::publish::dirs::DirStamp`]) when the seal read a stamp
     /// older than its listing: that directory had all its entries listed. Absent in seals
     /// written before stamps and on object stores.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
@@ -522,7 +522,7 @@ fn window_fields(win: &IndexWindow, w: DateTime<Utc>) -> Vec<String> {
     let (lo, hi) = (keys::index_dir(from), keys::index_bound(w));
     let stamps = win.stamps.iter().filter_map(|(dir, stamp)| {
         let counted = win.counts.contains_key(dir);
-        let parsed = crate::publish::DirStamp::from_text(stamp).is_some();
+        let parsed = crate::publish::dirs::DirStamp::from_text(stamp).is_some();
         (!(counted && parsed)).then(|| {
             format!("its index window stamps {dir} {stamp:?}, not a stamp of a directory it counts")
         })

@@ -323,7 +323,7 @@ impl AtomicPublisher for MeteredPublisher {
     async fn dir_stamps(
         &self,
         dirs: &[String],
-    ) -> Result<Option<Vec<Option<crate::publish::DirStamp>>>> {
+    ) -> Result<Option<Vec<Option<crate::publish::dirs::DirStamp>>>> {
         self.inner.dir_stamps(dirs).await
     }
 

@@ -18,8 +18,11 @@ use chrono::{DateTime, Utc};
 
 use crate::base::error::Result;
 
+use self::dirs::DirStamp;
+
 mod beneath;
 pub mod checked;
+pub(crate) mod dirs;
 #[cfg(any(test, feature = "internal-api"))]
 pub mod disorderly;
 #[cfg(any(test, feature = "internal-api"))]
@@ -56,32 +59,6 @@ pub struct ObjectInfo {
     /// command reads, writes or deletes through it, and `verify` reports it as
     /// `symlink`). `None` on object stores, which have no links.
     pub link: Option<String>,
-}
-
-/// What a local directory's change looks like from outside: its inode and its change
-/// time (`st_ctime`, nanoseconds since the epoch). See [`AtomicPublisher::dir_stamps`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct DirStamp {
-    /// The directory's inode number.
-    pub inode: u64,
-    /// Its change time, in nanoseconds since the Unix epoch.
-    pub changed_ns: i128,
-}
-
-impl DirStamp {
-    /// `<inode>:<changed_ns>`, as a seal records it.
-    pub fn to_text(self) -> String {
-        format!("{}:{}", self.inode, self.changed_ns)
-    }
-
-    /// The stamp [`to_text`](Self::to_text) wrote; `None` for anything else.
-    pub fn from_text(s: &str) -> Option<Self> {
-        let (inode, changed) = s.split_once(':')?;
-        Some(Self {
-            inode: inode.parse().ok()?,
-            changed_ns: changed.parse().ok()?,
-        })
-    }
 }
 
 /// What [`AtomicPublisher::list_names_changed`] found: the objects of the directories it

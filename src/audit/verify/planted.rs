@@ -24,10 +24,12 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use crate::audit::findings::{Problem, ProblemKind, Report};
 use crate::audit::verify::flight::{self, Window};
+use crate::audit::verify::options::VerifyOptions;
 use crate::audit::verify::pointers::Wanted;
 use crate::base::error::Result;
 use crate::format::keys::{self, KeyKind};
 use crate::format::pointer::Pointer;
+use crate::history::seal::StoredSeal;
 use crate::publish::{AtomicPublisher, ObjectInfo};
 
 /// The problem of a key that has a data part's name under a `target_crs` directory
@@ -107,6 +109,28 @@ pub(crate) struct DataArea {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Since {
     pub(crate) before_ns: i128,
+}
+
+impl Since {
+    /// Before seal `since`'s file-system clock (or now, if that is earlier) less the
+    /// grace, so that nothing left unread was in flight when the full `verify` that
+    /// `--since-seal` trusts ran after that seal. `None` when the seal read no clock (a
+    /// first seal, an object store, a seal made before seals recorded one): the whole data
+    /// area is listed.
+    pub(crate) fn of(since: &StoredSeal, opts: &VerifyOptions) -> Option<Self> {
+        let clock = since
+            .seal
+            .as_ref()
+            .ok()?
+            .index_window
+            .as_ref()?
+            .fs_clock()?;
+        let now = i128::from(opts.now.timestamp_nanos_opt()?);
+        let grace = i128::from(opts.grace.num_nanoseconds()?);
+        Some(Self {
+            before_ns: clock.min(now) - grace,
+        })
+    }
 }
 
 impl DataArea {

@@ -32,6 +32,7 @@ use crate::audit::verify::planted::{DataArea, Since as DataSince};
 use crate::audit::verify::pointers::{ReadBack, SealedAs, Wanted};
 use crate::base::error::{Error, Result};
 use crate::base::param::{text, Param};
+use crate::base::time::rfc3339_ns;
 use crate::format::keys::{self, seal_key};
 use crate::format::pointer::Pointer;
 use crate::history::head::{self, read_seal};
@@ -218,7 +219,7 @@ impl Strategy for Since {
             sealed: None,
             listed_size: None,
         }));
-        let unchanged = seals.get(&since).and_then(|s| unchanged_before(s, opts));
+        let unchanged = seals.get(&since).and_then(|s| DataSince::of(s, opts));
         self.area = DataArea::list(store, unchanged, &mut wanted).await?;
         report.data_area = Some(DataAreaRead {
             unchanged_before_utc: unchanged.map(|u| rfc3339_ns(u.before_ns)),
@@ -302,39 +303,6 @@ impl Strategy for Since {
         super::since_log::check(store, opts, range, &self.checked_seals, report).await?;
         Ok(())
     }
-}
-
-/// Where the data area may be read in part: before seal `since`'s file-system clock (or
-/// now, if that is earlier) less the grace, so that nothing left unread was in flight
-/// when the full `verify` `--since-seal` trusts ran after that seal. `None` when the seal
-/// read no clock (a first seal, an object store, a seal made before it recorded one): the
-/// whole data area is listed.
-fn unchanged_before(since: &StoredSeal, opts: &VerifyOptions) -> Option<DataSince> {
-    let clock = since
-        .seal
-        .as_ref()
-        .ok()?
-        .index_window
-        .as_ref()?
-        .fs_clock()?;
-    let now = i128::from(opts.now.timestamp_nanos_opt()?);
-    let grace = i128::from(opts.grace.num_nanoseconds()?);
-    Some(DataSince {
-        before_ns: clock.min(now) - grace,
-    })
-}
-
-/// A time in nanoseconds since the epoch, in RFC 3339 (UTC, nanoseconds).
-fn rfc3339_ns(ns: i128) -> String {
-    let secs = ns.div_euclid(1_000_000_000);
-    let nanos = ns.rem_euclid(1_000_000_000);
-    i64::try_from(secs)
-        .ok()
-        .and_then(|s| chrono::DateTime::from_timestamp(s, u32::try_from(nanos).ok()?))
-        .map_or_else(
-            || format!("{ns} ns since the epoch"),
-            |t| t.to_rfc3339_opts(chrono::SecondsFormat::Nanos, true),
-        )
 }
 
 /// The seals from the one before `since` to `newest`, by number: those `heads` found or

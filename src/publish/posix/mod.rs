@@ -422,7 +422,7 @@ impl AtomicPublisher for PosixPublisher {
     async fn dir_stamps(
         &self,
         dirs: &[String],
-    ) -> Result<Option<Vec<Option<crate::publish::DirStamp>>>> {
+    ) -> Result<Option<Vec<Option<crate::publish::dirs::DirStamp>>>> {
         for d in dirs {
             self.path_of(d.trim_end_matches('/'))?;
         }

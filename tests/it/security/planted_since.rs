@@ -131,7 +131,10 @@ async fn a_since_seal_verify_reads_only_the_data_directories_changed_since_the_s
     assert!(r.is_clean(), "{:#?}", r.problems);
     let area = r.data_area.clone().unwrap();
     assert_eq!(area.unchanged_dirs, leaves.len() as u64, "{area:?}");
-    assert!(area.unchanged_before_utc.is_some());
+    // RFC 3339 in nanoseconds, UTC.
+    let t = area.unchanged_before_utc.unwrap();
+    let frac = t.split('.').nth(1).unwrap_or_default();
+    assert!(frac.len() == 10 && frac.ends_with('Z'), "{t}");
 
     // A part planted afterwards under a first-round commit's name, in another partition
     // directory of its run: that directory is read; the commit's own part lies in one
