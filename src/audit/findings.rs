@@ -346,6 +346,19 @@ fn headline(problems: u64, in_flight: u64) -> String {
     }
 }
 
+/// How much of the data area a `--since-seal` verify read ([`Report::data_area`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DataAreaRead {
+    /// The time (the file system's clock) before which a directory unchanged since, under
+    /// a parent unchanged since, with no subdirectory, was not read: seal SEQ's clock (or
+    /// now, if earlier) less the grace. `None`: every directory was read (seal SEQ
+    /// recorded no clock: an object store, a first seal, an older seal).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unchanged_before_utc: Option<String>,
+    /// The directories not read.
+    pub unchanged_dirs: u64,
+}
+
 /// The result of a verification.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Report {
@@ -438,6 +451,9 @@ pub struct Report {
     /// not looked at).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub since_seal: Option<u64>,
+    /// With `--since-seal`: how much of the data area was read to name what nothing names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_area: Option<DataAreaRead>,
     /// With `--trust-expected-head`: what was taken on the consistency proof (the commits
     /// the expected head covers were not read; the checks from [`Report::since_seal`] on
     /// were made by reading).

@@ -27,6 +27,19 @@ pub fn rfc3339_us(us: i64) -> String {
     }
 }
 
+/// Nanoseconds since the epoch (a file system's clock) as RFC 3339 with nanoseconds (the
+/// number itself when out of range).
+pub fn rfc3339_ns(ns: i128) -> String {
+    let (secs, nanos) = (ns.div_euclid(1_000_000_000), ns.rem_euclid(1_000_000_000));
+    i64::try_from(secs)
+        .ok()
+        .and_then(|s| DateTime::from_timestamp(s, u32::try_from(nanos).ok()?))
+        .map_or_else(
+            || ns.to_string(),
+            |t| t.to_rfc3339_opts(SecondsFormat::Nanos, true),
+        )
+}
+
 /// Parse a duration flag: a whole number and one unit, `s`, `m`, `h` or `d` (`90s`, `15m`,
 /// `1h`, `2d`), the syntax the README documents. (humantime was tried: it also takes
 /// weeks, months, years and sums such as `1h 30m`, none of which a flag here needs, and

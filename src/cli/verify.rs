@@ -78,7 +78,9 @@ pub(crate) struct Args {
     tsa_root: crate::cli::timestamps::TsaRootArg,
     /// Temps and well-formed parts without a pointer whose content (temp name, commit id,
     /// commit-key claim) says they were made within this period are in flight, not
-    /// problems; each is named. Modification times are never trusted for this.
+    /// problems; each is named. Modification times are never trusted for this. With
+    /// --since-seal on a local disk, a data directory unchanged since seal SEQ's clock less
+    /// this period is not read again.
     #[arg(long, value_name = "DURATION", default_value = DEFAULT_GRACE, value_parser = duration)]
     grace: chrono::Duration,
     #[command(flatten)]
@@ -496,6 +498,9 @@ fn print_notes(r: &Report) -> Result<()> {
             "since seal {n}: checked the seals from {n} on and the commits after it; everything sealed by seal {n} or earlier was not looked at"
         ))?;
     }
+    if let Some(a) = &r.data_area {
+        out(&data_area_line(a))?;
+    }
     if let Some(s) = &r.shard {
         out(&format!(
             "shard {}/{} (plan {}): merge every shard's --json report with `lineage verify merge`",
@@ -509,6 +514,18 @@ fn print_notes(r: &Report) -> Result<()> {
         ))?;
     }
     Ok(())
+}
+
+/// How much of the data area a `--since-seal` verify read.
+fn data_area_line(a: &crate::audit::findings::DataAreaRead) -> String {
+    match &a.unchanged_before_utc {
+        Some(t) if a.unchanged_dirs > 0 => format!(
+            "data area: read every directory changed since {t} (the file system's clock of the seal it started from, less the grace); {} directories unchanged since then were not read (their files were there for the full verify after that seal; a full `verify` reads them)",
+            a.unchanged_dirs
+        ),
+        Some(t) => format!("data area: read whole (no directory unchanged since {t})"),
+        None => "data area: read whole (the seal it started from recorded no file-system clock)".into(),
+    }
 }
 
 /// What `--trust-expected-head` took on proof, and what it read.

@@ -148,11 +148,25 @@ pub struct IndexWindow {
     /// directory up to the watermark's bound, as listed.
     pub counts: std::collections::BTreeMap<String, u64>,
     /// (Local disk) Per-second index directory of `counts` -> its change stamp
-    /// (`<inode>:<st_ctime in ns>`, [`crate::publish::DirStamp`]) when the seal read a stamp
+    /// (`<inode>:<st_ctime in ns>`, [`crate::publish::dirs::DirStamp`]) when the seal read a stamp
     /// older than its listing: that directory had all its entries listed. Absent in seals
     /// written before stamps and on object stores.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub stamps: std::collections::BTreeMap<String, String>,
+    /// (Local disk) The file system's clock, in nanoseconds since the epoch (decimal), read
+    /// before the seal listed its window ([`crate::publish::AtomicPublisher::stamp_clock`]):
+    /// a data directory whose change time is older had every entry it has now before this
+    /// seal was made (`verify --since-seal` does not read such a directory again). Absent in
+    /// seals written before it, in a store's first seal, and on object stores.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fs_clock_ns: Option<String>,
+}
+
+impl IndexWindow {
+    /// [`Self::fs_clock_ns`] as a number; `None` when absent or not a number.
+    pub fn fs_clock(&self) -> Option<i128> {
+        self.fs_clock_ns.as_deref()?.parse().ok()
+    }
 }
 
 impl Seal {
@@ -508,12 +522,17 @@ fn window_fields(win: &IndexWindow, w: DateTime<Utc>) -> Vec<String> {
     let (lo, hi) = (keys::index_dir(from), keys::index_bound(w));
     let stamps = win.stamps.iter().filter_map(|(dir, stamp)| {
         let counted = win.counts.contains_key(dir);
-        let parsed = crate::publish::DirStamp::from_text(stamp).is_some();
+        let parsed = crate::publish::dirs::DirStamp::from_text(stamp).is_some();
         (!(counted && parsed)).then(|| {
             format!("its index window stamps {dir} {stamp:?}, not a stamp of a directory it counts")
         })
     });
     let mut out: Vec<String> = stamps.collect();
+    if let (Some(c), None) = (&win.fs_clock_ns, win.fs_clock()) {
+        out.push(format!(
+            "its index window's fs_clock_ns {c:?} is not a number of nanoseconds"
+        ));
+    }
     out.extend(
         win.counts
             .iter()
@@ -598,6 +617,7 @@ mod tests {
                 .iter()
                 .map(|(d, s)| (d.to_string(), s.to_string()))
                 .collect(),
+            fs_clock_ns: None,
         };
         assert!(window_fields(&win(&[(&dir, "12:1765000000123456789")]), w).is_empty());
         let bad = window_fields(&win(&[(&other, "12:1"), (&dir, "twelve")]), w);
@@ -606,5 +626,30 @@ mod tests {
             .iter()
             .all(|m| m.contains("not a stamp of a directory it counts")));
         assert!(bad.iter().any(|m| m.contains(&other)));
+    }
+
+    /// A window's file-system clock must be a number of nanoseconds.
+    #[test]
+    fn a_window_clock_that_is_not_a_number_is_named() {
+        let w = chrono::DateTime::parse_from_rfc3339("2026-07-13T06:00:10Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let win = |c: &str| IndexWindow {
+            from_utc: "2026-07-13T06:00:00Z".into(),
+            counts: Default::default(),
+            stamps: Default::default(),
+            fs_clock_ns: Some(c.into()),
+        };
+        assert!(window_fields(&win("1765000000123456789"), w).is_empty());
+        assert_eq!(
+            win("1765000000123456789").fs_clock(),
+            Some(1_765_000_000_123_456_789)
+        );
+        let bad = window_fields(&win("soon"), w);
+        assert_eq!(bad.len(), 1, "{bad:?}");
+        assert!(
+            bad[0].contains("fs_clock_ns \"soon\" is not a number"),
+            "{bad:?}"
+        );
     }
 }

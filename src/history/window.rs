@@ -30,7 +30,8 @@ use crate::base::error::Result;
 use crate::format::keys::{self, HistoryKey, KeyKind, Layout, INDEX_PREFIX};
 use crate::history::index::{self, Entry};
 use crate::history::seal::{IndexWindow, Seal};
-use crate::publish::{dir_of, list_pages, AtomicPublisher, DirStamp, ObjectInfo};
+use crate::publish::dirs::DirStamp;
+use crate::publish::{dir_of, list_pages, AtomicPublisher, ObjectInfo};
 
 /// What a seal says of the index it sealed from.
 #[derive(Debug, Clone)]
@@ -203,6 +204,7 @@ pub(crate) fn window_of(
         from_utc: crate::base::time::rfc3339(from),
         counts,
         stamps: BTreeMap::new(),
+        fs_clock_ns: None,
     }
 }
 

@@ -323,12 +323,25 @@ impl AtomicPublisher for MeteredPublisher {
     async fn dir_stamps(
         &self,
         dirs: &[String],
-    ) -> Result<Option<Vec<Option<crate::publish::DirStamp>>>> {
+    ) -> Result<Option<Vec<Option<crate::publish::dirs::DirStamp>>>> {
         self.inner.dir_stamps(dirs).await
     }
 
     async fn stamp_clock(&self, dir: &str) -> Result<Option<i128>> {
         self.inner.stamp_clock(dir).await
+    }
+
+    async fn list_names_changed(
+        &self,
+        prefix: &str,
+        since_ns: i128,
+    ) -> Result<Option<crate::publish::ChangedListing>> {
+        let v = self.inner.list_names_changed(prefix, since_ns).await?;
+        if let Some(c) = &v {
+            let pages = self.listed(prefix, c.objects.len());
+            self.wait(|l| l.list_page, pages).await;
+        }
+        Ok(v)
     }
 
     async fn delete_temp(&self, key: &str) -> Result<()> {

@@ -18,8 +18,11 @@ use chrono::{DateTime, Utc};
 
 use crate::base::error::Result;
 
+use self::dirs::DirStamp;
+
 mod beneath;
 pub mod checked;
+pub(crate) mod dirs;
 #[cfg(any(test, feature = "internal-api"))]
 pub mod disorderly;
 #[cfg(any(test, feature = "internal-api"))]
@@ -58,30 +61,14 @@ pub struct ObjectInfo {
     pub link: Option<String>,
 }
 
-/// What a local directory's change looks like from outside: its inode and its change
-/// time (`st_ctime`, nanoseconds since the epoch). See [`AtomicPublisher::dir_stamps`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct DirStamp {
-    /// The directory's inode number.
-    pub inode: u64,
-    /// Its change time, in nanoseconds since the Unix epoch.
-    pub changed_ns: i128,
-}
-
-impl DirStamp {
-    /// `<inode>:<changed_ns>`, as a seal records it.
-    pub fn to_text(self) -> String {
-        format!("{}:{}", self.inode, self.changed_ns)
-    }
-
-    /// The stamp [`to_text`](Self::to_text) wrote; `None` for anything else.
-    pub fn from_text(s: &str) -> Option<Self> {
-        let (inode, changed) = s.split_once(':')?;
-        Some(Self {
-            inode: inode.parse().ok()?,
-            changed_ns: changed.parse().ok()?,
-        })
-    }
+/// What [`AtomicPublisher::list_names_changed`] found: the objects of the directories it
+/// read, and the directories it did not read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChangedListing {
+    /// As [`AtomicPublisher::list_names`] lists them, from the directories read.
+    pub objects: Vec<ObjectInfo>,
+    /// The directories (keys ending in `/`) not read: unchanged since the time asked.
+    pub unchanged_dirs: Vec<String>,
 }
 
 /// A store that can publish objects atomically and never over anything.
@@ -234,6 +221,27 @@ pub trait AtomicPublisher: Send + Sync + Debug {
     /// the file system cannot make an unnamed file: a caller then trusts no stamp.
     async fn stamp_clock(&self, dir: &str) -> Result<Option<i128>> {
         let _ = dir;
+        Ok(None)
+    }
+
+    /// [`list_names`](Self::list_names) of `prefix` without reading the directories that
+    /// have not changed since `since_ns` on the clock of [`stamp_clock`](Self::stamp_clock);
+    /// `None` when this backend has no directories (the default: object stores), and the
+    /// caller lists everything.
+    ///
+    /// Guarantee: a directory is left unread only when its change time is before
+    /// `since_ns`, so is its parent's, and it has no subdirectory (its link count is 2): no
+    /// entry was created, removed or renamed in it since (nor in the parent, so it was not
+    /// moved there since), and nothing lies below it, unless the file system's clock has
+    /// been set back. Every object that appeared under `prefix` at or after `since_ns`, in
+    /// any directory, is listed. Nothing is said of a file's bytes: a file written in place
+    /// changes no directory.
+    async fn list_names_changed(
+        &self,
+        prefix: &str,
+        since_ns: i128,
+    ) -> Result<Option<ChangedListing>> {
+        let _ = (prefix, since_ns);
         Ok(None)
     }
 

@@ -15,16 +15,21 @@
 //!
 //! `--since-seal` lists the data area and the pointers' keys ([`DataArea`]: one listing
 //! request per 1,000 parts and per 1,000 pointers, no reads) and reads only the pointers
-//! of commits with more than one part.
+//! of commits with more than one part. On a local disk it lists only the directories
+//! changed since seal SEQ's file-system clock less the grace ([`Since`]), the pointers of
+//! the runs listed, and reads the pointers of the parts listed in a run with a directory
+//! left unread.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use crate::audit::findings::{Problem, ProblemKind, Report};
 use crate::audit::verify::flight::{self, Window};
+use crate::audit::verify::options::VerifyOptions;
 use crate::audit::verify::pointers::Wanted;
 use crate::base::error::Result;
 use crate::format::keys::{self, KeyKind};
 use crate::format::pointer::Pointer;
+use crate::history::seal::StoredSeal;
 use crate::publish::{AtomicPublisher, ObjectInfo};
 
 /// The problem of a key that has a data part's name under a `target_crs` directory
@@ -83,14 +88,49 @@ pub(crate) fn several(pointer_key: &str, listed: &[&str]) -> Vec<Problem> {
         .collect()
 }
 
-/// The data area as `--since-seal` sees it: every object under `run_id=`, and the keys of
-/// the pointers.
+/// The data area as `--since-seal` sees it: every object under `run_id=` (on a local disk,
+/// of the directories changed since seal SEQ: [`Since`]), and the keys of the pointers of
+/// the runs listed.
 #[derive(Debug, Default)]
 pub(crate) struct DataArea {
     listing: Vec<ObjectInfo>,
     pointers: HashSet<String>,
     /// Listed parts by their commit's pointer key.
     parts: BTreeMap<String, Vec<usize>>,
+    /// The directories not read, unchanged since [`Since::before_ns`]; `None` when the
+    /// whole data area was listed.
+    pub(crate) unchanged_dirs: Option<Vec<String>>,
+}
+
+/// Where a local disk's data area may be listed in part: the directories whose change
+/// time (and whose parent's) is before `before_ns`, on the file system's clock, had every
+/// entry they have now when the full `verify` that `--since-seal` trusts ran (after seal
+/// SEQ); they are not read again.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Since {
+    pub(crate) before_ns: i128,
+}
+
+impl Since {
+    /// Before seal `since`'s file-system clock (or now, if that is earlier) less the
+    /// grace, so that nothing left unread was in flight when the full `verify` that
+    /// `--since-seal` trusts ran after that seal. `None` when the seal read no clock (a
+    /// first seal, an object store, a seal made before seals recorded one): the whole data
+    /// area is listed.
+    pub(crate) fn of(since: &StoredSeal, opts: &VerifyOptions) -> Option<Self> {
+        let clock = since
+            .seal
+            .as_ref()
+            .ok()?
+            .index_window
+            .as_ref()?
+            .fs_clock()?;
+        let now = i128::from(opts.now.timestamp_nanos_opt()?);
+        let grace = i128::from(opts.grace.num_nanoseconds()?);
+        Some(Self {
+            before_ns: clock.min(now) - grace,
+        })
+    }
 }
 
 impl DataArea {
@@ -100,9 +140,10 @@ impl DataArea {
     /// `wanted` (to be read by the pipeline's pointers step).
     pub(crate) async fn list(
         store: &dyn AtomicPublisher,
+        since: Option<Since>,
         wanted: &mut Vec<Wanted>,
     ) -> Result<Self> {
-        let area = Self::listed(store).await?;
+        let area = Self::listed(store, since).await?;
         let mut seen: HashSet<String> = wanted.iter().map(|w| w.key.clone()).collect();
         for k in area.pointers_to_read() {
             if seen.insert(k.clone()) {
@@ -117,16 +158,26 @@ impl DataArea {
     }
 
     /// The listings.
-    async fn listed(store: &dyn AtomicPublisher) -> Result<Self> {
+    async fn listed(store: &dyn AtomicPublisher, since: Option<Since>) -> Result<Self> {
         // Names only: no part's or pointer's metadata is read (on local disk, the
         // directories' names and types); a foreign object's size is looked up when named.
-        let listing = store.list_names("run_id=").await?;
-        let pointers = store
-            .list_names(keys::COMMITS_PREFIX)
-            .await?
-            .into_iter()
-            .map(|o| o.key)
-            .collect();
+        let changed = match since {
+            Some(s) => store.list_names_changed("run_id=", s.before_ns).await?,
+            None => None,
+        };
+        let (listing, unchanged_dirs) = match changed {
+            Some(c) => (c.objects, Some(c.unchanged_dirs)),
+            None => (store.list_names("run_id=").await?, None),
+        };
+        let pointers = match &unchanged_dirs {
+            Some(_) => pointers_of_runs(store, &listing).await?,
+            None => store
+                .list_names(keys::COMMITS_PREFIX)
+                .await?
+                .into_iter()
+                .map(|o| o.key)
+                .collect(),
+        };
         let mut parts: BTreeMap<String, Vec<usize>> = BTreeMap::new();
         for (i, o) in listing.iter().enumerate() {
             if let (
@@ -146,14 +197,25 @@ impl DataArea {
             listing,
             pointers,
             parts,
+            unchanged_dirs,
         })
     }
 
-    /// The pointers to read: those of commits with more than one listed part.
+    /// The pointers to read: those of commits with more than one listed part, and, when
+    /// directories were left unread, of every commit with a listed part in a run that has
+    /// one (its commit's own part may be there, unlisted, and this one planted beside it).
     fn pointers_to_read(&self) -> impl Iterator<Item = &String> {
+        // The pointers' directories of those runs (`_lineage/commits/run_id=R/`).
+        let partial: BTreeSet<String> = (self.unchanged_dirs.iter().flatten())
+            .filter_map(|d| d.split('/').next())
+            .map(|run_dir| format!("{}{run_dir}/", keys::COMMITS_PREFIX))
+            .collect();
         self.parts
             .iter()
-            .filter(|(pk, v)| v.len() > 1 && self.pointers.contains(*pk))
+            .filter(move |(pk, v)| {
+                let in_partial = partial.contains(crate::publish::dir_of(pk));
+                (v.len() > 1 || in_partial) && self.pointers.contains(*pk)
+            })
             .map(|(pk, _)| pk)
     }
 
@@ -215,6 +277,27 @@ impl DataArea {
         }
         Ok(())
     }
+}
+
+/// The keys of the pointers of the runs with a part in `listing` (one listing of each
+/// run's pointers): all that is asked of the pointers is whether a listed part's is there.
+async fn pointers_of_runs(
+    store: &dyn AtomicPublisher,
+    listing: &[ObjectInfo],
+) -> Result<HashSet<String>> {
+    let runs: BTreeSet<String> = listing
+        .iter()
+        .filter_map(|o| match keys::classify(&o.key) {
+            KeyKind::Part { run_id, .. } => Some(run_id),
+            _ => None,
+        })
+        .collect();
+    let mut out = HashSet::new();
+    for run in runs {
+        let prefix = format!("{}run_id={run}/", keys::COMMITS_PREFIX);
+        out.extend(store.list_names(&prefix).await?.into_iter().map(|o| o.key));
+    }
+    Ok(out)
 }
 
 /// A listed object with its size and time, looked up when the listing gave names only

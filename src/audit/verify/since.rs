@@ -9,7 +9,8 @@
 //! entry, pointer and part); the newest seal's head marker and the tiles its frontier
 //! comes from; and the data area: every file under a part's name that no pointer names
 //! ([`super::planted`]: the data area and the pointers' keys are listed, one request per
-//! 1,000 keys); the Delta log, compactions and Iceberg metadata of the seals from SEQ on
+//! 1,000 keys; on a local disk only the directories changed since seal SEQ's file-system
+//! clock less the grace); the Delta log, compactions and Iceberg metadata of the seals from SEQ on
 //! ([`super::since_log`]). Not checked: anything else sealed by SEQ or earlier, temps and
 //! locators; a full `verify` (or its shards) checks those.
 //!
@@ -22,15 +23,16 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use futures::{StreamExt, TryStreamExt};
 
 use crate::audit::anchors::{head_outcome, judge_keys};
-use crate::audit::findings::{Problem, ProblemKind, Report};
+use crate::audit::findings::{DataAreaRead, Problem, ProblemKind, Report};
 use crate::audit::verify::flight::Window;
 use crate::audit::verify::history::entries::{entry_matches, index_entry_problem};
 use crate::audit::verify::options::VerifyOptions;
 use crate::audit::verify::pipeline::Strategy;
-use crate::audit::verify::planted::DataArea;
+use crate::audit::verify::planted::{DataArea, Since as DataSince};
 use crate::audit::verify::pointers::{ReadBack, SealedAs, Wanted};
 use crate::base::error::{Error, Result};
 use crate::base::param::{text, Param};
+use crate::base::time::rfc3339_ns;
 use crate::format::keys::{self, seal_key};
 use crate::format::pointer::Pointer;
 use crate::history::head::{self, read_seal};
@@ -217,7 +219,16 @@ impl Strategy for Since {
             sealed: None,
             listed_size: None,
         }));
-        self.area = DataArea::list(store, &mut wanted).await?;
+        let unchanged = seals.get(&since).and_then(|s| DataSince::of(s, opts));
+        self.area = DataArea::list(store, unchanged, &mut wanted).await?;
+        report.data_area = Some(DataAreaRead {
+            unchanged_before_utc: unchanged.map(|u| rfc3339_ns(u.before_ns)),
+            unchanged_dirs: self
+                .area
+                .unchanged_dirs
+                .as_ref()
+                .map_or(0, |d| d.len() as u64),
+        });
         Ok(wanted)
     }
 

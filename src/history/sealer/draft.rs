@@ -184,6 +184,7 @@ async fn draft_incremental(
     let mut win = window::window_of(&listed, from, watermark);
     let bound = keys::index_bound(watermark);
     win.stamps = window::stamps_for(store, &win, &listed, &bound, stamp_clock).await?;
+    win.fs_clock_ns = stamp_clock.map(|c| c.to_string());
     Ok(Draft {
         prev: Some(base),
         all_leaves: None,

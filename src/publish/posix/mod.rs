@@ -37,7 +37,7 @@ mod walk;
 
 use self::create::publish_file;
 pub use self::create::{temp_path, InjectedWriteError};
-use self::walk::{Page, Walker};
+use self::walk::{Page, Unchanged, Walker};
 
 /// Called by [`PosixPublisher::list`] for every directory entry after it was read from
 /// its directory and before it is examined: the window in which a concurrent publish can
@@ -90,10 +90,41 @@ impl PosixPublisher {
     async fn walk(&self, prefix: &str, names_only: bool) -> Result<Vec<ObjectInfo>> {
         // A key after every key: no regular file is stat'ed.
         let sized_from = names_only.then(|| "\u{10FFFF}".to_string());
-        self.listing(prefix, sized_from, |w, start, dir, out| {
+        self.listing(prefix, sized_from, None, |w, start, dir, out| {
             w.walk(start, dir, out)
         })
         .await
+    }
+
+    /// [`Self::walk`] of names that leaves unread the directories unchanged since
+    /// `since_ns` ([`Unchanged`]).
+    async fn walk_changed(
+        &self,
+        prefix: &str,
+        since_ns: i128,
+    ) -> Result<crate::publish::ChangedListing> {
+        let unchanged = Arc::new(Unchanged {
+            before_ns: since_ns,
+            skipped: std::sync::Mutex::default(),
+        });
+        let objects = self
+            .listing(
+                prefix,
+                Some("\u{10FFFF}".to_string()),
+                Some(unchanged.clone()),
+                |w, start, dir, out| w.walk(start, dir, out),
+            )
+            .await?;
+        let unchanged_dirs = std::mem::take(
+            &mut *unchanged
+                .skipped
+                .lock()
+                .map_err(|_| Error::internal("a listing thread panicked"))?,
+        );
+        Ok(crate::publish::ChangedListing {
+            objects,
+            unchanged_dirs,
+        })
     }
 
     /// One page of a `start-after` listing ([`Walker::walk_sorted`]); `sized_from`: only
@@ -123,6 +154,7 @@ impl PosixPublisher {
         self.listing(
             prefix,
             sized_from.map(str::to_string),
+            None,
             move |w, start, dir, out| {
                 let page = Page {
                     prefix: &p,
@@ -142,6 +174,7 @@ impl PosixPublisher {
         &self,
         prefix: &str,
         sized_from: Option<String>,
+        unchanged: Option<Arc<Unchanged>>,
         walk: F,
     ) -> Result<Vec<ObjectInfo>>
     where
@@ -164,6 +197,7 @@ impl PosixPublisher {
                 hook: hook.as_deref(),
                 stats: &stats,
                 sized_from: sized_from.as_deref(),
+                unchanged: unchanged.as_deref(),
             };
             walk(&walker, start, &root.join(dir_part), &mut out)?;
             Ok(out)
@@ -388,12 +422,22 @@ impl AtomicPublisher for PosixPublisher {
     async fn dir_stamps(
         &self,
         dirs: &[String],
-    ) -> Result<Option<Vec<Option<crate::publish::DirStamp>>>> {
+    ) -> Result<Option<Vec<Option<crate::publish::dirs::DirStamp>>>> {
         for d in dirs {
             self.path_of(d.trim_end_matches('/'))?;
         }
         let (root, dirs) = (self.root.clone(), dirs.to_vec());
         blocking(move || stamp::dir_stamps(&root, &dirs).map(Some)).await
+    }
+
+    /// A walk that leaves unread a directory unchanged since `since_ns`, under one
+    /// unchanged since then, with no subdirectory ([`Unchanged`]).
+    async fn list_names_changed(
+        &self,
+        prefix: &str,
+        since_ns: i128,
+    ) -> Result<Option<crate::publish::ChangedListing>> {
+        self.walk_changed(prefix, since_ns).await.map(Some)
     }
 
     /// The change time of an `O_TMPFILE` made in `dir` ([`stamp::clock`]).

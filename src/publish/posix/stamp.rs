@@ -18,7 +18,8 @@ use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 
 use crate::base::error::{Error, Result};
-use crate::publish::{beneath, DirStamp};
+use crate::publish::beneath;
+use crate::publish::dirs::DirStamp;
 
 /// The stamp of every directory in `dirs` (keys ending in `/`) under `root`, `None` for
 /// one that is missing or is not a directory (a symlink is not followed). Each parent

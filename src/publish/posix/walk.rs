@@ -34,6 +34,19 @@ pub(super) struct Walker<'a> {
     /// file before it is listed with size 0 and no time (a symlink is still stat'ed, for
     /// its target).
     pub(super) sized_from: Option<&'a str>,
+    /// Directories to leave unread ([`crate::publish::AtomicPublisher::list_names_changed`]).
+    pub(super) unchanged: Option<&'a Unchanged>,
+}
+
+/// What a walk of the directories changed since a time leaves unread: a directory whose
+/// change time is before `before_ns`, whose parent's is too, and that has no subdirectory
+/// (link count 2: ext4, xfs and tmpfs count a directory's subdirectories in it; a file
+/// system that does not, btrfs, has every directory read). The keys of those left unread
+/// are gathered in `skipped`.
+#[derive(Debug)]
+pub(super) struct Unchanged {
+    pub(super) before_ns: i128,
+    pub(super) skipped: std::sync::Mutex<Vec<String>>,
 }
 
 /// One entry read from a directory: its name, the handle of the directory it is in, and
@@ -58,15 +71,20 @@ enum Type {
 impl Walker<'_> {
     pub(super) fn walk(&self, dir: OwnedFd, path: &Path, out: &mut Vec<ObjectInfo>) -> Result<()> {
         let dir_key = self.key(path)?;
-        self.walk_in(dir, path, &dir_key, out)
+        let old = self
+            .unchanged_since(&dir, path)?
+            .is_some_and(|(old, _)| old);
+        self.walk_in(dir, path, &dir_key, old, out)
     }
 
-    /// [`Self::walk`] of the directory whose key is `dir_key`.
+    /// [`Self::walk`] of the directory whose key is `dir_key`; `old`: its change time is
+    /// before [`Unchanged::before_ns`] (a subdirectory may then be left unread).
     fn walk_in(
         &self,
         dir: OwnedFd,
         path: &Path,
         dir_key: &str,
+        old: bool,
         out: &mut Vec<ObjectInfo>,
     ) -> Result<()> {
         for (entry, t) in self.entries(dir, path, dir_key)? {
@@ -77,13 +95,45 @@ impl Walker<'_> {
                     continue;
                 }
                 match open_sub(&entry)? {
-                    Sub::Dir(fd) => self.walk_in(fd, &entry.path, &entry.key, out)?,
+                    Sub::Dir(fd) => {
+                        let since = self.unchanged_since(&fd, &entry.path)?;
+                        let sub_old = since.is_some_and(|(o, _)| o);
+                        if old && since == Some((true, true)) {
+                            self.leave_unread(&entry.key)?;
+                            continue;
+                        }
+                        self.walk_in(fd, &entry.path, &entry.key, sub_old, out)?
+                    }
                     Sub::Gone => {}
                     Sub::Link => self.push_object(&entry, Type::Link, out)?,
                 }
                 continue;
             }
             self.push_object(&entry, t, out)?;
+        }
+        Ok(())
+    }
+
+    /// With [`Self::unchanged`]: whether directory `dir` changed before
+    /// [`Unchanged::before_ns`], and whether it has no subdirectory; `None` without.
+    fn unchanged_since(&self, dir: &OwnedFd, path: &Path) -> Result<Option<(bool, bool)>> {
+        let Some(u) = self.unchanged else {
+            return Ok(None);
+        };
+        self.stats
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let st = rustix::fs::fstat(dir).map_err(|e| Error::io(path, e.into()))?;
+        let changed = i128::from(st.st_ctime) * 1_000_000_000 + i128::from(st.st_ctime_nsec);
+        Ok(Some((changed < u.before_ns, st.st_nlink == 2)))
+    }
+
+    /// Note directory `key` as left unread.
+    fn leave_unread(&self, key: &str) -> Result<()> {
+        if let Some(u) = self.unchanged {
+            u.skipped
+                .lock()
+                .map_err(|_| Error::internal("a listing thread panicked"))?
+                .push(format!("{key}/"));
         }
         Ok(())
     }

@@ -149,12 +149,20 @@ impl AtomicPublisher for Store {
     async fn dir_stamps(
         &self,
         dirs: &[String],
-    ) -> Result<Option<Vec<Option<crate::publish::DirStamp>>>> {
+    ) -> Result<Option<Vec<Option<crate::publish::dirs::DirStamp>>>> {
         self.inner().dir_stamps(dirs).await
     }
 
     async fn stamp_clock(&self, dir: &str) -> Result<Option<i128>> {
         self.inner().stamp_clock(dir).await
+    }
+
+    async fn list_names_changed(
+        &self,
+        prefix: &str,
+        since_ns: i128,
+    ) -> Result<Option<crate::publish::ChangedListing>> {
+        self.inner().list_names_changed(prefix, since_ns).await
     }
 
     async fn delete_temp(&self, key: &str) -> Result<()> {

@@ -11,6 +11,7 @@ mod lying_footers;
 mod memory;
 mod output;
 mod planted_parts;
+mod planted_since;
 mod sizes;
 mod symlinks;
 mod verify_lows;
