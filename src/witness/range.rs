@@ -185,7 +185,7 @@ async fn recorded(witness: &dyn AtomicPublisher, a: &AtLocation, from: u64) -> R
     let listed = list_records(witness, &a.id).await?;
     let first = listed.first().map(|(_, n)| *n);
     let wanted: Vec<(String, u64)> = (listed.iter())
-        .filter(|(k, n)| (Some(*n) == first || *n + 1 >= from) && *k != a.key)
+        .filter(|(k, n)| (Some(*n) == first || *n >= from.saturating_sub(1)) && *k != a.key)
         .cloned()
         .collect();
     let mut records = read_listed(witness, &a.id, wanted).await?;
