@@ -202,12 +202,12 @@ async fn a_witnessed_read_since_a_seal_reads_the_records_from_the_seal_before_it
         .collect();
     assert_eq!(seqs, [1, 27, 28, 29, 30], "{gets:?}");
     assert_eq!(gets.len(), 5, "each record read once: {gets:?}");
-    // A record planted under the last seal number there is: refused, not a panic.
-    let id = gets[0].split('/').nth(2).unwrap();
-    let planted = format!("_lineage/witness/{id}/{}.json", u64::MAX);
-    wit.put_create(&planted, Bytes::from_static(b"{}"))
-        .await
-        .unwrap();
+    // A copy of the newest record planted under the last seal number there is: refused
+    // (it records seal 30), not a panic.
+    let newest = gets.iter().max().unwrap();
+    let copy = wit.get(newest).await.unwrap().unwrap();
+    let planted = newest.replace("00000000000000000030", &u64::MAX.to_string());
+    wit.put_create(&planted, copy).await.unwrap();
     let refused = anchors
         .require_range(read.since.as_ref().unwrap(), &m.describe())
         .await
