@@ -221,43 +221,67 @@ struct ReadRecord {
 
 /// Every record of `store_id` in the witness store, sorted by sequence number.
 async fn read_records(witness: &dyn AtomicPublisher, store_id: &str) -> Result<Vec<ReadRecord>> {
+    let listed = list_records(witness, store_id).await?;
+    read_listed(witness, store_id, listed).await
+}
+
+/// The records of `store_id` in the witness store as listed (their keys and seal numbers,
+/// sorted by seal number), none read.
+async fn list_records(witness: &dyn AtomicPublisher, store_id: &str) -> Result<Vec<(String, u64)>> {
     let prefix = format!("{HEADS_PREFIX}{store_id}/");
-    let listed = witness.list(&prefix).await?;
-    let mut out: Vec<ReadRecord> = futures::stream::iter(listed.into_iter().filter_map(|o| {
-        let seq = o.key.strip_prefix(&prefix)?.strip_suffix(".json")?;
-        let n = (seq.len() == 20)
-            .then(|| seq.parse::<u64>().ok())
-            .flatten()?;
-        Some((o.key, n))
-    }))
-    .map(|(key, n)| async move {
-        let (bytes, record) = match witness.get_at_most(&key, MAX_RECORD_BYTES).await {
-            Err(Error::TooLarge { size, max, .. }) => (
-                Bytes::new(),
-                Err(format!(
-                    "is {size} bytes, more than any witness record can be ({max}); not read"
-                )),
-            ),
-            other => {
-                let bytes = other?.ok_or_else(|| Error::NotFound(key.clone()))?;
-                let record = parse_record(&bytes, store_id, n);
-                (bytes, record)
-            }
-        };
-        Ok::<_, Error>(ReadRecord {
-            digest: sha256_hex(&bytes),
-            key,
-            key_seq: n,
-            record,
+    let mut out: Vec<(String, u64)> = (witness.list_names(&prefix).await?.into_iter())
+        .filter_map(|o| {
+            let seq = o.key.strip_prefix(&prefix)?.strip_suffix(".json")?;
+            let n = (seq.len() == 20)
+                .then(|| seq.parse::<u64>().ok())
+                .flatten()?;
+            Some((o.key, n))
         })
-    })
-    .buffer_unordered(READ_CONCURRENCY)
-    .collect::<Vec<_>>()
-    .await
-    .into_iter()
-    .collect::<Result<_>>()?;
+        .collect();
+    out.sort_by_key(|(_, n)| *n);
+    Ok(out)
+}
+
+/// The records `listed` of `store_id`, read, sorted by sequence number.
+async fn read_listed(
+    witness: &dyn AtomicPublisher,
+    store_id: &str,
+    listed: Vec<(String, u64)>,
+) -> Result<Vec<ReadRecord>> {
+    let mut out: Vec<ReadRecord> = futures::stream::iter(listed)
+        .map(|(key, n)| async move {
+            match witness.get_at_most(&key, MAX_RECORD_BYTES).await {
+                Err(Error::TooLarge { size, max, .. }) => Ok::<_, Error>(ReadRecord {
+                    digest: sha256_hex(&[]),
+                    key,
+                    key_seq: n,
+                    record: Err(format!(
+                        "is {size} bytes, more than any witness record can be ({max}); not read"
+                    )),
+                }),
+                other => {
+                    let bytes = other?.ok_or_else(|| Error::NotFound(key.clone()))?;
+                    Ok(record_of(store_id, key, n, &bytes))
+                }
+            }
+        })
+        .buffer_unordered(READ_CONCURRENCY)
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect::<Result<_>>()?;
     out.sort_by_key(|r| r.key_seq);
     Ok(out)
+}
+
+/// Record `key` (of seal `seq`) of `store_id`, read as `bytes`.
+fn record_of(store_id: &str, key: String, seq: u64, bytes: &[u8]) -> ReadRecord {
+    ReadRecord {
+        digest: sha256_hex(bytes),
+        record: parse_record(bytes, store_id, seq),
+        key,
+        key_seq: seq,
+    }
 }
 
 fn parse_record(

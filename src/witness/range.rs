@@ -17,14 +17,19 @@
 //! N is the store's newest seal, names a seal that is gone
 //! ([`WitnessProblemKind::WitnessedSealMissing`]); each record's `prev` link is checked as
 //! the full check does. Not checked, and counted in the verdict: the records of seals
-//! before K (those seals were not read; seal K's digest vouches for them), and those of
-//! seals after N when the read is as of an older seal N than the newest.
+//! before K (those seals were not read; seal K's digest vouches for them; their names are
+//! listed, and of them only the first record, for what it `replaces`, and the one of seal
+//! K-1, for K's `prev` link, are read), and those of seals after N when the read is as of
+//! an older seal N than the newest.
 
 use std::collections::BTreeMap;
 
 use super::check::{another_store, judge_prev, readable};
-use super::location::at_location;
-use super::{read_records, ReadRecord, WitnessProblemKind, WitnessReport, Witnessed, HEADS_PREFIX};
+use super::location::{at_location, AtLocation};
+use super::{
+    list_records, read_listed, record_of, ReadRecord, WitnessProblemKind, WitnessReport, Witnessed,
+    HEADS_PREFIX,
+};
 use crate::base::error::Result;
 use crate::format::keys::seal_key;
 use crate::publish::AtomicPublisher;
@@ -86,33 +91,34 @@ pub async fn check_range(
     }
     let mut stores = Vec::with_capacity(here.len());
     for a in &here {
-        stores.push((a.id.clone(), a.seq, read_records(witness, &a.id).await?));
+        stores.push(recorded(witness, a, range.from).await?);
     }
     let digests: BTreeMap<u64, &str> = range
         .seals
         .iter()
         .map(|s| (s.key_seq, s.digest.as_str()))
         .collect();
-    let bound = stores.iter().position(|(_, _, r)| holds(r, &digests));
+    let bound = stores.iter().position(|r| holds(&r.records, &digests));
     out.bound = bound.is_some();
     let Some(own) = bound.or_else(|| replacing(&stores)) else {
         let named: Vec<String> = stores
             .iter()
-            .map(|(o, n, _)| format!("store {o} (witnessed up to seal {n})"))
+            .map(|r| format!("store {} (witnessed up to seal {})", r.id, r.seq))
             .collect();
         out.report.push(
             WitnessProblemKind::AnotherStoreAtLocation,
-            format!("{HEADS_PREFIX}{}/", stores[0].0),
+            format!("{HEADS_PREFIX}{}/", stores[0].id),
             format!("the witness recorded {} at {store}, none replacing the others, and none of their records of seals {}-{} holds those seals' digests: another history is at the location (replaced, or rewritten from its first seal)", named.join(", "), range.from, range.to),
         );
-        out.report.store_id = stores.first().map(|s| s.0.clone());
+        out.report.store_id = stores.first().map(|s| s.id.clone());
         return Ok(out);
     };
-    let (id, _, records) = &stores[own];
+    let own = &stores[own];
+    let id = &own.id;
     let others: Vec<(String, u64)> = stores
         .iter()
-        .filter(|(o, _, _)| o != id && !replaces(records).contains(o))
-        .map(|(o, n, _)| (o.clone(), *n))
+        .filter(|r| r.id != *id && !replaces(&own.records).contains(&r.id))
+        .map(|r| (r.id.clone(), r.seq))
         .collect();
     if !others.is_empty() {
         let (key, detail) = another_store(store, id, &others);
@@ -120,7 +126,7 @@ pub async fn check_range(
             .push(WitnessProblemKind::AnotherStoreAtLocation, key, detail);
     }
     out.report.store_id = Some(id.clone());
-    judge(&mut out, range, &digests, id, records);
+    judge(&mut out, range, &digests, own);
     out.report
         .problems
         .sort_by(|a, b| (a.kind, &a.key).cmp(&(b.kind, &b.key)));
@@ -146,35 +152,67 @@ fn replaces(records: &[ReadRecord]) -> Vec<String> {
 }
 
 /// The one store at the location, or the one whose first record replaces every other.
-fn replacing(stores: &[(String, u64, Vec<ReadRecord>)]) -> Option<usize> {
+fn replacing(stores: &[Recorded]) -> Option<usize> {
     if stores.len() == 1 {
         return Some(0);
     }
-    stores.iter().position(|(id, _, r)| {
-        let replaced = replaces(r);
+    stores.iter().position(|s| {
+        let replaced = replaces(&s.records);
         stores
             .iter()
-            .all(|(o, _, _)| o == id || replaced.contains(o))
+            .all(|o| o.id == s.id || replaced.contains(&o.id))
     })
 }
 
-/// Every record of store `id` against the seals read (`digests`), and against the record
-/// before it.
-fn judge(
-    out: &mut RangeReport,
-    range: &SealRange,
-    digests: &BTreeMap<u64, &str>,
-    id: &str,
-    records: &[ReadRecord],
-) {
+/// What a range check reads of a store the witness recorded at the location.
+struct Recorded {
+    /// The store's id.
+    id: String,
+    /// The seal of its newest record.
+    seq: u64,
+    /// Its records read: the first (what it `replaces`), those of the seal before K
+    /// and after (K's `prev` link, the seals read), the newest.
+    records: Vec<ReadRecord>,
+    /// The seal numbers of all its records, as listed (those before K counted, not read).
+    listed: Vec<u64>,
+}
+
+/// The records of store `a` that a check from seal `from` reads (one listing of its
+/// record names, a GET of each record of seal `from - 1` on and of the first; the newest
+/// as `at_location` read it): what a witnessed read since a seal costs grows with the
+/// seals since it, not with the witness's history of the store.
+async fn recorded(witness: &dyn AtomicPublisher, a: &AtLocation, from: u64) -> Result<Recorded> {
+    let listed = list_records(witness, &a.id).await?;
+    let first = listed.first().map(|(_, n)| *n);
+    let wanted: Vec<(String, u64)> = (listed.iter())
+        .filter(|(k, n)| (Some(*n) == first || *n >= from.saturating_sub(1)) && *k != a.key)
+        .cloned()
+        .collect();
+    let mut records = read_listed(witness, &a.id, wanted).await?;
+    if listed.iter().any(|(k, _)| *k == a.key) {
+        records.push(record_of(&a.id, a.key.clone(), a.seq, &a.bytes));
+        records.sort_by_key(|r| r.key_seq);
+    }
+    Ok(Recorded {
+        id: a.id.clone(),
+        seq: a.seq,
+        records,
+        listed: listed.into_iter().map(|(_, n)| n).collect(),
+    })
+}
+
+/// Every record of store `own` of a seal from K on against the seals read (`digests`),
+/// and against the record before it; those before K counted from the listing.
+fn judge(out: &mut RangeReport, range: &SealRange, digests: &BTreeMap<u64, &str>, own: &Recorded) {
+    let (id, records) = (own.id.as_str(), own.records.as_slice());
     let by_seq: BTreeMap<u64, &ReadRecord> = records.iter().map(|r| (r.key_seq, r)).collect();
     let (from, to) = (range.from, range.to);
-    for r in records {
+    out.before = own.listed.iter().filter(|n| **n < from).count() as u64;
+    for r in records.iter().filter(|r| r.key_seq >= from) {
         let Some((rec, seen)) = readable(&mut out.report, r) else {
             continue;
         };
         match digests.get(&rec.seq) {
-            _ if rec.seq < from => out.before += 1,
             Some(d) if *d == rec.head => out.checked += 1,
             Some(d) => out.report.push(
                 WitnessProblemKind::WitnessedSealRewritten,
@@ -190,7 +228,7 @@ fn judge(
         }
         judge_prev(&mut out.report, id, rec, &by_seq);
     }
-    out.report.records = records.len() as u64;
+    out.report.records = own.listed.len() as u64;
     if let Some(newest) = records.iter().rev().find_map(|r| r.record.as_ref().ok()) {
         if range.newest {
             out.report.unwitnessed_seals = to.saturating_sub(newest.seq);

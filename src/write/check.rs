@@ -82,7 +82,7 @@ pub fn check(source: &dyn BatchSource, opts: &CheckOptions) -> Result<CheckRepor
     let mut index: HashMap<(String, String), usize> = HashMap::new();
     let mut partitions: Vec<PartitionSummary> = Vec::new();
     let mut rows = 0u64;
-    let version = crate::write::stream::append::validate_source(
+    let version = crate::write::stream::first_pass::validate_source(
         source,
         opts.schema_version.as_deref(),
         opts.max_errors,

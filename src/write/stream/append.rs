@@ -22,32 +22,17 @@
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
-use futures::stream::FuturesOrdered;
-use futures::StreamExt;
-use tokio::sync::mpsc;
 
 use crate::base::error::{Error, Result};
 use crate::base::param::{text, Param};
-use crate::base::rejection::Collector;
-use crate::base::time::rfc3339;
-use crate::format::claim::derived_commit_id;
-use crate::format::claim::payload_sha256;
-use crate::format::claim::ClaimedCommit;
 use crate::format::pointer::Pointer;
-use crate::parts::encode::{self, EncodedPart, PartEncoding};
 use crate::schema::events::{Origin, SourcedBatch};
-use crate::write::commit_key::{self, Claimed};
 use crate::write::flush::WriteConfig;
 use crate::write::input::source::BatchSource;
-use crate::write::stream::group::Grouper;
-use crate::write::stream::payload_summary::PayloadDigest;
-use crate::write::stream::payload_summary::PayloadSummary;
+use crate::write::stream::first_pass::{reader, spawn_first_pass};
+use crate::write::stream::keyed::claim;
 use crate::write::stream::sink::{Sink, SinkOptions};
 use crate::write::stream::version::VersionPin;
-use crate::write::validate::Validator;
-
-/// Validated rows pass 1 may keep, per row of `--batch-rows` (about ten flushes' worth).
-const KEEP_BYTES_PER_FLUSH_ROW: usize = 2560;
 
 /// Batches already in memory and validated (what [`Writer::append`](crate::Writer::append) takes).
 #[derive(Debug, Clone)]
@@ -95,21 +80,6 @@ pub struct AppendSummary {
     /// Flushes a resumed append kept (committed by an earlier attempt), by commit id;
     /// counted in `commits` and `rows` too ([`crate::write::resume`]).
     pub kept: Vec<crate::write::resume::Kept>,
-}
-
-/// Read `source` with a thread of the blocking pool, handing batches over a short queue.
-fn reader(source: Arc<dyn BatchSource>) -> mpsc::Receiver<Result<SourcedBatch>> {
-    let (tx, rx) = mpsc::channel(2);
-    tokio::task::spawn_blocking(move || {
-        let r = source.read_all(&mut |b| {
-            tx.blocking_send(Ok(b))
-                .map_err(|_| Error::internal("append stopped reading"))
-        });
-        if let Err(e) = r {
-            let _ = tx.blocking_send(Err(e));
-        }
-    });
-    rx
 }
 
 /// Append `source` through `writer` (its batch size, concurrency, commit key and schema
@@ -195,32 +165,6 @@ fn check_options(writer: &WriteConfig) -> Result<()> {
     Ok(())
 }
 
-/// [`first_pass`] on a thread of the blocking pool, keeping the validated batches when
-/// they fit the memory budget (scaled down for small flushes, whose appends are expected
-/// to run in less memory; none when the input says it is larger).
-async fn spawn_first_pass(
-    writer: &WriteConfig,
-    source: &Arc<dyn BatchSource>,
-    pin: VersionPin,
-) -> Result<FirstPass> {
-    let src = source.clone();
-    let k = writer.commit_key.clone();
-    let (rows, max, max_errors) = (writer.batch_rows, writer.max_part_bytes, writer.max_errors);
-    let mut keep = writer
-        .batch_rows
-        .saturating_mul(KEEP_BYTES_PER_FLUSH_ROW)
-        .max(32 << 20)
-        .min(writer.max_buffered_bytes);
-    if source.expected_bytes().is_some_and(|b| b > keep as u64) {
-        keep = 0;
-    }
-    tokio::task::spawn_blocking(move || {
-        first_pass(src.as_ref(), pin, k, rows, max, keep, max_errors)
-    })
-    .await
-    .map_err(|e| Error::internal(format!("validation failed: {e}")))?
-}
-
 /// Write every batch into `sink` and finish it, handing what lands to `land`. Batches
 /// kept from pass 1 are committed as they are (held until the append ends: they were
 /// counted against the memory budget when kept); otherwise the input is read again. On
@@ -261,258 +205,4 @@ async fn commit_pass(
     }
     land(sink.finish().await?);
     Ok(())
-}
-
-/// What the validation pass found.
-struct FirstPass {
-    /// A keyed payload's digest.
-    summary: Option<PayloadSummary>,
-    /// The validated batches, when all of them fit in the memory budget: the commit pass
-    /// then needs no second read (small inputs cost what they did before streaming).
-    kept: Option<Vec<RecordBatch>>,
-    /// The contract version written, fixed by the first batch.
-    version: VersionPin,
-}
-
-fn first_pass(
-    source: &dyn BatchSource,
-    version: VersionPin,
-    key: Option<String>,
-    batch_rows: usize,
-    max_part_bytes: usize,
-    keep_budget: usize,
-    max_errors: usize,
-) -> Result<FirstPass> {
-    let validated = source.validated();
-    let mut digest = key.map(|k| PayloadDigest::new(&k, batch_rows, max_part_bytes));
-    let mut kept = (!validated).then(Vec::new);
-    let mut kept_bytes = 0usize;
-    let version = validate_pass(source, version, max_errors, &mut |batch| {
-        if let Some(d) = &mut digest {
-            d.push(&batch)?;
-        }
-        if let Some(k) = &mut kept {
-            kept_bytes += crate::write::stream::group::data_bytes(&batch);
-            if kept_bytes > keep_budget {
-                kept = None; // too big: read it again instead
-            } else {
-                k.push(batch);
-            }
-        }
-        Ok(())
-    })?;
-    Ok(FirstPass {
-        summary: digest.map(PayloadDigest::finish).transpose()?,
-        kept,
-        version,
-    })
-}
-
-/// Read all of `source`, conform each batch to the version `version` fixes and validate
-/// it, handing each valid batch to `valid` until the first refused row; every error of
-/// the input is recorded (the first `max_errors` listed, `0`: all) and the input is
-/// refused with all of them at the end. Returns the version written.
-fn validate_pass(
-    source: &dyn BatchSource,
-    mut version: VersionPin,
-    max_errors: usize,
-    valid: &mut dyn FnMut(RecordBatch) -> Result<()>,
-) -> Result<VersionPin> {
-    let mut v = Validator::new();
-    let mut errors = Collector::new(max_errors);
-    let (validated, typed) = (source.validated(), source.typed());
-    source.read_all(&mut |sb| {
-        let (batch, to, from) = version.conform_from(sb.batch, typed)?;
-        let sb = SourcedBatch { batch, ..sb };
-        let batch = if validated {
-            Some(sb.batch)
-        } else {
-            v.check(&sb, &mut errors)?
-        };
-        // After the first error only errors matter: nothing will be committed.
-        if let Some(b) = batch.filter(|_| errors.is_empty()) {
-            version.accept(to);
-            version.saw_input(from);
-            valid(b)?;
-        }
-        Ok(())
-    })?;
-    errors.finish()?;
-    Ok(version)
-}
-
-/// [`validate_pass`] writing `requested` (or as the input says), for `check`: the
-/// version the input would be written as.
-pub(crate) fn validate_source(
-    source: &dyn BatchSource,
-    requested: Option<&str>,
-    max_errors: usize,
-    valid: &mut dyn FnMut(RecordBatch) -> Result<()>,
-) -> Result<Option<Arc<crate::schema::contract::ContractVersion>>> {
-    let pin = validate_pass(source, VersionPin::new(requested)?, max_errors, valid)?;
-    Ok(pin.fixed().cloned())
-}
-
-/// `sb` in the version `version` writes, validated unless the source's batches are
-/// already; also the version it came as (for [`VersionPin::accept`]).
-fn conform_valid(
-    version: &VersionPin,
-    v: &mut Validator,
-    sb: SourcedBatch,
-    validated: bool,
-    typed: bool,
-) -> Result<(RecordBatch, Arc<crate::schema::contract::ContractVersion>)> {
-    let (batch, to) = version.conform(sb.batch, typed)?;
-    if validated {
-        return Ok((batch, to));
-    }
-    let batch = v.validate(&SourcedBatch { batch, ..sb })?;
-    Ok((batch, to))
-}
-
-/// Claim `key` for the payload; the encoder settings to write with, and, when the claim
-/// stands for this payload written as `older` (the version text input came as, which a
-/// binary from before the version written now wrote it as), the first pass of the payload
-/// as that version: the retry is the same commit, written as it was.
-async fn claim(
-    writer: &WriteConfig,
-    source: Arc<dyn BatchSource>,
-    version: &VersionPin,
-    key: &str,
-    payload: &PayloadSummary,
-    older: Option<Arc<crate::schema::contract::ContractVersion>>,
-) -> Result<(PartEncoding, Option<FirstPass>)> {
-    // The store's identity is created with the first part (`publish_flush`), not here:
-    // a claim refused as a conflict publishes nothing at all.
-    let store = writer.store.as_ref();
-    let now = rfc3339(writer.clock.now());
-    let resume = writer.resume;
-    let may_differ = older.is_some();
-    match commit_key::claim(
-        store,
-        key,
-        payload,
-        PartEncoding::default(),
-        now,
-        resume,
-        may_differ,
-    )
-    .await?
-    {
-        Claimed::Ours(how, encoding) => {
-            tracing::info!(commit_key = key, ?how, ?encoding, payload = %payload.payload_sha256, "commit key claimed");
-            Ok((encoding, None))
-        }
-        Claimed::Other(other) => {
-            let encoding = PartEncoding::from_tag(other.part_encoding)?;
-            if let Some(older) = older {
-                let pin = VersionPin::new(Some(&older.version))?;
-                let pass = spawn_first_pass(writer, &source, pin).await?;
-                if pass.summary.as_ref().map(|s| &s.payload_sha256) == Some(&other.payload_sha256) {
-                    tracing::info!(commit_key = key, version = %older.version, "the key's claim stands for this payload written as {}: writing it as that", older.version);
-                    return Ok((encoding, Some(pass)));
-                }
-            }
-            if !resume {
-                return Err(Error::Conflict {
-                    key: crate::format::keys::commit_key_claim_key(key),
-                    message: commit_key::conflict_message(
-                        key,
-                        &other.payload_sha256,
-                        &payload.payload_sha256,
-                    ),
-                });
-            }
-            tracing::warn!(commit_key = key, claimed = %other.payload_sha256, ours = %payload.payload_sha256, "resuming a commit key claimed for another payload: committed flushes are kept");
-            Ok((encoding, None))
-        }
-        Claimed::Format1(old) => {
-            tracing::info!(
-                commit_key = key,
-                "format-1 claim found: comparing part digests before publishing"
-            );
-            let ours = format1_digest(writer, source, version.clone(), key).await?;
-            if ours == old.payload_sha256 || resume {
-                Ok((PartEncoding::V1, None))
-            } else {
-                Err(Error::Conflict {
-                    key: crate::format::keys::commit_key_claim_key(key),
-                    message: commit_key::conflict_message(key, &old.payload_sha256, &ours),
-                })
-            }
-        }
-    }
-}
-
-/// The format-1 payload digest of `source`: encode every flush with the settings format-1
-/// claims were written with ([`PartEncoding::V1`]; never more than one per encoder at
-/// once, nothing kept but its sha256), publish nothing.
-async fn format1_digest(
-    writer: &WriteConfig,
-    source: Arc<dyn BatchSource>,
-    version: VersionPin,
-    key: &str,
-) -> Result<String> {
-    let mut grouper = Grouper::new(writer.batch_rows, writer.max_buffered_bytes);
-    let mut v = Validator::new();
-    let (validated, typed) = (source.validated(), source.typed());
-    let mut pending = FuturesOrdered::new();
-    let mut done: Vec<(String, String, u64, EncodedPart)> = Vec::new();
-    let encoders = writer.encoders();
-    let mut rx = reader(source);
-    let mut last = false;
-    while !last {
-        let flushes = match rx.recv().await {
-            Some(b) => {
-                let (batch, _) = conform_valid(&version, &mut v, b?, validated, typed)?;
-                grouper.push(&batch, chrono::DateTime::UNIX_EPOCH, false)?
-            }
-            None => {
-                last = true;
-                grouper.finish()?
-            }
-        };
-        for f in flushes {
-            let id = derived_commit_id(&f.run_id, &f.target_crs, key, f.index_in_group).to_string();
-            pending.push_back(async move {
-                let enc = crate::base::pool::run(move || {
-                    encode::encode_with(&f.rows.into_batch()?, &id, PartEncoding::V1)
-                })
-                .await??;
-                Ok::<_, Error>((f.run_id, f.target_crs, f.index_in_group, enc))
-            });
-            while pending.len() >= encoders {
-                if let Some(r) = pending.next().await {
-                    done.push(r?);
-                }
-            }
-        }
-    }
-    while let Some(r) = pending.next().await {
-        done.push(r?);
-    }
-    Ok(payload_sha256(&format1_order(grouper.partitions(), done)))
-}
-
-/// The encoded flushes as the commits a format-1 claim lists: partition by partition (in
-/// the order of `partitions`, their first appearance), then by index in the partition.
-fn format1_order(
-    partitions: Vec<(String, String)>,
-    mut done: Vec<(String, String, u64, EncodedPart)>,
-) -> Vec<ClaimedCommit> {
-    let rank: std::collections::HashMap<(String, String), usize> = partitions
-        .into_iter()
-        .enumerate()
-        .map(|(i, p)| (p, i))
-        .collect();
-    done.sort_by_key(|(r, c, i, _)| (rank.get(&(r.clone(), c.clone())).copied(), *i));
-    done.into_iter()
-        .map(|(run_id, target_crs, _, e)| ClaimedCommit {
-            run_id,
-            target_crs,
-            commit_id: e.commit_id,
-            sha256: e.sha256,
-            rows: e.rows,
-        })
-        .collect()
 }

@@ -11,12 +11,16 @@
 //!
 //! Inside: `partition` numbers partitions, `group` buffers rows until a flush is full
 //! (spilling to `spill` over the memory budget), `commit` runs bounded encode+publish
-//! tasks, `payload_summary` computes a keyed payload's digest in the first pass, `version` fixes
-//! the contract version written (`--schema-version` rules) and widens older batches.
+//! tasks, `first_pass` validates the whole input before anything is published,
+//! `payload_summary` computes a keyed payload's digest in it, `keyed` claims the commit key,
+//! `version` fixes the contract version written (`--schema-version` rules) and widens older
+//! batches.
 
 pub(crate) mod append;
 mod commit;
+pub(crate) mod first_pass;
 pub(crate) mod group;
+mod keyed;
 mod partition;
 pub(crate) mod payload_summary;
 pub(crate) mod sink;

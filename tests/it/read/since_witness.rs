@@ -167,6 +167,55 @@ async fn the_records_of_the_seals_read_are_checked_and_only_those_seals_are_read
 }
 
 #[tokio::test]
+async fn a_witnessed_read_since_a_seal_reads_the_records_from_the_seal_before_it_only() {
+    let witnessed: Vec<u64> = (1..=30).collect();
+    let (m, _mem, wit) = seals(30, &witnessed).await;
+    let metered = Arc::new(MeteredPublisher::new(wit.clone(), None).with_log());
+    let anchors = Anchors {
+        witness: Some(Arc::new(Witness::new(metered.clone()))),
+        ..Anchors::default()
+    };
+    let read = snapshot(m.as_ref(), &since(28)).await.unwrap();
+    let c = anchors
+        .require_range(read.since.as_ref().unwrap(), &m.describe())
+        .await
+        .unwrap();
+    let lines = c.lines().join("\n");
+    assert!(
+        lines.contains("records of seals 28-30 (those read) hold: 3 records of store")
+            && lines.contains("27 records of seals before 28 not checked"),
+        "{lines}"
+    );
+    // The witness's records read: the first (what it replaces), seal 27's (28's link) and
+    // those of the seals read; each once.
+    let gets: Vec<String> = metered
+        .take_log()
+        .into_iter()
+        .filter(|(r, _)| *r == Request::Get)
+        .map(|(_, k)| k)
+        .collect();
+    let seqs: Vec<u64> = gets
+        .iter()
+        .map(|k| k.rsplit('/').next().unwrap()[..20].parse().unwrap())
+        .collect::<std::collections::BTreeSet<u64>>()
+        .into_iter()
+        .collect();
+    assert_eq!(seqs, [1, 27, 28, 29, 30], "{gets:?}");
+    assert_eq!(gets.len(), 5, "each record read once: {gets:?}");
+    // A copy of the newest record planted under the last seal number there is: refused
+    // (it records seal 30), not a panic.
+    let newest = gets.iter().max().unwrap();
+    let copy = wit.get(newest).await.unwrap().unwrap();
+    let planted = newest.replace("00000000000000000030", &u64::MAX.to_string());
+    wit.put_create(&planted, copy).await.unwrap();
+    let refused = anchors
+        .require_range(read.since.as_ref().unwrap(), &m.describe())
+        .await
+        .unwrap_err();
+    assert_eq!(refused.kind(), ErrorKind::Integrity, "{refused}");
+}
+
+#[tokio::test]
 async fn a_seal_rewritten_after_it_was_witnessed_is_refused_naming_it() {
     let (m, mem, wit) = seals(10, &[3, 7, 8]).await;
     let mut old = Vec::new();

@@ -79,6 +79,11 @@ async fn since(store: &dyn AtomicPublisher, seq: u64, grace: Duration) -> Report
     verify_with(store, &opts).await.unwrap()
 }
 
+/// The keys of the problems a verify named.
+fn named(r: &Report) -> Vec<&str> {
+    r.problems.iter().map(|p| p.key.as_str()).collect()
+}
+
 /// A local store of two rounds (four runs), each sealed once the file system's clock is
 /// past everything written: seal 2 records a clock later than every data directory.
 async fn two_rounds() -> (tempfile::TempDir, Arc<PosixPublisher>, Vec<Pointer>) {
@@ -187,8 +192,7 @@ async fn a_file_planted_inside_a_subdirectory_of_an_unchanged_directory_is_named
     std::fs::write(root.join(&key), b"planted").unwrap();
     assert_eq!(ctime_ns(&dir), before, "the parent did not change");
     let r = since(store.as_ref(), 3, Duration::zero()).await;
-    let named: Vec<&str> = r.problems.iter().map(|p| p.key.as_str()).collect();
-    assert_eq!(named, [key.as_str()], "{:#?}", r.problems);
+    assert_eq!(named(&r), [key.as_str()], "{:#?}", r.problems);
     assert_eq!(r.problems[0].kind, ProblemKind::ForeignObject);
 }
 
@@ -212,26 +216,14 @@ async fn a_file_planted_before_the_seals_clock_is_left_to_the_full_verify_and_sa
     // Planted before seal 2 read its clock: a full verify after seal 2 names it, and a
     // verify since seal 2 trusts that one (no grace: every directory is older).
     let full = crate::support::audit::verify_later(store.as_ref()).await;
-    assert_eq!(
-        full.problems
-            .iter()
-            .map(|p| p.key.as_str())
-            .collect::<Vec<_>>(),
-        [planted.as_str()]
-    );
+    assert_eq!(named(&full), [planted.as_str()]);
     let r = since(store.as_ref(), 2, Duration::zero()).await;
     assert!(r.is_clean(), "{:#?}", r.problems);
     assert!(r.data_area.as_ref().unwrap().unchanged_dirs > 0);
     // With the default grace (15 minutes), directories changed in the 15 minutes before
     // the seal's clock are read: it is named.
     let r = since(store.as_ref(), 2, Duration::minutes(15)).await;
-    assert_eq!(
-        r.problems
-            .iter()
-            .map(|p| p.key.as_str())
-            .collect::<Vec<_>>(),
-        [planted.as_str()]
-    );
+    assert_eq!(named(&r), [planted.as_str()]);
     assert_eq!(r.data_area.unwrap().unchanged_dirs, 0);
     // The CLI says what it did not read, and against which time.
     let s = root.to_str().unwrap();
