@@ -115,9 +115,10 @@ pub async fn check_range(
     };
     let own = &stores[own];
     let id = &own.id;
+    let replaced = replaces(&own.records);
     let others: Vec<(String, u64)> = stores
         .iter()
-        .filter(|r| r.id != *id && !replaces(&own.records).contains(&r.id))
+        .filter(|r| r.id != *id && !replaced.contains(&r.id))
         .map(|r| (r.id.clone(), r.seq))
         .collect();
     if !others.is_empty() {

@@ -16,7 +16,7 @@
 //! `--since-seal` lists the data area and the pointers' keys ([`DataArea`]: one listing
 //! request per 1,000 parts and per 1,000 pointers, no reads) and reads only the pointers
 //! of commits with more than one part. On a local disk it lists only the directories
-//! changed since seal SEQ's file-system clock less the grace ([`Since`]), the pointers of
+//! changed since seal SEQ's file-system clock less the grace ([`UnchangedBefore`]), the pointers of
 //! the runs listed, and reads the pointers of the parts listed in a run with a directory
 //! left unread.
 
@@ -89,7 +89,7 @@ pub(crate) fn several(pointer_key: &str, listed: &[&str]) -> Vec<Problem> {
 }
 
 /// The data area as `--since-seal` sees it: every object under `run_id=` (on a local disk,
-/// of the directories changed since seal SEQ: [`Since`]), and the keys of the pointers of
+/// of the directories changed since seal SEQ: [`UnchangedBefore`]), and the keys of the pointers of
 /// the runs listed.
 #[derive(Debug, Default)]
 pub(crate) struct DataArea {
@@ -97,7 +97,7 @@ pub(crate) struct DataArea {
     pointers: HashSet<String>,
     /// Listed parts by their commit's pointer key.
     parts: BTreeMap<String, Vec<usize>>,
-    /// The directories not read, unchanged since [`Since::before_ns`]; `None` when the
+    /// The directories not read, unchanged since [`UnchangedBefore::before_ns`]; `None` when the
     /// whole data area was listed.
     pub(crate) unchanged_dirs: Option<Vec<String>>,
 }
@@ -107,11 +107,11 @@ pub(crate) struct DataArea {
 /// entry they have now when the full `verify` that `--since-seal` trusts ran (after seal
 /// SEQ); they are not read again.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Since {
+pub(crate) struct UnchangedBefore {
     pub(crate) before_ns: i128,
 }
 
-impl Since {
+impl UnchangedBefore {
     /// Before seal `since`'s file-system clock (or now, if that is earlier) less the
     /// grace, so that nothing left unread was in flight when the full `verify` that
     /// `--since-seal` trusts ran after that seal. `None` when the seal read no clock (a
@@ -140,7 +140,7 @@ impl DataArea {
     /// `wanted` (to be read by the pipeline's pointers step).
     pub(crate) async fn list(
         store: &dyn AtomicPublisher,
-        since: Option<Since>,
+        since: Option<UnchangedBefore>,
         wanted: &mut Vec<Wanted>,
     ) -> Result<Self> {
         let area = Self::listed(store, since).await?;
@@ -158,7 +158,7 @@ impl DataArea {
     }
 
     /// The listings.
-    async fn listed(store: &dyn AtomicPublisher, since: Option<Since>) -> Result<Self> {
+    async fn listed(store: &dyn AtomicPublisher, since: Option<UnchangedBefore>) -> Result<Self> {
         // Names only: no part's or pointer's metadata is read (on local disk, the
         // directories' names and types); a foreign object's size is looked up when named.
         let changed = match since {

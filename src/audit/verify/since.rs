@@ -28,7 +28,7 @@ use crate::audit::verify::flight::Window;
 use crate::audit::verify::history::entries::{entry_matches, index_entry_problem};
 use crate::audit::verify::options::VerifyOptions;
 use crate::audit::verify::pipeline::Strategy;
-use crate::audit::verify::planted::{DataArea, Since as DataSince};
+use crate::audit::verify::planted::{DataArea, UnchangedBefore};
 use crate::audit::verify::pointers::{ReadBack, SealedAs, Wanted};
 use crate::base::error::{Error, Result};
 use crate::base::param::{text, Param};
@@ -219,7 +219,7 @@ impl Strategy for Since {
             sealed: None,
             listed_size: None,
         }));
-        let unchanged = seals.get(&since).and_then(|s| DataSince::of(s, opts));
+        let unchanged = seals.get(&since).and_then(|s| UnchangedBefore::of(s, opts));
         self.area = DataArea::list(store, unchanged, &mut wanted).await?;
         report.data_area = Some(DataAreaRead {
             unchanged_before_utc: unchanged.map(|u| rfc3339_ns(u.before_ns)),

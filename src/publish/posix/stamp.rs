@@ -58,7 +58,7 @@ fn stamp_at(parent: &OwnedFd, name: &OsStr, shown: &Path) -> Result<Option<DirSt
 }
 
 /// `st_ctime` in nanoseconds.
-fn changed_ns(st: &rustix::fs::Stat) -> i128 {
+pub(super) fn changed_ns(st: &rustix::fs::Stat) -> i128 {
     i128::from(st.st_ctime) * 1_000_000_000 + i128::from(st.st_ctime_nsec)
 }
 

@@ -123,7 +123,7 @@ impl Walker<'_> {
         self.stats
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let st = rustix::fs::fstat(dir).map_err(|e| Error::io(path, e.into()))?;
-        let changed = i128::from(st.st_ctime) * 1_000_000_000 + i128::from(st.st_ctime_nsec);
+        let changed = super::stamp::changed_ns(&st);
         Ok(Some((changed < u.before_ns, st.st_nlink == 2)))
     }
 
